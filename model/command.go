@@ -1,0 +1,177 @@
+package model
+
+import (
+	"fmt"
+	"time"
+)
+
+// Command is one state-machine input. Exactly one field is set; the struct is
+// a tagged union so that it encodes naturally in JSON and msgpack.
+type Command struct {
+	Register       *Register       `json:",omitempty"`
+	Deregister     *Deregister     `json:",omitempty"`
+	CreateSession  *CreateSession  `json:",omitempty"`
+	DestroySession *DestroySession `json:",omitempty"`
+	KV             *KVOp           `json:",omitempty"`
+	Txn            *Txn            `json:",omitempty"`
+	ReapTombstones *ReapTombstones `json:",omitempty"`
+}
+
+// Register upserts a node and, atomically with it, any of its checks (like
+// Consul's catalog register). A check moving to critical invalidates the
+// sessions bound to it (S12, S48).
+type Register struct {
+	Node    string
+	Address string
+	Checks  []CheckSpec `json:",omitempty"`
+}
+
+// CheckSpec is a check as registered.
+type CheckSpec struct {
+	CheckID string
+	Name    string
+	Status  Health
+}
+
+// Deregister removes a whole node (CheckID "") or one of its checks (S10, S11).
+type Deregister struct {
+	Node    string
+	CheckID string `json:",omitempty"`
+}
+
+// CreateSession creates a session. ID is chosen by the leader before raft, so
+// that every replica applies the same ID (S1).
+type CreateSession struct {
+	ID        string
+	Name      string
+	Node      string
+	Checks    []string
+	LockDelay time.Duration
+	Behavior  Behavior
+	TTL       string
+}
+
+// DestroySession invalidates a session (S13); TTL expiry uses it too (S14).
+type DestroySession struct {
+	ID string
+}
+
+// KVVerb names a KV operation. The names are Consul's txn verbs; a plain KV
+// request maps onto the write verbs (set, cas, lock, unlock, delete,
+// delete-cas, delete-tree).
+type KVVerb string
+
+// KV verbs (S26-S44). check-sequencer is a tenure extension (S43).
+const (
+	KVSet            KVVerb = "set"
+	KVCAS            KVVerb = "cas"
+	KVLock           KVVerb = "lock"
+	KVUnlock         KVVerb = "unlock"
+	KVGet            KVVerb = "get"
+	KVGetOrEmpty     KVVerb = "get-or-empty"
+	KVGetTree        KVVerb = "get-tree"
+	KVCheckIndex     KVVerb = "check-index"
+	KVCheckSession   KVVerb = "check-session"
+	KVCheckNotExists KVVerb = "check-not-exists"
+	KVCheckSequencer KVVerb = "check-sequencer"
+	KVDelete         KVVerb = "delete"
+	KVDeleteTree     KVVerb = "delete-tree"
+	KVDeleteCAS      KVVerb = "delete-cas"
+)
+
+// writeVerbs may stand alone as a KV command; all verbs may appear in a Txn.
+var writeVerbs = map[KVVerb]bool{
+	KVSet: true, KVCAS: true, KVLock: true, KVUnlock: true,
+	KVDelete: true, KVDeleteTree: true, KVDeleteCAS: true,
+}
+
+var readVerbs = map[KVVerb]bool{
+	KVGet: true, KVGetOrEmpty: true, KVGetTree: true, KVCheckIndex: true,
+	KVCheckSession: true, KVCheckNotExists: true, KVCheckSequencer: true,
+}
+
+// IsWrite reports whether the verb can change the store.
+func (v KVVerb) IsWrite() bool { return writeVerbs[v] }
+
+// KVOp is one KV operation. Index is the cas/check-index ModifyIndex, or the
+// LockIndex for check-sequencer.
+type KVOp struct {
+	Verb    KVVerb
+	Key     string
+	Value   []byte `json:",omitempty"`
+	Flags   uint64 `json:",omitempty"`
+	Index   uint64 `json:",omitempty"`
+	Session string `json:",omitempty"`
+}
+
+// Txn is an all-or-nothing list of KV operations (S44).
+type Txn struct {
+	Ops []KVOp
+}
+
+// ReapTombstones forgets deletion records at or below Index. The per-key
+// LockIndex watermark is kept, so sequencers stay unique (S41).
+type ReapTombstones struct {
+	Index uint64
+}
+
+// Kind names the command's variant; it fails unless exactly one is set.
+func (c Command) Kind() (string, error) {
+	kinds := []struct {
+		set  bool
+		name string
+	}{
+		{c.Register != nil, "register"},
+		{c.Deregister != nil, "deregister"},
+		{c.CreateSession != nil, "create-session"},
+		{c.DestroySession != nil, "destroy-session"},
+		{c.KV != nil, "kv"},
+		{c.Txn != nil, "txn"},
+		{c.ReapTombstones != nil, "reap-tombstones"},
+	}
+	name := ""
+	for _, k := range kinds {
+		if !k.set {
+			continue
+		}
+		if name != "" {
+			return "", fmt.Errorf("command sets both %s and %s", name, k.name)
+		}
+		name = k.name
+	}
+	if name == "" {
+		return "", fmt.Errorf("empty command")
+	}
+	return name, nil
+}
+
+// LockKeys lists the keys this command would acquire. The leader checks their
+// lock-delay before it proposes the command (S22, S24).
+func (c Command) LockKeys() []string {
+	var keys []string
+	if c.KV != nil && c.KV.Verb == KVLock {
+		keys = append(keys, c.KV.Key)
+	}
+	if c.Txn != nil {
+		for _, op := range c.Txn.Ops {
+			if op.Verb == KVLock {
+				keys = append(keys, op.Key)
+			}
+		}
+	}
+	return keys
+}
+
+// IsReadOnly reports whether the command cannot change the state, which lets a
+// server answer a read-only txn without a raft write.
+func (c Command) IsReadOnly() bool {
+	if c.Txn == nil {
+		return false
+	}
+	for _, op := range c.Txn.Ops {
+		if op.Verb.IsWrite() {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,299 @@
+package model_test
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// TestScenarios runs testdata/model/*.txt. Each directive is one input to the
+// model (or to a pure helper); the expected output is reviewed as a diff and
+// regenerated with -rewrite. Invariants are checked after every step.
+func TestScenarios(t *testing.T) {
+	datadriven.Walk(t, "../testdata/model", func(t *testing.T, path string) {
+		h := &harness{s: model.New()}
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			out, err := h.run(d)
+			if err != nil {
+				d.Fatalf(t, "%s: %v", filepath.Base(path), err)
+			}
+			return out
+		})
+	})
+}
+
+type harness struct {
+	s      *model.State
+	idx    uint64
+	delays model.LockDelays
+	ttl    model.TTLDeadlines
+}
+
+func (h *harness) run(d *datadriven.TestData) (string, error) {
+	switch d.Cmd {
+	case "state":
+		return dumpState(h.s), nil
+	case "get":
+		e, ok := h.s.Get(arg(d, "key"))
+		if !ok {
+			return fmt.Sprintf("absent (index %d)\n", h.s.KeyIndex(arg(d, "key"))), nil
+		}
+		return fmtEntry(e) + "\n", nil
+	case "index":
+		if d.HasArg("prefix") {
+			return fmt.Sprintf("%d\n", h.s.PrefixIndex(arg(d, "prefix"))), nil
+		}
+		return fmt.Sprintf("%d\n", h.s.KeyIndex(arg(d, "key"))), nil
+	case "keys":
+		return fmt.Sprintf("%q\n", h.s.Keys(arg(d, "prefix"), arg(d, "separator"))), nil
+	case "sequencer":
+		err := h.s.CheckSequencer(model.Sequencer{Key: arg(d, "key"), LockIndex: uintArg(d, "lock-index"), Session: arg(d, "session")})
+		if err != nil {
+			return "stale: " + err.Error() + "\n", nil
+		}
+		return "valid\n", nil
+	case "delay-arm":
+		h.delays.Arm(arg(d, "key"), at(d, "now"), durArg(d, "d"))
+		return fmt.Sprintf("remaining %v\n", h.delays.Remaining(arg(d, "key"), at(d, "now"))), nil
+	case "delay-check":
+		k, now := arg(d, "key"), at(d, "now")
+		return fmt.Sprintf("blocks=%v remaining=%v\n", h.delays.Blocks(k, now), h.delays.Remaining(k, now)), nil
+	case "ttl-reset":
+		h.ttl.Reset(arg(d, "id"), at(d, "now"), durArg(d, "ttl"), 2)
+		dl, ok := h.ttl.Deadline(arg(d, "id"))
+		if !ok {
+			return "no deadline\n", nil
+		}
+		return fmt.Sprintf("deadline %v\n", dl.Sub(time.Unix(0, 0))), nil
+	case "ttl-expired":
+		return fmt.Sprintf("%q\n", h.ttl.Expired(at(d, "now"))), nil
+	case "ttl-clear":
+		h.ttl.Clear()
+		return fmt.Sprintf("tracked %d\n", h.ttl.Len()), nil
+	}
+	cmd, err := parseCommand(d)
+	if err != nil {
+		return "", err
+	}
+	return h.apply(cmd)
+}
+
+// apply runs one command and reports its result and every entry it changed.
+func (h *harness) apply(cmd model.Command) (string, error) {
+	prev := h.s.Clone()
+	h.idx++
+	res := h.s.Apply(h.idx, cmd)
+	if err := h.s.CheckInvariants(); err != nil {
+		return "", err
+	}
+	if err := model.CheckTransition(prev, h.s, res); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	switch {
+	case res.Err != nil:
+		fmt.Fprintf(&b, "error: %s\n", res.Err.Msg)
+	case len(res.TxnErrors) > 0:
+		for _, e := range res.TxnErrors {
+			fmt.Fprintf(&b, "txn error op %d: %s\n", e.OpIndex, e.What)
+		}
+	default:
+		fmt.Fprintf(&b, "%v @%d\n", res.OK, res.Index)
+	}
+	for _, e := range res.TxnResults {
+		fmt.Fprintf(&b, "result %s\n", fmtEntry(e))
+	}
+	for _, id := range res.Invalidated {
+		fmt.Fprintf(&b, "invalidated %s\n", id)
+	}
+	for _, ld := range res.LockDelays {
+		fmt.Fprintf(&b, "lock-delay %s %v\n", ld.Key, ld.Delay)
+		h.delays.Arm(ld.Key, time.Unix(0, 0), ld.Delay)
+	}
+	b.WriteString(diffKV(prev, h.s))
+	return b.String(), nil
+}
+
+func parseCommand(d *datadriven.TestData) (model.Command, error) {
+	switch d.Cmd {
+	case "register":
+		r := &model.Register{Node: arg(d, "node"), Address: arg(d, "addr")}
+		for _, c := range list(d, "check") {
+			id, status, _ := strings.Cut(c, ":")
+			r.Checks = append(r.Checks, model.CheckSpec{CheckID: id, Name: id, Status: model.Health(status)})
+		}
+		return model.Command{Register: r}, nil
+	case "deregister":
+		return model.Command{Deregister: &model.Deregister{Node: arg(d, "node"), CheckID: arg(d, "check")}}, nil
+	case "create-session":
+		c := &model.CreateSession{ID: arg(d, "id"), Name: arg(d, "name"), Node: arg(d, "node"),
+			Behavior: model.Behavior(arg(d, "behavior")), TTL: arg(d, "ttl"), LockDelay: model.DefaultLockDelay,
+			Checks: list(d, "checks")}
+		if d.HasArg("lock-delay") {
+			c.LockDelay = durArg(d, "lock-delay")
+		}
+		return model.Command{CreateSession: c}, nil
+	case "destroy":
+		return model.Command{DestroySession: &model.DestroySession{ID: arg(d, "id")}}, nil
+	case "reap":
+		return model.Command{ReapTombstones: &model.ReapTombstones{Index: uintArg(d, "index")}}, nil
+	case "txn":
+		var ops []model.KVOp
+		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
+			op, err := parseOpLine(line)
+			if err != nil {
+				return model.Command{}, err
+			}
+			ops = append(ops, op)
+		}
+		return model.Command{Txn: &model.Txn{Ops: ops}}, nil
+	}
+	op := model.KVOp{Verb: model.KVVerb(d.Cmd), Key: arg(d, "key"), Value: []byte(arg(d, "value")),
+		Flags: uintArg(d, "flags"), Index: uintArg(d, "index"), Session: arg(d, "session")}
+	if d.HasArg("size") {
+		op.Value = make([]byte, uintArg(d, "size"))
+	}
+	return model.Command{KV: &op}, nil
+}
+
+// parseOpLine reads "verb key=k value=v session=s index=n flags=n".
+func parseOpLine(line string) (model.KVOp, error) {
+	fields := strings.Fields(line)
+	if len(fields) == 0 {
+		return model.KVOp{}, fmt.Errorf("empty txn line")
+	}
+	op := model.KVOp{Verb: model.KVVerb(fields[0])}
+	for _, f := range fields[1:] {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			return op, fmt.Errorf("txn op field %q is not key=value", f)
+		}
+		switch k {
+		case "key":
+			op.Key = v
+		case "value":
+			op.Value = []byte(v)
+		case "session":
+			op.Session = v
+		case "index", "flags":
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return op, fmt.Errorf("txn op %s: %w", k, err)
+			}
+			if k == "index" {
+				op.Index = n
+			} else {
+				op.Flags = n
+			}
+		default:
+			return op, fmt.Errorf("unknown txn op field %q", k)
+		}
+	}
+	return op, nil
+}
+
+func arg(d *datadriven.TestData, key string) string {
+	for _, a := range d.CmdArgs {
+		if a.Key == key && len(a.Vals) > 0 {
+			return a.Vals[0]
+		}
+	}
+	return ""
+}
+
+// list gathers every value of a repeatable argument; "none" means an empty list.
+func list(d *datadriven.TestData, key string) []string {
+	var out []string
+	for _, a := range d.CmdArgs {
+		if a.Key != key {
+			continue
+		}
+		if len(a.Vals) == 1 && a.Vals[0] == "none" {
+			return []string{}
+		}
+		out = append(out, a.Vals...)
+	}
+	return out
+}
+
+func uintArg(d *datadriven.TestData, key string) uint64 {
+	if !d.HasArg(key) {
+		return 0
+	}
+	n, err := strconv.ParseUint(arg(d, key), 10, 64)
+	if err != nil {
+		panic(fmt.Sprintf("%s: %v", key, err))
+	}
+	return n
+}
+
+func durArg(d *datadriven.TestData, key string) time.Duration {
+	v, err := time.ParseDuration(arg(d, key))
+	if err != nil {
+		panic(fmt.Sprintf("%s: %v", key, err))
+	}
+	return v
+}
+
+// at reads a time given as an offset from the epoch ("now=12s").
+func at(d *datadriven.TestData, key string) time.Time {
+	return time.Unix(0, 0).Add(durArg(d, key))
+}
+
+func fmtEntry(e model.KVEntry) string {
+	s := fmt.Sprintf("%s value=%q flags=%d lock-index=%d", e.Key, e.Value, e.Flags, e.LockIndex)
+	if e.Session != "" {
+		s += " session=" + e.Session
+	}
+	return s + fmt.Sprintf(" create=%d modify=%d", e.CreateIndex, e.ModifyIndex)
+}
+
+func diffKV(prev, next *model.State) string {
+	var b strings.Builder
+	for _, e := range next.List("") {
+		if old, ok := prev.Get(e.Key); !ok || fmtEntry(old) != fmtEntry(e) {
+			fmt.Fprintf(&b, "  kv %s\n", fmtEntry(e))
+		}
+	}
+	for _, e := range prev.List("") {
+		if _, ok := next.Get(e.Key); !ok {
+			fmt.Fprintf(&b, "  kv %s deleted\n", e.Key)
+		}
+	}
+	return b.String()
+}
+
+func dumpState(s *model.State) string {
+	var b strings.Builder
+	t := s.Tables
+	fmt.Fprintf(&b, "tables nodes=%d checks=%d sessions=%d kv=%d\n", t.Nodes, t.Checks, t.Sessions, t.KV)
+	for _, n := range s.NodeList() {
+		fmt.Fprintf(&b, "node %s create=%d modify=%d\n", n.Name, n.CreateIndex, n.ModifyIndex)
+	}
+	for _, c := range s.CheckList("", "") {
+		fmt.Fprintf(&b, "check %s/%s %s\n", c.Node, c.CheckID, c.Status)
+	}
+	for _, se := range s.SessionList("") {
+		fmt.Fprintf(&b, "session %s node=%s checks=%v behavior=%s ttl=%q lock-delay=%v create=%d\n",
+			se.ID, se.Node, se.Checks, se.Behavior, se.TTL, se.LockDelay, se.CreateIndex)
+	}
+	for _, e := range s.List("") {
+		fmt.Fprintf(&b, "kv %s\n", fmtEntry(e))
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Tombstones)) {
+		fmt.Fprintf(&b, "tombstone %s at=%d\n", k, s.Tombstones[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.LockIssued)) {
+		fmt.Fprintf(&b, "issued %s lock-index=%d\n", k, s.LockIssued[k])
+	}
+	return b.String()
+}

@@ -1,0 +1,62 @@
+package model
+
+import "fmt"
+
+// ErrorKind classifies a rejected command so that a server can map it to a
+// status code. The model never mixes a rejection with a state change.
+type ErrorKind int
+
+// Kinds of rejection.
+const (
+	// ErrInvalid: the input itself is wrong (bad TTL, unknown behaviour, empty key…).
+	ErrInvalid ErrorKind = iota + 1
+	// ErrMissing: the input names something that does not exist (node, check, session).
+	ErrMissing
+	// ErrConflict: the input is well formed but the state forbids it (critical check).
+	ErrConflict
+	// ErrTooLarge: a value or txn over its limit.
+	ErrTooLarge
+	// ErrInternal: the caller broke the model's calling contract (index not increasing).
+	ErrInternal
+)
+
+// Error is a rejected command: a kind and Consul's reason text.
+type Error struct {
+	Kind ErrorKind
+	Msg  string
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+func errorf(kind ErrorKind, format string, args ...any) *Error {
+	return &Error{Kind: kind, Msg: fmt.Sprintf(format, args...)}
+}
+
+// TxnError is one failed operation of a transaction, in Consul's shape.
+type TxnError struct {
+	OpIndex int
+	What    string
+}
+
+// Result is what Apply answers.
+type Result struct {
+	// Index is the index the command was applied at.
+	Index uint64
+	// OK is the boolean answer of cas, lock, unlock and delete-cas; true otherwise on success.
+	OK bool
+	// Err is set when the command was rejected; the state is then unchanged.
+	Err *Error
+	// SessionID is the created session's ID.
+	SessionID string
+	// TxnResults are the entries a transaction returns, in op order.
+	TxnResults []KVEntry
+	// TxnErrors are a failed transaction's per-op reasons; the state is then unchanged.
+	TxnErrors []TxnError
+	// Invalidated lists the sessions this command invalidated, sorted.
+	Invalidated []string
+	// LockDelays lists the keys whose lock-delay the invalidations arm, sorted by key (S22).
+	LockDelays []LockDelay
+}
+
+// Failed reports whether the command was rejected or its transaction aborted.
+func (r Result) Failed() bool { return r.Err != nil || len(r.TxnErrors) > 0 }

@@ -1,0 +1,182 @@
+package model
+
+import (
+	"fmt"
+	"slices"
+)
+
+// InvariantError names a broken invariant and where it broke.
+type InvariantError struct {
+	Name   string
+	Detail string
+}
+
+func (e *InvariantError) Error() string { return e.Name + ": " + e.Detail }
+
+func violated(name, format string, args ...any) error {
+	return &InvariantError{Name: name, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Invariant names, for tests and for tools that report violations.
+const (
+	InvHolderExists        = "holder-exists"
+	InvIndexBounds         = "index-bounds"
+	InvLockIndexIssued     = "lock-index-issued"
+	InvSessionNode         = "session-outlives-node"
+	InvSessionChecks       = "session-outlives-checks"
+	InvCheckNode           = "check-has-node"
+	InvTombstone           = "tombstone-not-live"
+	InvRejectNoChange      = "rejected-changes-nothing"
+	InvIndexAdvances       = "index-advances"
+	InvLockIndexMonotonic  = "lock-index-monotonic"
+	InvSequencerUnique     = "sequencer-never-reissued"
+	InvInvalidationEffects = "invalidation-effects"
+	InvSessionImmutable    = "session-immutable"
+)
+
+// CheckInvariants checks the properties every reachable state has. "At most
+// one holder per key" needs no check: an entry has one Session field.
+func (s *State) CheckInvariants() error {
+	t := s.Tables
+	for _, name := range sortedKeys(s.KV) {
+		e := s.KV[name]
+		switch {
+		case e.Key != name:
+			return violated(InvIndexBounds, "entry stored under %q names key %q", name, e.Key)
+		case e.CreateIndex == 0 || e.CreateIndex > e.ModifyIndex || e.ModifyIndex > t.KV:
+			return violated(InvIndexBounds, "key %q: CreateIndex %d, ModifyIndex %d, KV table %d", name, e.CreateIndex, e.ModifyIndex, t.KV)
+		case e.LockIndex > s.LockIssued[name]:
+			return violated(InvLockIndexIssued, "key %q has LockIndex %d above the highest issued %d", name, e.LockIndex, s.LockIssued[name])
+		case e.Session != "" && e.LockIndex == 0:
+			return violated(InvLockIndexIssued, "key %q is held with LockIndex 0", name)
+		}
+		if _, ok := s.Tombstones[name]; ok {
+			return violated(InvTombstone, "key %q is both live and tombstoned", name)
+		}
+		if e.Session != "" {
+			if _, ok := s.Sessions[e.Session]; !ok {
+				return violated(InvHolderExists, "key %q is held by missing session %q", name, e.Session)
+			}
+		}
+	}
+	for _, name := range sortedKeys(s.Tombstones) {
+		if at := s.Tombstones[name]; at == 0 || at > t.KV {
+			return violated(InvIndexBounds, "tombstone %q at %d, KV table %d", name, at, t.KV)
+		}
+	}
+	for _, name := range sortedKeys(s.Nodes) {
+		n := s.Nodes[name]
+		if n.Name != name || n.CreateIndex == 0 || n.CreateIndex > n.ModifyIndex || n.ModifyIndex > t.Nodes {
+			return violated(InvIndexBounds, "node %q: CreateIndex %d, ModifyIndex %d, nodes table %d", name, n.CreateIndex, n.ModifyIndex, t.Nodes)
+		}
+	}
+	for _, c := range s.CheckList("", "") {
+		if _, ok := s.Nodes[c.Node]; !ok {
+			return violated(InvCheckNode, "check %q is on missing node %q", c.CheckID, c.Node)
+		}
+		if c.CreateIndex == 0 || c.CreateIndex > c.ModifyIndex || c.ModifyIndex > t.Checks {
+			return violated(InvIndexBounds, "check %s/%s: CreateIndex %d, ModifyIndex %d, checks table %d", c.Node, c.CheckID, c.CreateIndex, c.ModifyIndex, t.Checks)
+		}
+	}
+	for _, se := range s.SessionList("") {
+		if se.CreateIndex == 0 || se.CreateIndex != se.ModifyIndex || se.ModifyIndex > t.Sessions {
+			return violated(InvIndexBounds, "session %q: CreateIndex %d, ModifyIndex %d, sessions table %d", se.ID, se.CreateIndex, se.ModifyIndex, t.Sessions)
+		}
+		if _, ok := s.Nodes[se.Node]; !ok {
+			return violated(InvSessionNode, "session %q outlives its node %q", se.ID, se.Node)
+		}
+		for _, id := range se.Checks {
+			c, ok := s.Checks[CheckKey{Node: se.Node, CheckID: id}]
+			if !ok {
+				return violated(InvSessionChecks, "session %q outlives its check %q", se.ID, id)
+			}
+			if c.Status == HealthCritical {
+				return violated(InvSessionChecks, "session %q outlives its critical check %q", se.ID, id)
+			}
+		}
+	}
+	return nil
+}
+
+// CheckTransition checks the properties of one step prev → next that res
+// reports. prev must be a clone taken before Apply.
+func CheckTransition(prev, next *State, res Result) error {
+	if res.Failed() {
+		if !next.Equal(prev) {
+			return violated(InvRejectNoChange, "a rejected command changed the state (%v)", describeFailure(res))
+		}
+		return nil
+	}
+	if next.Index() != prev.Index() && next.Index() != res.Index {
+		return violated(InvIndexAdvances, "state index moved to %d, command index %d", next.Index(), res.Index)
+	}
+	for _, key := range sortedKeys(next.KV) {
+		e := next.KV[key]
+		old, had := prev.KV[key]
+		if had && entryEqual(old, e) {
+			continue
+		}
+		if e.ModifyIndex != res.Index || res.Index <= prev.Index() {
+			return violated(InvIndexAdvances, "key %q changed with ModifyIndex %d at index %d (previous state index %d)", key, e.ModifyIndex, res.Index, prev.Index())
+		}
+		if had && e.LockIndex < old.LockIndex {
+			return violated(InvLockIndexMonotonic, "key %q LockIndex fell from %d to %d", key, old.LockIndex, e.LockIndex)
+		}
+		if e.Session != "" && (!had || old.Sequencer() != e.Sequencer()) && e.LockIndex <= prev.LockIssued[key] {
+			return violated(InvSequencerUnique, "key %q issued LockIndex %d to %q, but %d was issued before", key, e.LockIndex, e.Session, prev.LockIssued[key])
+		}
+	}
+	for _, key := range sortedKeys(prev.LockIssued) {
+		if next.LockIssued[key] < prev.LockIssued[key] {
+			return violated(InvSequencerUnique, "key %q issued watermark fell from %d to %d", key, prev.LockIssued[key], next.LockIssued[key])
+		}
+	}
+	for _, id := range sortedKeys(prev.Sessions) {
+		old := prev.Sessions[id]
+		cur, alive := next.Sessions[id]
+		if alive {
+			if !sessionEqual(old, cur) {
+				return violated(InvSessionImmutable, "session %q changed", id)
+			}
+			continue
+		}
+		if !slices.Contains(res.Invalidated, id) {
+			return violated(InvInvalidationEffects, "session %q vanished without being reported invalidated", id)
+		}
+		if err := checkInvalidationEffects(prev, next, old, res.Index); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkInvalidationEffects checks S16/S17 for one invalidated session: every
+// key it held was released in place or deleted, at the invalidation index.
+func checkInvalidationEffects(prev, next *State, se Session, idx uint64) error {
+	for _, key := range prev.HeldBy(se.ID) {
+		old := prev.KV[key]
+		e, exists := next.KV[key]
+		if se.Behavior == BehaviorDelete {
+			if exists && e.CreateIndex == old.CreateIndex {
+				return violated(InvInvalidationEffects, "delete-behaviour session %q left key %q behind", se.ID, key)
+			}
+			continue
+		}
+		switch {
+		case !exists:
+			return violated(InvInvalidationEffects, "release-behaviour session %q: key %q vanished", se.ID, key)
+		case e.Session == se.ID:
+			return violated(InvInvalidationEffects, "session %q invalidated but still holds %q", se.ID, key)
+		case e.Session == "" && (e.LockIndex != old.LockIndex || e.ModifyIndex != idx || string(e.Value) != string(old.Value) || e.Flags != old.Flags || e.CreateIndex != old.CreateIndex):
+			return violated(InvInvalidationEffects, "release of %q by invalidated session %q changed more than Session and ModifyIndex", key, se.ID)
+		}
+	}
+	return nil
+}
+
+func describeFailure(res Result) string {
+	if res.Err != nil {
+		return res.Err.Msg
+	}
+	return fmt.Sprintf("%d txn errors", len(res.TxnErrors))
+}

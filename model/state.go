@@ -1,0 +1,219 @@
+package model
+
+import (
+	"maps"
+	"slices"
+	"strings"
+)
+
+// CheckKey identifies a check: check IDs are unique per node only.
+type CheckKey struct {
+	Node    string
+	CheckID string
+}
+
+// TableIndexes are the highest index at which each table changed. Blocking
+// queries wait on them (S45, S46).
+type TableIndexes struct {
+	Nodes    uint64
+	Checks   uint64
+	Sessions uint64
+	// KV includes deletions, so a missing key's index moves when it is deleted.
+	KV uint64
+}
+
+// State is the whole replicated state. Use New; the zero value is not usable.
+type State struct {
+	Nodes    map[string]Node
+	Checks   map[CheckKey]Check
+	Sessions map[string]Session
+	KV       map[string]KVEntry
+	// Tombstones records the index at which each deleted key was deleted.
+	Tombstones map[string]uint64
+	// LockIssued is the highest LockIndex ever issued per key. It outlives the
+	// key, so a re-created key never reissues a sequencer (S41).
+	LockIssued map[string]uint64
+	Tables     TableIndexes
+}
+
+// New returns an empty state.
+func New() *State {
+	return &State{
+		Nodes:      map[string]Node{},
+		Checks:     map[CheckKey]Check{},
+		Sessions:   map[string]Session{},
+		KV:         map[string]KVEntry{},
+		Tombstones: map[string]uint64{},
+		LockIssued: map[string]uint64{},
+	}
+}
+
+// Index is the highest index at which anything changed.
+func (s *State) Index() uint64 {
+	t := s.Tables
+	return max(t.Nodes, t.Checks, t.Sessions, t.KV)
+}
+
+// Clone returns an independent copy. Byte slices and check lists are shared:
+// the model never mutates them in place.
+func (s *State) Clone() *State {
+	return &State{
+		Nodes:      maps.Clone(s.Nodes),
+		Checks:     maps.Clone(s.Checks),
+		Sessions:   maps.Clone(s.Sessions),
+		KV:         maps.Clone(s.KV),
+		Tombstones: maps.Clone(s.Tombstones),
+		LockIssued: maps.Clone(s.LockIssued),
+		Tables:     s.Tables,
+	}
+}
+
+// Equal reports whether two states are identical.
+func (s *State) Equal(o *State) bool {
+	return s.Tables == o.Tables &&
+		maps.Equal(s.Nodes, o.Nodes) &&
+		maps.Equal(s.Checks, o.Checks) &&
+		maps.EqualFunc(s.Sessions, o.Sessions, sessionEqual) &&
+		maps.EqualFunc(s.KV, o.KV, entryEqual) &&
+		maps.Equal(s.Tombstones, o.Tombstones) &&
+		maps.Equal(s.LockIssued, o.LockIssued)
+}
+
+func sessionEqual(a, b Session) bool {
+	return a.ID == b.ID && a.Name == b.Name && a.Node == b.Node &&
+		slices.Equal(a.Checks, b.Checks) && a.LockDelay == b.LockDelay &&
+		a.Behavior == b.Behavior && a.TTL == b.TTL &&
+		a.CreateIndex == b.CreateIndex && a.ModifyIndex == b.ModifyIndex
+}
+
+func entryEqual(a, b KVEntry) bool {
+	return a.Key == b.Key && string(a.Value) == string(b.Value) && a.Flags == b.Flags &&
+		a.LockIndex == b.LockIndex && a.Session == b.Session &&
+		a.CreateIndex == b.CreateIndex && a.ModifyIndex == b.ModifyIndex
+}
+
+// Get returns a key's entry.
+func (s *State) Get(key string) (KVEntry, bool) {
+	e, ok := s.KV[key]
+	return e, ok
+}
+
+// List returns the entries whose key starts with prefix, sorted by key.
+func (s *State) List(prefix string) []KVEntry {
+	var out []KVEntry
+	for _, k := range sortedKeys(s.KV) {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, s.KV[k])
+		}
+	}
+	return out
+}
+
+// Keys lists keys under prefix, sorted. With a separator, keys are cut after
+// the first separator past the prefix and deduplicated, as Consul's ?keys does.
+func (s *State) Keys(prefix, separator string) []string {
+	var out []string
+	for _, k := range sortedKeys(s.KV) {
+		if !strings.HasPrefix(k, prefix) {
+			continue
+		}
+		if separator != "" {
+			if i := strings.Index(k[len(prefix):], separator); i >= 0 {
+				k = k[:len(prefix)+i+len(separator)]
+			}
+		}
+		if len(out) == 0 || out[len(out)-1] != k {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// KeyIndex is the blocking-query index of a single-key read: the key's
+// ModifyIndex, or the KV table index when it is missing (S45).
+func (s *State) KeyIndex(key string) uint64 {
+	if e, ok := s.KV[key]; ok {
+		return e.ModifyIndex
+	}
+	return s.Tables.KV
+}
+
+// PrefixIndex is the blocking-query index of a prefix read: the highest
+// ModifyIndex or deletion under the prefix, else the KV table index (S45).
+func (s *State) PrefixIndex(prefix string) uint64 {
+	var idx uint64
+	for k, e := range s.KV {
+		if strings.HasPrefix(k, prefix) {
+			idx = max(idx, e.ModifyIndex)
+		}
+	}
+	for k, at := range s.Tombstones {
+		if strings.HasPrefix(k, prefix) {
+			idx = max(idx, at)
+		}
+	}
+	if idx == 0 {
+		return s.Tables.KV
+	}
+	return idx
+}
+
+// Session returns a session by ID.
+func (s *State) Session(id string) (Session, bool) {
+	se, ok := s.Sessions[id]
+	return se, ok
+}
+
+// SessionList returns every session sorted by ID, or those on node if node != "".
+func (s *State) SessionList(node string) []Session {
+	var out []Session
+	for _, id := range sortedKeys(s.Sessions) {
+		if se := s.Sessions[id]; node == "" || se.Node == node {
+			out = append(out, se)
+		}
+	}
+	return out
+}
+
+// NodeList returns every node sorted by name.
+func (s *State) NodeList() []Node {
+	var out []Node
+	for _, n := range sortedKeys(s.Nodes) {
+		out = append(out, s.Nodes[n])
+	}
+	return out
+}
+
+// CheckList returns the checks of node (all nodes if ""), and only those in
+// status (any if ""), sorted by node then check ID.
+func (s *State) CheckList(node string, status Health) []Check {
+	var out []Check
+	for _, c := range s.Checks {
+		if (node == "" || c.Node == node) && (status == "" || c.Status == status) {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b Check) int {
+		if c := strings.Compare(a.Node, b.Node); c != 0 {
+			return c
+		}
+		return strings.Compare(a.CheckID, b.CheckID)
+	})
+	return out
+}
+
+// HeldBy lists the keys the session holds, sorted.
+func (s *State) HeldBy(session string) []string {
+	var out []string
+	for k, e := range s.KV {
+		if e.Session == session {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func sortedKeys[K ~string, V any](m map[K]V) []K {
+	return slices.Sorted(maps.Keys(m))
+}
