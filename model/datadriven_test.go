@@ -250,7 +250,11 @@ func at(d *datadriven.TestData, key string) time.Time {
 }
 
 func fmtEntry(e model.KVEntry) string {
-	s := fmt.Sprintf("%s value=%q flags=%d lock-index=%d", e.Key, e.Value, e.Flags, e.LockIndex)
+	value := fmt.Sprintf("%q", e.Value)
+	if len(e.Value) > 32 {
+		value = fmt.Sprintf("<%d bytes>", len(e.Value))
+	}
+	s := fmt.Sprintf("%s value=%s flags=%d lock-index=%d", e.Key, value, e.Flags, e.LockIndex)
 	if e.Session != "" {
 		s += " session=" + e.Session
 	}

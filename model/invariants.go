@@ -154,14 +154,14 @@ func CheckTransition(prev, next *State, res Result) error {
 // key it held was released in place or deleted, at the invalidation index.
 func checkInvalidationEffects(prev, next *State, se Session, idx uint64) error {
 	for _, key := range prev.HeldBy(se.ID) {
-		old := prev.KV[key]
 		e, exists := next.KV[key]
 		if se.Behavior == BehaviorDelete {
-			if exists && e.CreateIndex == old.CreateIndex {
+			if exists {
 				return violated(InvInvalidationEffects, "delete-behaviour session %q left key %q behind", se.ID, key)
 			}
 			continue
 		}
+		old := prev.KV[key]
 		switch {
 		case !exists:
 			return violated(InvInvalidationEffects, "release-behaviour session %q: key %q vanished", se.ID, key)

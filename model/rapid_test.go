@@ -1,0 +1,137 @@
+package model_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// Small universes make collisions (same key, same session, same check) likely.
+var (
+	nodeNames  = []string{"n1", "n2", ""}
+	checkIDs   = []string{"serfHealth", "web", ""}
+	sessionIDs = []string{"s1", "s2", "s3", "ghost", ""}
+	keys       = []string{"a", "a/b", "b", ""}
+	statuses   = []model.Health{model.HealthPassing, model.HealthWarning, model.HealthCritical, "bogus"}
+	ttls       = []string{"", "0s", "9s", "10s", "1h", "25h", "nope", "-10s"}
+	behaviors  = []model.Behavior{"", model.BehaviorRelease, model.BehaviorDelete, "destroy"}
+	verbs      = []model.KVVerb{model.KVSet, model.KVCAS, model.KVLock, model.KVUnlock, model.KVGet,
+		model.KVGetOrEmpty, model.KVGetTree, model.KVCheckIndex, model.KVCheckSession,
+		model.KVCheckNotExists, model.KVCheckSequencer, model.KVDelete, model.KVDeleteTree,
+		model.KVDeleteCAS, "bogus"}
+)
+
+func genKVOp(t *rapid.T, label string) model.KVOp {
+	return model.KVOp{
+		Verb:    rapid.SampledFrom(verbs).Draw(t, label+"verb"),
+		Key:     rapid.SampledFrom(keys).Draw(t, label+"key"),
+		Value:   []byte(rapid.SampledFrom([]string{"", "x", "y"}).Draw(t, label+"value")),
+		Flags:   rapid.Uint64Range(0, 2).Draw(t, label+"flags"),
+		Index:   rapid.Uint64Range(0, 40).Draw(t, label+"index"),
+		Session: rapid.SampledFrom(sessionIDs).Draw(t, label+"session"),
+	}
+}
+
+// genCommand draws any command, valid or not.
+func genCommand(t *rapid.T) model.Command {
+	switch rapid.IntRange(0, 7).Draw(t, "kind") {
+	case 0:
+		r := &model.Register{Node: rapid.SampledFrom(nodeNames).Draw(t, "node")}
+		for i := range rapid.IntRange(0, 2).Draw(t, "nchecks") {
+			r.Checks = append(r.Checks, model.CheckSpec{
+				CheckID: rapid.SampledFrom(checkIDs).Draw(t, fmt.Sprint("check", i)),
+				Status:  rapid.SampledFrom(statuses).Draw(t, fmt.Sprint("status", i)),
+			})
+		}
+		return model.Command{Register: r}
+	case 1:
+		return model.Command{Deregister: &model.Deregister{
+			Node:    rapid.SampledFrom(nodeNames).Draw(t, "node"),
+			CheckID: rapid.SampledFrom(checkIDs).Draw(t, "check"),
+		}}
+	case 2:
+		return model.Command{CreateSession: &model.CreateSession{
+			ID:        rapid.SampledFrom(sessionIDs).Draw(t, "id"),
+			Node:      rapid.SampledFrom(nodeNames).Draw(t, "node"),
+			Checks:    rapid.SliceOfN(rapid.SampledFrom(checkIDs), 0, 2).Draw(t, "checks"),
+			LockDelay: time.Duration(rapid.IntRange(-1, 90).Draw(t, "delay")) * time.Second,
+			Behavior:  rapid.SampledFrom(behaviors).Draw(t, "behavior"),
+			TTL:       rapid.SampledFrom(ttls).Draw(t, "ttl"),
+		}}
+	case 3:
+		return model.Command{DestroySession: &model.DestroySession{ID: rapid.SampledFrom(sessionIDs).Draw(t, "id")}}
+	case 4, 5:
+		op := genKVOp(t, "")
+		return model.Command{KV: &op}
+	case 6:
+		var ops []model.KVOp
+		for i := range rapid.IntRange(0, 4).Draw(t, "nops") {
+			ops = append(ops, genKVOp(t, fmt.Sprint("op", i)))
+		}
+		return model.Command{Txn: &model.Txn{Ops: ops}}
+	default:
+		return model.Command{ReapTombstones: &model.ReapTombstones{Index: rapid.Uint64Range(0, 40).Draw(t, "reap")}}
+	}
+}
+
+// TestRandomCommandsKeepInvariants: every reachable state satisfies every
+// invariant, every step satisfies the transition rules, and a rejected
+// command changes nothing and says why.
+func TestRandomCommandsKeepInvariants(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := model.New()
+		for i := range rapid.IntRange(1, 60).Draw(t, "steps") {
+			cmd := genCommand(t)
+			prev := s.Clone()
+			prevHash := s.Hash()
+			res := s.Apply(uint64(i+1), cmd)
+			if err := s.CheckInvariants(); err != nil {
+				t.Fatalf("step %d %+v: %v", i, cmd, err)
+			}
+			if err := model.CheckTransition(prev, s, res); err != nil {
+				t.Fatalf("step %d %+v: %v", i, cmd, err)
+			}
+			if res.Err != nil && res.Err.Msg == "" {
+				t.Fatalf("step %d: rejection without a reason", i)
+			}
+			if res.Failed() && s.Hash() != prevHash {
+				t.Fatalf("step %d: rejected command changed the hash", i)
+			}
+			for _, te := range res.TxnErrors {
+				if te.What == "" {
+					t.Fatalf("step %d: txn error without a reason", i)
+				}
+			}
+		}
+	})
+}
+
+// TestCloneIsIndependentAndHashStable: a clone equals and hashes like its
+// source, and applying to the clone leaves the source untouched.
+func TestCloneIsIndependentAndHashStable(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := model.New()
+		n := rapid.IntRange(1, 30).Draw(t, "steps")
+		for i := range n {
+			s.Apply(uint64(i+1), genCommand(t))
+		}
+		c := s.Clone()
+		if !c.Equal(s) || c.Hash() != s.Hash() {
+			t.Fatalf("clone differs from source")
+		}
+		before := s.Hash()
+		for i := range 10 {
+			c.Apply(uint64(n+i+1), genCommand(t))
+		}
+		if s.Hash() != before {
+			t.Fatalf("applying to a clone changed the source")
+		}
+		if !c.Equal(s) && c.Hash() == s.Hash() {
+			t.Logf("hash collision between different states (allowed, but unlikely)")
+		}
+	})
+}
