@@ -119,7 +119,7 @@ func (a *applier) deregister(d Deregister) {
 		return // Consul treats deregistering a missing node as done.
 	}
 	if d.CheckID != "" {
-		a.deleteCheck(CheckKey{Node: d.Node, CheckID: d.CheckID})
+		a.deleteCheck(CheckKey(d))
 		return
 	}
 	for _, c := range s.CheckList(d.Node, "") {
