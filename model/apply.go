@@ -33,8 +33,6 @@ func (s *State) Apply(index uint64, cmd Command) Result {
 		a.kv(*cmd.KV)
 	case cmd.Txn != nil:
 		a.txn(*cmd.Txn)
-	case cmd.ReapTombstones != nil:
-		a.reap(*cmd.ReapTombstones)
 	}
 	if !res.Failed() {
 		res.OK = res.OK || !a.boolAnswer
@@ -245,14 +243,7 @@ func (a *applier) invalidate(id string) {
 		}
 		if delay > 0 {
 			a.res.LockDelays = append(a.res.LockDelays, LockDelay{Key: key, Delay: delay})
-		}
-	}
-}
-
-func (a *applier) reap(r ReapTombstones) {
-	for k, at := range a.s.Tombstones {
-		if at <= r.Index {
-			delete(a.s.Tombstones, k)
+			a.setDelayedAt(key)
 		}
 	}
 }

@@ -14,7 +14,6 @@ type Command struct {
 	DestroySession *DestroySession `json:",omitempty"`
 	KV             *KVOp           `json:",omitempty"`
 	Txn            *Txn            `json:",omitempty"`
-	ReapTombstones *ReapTombstones `json:",omitempty"`
 }
 
 // Register upserts a node and, atomically with it, any of its checks (like
@@ -102,17 +101,16 @@ type KVOp struct {
 	Flags   uint64 `json:",omitempty"`
 	Index   uint64 `json:",omitempty"`
 	Session string `json:",omitempty"`
+	// LockDelaySeen, on a lock, is the state index at which the leader found
+	// the key free of lock-delay. An invalidation applied after it may have
+	// armed a delay the check could not see, so the lock is then refused
+	// (S22). 0 means no check was made (tests, tools).
+	LockDelaySeen uint64 `json:",omitempty"`
 }
 
 // Txn is an all-or-nothing list of KV operations (S44).
 type Txn struct {
 	Ops []KVOp
-}
-
-// ReapTombstones forgets deletion records at or below Index. The per-key
-// LockIndex watermark is kept, so sequencers stay unique (S41).
-type ReapTombstones struct {
-	Index uint64
 }
 
 // Kind names the command's variant; it fails unless exactly one is set.
@@ -127,7 +125,6 @@ func (c Command) Kind() (string, error) {
 		{c.DestroySession != nil, "destroy-session"},
 		{c.KV != nil, "kv"},
 		{c.Txn != nil, "txn"},
-		{c.ReapTombstones != nil, "reap-tombstones"},
 	}
 	name := ""
 	for _, k := range kinds {

@@ -3,8 +3,8 @@ package model_test
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -115,6 +115,9 @@ func (h *harness) apply(cmd model.Command) (string, error) {
 	for _, id := range res.Invalidated {
 		fmt.Fprintf(&b, "invalidated %s\n", id)
 	}
+	for _, k := range res.DelayRefused {
+		fmt.Fprintf(&b, "refused for lock-delay %s\n", k)
+	}
 	for _, ld := range res.LockDelays {
 		fmt.Fprintf(&b, "lock-delay %s %v\n", ld.Key, ld.Delay)
 		h.delays.Arm(ld.Key, time.Unix(0, 0), ld.Delay)
@@ -144,8 +147,6 @@ func parseCommand(d *datadriven.TestData) (model.Command, error) {
 		return model.Command{CreateSession: c}, nil
 	case "destroy":
 		return model.Command{DestroySession: &model.DestroySession{ID: arg(d, "id")}}, nil
-	case "reap":
-		return model.Command{ReapTombstones: &model.ReapTombstones{Index: uintArg(d, "index")}}, nil
 	case "txn":
 		var ops []model.KVOp
 		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
@@ -158,7 +159,8 @@ func parseCommand(d *datadriven.TestData) (model.Command, error) {
 		return model.Command{Txn: &model.Txn{Ops: ops}}, nil
 	}
 	op := model.KVOp{Verb: model.KVVerb(d.Cmd), Key: arg(d, "key"), Value: []byte(arg(d, "value")),
-		Flags: uintArg(d, "flags"), Index: uintArg(d, "index"), Session: arg(d, "session")}
+		Flags: uintArg(d, "flags"), Index: uintArg(d, "index"), Session: arg(d, "session"),
+		LockDelaySeen: uintArg(d, "delay-seen")}
 	if d.HasArg("size") {
 		op.Value = make([]byte, uintArg(d, "size"))
 	}
@@ -298,6 +300,9 @@ func dumpState(s *model.State) string {
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.LockIssued)) {
 		fmt.Fprintf(&b, "issued %s lock-index=%d\n", k, s.LockIssued[k])
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.DelayedAt)) {
+		fmt.Fprintf(&b, "delayed %s at=%d\n", k, s.DelayedAt[k])
 	}
 	return b.String()
 }

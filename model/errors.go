@@ -56,6 +56,9 @@ type Result struct {
 	Invalidated []string
 	// LockDelays lists the keys whose lock-delay the invalidations arm, sorted by key (S22).
 	LockDelays []LockDelay
+	// DelayRefused lists keys whose lock this command refused because an
+	// invalidation the leader's check could not see armed a delay (S22).
+	DelayRefused []string
 }
 
 // Failed reports whether the command was rejected or its transaction aborted.

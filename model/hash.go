@@ -77,7 +77,7 @@ func (s *State) Hash() uint64 {
 		num(e.CreateIndex)
 		num(e.ModifyIndex)
 	}
-	for _, m := range []map[string]uint64{s.Tombstones, s.LockIssued} {
+	for _, m := range []map[string]uint64{s.Tombstones, s.LockIssued, s.DelayedAt} {
 		num(uint64(len(m)))
 		for _, k := range sortedKeys(m) {
 			str(k)

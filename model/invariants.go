@@ -64,6 +64,11 @@ func (s *State) CheckInvariants() error {
 			return violated(InvIndexBounds, "tombstone %q at %d, KV table %d", name, at, t.KV)
 		}
 	}
+	for _, name := range sortedKeys(s.DelayedAt) {
+		if at := s.DelayedAt[name]; at == 0 || at > t.KV {
+			return violated(InvIndexBounds, "lock-delay record %q at %d, KV table %d", name, at, t.KV)
+		}
+	}
 	for _, name := range sortedKeys(s.Nodes) {
 		n := s.Nodes[name]
 		if n.Name != name || n.CreateIndex == 0 || n.CreateIndex > n.ModifyIndex || n.ModifyIndex > t.Nodes {

@@ -13,6 +13,8 @@ type kvOutcome struct {
 	ok      bool
 	reason  string
 	err     *Error
+	// delayed marks a lock refused for a lock-delay the leader could not see.
+	delayed bool
 }
 
 func refused(format string, args ...any) kvOutcome {
@@ -36,6 +38,9 @@ func (a *applier) kv(o KVOp) {
 	}
 	a.boolAnswer = true
 	a.res.OK = out.ok
+	if out.delayed {
+		a.res.DelayRefused = append(a.res.DelayRefused, o.Key)
+	}
 }
 
 // validateKVOp rejects malformed input before anything is touched (S39).
@@ -155,6 +160,11 @@ func (a *applier) lock(o KVOp, e KVEntry, exists bool) kvOutcome {
 	if _, live := a.s.Sessions[o.Session]; !live {
 		return rejected(errorf(ErrMissing, "invalid session %q", o.Session))
 	}
+	if o.LockDelaySeen != 0 && a.s.DelayedAt[o.Key] > o.LockDelaySeen {
+		out := refused("failed to lock key %q due to lock delay", o.Key)
+		out.delayed = true
+		return out
+	}
 	if exists && e.Session != "" {
 		if e.Session != o.Session {
 			return refused("failed to lock key %q, lock is already held", o.Key)
@@ -203,4 +213,10 @@ func (a *applier) deleteKey(key string) {
 func (a *applier) setIssued(key string, li uint64) {
 	a.undo.saveKey(a.s, key)
 	a.s.LockIssued[key] = li
+}
+
+// setDelayedAt is only reached from invalidations, which never run inside a
+// txn, so it needs no undo record.
+func (a *applier) setDelayedAt(key string) {
+	a.s.DelayedAt[key] = a.idx
 }

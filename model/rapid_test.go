@@ -27,18 +27,19 @@ var (
 
 func genKVOp(t *rapid.T, label string) model.KVOp {
 	return model.KVOp{
-		Verb:    rapid.SampledFrom(verbs).Draw(t, label+"verb"),
-		Key:     rapid.SampledFrom(keys).Draw(t, label+"key"),
-		Value:   []byte(rapid.SampledFrom([]string{"", "x", "y"}).Draw(t, label+"value")),
-		Flags:   rapid.Uint64Range(0, 2).Draw(t, label+"flags"),
-		Index:   rapid.Uint64Range(0, 40).Draw(t, label+"index"),
-		Session: rapid.SampledFrom(sessionIDs).Draw(t, label+"session"),
+		Verb:          rapid.SampledFrom(verbs).Draw(t, label+"verb"),
+		Key:           rapid.SampledFrom(keys).Draw(t, label+"key"),
+		Value:         []byte(rapid.SampledFrom([]string{"", "x", "y"}).Draw(t, label+"value")),
+		Flags:         rapid.Uint64Range(0, 2).Draw(t, label+"flags"),
+		Index:         rapid.Uint64Range(0, 40).Draw(t, label+"index"),
+		Session:       rapid.SampledFrom(sessionIDs).Draw(t, label+"session"),
+		LockDelaySeen: rapid.Uint64Range(0, 40).Draw(t, label+"seen"),
 	}
 }
 
 // genCommand draws any command, valid or not.
 func genCommand(t *rapid.T) model.Command {
-	switch rapid.IntRange(0, 7).Draw(t, "kind") {
+	switch rapid.IntRange(0, 6).Draw(t, "kind") {
 	case 0:
 		r := &model.Register{Node: rapid.SampledFrom(nodeNames).Draw(t, "node")}
 		for i := range rapid.IntRange(0, 2).Draw(t, "nchecks") {
@@ -67,14 +68,12 @@ func genCommand(t *rapid.T) model.Command {
 	case 4, 5:
 		op := genKVOp(t, "")
 		return model.Command{KV: &op}
-	case 6:
+	default:
 		var ops []model.KVOp
 		for i := range rapid.IntRange(0, 4).Draw(t, "nops") {
 			ops = append(ops, genKVOp(t, fmt.Sprint("op", i)))
 		}
 		return model.Command{Txn: &model.Txn{Ops: ops}}
-	default:
-		return model.Command{ReapTombstones: &model.ReapTombstones{Index: rapid.Uint64Range(0, 40).Draw(t, "reap")}}
 	}
 }
 

@@ -3,36 +3,36 @@ package model
 import "fmt"
 
 // StaleSequencerError says why a sequencer no longer names the current
-// holder of its key (S40).
+// holder of its key (S40). Its text is the txn check-sequencer failure (S43).
 type StaleSequencerError struct {
-	Seq    Sequencer
-	Reason string
+	Seq Sequencer
+	// Exists is false when the key is missing; otherwise Session and
+	// LockIndex are the key's current holder and lock index.
+	Exists    bool
+	Session   string
+	LockIndex uint64
 }
 
 func (e *StaleSequencerError) Error() string {
-	return fmt.Sprintf("sequencer for key %q (lock index %d, session %q) is stale: %s",
-		e.Seq.Key, e.Seq.LockIndex, e.Seq.Session, e.Reason)
+	switch {
+	case !e.Exists:
+		return fmt.Sprintf("failed sequencer check, key %q doesn't exist", e.Seq.Key)
+	case e.Session != e.Seq.Session:
+		return fmt.Sprintf("failed sequencer check for key %q, current session %q != %q", e.Seq.Key, e.Session, e.Seq.Session)
+	default:
+		return fmt.Sprintf("failed sequencer check for key %q, current lock index %d != %d", e.Seq.Key, e.LockIndex, e.Seq.LockIndex)
+	}
 }
 
 // CheckSequencer returns nil if seq is the key's current sequencer: the key
 // exists, is held by seq.Session, and has seq.LockIndex. Otherwise it returns
-// a *StaleSequencerError naming the first difference (S40, S43).
+// a *StaleSequencerError naming the first difference, in the order
+// existence, session, lock index (S40, S43). An empty Session never matches:
+// an unheld key validates no sequencer.
 func (s *State) CheckSequencer(seq Sequencer) error {
-	stale := func(format string, args ...any) error {
-		return &StaleSequencerError{Seq: seq, Reason: fmt.Sprintf(format, args...)}
-	}
 	e, ok := s.KV[seq.Key]
-	switch {
-	case seq.Session == "":
-		return stale("it names no session")
-	case !ok:
-		return stale("the key does not exist")
-	case e.Session == "":
-		return stale("the key is not held")
-	case e.Session != seq.Session:
-		return stale("the key is held by session %q", e.Session)
-	case e.LockIndex != seq.LockIndex:
-		return stale("the key's lock index is %d", e.LockIndex)
+	if ok && seq.Session != "" && e.Session == seq.Session && e.LockIndex == seq.LockIndex {
+		return nil
 	}
-	return nil
+	return &StaleSequencerError{Seq: seq, Exists: ok, Session: e.Session, LockIndex: e.LockIndex}
 }

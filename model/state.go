@@ -33,7 +33,11 @@ type State struct {
 	// LockIssued is the highest LockIndex ever issued per key. It outlives the
 	// key, so a re-created key never reissues a sequencer (S41).
 	LockIssued map[string]uint64
-	Tables     TableIndexes
+	// DelayedAt is the index of the last invalidation that armed a
+	// lock-delay on each key; it lets the FSM refuse a lock whose leader-side
+	// lock-delay check predates that invalidation (S22).
+	DelayedAt map[string]uint64
+	Tables    TableIndexes
 }
 
 // New returns an empty state.
@@ -45,6 +49,7 @@ func New() *State {
 		KV:         map[string]KVEntry{},
 		Tombstones: map[string]uint64{},
 		LockIssued: map[string]uint64{},
+		DelayedAt:  map[string]uint64{},
 	}
 }
 
@@ -64,6 +69,7 @@ func (s *State) Clone() *State {
 		KV:         maps.Clone(s.KV),
 		Tombstones: maps.Clone(s.Tombstones),
 		LockIssued: maps.Clone(s.LockIssued),
+		DelayedAt:  maps.Clone(s.DelayedAt),
 		Tables:     s.Tables,
 	}
 }
@@ -76,7 +82,8 @@ func (s *State) Equal(o *State) bool {
 		maps.EqualFunc(s.Sessions, o.Sessions, sessionEqual) &&
 		maps.EqualFunc(s.KV, o.KV, entryEqual) &&
 		maps.Equal(s.Tombstones, o.Tombstones) &&
-		maps.Equal(s.LockIssued, o.LockIssued)
+		maps.Equal(s.LockIssued, o.LockIssued) &&
+		maps.Equal(s.DelayedAt, o.DelayedAt)
 }
 
 func sessionEqual(a, b Session) bool {

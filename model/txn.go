@@ -20,6 +20,9 @@ func (a *applier) txn(t Txn) {
 			a.res.TxnErrors = append(a.res.TxnErrors, TxnError{OpIndex: i, What: out.err.Msg})
 		case !out.ok:
 			a.res.TxnErrors = append(a.res.TxnErrors, TxnError{OpIndex: i, What: out.reason})
+			if out.delayed {
+				a.res.DelayRefused = append(a.res.DelayRefused, op.Key)
+			}
 		default:
 			results = append(results, out.entries...)
 		}
