@@ -1,0 +1,64 @@
+package impl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// Backend is the server as the HTTP API (impl/httpapi) sees it. *Server
+// implements it; httpapi's tests may use a double. Keeping the seam this
+// narrow lets sim/ drive the same handlers over a simulated network.
+type Backend interface {
+	// NodeName is this server's node: the default Node of a new session (S2).
+	NodeName() string
+	// Leader reports whether this server leads, and the leader's HTTP address
+	// when one is known (followers forward writes and default reads there).
+	Leader() (isLeader bool, leaderHTTPAddr string, known bool)
+	// Apply proposes cmd through raft and returns once it is applied on this
+	// server. Leader only: elsewhere it returns ErrNotLeader. An acquire (plain
+	// or txn lock) of a key under lock-delay returns *LockDelayError without
+	// proposing anything (S22, S25). A CreateSession with an empty ID is given
+	// a fresh unique ID first (S1).
+	Apply(ctx context.Context, cmd model.Command) (model.Result, error)
+	// Renew resets a session's TTL deadline (leader only) and returns the
+	// session; ErrSessionNotFound if it does not exist (S20).
+	Renew(ctx context.Context, id string) (model.Session, error)
+	// VerifyLeader confirms leadership with a quorum round (?consistent).
+	VerifyLeader(ctx context.Context) error
+	// Read calls fn with the applied state under a read lock. fn must not
+	// keep the pointer or mutate the state.
+	Read(fn func(s *model.State))
+	// Changed returns a channel that is closed at the next applied change,
+	// for blocking queries (S46).
+	Changed() <-chan struct{}
+	// LastContact is the time since this server last heard from the leader;
+	// 0 on the leader.
+	LastContact() time.Duration
+	// RaftLeaderAddr and Peers answer /v1/status/leader and /v1/status/peers.
+	RaftLeaderAddr() string
+	Peers() []string
+	// Clock is the server's clock; blocking-query waits use it so that the
+	// simulator's virtual time governs them.
+	Clock() Clock
+}
+
+// ErrNotLeader is returned by leader-only operations on a follower.
+var ErrNotLeader = errors.New("not the raft leader")
+
+// ErrSessionNotFound is Renew's answer for an unknown or expired session.
+var ErrSessionNotFound = errors.New("session not found")
+
+// LockDelayError says an acquire was refused because the key is in its
+// lock-delay (S22, S25).
+type LockDelayError struct {
+	Key       string
+	Remaining time.Duration
+}
+
+func (e *LockDelayError) Error() string {
+	return fmt.Sprintf("failed to lock key %q due to lock delay", e.Key)
+}
