@@ -1,0 +1,45 @@
+// Package simnet is a simulated network for running several hashicorp/raft
+// nodes and HTTP clients inside one testing/synctest bubble on virtual time.
+//
+// Create a Network inside the bubble with New. Every message (raft RPC,
+// reply, or a chunk of a client connection's byte stream) travels between two
+// named nodes. A node's name is the host part of an address: raft address
+// "n1" or "n1:8300" and HTTP address "n1:8500" are all node "n1"; an HTTP
+// client's node is whatever name it passes to Dialer ("client-3").
+//
+// Semantics, chosen to be simple and deterministic:
+//
+//   - Delay: each message takes Link.Latency plus a uniform jitter in
+//     [0, Link.Jitter], on bubble timers. Links are directed; SetLink
+//     overrides the default for one direction.
+//   - Randomness: every decision (drop, jitter) is drawn from a PCG stream
+//     derived from the seed and the directed link, so a link's draws depend
+//     only on the order of messages on that link.
+//   - Arrival order: messages are delivered in (arrival time, send order).
+//     RPCs may overtake each other under jitter, as on separate TCP
+//     connections; each connection's byte stream stays FIFO.
+//   - RPC loss: a request or a reply is lost when the link is cut at send or
+//     at arrival time (in-flight loss), when the target has no open
+//     transport, or with probability Link.DropRate (request and reply drawn
+//     independently). The caller learns nothing and returns ErrRPCTimeout
+//     after Options.RPCTimeout (Options.SnapshotTimeout for InstallSnapshot).
+//   - Stream loss: a connection's chunk is never silently lost (that would
+//     corrupt the stream); each DropRate hit instead delays it by
+//     Options.RetransmitDelay, and after MaxRetransmits consecutive hits the
+//     connection breaks, like a TCP retransmission timeout.
+//   - Partitions (Partition, PartitionOneWay, Isolate) refuse new dials at
+//     once and break existing connections crossing the cut in either
+//     direction: both ends' pending and future reads and writes fail with
+//     ErrConnBroken. They do not black-hole connections.
+//   - Pause holds: while a node is paused, messages it sends and messages
+//     that arrive for it are queued in order; Resume re-sends the outgoing
+//     ones (fresh latency and drop draws) and delivers the incoming ones at
+//     the resume instant. Callers waiting on a held RPC still time out, so a
+//     resumed node can receive stale requests, like a process that was
+//     stopped. For drop semantics use Isolate instead. The paused node's own
+//     goroutines (raft timers) keep running; only its network is frozen.
+//
+// The event hook (Options.OnEvent) is called synchronously, under the
+// network's lock, in the order events happen; it must not call back into
+// the Network.
+package simnet

@@ -1,0 +1,163 @@
+package simnet
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// SetDefaultLink changes the link used by every direction without an override.
+func (n *Network) SetDefaultLink(l Link) error {
+	if err := l.validate(); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.opts.Link = l
+	n.ctlLocked(Fault, "", "", fmt.Sprintf("default link %+v", l), "")
+	return nil
+}
+
+// SetLink overrides the link for messages from one node to another.
+func (n *Network) SetLink(from, to string, l Link) error {
+	if from == "" || to == "" {
+		return errors.New("simnet: SetLink: empty node name")
+	}
+	if err := l.validate(); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.links[linkKey{from, to}] = l
+	n.ctlLocked(Fault, from, to, fmt.Sprintf("link %+v", l), "")
+	return nil
+}
+
+// ResetLinks removes every per-link override.
+func (n *Network) ResetLinks() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	clear(n.links)
+	n.ctlLocked(Fault, "", "", "reset links", "")
+}
+
+// checkSets validates two node sets for a partition.
+func checkSets(a, b []string) error {
+	if len(a) == 0 || len(b) == 0 {
+		return errors.New("simnet: partition needs two non-empty node sets")
+	}
+	in := map[string]bool{}
+	for _, x := range a {
+		if x == "" {
+			return errors.New("simnet: empty node name")
+		}
+		in[x] = true
+	}
+	for _, y := range b {
+		if y == "" {
+			return errors.New("simnet: empty node name")
+		}
+		if in[y] {
+			return fmt.Errorf("simnet: node %q is on both sides of the partition", y)
+		}
+	}
+	return nil
+}
+
+// Partition cuts both directions between every node of a and every node of b.
+// Nodes not named keep their links. Cuts add up until Heal.
+func (n *Network) Partition(a, b []string) error {
+	if err := checkSets(a, b); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, x := range a {
+		for _, y := range b {
+			n.cuts[linkKey{x, y}] = true
+			n.cuts[linkKey{y, x}] = true
+		}
+	}
+	n.ctlLocked(Fault, "", "", "partition "+strings.Join(a, ",")+" | "+strings.Join(b, ","), "")
+	n.breakCutPairsLocked()
+	return nil
+}
+
+// PartitionOneWay drops messages from every node of from to every node of to;
+// the reverse direction still works (replies to their requests are lost).
+// Connections need both directions, so those crossing the cut break.
+func (n *Network) PartitionOneWay(from, to []string) error {
+	if err := checkSets(from, to); err != nil {
+		return err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, x := range from {
+		for _, y := range to {
+			n.cuts[linkKey{x, y}] = true
+		}
+	}
+	n.ctlLocked(Fault, "", "", "one-way partition "+strings.Join(from, ",")+" -> "+strings.Join(to, ","), "")
+	n.breakCutPairsLocked()
+	return nil
+}
+
+// Isolate cuts a node off from every other node, including ones (such as
+// clients) that appear later.
+func (n *Network) Isolate(node string) error {
+	if node == "" {
+		return errors.New("simnet: Isolate: empty node name")
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.isolated[node] = true
+	n.ctlLocked(Fault, node, "", "isolate", "")
+	n.breakCutPairsLocked()
+	return nil
+}
+
+// Heal removes every partition and isolation. Link settings and pauses stay.
+func (n *Network) Heal() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	clear(n.cuts)
+	clear(n.isolated)
+	n.ctlLocked(Fault, "", "", "heal", "")
+}
+
+// Pause freezes a node's network: what it sends and what arrives for it is
+// held in order until Resume.
+func (n *Network) Pause(node string) error {
+	if node == "" {
+		return errors.New("simnet: Pause: empty node name")
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.paused[node] != nil {
+		return fmt.Errorf("simnet: node %q already paused", node)
+	}
+	n.paused[node] = new([]*envelope)
+	n.ctlLocked(Fault, node, "", "pause", "")
+	return nil
+}
+
+// Resume unfreezes a paused node: held outgoing messages leave now (with new
+// latency and drop draws) and held incoming ones are delivered now.
+func (n *Network) Resume(node string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	held := n.paused[node]
+	if held == nil {
+		return fmt.Errorf("simnet: node %q is not paused", node)
+	}
+	delete(n.paused, node)
+	n.ctlLocked(Fault, node, "", fmt.Sprintf("resume (%d held)", len(*held)), "")
+	for _, e := range *held {
+		if e.heldOut {
+			n.routeLocked(e)
+		} else {
+			n.arriveLocked(e)
+		}
+	}
+	return nil
+}

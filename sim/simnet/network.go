@@ -1,0 +1,346 @@
+package simnet
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"net"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Link describes one direction between two nodes.
+type Link struct {
+	Latency  time.Duration // fixed one-way delay
+	Jitter   time.Duration // extra delay drawn uniformly from [0, Jitter]
+	DropRate float64       // probability in [0, 1] that a message is lost
+}
+
+func (l Link) validate() error {
+	if l.Latency < 0 || l.Jitter < 0 {
+		return fmt.Errorf("simnet: negative latency %v or jitter %v", l.Latency, l.Jitter)
+	}
+	if math.IsNaN(l.DropRate) || l.DropRate < 0 || l.DropRate > 1 {
+		return fmt.Errorf("simnet: drop rate %v not in [0, 1]", l.DropRate)
+	}
+	return nil
+}
+
+// Options configure a Network. Zero durations take the defaults below.
+type Options struct {
+	Seed uint64 // seeds every PRNG stream of the network
+	Link Link   // default for every directed link without an override
+
+	RPCTimeout      time.Duration // a lost raft RPC costs the caller this; default 500ms
+	SnapshotTimeout time.Duration // same for InstallSnapshot; default 10*RPCTimeout
+	RetransmitDelay time.Duration // delay per lost stream chunk; default 200ms
+	MaxRetransmits  int           // consecutive losses that break a connection; default 6
+
+	OnEvent func(Event) // optional trace hook; called under the network lock
+}
+
+// Defaults for zero Options fields.
+const (
+	DefaultRPCTimeout      = 500 * time.Millisecond
+	DefaultRetransmitDelay = 200 * time.Millisecond
+	DefaultMaxRetransmits  = 6
+)
+
+// Errors callers can match with errors.Is.
+var (
+	ErrRPCTimeout        = errors.New("simnet: rpc timed out")
+	ErrRefused           = errors.New("simnet: connection refused")
+	ErrConnBroken        = errors.New("simnet: connection broken")
+	ErrTransportShutdown = raft.ErrTransportShutdown
+	ErrNetworkClosed     = errors.New("simnet: network closed")
+)
+
+// Stats counts messages since the network was created.
+type Stats struct {
+	Sent, Delivered, Dropped, Held, Timeouts uint64
+}
+
+type linkKey struct{ from, to string }
+
+// Network is the simulated network. All state is guarded by mu; every
+// operation is short and never blocks while holding it.
+type Network struct {
+	mu    sync.Mutex
+	opts  Options
+	start time.Time
+
+	links    map[linkKey]Link
+	rngs     map[linkKey]*rand.Rand
+	cuts     map[linkKey]bool
+	isolated map[string]bool
+	paused   map[string]*[]*envelope // node -> held messages in order
+
+	transports map[raft.ServerAddress]*Transport
+	listeners  map[string]*listener
+	pairs      map[*connPair]struct{}
+	ports      map[string]int
+
+	queue     envHeap
+	nextID    uint64
+	nextOrder uint64
+	nextPair  uint64
+	stats     Stats
+	closed    bool
+}
+
+// New creates a network. Call it inside the synctest bubble: its timers and
+// channels belong to the bubble that creates them.
+func New(opts Options) (*Network, error) {
+	if err := opts.Link.validate(); err != nil {
+		return nil, fmt.Errorf("default link: %w", err)
+	}
+	if opts.RPCTimeout < 0 || opts.SnapshotTimeout < 0 || opts.RetransmitDelay < 0 || opts.MaxRetransmits < 0 {
+		return nil, errors.New("simnet: negative timeout or retransmit option")
+	}
+	if opts.RPCTimeout == 0 {
+		opts.RPCTimeout = DefaultRPCTimeout
+	}
+	if opts.SnapshotTimeout == 0 {
+		opts.SnapshotTimeout = 10 * opts.RPCTimeout
+	}
+	if opts.RetransmitDelay == 0 {
+		opts.RetransmitDelay = DefaultRetransmitDelay
+	}
+	if opts.MaxRetransmits == 0 {
+		opts.MaxRetransmits = DefaultMaxRetransmits
+	}
+	return &Network{
+		opts:       opts,
+		start:      time.Now(),
+		links:      map[linkKey]Link{},
+		rngs:       map[linkKey]*rand.Rand{},
+		cuts:       map[linkKey]bool{},
+		isolated:   map[string]bool{},
+		paused:     map[string]*[]*envelope{},
+		transports: map[raft.ServerAddress]*Transport{},
+		listeners:  map[string]*listener{},
+		pairs:      map[*connPair]struct{}{},
+		ports:      map[string]int{},
+	}, nil
+}
+
+// Stats returns the message counters.
+func (n *Network) Stats() Stats {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.stats
+}
+
+// Elapsed returns the virtual time since the network was created.
+func (n *Network) Elapsed() time.Duration { return time.Since(n.start) }
+
+// Close shuts every transport, listener and connection down; later messages
+// are dropped. Raft nodes should still be shut down by their owner.
+func (n *Network) Close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return
+	}
+	n.closed = true
+	for _, a := range slices.Sorted(maps.Keys(n.transports)) {
+		n.transports[a].closeLocked()
+	}
+	for _, a := range slices.Sorted(maps.Keys(n.listeners)) {
+		n.listeners[a].closeLocked()
+	}
+	for _, p := range n.sortedPairsLocked() {
+		n.breakPairLocked(p, "network closed")
+	}
+	n.ctlLocked(Fault, "", "", "close", "")
+}
+
+// nodeOf returns the node name of an address: its host part if it has one.
+func nodeOf(addr string) string {
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host
+	}
+	return addr
+}
+
+// envelope is one message in flight.
+type envelope struct {
+	id       uint64
+	order    uint64 // tie-break for equal arrival times: send order
+	at       time.Time
+	from, to string
+	msg      any     // what travels, for the trace
+	stream   *stream // non-nil for connection traffic: reliable and FIFO
+	heldOut  bool    // held at the paused sender (else at the paused receiver)
+
+	ready   func() string // optional: "" if deliverable, else why not
+	deliver func()
+	lost    func(reason string) // optional
+}
+
+// stream is the FIFO state of one direction of one connection.
+type stream struct{ last time.Time }
+
+type envHeap []*envelope
+
+func (h envHeap) Len() int { return len(h) }
+func (h envHeap) Less(i, j int) bool {
+	if !h[i].at.Equal(h[j].at) {
+		return h[i].at.Before(h[j].at)
+	}
+	return h[i].order < h[j].order
+}
+func (h envHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *envHeap) Push(x any)   { *h = append(*h, x.(*envelope)) }
+func (h *envHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
+}
+
+func (n *Network) linkLocked(from, to string) Link {
+	if l, ok := n.links[linkKey{from, to}]; ok {
+		return l
+	}
+	return n.opts.Link
+}
+
+// rngLocked returns the PRNG stream of a directed link, derived from the seed
+// and the link's names so that one link's draws do not depend on traffic on
+// other links.
+func (n *Network) rngLocked(from, to string) *rand.Rand {
+	k := linkKey{from, to}
+	if r, ok := n.rngs[k]; ok {
+		return r
+	}
+	h := fnv.New64a()
+	h.Write([]byte(from))
+	h.Write([]byte{0})
+	h.Write([]byte(to))
+	r := rand.New(rand.NewPCG(n.opts.Seed, h.Sum64()))
+	n.rngs[k] = r
+	return r
+}
+
+// cutLocked reports whether messages from a to b are currently blocked.
+// A node always reaches itself.
+func (n *Network) cutLocked(a, b string) bool {
+	if a == b {
+		return false
+	}
+	return n.isolated[a] || n.isolated[b] || n.cuts[linkKey{a, b}]
+}
+
+// routeLocked hands e to the link: it is held, lost, or scheduled to arrive.
+func (n *Network) routeLocked(e *envelope) {
+	if e.id == 0 {
+		n.nextID++
+		e.id = n.nextID
+	}
+	if n.closed {
+		n.loseLocked(e, "network closed")
+		return
+	}
+	if held := n.paused[e.from]; held != nil {
+		e.heldOut = true
+		*held = append(*held, e)
+		n.stats.Held++
+		n.emitLocked(Hold, e, "sender paused")
+		return
+	}
+	if n.cutLocked(e.from, e.to) {
+		n.loseLocked(e, "partition")
+		return
+	}
+	l := n.linkLocked(e.from, e.to)
+	r := n.rngLocked(e.from, e.to)
+	delay := l.Latency
+	if l.DropRate > 0 {
+		if e.stream == nil {
+			if r.Float64() < l.DropRate {
+				n.loseLocked(e, "random drop")
+				return
+			}
+		} else {
+			for tries := 0; r.Float64() < l.DropRate; tries++ {
+				if tries >= n.opts.MaxRetransmits {
+					n.loseLocked(e, "retransmit limit")
+					return
+				}
+				delay += n.opts.RetransmitDelay
+			}
+		}
+	}
+	if l.Jitter > 0 {
+		delay += time.Duration(r.Int64N(int64(l.Jitter) + 1))
+	}
+	now := time.Now()
+	e.at = now.Add(delay)
+	if s := e.stream; s != nil {
+		if e.at.Before(s.last) {
+			e.at = s.last
+		}
+		s.last = e.at
+	}
+	n.nextOrder++
+	e.order = n.nextOrder
+	heap.Push(&n.queue, e)
+	n.stats.Sent++
+	n.emitLocked(Send, e, "")
+	time.AfterFunc(e.at.Sub(now), n.drain)
+}
+
+// drain delivers every message whose arrival time has come, in (time, send
+// order). Each scheduled timer calls it; extra calls find nothing to do.
+func (n *Network) drain() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	now := time.Now()
+	for len(n.queue) > 0 && !n.queue[0].at.After(now) {
+		n.arriveLocked(heap.Pop(&n.queue).(*envelope))
+	}
+}
+
+func (n *Network) arriveLocked(e *envelope) {
+	if n.closed {
+		n.loseLocked(e, "network closed")
+		return
+	}
+	if n.cutLocked(e.from, e.to) {
+		n.loseLocked(e, "cut in flight")
+		return
+	}
+	if held := n.paused[e.to]; held != nil {
+		e.heldOut = false
+		*held = append(*held, e)
+		n.stats.Held++
+		n.emitLocked(Hold, e, "receiver paused")
+		return
+	}
+	if e.ready != nil {
+		if why := e.ready(); why != "" {
+			n.loseLocked(e, why)
+			return
+		}
+	}
+	n.stats.Delivered++
+	n.emitLocked(Deliver, e, "")
+	e.deliver()
+}
+
+func (n *Network) loseLocked(e *envelope, reason string) {
+	n.stats.Dropped++
+	n.emitLocked(Drop, e, reason)
+	if e.lost != nil {
+		e.lost(reason)
+	}
+}
