@@ -1,0 +1,133 @@
+// Package spec holds tenure's contract (SPEC.md); this test keeps SPEC.md's
+// traceability table true by checking that every name it cites exists.
+package spec
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+type traceRow struct {
+	clause, status string
+	cells          map[string]string // column name → cell text
+}
+
+func readTable(t *testing.T) []traceRow {
+	t.Helper()
+	b, err := os.ReadFile("SPEC.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	i := strings.Index(text, "## Traceability")
+	if i < 0 {
+		t.Fatal("SPEC.md has no Traceability section")
+	}
+	var header []string
+	var rows []traceRow
+	for _, line := range strings.Split(text[i:], "\n") {
+		if !strings.HasPrefix(line, "|") {
+			continue
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for j := range cells {
+			cells[j] = strings.TrimSpace(cells[j])
+		}
+		switch {
+		case header == nil:
+			header = cells
+		case strings.HasPrefix(cells[0], "S"):
+			r := traceRow{clause: cells[0], status: cells[1], cells: map[string]string{}}
+			for j := 2; j < len(cells) && j < len(header); j++ {
+				r.cells[header[j]] = cells[j]
+			}
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) < 50 {
+		t.Fatalf("traceability table has %d rows", len(rows))
+	}
+	return rows
+}
+
+// sourceText concatenates the Go (or other) files matching the globs.
+func sourceText(t *testing.T, globs ...string) string {
+	t.Helper()
+	var sb strings.Builder
+	for _, g := range globs {
+		files, err := filepath.Glob(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sb.Write(b)
+		}
+	}
+	return sb.String()
+}
+
+var codeName = regexp.MustCompile("`([^`]+)`")
+
+// modelCellProblems lists what a Model cell cites that does not exist.
+func modelCellProblems(modelSource, scenarioDir string, r traceRow) []string {
+	var problems []string
+	cell := r.cells["Model"]
+	if cell == "" && r.status != "consul" {
+		problems = append(problems, "empty Model cell")
+	}
+	for _, m := range codeName.FindAllStringSubmatch(cell, -1) {
+		for _, part := range strings.FieldsFunc(m[1], func(c rune) bool { return c == '.' || c == '/' || c == ' ' || c == '→' }) {
+			if part == "" || strings.ContainsAny(part, `"=()`) {
+				continue
+			}
+			if !regexp.MustCompile(`\b` + regexp.QuoteMeta(part) + `\b`).MatchString(modelSource) {
+				problems = append(problems, "names "+part+", not found in model/")
+			}
+		}
+	}
+	for _, f := range regexp.MustCompile(`\b[\w-]+\.txt\b`).FindAllString(cell, -1) {
+		if _, err := os.Stat(filepath.Join(scenarioDir, f)); err != nil {
+			problems = append(problems, "scenario "+f+" does not exist")
+		}
+	}
+	return problems
+}
+
+// TestTraceabilityNamesExist: every `name` in the Model column is an
+// identifier (or Type.Method) defined in package model, and every scenario
+// file it cites exists.
+func TestTraceabilityNamesExist(t *testing.T) {
+	model := sourceText(t, "../model/*.go")
+	for _, r := range readTable(t) {
+		for _, p := range modelCellProblems(model, "../testdata/model", r) {
+			t.Errorf("%s: %s", r.clause, p)
+		}
+	}
+}
+
+// TestTraceabilityCheckerFails: rows citing missing names, missing
+// scenarios, or nothing at all are reported.
+func TestTraceabilityCheckerFails(t *testing.T) {
+	model := sourceText(t, "../model/*.go")
+	bad := []traceRow{
+		{clause: "S1", status: "contract", cells: map[string]string{"Model": "`noSuchFunction`"}},
+		{clause: "S2", status: "contract", cells: map[string]string{"Model": "`lock` (nosuch.txt)"}},
+		{clause: "S3", status: "tenure", cells: map[string]string{"Model": ""}},
+	}
+	for _, r := range bad {
+		if len(modelCellProblems(model, "../testdata/model", r)) == 0 {
+			t.Errorf("%s: bad row %q passed", r.clause, r.cells["Model"])
+		}
+	}
+	good := traceRow{clause: "S9", status: "consul", cells: map[string]string{"Model": ""}}
+	if p := modelCellProblems(model, "../testdata/model", good); len(p) != 0 {
+		t.Errorf("empty cell of a consul clause reported: %v", p)
+	}
+}
