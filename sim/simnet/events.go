@@ -2,6 +2,7 @@ package simnet
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -35,7 +36,7 @@ type Event struct {
 	At       time.Duration // virtual time since the Network was created
 	Kind     Kind
 	From, To string // nodes; empty for network-wide faults
-	ID       uint64 // message id, stable across holds; 0 for faults
+	ID       uint64 // message number on its From->To link, stable across holds; 0 for faults
 	Msg      string // what travelled, or what changed
 	Note     string // why (drop reason, hold side, …)
 }
@@ -56,6 +57,27 @@ func (e Event) String() string {
 		s += " (" + e.Note + ")"
 	}
 	return s
+}
+
+// CanonicalTrace renders events as lines with the events of each virtual
+// instant sorted. Goroutines woken at the same instant (two replication
+// goroutines, two RPC timeouts) run in an order the scheduler picks; sorting
+// within the instant keeps that benign difference out of trace comparisons,
+// while any difference in what happened, or when, still shows.
+func CanonicalTrace(evs []Event) []string {
+	out := make([]string, len(evs))
+	for i, e := range evs {
+		out[i] = e.String()
+	}
+	for i := 0; i < len(evs); {
+		j := i + 1
+		for j < len(evs) && evs[j].At == evs[i].At {
+			j++
+		}
+		slices.Sort(out[i:j])
+		i = j
+	}
+	return out
 }
 
 func (n *Network) emitLocked(k Kind, e *envelope, note string) {

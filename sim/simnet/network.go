@@ -88,7 +88,7 @@ type Network struct {
 	ports      map[string]int
 
 	queue     envHeap
-	nextID    uint64
+	linkSeq   map[linkKey]uint64
 	nextOrder uint64
 	nextPair  uint64
 	stats     Stats
@@ -128,6 +128,7 @@ func New(opts Options) (*Network, error) {
 		listeners:  map[string]*listener{},
 		pairs:      map[*connPair]struct{}{},
 		ports:      map[string]int{},
+		linkSeq:    map[linkKey]uint64{},
 	}, nil
 }
 
@@ -172,8 +173,8 @@ func nodeOf(addr string) string {
 
 // envelope is one message in flight.
 type envelope struct {
-	id       uint64
-	order    uint64 // tie-break for equal arrival times: send order
+	id       uint64 // per-link sequence number: independent of other links' traffic
+	order    uint64 // send order, compared only between messages of one link
 	at       time.Time
 	from, to string
 	msg      any     // what travels, for the trace
@@ -192,10 +193,20 @@ type envHeap []*envelope
 
 func (h envHeap) Len() int { return len(h) }
 func (h envHeap) Less(i, j int) bool {
-	if !h[i].at.Equal(h[j].at) {
-		return h[i].at.Before(h[j].at)
+	// Ties are broken by link, then by send order on that link, so the
+	// order of same-instant arrivals does not depend on how goroutines on
+	// different links happened to interleave.
+	a, b := h[i], h[j]
+	if !a.at.Equal(b.at) {
+		return a.at.Before(b.at)
 	}
-	return h[i].order < h[j].order
+	if a.from != b.from {
+		return a.from < b.from
+	}
+	if a.to != b.to {
+		return a.to < b.to
+	}
+	return a.order < b.order
 }
 func (h envHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *envHeap) Push(x any)   { *h = append(*h, x.(*envelope)) }
@@ -243,8 +254,9 @@ func (n *Network) cutLocked(a, b string) bool {
 // routeLocked hands e to the link: it is held, lost, or scheduled to arrive.
 func (n *Network) routeLocked(e *envelope) {
 	if e.id == 0 {
-		n.nextID++
-		e.id = n.nextID
+		k := linkKey{e.from, e.to}
+		n.linkSeq[k]++
+		e.id = n.linkSeq[k]
 	}
 	if n.closed {
 		n.loseLocked(e, "network closed")
