@@ -1,0 +1,198 @@
+package conformance
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+)
+
+// Index headers and blocking queries: S45, S46.
+
+func blockingCases() []Case {
+	return []Case{
+		{Clause: "S45", Name: "key-index-is-modifyindex", Run: s45KeyIndex},
+		{Clause: "S45", Name: "missing-key-and-list-include-deletions", Run: s45Deletions},
+		{Clause: "S45", Name: "index-never-zero", Run: s45NeverZero},
+		{Clause: "S46", Name: "write-wakes-blocked-read", Run: func(t *T) { s46Wakes(t, "set") }},
+		{Clause: "S46", Name: "release-wakes-blocked-read", Run: func(t *T) { s46Wakes(t, "release") }},
+		{Clause: "S46", Name: "invalidation-wakes-blocked-read", Run: func(t *T) { s46Wakes(t, "destroy") }},
+		{Clause: "S46", Name: "delete-wakes-blocked-read", Run: func(t *T) { s46Wakes(t, "delete") }},
+		{Clause: "S46", Name: "create-wakes-read-of-missing-key", Run: s46Create},
+		{Clause: "S46", Name: "write-under-prefix-wakes-list", Run: s46List},
+		{Clause: "S46", Name: "blocks-until-wait-if-unchanged", Run: s46Timeout},
+	}
+}
+
+// blockResult is what a blocking read returned and when.
+type blockResult struct {
+	r    *resp
+	at   time.Time
+	took time.Duration
+}
+
+// blockingGet starts GET path?index=idx&wait=wait (path may carry a query)
+// and returns a function that waits for its answer.
+func (t *T) blockingGet(path string, idx uint64, wait string) func() blockResult {
+	sep := "?"
+	for _, c := range path {
+		if c == '?' {
+			sep = "&"
+		}
+	}
+	var out blockResult
+	start := time.Now()
+	done := t.Go(func() {
+		out.r = t.Do(http.MethodGet, path+sep+"index="+u64(idx)+"&wait="+wait, nil)
+		out.at = time.Now()
+		out.took = out.at.Sub(start)
+	})
+	return func() blockResult {
+		done()
+		if out.r == nil {
+			t.Fatalf("blocking read of %s did not answer", path)
+		}
+		return out
+	}
+}
+
+func s45KeyIndex(t *T) {
+	k := t.Key("k")
+	s := t.Sess(nil)
+	t.Set(k, "1")
+	for _, step := range []func(){
+		func() {},
+		func() { t.Set(k, "2") },
+		func() { t.Require(t.Acquire(k, s, ""), "acquire failed") },
+		func() { t.Require(t.Release(k, s, "3"), "release failed") },
+	} {
+		step()
+		r := t.GetRaw(k, "")
+		t.Require(r.Code == 200, "GET %s: %s", k, r)
+		var ps []*api.KVPair
+		t.decode("GET", r, &ps)
+		t.Require(len(ps) == 1, "GET %s: want one entry", k)
+		t.Equal("X-Consul-Index of an existing key", r.Index(), ps[0].ModifyIndex)
+	}
+}
+
+func s45Deletions(t *T) {
+	a, b := t.Key("dir/a"), t.Key("dir/b")
+	t.Set(a, "1")
+	t.Set(b, "1")
+	pa, pb := t.MustGet(a), t.MustGet(b)
+	_, rl := t.List(t.Key("dir/"))
+	t.Equal("list index of two keys", rl.Index(), max(pa.ModifyIndex, pb.ModifyIndex))
+	t.Require(t.Delete(b, ""), "delete failed")
+	_, rl = t.List(t.Key("dir/"))
+	t.Check(rl.Code == 200 && rl.Index() > pb.ModifyIndex,
+		"list index after deleting b must count the deletion: got %d, b was last written at %d", rl.Index(), pb.ModifyIndex)
+	del := rl.Index()
+	_, rb := t.List(b)
+	t.Check(rb.Code == 404 && rb.Index() == del, "list of only the deleted key: want 404 at %d, got %s index %d", del, rb, rb.Index())
+	r := t.GetRaw(b, "")
+	t.Check(r.Code == 404, "GET of a deleted key: want 404, got %s", r)
+	t.Check(r.Index() >= del, "GET of a deleted key: index %d below its deletion at %d", r.Index(), del)
+	t.Require(t.Delete(a, ""), "delete failed")
+	_, rl = t.List(t.Key("dir/"))
+	t.Check(rl.Code == 404 && rl.Index() > del, "list of a prefix whose keys are all deleted: want 404 above %d, got %s index %d", del, rl, rl.Index())
+}
+
+func s45NeverZero(t *T) {
+	for _, p := range []string{
+		"/v1/kv/" + t.Key("never-written"),
+		"/v1/kv/" + t.Key("nothing/") + "?recurse",
+		"/v1/session/info/" + fakeID(),
+		"/v1/session/node/" + t.Home(),
+		"/v1/session/list",
+	} {
+		r := t.Do(http.MethodGet, p, nil)
+		t.Check(r.Code == 200 || r.Code == 404, "GET %s: %s", p, r)
+		t.Check(r.Header.Get("X-Consul-Index") != "" && r.Index() > 0,
+			"GET %s: X-Consul-Index %q, want a positive index", p, r.Header.Get("X-Consul-Index"))
+	}
+}
+
+func s46Wakes(t *T, how string) {
+	k := t.Key("k")
+	s := t.Sess(nil)
+	if how == "set" || how == "delete" {
+		t.Set(k, "before")
+	} else {
+		t.Require(t.Acquire(k, s, "before"), "acquire failed")
+	}
+	before := t.MustGet(k)
+	wait := t.blockingGet("/v1/kv/"+k, before.ModifyIndex, "20s")
+	t.Sleep(500 * time.Millisecond)
+	sent := time.Now()
+	switch how {
+	case "set":
+		t.Set(k, "after")
+	case "release":
+		t.Require(t.Release(k, s, "before"), "release failed")
+	case "destroy":
+		t.Destroy(s)
+	case "delete":
+		t.Require(t.Delete(k, ""), "delete failed")
+	}
+	res := wait()
+	t.Check(!res.at.Before(sent), "blocking read answered before the %s was sent", how)
+	t.Check(res.took < 15*time.Second, "blocking read not woken by %s (answered after %v)", how, res.took)
+	t.Check(res.r.Index() > before.ModifyIndex, "woken read's index %d not above %d", res.r.Index(), before.ModifyIndex)
+	if how == "delete" {
+		t.Check(res.r.Code == 404, "read woken by delete: want 404, got %s", res.r)
+		return
+	}
+	t.Require(res.r.Code == 200, "woken read: %s", res.r)
+	var ps []*api.KVPair
+	t.decode("woken read", res.r, &ps)
+	t.Require(len(ps) == 1, "woken read: want one entry")
+	switch how {
+	case "set":
+		t.Equal("value seen by the woken read", string(ps[0].Value), "after")
+	default:
+		t.Equal("Session seen by the woken read", ps[0].Session, "")
+	}
+}
+
+func s46Create(t *T) {
+	k := t.Key("k")
+	r := t.GetRaw(k, "")
+	t.Require(r.Code == 404, "GET of a missing key: %s", r)
+	wait := t.blockingGet("/v1/kv/"+k, r.Index(), "20s")
+	t.Sleep(500 * time.Millisecond)
+	t.Set(k, "born")
+	res := wait()
+	t.Check(res.took < 15*time.Second, "read of a missing key not woken by its creation (answered after %v)", res.took)
+	t.Check(res.r.Code == 200, "woken read of the created key: want 200, got %s", res.r)
+}
+
+func s46List(t *T) {
+	dir := t.Key("dir/")
+	t.Set(dir+"a", "1")
+	_, r := t.List(dir)
+	wait := t.blockingGet("/v1/kv/"+dir+"?recurse", r.Index(), "20s")
+	t.Sleep(500 * time.Millisecond)
+	t.Set(dir+"b", "2")
+	res := wait()
+	t.Check(res.took < 15*time.Second, "list not woken by a write under its prefix (answered after %v)", res.took)
+	var ps []*api.KVPair
+	t.decode("woken list", res.r, &ps)
+	t.Equal("entries seen by the woken list", len(ps), 2)
+}
+
+func s46Timeout(t *T) {
+	k, sibling := t.Key("k"), t.Key("k-sibling")
+	t.Set(k, "still")
+	before := t.MustGet(k)
+	wait := t.blockingGet("/v1/kv/"+k, before.ModifyIndex, "2s")
+	// Writes elsewhere must not end the wait: the key's index does not move.
+	for i := 0; i < 3; i++ {
+		t.Sleep(300 * time.Millisecond)
+		t.Set(sibling, u64(uint64(i)))
+	}
+	res := wait()
+	t.Check(res.took >= 1900*time.Millisecond, "blocking read with wait=2s on an unchanged key answered after %v", res.took)
+	t.Check(res.r.Code == 200 && res.r.Index() == before.ModifyIndex,
+		"timed-out read: want 200 at index %d, got %s index %d", before.ModifyIndex, res.r, res.r.Index())
+}

@@ -1,0 +1,266 @@
+package conformance
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Sequencers and transactions: S40-S44.
+
+func sequencerCases() []Case {
+	return []Case{
+		{Clause: "S40", Name: "valid-while-held-invalid-after-holder-change", Run: s40Validity},
+		{Clause: "S40", Name: "no-sequencer-repeats-across-holders", Run: s40NoRepeat},
+		{Clause: "S41", Name: "lockindex-never-reissued", Run: s41NeverReissued},
+		{Clause: "S42", Name: "check-session", Run: s42CheckSession},
+		{Clause: "S42", Name: "check-session-rejects-stale-holder", Run: s42StaleHolder},
+		{Clause: "S42", Name: "check-index", Run: s42CheckIndex},
+		{Clause: "S43", Name: "check-sequencer", Run: s43CheckSequencer},
+		{Clause: "S44", Name: "failing-op-aborts-all", Run: s44Atomic},
+		{Clause: "S44", Name: "more-than-128-ops-413", Run: s44TooMany},
+	}
+}
+
+// seq is a sequencer: what a holder learns from its acquire.
+type seq struct {
+	key, sid string
+	li       uint64
+}
+
+// acquireSeq acquires key for sid and returns its sequencer.
+func (t *T) acquireSeq(key, sid, value string) seq {
+	t.Require(t.Acquire(key, sid, value), "acquire of %s by %s answered false", key, sid)
+	p := t.MustGet(key)
+	t.Require(p.Session == sid, "after acquire %s is held by %q, not %s", key, p.Session, sid)
+	return seq{key: key, sid: sid, li: p.LockIndex}
+}
+
+// valid says whether s is valid now: key exists, held by s.sid at s.li.
+func (t *T) valid(s seq) bool {
+	p, _ := t.Get(s.key)
+	return p != nil && p.Session == s.sid && p.LockIndex == s.li
+}
+
+func s40Validity(t *T) {
+	k := t.Key("k")
+	a, b := t.Sess(nil), t.Sess(nil)
+	s1 := t.acquireSeq(k, a, "v1")
+	t.Check(t.valid(s1), "fresh sequencer %+v invalid", s1)
+	t.Require(t.Acquire(k, a, "v2"), "re-acquire by the holder failed")
+	t.Check(t.valid(s1), "sequencer %+v invalidated by the holder's own re-acquire", s1)
+	t.Require(t.Release(k, a, ""), "release failed")
+	t.Check(!t.valid(s1), "sequencer %+v still valid after release", s1)
+	s2 := t.acquireSeq(k, a, "v3")
+	t.Check(!t.valid(s1), "sequencer %+v valid again after release and re-acquire (now %+v)", s1, s2)
+	t.Require(t.Release(k, a, ""), "release failed")
+	s3 := t.acquireSeq(k, b, "v4")
+	t.Check(!t.valid(s1) && !t.valid(s2), "old sequencers valid while %+v holds", s3)
+	c := t.Sess(nil)
+	s4 := t.acquireSeq(t.Key("k2"), c, "")
+	t.Destroy(c)
+	t.Check(!t.valid(s4), "sequencer %+v valid after its session was destroyed", s4)
+	s5 := t.acquireSeq(s4.key, a, "")
+	t.Check(!t.valid(s4), "sequencer %+v valid again after invalidation and a new holder %+v", s4, s5)
+}
+
+func s40NoRepeat(t *T) {
+	k := t.Key("k")
+	ss := []string{t.Sess(nil), t.Sess(nil), t.Sess(nil)}
+	seen := map[uint64]string{}
+	for round := 0; round < 3; round++ {
+		for _, sid := range ss {
+			s := t.acquireSeq(k, sid, "")
+			if prev, dup := seen[s.li]; dup {
+				t.Errorf("LockIndex %d issued to %s and again to %s: an old sequencer became valid again", s.li, prev, sid)
+			}
+			seen[s.li] = sid
+			if round == 1 && sid == ss[1] {
+				// A holder lost by invalidation rather than release.
+				t.Destroy(sid)
+				ss[1] = t.Sess(nil)
+				continue
+			}
+			t.Require(t.Release(k, sid, ""), "release failed")
+		}
+	}
+}
+
+func s41NeverReissued(t *T) {
+	k := t.Key("k")
+	a, b := t.Sess(nil), t.Sess(nil)
+	var high uint64
+	next := func(what string, s seq) {
+		t.Check(s.li > high, "%s: LockIndex %d not above every earlier one (%d)", what, s.li, high)
+		high = max(high, s.li)
+	}
+	never := func(what string) {
+		p, _ := t.Get(k)
+		if p != nil {
+			t.Check(p.LockIndex <= high, "%s: LockIndex %d above anything issued (%d)", what, p.LockIndex, high)
+		}
+	}
+	next("first acquire", t.acquireSeq(k, a, ""))
+	t.Set(k, "set")
+	never("after set")
+	t.Require(t.Release(k, a, ""), "release failed")
+	next("acquire after set and release", t.acquireSeq(k, b, ""))
+	t.Require(t.Delete(k, ""), "delete failed")
+	next("acquire after delete", t.acquireSeq(k, a, ""))
+	t.Require(t.Release(k, a, ""), "release failed")
+	t.Require(t.Delete(k, ""), "delete failed")
+	t.Set(k, "re-created by a plain set")
+	never("after re-create")
+	next("acquire after delete and re-create", t.acquireSeq(k, b, ""))
+	t.Require(t.CAS(k, "cas", t.MustGet(k).ModifyIndex), "cas failed")
+	t.Require(t.Release(k, b, ""), "release failed")
+	next("acquire after cas", t.acquireSeq(k, a, ""))
+	// Invalidation with behavior=delete, then re-create by acquire.
+	d := t.Sess(map[string]any{"Behavior": "delete"})
+	t.Require(t.Release(k, a, ""), "release failed")
+	next("acquire by a delete-behavior session", t.acquireSeq(k, d, ""))
+	t.Destroy(d)
+	next("acquire after the holder's key was deleted by invalidation", t.acquireSeq(k, b, ""))
+}
+
+func s42CheckSession(t *T) {
+	k, missing := t.Key("k"), t.Key("missing")
+	a, b := t.Sess(nil), t.Sess(nil)
+	t.Require(t.Acquire(k, a, "v"), "acquire failed")
+	r, _ := t.Txn(TxnKV{Verb: "check-session", Key: k, Session: a})
+	t.Check(r.Code == 200, "check-session by the holder: want 200, got %s", r)
+	t.txnFails("check-session naming another session", 0,
+		fmt.Sprintf("failed session check for key %q, current session %q != %q", k, a, b),
+		TxnKV{Verb: "check-session", Key: k, Session: b})
+	t.txnFails("check-session of a missing key", 0,
+		fmt.Sprintf("failed to check session, key %q doesn't exist", missing),
+		TxnKV{Verb: "check-session", Key: missing, Session: a})
+	t.Require(t.Release(k, a, ""), "release failed")
+	t.txnFails("check-session after release", 0,
+		fmt.Sprintf("failed session check for key %q, current session %q != %q", k, "", a),
+		TxnKV{Verb: "check-session", Key: k, Session: a})
+}
+
+// s42StaleHolder: a holder that lost its session must fail a guarded write.
+func s42StaleHolder(t *T) {
+	k, guarded := t.Key("lock"), t.Key("guarded")
+	a, b := t.Sess(nil), t.Sess(nil)
+	t.Require(t.Acquire(k, a, ""), "acquire failed")
+	t.Destroy(a)
+	t.Require(t.Acquire(k, b, ""), "acquire by the new holder failed")
+	t.txnFails("guarded write by a stale holder", 0,
+		fmt.Sprintf("failed session check for key %q, current session %q != %q", k, b, a),
+		TxnKV{Verb: "check-session", Key: k, Session: a},
+		TxnKV{Verb: "set", Key: guarded, Value: []byte("stale")})
+	p, _ := t.Get(guarded)
+	t.Check(p == nil, "the stale holder's guarded write was applied")
+	// A stale holder whose session lives on (lock released, re-taken by b).
+	c := t.Sess(nil)
+	t.Require(t.Release(k, b, ""), "release failed")
+	t.Require(t.Acquire(k, c, ""), "acquire failed")
+	t.txnFails("guarded write by a released, still live holder", 0,
+		fmt.Sprintf("failed session check for key %q, current session %q != %q", k, c, b),
+		TxnKV{Verb: "check-session", Key: k, Session: b},
+		TxnKV{Verb: "set", Key: guarded, Value: []byte("stale")})
+	p, _ = t.Get(guarded)
+	t.Check(p == nil, "the released holder's guarded write was applied")
+}
+
+func s42CheckIndex(t *T) {
+	k, missing := t.Key("k"), t.Key("missing")
+	t.Set(k, "v")
+	mi := t.MustGet(k).ModifyIndex
+	r, _ := t.Txn(TxnKV{Verb: "check-index", Key: k, Index: mi})
+	t.Check(r.Code == 200, "check-index with the current index: want 200, got %s", r)
+	t.txnFails("check-index with a stale index", 0,
+		fmt.Sprintf("failed index check for key %q, current modify index %d != %d", k, mi, mi+1),
+		TxnKV{Verb: "check-index", Key: k, Index: mi + 1})
+	t.txnFails("check-index of a missing key", 0,
+		fmt.Sprintf("failed to check index, key %q doesn't exist", missing),
+		TxnKV{Verb: "check-index", Key: missing, Index: mi})
+}
+
+// txnFails sends ops and expects 409 with exactly one error at opIndex whose
+// What equals want ("" accepts any non-empty text naming the key).
+func (t *T) txnFails(what string, opIndex int, want string, ops ...TxnKV) {
+	r, a := t.Txn(ops...)
+	if !t.Check(r.Code == 409, "%s: want 409, got %s", what, r) {
+		return
+	}
+	t.Check(a.Results == nil, "%s: failed txn returned results %v", what, a.Results)
+	if !t.Check(len(a.Errors) == 1, "%s: want one error, got %+v", what, a.Errors) {
+		return
+	}
+	e := a.Errors[0]
+	t.Equal(what+": OpIndex", e.OpIndex, opIndex)
+	if want != "" {
+		t.Equal(what+": What", e.What, want)
+	} else {
+		t.Check(strings.Contains(e.What, ops[opIndex].Key), "%s: error %q does not name key %s", what, e.What, ops[opIndex].Key)
+	}
+}
+
+func s43CheckSequencer(t *T) {
+	k, missing, guarded := t.Key("k"), t.Key("missing"), t.Key("guarded")
+	a, b := t.Sess(nil), t.Sess(nil)
+	s := t.acquireSeq(k, a, "")
+	op := func(key, sid string, li uint64) TxnKV {
+		return TxnKV{Verb: "check-sequencer", Key: key, Session: sid, Index: li}
+	}
+	r, _ := t.Txn(op(k, a, s.li), TxnKV{Verb: "set", Key: guarded, Value: []byte("ok")})
+	t.Check(r.Code == 200, "check-sequencer of the valid sequencer: want 200, got %s", r)
+	g, _ := t.Get(guarded)
+	t.Check(g != nil, "write guarded by a valid sequencer not applied")
+	t.txnFails("check-sequencer with the wrong LockIndex", 0, "", op(k, a, s.li+1))
+	t.txnFails("check-sequencer with the wrong session", 0, "", op(k, b, s.li))
+	t.txnFails("check-sequencer of a missing key", 0, "", op(missing, a, 1))
+	t.Require(t.Release(k, a, ""), "release failed")
+	t.txnFails("check-sequencer after release", 1, "", TxnKV{Verb: "get", Key: k}, op(k, a, s.li))
+	s2 := t.acquireSeq(k, a, "")
+	t.txnFails("check-sequencer of the holder's previous sequencer", 0, "", op(k, a, s.li))
+	r, _ = t.Txn(op(k, a, s2.li))
+	t.Check(r.Code == 200, "check-sequencer of the new sequencer: want 200, got %s", r)
+}
+
+func s44Atomic(t *T) {
+	k1, k2, k3, k4 := t.Key("k1"), t.Key("k2"), t.Key("k3"), t.Key("k4")
+	a, b := t.Sess(nil), t.Sess(nil)
+	t.Set(k2, "orig")
+	b2 := t.MustGet(k2)
+	t.txnFails("txn with a stale cas", 2, "",
+		TxnKV{Verb: "set", Key: k1, Value: []byte("1")},
+		TxnKV{Verb: "lock", Key: k3, Session: a},
+		TxnKV{Verb: "cas", Key: k2, Value: []byte("2"), Index: b2.ModifyIndex + 1},
+		TxnKV{Verb: "set", Key: k4, Value: []byte("4")})
+	for _, k := range []string{k1, k3, k4} {
+		p, _ := t.Get(k)
+		t.Check(p == nil, "aborted txn wrote %s", k)
+	}
+	t.Unchanged("aborted txn", k2, b2)
+	t.Require(t.Acquire(k3, b, ""), "acquire failed")
+	b3 := t.MustGet(k3)
+	t.txnFails("txn locking a held key", 1, fmt.Sprintf("failed to lock key %q, lock is already held", k3),
+		TxnKV{Verb: "delete", Key: k2},
+		TxnKV{Verb: "lock", Key: k3, Session: a})
+	t.Unchanged("aborted txn", k2, b2)
+	t.Unchanged("aborted txn", k3, b3)
+	r, ans := t.Txn(TxnKV{Verb: "set", Key: k1, Value: []byte("1")},
+		TxnKV{Verb: "cas", Key: k2, Value: []byte("2"), Index: b2.ModifyIndex})
+	t.Check(r.Code == 200 && len(ans.Errors) == 0 && len(ans.Results) == 2, "valid txn: want 200 with 2 results, got %s", r)
+	t.Equal("k1 after txn", string(t.MustGet(k1).Value), "1")
+	t.Equal("k2 after txn", string(t.MustGet(k2).Value), "2")
+}
+
+func s44TooMany(t *T) {
+	ops := make([]TxnKV, 129)
+	for i := range ops {
+		ops[i] = TxnKV{Verb: "set", Key: t.Key(fmt.Sprintf("big/%03d", i)), Value: []byte("x")}
+	}
+	r, _ := t.Txn(ops...)
+	t.Check(r.Code == 413, "txn of 129 ops: want 413, got %s", r)
+	got, _ := t.List(t.Key("big/"))
+	t.Check(len(got) == 0, "refused txn wrote %d keys", len(got))
+	r, ans := t.Txn(ops[:128]...)
+	t.Check(r.Code == 200 && len(ans.Results) == 128, "txn of 128 ops: want 200 with 128 results, got %s", r)
+	got, _ = t.List(t.Key("big/"))
+	t.Equal("keys written by the 128-op txn", len(got), 128)
+}

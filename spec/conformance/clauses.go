@@ -1,0 +1,100 @@
+package conformance
+
+// Status is a clause's status in spec/CLAUSES.md. It doubles as the name of
+// a profile: the set of statuses a run checks.
+type Status string
+
+// The three clause statuses (and profile names).
+const (
+	Contract Status = "contract" // any correct implementation, including real Consul
+	Consul   Status = "consul"   // Consul's exact wire behaviour (compat profile)
+	Tenure   Status = "tenure"   // tenure's stronger guarantees and extensions
+)
+
+// ParseStatus validates a profile or status name.
+func ParseStatus(s string) (Status, error) {
+	switch Status(s) {
+	case Contract, Consul, Tenure:
+		return Status(s), nil
+	}
+	return "", &usageError{msg: "unknown profile " + quote(s) + " (want contract, consul or tenure)"}
+}
+
+// Covers reports whether a run under profile p checks clauses of status s:
+// contract runs contract clauses; consul and tenure each add their own.
+func (p Status) Covers(s Status) bool {
+	return s == Contract || s == p
+}
+
+// Clause is one numbered clause of spec/CLAUSES.md.
+type Clause struct {
+	ID     string
+	Status Status
+	Title  string
+}
+
+// Clauses mirrors the clause index of spec/CLAUSES.md. A unit test parses
+// that file and fails if the two disagree, so the suite cannot drift.
+var Clauses = []Clause{
+	{"S1", Contract, "create returns a fresh ID; session fields; immutable"},
+	{"S2", Contract, "create defaults"},
+	{"S3", Contract, "TTL empty/0 or within [10s, 24h]"},
+	{"S4", Contract, "behavior release or delete"},
+	{"S5", Contract, "LockDelay above 60s stored, capped at use; 0 disables"},
+	{"S6", Contract, "node registered; checks exist on node, not critical"},
+	{"S7", Contract, "empty check list binds no checks"},
+	{"S8", Tenure, "rejected create answers 400, changes nothing"},
+	{"S9", Consul, "Consul answers 500 for create validation; small LockDelay numbers are seconds"},
+	{"S10", Contract, "node deregistration invalidates its sessions"},
+	{"S11", Contract, "check deregistration invalidates bound sessions"},
+	{"S12", Contract, "critical invalidates; passing/warning do not"},
+	{"S13", Contract, "destroy invalidates; unknown destroy is a no-op"},
+	{"S14", Contract, "TTL expiry acts as destroy"},
+	{"S15", Contract, "invalidation atomic with its trigger"},
+	{"S16", Contract, "behavior=release keeps key contents, clears Session"},
+	{"S17", Contract, "behavior=delete deletes held keys"},
+	{"S18", Contract, "TTL is a lower bound from last create/renew"},
+	{"S19", Consul, "TTL expiry at about TTL x 2"},
+	{"S20", Contract, "renew answers [session] or 404"},
+	{"S21", Contract, "new leader re-arms TTL timers"},
+	{"S22", Contract, "invalidation arms lock-delay"},
+	{"S23", Contract, "release/delete/set/cas never arm lock-delay"},
+	{"S24", Contract, "lock-delay blocks only acquire"},
+	{"S25", Tenure, "lock-delay refusal names the remaining delay"},
+	{"S26", Contract, "acquire on absent key creates it, LockIndex 1"},
+	{"S27", Contract, "acquire on unlocked key bumps LockIndex"},
+	{"S28", Contract, "re-acquire by holder keeps LockIndex"},
+	{"S29", Contract, "acquire of a held key answers false"},
+	{"S30", Contract, "acquire with no/unknown session is an error"},
+	{"S31", Contract, "release by holder only"},
+	{"S32", Contract, "locks are advisory"},
+	{"S33", Tenure, "set/cas keep LockIndex"},
+	{"S34", Consul, "Consul resets LockIndex on set/cas"},
+	{"S35", Contract, "cas semantics"},
+	{"S36", Contract, "delete, delete-cas, recurse"},
+	{"S37", Contract, "ModifyIndex monotonic; no-op writes keep it"},
+	{"S38", Contract, "Value and Flags replaced on every write"},
+	{"S39", Tenure, "bad KV input answers 400/413, changes nothing"},
+	{"S40", Contract, "sequencer validity"},
+	{"S41", Tenure, "sequencers never reissued"},
+	{"S42", Contract, "txn check-session / check-index"},
+	{"S43", Tenure, "txn check-sequencer"},
+	{"S44", Contract, "txn atomic; 409 errors; >128 ops 413"},
+	{"S45", Contract, "X-Consul-Index values"},
+	{"S46", Contract, "blocking queries"},
+	{"S47", Contract, "server node registered with passing serfHealth"},
+	{"S48", Contract, "check status updates apply S12 atomically"},
+	{"S49", Contract, "single holder; no holder during lock-delay"},
+	{"S50", Contract, "stale holders can act; sequencer checks protect"},
+	{"S51", Contract, "semaphore admits at most Limit holders"},
+}
+
+// clauseByID returns the clause with the given ID.
+func clauseByID(id string) (Clause, bool) {
+	for _, c := range Clauses {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return Clause{}, false
+}

@@ -1,0 +1,67 @@
+package conformance
+
+import (
+	"context"
+	"flag"
+	"strings"
+	"testing"
+)
+
+// Flags of `go test ./spec/conformance -addr URL -profile P`. -run is go
+// test's own flag, so the case filter is -filter.
+var (
+	flagAddr     = flag.String("addr", "", "base URL of a Consul-API server to check (default: StartDev, else skip)")
+	flagToken    = flag.String("token", "", "ACL token for the server")
+	flagProfile  = flag.String("profile", "", "contract, consul or tenure (default: contract with -addr, tenure with StartDev)")
+	flagFilter   = flag.String("filter", "", "regexp over case IDs, e.g. 'S2[0-9]/'")
+	flagParallel = flag.Int("workers", DefaultParallel, "cases run at once")
+	flagJSON     = flag.Bool("json", false, "log the report as JSON instead of a table")
+)
+
+// TestConformance runs the suite against -addr, or against an in-process
+// server from StartDev, and reports every case as a subtest.
+func TestConformance(t *testing.T) {
+	addr, profile := *flagAddr, *flagProfile
+	if addr == "" {
+		if StartDev == nil {
+			t.Skip("no -addr given and conformance.StartDev is nil (no in-process server linked in); " +
+				"run: go test ./spec/conformance -addr http://127.0.0.1:8500 -profile consul")
+		}
+		addr = StartDev(t)
+		if profile == "" {
+			profile = string(Tenure)
+		}
+	}
+	if profile == "" {
+		profile = string(Contract)
+	}
+	p, err := ParseStatus(profile)
+	if err != nil {
+		t.Fatalf("-profile: %v", err)
+	}
+	rep := Run(context.Background(), Options{Addr: addr, Token: *flagToken, Profile: p,
+		Parallel: *flagParallel, Filter: *flagFilter, SkipSlow: testing.Short()})
+	var b strings.Builder
+	if *flagJSON {
+		err = rep.WriteJSON(&b)
+	} else {
+		err = rep.WriteTable(&b)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + b.String())
+	if rep.Error != "" {
+		t.Errorf("run error: %s", rep.Error)
+	}
+	for _, c := range rep.Cases {
+		t.Run(c.ID, func(t *testing.T) {
+			switch c.Outcome {
+			case Fail:
+				t.Errorf("%s", c.Reason)
+			case Skip:
+				t.Skip(c.Reason)
+			}
+		})
+	}
+}

@@ -1,0 +1,343 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Case is one check of one clause. Its status (and so the profiles that run
+// it) is the clause's status in Clauses.
+type Case struct {
+	Clause string // clause ID, e.g. "S27"
+	Name   string // short slug, e.g. "acquire-unlocked-bumps-lockindex"
+	// Slow marks cases that must wait out real timers (TTL, lock-delay cap);
+	// they are started first so they overlap the rest of the suite.
+	Slow bool
+	// Unobservable, when set, says why the clause cannot be checked by a
+	// client over HTTP; the case then always reports SKIP with that reason.
+	Unobservable string
+	Run          func(t *T)
+}
+
+// ID is the case's name as used in reports and by the filter.
+func (c Case) ID() string { return c.Clause + "/" + c.Name }
+
+// Status is the status of the case's clause ("" if the clause is unknown).
+func (c Case) Status() Status {
+	cl, _ := clauseByID(c.Clause)
+	return cl.Status
+}
+
+// Options configure a run.
+type Options struct {
+	Addr     string // base URL of the server, e.g. http://127.0.0.1:8500
+	Token    string // ACL token sent as X-Consul-Token; empty sends none
+	Profile  Status // contract (default), consul or tenure
+	Parallel int    // cases run at once; 0 means DefaultParallel
+	JSON     bool   // Main: print JSON instead of the table
+	Filter   string // regexp over case IDs ("S27/acquire-..."); empty runs all
+	SkipSlow bool   // report slow cases as SKIP instead of running them
+	// Cases replaces the built-in suite (framework tests use this).
+	Cases []Case
+	// Timeout bounds each case (slow cases get three times as much);
+	// 0 means DefaultCaseTimeout.
+	Timeout time.Duration
+}
+
+// Defaults for Options.
+const (
+	DefaultParallel    = 12
+	DefaultCaseTimeout = 60 * time.Second
+)
+
+// Run executes the cases selected by opts against opts.Addr and reports
+// every selected case: PASS, FAIL, or SKIP with the reason.
+func Run(ctx context.Context, opts Options) Report {
+	start := time.Now()
+	rep := Report{Addr: opts.Addr, Profile: opts.Profile, Started: start}
+	if rep.Profile == "" {
+		rep.Profile = Contract
+	}
+	finish := func() Report {
+		rep.Duration = time.Since(start)
+		rep.Seconds = rep.Duration.Seconds()
+		rep.Clauses = summarize(rep.Cases)
+		rep.count()
+		return rep
+	}
+	if _, err := ParseStatus(string(rep.Profile)); err != nil {
+		rep.Error = err.Error()
+		return finish()
+	}
+	filter, err := regexp.Compile(opts.Filter)
+	if err != nil {
+		rep.Error = fmt.Sprintf("bad filter %q: %v", opts.Filter, err)
+		return finish()
+	}
+	cases := opts.Cases
+	if cases == nil {
+		cases = Suite()
+	}
+	var selected []Case
+	for _, c := range cases {
+		if filter.MatchString(c.ID()) {
+			selected = append(selected, c)
+		}
+	}
+
+	// Work out which cases actually need the server before touching it, so a
+	// run whose cases are all skipped works with no server at all.
+	results := make([]CaseResult, len(selected))
+	var torun []int
+	for i, c := range selected {
+		results[i] = CaseResult{ID: c.ID(), Clause: c.Clause, Name: c.Name, Status: c.Status()}
+		if reason := skipReason(c, rep.Profile, opts.SkipSlow); reason != "" {
+			results[i].Outcome, results[i].Reason = Skip, reason
+			continue
+		}
+		torun = append(torun, i)
+	}
+
+	if len(torun) > 0 {
+		e, err := newEnv(opts.Addr, opts.Token)
+		if err == nil {
+			err = e.preflight(ctx)
+		}
+		if err != nil {
+			rep.Error = err.Error()
+			for _, i := range torun {
+				results[i].Outcome, results[i].Reason = Fail, "not run: "+err.Error()
+			}
+			rep.Cases = results
+			return finish()
+		}
+		// Slow cases first so their waiting overlaps everything else.
+		sort.SliceStable(torun, func(a, b int) bool {
+			return selected[torun[a]].Slow && !selected[torun[b]].Slow
+		})
+		par := opts.Parallel
+		if par <= 0 {
+			par = DefaultParallel
+		}
+		timeout := opts.Timeout
+		if timeout <= 0 {
+			timeout = DefaultCaseTimeout
+		}
+		sem := make(chan struct{}, par)
+		var wg sync.WaitGroup
+		for seq, i := range torun {
+			c := selected[i]
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				d := timeout
+				if c.Slow {
+					d *= 3
+				}
+				results[i] = runCase(ctx, e, c, seq, d, results[i])
+			}()
+		}
+		wg.Wait()
+	}
+	rep.Cases = results
+	return finish()
+}
+
+// skipReason says why c is not run under profile p, or "" if it runs.
+func skipReason(c Case, p Status, skipSlow bool) string {
+	st := c.Status()
+	switch {
+	case st == "":
+		return fmt.Sprintf("clause %s is not in the clause index", c.Clause)
+	case c.Run == nil && c.Unobservable == "":
+		return "case has no body"
+	case !p.Covers(st):
+		return fmt.Sprintf("clause %s is %s; profile %s runs %s", c.Clause, st, p, profileScope(p))
+	case c.Unobservable != "":
+		return "not observable over HTTP: " + c.Unobservable
+	case skipSlow && c.Slow:
+		return "slow case (waits on real TTL or lock-delay timers) skipped"
+	}
+	return ""
+}
+
+func profileScope(p Status) string {
+	if p == Contract {
+		return "contract clauses only"
+	}
+	return "contract+" + string(p) + " clauses"
+}
+
+// failNow unwinds a case goroutine after a fatal check, like testing.T.FailNow.
+type failNow struct{}
+
+// runCase runs one case body with its own deadline, recovering panics and
+// always running its cleanups.
+func runCase(parent context.Context, e *env, c Case, seq int, timeout time.Duration, res CaseResult) CaseResult {
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	defer cancel()
+	t := newT(ctx, e, c, seq)
+	start := time.Now()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if r := recover(); r != nil {
+				if _, ok := r.(failNow); !ok {
+					t.fail(fmt.Sprintf("panic: %v\n%s", r, debug.Stack()))
+				}
+			}
+		}()
+		c.Run(t)
+	}()
+	<-done
+	t.runCleanups()
+	res.Duration = time.Since(start)
+	res.Seconds = res.Duration.Seconds()
+	res.Log = t.logs
+	switch {
+	case t.failed:
+		res.Outcome = Fail
+		res.Reason = strings.Join(t.failures, "; ")
+	case t.skipped != "":
+		res.Outcome, res.Reason = Skip, t.skipped
+	default:
+		res.Outcome = Pass
+	}
+	return res
+}
+
+// T is a case's handle: its context, its server, its failures and cleanups.
+// A case runs in one goroutine; Errorf/Fatalf may also be called from
+// goroutines the case starts (Fatalf only from the case goroutine).
+type T struct {
+	ctx    context.Context
+	env    *env
+	c      Case
+	prefix string // unique KV prefix for this case
+	seq    int
+
+	mu         sync.Mutex
+	prefixUsed bool
+	home       string
+	failed     bool
+	failures   []string
+	skipped    string
+	logs       []string
+	cleanups   []func(ctx context.Context) error
+}
+
+func newT(ctx context.Context, e *env, c Case, seq int) *T {
+	slug := strings.NewReplacer("/", "-", " ", "-").Replace(c.ID())
+	return &T{
+		ctx:    ctx,
+		env:    e,
+		c:      c,
+		seq:    seq,
+		prefix: fmt.Sprintf("conformance/%s/%s/", e.runID, slug),
+	}
+}
+
+// Context is cancelled when the case times out or the run is cancelled.
+func (t *T) Context() context.Context { return t.ctx }
+
+func (t *T) fail(msg string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.failed = true
+	t.failures = append(t.failures, msg)
+}
+
+// Errorf records a failure and lets the case continue.
+func (t *T) Errorf(format string, args ...any) { t.fail(fmt.Sprintf(format, args...)) }
+
+// Fatalf records a failure and stops the case (cleanups still run).
+func (t *T) Fatalf(format string, args ...any) {
+	t.fail(fmt.Sprintf(format, args...))
+	panic(failNow{})
+}
+
+// Skipf stops the case and reports it as SKIP with the reason.
+func (t *T) Skipf(format string, args ...any) {
+	t.mu.Lock()
+	t.skipped = fmt.Sprintf(format, args...)
+	t.mu.Unlock()
+	panic(failNow{})
+}
+
+// Logf keeps a note that is shown with the case's result.
+func (t *T) Logf(format string, args ...any) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.logs = append(t.logs, fmt.Sprintf(format, args...))
+}
+
+// Failed reports whether the case has failed so far.
+func (t *T) Failed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.failed
+}
+
+// Cleanup registers f to run after the case, last registered first. It gets
+// a fresh context so cleanup still happens after a timeout.
+func (t *T) Cleanup(f func(ctx context.Context) error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.cleanups = append(t.cleanups, f)
+}
+
+func (t *T) runCleanups() {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := len(t.cleanups) - 1; i >= 0; i-- {
+		if err := t.cleanups[i](ctx); err != nil {
+			// A failed cleanup leaves litter on the server but says nothing
+			// about the clause, so it is logged rather than failed.
+			t.Logf("cleanup: %v", err)
+		}
+	}
+}
+
+// Sleep waits d, stopping the case if its context ends first.
+func (t *T) Sleep(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-tm.C:
+	case <-t.ctx.Done():
+		t.Fatalf("case deadline reached while sleeping: %v", t.ctx.Err())
+	}
+}
+
+// SleepUntil waits until the wall clock reaches at.
+func (t *T) SleepUntil(at time.Time) { t.Sleep(time.Until(at)) }
+
+// Go runs f in a new goroutine in which Fatalf is safe (it ends only that
+// goroutine); the returned function waits for it.
+func (t *T) Go(f func()) (wait func()) {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() {
+			if r := recover(); r != nil {
+				if _, ok := r.(failNow); !ok {
+					t.fail(fmt.Sprintf("panic in helper goroutine: %v\n%s", r, debug.Stack()))
+				}
+			}
+		}()
+		f()
+	}()
+	return func() { <-done }
+}

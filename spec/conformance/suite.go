@@ -1,0 +1,19 @@
+package conformance
+
+// Suite returns every case of the conformance suite, in clause order.
+func Suite() []Case {
+	var all []Case
+	for _, group := range [][]Case{
+		sessionCases(),
+		invalidationCases(),
+		ttlCases(),
+		lockDelayCases(),
+		kvCases(),
+		sequencerCases(),
+		blockingCases(),
+		recipeCases(),
+	} {
+		all = append(all, group...)
+	}
+	return all
+}
