@@ -104,7 +104,7 @@ func TestReplayDeterminism(t *testing.T) {
 	} {
 		same, events := replayRate(t, tc.sc, 11, runs)
 		t.Logf("%s: %d of %d runs replayed the %d-event trace exactly (GOMAXPROCS=1)", tc.name, same, runs, events)
-		if same < tc.min {
+		if same < tc.min && !raceEnabled {
 			t.Errorf("%s: only %d of %d runs replayed exactly, want at least %d", tc.name, same, runs, tc.min)
 		}
 	}

@@ -151,6 +151,15 @@ func (n *Network) Close() {
 		return
 	}
 	n.closed = true
+	// Held messages would otherwise wait for a Resume that never comes (and
+	// a dial waiting on one would block its goroutine forever).
+	for _, node := range slices.Sorted(maps.Keys(n.paused)) {
+		held := *n.paused[node]
+		delete(n.paused, node)
+		for _, e := range held {
+			n.loseLocked(e, "network closed")
+		}
+	}
 	for _, a := range slices.Sorted(maps.Keys(n.transports)) {
 		n.transports[a].closeLocked()
 	}

@@ -1,8 +1,10 @@
 package simnet
 
 import (
+	"context"
 	"errors"
 	"math"
+	"net"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -421,4 +423,44 @@ func TestSameSeedSameDraws(t *testing.T) {
 	if strings.Join(first, "\n") == strings.Join(other, "\n") {
 		t.Error("different seeds gave the same trace")
 	}
+}
+
+func TestNetworkCloseReleasesEverything(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n, _ := newNet(t, Options{Seed: 1, Link: Link{Latency: time.Millisecond}})
+		a, b := newTrans(t, n, "a"), newTrans(t, n, "b")
+		respond(b)
+		ln, err := n.Listen("b:80")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Pause("b"); err != nil {
+			t.Fatal(err)
+		}
+		dialErr := make(chan error, 1)
+		go func() {
+			_, err := n.Dialer("c")(context.Background(), "tcp", "b:80")
+			dialErr <- err
+		}()
+		acceptErr := make(chan error, 1)
+		go func() {
+			_, err := ln.Accept()
+			acceptErr <- err
+		}()
+		time.Sleep(time.Second)
+		n.Close()
+		if err := <-dialErr; !errors.Is(err, ErrRefused) {
+			t.Errorf("dial held at a paused node after Close: %v, want refused", err)
+		}
+		if err := <-acceptErr; !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Accept after Close: %v", err)
+		}
+		if err := a.AppendEntries("b", "b", ae(1), &raft.AppendEntriesResponse{}); !errors.Is(err, ErrTransportShutdown) {
+			t.Errorf("call after Close: %v", err)
+		}
+		if _, err := n.NewTransport("d"); !errors.Is(err, ErrNetworkClosed) {
+			t.Errorf("NewTransport after Close: %v", err)
+		}
+		n.Close() // idempotent
+	})
 }
