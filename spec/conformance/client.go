@@ -25,6 +25,9 @@ type env struct {
 }
 
 func newEnv(addr, token string) (*env, error) {
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr // host:port, as consul's own CLI accepts
+	}
 	u, err := url.Parse(addr)
 	if err != nil {
 		return nil, &usageError{msg: fmt.Sprintf("bad -addr %q: %v", addr, err)}
