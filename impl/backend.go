@@ -21,8 +21,11 @@ type Backend interface {
 	// Apply proposes cmd through raft and returns once it is applied on this
 	// server. Leader only: elsewhere it returns ErrNotLeader. An acquire (plain
 	// or txn lock) of a key under lock-delay returns *LockDelayError without
-	// proposing anything (S22, S25). A CreateSession with an empty ID is given
-	// a fresh unique ID first (S1).
+	// proposing anything (S22, S25). If instead the state machine refused the
+	// lock for an invalidation the leader's check could not yet see
+	// (Result.DelayRefused), Apply returns that applied Result together with
+	// a *LockDelayError, so both refusals are reported alike. A CreateSession
+	// with an empty ID is given a fresh unique ID first (S1).
 	Apply(ctx context.Context, cmd model.Command) (model.Result, error)
 	// Renew resets a session's TTL deadline (leader only) and returns the
 	// session; ErrSessionNotFound if it does not exist (S20).

@@ -1,0 +1,210 @@
+package impl
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// Wire format of a raft log entry: one version byte, one command-type byte,
+// then the variant's struct as a msgpack map. The type byte keeps entries
+// small (no empty union fields) and lets an old binary name exactly what it
+// cannot decode; msgpack maps keep field additions backward compatible.
+const commandVersion byte = 1
+
+// Wire format of a snapshot: one version byte, then snapshotV1 as msgpack.
+const snapshotVersion byte = 1
+
+// Command type bytes. Never renumber: they are in every stored raft log.
+const (
+	cmdRegister       byte = 1
+	cmdDeregister     byte = 2
+	cmdCreateSession  byte = 3
+	cmdDestroySession byte = 4
+	cmdKV             byte = 5
+	cmdTxn            byte = 6
+)
+
+// errUnknownCommand and errUnknownVersion let callers (and tests) tell a
+// newer-format entry apart from a corrupt one.
+var (
+	errUnknownVersion = errors.New("unknown encoding version")
+	errUnknownCommand = errors.New("unknown command type")
+)
+
+// wireCodec encodes commands and snapshots. It owns its msgpack handle (the
+// handle caches type information) so that no state is shared between servers.
+type wireCodec struct {
+	h *codec.MsgpackHandle
+}
+
+func newWireCodec() *wireCodec {
+	h := &codec.MsgpackHandle{}
+	// A corrupt length prefix must not make the decoder allocate gigabytes
+	// before noticing the input is short.
+	h.MaxInitLen = 1 << 16
+	return &wireCodec{h: h}
+}
+
+// encodeCommand returns cmd's log-entry bytes. A command that sets no variant
+// or several is refused: it could not be decoded back to the same thing.
+func (c *wireCodec) encodeCommand(cmd model.Command) ([]byte, error) {
+	if _, err := cmd.Kind(); err != nil {
+		return nil, fmt.Errorf("encode command: %w", err)
+	}
+	var (
+		typ     byte
+		payload any
+	)
+	switch {
+	case cmd.Register != nil:
+		typ, payload = cmdRegister, cmd.Register
+	case cmd.Deregister != nil:
+		typ, payload = cmdDeregister, cmd.Deregister
+	case cmd.CreateSession != nil:
+		typ, payload = cmdCreateSession, cmd.CreateSession
+	case cmd.DestroySession != nil:
+		typ, payload = cmdDestroySession, cmd.DestroySession
+	case cmd.KV != nil:
+		typ, payload = cmdKV, cmd.KV
+	case cmd.Txn != nil:
+		typ, payload = cmdTxn, cmd.Txn
+	}
+	var buf bytes.Buffer
+	buf.Write([]byte{commandVersion, typ})
+	if err := codec.NewEncoder(&buf, c.h).Encode(payload); err != nil {
+		return nil, fmt.Errorf("encode %T: %w", payload, err)
+	}
+	return buf.Bytes(), nil
+}
+
+// decodeCommand reverses encodeCommand. Any malformed input is an error,
+// never a panic: the FSM returns it as the entry's response.
+func (c *wireCodec) decodeCommand(data []byte) (cmd model.Command, err error) {
+	if len(data) < 2 {
+		return model.Command{}, fmt.Errorf("decode command: entry of %d bytes is too short", len(data))
+	}
+	if data[0] != commandVersion {
+		return model.Command{}, fmt.Errorf("decode command: %w %d (this server reads %d)", errUnknownVersion, data[0], commandVersion)
+	}
+	var target any
+	switch data[1] {
+	case cmdRegister:
+		cmd.Register = &model.Register{}
+		target = cmd.Register
+	case cmdDeregister:
+		cmd.Deregister = &model.Deregister{}
+		target = cmd.Deregister
+	case cmdCreateSession:
+		cmd.CreateSession = &model.CreateSession{}
+		target = cmd.CreateSession
+	case cmdDestroySession:
+		cmd.DestroySession = &model.DestroySession{}
+		target = cmd.DestroySession
+	case cmdKV:
+		cmd.KV = &model.KVOp{}
+		target = cmd.KV
+	case cmdTxn:
+		cmd.Txn = &model.Txn{}
+		target = cmd.Txn
+	default:
+		return model.Command{}, fmt.Errorf("decode command: %w %d", errUnknownCommand, data[1])
+	}
+	if err := c.decode(data[2:], target); err != nil {
+		return model.Command{}, fmt.Errorf("decode command type %d: %w", data[1], err)
+	}
+	return cmd, nil
+}
+
+// snapshotV1 is model.State flattened into slices: CheckKey map keys do not
+// survive msgpack, and sorted slices make equal states encode identically.
+type snapshotV1 struct {
+	Nodes      []model.Node
+	Checks     []model.Check
+	Sessions   []model.Session
+	KV         []model.KVEntry
+	Tombstones map[string]uint64
+	LockIssued map[string]uint64
+	DelayedAt  map[string]uint64
+	Tables     model.TableIndexes
+}
+
+func (c *wireCodec) encodeSnapshot(s *model.State) ([]byte, error) {
+	snap := snapshotV1{
+		Nodes:      s.NodeList(),
+		Checks:     s.CheckList("", ""),
+		Sessions:   s.SessionList(""),
+		Tombstones: s.Tombstones,
+		LockIssued: s.LockIssued,
+		DelayedAt:  s.DelayedAt,
+		Tables:     s.Tables,
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.KV)) {
+		snap.KV = append(snap.KV, s.KV[k])
+	}
+	var buf bytes.Buffer
+	buf.WriteByte(snapshotVersion)
+	if err := codec.NewEncoder(&buf, c.h).Encode(&snap); err != nil {
+		return nil, fmt.Errorf("encode snapshot: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func (c *wireCodec) decodeSnapshot(data []byte) (*model.State, error) {
+	if len(data) < 1 {
+		return nil, errors.New("decode snapshot: empty")
+	}
+	if data[0] != snapshotVersion {
+		return nil, fmt.Errorf("decode snapshot: %w %d (this server reads %d)", errUnknownVersion, data[0], snapshotVersion)
+	}
+	var snap snapshotV1
+	if err := c.decode(data[1:], &snap); err != nil {
+		return nil, fmt.Errorf("decode snapshot: %w", err)
+	}
+	s := model.New()
+	for _, n := range snap.Nodes {
+		s.Nodes[n.Name] = n
+	}
+	for _, ch := range snap.Checks {
+		s.Checks[model.CheckKey{Node: ch.Node, CheckID: ch.CheckID}] = ch
+	}
+	for _, se := range snap.Sessions {
+		s.Sessions[se.ID] = se
+	}
+	for _, e := range snap.KV {
+		s.KV[e.Key] = e
+	}
+	maps.Copy(s.Tombstones, snap.Tombstones)
+	maps.Copy(s.LockIssued, snap.LockIssued)
+	maps.Copy(s.DelayedAt, snap.DelayedAt)
+	s.Tables = snap.Tables
+	if err := s.CheckInvariants(); err != nil {
+		return nil, fmt.Errorf("decode snapshot: restored state is inconsistent: %w", err)
+	}
+	return s, nil
+}
+
+// decode decodes exactly one msgpack value that must fill data completely.
+func (c *wireCodec) decode(data []byte, target any) (err error) {
+	defer func() {
+		// The decoder reports malformed input as errors, but a panic here
+		// would take down every replica applying the entry, so be certain.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed msgpack: %v", r)
+		}
+	}()
+	dec := codec.NewDecoderBytes(data, c.h)
+	if err := dec.Decode(target); err != nil {
+		return err
+	}
+	if n := dec.NumBytesRead(); n != len(data) {
+		return fmt.Errorf("%d trailing bytes after the value", len(data)-n)
+	}
+	return nil
+}

@@ -1,0 +1,210 @@
+package impl
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// everyCommand has one command of each kind with every field set, so a
+// field the codec forgot would show up as a round-trip difference.
+func everyCommand() []model.Command {
+	return []model.Command{
+		{Register: &model.Register{Node: "n1", Address: "127.0.0.1:8500", Checks: []model.CheckSpec{
+			{CheckID: "serfHealth", Name: "Serf Health Status", Status: model.HealthPassing},
+			{CheckID: "db", Name: "db", Status: model.HealthCritical},
+		}}},
+		{Deregister: &model.Deregister{Node: "n1", CheckID: "db"}},
+		{CreateSession: &model.CreateSession{ID: "0b5d7c5e-0000-4000-8000-000000000001", Name: "lock",
+			Node: "n1", Checks: []string{"serfHealth", "db"}, LockDelay: 15 * time.Second,
+			Behavior: model.BehaviorDelete, TTL: "30s"}},
+		{DestroySession: &model.DestroySession{ID: "0b5d7c5e-0000-4000-8000-000000000001"}},
+		{KV: &model.KVOp{Verb: model.KVLock, Key: "a/b", Value: []byte{0, 1, 2, 255}, Flags: 1 << 63,
+			Index: 42, Session: "s", LockDelaySeen: 17}},
+		{Txn: &model.Txn{Ops: []model.KVOp{
+			{Verb: model.KVCheckSequencer, Key: "k", Index: 3, Session: "s"},
+			{Verb: model.KVSet, Key: "k", Value: []byte("v")},
+			{Verb: model.KVLock, Key: "k", Session: "s", LockDelaySeen: 9},
+		}}},
+	}
+}
+
+func TestCommandRoundTrip(t *testing.T) {
+	c := newWireCodec()
+	for _, cmd := range everyCommand() {
+		kind, _ := cmd.Kind()
+		data, err := c.encodeCommand(cmd)
+		if err != nil {
+			t.Fatalf("%s: encode: %v", kind, err)
+		}
+		got, err := c.decodeCommand(data)
+		if err != nil {
+			t.Fatalf("%s: decode: %v", kind, err)
+		}
+		if diff := cmp.Diff(cmd, got); diff != "" {
+			t.Errorf("%s: round trip differs (-want +got):\n%s", kind, diff)
+		}
+	}
+}
+
+func TestEncodeRefusesMalformedCommand(t *testing.T) {
+	c := newWireCodec()
+	if _, err := c.encodeCommand(model.Command{}); err == nil {
+		t.Error("empty command encoded")
+	}
+	two := model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "k"}, DestroySession: &model.DestroySession{ID: "x"}}
+	if _, err := c.encodeCommand(two); err == nil {
+		t.Error("command with two variants encoded")
+	}
+}
+
+func TestDecodeRejectsBadEntries(t *testing.T) {
+	c := newWireCodec()
+	good, err := c.encodeCommand(model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "k", Value: []byte("v")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withVersion := func(v byte) []byte { b := append([]byte(nil), good...); b[0] = v; return b }
+	withType := func(v byte) []byte { b := append([]byte(nil), good...); b[1] = v; return b }
+	cases := []struct {
+		name string
+		data []byte
+		want error  // errors.Is target, if any
+		text string // substring of the message
+	}{
+		{"nil", nil, nil, "too short"},
+		{"one byte", []byte{commandVersion}, nil, "too short"},
+		{"future version", withVersion(2), errUnknownVersion, "unknown encoding version 2"},
+		{"version zero", withVersion(0), errUnknownVersion, "unknown encoding version 0"},
+		{"unknown type", withType(99), errUnknownCommand, "unknown command type 99"},
+		{"type zero", withType(0), errUnknownCommand, "unknown command type 0"},
+		{"truncated payload", good[:len(good)-2], nil, "decode command type 5"},
+		{"trailing bytes", append(append([]byte(nil), good...), 0xc0), nil, "trailing"},
+		{"not msgpack", []byte{commandVersion, cmdKV, 0xc1, 0xc1}, nil, "decode command type 5"},
+		{"wrong shape", []byte{commandVersion, cmdKV, 0x2a}, nil, "decode command type 5"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := c.decodeCommand(tc.data)
+			if err == nil {
+				t.Fatal("decoded without error")
+			}
+			if tc.want != nil && !errors.Is(err, tc.want) {
+				t.Errorf("error %q is not %v", err, tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.text) {
+				t.Errorf("error %q does not mention %q", err, tc.text)
+			}
+		})
+	}
+}
+
+// buildState applies a small but complete history: nodes, checks, sessions,
+// held and released keys, a deletion (tombstone) and a re-created key.
+func buildState(t *testing.T) *model.State {
+	t.Helper()
+	s := model.New()
+	cmds := []model.Command{
+		{Register: &model.Register{Node: "n1", Address: "a1", Checks: []model.CheckSpec{
+			{CheckID: "serfHealth", Name: "Serf", Status: model.HealthPassing},
+			{CheckID: "db", Name: "db", Status: model.HealthWarning}}}},
+		{Register: &model.Register{Node: "n2", Address: "a2"}},
+		{CreateSession: &model.CreateSession{ID: "s1", Node: "n1", Checks: []string{"serfHealth"}, LockDelay: time.Second, TTL: "10s"}},
+		{CreateSession: &model.CreateSession{ID: "s2", Node: "n2", Behavior: model.BehaviorDelete}},
+		{KV: &model.KVOp{Verb: model.KVLock, Key: "lock/a", Value: []byte("x"), Session: "s1"}},
+		{KV: &model.KVOp{Verb: model.KVLock, Key: "lock/b", Session: "s2", Flags: 7}},
+		{KV: &model.KVOp{Verb: model.KVSet, Key: "plain", Value: []byte{}}},
+		{KV: &model.KVOp{Verb: model.KVDelete, Key: "plain"}},
+		{KV: &model.KVOp{Verb: model.KVLock, Key: "gone", Session: "s2"}},
+		{KV: &model.KVOp{Verb: model.KVDelete, Key: "gone"}},
+		{CreateSession: &model.CreateSession{ID: "s3", Node: "n2", LockDelay: 5 * time.Second}},
+		{KV: &model.KVOp{Verb: model.KVLock, Key: "delayed", Session: "s3"}},
+		{DestroySession: &model.DestroySession{ID: "s3"}},
+	}
+	for i, cmd := range cmds {
+		if res := s.Apply(uint64(i+1)*3, cmd); res.Failed() {
+			t.Fatalf("setup command %d failed: %+v", i, res)
+		}
+	}
+	if len(s.DelayedAt) == 0 || len(s.Tombstones) == 0 || len(s.LockIssued) == 0 {
+		t.Fatalf("setup does not cover every table: %+v", s)
+	}
+	return s
+}
+
+func TestSnapshotRoundTrip(t *testing.T) {
+	c := newWireCodec()
+	for name, s := range map[string]*model.State{"empty": model.New(), "populated": buildState(t)} {
+		data, err := c.encodeSnapshot(s)
+		if err != nil {
+			t.Fatalf("%s: encode: %v", name, err)
+		}
+		got, err := c.decodeSnapshot(data)
+		if err != nil {
+			t.Fatalf("%s: decode: %v", name, err)
+		}
+		if !got.Equal(s) {
+			t.Errorf("%s: restored state differs:\n%s", name, cmp.Diff(s, got, cmpopts.EquateEmpty()))
+		}
+		if got.Hash() != s.Hash() {
+			t.Errorf("%s: hash %x != %x", name, got.Hash(), s.Hash())
+		}
+	}
+}
+
+// TestSnapshotEqualityDetectsDifference shows the round-trip check above can
+// fail: a state that differs in one field is not Equal after restore.
+func TestSnapshotEqualityDetectsDifference(t *testing.T) {
+	c := newWireCodec()
+	s := buildState(t)
+	other := s.Clone()
+	e := other.KV["lock/a"]
+	e.Flags++
+	other.KV["lock/a"] = e
+	data, err := c.encodeSnapshot(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.decodeSnapshot(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Equal(s) {
+		t.Fatal("states differing in one flag compare equal")
+	}
+}
+
+func TestDecodeSnapshotRejectsBadInput(t *testing.T) {
+	c := newWireCodec()
+	good, err := c.encodeSnapshot(buildState(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A key held by a session the snapshot does not contain breaks the
+	// holder-exists invariant; restore must refuse it rather than load it.
+	bad := buildState(t)
+	delete(bad.Sessions, "s1")
+	inconsistent, err := c.encodeSnapshot(bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	future := append([]byte(nil), good...)
+	future[0] = 9
+	cases := map[string][]byte{
+		"empty":        nil,
+		"future":       future,
+		"truncated":    good[:len(good)/2],
+		"inconsistent": inconsistent,
+	}
+	for name, data := range cases {
+		if _, err := c.decodeSnapshot(data); err == nil {
+			t.Errorf("%s: decoded without error", name)
+		}
+	}
+}

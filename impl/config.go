@@ -1,0 +1,184 @@
+package impl
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-uuid"
+	"github.com/hashicorp/raft"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// Config builds a Server. Everything a test or the simulator may want to
+// replace (time, transport, stores, IDs, the HTTP round-tripper) is a field;
+// zero values get production defaults in NewServer.
+type Config struct {
+	// NodeName is this server's catalog node and raft server ID.
+	NodeName string
+	// HTTPAddr is the advertised host:port of this server's HTTP API. It is
+	// the Address of this node's catalog entry, which is how followers find
+	// the leader's HTTP API to forward writes to.
+	HTTPAddr string
+
+	// Clock drives TTL timers, lock-delay, failure detection and retries.
+	// Default SystemClock.
+	Clock Clock
+	// Logger defaults to a logger that discards everything.
+	Logger hclog.Logger
+
+	// Dev runs a single in-memory node that bootstraps itself; stores and
+	// transport default to in-memory ones and raft timings are shortened.
+	Dev bool
+	// DataDir holds the durable raft log, stable store and snapshots when
+	// not Dev and the stores are not injected.
+	DataDir string
+	// RaftAddr is the host:port raft listens on over TCP when Transport is
+	// nil and Dev is false; it is also the address advertised to peers.
+	RaftAddr string
+
+	// Transport, LogStore, StableStore and SnapshotStore replace the
+	// defaults (the simulator injects in-memory ones and its own network).
+	// An injected transport is closed by raft on Shutdown; injected stores
+	// are not closed.
+	Transport     raft.Transport
+	LogStore      raft.LogStore
+	StableStore   raft.StableStore
+	SnapshotStore raft.SnapshotStore
+	// Raft, if set, adjusts the raft configuration after tenure's defaults
+	// (LocalID, Logger and, in Dev, faster timings) are filled in.
+	Raft func(*raft.Config)
+
+	// Peers is the full server list, this node included. A server with no
+	// raft state bootstraps exactly this configuration, so starting every
+	// server with the same list is the equivalent of Consul's
+	// -bootstrap-expect N. Ignored when raft state exists. Dev uses itself.
+	Peers []Peer
+
+	// TTLMultiplier scales a session's TTL into its deadline (S19); at least
+	// 1, so that TTL stays a lower bound (S18). Default model.DefaultTTLMultiplier.
+	TTLMultiplier float64
+	// NewID returns fresh session IDs; default random UUIDs.
+	NewID func() string
+	// RoundTripper carries this server's own HTTP requests to the leader
+	// (self-registration from a follower). Default: a private http.Transport.
+	RoundTripper http.RoundTripper
+
+	// FailureThreshold is how long the leader lets raft heartbeats to a peer
+	// fail before it marks the peer's serfHealth critical (S10-S12).
+	// Default 5s, about Consul's gossip detection time.
+	FailureThreshold time.Duration
+	// SyncRetry is the first delay before self-registration is retried after
+	// a failure; it doubles up to 16× this value. Default 250ms.
+	SyncRetry time.Duration
+	// RetryBackoff is the first delay before the leader retries a TTL
+	// destroy or a serfHealth update that failed; it doubles up to 32×.
+	// Default 500ms.
+	RetryBackoff time.Duration
+}
+
+// Peer is one raft server: its node name (raft server ID) and raft address.
+type Peer struct {
+	Name     string
+	RaftAddr string
+}
+
+// withDefaults validates c and fills in its zero fields.
+func (c Config) withDefaults() (Config, error) {
+	if c.NodeName == "" {
+		return c, errors.New("config: NodeName is required")
+	}
+	if c.Clock == nil {
+		c.Clock = SystemClock{}
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	if c.TTLMultiplier == 0 {
+		c.TTLMultiplier = model.DefaultTTLMultiplier
+	}
+	if c.TTLMultiplier < 1 {
+		return c, fmt.Errorf("config: TTLMultiplier %v is below 1, which would expire sessions before their TTL (S18)", c.TTLMultiplier)
+	}
+	if c.NewID == nil {
+		c.NewID = randomUUID
+	}
+	if c.RoundTripper == nil {
+		c.RoundTripper = &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}
+	}
+	if c.FailureThreshold == 0 {
+		c.FailureThreshold = 5 * time.Second
+	}
+	if c.SyncRetry == 0 {
+		c.SyncRetry = 250 * time.Millisecond
+	}
+	if c.RetryBackoff == 0 {
+		c.RetryBackoff = 500 * time.Millisecond
+	}
+	if c.FailureThreshold < 0 || c.SyncRetry < 0 || c.RetryBackoff < 0 {
+		return c, errors.New("config: durations must not be negative")
+	}
+	if c.Dev {
+		c.Peers = []Peer{{Name: c.NodeName, RaftAddr: c.NodeName}}
+	}
+	if !c.Dev {
+		if c.Transport == nil && c.RaftAddr == "" {
+			return c, errors.New("config: RaftAddr (or an injected Transport) is required outside dev mode")
+		}
+		needDisk := c.LogStore == nil || c.StableStore == nil || c.SnapshotStore == nil
+		if needDisk && c.DataDir == "" {
+			return c, errors.New("config: DataDir (or injected stores) is required outside dev mode")
+		}
+	}
+	seen := map[string]bool{}
+	self := false
+	for _, p := range c.Peers {
+		if p.Name == "" || p.RaftAddr == "" {
+			return c, fmt.Errorf("config: peer %+v needs a name and a raft address", p)
+		}
+		if seen[p.Name] {
+			return c, fmt.Errorf("config: peer %q listed twice", p.Name)
+		}
+		seen[p.Name] = true
+		self = self || p.Name == c.NodeName
+	}
+	if len(c.Peers) > 0 && !self {
+		return c, fmt.Errorf("config: peers do not include this node %q", c.NodeName)
+	}
+	return c, nil
+}
+
+// raftConfig is hashicorp/raft's configuration for this server.
+func (c Config) raftConfig() (*raft.Config, error) {
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(c.NodeName)
+	rc.Logger = c.Logger.Named("raft")
+	if c.Dev {
+		// One voter elects itself as soon as its heartbeat timeout passes;
+		// Consul's dev mode shortens the same timings.
+		rc.HeartbeatTimeout = 100 * time.Millisecond
+		rc.ElectionTimeout = 100 * time.Millisecond
+		rc.LeaderLeaseTimeout = 100 * time.Millisecond
+		rc.CommitTimeout = 5 * time.Millisecond
+	}
+	if c.Raft != nil {
+		c.Raft(rc)
+	}
+	if err := raft.ValidateConfig(rc); err != nil {
+		return nil, fmt.Errorf("config: raft: %w", err)
+	}
+	return rc, nil
+}
+
+func randomUUID() string {
+	id, err := uuid.GenerateUUID()
+	if err != nil {
+		// crypto/rand does not fail on supported platforms; if it does,
+		// no session can be created safely.
+		panic(fmt.Sprintf("generate session ID: %v", err))
+	}
+	return id
+}

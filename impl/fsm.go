@@ -1,0 +1,138 @@
+package impl
+
+import (
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// fsm is model.State as a raft state machine. Besides applying commands it
+// does the per-server side effects Consul does at apply time: arming
+// lock-delays on this server's clock, telling the leader's TTL book which
+// sessions are gone, and waking blocking queries.
+type fsm struct {
+	codec  *wireCodec
+	delays *lockDelayGuard
+	// invalidated is told the sessions each applied command invalidated; the
+	// server points it at its TTL book. Set before raft starts, never changed.
+	invalidated func(ids []string)
+
+	mu      sync.RWMutex
+	state   *model.State
+	changed chan struct{} // closed and replaced at each change, under mu
+}
+
+func newFSM(c *wireCodec, delays *lockDelayGuard, invalidated func([]string)) *fsm {
+	if invalidated == nil {
+		invalidated = func([]string) {}
+	}
+	return &fsm{
+		codec:       c,
+		delays:      delays,
+		invalidated: invalidated,
+		state:       model.New(),
+		changed:     make(chan struct{}),
+	}
+}
+
+// Apply implements raft.FSM. It answers model.Result, or an error for an
+// entry it cannot decode; it never panics on the entry's content.
+func (f *fsm) Apply(l *raft.Log) any {
+	cmd, err := f.codec.decodeCommand(l.Data)
+	if err != nil {
+		return fmt.Errorf("raft entry %d: %w", l.Index, err)
+	}
+	f.mu.Lock()
+	before := f.state.Tables
+	res := f.state.Apply(l.Index, cmd)
+	// Arm before the release becomes visible, so that no client can see the
+	// key free and get an acquire past the leader's lock-delay check. (An
+	// acquire proposed before this entry applied can still land just after
+	// it; Consul's pre-raft check has the same window.)
+	f.delays.arm(res.LockDelays)
+	if f.state.Tables != before {
+		f.notifyLocked()
+	}
+	f.mu.Unlock()
+	if len(res.Invalidated) > 0 {
+		f.invalidated(res.Invalidated)
+	}
+	return res
+}
+
+// notifyLocked wakes every waiter of the previous Changed channel. Holding mu
+// makes "Changed, then Read" race-free for blocking queries.
+func (f *fsm) notifyLocked() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// Changed returns a channel closed at the next applied change. Take it before
+// reading, so that a change between the read and the wait is not missed.
+func (f *fsm) Changed() <-chan struct{} {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.changed
+}
+
+// read calls fn with the state under the read lock.
+func (f *fsm) read(fn func(s *model.State)) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	fn(f.state)
+}
+
+// Snapshot implements raft.FSM. Clone is cheap (entries are values whose
+// byte slices the model never mutates), so raft's apply loop is held briefly
+// and encoding happens in Persist, off that loop.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return &fsmSnapshot{codec: f.codec, state: f.state.Clone()}, nil
+}
+
+// Restore implements raft.FSM: it replaces the whole state and forgets every
+// lock-delay, as Consul does (facts §4).
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	data, err := io.ReadAll(rc)
+	if err != nil {
+		return fmt.Errorf("read snapshot: %w", err)
+	}
+	s, err := f.codec.decodeSnapshot(data)
+	if err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.state = s
+	f.notifyLocked()
+	f.mu.Unlock()
+	f.delays.reset()
+	return nil
+}
+
+type fsmSnapshot struct {
+	codec *wireCodec
+	state *model.State
+}
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	data, err := s.codec.encodeSnapshot(s.state)
+	if err == nil {
+		_, err = sink.Write(data)
+	}
+	if err != nil {
+		_ = sink.Cancel()
+		return fmt.Errorf("persist snapshot: %w", err)
+	}
+	if err := sink.Close(); err != nil {
+		return fmt.Errorf("close snapshot: %w", err)
+	}
+	return nil
+}
+
+func (s *fsmSnapshot) Release() {}

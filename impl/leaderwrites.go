@@ -1,0 +1,121 @@
+package impl
+
+import (
+	"context"
+	"errors"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// serfHealthName is the check name Consul gives its gossip health check.
+const serfHealthName = "Serf Health Status"
+
+// sessionsExpired is the TTL book's expiry hook: each session is destroyed
+// through raft, exactly as an explicit destroy (S14, lock-delay included).
+func (s *Server) sessionsExpired(ids []string) {
+	t := s.currentTerm()
+	if t == nil {
+		return
+	}
+	for _, id := range ids {
+		s.logger.Debug("session TTL expired", "session", id)
+		s.goTracked(func() {
+			s.leaderWrite(t, "destroy expired session "+id, func() (model.Command, bool) {
+				// A session invalidated meanwhile needs no destroy.
+				return model.Command{DestroySession: &model.DestroySession{ID: id}}, s.sessionLive(id)
+			})
+		})
+	}
+}
+
+// markCritical is the failure detector's hook: the peer's serfHealth goes
+// critical through an ordinary catalog write, so its sessions are
+// invalidated atomically with it (S12, S48).
+func (s *Server) markCritical(peer string) {
+	s.setSerfHealth(peer, model.HealthCritical, func() bool { return s.fd.isFailing(peer) })
+}
+
+// markPassing restores a peer whose heartbeats resumed.
+func (s *Server) markPassing(peer string) {
+	s.setSerfHealth(peer, model.HealthPassing, func() bool { return !s.fd.isFailing(peer) })
+}
+
+// setSerfHealth writes peer's serfHealth status while wanted() holds. The
+// node keeps the address it registered; a node never registered is left to
+// register itself.
+func (s *Server) setSerfHealth(peer string, status model.Health, wanted func() bool) {
+	t := s.currentTerm()
+	if t == nil {
+		return
+	}
+	s.logger.Info("setting peer health from raft heartbeats", "peer", peer, "status", status)
+	s.goTracked(func() {
+		s.leaderWrite(t, "set serfHealth of "+peer+" to "+string(status), func() (model.Command, bool) {
+			if !wanted() {
+				return model.Command{}, false
+			}
+			var (
+				node model.Node
+				ok   bool
+				cur  model.Check
+				has  bool
+			)
+			s.fsm.read(func(st *model.State) {
+				node, ok = st.Nodes[peer]
+				cur, has = st.Checks[model.CheckKey{Node: peer, CheckID: model.SerfHealthCheckID}]
+			})
+			if !ok || (has && cur.Status == status) {
+				return model.Command{}, false
+			}
+			return model.Command{Register: &model.Register{Node: peer, Address: node.Address, Checks: []model.CheckSpec{
+				{CheckID: model.SerfHealthCheckID, Name: serfHealthName, Status: status},
+			}}}, true
+		})
+	})
+}
+
+// leaderWrite proposes next() until it succeeds, next says there is nothing
+// left to do, or term t ends. Failures back off on the server's clock from
+// RetryBackoff up to 32 times it; Consul retries its TTL destroy similarly.
+func (s *Server) leaderWrite(t *leaderTerm, what string, next func() (model.Command, bool)) {
+	backoff := s.cfg.RetryBackoff
+	for {
+		select {
+		case <-t.stop:
+			return
+		default:
+		}
+		cmd, ok := next()
+		if !ok {
+			return
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			select {
+			case <-t.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		res, err := s.Apply(ctx, cmd)
+		cancel()
+		<-stopped
+		if err == nil {
+			if res.Err != nil {
+				// The model's answer is deterministic: retrying cannot help.
+				s.logger.Error("leader write rejected", "what", what, "error", res.Err)
+			}
+			return
+		}
+		if errors.Is(err, ErrNotLeader) || errors.Is(err, ErrShutdown) {
+			return
+		}
+		s.logger.Warn("leader write failed; retrying", "what", what, "error", err, "backoff", backoff)
+		if !s.sleep(backoff, t.stop) {
+			return
+		}
+		backoff = min(2*backoff, 32*s.cfg.RetryBackoff)
+	}
+}

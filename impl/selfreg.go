@@ -1,0 +1,164 @@
+package impl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// syncLoop keeps this server's own node registered with its HTTP address and
+// a passing serfHealth check (S47), like a Consul agent's anti-entropy. It
+// re-checks whenever the applied state changes (so a serfHealth the leader
+// marked critical is restored as soon as this node hears of it), retries
+// failures with backoff, and otherwise sleeps.
+func (s *Server) syncLoop() {
+	retry := s.cfg.SyncRetry
+	for {
+		changed := s.fsm.Changed()
+		if s.registeredHere() {
+			s.regOnce.Do(func() { close(s.registered) })
+			retry = s.cfg.SyncRetry
+			select {
+			case <-changed:
+			case <-s.syncKick:
+			case <-s.shutdownCh:
+				return
+			}
+			continue
+		}
+		err := s.pushRegistration()
+		if err == nil {
+			// Sent; wait for it to arrive here, or retry if it never does.
+			if !s.sleepOr(retry, changed) {
+				return
+			}
+			continue
+		}
+		s.logger.Debug("self-registration failed; retrying", "error", err, "backoff", retry)
+		// Without a known leader, the leader's own registration arriving
+		// here is the news to wait for; other failures wait out the backoff.
+		var wake <-chan struct{}
+		if errors.Is(err, errNoLeaderHTTP) {
+			wake = changed
+		}
+		if !s.sleepOr(retry, wake) {
+			return
+		}
+		retry = min(2*retry, 16*s.cfg.SyncRetry)
+	}
+}
+
+// sleepOr waits d on the clock, a kick, or wake; false on shutdown.
+func (s *Server) sleepOr(d time.Duration, wake <-chan struct{}) bool {
+	done := make(chan struct{})
+	t := s.clock.AfterFunc(d, func() { close(done) })
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-wake:
+	case <-s.syncKick:
+	case <-s.shutdownCh:
+		return false
+	}
+	return true
+}
+
+// kickSync asks the loop to re-check now (for example on taking office).
+func (s *Server) kickSync() {
+	select {
+	case s.syncKick <- struct{}{}:
+	default:
+	}
+}
+
+// registeredHere reports whether the local state already shows this node
+// with its HTTP address and a passing serfHealth.
+func (s *Server) registeredHere() bool {
+	ok := false
+	s.fsm.read(func(st *model.State) {
+		n, has := st.Nodes[s.cfg.NodeName]
+		c, hasCheck := st.Checks[model.CheckKey{Node: s.cfg.NodeName, CheckID: model.SerfHealthCheckID}]
+		ok = has && n.Address == s.cfg.HTTPAddr && hasCheck && c.Status == model.HealthPassing
+	})
+	return ok
+}
+
+func (s *Server) selfRegistration() model.Register {
+	return model.Register{Node: s.cfg.NodeName, Address: s.cfg.HTTPAddr, Checks: []model.CheckSpec{
+		{CheckID: model.SerfHealthCheckID, Name: serfHealthName, Status: model.HealthPassing},
+	}}
+}
+
+// pushRegistration writes the registration: directly on the leader, else
+// through the leader's HTTP API, since only the leader can propose.
+func (s *Server) pushRegistration() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	reg := s.selfRegistration()
+	if s.raft.State() == raft.Leader {
+		res, err := s.Apply(ctx, model.Command{Register: &reg})
+		if err != nil {
+			return fmt.Errorf("register self: %w", err)
+		}
+		if res.Err != nil {
+			return fmt.Errorf("register self: %w", res.Err)
+		}
+		return nil
+	}
+	_, addr, known := s.Leader()
+	if !known {
+		return errNoLeaderHTTP
+	}
+	return s.registerVia(ctx, addr, reg)
+}
+
+var errNoLeaderHTTP = errors.New("register self: no leader with a known HTTP address yet")
+
+// catalogRegistration is the body of Consul's PUT /v1/catalog/register, as
+// far as self-registration needs it.
+type catalogRegistration struct {
+	Node    string
+	Address string
+	Check   *catalogCheck
+}
+
+type catalogCheck struct {
+	Node    string
+	CheckID string
+	Name    string
+	Status  string
+}
+
+// registerVia sends reg to the HTTP API at addr.
+func (s *Server) registerVia(ctx context.Context, addr string, reg model.Register) error {
+	c := reg.Checks[0]
+	body, err := json.Marshal(catalogRegistration{Node: reg.Node, Address: reg.Address,
+		Check: &catalogCheck{Node: reg.Node, CheckID: c.CheckID, Name: c.Name, Status: string(c.Status)}})
+	if err != nil {
+		return fmt.Errorf("register self via %s: %w", addr, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+addr+"/v1/catalog/register", bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("register self via %s: %w", addr, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("register self via %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("register self via %s: %s: %s", addr, resp.Status, bytes.TrimSpace(msg))
+	}
+	return nil
+}

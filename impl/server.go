@@ -1,0 +1,255 @@
+package impl
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+)
+
+// ErrShutdown is returned by calls made while or after the server shuts down.
+var ErrShutdown = errors.New("server is shutting down")
+
+// Server is one tenure server: the model as a raft FSM plus the leader-only
+// memory Consul keeps beside raft (TTL timers, failure detection) and each
+// server's own lock-delay memory. It implements Backend.
+type Server struct {
+	cfg    Config
+	logger hclog.Logger
+	clock  Clock
+
+	codec  *wireCodec
+	delays *lockDelayGuard
+	fsm    *fsm
+	ttl    *ttlTimers
+	fd     *failureDetector
+	raft   *raft.Raft
+	stores *stores
+	http   *http.Client
+
+	lead leadership
+
+	observer *raft.Observer
+	obsCh    chan raft.Observation
+
+	syncKick   chan struct{} // wakes self-registration (buffered 1)
+	registered chan struct{} // closed once this node is registered and passing
+	regOnce    sync.Once
+
+	shutdownCh   chan struct{}
+	raftDone     chan struct{} // closed once raft has shut down
+	shutdownOnce sync.Once
+	shutdownErr  error
+	goMu         sync.Mutex
+	closing      bool
+	wg           sync.WaitGroup
+}
+
+var _ Backend = (*Server)(nil)
+
+// NewDevServer starts a single in-memory server that bootstraps itself, like
+// `consul agent -dev`.
+func NewDevServer(nodeName, httpAddr string, logger hclog.Logger) (*Server, error) {
+	return NewServer(Config{NodeName: nodeName, HTTPAddr: httpAddr, Logger: logger, Dev: true})
+}
+
+// NewServer builds and starts a server. It bootstraps cfg.Peers if the stores
+// hold no raft state, then joins the election; call Shutdown to stop it.
+func NewServer(cfg Config) (*Server, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	rc, err := cfg.raftConfig()
+	if err != nil {
+		return nil, err
+	}
+	st, err := openStores(cfg)
+	if err != nil {
+		return nil, err
+	}
+	trans, err := openTransport(cfg)
+	if err != nil {
+		return nil, errors.Join(err, st.close())
+	}
+	s := &Server{
+		cfg:        cfg,
+		logger:     cfg.Logger,
+		clock:      cfg.Clock,
+		codec:      newWireCodec(),
+		delays:     newLockDelayGuard(cfg.Clock),
+		stores:     st,
+		http:       &http.Client{Transport: cfg.RoundTripper},
+		syncKick:   make(chan struct{}, 1),
+		registered: make(chan struct{}),
+		shutdownCh: make(chan struct{}),
+		raftDone:   make(chan struct{}),
+	}
+	s.lead.changed = make(chan struct{})
+	s.ttl = newTTLTimers(cfg.Clock, cfg.TTLMultiplier, s.sessionsExpired)
+	s.fsm = newFSM(s.codec, s.delays, s.ttl.remove)
+	s.fd = newFailureDetector(cfg.Clock, cfg.FailureThreshold, s.markCritical, s.markPassing)
+
+	if err := bootstrapIfNew(cfg, rc, st, trans); err != nil {
+		return nil, errors.Join(err, closeTransport(trans), st.close())
+	}
+	r, err := raft.NewRaft(rc, s.fsm, st.logs, st.stable, st.snaps, trans)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("start raft: %w", err), closeTransport(trans), st.close())
+	}
+	s.raft = r
+
+	// Blocking, so that no heartbeat observation is lost; the consumer only
+	// updates the detector's map and runs until raft has shut down.
+	s.obsCh = make(chan raft.Observation, 64)
+	s.observer = raft.NewObserver(s.obsCh, true, func(o *raft.Observation) bool {
+		switch o.Data.(type) {
+		case raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation:
+			return true
+		}
+		return false
+	})
+	r.RegisterObserver(s.observer)
+
+	s.goTracked(s.consumeObservations)
+	s.goTracked(s.monitorLeadership)
+	s.goTracked(s.syncLoop)
+	return s, nil
+}
+
+func openTransport(cfg Config) (raft.Transport, error) {
+	switch {
+	case cfg.Transport != nil:
+		return cfg.Transport, nil
+	case cfg.Dev:
+		_, t := raft.NewInmemTransport(raft.ServerAddress(cfg.NodeName))
+		return t, nil
+	}
+	addr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+	if err != nil {
+		return nil, fmt.Errorf("raft address %q: %w", cfg.RaftAddr, err)
+	}
+	t, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, addr, 3, 10*time.Second, cfg.Logger.Named("raft-net"))
+	if err != nil {
+		return nil, fmt.Errorf("raft transport on %s: %w", cfg.RaftAddr, err)
+	}
+	return t, nil
+}
+
+func closeTransport(t raft.Transport) error {
+	if c, ok := t.(raft.WithClose); ok {
+		if err := c.Close(); err != nil {
+			return fmt.Errorf("close raft transport: %w", err)
+		}
+	}
+	return nil
+}
+
+// bootstrapIfNew writes the initial configuration into empty stores.
+func bootstrapIfNew(cfg Config, rc *raft.Config, st *stores, trans raft.Transport) error {
+	if len(cfg.Peers) == 0 {
+		return nil
+	}
+	has, err := raft.HasExistingState(st.logs, st.stable, st.snaps)
+	if err != nil {
+		return fmt.Errorf("inspect raft state: %w", err)
+	}
+	if has {
+		return nil
+	}
+	var conf raft.Configuration
+	for _, p := range cfg.Peers {
+		conf.Servers = append(conf.Servers, raft.Server{
+			Suffrage: raft.Voter, ID: raft.ServerID(p.Name), Address: raft.ServerAddress(p.RaftAddr),
+		})
+	}
+	if err := raft.BootstrapCluster(rc, st.logs, st.stable, st.snaps, trans, conf); err != nil {
+		return fmt.Errorf("bootstrap raft: %w", err)
+	}
+	return nil
+}
+
+// goTracked runs f in a goroutine that Shutdown waits for; once shutdown has
+// begun it runs nothing.
+func (s *Server) goTracked(f func()) bool {
+	s.goMu.Lock()
+	defer s.goMu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		f()
+	}()
+	return true
+}
+
+// consumeObservations feeds raft's heartbeat reports to the failure detector.
+func (s *Server) consumeObservations() {
+	for {
+		select {
+		case o := <-s.obsCh:
+			switch d := o.Data.(type) {
+			case raft.FailedHeartbeatObservation:
+				s.fd.heartbeatFailed(string(d.PeerID))
+			case raft.ResumedHeartbeatObservation:
+				s.fd.heartbeatResumed(string(d.PeerID))
+			}
+		case <-s.raftDone:
+			return
+		}
+	}
+}
+
+// Shutdown stops raft, every goroutine and timer of this server, and closes
+// the stores it opened. It is safe to call more than once.
+func (s *Server) Shutdown() error {
+	s.shutdownOnce.Do(func() {
+		close(s.shutdownCh)
+		err := s.raft.Shutdown().Error()
+		close(s.raftDone)
+		s.raft.DeregisterObserver(s.observer)
+		s.goMu.Lock()
+		s.closing = true
+		s.goMu.Unlock()
+		s.wg.Wait()
+		s.ttl.stop()
+		s.fd.stop()
+		if t, ok := s.cfg.RoundTripper.(interface{ CloseIdleConnections() }); ok {
+			t.CloseIdleConnections()
+		}
+		if err != nil {
+			err = fmt.Errorf("shut down raft: %w", err)
+		}
+		s.shutdownErr = errors.Join(err, s.stores.close())
+	})
+	return s.shutdownErr
+}
+
+// Raft exposes the raft instance, for tests and the simulator's checks.
+func (s *Server) Raft() *raft.Raft { return s.raft }
+
+// Registered is closed once this server has seen its own node registered
+// with a passing serfHealth check (S47).
+func (s *Server) Registered() <-chan struct{} { return s.registered }
+
+// sleep waits d on the server's clock; false if stop or shutdown came first.
+func (s *Server) sleep(d time.Duration, stop <-chan struct{}) bool {
+	done := make(chan struct{})
+	t := s.clock.AfterFunc(d, func() { close(done) })
+	defer t.Stop()
+	select {
+	case <-done:
+		return true
+	case <-stop:
+		return false
+	case <-s.shutdownCh:
+		return false
+	}
+}

@@ -1,0 +1,68 @@
+package impl
+
+import (
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// NodeName implements Backend.
+func (s *Server) NodeName() string { return s.cfg.NodeName }
+
+// Clock implements Backend.
+func (s *Server) Clock() Clock { return s.clock }
+
+// Leader implements Backend. The leader's HTTP address is the Address of its
+// catalog node, which every server registers as its own HTTP address.
+func (s *Server) Leader() (isLeader bool, leaderHTTPAddr string, known bool) {
+	if s.raft.State() == raft.Leader {
+		return true, s.cfg.HTTPAddr, true
+	}
+	_, id := s.raft.LeaderWithID()
+	if id == "" {
+		return false, "", false
+	}
+	var node model.Node
+	s.fsm.read(func(st *model.State) { node, known = st.Nodes[string(id)] })
+	if !known || node.Address == "" {
+		return false, "", false
+	}
+	return false, node.Address, true
+}
+
+// Read implements Backend.
+func (s *Server) Read(fn func(st *model.State)) { s.fsm.read(fn) }
+
+// Changed implements Backend. Take the channel before reading.
+func (s *Server) Changed() <-chan struct{} { return s.fsm.Changed() }
+
+// LastContact implements Backend. raft keeps contact times on the time
+// package's clock (the simulator's bubble clock), not on Clock. A follower
+// that never heard from a leader reports the largest duration.
+func (s *Server) LastContact() time.Duration {
+	if s.raft.State() == raft.Leader {
+		return 0
+	}
+	return time.Since(s.raft.LastContact())
+}
+
+// RaftLeaderAddr implements Backend: the leader's raft address, or "".
+func (s *Server) RaftLeaderAddr() string {
+	addr, _ := s.raft.LeaderWithID()
+	return string(addr)
+}
+
+// Peers implements Backend: the raft addresses of the configuration's servers.
+func (s *Server) Peers() []string {
+	f := s.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil
+	}
+	var out []string
+	for _, srv := range f.Configuration().Servers {
+		out = append(out, string(srv.Address))
+	}
+	return out
+}
