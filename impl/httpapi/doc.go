@@ -1,0 +1,18 @@
+// Package httpapi serves a wire-compatible subset of Consul's HTTP API
+// (sessions, KV, txn, blocking reads, the catalog part sessions depend on, and
+// status) over an impl.Backend.
+//
+// The handler holds no state of its own. Every write goes through
+// Backend.Apply on the leader; a follower reverse-proxies writes and non-stale
+// reads to the leader's HTTP address, marking the request with a hop header so
+// that a confused follower never forwards in a loop. Blocking reads wait on
+// Backend.Changed and time out on Backend.Clock, so the simulator's virtual
+// time governs them.
+//
+// Status mapping (spec/SPEC.md S8, S39): input the caller got wrong answers
+// 400 with a one-line plain-text reason, oversized input 413, a broken
+// calling contract 500. Options.Compat switches to Consul's codes, which
+// answer 500 for every rejection that happens at apply and for bad numbers.
+// Clause IDs (S1…S51) refer to spec/SPEC.md; "facts §n" to
+// /work/shared/consul-facts.md.
+package httpapi

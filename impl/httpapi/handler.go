@@ -1,0 +1,202 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tenurekv/tenure/impl"
+)
+
+// Options configures the handler. The zero value is usable.
+type Options struct {
+	// Forward carries requests a follower forwards to the leader; default
+	// http.DefaultTransport. The simulator passes its network here.
+	Forward http.RoundTripper
+	// MaxQueryTime caps a blocking read's ?wait; default 600s (Consul's max_query_time).
+	MaxQueryTime time.Duration
+	// DefaultQueryTime is the wait of a blocking read without ?wait; default
+	// 300s (Consul's default_query_time).
+	DefaultQueryTime time.Duration
+	// Jitter, if set, returns extra wait in [0, limit) that is added to each
+	// blocking read, limit being wait/16 as in Consul. Nil adds none, which
+	// keeps simulated runs reproducible.
+	Jitter func(limit time.Duration) time.Duration
+	// Logger receives request failures and forwarding errors; default discards.
+	Logger hclog.Logger
+	// Compat reports rejections with Consul's status codes (500 for apply-time
+	// rejections and bad numbers) instead of tenure's 400 (SPEC "Compat profile").
+	Compat bool
+	// Datacenter is shown in catalog answers; default "dc1".
+	Datacenter string
+}
+
+// Defaults taken from Consul's agent configuration (facts §7).
+const (
+	defaultMaxQueryTime     = 600 * time.Second
+	defaultDefaultQueryTime = 300 * time.Second
+	jitterFraction          = 16
+)
+
+// Body limits. KV values and txn bodies use Consul's 512 KiB defaults
+// (kv_max_value_size, txn_max_req_len); JSON bodies of other endpoints
+// are small, and the cap only stops a client from exhausting memory.
+const (
+	maxJSONBody = 1 << 20
+	maxTxnBody  = 512 * 1024
+)
+
+// New returns the HTTP API over b.
+func New(b impl.Backend, opts Options) http.Handler {
+	if opts.Forward == nil {
+		opts.Forward = http.DefaultTransport
+	}
+	if opts.MaxQueryTime <= 0 {
+		opts.MaxQueryTime = defaultMaxQueryTime
+	}
+	if opts.DefaultQueryTime <= 0 {
+		opts.DefaultQueryTime = defaultDefaultQueryTime
+	}
+	if opts.Logger == nil {
+		opts.Logger = hclog.NewNullLogger()
+	}
+	if opts.Datacenter == "" {
+		opts.Datacenter = "dc1"
+	}
+	h := &handler{b: b, opts: opts}
+	h.routes = h.routeTable()
+	return h
+}
+
+type handler struct {
+	b      impl.Backend
+	opts   Options
+	routes []route
+}
+
+// route is one endpoint. A prefix route passes the rest of the path as the
+// call's argument (a key, a session ID, a node name).
+type route struct {
+	path    string
+	prefix  bool
+	methods []string
+	serve   func(c *call) error
+}
+
+const (
+	get = http.MethodGet
+	put = http.MethodPut
+	del = http.MethodDelete
+)
+
+func (h *handler) routeTable() []route {
+	return []route{
+		{"/v1/session/create", false, []string{put}, h.sessionCreate},
+		{"/v1/session/destroy/", true, []string{put}, h.sessionDestroy},
+		{"/v1/session/renew/", true, []string{put}, h.sessionRenew},
+		{"/v1/session/info/", true, []string{get}, h.sessionInfo},
+		{"/v1/session/node/", true, []string{get}, h.sessionNode},
+		{"/v1/session/list", false, []string{get}, h.sessionList},
+		{"/v1/kv/", true, []string{get, put, del}, h.kv},
+		{"/v1/txn", false, []string{put}, h.txn},
+		{"/v1/catalog/register", false, []string{put}, h.catalogRegister},
+		{"/v1/catalog/deregister", false, []string{put}, h.catalogDeregister},
+		{"/v1/catalog/nodes", false, []string{get}, h.catalogNodes},
+		{"/v1/health/node/", true, []string{get}, h.healthNode},
+		{"/v1/health/state/", true, []string{get}, h.healthState},
+		{"/v1/agent/check/pass/", true, []string{put}, h.agentCheck("passing")},
+		{"/v1/agent/check/warn/", true, []string{put}, h.agentCheck("warning")},
+		{"/v1/agent/check/fail/", true, []string{put}, h.agentCheck("critical")},
+		{"/v1/status/leader", false, []string{get}, h.statusLeader},
+		{"/v1/status/peers", false, []string{get}, h.statusPeers},
+	}
+}
+
+// call is one request being served.
+type call struct {
+	w   http.ResponseWriter
+	r   *http.Request
+	arg string // the path after a prefix route
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	var rt *route
+	for i := range h.routes {
+		cand := &h.routes[i]
+		if path == cand.path || (cand.prefix && strings.HasPrefix(path, cand.path)) {
+			rt = cand
+			break
+		}
+	}
+	if rt == nil {
+		http.NotFound(w, r)
+		return
+	}
+	// Consul lists OPTIONS first in Allow and answers it with the header only.
+	allow := append([]string{http.MethodOptions}, rt.methods...)
+	if r.Method == http.MethodOptions {
+		w.Header().Set("Allow", strings.Join(allow, ","))
+		return
+	}
+	if !slices.Contains(rt.methods, r.Method) {
+		writeError(w, &apiError{status: http.StatusMethodNotAllowed,
+			msg: fmt.Sprintf("method %s not allowed", r.Method), allow: allow})
+		return
+	}
+	c := &call{w: w, r: r, arg: strings.TrimPrefix(path, rt.path)}
+	if err := rt.serve(c); err != nil {
+		var ae *apiError
+		if !errors.As(err, &ae) || ae.status >= 500 {
+			h.opts.Logger.Warn("request failed", "method", r.Method, "path", path, "error", err)
+		}
+		writeError(w, err)
+	}
+}
+
+// writeJSON answers 200 (or status) with v as JSON; ?pretty indents it as Consul does.
+func writeJSON(c *call, status int, v any) error {
+	var buf []byte
+	var err error
+	if _, pretty := c.r.URL.Query()["pretty"]; pretty {
+		buf, err = json.MarshalIndent(v, "", "    ")
+		buf = append(buf, '\n')
+	} else {
+		buf, err = json.Marshal(v)
+	}
+	if err != nil {
+		return fmt.Errorf("encode answer: %w", err)
+	}
+	c.w.Header().Set("Content-Type", "application/json")
+	c.w.WriteHeader(status)
+	_, _ = c.w.Write(buf)
+	return nil
+}
+
+// readBody reads the whole request body, refusing more than limit bytes
+// with tooLarge(n), where n is the declared or counted size.
+func readBody(c *call, limit int64, tooLarge func(n int64) error) ([]byte, error) {
+	if c.r.ContentLength > limit {
+		return nil, tooLarge(c.r.ContentLength)
+	}
+	if c.r.Body == nil {
+		return nil, nil
+	}
+	body, err := io.ReadAll(io.LimitReader(c.r.Body, limit+1))
+	if err != nil {
+		return nil, errorf(http.StatusBadRequest, "Failed to read body: %v", err)
+	}
+	if int64(len(body)) > limit {
+		// Count the rest so the reason states the real size, within reason.
+		rest, _ := io.Copy(io.Discard, io.LimitReader(c.r.Body, 64<<20))
+		return nil, tooLarge(int64(len(body)) + rest)
+	}
+	return body, nil
+}

@@ -1,0 +1,202 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// consistency is a read's consistency mode (facts §7).
+type consistency int
+
+const (
+	modeDefault    consistency = iota // served by the leader without a quorum round
+	modeStale                         // served by any server from its local state
+	modeConsistent                    // leader verifies leadership first
+)
+
+func (m consistency) String() string {
+	switch m {
+	case modeStale:
+		return "stale"
+	case modeConsistent:
+		return "consistent"
+	}
+	return "leader"
+}
+
+// queryOpts are the query parameters every Consul read parses.
+type queryOpts struct {
+	mode     consistency
+	maxStale time.Duration // with modeStale: forward if the leader is quieter than this
+	index    uint64        // block until the result's index exceeds this; 0 = no blocking
+	wait     time.Duration // as sent; waitTime applies default, cap and jitter
+}
+
+// parseQuery reads ?stale, ?consistent, ?leader, ?max_stale, ?wait and ?index
+// in Consul's order and with its error texts.
+func parseQuery(v url.Values) (queryOpts, error) {
+	var q queryOpts
+	_, stale := v["stale"]
+	_, consistent := v["consistent"]
+	if ms := v.Get("max_stale"); ms != "" {
+		d, err := time.ParseDuration(ms)
+		if err != nil {
+			return q, errorf(http.StatusBadRequest, "Invalid max_stale value %q", ms)
+		}
+		if d > 0 {
+			stale = true
+			q.maxStale = d
+		}
+	}
+	if stale && consistent {
+		return q, errorf(http.StatusBadRequest, "Cannot specify ?stale with ?consistent, conflicting semantics.")
+	}
+	switch {
+	case stale:
+		q.mode = modeStale
+	case consistent:
+		q.mode = modeConsistent
+	}
+	if w := v.Get("wait"); w != "" {
+		d, err := time.ParseDuration(w)
+		if err != nil {
+			return q, errorf(http.StatusBadRequest, "Invalid wait time")
+		}
+		q.wait = d
+	}
+	if i := v.Get("index"); i != "" {
+		n, err := strconv.ParseUint(i, 10, 64)
+		if err != nil {
+			return q, errorf(http.StatusBadRequest, "Invalid index")
+		}
+		q.index = n
+	}
+	return q, nil
+}
+
+// waitTime is the blocking timeout: ≤0 means the default, above the maximum
+// is capped, then the optional jitter of up to wait/16 (Consul's
+// RPCQueryTimeout).
+func (h *handler) waitTime(w time.Duration) time.Duration {
+	if w <= 0 {
+		w = h.opts.DefaultQueryTime
+	}
+	w = min(w, h.opts.MaxQueryTime)
+	if h.opts.Jitter != nil {
+		if limit := w / jitterFraction; limit > 0 {
+			w += min(max(h.opts.Jitter(limit), 0), limit)
+		}
+	}
+	return w
+}
+
+// view is one read's answer, computed from one state under Backend.Read.
+type view struct {
+	// index is the X-Consul-Index value (forced to at least 1 when sent).
+	index uint64
+	// watch, when watchSet, replaces index in the blocking comparison once
+	// the read has blocked: a missing key keeps blocking until it appears
+	// or is deleted again, not whenever another key changes (facts §7).
+	watch    uint64
+	watchSet bool
+	status   int // 0 means 200
+	body     any // JSON answer; nil sends no body
+	raw      []byte
+	isRaw    bool // ?raw: send raw as text/plain
+}
+
+// serveRead answers a read: locally when the mode allows, else through the
+// leader; blocking if ?index asks for it.
+func (h *handler) serveRead(c *call, q queryOpts, read func(s *model.State) view) error {
+	if local, err := h.readHere(c, q); err != nil || !local {
+		return err
+	}
+	v, err := h.block(c.r.Context(), q, read)
+	if err != nil {
+		return err
+	}
+	h.setMeta(c.w, v.index, q.mode)
+	switch {
+	case v.isRaw:
+		hd := c.w.Header()
+		hd.Set("Content-Type", "text/plain")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Content-Security-Policy", "sandbox")
+		c.w.WriteHeader(http.StatusOK)
+		_, _ = c.w.Write(v.raw)
+		return nil
+	case v.body == nil:
+		c.w.WriteHeader(max(v.status, http.StatusOK))
+		return nil
+	}
+	return writeJSON(c, max(v.status, http.StatusOK), v.body)
+}
+
+// block runs read once, or, with ?index, until the result moves past the
+// index or the wait elapses on the backend's clock (S46).
+func (h *handler) block(ctx context.Context, q queryOpts, read func(s *model.State) view) (view, error) {
+	snapshot := func() (view, error) {
+		if q.mode == modeConsistent {
+			if err := h.b.VerifyLeader(ctx); err != nil {
+				return view{}, h.applyFailure(err)
+			}
+		}
+		var v view
+		h.b.Read(func(s *model.State) { v = read(s) })
+		return v, nil
+	}
+	if q.index == 0 {
+		return snapshot()
+	}
+	expired := make(chan struct{})
+	timer := h.b.Clock().AfterFunc(h.waitTime(q.wait), func() { close(expired) })
+	defer timer.Stop()
+	blocked := false
+	for {
+		// Take the channel before reading, so a change between the read and
+		// the select still wakes us.
+		changed := h.b.Changed()
+		v, err := snapshot()
+		if err != nil {
+			return v, err
+		}
+		seen := v.index
+		if blocked && v.watchSet {
+			seen = v.watch
+		}
+		if seen > q.index {
+			return v, nil
+		}
+		blocked = true
+		select {
+		case <-changed:
+		case <-expired:
+			return snapshot()
+		case <-ctx.Done():
+			return v, nil // the client left; nobody reads this answer
+		}
+	}
+}
+
+// setMeta sets the read headers Consul sets (facts §7). The index is never 0,
+// which would turn a client's next blocking read into a busy loop.
+func (h *handler) setMeta(w http.ResponseWriter, index uint64, mode consistency) {
+	hd := w.Header()
+	hd.Set("X-Consul-Index", strconv.FormatUint(max(index, 1), 10))
+	h.setLeaderMeta(w)
+	hd.Set("X-Consul-Effective-Consistency", mode.String())
+	hd.Set("X-Consul-Query-Backend", "blocking-query")
+}
+
+// setLeaderMeta sets X-Consul-KnownLeader and X-Consul-LastContact (ms).
+func (h *handler) setLeaderMeta(w http.ResponseWriter) {
+	isLeader, _, known := h.b.Leader()
+	hd := w.Header()
+	hd.Set("X-Consul-KnownLeader", strconv.FormatBool(isLeader || known))
+	hd.Set("X-Consul-LastContact", strconv.FormatInt(max(h.b.LastContact(), 0).Milliseconds(), 10))
+}
