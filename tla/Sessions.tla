@@ -362,14 +362,16 @@ LockIndexMonotonic ==
           /\ (kv[k].exists /\ kv'[k].exists => kv'[k].lockIndex >= kv[k].lockIndex)]_vars
 
 \* A dead session's keys are released in place (release) or gone (delete):
-\* delete behaviour leaves no orphan (S16, S17).
+\* delete behaviour leaves no orphan (S16, S17); either way the key's
+\* lock-delay is armed for at least the session's LockDelay (S22).
 InvalidationEffects ==
     [][\A k \in Keys :
           (Held(k) /\ sessState'[kv[k].session] = "dead") =>
-              IF SessionBehavior[kv[k].session] = "delete"
-              THEN ~kv'[k].exists
-              ELSE /\ kv'[k].exists /\ kv'[k].session = None
-                   /\ kv'[k].lockIndex = kv[k].lockIndex]_vars
+              /\ IF SessionBehavior[kv[k].session] = "delete"
+                 THEN ~kv'[k].exists
+                 ELSE /\ kv'[k].exists /\ kv'[k].session = None
+                      /\ kv'[k].lockIndex = kv[k].lockIndex
+              /\ delayLeft'[k] >= SessionDelay[kv[k].session]]_vars
 
 (* Properties that fail on purpose: belief and unfenced writes are unsafe (S50). *)
 
