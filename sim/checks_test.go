@@ -1,0 +1,304 @@
+package sim
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// tb builds synthetic traces: each helper appends an event at a given time.
+type tb struct {
+	ev    []Event
+	clock time.Time
+}
+
+func newTB() *tb {
+	b := &tb{clock: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
+	b.add(0, Event{Kind: KindRun, Run: &RunHeader{
+		Clocks: map[string]ClockSkew{"n1": {Rate: 1}, "n2": {Rate: 1}},
+		Bounds: Bounds{Invalidate: 60 * time.Second, Acquire: 80 * time.Second, DeadNode: 20 * time.Second},
+	}})
+	return b
+}
+
+func (b *tb) add(at time.Duration, e Event) {
+	e.At, e.Seq = at, len(b.ev)
+	b.ev = append(b.ev, e)
+}
+
+func sec(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+func (b *tb) leader(at time.Duration, server string, on bool) {
+	b.add(at, Event{Kind: KindLeader, Node: server, Leader: &on})
+}
+
+// op records a call at a and its return at r (r < 0: never returned).
+func (b *tb) op(a, r time.Duration, client string, c Call, ret Ret) {
+	c.Op = len(b.ev) + 1000
+	ret.Op = c.Op
+	b.add(a, Event{Kind: KindCall, Node: client, Call: &c})
+	if r >= 0 {
+		if ret.Outcome == "" {
+			ret.Outcome = OutOK
+		}
+		b.add(r, Event{Kind: KindRet, Node: client, Ret: &ret})
+	}
+}
+
+func (b *tb) obs(at time.Duration, server string, leader bool, o StateObs) {
+	o.Leader = leader
+	o.Clock = b.clock.Add(at)
+	b.add(at, Event{Kind: KindState, Node: server, State: &o})
+}
+
+func (b *tb) fenced(at time.Duration, client, mode string, seq model.Sequencer, checkCall time.Duration) {
+	b.add(at, Event{Kind: KindWrite, Node: client, Write: &ResWrite{Resource: ResFenced, Client: client, Mode: mode, Seq: seq, Accepted: true, CheckCall: checkCall}})
+}
+
+func entry(key, session string, li, create uint64) *model.KVEntry {
+	return &model.KVEntry{Key: key, Session: session, LockIndex: li, CreateIndex: create, ModifyIndex: create}
+}
+
+func mustCheck(t *testing.T, name string, events []Event, wantViolations int) []Violation {
+	t.Helper()
+	vs, err := RunCheck(name, events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != wantViolations {
+		t.Fatalf("%s: got %d violations, want %d: %v", name, len(vs), wantViolations, vs)
+	}
+	for _, v := range vs {
+		if v.Check != name || len(v.Clauses) == 0 {
+			t.Fatalf("violation not labelled with its check and clauses: %+v", v)
+		}
+	}
+	return vs
+}
+
+func TestCheckFencedToken(t *testing.T) {
+	good := newTB()
+	good.fenced(sec(1), "c1", FenceToken, model.Sequencer{Key: "k", LockIndex: 1, Session: "a"}, 0)
+	good.fenced(sec(2), "c2", FenceToken, model.Sequencer{Key: "k", LockIndex: 2, Session: "b"}, 0)
+	good.fenced(sec(3), "c2", FenceToken, model.Sequencer{Key: "k", LockIndex: 2, Session: "b"}, 0)
+	mustCheck(t, CheckFenced, good.ev, 0)
+
+	stale := newTB()
+	stale.fenced(sec(1), "c2", FenceToken, model.Sequencer{Key: "k", LockIndex: 2, Session: "b"}, 0)
+	stale.fenced(sec(2), "c1", FenceToken, model.Sequencer{Key: "k", LockIndex: 1, Session: "a"}, 0)
+	mustCheck(t, CheckFenced, stale.ev, 1)
+
+	twice := newTB()
+	twice.fenced(sec(1), "c1", FenceToken, model.Sequencer{Key: "k", LockIndex: 1, Session: "a"}, 0)
+	twice.fenced(sec(2), "c2", FenceToken, model.Sequencer{Key: "k", LockIndex: 1, Session: "b"}, 0)
+	mustCheck(t, CheckFenced, twice.ev, 1)
+}
+
+func TestCheckFencedTxnAgainstTenures(t *testing.T) {
+	mk := func(checkCall time.Duration) []Event {
+		b := newTB()
+		b.obs(sec(1), "n1", true, StateObs{Keys: []KeyChange{{Key: "k", After: entry("k", "a", 1, 5)}}})
+		b.obs(sec(5), "n1", true, StateObs{
+			GoneSess: []model.Session{{ID: "a"}},
+			Keys:     []KeyChange{{Key: "k", Before: entry("k", "a", 1, 5), After: entry("k", "", 1, 5)}}})
+		b.fenced(sec(7), "c1", FenceTxn, model.Sequencer{Key: "k", LockIndex: 1, Session: "a"}, checkCall)
+		return b.ev
+	}
+	mustCheck(t, CheckFenced, mk(sec(4)), 0) // checked while valid, accepted later: fine
+	vs := mustCheck(t, CheckFenced, mk(sec(6)), 1)
+	if !strings.Contains(vs[0].Msg, "tenure ended") {
+		t.Fatalf("unexpected message: %v", vs[0])
+	}
+	never := newTB()
+	never.obs(sec(1), "n1", true, StateObs{Keys: []KeyChange{{Key: "k", After: entry("k", "a", 1, 5)}}})
+	never.fenced(sec(2), "c9", FenceTxn, model.Sequencer{Key: "k", LockIndex: 7, Session: "zz"}, sec(1.5))
+	mustCheck(t, CheckFenced, never.ev, 1)
+}
+
+func TestCheckSequencer(t *testing.T) {
+	good := newTB()
+	good.obs(sec(1), "n1", true, StateObs{Keys: []KeyChange{{Key: "k", After: entry("k", "a", 1, 5)}}})
+	good.obs(sec(2), "n1", true, StateObs{Keys: []KeyChange{{Key: "k", Before: entry("k", "a", 1, 5), After: entry("k", "", 1, 5)}}})
+	good.obs(sec(3), "n1", true, StateObs{Keys: []KeyChange{{Key: "k", Before: entry("k", "", 1, 5), After: entry("k", "b", 2, 5)}}})
+	good.op(sec(3), sec(3.1), "c2", Call{Req: ReqGet, Key: "k"}, Ret{Found: true, Entries: []model.KVEntry{*entry("k", "b", 2, 5)}})
+	mustCheck(t, CheckSequencer, good.ev, 0)
+
+	// LockIndex not bumped: b acquires with a's index. Caught twice: the
+	// server's change is not above what was issued, and (k,1) names two sessions.
+	bad := newTB()
+	bad.obs(sec(1), "n1", true, StateObs{Keys: []KeyChange{{Key: "k", After: entry("k", "a", 1, 5)}}})
+	bad.obs(sec(2), "n1", true, StateObs{Keys: []KeyChange{{Key: "k", Before: entry("k", "a", 1, 5), After: entry("k", "", 1, 5)}}})
+	bad.obs(sec(3), "n1", true, StateObs{Keys: []KeyChange{{Key: "k", Before: entry("k", "", 1, 5), After: entry("k", "b", 1, 5)}}})
+	mustCheck(t, CheckSequencer, bad.ev, 2)
+
+	// Client-observed only (no watcher): two sessions seen with index 1.
+	cl := newTB()
+	cl.op(sec(1), sec(1.1), "c1", Call{Req: ReqTxn}, Ret{Entries: []model.KVEntry{*entry("k", "a", 1, 5)}})
+	cl.op(sec(2), sec(2.1), "c2", Call{Req: ReqGet, Key: "k"}, Ret{Found: true, Entries: []model.KVEntry{*entry("k", "b", 1, 5)}})
+	mustCheck(t, CheckSequencer, cl.ev, 1)
+
+	down := newTB()
+	down.obs(sec(1), "n1", true, StateObs{Keys: []KeyChange{{Key: "k", Before: entry("k", "", 4, 5), After: entry("k", "", 3, 5)}}})
+	mustCheck(t, CheckSequencer, down.ev, 1)
+}
+
+func ttlTrace(invalidateAt time.Duration, renewAt time.Duration, destroyed bool) []Event {
+	b := newTB()
+	b.leader(0, "n1", true)
+	b.op(sec(1), sec(1.1), "c1", Call{Req: ReqCreate, Server: "n1", Create: &model.CreateSession{TTL: "10s", Checks: []string{}}}, Ret{SessionID: "s1"})
+	if renewAt > 0 {
+		b.op(renewAt, renewAt+sec(0.1), "c1", Call{Req: ReqRenew, ID: "s1"}, Ret{})
+	}
+	if destroyed {
+		b.op(sec(2), -1, "c1", Call{Req: ReqDestroy, ID: "s1"}, Ret{})
+	}
+	b.obs(invalidateAt, "n1", true, StateObs{GoneSess: []model.Session{{ID: "s1", TTL: "10s"}}})
+	return b.ev
+}
+
+func TestCheckTTLLowerBound(t *testing.T) {
+	mustCheck(t, CheckTTL, ttlTrace(sec(21), 0, false), 0)
+	mustCheck(t, CheckTTL, ttlTrace(sec(10.5), 0, false), 1)       // 9.5s after create
+	mustCheck(t, CheckTTL, ttlTrace(sec(15), sec(8), false), 1)    // 7s after a renew
+	mustCheck(t, CheckTTL, ttlTrace(sec(5), 0, true), 0)           // destroyed, not TTL
+	mustCheck(t, CheckTTL, ttlTrace(sec(29), sec(8), false), 0)    // 21s after the renew
+	mustCheck(t, CheckTTL, ttlTrace(sec(12), sec(11.5), false), 1) // renew just before
+
+	// A new leader must wait a full TTL from its own election (S21).
+	b := newTB()
+	b.leader(0, "n1", true)
+	b.op(sec(1), sec(1.1), "c1", Call{Req: ReqCreate, Create: &model.CreateSession{TTL: "10s"}}, Ret{SessionID: "s1"})
+	b.leader(sec(20), "n1", false)
+	b.leader(sec(22), "n2", true)
+	b.obs(sec(25), "n2", true, StateObs{GoneSess: []model.Session{{ID: "s1", TTL: "10s"}}})
+	mustCheck(t, CheckTTL, b.ev, 1)
+}
+
+func lockDelayTrace(gapLeader, gapFollower time.Duration, delay time.Duration) []Event {
+	b := newTB()
+	sA := model.Session{ID: "a", LockDelay: delay}
+	inv := StateObs{GoneSess: []model.Session{sA}, Keys: []KeyChange{{Key: "k", Before: entry("k", "a", 1, 5), After: entry("k", "", 1, 5)}}}
+	acq := StateObs{Keys: []KeyChange{{Key: "k", Before: entry("k", "", 1, 5), After: entry("k", "b", 2, 5)}}}
+	b.obs(sec(10), "n1", true, inv)
+	b.obs(sec(10.01), "n2", false, inv)
+	b.obs(sec(10)+gapLeader, "n1", true, acq)
+	b.obs(sec(10.01)+gapFollower, "n2", false, acq)
+	return b.ev
+}
+
+func TestCheckLockDelay(t *testing.T) {
+	mustCheck(t, CheckLockDelay, lockDelayTrace(sec(15), sec(14.99), 15*time.Second), 0)
+	// A lagging follower applying both back to back is not a violation.
+	mustCheck(t, CheckLockDelay, lockDelayTrace(sec(16), sec(0.001), 15*time.Second), 0)
+	mustCheck(t, CheckLockDelay, lockDelayTrace(sec(1), sec(1), 15*time.Second), 1)
+	mustCheck(t, CheckLockDelay, lockDelayTrace(sec(1), sec(1), 0), 0)
+	// Coalesced: invalidation and acquire in one observation.
+	b := newTB()
+	b.obs(sec(3), "n1", true, StateObs{GoneSess: []model.Session{{ID: "a", LockDelay: 15 * time.Second}},
+		Keys: []KeyChange{{Key: "k", Before: entry("k", "a", 1, 5), After: entry("k", "b", 2, 5)}}})
+	mustCheck(t, CheckLockDelay, b.ev, 1)
+}
+
+func TestCheckBehaviour(t *testing.T) {
+	rel := model.Session{ID: "a", Behavior: model.BehaviorRelease}
+	del := model.Session{ID: "d", Behavior: model.BehaviorDelete}
+	good := newTB()
+	good.obs(sec(1), "n1", true, StateObs{GoneSess: []model.Session{rel}, Keys: []KeyChange{{Key: "k", Before: entry("k", "a", 3, 5), After: entry("k", "", 3, 5)}}})
+	good.obs(sec(2), "n1", true, StateObs{GoneSess: []model.Session{del}, Keys: []KeyChange{{Key: "j", Before: entry("j", "d", 1, 6)}}})
+	mustCheck(t, CheckBehaviour, good.ev, 0)
+
+	bad := newTB()
+	bad.obs(sec(1), "n1", true, StateObs{GoneSess: []model.Session{rel}, Keys: []KeyChange{{Key: "k", Before: entry("k", "a", 3, 5), After: entry("k", "", 4, 5)}}})
+	bad.obs(sec(2), "n1", true, StateObs{GoneSess: []model.Session{del}, Keys: []KeyChange{{Key: "j", Before: entry("j", "d", 1, 6), After: entry("j", "", 1, 6)}}})
+	bad.obs(sec(3), "n1", true, StateObs{GoneSess: []model.Session{{ID: "x"}}, Orphans: []string{"m"}})
+	bad.obs(sec(4), "n1", true, StateObs{GoneSess: []model.Session{{ID: "r2", Behavior: model.BehaviorRelease}}, Keys: []KeyChange{{Key: "q", Before: entry("q", "r2", 1, 9)}}})
+	mustCheck(t, CheckBehaviour, bad.ev, 4)
+
+	// A client's own delete in flight explains a vanished key.
+	ok := newTB()
+	ok.op(sec(3.9), sec(4.1), "c1", Call{Req: ReqKV, KV: &model.KVOp{Verb: model.KVDelete, Key: "q"}}, Ret{OK: true})
+	ok.obs(sec(4), "n1", true, StateObs{GoneSess: []model.Session{{ID: "r2", Behavior: model.BehaviorRelease}}, Keys: []KeyChange{{Key: "q", Before: entry("q", "r2", 1, 9)}}})
+	mustCheck(t, CheckBehaviour, ok.ev, 0)
+}
+
+func durableTrace(final string, found bool, extra bool) []Event {
+	b := newTB()
+	b.op(sec(1), sec(1.1), "c1", Call{Req: ReqKV, KV: &model.KVOp{Verb: model.KVSet, Key: "kv/a", Value: []byte("v1")}}, Ret{OK: true})
+	b.op(sec(2), sec(2.1), "c2", Call{Req: ReqKV, KV: &model.KVOp{Verb: model.KVSet, Key: "kv/a", Value: []byte("v2")}}, Ret{OK: true})
+	if extra {
+		b.op(sec(2.05), -1, "c3", Call{Req: ReqKV, KV: &model.KVOp{Verb: model.KVSet, Key: "kv/a", Value: []byte("v3")}}, Ret{})
+	}
+	ret := Ret{Found: found}
+	if found {
+		ret.Entries = []model.KVEntry{{Key: "kv/a", Value: []byte(final)}}
+	}
+	b.op(sec(50), sec(50.1), FinalClient, Call{Req: ReqGet, Key: "kv/a"}, ret)
+	return b.ev
+}
+
+func TestCheckDurable(t *testing.T) {
+	mustCheck(t, CheckDurable, durableTrace("v2", true, false), 0)
+	mustCheck(t, CheckDurable, durableTrace("v1", true, false), 1)
+	mustCheck(t, CheckDurable, durableTrace("", false, false), 1)
+	// An overlapping write of unknown outcome makes the last value ambiguous.
+	mustCheck(t, CheckDurable, durableTrace("v3", true, true), 0)
+	mustCheck(t, CheckDurable, durableTrace("v1", true, true), 0)
+}
+
+func TestCheckLiveness(t *testing.T) {
+	mk := func(goneAt, acquiredAt time.Duration) []Event {
+		b := newTB()
+		b.op(sec(1), sec(1.1), "c1", Call{Req: ReqCreate, Server: "n1", Create: &model.CreateSession{TTL: "10s"}}, Ret{SessionID: "s1"})
+		b.add(sec(10), Event{Kind: KindNote, Msg: NoteLiveness})
+		if goneAt > 0 {
+			b.obs(goneAt, "n1", true, StateObs{GoneSess: []model.Session{{ID: "s1", TTL: "10s"}}})
+		}
+		lock := Call{Req: ReqKV, KV: &model.KVOp{Verb: model.KVLock, Key: "lock/x", Session: "p"}}
+		b.op(sec(11), sec(11.1), ProberClient, lock, Ret{OK: false})
+		if acquiredAt > 0 {
+			b.op(acquiredAt, acquiredAt+sec(0.1), ProberClient, lock, Ret{OK: true})
+		}
+		b.add(sec(200), Event{Kind: KindNote, Msg: "end"})
+		return b.ev
+	}
+	mustCheck(t, CheckLiveness, mk(sec(30), sec(40)), 0)
+	mustCheck(t, CheckLiveness, mk(0, sec(40)), 1)       // TTL session never invalidated
+	mustCheck(t, CheckLiveness, mk(sec(30), 0), 1)       // key never acquired
+	mustCheck(t, CheckLiveness, mk(sec(30), sec(95)), 1) // acquired too late
+
+	// A crashed server's serf-bound sessions must go within DeadNode.
+	dn := func(goneAt time.Duration) []Event {
+		b := newTB()
+		b.op(sec(1), sec(1.1), "c1", Call{Req: ReqCreate, Server: "n2", Create: &model.CreateSession{Checks: []string{"serfHealth"}}}, Ret{SessionID: "s2"})
+		b.add(sec(5), Event{Kind: KindNote, Msg: NoteCrashPrefix + "n2"})
+		if goneAt > 0 {
+			b.obs(goneAt, "n1", true, StateObs{GoneSess: []model.Session{{ID: "s2"}}})
+		}
+		b.add(sec(60), Event{Kind: KindNote, Msg: NoteRestartPrefix + "n2"})
+		return b.ev
+	}
+	mustCheck(t, CheckLiveness, dn(sec(15)), 0)
+	mustCheck(t, CheckLiveness, dn(0), 1)
+}
+
+func TestTraceRoundTrip(t *testing.T) {
+	ev := lockDelayTrace(sec(1), sec(1), 15*time.Second)
+	var buf bytes.Buffer
+	if err := WriteJSONL(&buf, ev); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadJSONL(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if Digest(back) != Digest(ev) {
+		t.Fatal("digest changed across a JSON round trip")
+	}
+	mustCheck(t, CheckLockDelay, back, 1)
+	if _, err := ReadJSONL(strings.NewReader("{\"seq\":1}\n{bad")); err == nil {
+		t.Fatal("bad JSON line accepted")
+	}
+}

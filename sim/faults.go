@@ -1,0 +1,164 @@
+package sim
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// FaultKind names a kind of fault the schedule can inject.
+type FaultKind string
+
+// Fault kinds. Targets that depend on the run (the current leader) are
+// resolved when the fault fires; everything else comes from the seed.
+const (
+	// FaultPartition splits the servers into a majority and a minority; the
+	// leader may land on either side.
+	FaultPartition FaultKind = "partition"
+	// FaultLeaderIsolation cuts the current leader off from every node.
+	FaultLeaderIsolation FaultKind = "leader-isolation"
+	// FaultFlapping cuts and heals one server's links repeatedly.
+	FaultFlapping FaultKind = "flapping"
+	// FaultClockSkew makes one node's clock wrong for a while: a server's
+	// wall clock steps, or a client's clock runs at a wrong rate.
+	FaultClockSkew FaultKind = "clock-skew"
+	// FaultFalsePositive marks a live client node's serfHealth critical.
+	FaultFalsePositive FaultKind = "false-positive"
+	// FaultClientPause stops a client (process and network) for a while,
+	// typically longer than its TTL; it resumes as if nothing happened.
+	FaultClientPause FaultKind = "client-pause"
+	// FaultServerPause stops a server's network and timers, then resumes it.
+	FaultServerPause FaultKind = "server-pause"
+	// FaultCrashRestart crashes a server and restarts it from its stores.
+	FaultCrashRestart FaultKind = "crash-restart"
+	// FaultLeaderKill crashes the current leader and restarts it later.
+	FaultLeaderKill FaultKind = "leader-kill"
+	// FaultClientCrash stops a client forever without releasing anything;
+	// the failure detector then marks its node critical.
+	FaultClientCrash FaultKind = "client-crash"
+	// FaultSlowLink delays a client's packets to the resources by seconds.
+	FaultSlowLink FaultKind = "slow-link"
+)
+
+// AllFaultKinds lists every kind, in a fixed order.
+var AllFaultKinds = []FaultKind{
+	FaultPartition, FaultLeaderIsolation, FaultFlapping, FaultClockSkew,
+	FaultFalsePositive, FaultClientPause, FaultServerPause, FaultCrashRestart,
+	FaultLeaderKill, FaultClientCrash, FaultSlowLink,
+}
+
+// ParseFaultKinds reads a comma-separated list; "all" means every kind and
+// "none" (or "") no faults.
+func ParseFaultKinds(s string) ([]FaultKind, error) {
+	s = strings.TrimSpace(s)
+	switch s {
+	case "", "none":
+		return nil, nil
+	case "all":
+		return slices.Clone(AllFaultKinds), nil
+	}
+	var out []FaultKind
+	for _, part := range strings.Split(s, ",") {
+		k := FaultKind(strings.TrimSpace(part))
+		if !slices.Contains(AllFaultKinds, k) {
+			return nil, fmt.Errorf("unknown fault kind %q (known: %v)", k, AllFaultKinds)
+		}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// Fault is one scheduled fault. Pick is a seed-derived number the runner
+// uses to choose targets (which server, which client, which side).
+type Fault struct {
+	ID   int           `json:"id"`
+	Kind FaultKind     `json:"kind"`
+	At   time.Duration `json:"at"`
+	Dur  time.Duration `json:"dur"`
+	Pick uint64        `json:"pick"`
+	// Param is a kind-specific magnitude: the clock step or rate for skew,
+	// the one-way delay for a slow link, the flap period for flapping.
+	Param time.Duration `json:"param,omitempty"`
+	Rate  float64       `json:"rate,omitempty"`
+}
+
+// End is when the fault is healed.
+func (f Fault) End() time.Duration { return f.At + f.Dur }
+
+func (f Fault) String() string {
+	return fmt.Sprintf("#%d %s at %v for %v", f.ID, f.Kind, f.At, f.Dur)
+}
+
+// faultDurations bounds each kind's length. Pauses run past the largest TTL
+// (and 2×TTL) so that sessions expire under a paused holder.
+var faultDurations = map[FaultKind][2]time.Duration{
+	FaultPartition:       {3 * time.Second, 15 * time.Second},
+	FaultLeaderIsolation: {3 * time.Second, 12 * time.Second},
+	FaultFlapping:        {6 * time.Second, 16 * time.Second},
+	FaultClockSkew:       {10 * time.Second, 30 * time.Second},
+	FaultFalsePositive:   {1 * time.Second, 4 * time.Second},
+	FaultClientPause:     {5 * time.Second, 50 * time.Second},
+	FaultServerPause:     {2 * time.Second, 10 * time.Second},
+	FaultCrashRestart:    {2 * time.Second, 15 * time.Second},
+	FaultLeaderKill:      {3 * time.Second, 15 * time.Second},
+	FaultClientCrash:     {1 * time.Second, 1 * time.Second},
+	FaultSlowLink:        {5 * time.Second, 20 * time.Second},
+}
+
+// NewSchedule draws a fault schedule from the seed: faults of the given kinds,
+// one after another with gaps, all starting at or after from and healed by
+// until. The same arguments always give the same schedule.
+func NewSchedule(seed uint64, kinds []FaultKind, from, until time.Duration) []Fault {
+	if len(kinds) == 0 || until <= from {
+		return nil
+	}
+	r := stream(seed, "faults")
+	var out []Fault
+	t := from
+	for {
+		t += between(r, 1*time.Second, 6*time.Second)
+		k := kinds[r.IntN(len(kinds))]
+		lim := faultDurations[k]
+		f := Fault{ID: len(out) + 1, Kind: k, At: t, Dur: between(r, lim[0], lim[1]), Pick: r.Uint64()}
+		switch k {
+		case FaultClockSkew:
+			// Server: a wall-clock step of ±(1..20)s. Client: a rate in
+			// [0.5, 0.9] ∪ [1.1, 2]; which one depends on Pick.
+			f.Param = between(r, time.Second, 20*time.Second)
+			if r.IntN(2) == 0 {
+				f.Param = -f.Param
+			}
+			if r.IntN(2) == 0 {
+				f.Rate = 0.5 + 0.4*r.Float64()
+			} else {
+				f.Rate = 1.1 + 0.9*r.Float64()
+			}
+		case FaultSlowLink:
+			f.Param = between(r, 2*time.Second, 12*time.Second)
+		case FaultFlapping:
+			f.Param = between(r, 300*time.Millisecond, 2*time.Second)
+		}
+		if f.End() > until {
+			return out
+		}
+		out = append(out, f)
+		t = f.End()
+	}
+}
+
+// ActiveAt returns the fault whose window contains t or, failing that, the
+// last one that ended within grace before t: the fault a symptom at t is
+// blamed on in the trade-off table. ok is false when none fits.
+func ActiveAt(faults []Fault, t, grace time.Duration) (Fault, bool) {
+	var best Fault
+	found := false
+	for _, f := range faults {
+		if f.At <= t && t <= f.End()+grace && (!found || f.At > best.At) {
+			best, found = f, true
+		}
+	}
+	return best, found
+}

@@ -1,0 +1,234 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// Markers the runner writes as notes; the checks key on them.
+const (
+	// NoteLiveness marks the last heal: faults are over, surviving clients
+	// have released, and the prober starts acquiring every key.
+	NoteLiveness = "phase:liveness"
+	// NoteExcludePrefix + key: the key is held by an owner that is gone but
+	// whose session no mechanism ends (no TTL, node alive): not expected to
+	// become acquirable (the "none"/"serf" rows' trade-off).
+	NoteExcludePrefix = "exclude-key:"
+	// NoteCrashPrefix + server: a server crashed; NoteRestartPrefix: restarted.
+	NoteCrashPrefix   = "crash:"
+	NoteRestartPrefix = "restart:"
+)
+
+// Op is a client request paired with its outcome. Ret is nil while the
+// request never returned (the run ended first).
+type Op struct {
+	Client string
+	Call   *Call
+	Ret    *Ret
+	CallAt time.Duration
+	RetAt  time.Duration
+}
+
+// Done reports whether the op returned with a definite outcome.
+func (o *Op) Done() bool { return o.Ret != nil && o.Ret.Outcome != OutUnknown }
+
+// OK reports a definite success.
+func (o *Op) OK() bool { return o.Ret != nil && o.Ret.Outcome == OutOK }
+
+// writesKey reports whether the op may change key.
+func (o *Op) writesKey(key string) bool {
+	if o.Call.KV != nil && o.Call.KV.Key == key && o.Call.KV.Verb.IsWrite() {
+		return true
+	}
+	for _, op := range o.Call.Txn {
+		if op.Verb.IsWrite() && (op.Key == key || (op.Verb == model.KVDeleteTree && len(key) >= len(op.Key) && key[:len(op.Key)] == op.Key)) {
+			return true
+		}
+	}
+	return false
+}
+
+// obsAt is a state observation with its time and server.
+type obsAt struct {
+	Server string
+	At     time.Duration
+	Obs    *StateObs
+}
+
+// interval is a half-open span of virtual time; End < 0 means still open.
+type interval struct{ Start, End time.Duration }
+
+func (iv interval) contains(t time.Duration) bool {
+	return iv.Start <= t && (iv.End < 0 || t < iv.End)
+}
+
+// traceIndex is a trace taken apart for the checks.
+type traceIndex struct {
+	hdr    *RunHeader
+	events []Event
+	ops    []*Op
+	byID   map[int]*Op
+	obs    []obsAt               // every observation, in trace order
+	leader map[string][]interval // leadership spans per server
+	writes []*Event
+	faults []*Event
+	// liveness is when the liveness phase began; -1 if it never did.
+	liveness time.Duration
+	excluded map[string]bool
+	crashes  map[string][]time.Duration
+	end      time.Duration
+}
+
+func newIndex(events []Event) *traceIndex {
+	ix := &traceIndex{
+		events: events, byID: map[int]*Op{}, leader: map[string][]interval{},
+		liveness: -1, excluded: map[string]bool{}, crashes: map[string][]time.Duration{},
+	}
+	for i := range events {
+		e := &events[i]
+		ix.end = max(ix.end, e.At)
+		switch e.Kind {
+		case KindRun:
+			ix.hdr = e.Run
+		case KindCall:
+			op := &Op{Client: e.Node, Call: e.Call, CallAt: e.At, RetAt: -1}
+			ix.ops = append(ix.ops, op)
+			ix.byID[e.Call.Op] = op
+		case KindRet:
+			if op := ix.byID[e.Ret.Op]; op != nil {
+				op.Ret, op.RetAt = e.Ret, e.At
+			}
+		case KindState:
+			ix.obs = append(ix.obs, obsAt{Server: e.Node, At: e.At, Obs: e.State})
+		case KindLeader:
+			spans := ix.leader[e.Node]
+			open := len(spans) > 0 && spans[len(spans)-1].End < 0
+			switch {
+			case *e.Leader && !open:
+				ix.leader[e.Node] = append(spans, interval{Start: e.At, End: -1})
+			case !*e.Leader && open:
+				spans[len(spans)-1].End = e.At
+			}
+		case KindWrite:
+			ix.writes = append(ix.writes, e)
+		case KindFault:
+			ix.faults = append(ix.faults, e)
+		case KindNote:
+			switch {
+			case e.Msg == NoteLiveness:
+				ix.liveness = e.At
+			case len(e.Msg) > len(NoteExcludePrefix) && e.Msg[:len(NoteExcludePrefix)] == NoteExcludePrefix:
+				ix.excluded[e.Msg[len(NoteExcludePrefix):]] = true
+			case len(e.Msg) > len(NoteCrashPrefix) && e.Msg[:len(NoteCrashPrefix)] == NoteCrashPrefix:
+				s := e.Msg[len(NoteCrashPrefix):]
+				ix.crashes[s] = append(ix.crashes[s], e.At)
+			}
+		}
+	}
+	if ix.hdr == nil {
+		ix.hdr = &RunHeader{}
+	}
+	return ix
+}
+
+// leaderAt reports whether server led at t.
+func (ix *traceIndex) leaderAt(server string, t time.Duration) bool {
+	for _, iv := range ix.leader[server] {
+		if iv.contains(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// leaderSince returns the start of server's leadership span containing t.
+func (ix *traceIndex) leaderSince(server string, t time.Duration) (time.Duration, bool) {
+	for _, iv := range ix.leader[server] {
+		if iv.contains(t) {
+			return iv.Start, true
+		}
+	}
+	return 0, false
+}
+
+// soleLeader reports whether server was the only leader throughout [a, b]:
+// it led from before a until after b and no other server led at any time in
+// [a, b].
+func (ix *traceIndex) soleLeader(server string, a, b time.Duration) bool {
+	if _, ok := ix.leaderSince(server, a); !ok || !ix.leaderAt(server, b) {
+		return false
+	}
+	for s, spans := range ix.leader {
+		if s == server {
+			continue
+		}
+		for _, iv := range spans {
+			if iv.Start <= b && (iv.End < 0 || iv.End > a) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// serverRate is a server's clock rate from the header (1 if unknown).
+func (ix *traceIndex) serverRate(server string) float64 {
+	if c, ok := ix.hdr.Clocks[server]; ok && c.Rate > 0 {
+		return c.Rate
+	}
+	return 1
+}
+
+// tenure is one holder's span on a key, by the earliest time any server
+// applied its start and its end (the commit times, give or take a heartbeat).
+type tenure struct {
+	Seq        model.Sequencer
+	Start, End time.Duration // End < 0: never observed to end
+}
+
+// tenures rebuilds every key's holders from the servers' observations.
+func (ix *traceIndex) tenures() map[model.Sequencer]*tenure {
+	out := map[model.Sequencer]*tenure{}
+	for _, o := range ix.obs {
+		if o.Obs.Replay {
+			continue
+		}
+		gone := map[string]bool{}
+		for _, s := range o.Obs.GoneSess {
+			gone[s.ID] = true
+		}
+		for _, kc := range o.Obs.Keys {
+			if kc.Before != nil && kc.Before.Session != "" {
+				old := kc.Before.Sequencer()
+				if kc.After == nil || kc.After.Sequencer() != old {
+					t := out[old]
+					if t == nil {
+						t = &tenure{Seq: old, Start: o.At, End: -1}
+						out[old] = t
+					}
+					if t.End < 0 || o.At < t.End {
+						t.End = o.At
+					}
+				}
+			}
+			if kc.After != nil && kc.After.Session != "" {
+				seq := kc.After.Sequencer()
+				t := out[seq]
+				if t == nil {
+					out[seq] = &tenure{Seq: seq, Start: o.At, End: -1}
+				} else if o.At < t.Start {
+					t.Start = o.At
+				}
+			}
+		}
+		// A session's removal ends its tenures even if a broken server left
+		// the keys pointing at it (non-atomic invalidation).
+		for _, t := range out {
+			if gone[t.Seq.Session] && (t.End < 0 || o.At < t.End) && t.Start <= o.At {
+				t.End = o.At
+			}
+		}
+	}
+	return out
+}
