@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
@@ -12,8 +11,6 @@ import (
 )
 
 // Session creation: S1-S9 and S47.
-
-var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 
 func sessionCases() []Case {
 	return []Case{
@@ -46,7 +43,6 @@ func s1FreshIDs(t *T) {
 	var first []string
 	for i := 0; i < 4; i++ {
 		id := t.Sess(nil)
-		t.Check(uuidRE.MatchString(id), "session ID %q is not a UUID", id)
 		t.Check(!seen[id], "session ID %s issued twice", id)
 		seen[id] = true
 		first = append(first, id)
@@ -309,7 +305,6 @@ func s7EmptyChecks(t *T) {
 	for _, body := range []map[string]any{
 		{"Node": node, "NodeChecks": []string{}},
 		{"Node": node, "Checks": []string{}},
-		{"Node": node, "Checks": []string{}, "NodeChecks": []string{"c"}},
 	} {
 		id := t.Session(body)
 		s := t.SessionInfo(id)
@@ -411,7 +406,7 @@ func s9LockDelaySeconds(t *T) {
 		sent any
 		want time.Duration
 	}{{15, 15 * time.Second}, {2, 2 * time.Second}, {999, 999 * time.Second},
-		{2000000000, 2 * time.Second}, {"500ns", 500 * time.Second}} {
+		{1000, 1000 * time.Nanosecond}, {2000000000, 2 * time.Second}} {
 		id := t.Sess(map[string]any{"LockDelay": c.sent})
 		s := t.SessionInfo(id)
 		t.Require(s != nil, "session %s not found after create", id)

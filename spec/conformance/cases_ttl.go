@@ -90,7 +90,7 @@ func s18RenewResets(t *T) {
 	t.SleepUntil(created.Add(14 * time.Second))
 	last := t.renew(sid)
 	t.SleepUntil(last.Add(ttl - time.Second))
-	t.Check(t.Alive(sid), "session expired %v after its last renew (TTL 10s is a lower bound) and %v after create",
+	t.Check(t.Alive(sid), "session gone %v after its last renew (TTL 10s is a lower bound), %v after create",
 		time.Since(last).Round(time.Millisecond), time.Since(created).Round(time.Millisecond))
 	gone := t.waitGone(sid, time.Until(last.Add(2*ttl+ttlSlack)))
 	t.Check(gone.Sub(last) >= ttl, "session expired %v after its last renew, before its TTL", gone.Sub(last))

@@ -21,20 +21,7 @@ var (
 // TestConformance runs the suite against -addr, or against an in-process
 // server from StartDev, and reports every case as a subtest.
 func TestConformance(t *testing.T) {
-	addr, profile := *flagAddr, *flagProfile
-	if addr == "" {
-		if StartDev == nil {
-			t.Skip("no -addr given and conformance.StartDev is nil (no in-process server linked in); " +
-				"run: go test ./spec/conformance -addr http://127.0.0.1:8500 -profile consul")
-		}
-		addr = StartDev(t)
-		if profile == "" {
-			profile = string(Tenure)
-		}
-	}
-	if profile == "" {
-		profile = string(Contract)
-	}
+	addr, profile := serverUnderTest(t)
 	p, err := ParseStatus(profile)
 	if err != nil {
 		t.Fatalf("-profile: %v", err)
@@ -64,4 +51,24 @@ func TestConformance(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serverUnderTest picks -addr, else a StartDev server, else skips the test.
+// The default profile is contract for -addr and tenure for StartDev.
+func serverUnderTest(t *testing.T) (addr, profile string) {
+	addr, profile = *flagAddr, *flagProfile
+	if addr == "" {
+		if StartDev == nil {
+			t.Skip("no -addr given and conformance.StartDev is nil (no in-process server linked in); " +
+				"run: go test ./spec/conformance -addr http://127.0.0.1:8500 -profile consul")
+		}
+		addr = StartDev(t)
+		if profile == "" {
+			profile = string(Tenure)
+		}
+	}
+	if profile == "" {
+		profile = string(Contract)
+	}
+	return addr, profile
 }

@@ -1,0 +1,354 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Mutants: a loopback proxy in front of a real server (-addr) that breaks
+// one clause on the wire. Each mutant must make at least one of the cases
+// aimed at it FAIL, which shows those cases can fail. Needs a server (-addr
+// or StartDev); skipped otherwise, like TestConformance.
+
+type upstream struct {
+	base   string
+	client *http.Client
+}
+
+// fwd sends a request upstream and returns status, headers and body.
+func (u *upstream) fwd(ctx context.Context, method, pathQuery string, h http.Header, body []byte) (int, http.Header, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u.base+pathQuery, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	if body == nil {
+		req.Body, req.ContentLength = nil, 0
+	}
+	for _, k := range []string{"X-Consul-Token", "Content-Type"} {
+		if v := h.Get(k); v != "" {
+			req.Header.Set(k, v)
+		}
+	}
+	res, err := u.client.Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return res.StatusCode, res.Header, b, err
+}
+
+// exchange is one proxied request, open to rewriting in both directions.
+type exchange struct {
+	u      *upstream
+	r      *http.Request
+	body   []byte
+	q      url.Values
+	code   int
+	header http.Header
+	out    []byte
+}
+
+func (x *exchange) forward() error {
+	pq := x.r.URL.Path
+	if x.r.URL.RawQuery != "" {
+		pq += "?" + x.r.URL.RawQuery
+	}
+	var err error
+	x.code, x.header, x.out, err = x.u.fwd(x.r.Context(), x.r.Method, pq, x.r.Header, x.body)
+	return err
+}
+
+// mutant rewrites exchanges; it returns false to let the proxy forward
+// unchanged.
+type mutant struct {
+	name    string
+	filter  string // regexp of the cases that must catch it
+	slow    bool
+	handle  func(m *mstate, x *exchange) (handled bool, err error)
+	prepare func(x *exchange) // optional request rewrite before forwarding
+}
+
+// mstate is per-mutant memory (e.g. recent releases).
+type mstate struct {
+	mu       sync.Mutex
+	released map[string]time.Time
+}
+
+func proxyFor(t *testing.T, base string, m mutant) string {
+	u := &upstream{base: strings.TrimSuffix(base, "/"), client: &http.Client{}}
+	st := &mstate{released: map[string]time.Time{}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		if r.ContentLength <= 0 && len(body) == 0 {
+			body = nil
+		}
+		x := &exchange{u: u, r: r, body: body, q: r.URL.Query()}
+		handled := false
+		if m.prepare != nil {
+			m.prepare(x)
+		}
+		if m.handle != nil {
+			handled, err = m.handle(st, x)
+		}
+		if !handled && err == nil {
+			err = x.forward()
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		for k, vs := range x.header {
+			if k == "Content-Length" {
+				continue
+			}
+			for _, v := range vs {
+				w.Header().Add(k, v)
+			}
+		}
+		w.WriteHeader(x.code)
+		_, _ = w.Write(x.out) // a client that hung up is not the proxy's problem
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func isKVPut(x *exchange) bool {
+	return x.r.Method == http.MethodPut && strings.HasPrefix(x.r.URL.Path, "/v1/kv/")
+}
+
+func kvKey(x *exchange) string { return strings.TrimPrefix(x.r.URL.Path, "/v1/kv/") }
+
+// rewriteJSON decodes the request body, lets f change it, and re-encodes it.
+func rewriteJSON(x *exchange, f func(v any) any) {
+	var v any
+	if len(x.body) == 0 || json.Unmarshal(x.body, &v) != nil {
+		return
+	}
+	b, err := json.Marshal(f(v))
+	if err == nil {
+		x.body = b
+	}
+}
+
+var mutants = []mutant{
+	{name: "release-by-non-holder-accepted", filter: `^S31/`,
+		handle: func(_ *mstate, x *exchange) (bool, error) {
+			if !isKVPut(x) || !x.q.Has("release") {
+				return false, nil
+			}
+			err := x.forward()
+			if err == nil && strings.TrimSpace(string(x.out)) == "false" {
+				x.out = []byte("true")
+			}
+			return true, err
+		}},
+	{name: "lockindex-bumped-on-reacquire-by-holder", filter: `^S28/|^S40/valid`,
+		handle: func(_ *mstate, x *exchange) (bool, error) {
+			if !isKVPut(x) || !x.q.Has("acquire") {
+				return false, nil
+			}
+			// Release first when the acquirer already holds the key, so the
+			// acquire below counts as a new holder.
+			code, _, b, err := x.u.fwd(x.r.Context(), http.MethodGet, "/v1/kv/"+kvKey(x), x.r.Header, nil)
+			var cur []struct{ Session string }
+			if err == nil && code == 200 && json.Unmarshal(b, &cur) == nil && len(cur) == 1 && cur[0].Session == x.q.Get("acquire") {
+				_, _, _, err = x.u.fwd(x.r.Context(), http.MethodPut, "/v1/kv/"+kvKey(x)+"?release="+x.q.Get("acquire"), x.r.Header, []byte{})
+			}
+			if err != nil {
+				return true, err
+			}
+			return false, nil
+		}},
+	{name: "lock-delay-armed-on-explicit-release", filter: `^S23/release`,
+		handle: func(m *mstate, x *exchange) (bool, error) {
+			if !isKVPut(x) {
+				return false, nil
+			}
+			k := kvKey(x)
+			m.mu.Lock()
+			at, recent := m.released[k]
+			m.mu.Unlock()
+			if x.q.Has("acquire") && recent && time.Since(at) < 2*time.Second {
+				x.code, x.header, x.out = 200, http.Header{}, []byte("false")
+				return true, nil
+			}
+			err := x.forward()
+			if err == nil && x.q.Has("release") && strings.TrimSpace(string(x.out)) == "true" {
+				m.mu.Lock()
+				m.released[k] = time.Now()
+				m.mu.Unlock()
+			}
+			return true, err
+		}},
+	{name: "delete-behavior-treated-as-release", filter: `^S17/|^S15/destroy`,
+		prepare: func(x *exchange) {
+			if x.r.URL.Path == "/v1/session/create" {
+				rewriteJSON(x, func(v any) any {
+					if m, ok := v.(map[string]any); ok && m["Behavior"] == "delete" {
+						m["Behavior"] = "release"
+					}
+					return v
+				})
+			}
+		}},
+	{name: "check-warning-invalidates-sessions", filter: `^S12/|^S48/`,
+		prepare: func(x *exchange) {
+			if x.r.URL.Path == "/v1/catalog/register" {
+				x.body = bytes.ReplaceAll(x.body, []byte(`"Status":"warning"`), []byte(`"Status":"critical"`))
+			}
+		}},
+	{name: "session-create-with-critical-check-accepted", filter: `^S6/critical`,
+		prepare: func(x *exchange) {
+			if x.r.URL.Path != "/v1/session/create" {
+				return
+			}
+			rewriteJSON(x, func(v any) any {
+				m, ok := v.(map[string]any)
+				if !ok {
+					return v
+				}
+				node, _ := m["Node"].(string)
+				checks, _ := m["NodeChecks"].([]any)
+				_, _, b, err := x.u.fwd(x.r.Context(), http.MethodGet, "/v1/health/node/"+node, x.r.Header, nil)
+				if err != nil {
+					return v
+				}
+				var hc []struct{ CheckID, Status string }
+				_ = json.Unmarshal(b, &hc) // undecodable: treat as no checks
+				crit := map[string]bool{}
+				for _, c := range hc {
+					crit[c.CheckID] = c.Status == "critical"
+				}
+				var keep []any
+				for _, c := range checks {
+					if s, _ := c.(string); !crit[s] {
+						keep = append(keep, c)
+					}
+				}
+				if keep == nil {
+					keep = []any{}
+				}
+				m["NodeChecks"] = keep
+				return m
+			})
+		}},
+	{name: "blocking-query-not-woken-by-release", filter: `^S46/release`,
+		handle: func(_ *mstate, x *exchange) (bool, error) {
+			if x.r.Method != http.MethodGet || !x.q.Has("index") {
+				return false, nil
+			}
+			// Sit out the whole wait, then answer whatever is current.
+			d, _ := time.ParseDuration(x.q.Get("wait"))
+			select {
+			case <-time.After(d):
+			case <-x.r.Context().Done():
+			}
+			x.q.Del("index")
+			x.r.URL.RawQuery = x.q.Encode()
+			return true, x.forward()
+		}},
+	{name: "txn-check-session-passes-for-stale-session", filter: `^S42/|^S50/`,
+		prepare: func(x *exchange) {
+			if x.r.URL.Path != "/v1/txn" {
+				return
+			}
+			rewriteJSON(x, func(v any) any {
+				ops, _ := v.([]any)
+				var keep []any
+				for _, op := range ops {
+					if m, ok := op.(map[string]any); ok {
+						if kv, ok := m["KV"].(map[string]any); ok && kv["Verb"] == "check-session" {
+							kv["Verb"] = "get-or-empty"
+						}
+					}
+					keep = append(keep, op)
+				}
+				return keep
+			})
+		}},
+	{name: "no-lock-delay", filter: `^S22/destroy-release`,
+		prepare: func(x *exchange) {
+			if x.r.URL.Path == "/v1/session/create" {
+				rewriteJSON(x, func(v any) any {
+					if m, ok := v.(map[string]any); ok {
+						m["LockDelay"] = "0s"
+					}
+					return v
+				})
+			}
+		}},
+	{name: "cas-ignores-index", filter: `^S35/`,
+		prepare: func(x *exchange) {
+			if isKVPut(x) && x.q.Has("cas") {
+				x.q.Del("cas")
+				x.r.URL.RawQuery = x.q.Encode()
+			}
+		}},
+	{name: "index-header-dropped", filter: `^S45/`,
+		handle: func(_ *mstate, x *exchange) (bool, error) {
+			err := x.forward()
+			if err == nil {
+				x.header.Del("X-Consul-Index")
+			}
+			return true, err
+		}},
+	{name: "renew-does-not-reset-ttl", filter: `^S18/`, slow: true,
+		prepare: func(x *exchange) {
+			if strings.HasPrefix(x.r.URL.Path, "/v1/session/renew/") {
+				x.r.Method = http.MethodGet
+				x.r.URL.Path = "/v1/session/info/" + strings.TrimPrefix(x.r.URL.Path, "/v1/session/renew/")
+			}
+		}},
+}
+
+func TestMutantsAreCaught(t *testing.T) {
+	// The mutated cases are all contract cases, so any correct server will
+	// do as the base: a real Consul via -addr, or tenure via StartDev.
+	base, _ := serverUnderTest(t)
+	// The identity proxy must not break anything the mutants' cases check.
+	var all []string
+	for _, m := range mutants {
+		if !m.slow || !testing.Short() {
+			all = append(all, m.filter)
+		}
+	}
+	control := Run(context.Background(), Options{Addr: proxyFor(t, base, mutant{name: "identity"}),
+		Token: *flagToken, Profile: Contract, Filter: strings.Join(all, "|")})
+	if !control.OK() || control.Passed == 0 {
+		var b strings.Builder
+		_ = control.WriteTable(&b) // writes to a strings.Builder cannot fail
+		t.Fatalf("cases fail through the identity proxy:\n%s", b.String())
+	}
+	for _, m := range mutants {
+		t.Run(m.name, func(t *testing.T) {
+			if m.slow && testing.Short() {
+				t.Skip("slow mutant skipped in -short mode")
+			}
+			t.Parallel()
+			rep := Run(context.Background(), Options{Addr: proxyFor(t, base, m), Token: *flagToken,
+				Profile: Contract, Filter: m.filter})
+			if rep.Failed == 0 {
+				t.Errorf("mutant %s survived cases %s (%d passed)", m.name, m.filter, rep.Passed)
+			}
+			for _, c := range rep.Cases {
+				if c.Outcome == Fail {
+					t.Logf("caught by %s: %s", c.ID, oneLine(c.Reason, 200))
+				}
+			}
+		})
+	}
+}
