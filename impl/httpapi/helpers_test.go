@@ -62,6 +62,8 @@ func newFixture(t *testing.T, opts ...fixtureOpt) *fixture {
 	f.b = cfg.backend
 	if f.b == nil {
 		f.b = httpapitest.New("node-a", clock)
+	} else {
+		f.clock, _ = f.b.Clock().(*httpapitest.ManualClock)
 	}
 	f.srv = httptest.NewServer(f.blocks.wrap(httpapi.New(f.b, cfg.opts)))
 	t.Cleanup(func() {

@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tenurekv/tenure/impl"
@@ -33,6 +34,7 @@ type Store struct {
 	applies  int
 	refusals []impl.LockDelayError
 	nextID   uint64
+	reads    atomic.Int64
 }
 
 // NewStore returns an empty cluster state on clock.
@@ -48,6 +50,10 @@ func (s *Store) Applies() int {
 	defer s.mu.RUnlock()
 	return s.applies
 }
+
+// Reads counts Backend.Read calls that have returned; a test uses it to
+// learn that a blocking read has looked at the state.
+func (s *Store) Reads() int { return int(s.reads.Load()) }
 
 // Hash is the state's digest: equal before and after means nothing changed.
 func (s *Store) Hash() uint64 {
@@ -203,7 +209,9 @@ func New(node string, clock impl.Clock) *Backend {
 // Follower returns another server of b's cluster, named node, which knows
 // no leader until SetLeader says so. Its node is registered too (S47).
 func (b *Backend) Follower(node string) *Backend {
-	f := &Backend{store: b.store, node: node}
+	b.mu.Lock()
+	f := &Backend{store: b.store, node: node, raftLeader: b.raftLeader, peers: b.peers}
+	b.mu.Unlock()
 	f.registerSelf()
 	return f
 }
@@ -288,6 +296,7 @@ func (b *Backend) VerifyLeader(ctx context.Context) error {
 
 // Read implements impl.Backend.
 func (b *Backend) Read(fn func(s *model.State)) {
+	defer b.store.reads.Add(1)
 	b.store.mu.RLock()
 	defer b.store.mu.RUnlock()
 	fn(b.store.state)
