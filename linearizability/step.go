@@ -1,0 +1,359 @@
+package linearizability
+
+import (
+	"math"
+	"slices"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// checker holds what every step of one Check needs besides the state.
+type checker struct {
+	slack int64 // History.LockDelaySlack
+	lossy bool  // History.LockDelayMayBeLost
+	whole bool  // check unpartitioned
+	t0    int64 // the history's first instant, for descriptions
+	init  *pstate
+}
+
+// step is the partition model's transition: it applies the operation with
+// model.State.Apply (or the model's read helpers) and keeps every resulting
+// state that agrees with what the client saw. No state means the operation
+// cannot be linearized here. An unknown outcome agrees with anything: if
+// the operation had no effect, porcupine places it at the end of history.
+func (c *checker) step(s *pstate, in stepIn) []*pstate {
+	r := in.r
+	switch r.kind {
+	case kindShared:
+		return c.stepShared(s, r)
+	case kindKV:
+		return c.stepKV(s, r)
+	case kindTxn:
+		return c.stepTxn(s, r, in.sc)
+	default:
+		return c.stepRead(s, r, in.sc)
+	}
+}
+
+// stepShared applies a session or catalog command, or an event. Its
+// invalidations arm lock-delay windows measured from the operation's own
+// window, as servers arm them at apply (S22).
+func (c *checker) stepShared(s *pstate, r *rec) []*pstate {
+	ns := s.clone()
+	var invalidated []string
+	for _, cmd := range r.cmds {
+		res := ns.m.Apply(ns.m.Index()+1, cmd)
+		if res.Failed() {
+			if r.event == nil && (r.unknown || r.out.Error != "") {
+				return []*pstate{s}
+			}
+			return nil // the server did what the model refuses
+		}
+		invalidated = append(invalidated, res.Invalidated...)
+		for _, d := range res.LockDelays {
+			c.arm(ns, d, r)
+		}
+	}
+	switch {
+	case r.unknown:
+	case r.out.Error != "" || !r.out.OK:
+		return nil // the server refused what the model accepts
+	case r.event != nil && r.event.Invalidated != nil:
+		slices.Sort(invalidated)
+		if !slices.Equal(invalidated, sortedCopy(r.event.Invalidated)) {
+			return nil
+		}
+	}
+	return []*pstate{ns}
+}
+
+// arm records a lock-delay of d.Delay armed by r: it ends at least d.Delay
+// after r's call and at most d.Delay after its return, widened by the slack.
+func (c *checker) arm(ns *pstate, d model.LockDelay, r *rec) {
+	t := ns.tr[d.Key]
+	t.DelayFrom = max(t.DelayFrom, satAdd(r.call, int64(d.Delay)-c.slack))
+	t.DelayTo = max(t.DelayTo, satAdd(satAdd(r.ret, int64(d.Delay)), c.slack))
+	ns.tr[d.Key] = t
+}
+
+// stepKV applies a stand-alone KV write, once per reading of its index.
+func (c *checker) stepKV(s *pstate, r *rec) []*pstate {
+	o := *r.cmds[0].KV
+	cs := []cand{{local: o.Index}}
+	if usesModifyIndex(o) {
+		cs = modifyCands(s, o.Key, o.Index)
+	}
+	var out []*pstate
+	for _, cd := range cs {
+		if ns := c.stepKVWith(s, r, o, cd); ns != nil {
+			out = append(out, ns)
+		}
+	}
+	return out
+}
+
+func (c *checker) stepKVWith(s *pstate, r *rec, o model.KVOp, cd cand) *pstate {
+	ns := s.clone()
+	if cd.pre && !bindAll(ns.tr, []string{o.Key}, []cand{cd}, false) {
+		return nil
+	}
+	o.Index = cd.local
+	pre, had := ns.m.Get(o.Key)
+	res := ns.m.Apply(ns.m.Index()+1, model.Command{KV: &o})
+	if o.Verb == model.KVLock {
+		return c.lockOutcome(s, ns, r, res, !had || pre.Session == "")
+	}
+	if r.unknown {
+		if res.Err != nil || !res.OK {
+			return s // no effect, and the reading was only a guess
+		}
+		return ns
+	}
+	if !sameAnswer(res, r.out) {
+		return nil
+	}
+	return ns
+}
+
+// lockOutcome judges an acquire. The leader checks lock-delay before
+// anything else, so a false answer is legal whatever the model says while a
+// delay may be armed; a grant of a free key must come after every delay.
+func (c *checker) lockOutcome(s, ns *pstate, r *rec, res model.Result, free bool) *pstate {
+	if r.unknown {
+		return ns
+	}
+	key := r.cmds[0].KV.Key
+	t := s.tr[key]
+	if r.out.Error == "" && !r.out.OK && r.call < t.DelayTo {
+		return s // refused for lock-delay: nothing changed
+	}
+	if r.out.LockDelayed || !sameAnswer(res, r.out) {
+		return nil
+	}
+	if free && res.OK && !c.lossy && r.ret < t.DelayFrom {
+		return nil // acquired inside the lock-delay (S22, S49)
+	}
+	return ns
+}
+
+func sameAnswer(res model.Result, out Output) bool {
+	if (res.Err != nil) != (out.Error != "") {
+		return false
+	}
+	return res.Err != nil || res.OK == out.OK
+}
+
+// stepTxn applies the partition's share of a transaction.
+func (c *checker) stepTxn(s *pstate, r *rec, sc *scope) []*pstate {
+	full := r.cmds[0].Txn.Ops
+	if len(full) > model.MaxTxnOps {
+		// The size check rejects the txn before anything else (S44).
+		if r.unknown || r.out.Error != "" {
+			return []*pstate{s}
+		}
+		return nil
+	}
+	if !r.unknown {
+		if r.out.Error != "" {
+			return nil // the model rejects a whole txn only for its size
+		}
+		if r.out.LockDelayed {
+			return c.txnDelayed(s, r, sc)
+		}
+	}
+	ops, orig := projectTxn(full, sc)
+	idx := s.m.Index() + 1
+	var lists [][]cand
+	var keys []string
+	var at []int
+	for j, op := range ops {
+		if usesModifyIndex(op) {
+			lists = append(lists, txnCands(s, ops, j, idx))
+			keys = append(keys, op.Key)
+			at = append(at, j)
+		}
+	}
+	var out []*pstate
+	product(lists, func(choice []cand) bool {
+		tops := slices.Clone(ops)
+		for i, j := range at {
+			tops[j].Index = choice[i].local
+		}
+		if ns := c.txnWith(s, r, sc, tops, orig, idx, keys, choice); ns != nil {
+			out = append(out, ns)
+		}
+		return true
+	})
+	return out
+}
+
+// txnWith applies one reading of a txn's index checks.
+func (c *checker) txnWith(s *pstate, r *rec, sc *scope, ops []model.KVOp, orig []int, idx uint64, keys []string, choice []cand) *pstate {
+	base := s.withTrackers()
+	if !bindAll(base.tr, keys, choice, false) {
+		return nil
+	}
+	ns := &pstate{m: s.m.Clone(), tr: base.tr}
+	res := ns.m.Apply(idx, model.Command{Txn: &model.Txn{Ops: ops}})
+	committed := !res.Failed()
+	if committed && !bindAll(ns.tr, keys, choice, true) {
+		return nil
+	}
+	if r.unknown {
+		if committed {
+			return ns
+		}
+		return s // no effect, and the readings were only guesses
+	}
+	if len(r.out.TxnErrors) > 0 {
+		// Aborted: the partition's ops must fail exactly where the server
+		// said; ops elsewhere may have caused the abort.
+		want := map[int]bool{}
+		for _, e := range res.TxnErrors {
+			want[orig[e.OpIndex]] = true
+		}
+		got := map[int]bool{}
+		for _, e := range r.out.TxnErrors {
+			if slices.Contains(orig, e.OpIndex) {
+				got[e.OpIndex] = true
+			}
+		}
+		if r.out.OK || !mapsEqual(want, got) {
+			return nil
+		}
+		return base
+	}
+	if !committed || !r.out.OK {
+		return nil
+	}
+	var got []model.KVEntry
+	for _, e := range r.out.Entries {
+		if sc.has(e.Key) {
+			got = append(got, e)
+		}
+	}
+	if len(got) != len(res.TxnResults) {
+		return nil
+	}
+	for i := range got {
+		if !observe(ns.tr, res.TxnResults[i], got[i]) {
+			return nil
+		}
+	}
+	if !c.lossy {
+		for _, op := range ops {
+			e, had := s.m.Get(op.Key)
+			if op.Verb == model.KVLock && (!had || e.Session == "") && r.ret < s.tr[op.Key].DelayFrom {
+				return nil // acquired inside the lock-delay
+			}
+		}
+	}
+	return ns
+}
+
+// txnDelayed judges a txn refused for lock-delay before raft (S25): nothing
+// changed, and the op the error names must be a lock whose key may be in a
+// lock-delay. A refused op outside the partition is checked by its own.
+func (c *checker) txnDelayed(s *pstate, r *rec, sc *scope) []*pstate {
+	full := r.cmds[0].Txn.Ops
+	if len(r.out.TxnErrors) == 0 {
+		return []*pstate{s}
+	}
+	j := r.out.TxnErrors[0].OpIndex
+	if j < 0 || j >= len(full) || full[j].Verb != model.KVLock || r.out.OK {
+		return nil
+	}
+	if sc.has(full[j].Key) && r.call >= s.tr[full[j].Key].DelayTo {
+		return nil
+	}
+	return []*pstate{s}
+}
+
+// stepRead compares a read with the model's state.
+func (c *checker) stepRead(s *pstate, r *rec, sc *scope) []*pstate {
+	switch r.read.Kind {
+	case ReadKey:
+		e, ok := s.m.Get(r.read.Key)
+		if ok != r.out.OK {
+			return nil
+		}
+		if !ok {
+			return []*pstate{s}
+		}
+		ns := s.withTrackers()
+		if !observe(ns.tr, e, r.out.Entries[0]) {
+			return nil
+		}
+		return []*pstate{ns}
+	case ReadPrefix:
+		want := s.m.List(r.read.Key)
+		var got []model.KVEntry
+		for _, e := range r.out.Entries {
+			if sc.has(e.Key) {
+				got = append(got, e)
+			}
+		}
+		if len(got) != len(want) {
+			return nil
+		}
+		ns := s.withTrackers()
+		for i := range want {
+			if !observe(ns.tr, want[i], got[i]) {
+				return nil
+			}
+		}
+		return []*pstate{ns}
+	default: // session-info, session-renew
+		se, ok := s.m.Session(r.read.Session)
+		if ok != r.out.OK {
+			return nil
+		}
+		if g := r.out.Session; ok && g != nil && (g.ID != se.ID || g.Name != se.Name || g.Node != se.Node ||
+			!slices.Equal(g.Checks, se.Checks) || g.LockDelay != se.LockDelay || g.Behavior != se.Behavior || g.TTL != se.TTL) {
+			return nil
+		}
+		return []*pstate{s}
+	}
+}
+
+// projectTxn keeps the ops that read or write a key of the scope, and
+// their positions in the whole txn.
+func projectTxn(ops []model.KVOp, sc *scope) ([]model.KVOp, []int) {
+	var out []model.KVOp
+	var orig []int
+	for j, op := range ops {
+		if sc.all || (sc.keyed && touches(op, sc.key)) {
+			out = append(out, op)
+			orig = append(orig, j)
+		}
+	}
+	return out, orig
+}
+
+func satAdd(a, b int64) int64 {
+	switch {
+	case b > 0 && a > math.MaxInt64-b:
+		return math.MaxInt64
+	case b < 0 && a < math.MinInt64-b:
+		return math.MinInt64
+	}
+	return a + b
+}
+
+func sortedCopy(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}
+
+func mapsEqual(a, b map[int]bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k := range a {
+		if !b[k] {
+			return false
+		}
+	}
+	return true
+}
