@@ -1,29 +1,30 @@
 ------------------------------ MODULE Sessions ------------------------------
 (***************************************************************************)
-(* The Consul session and lock contract as tenure states it (spec/SPEC.md, *)
-(* clause IDs S1..S51), at the level of one replicated store seen from the *)
-(* leader, plus clients whose belief that they hold a lock can be stale.   *)
-(*                                                                         *)
-(* Store: a catalog (nodes, checks), sessions, KV keys with LockIndex,     *)
-(* Session and ModifyIndex, and the per-key watermark of the highest       *)
-(* LockIndex ever issued, which survives delete (S41).  Every store action *)
-(* that changes something is one raft entry at index+1; entries that      *)
-(* change nothing (failed acquire, identical set) are stutters and left    *)
-(* out.  Time is an abstract clock: TTL deadlines and lock-delays count    *)
-(* down in ticks (one tick = 10 s in the Go explorer).                     *)
-(*                                                                         *)
-(* Clients: each client uses one session (several clients may share one).  *)
-(* A client believes it holds a key from its successful acquire until it   *)
-(* releases or notices the loss; nothing forces it to notice (a pause, a   *)
-(* false-positive failure), so its belief can outlive its tenure (S50).    *)
-(* It writes to a fenced resource, which accepts a write only if the       *)
-(* client's sequencer (Key, LockIndex, Session) is currently valid         *)
-(* (S40, S43), and to an unfenced resource, which accepts anything.        *)
-(*                                                                         *)
-(* Ghosts: tenure[k] counts the acquisitions of k that changed its holder, *)
-(* independently of LockIndex arithmetic; a belief records the tenure it   *)
-(* was formed in.  A client is a legitimate holder of k iff k is held and  *)
-(* the client's belief is from k's current tenure.                         *)
+(* The Consul session and lock contract as tenure states it (spec/SPEC.md,  *)
+(* clause IDs S1..S51), at the level of one replicated store seen from the  *)
+(* leader, plus clients whose belief that they hold a lock can be stale.    *)
+(*                                                                          *)
+(* Store: a catalog (nodes, checks), sessions, KV keys with LockIndex,      *)
+(* Session and ModifyIndex, and the per-key watermark of the highest        *)
+(* LockIndex ever issued, which survives delete (S41).  Every store action  *)
+(* that changes something is one raft entry at index+1; entries that        *)
+(* change nothing (failed acquire, identical set) are stutters and left     *)
+(* out.  Time is an abstract clock: TTL deadlines and lock-delays count     *)
+(* down in ticks (one tick = 10 s in the Go explorer).                      *)
+(*                                                                          *)
+(* Clients: each client uses one session (several clients may share one).   *)
+(* A client believes it holds a key from its successful acquire until it    *)
+(* releases or notices the loss; nothing forces it to notice (a pause, a    *)
+(* false-positive failure), so its belief can outlive its tenure (S50).     *)
+(* It writes to a fenced resource, which accepts a write only if the        *)
+(* client's sequencer (Key, LockIndex, Session) is currently valid          *)
+(* (S40, S43), and to an unfenced resource, which accepts anything.         *)
+(*                                                                          *)
+(* Ghosts: tenure[k] counts the acquisitions of k while it was free         *)
+(* (absent or unheld), independently of LockIndex arithmetic; an acquire    *)
+(* of a held key joins the current tenure.  A belief records the tenure it  *)
+(* was formed in.  A client is a legitimate holder of k iff k is held and   *)
+(* the client's belief is from k's current tenure.                          *)
 (***************************************************************************)
 EXTENDS Naturals, FiniteSets
 
@@ -66,7 +67,7 @@ VARIABLES
     kv,           \* [Keys -> KV record]; exists = FALSE is an absent key
     issued,       \* [Keys -> Nat]: highest LockIndex ever issued, kept across delete (S41)
     delayLeft,    \* [Keys -> Nat]: ticks of lock-delay left (leader memory, S22)
-    tenure,       \* ghost [Keys -> Nat]: holder-changing acquisitions so far
+    tenure,       \* ghost [Keys -> Nat]: acquisitions of k while free, so far
     belief,       \* [Clients -> [Keys -> belief record]]
     fenced,       \* [Keys -> last write accepted by the fenced resource]
     unfenced      \* [Keys -> last write accepted by the unfenced resource]
@@ -124,9 +125,9 @@ Init ==
     /\ unfenced = [k \in Keys |-> NoWrite]
 
 (***************************************************************************)
-(* Invalidation of the sessions in S, atomically with its trigger, at      *)
-(* index+1 (S15): release or delete every key they hold (S16, S17) and arm *)
-(* lock-delay on each (S22).  The caller sets index'.                      *)
+(* Invalidation of the sessions in S, atomically with its trigger, at       *)
+(* index+1 (S15): release or delete every key they hold (S16, S17) and arm  *)
+(* lock-delay on each (S22).  The caller sets index'.                       *)
 (***************************************************************************)
 Invalidate(S) ==
     LET Lost(k) == kv[k].exists /\ kv[k].session \in S
@@ -143,7 +144,7 @@ Invalidate(S) ==
 LiveSessions == {s \in Sessions : sessState[s] = "live"}
 
 ----------------------------------------------------------------------------
-(* Store actions: each is one raft entry at index+1. *)
+(* Store actions: each is one raft entry at index+1.                        *)
 
 CreateSession(s) ==
     /\ index < MaxIndex
@@ -197,12 +198,12 @@ DeregisterNode(n) ==
     /\ UNCHANGED <<issued, tenure, belief, fenced, unfenced>>
 
 (***************************************************************************)
-(* Acquire by client c with its session (S26-S30).  The leader refuses it  *)
-(* before raft while k's lock-delay is armed (S22); a refused or failed    *)
-(* acquire changes nothing and is omitted.  A change of holder issues      *)
-(* max(LockIndex, watermark) + 1 (S41).  Acquire by the session that       *)
-(* already holds k writes an identical value: the store is unchanged (S28, *)
-(* S37) but the client now believes it holds k.                            *)
+(* Acquire by client c with its session (S26-S30).  The leader refuses it   *)
+(* before raft while k's lock-delay is armed (S22); a refused or failed     *)
+(* acquire changes nothing and is omitted.  Acquiring a free key starts a   *)
+(* tenure and issues max(LockIndex, watermark) + 1 (S41).  Acquire by the   *)
+(* session that already holds k writes an identical value: the store is     *)
+(* unchanged (S28, S37), the client joins the current tenure.               *)
 (***************************************************************************)
 Acquire(c, k) ==
     LET s == ClientSession[c]
@@ -213,15 +214,15 @@ Acquire(c, k) ==
        /\ ~belief[c][k].held
        /\ delayLeft[k] = 0
        /\ e.session \in {None, s}
-       /\ IF e.session = s
-          THEN /\ belief' = [belief EXCEPT ![c][k] = [held |-> TRUE, lockIndex |-> e.lockIndex, tenure |-> tenure[k]]]
-               /\ UNCHANGED <<store, tenure>>
-          ELSE /\ kv' = [kv EXCEPT ![k] = [exists |-> TRUE, lockIndex |-> li, session |-> s, modifyIndex |-> index + 1]]
+       /\ IF e.session = None
+          THEN /\ kv' = [kv EXCEPT ![k] = [exists |-> TRUE, lockIndex |-> li, session |-> s, modifyIndex |-> index + 1]]
                /\ issued' = [issued EXCEPT ![k] = li]
                /\ tenure' = [tenure EXCEPT ![k] = tenure[k] + 1]
                /\ belief' = [belief EXCEPT ![c][k] = [held |-> TRUE, lockIndex |-> li, tenure |-> tenure[k] + 1]]
                /\ index' = index + 1
                /\ UNCHANGED <<nodeUp, checkStatus, sessState, ttlLeft, delayLeft>>
+          ELSE /\ belief' = [belief EXCEPT ![c][k] = [held |-> TRUE, lockIndex |-> e.lockIndex, tenure |-> tenure[k]]]
+               /\ UNCHANGED <<store, tenure>>
        /\ UNCHANGED <<fenced, unfenced>>
 
 \* Release of a key the client believes it holds, naming its session (S31).
@@ -256,7 +257,7 @@ DeleteKey(k) ==
     /\ UNCHANGED <<nodeUp, checkStatus, sessState, ttlLeft, issued, delayLeft, tenure, belief, fenced, unfenced>>
 
 ----------------------------------------------------------------------------
-(* Actions outside raft: timers, renewals, clients and resources. *)
+(* Actions outside raft: timers, renewals, clients and resources.           *)
 
 \* Renew resets the leader's TTL timer; no raft entry (S20).
 RenewSession(s) ==
@@ -314,7 +315,7 @@ Next ==
 Spec == Init /\ [][Next]_vars
 
 ----------------------------------------------------------------------------
-(* Invariants that hold (S49 and the tenure guarantees). *)
+(* Invariants that hold (S49 and the tenure guarantees).                    *)
 
 \* At most one session holds a key: every legitimate holder shares one session.
 MutualExclusion ==

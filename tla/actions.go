@@ -177,7 +177,9 @@ var actions = []actionDef{
 		if !ok {
 			return nil, nil, false
 		}
-		if !had || prev.Session != s {
+		// A tenure starts when a free key is acquired; an acquire of a held key
+		// joins the current one (with a correct store, only by the holder's session).
+		if !had || prev.Session == "" {
 			n.tenure[k]++
 		}
 		n.belief[c][k] = Belief{Held: true, LockIndex: n.m.KV[key].LockIndex, Tenure: n.tenure[k]}

@@ -1,0 +1,179 @@
+package tla
+
+import (
+	"testing"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// Broken transition functions: each wraps the real Apply and breaks one rule
+// of the contract. The explorer must catch every one, both with the model's
+// own checks and with the TLA+ invariants alone.
+
+// heldBefore is the key's holder before the command, "" if none or absent.
+func heldBefore(m *model.State, key string) string { return m.KV[key].Session }
+
+// noBump: an acquire that changes the holder keeps the old LockIndex (and
+// does not raise the watermark), so sequencers repeat (S27, S41).
+func noBump(m *model.State, idx uint64, cmd model.Command) model.Result {
+	if cmd.KV == nil || cmd.KV.Verb != model.KVLock {
+		return m.Apply(idx, cmd)
+	}
+	key := cmd.KV.Key
+	prev, had := m.KV[key]
+	issued, hadIssued := m.LockIssued[key]
+	res := m.Apply(idx, cmd)
+	if res.Failed() || !res.OK || (had && prev.Session == cmd.KV.Session) {
+		return res
+	}
+	e := m.KV[key]
+	e.LockIndex = prev.LockIndex
+	m.KV[key] = e
+	if hadIssued {
+		m.LockIssued[key] = issued
+	} else {
+		delete(m.LockIssued, key)
+	}
+	return res
+}
+
+// noWatermark: Consul's rule, an absent key is created with LockIndex 1 and
+// the issued watermark follows the key's LockIndex, so a key deleted and
+// re-acquired reissues old sequencers.
+func noWatermark(m *model.State, idx uint64, cmd model.Command) model.Result {
+	if cmd.KV == nil || cmd.KV.Verb != model.KVLock {
+		return m.Apply(idx, cmd)
+	}
+	key := cmd.KV.Key
+	prev, had := m.KV[key]
+	res := m.Apply(idx, cmd)
+	if res.Failed() || !res.OK || (had && prev.Session == cmd.KV.Session) {
+		return res
+	}
+	e := m.KV[key]
+	e.LockIndex = prev.LockIndex + 1 // prev is zero when the key was absent
+	m.KV[key] = e
+	m.LockIssued[key] = e.LockIndex
+	return res
+}
+
+// forgetLockDelay: invalidations arm no lock-delay (S22).
+func forgetLockDelay(m *model.State, idx uint64, cmd model.Command) model.Result {
+	res := m.Apply(idx, cmd)
+	res.LockDelays = nil
+	return res
+}
+
+// keepHolder: a release-behaviour invalidation leaves its keys held by the
+// dead session (S16).
+func keepHolder(m *model.State, idx uint64, cmd model.Command) model.Result {
+	holders := map[string]string{}
+	for k, e := range m.KV {
+		holders[k] = e.Session
+	}
+	res := m.Apply(idx, cmd)
+	for k, e := range m.KV {
+		if holders[k] != "" && e.Session == "" && len(res.Invalidated) > 0 {
+			e.Session = holders[k]
+			m.KV[k] = e
+		}
+	}
+	return res
+}
+
+// steal: an acquire of a key held by another session succeeds (S29).
+func steal(m *model.State, idx uint64, cmd model.Command) model.Result {
+	if cmd.KV != nil && cmd.KV.Verb == model.KVLock {
+		if h := heldBefore(m, cmd.KV.Key); h != "" && h != cmd.KV.Session {
+			e := m.KV[cmd.KV.Key]
+			e.Session = ""
+			m.KV[cmd.KV.Key] = e
+		}
+	}
+	return m.Apply(idx, cmd)
+}
+
+func TestBrokenTransitionsAreCaught(t *testing.T) {
+	cases := []struct {
+		name   string
+		config string
+		apply  ApplyFunc
+		want   string // the TLA+ check that catches it first, without the model's checks
+		// wantInv, if set, catches it when the action properties are left out too.
+		wantInv string
+	}{
+		{"acquire does not bump LockIndex", "MCSessions_release.cfg", noBump, "LockIndexIssued", ""},
+		{"acquire ignores the watermark", "MCSessions_delete.cfg", noWatermark, "SequencerNeverReissued", ""},
+		{"invalidation arms no lock-delay", "MCSessions_release.cfg", forgetLockDelay, "InvalidationEffects", ""},
+		{"invalidation keeps the holder", "MCSessions_release.cfg", keepHolder, "InvalidationEffects", "HolderLive"},
+		{"acquire steals a held key", "MCSessions_release.cfg", steal, "MutualExclusion", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := LoadConfig(tc.config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Explore(cfg, Options{Apply: tc.apply, SkipModelChecks: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Violation == nil {
+				t.Fatalf("TLA+ checks missed the bug in %d states", rep.Distinct)
+			}
+			if rep.Violation.Check != tc.want {
+				t.Fatalf("caught by %s (%v), want %s", rep.Violation.Check, rep.Violation.Err, tc.want)
+			}
+			t.Logf("TLA+ checks: %v\n%s", rep.Violation, formatTrace(rep.Violation.Trace))
+
+			if tc.wantInv != "" {
+				noProps := cfg
+				noProps.Properties = nil
+				rep, err := Explore(noProps, Options{Apply: tc.apply, SkipModelChecks: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if rep.Violation == nil || rep.Violation.Check != tc.wantInv {
+					t.Fatalf("without action properties: violation %v, want %s", rep.Violation, tc.wantInv)
+				}
+			}
+
+			rep, err = Explore(cfg, Options{Apply: tc.apply})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.Violation == nil {
+				t.Fatalf("all checks missed the bug in %d states", rep.Distinct)
+			}
+			t.Logf("all checks: %v", rep.Violation)
+		})
+	}
+}
+
+// TestWatermarkBugBreaksFencing: without the watermark, the sequencer check
+// alone no longer protects the fenced resource. Only the fencing invariant
+// is checked here, so the run must reach an accepted stale write.
+func TestWatermarkBugBreaksFencing(t *testing.T) {
+	cfg, err := LoadConfig("MCSessions_delete.cfg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Invariants = []string{"FencedNoStaleWrite"}
+	cfg.Properties = nil
+	rep, err := Explore(cfg, Options{Apply: noWatermark, SkipModelChecks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Violation == nil || rep.Violation.Check != "FencedNoStaleWrite" {
+		t.Fatalf("violation = %v, want FencedNoStaleWrite", rep.Violation)
+	}
+	t.Logf("%v\n%s", rep.Violation, formatTrace(rep.Violation.Trace))
+
+	rep, err = Explore(cfg, Options{SkipModelChecks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Violation != nil {
+		t.Fatalf("the real model fails too: %v", rep.Violation)
+	}
+}
