@@ -1,0 +1,107 @@
+package tla
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+const goodConfig = `\* comment
+SPECIFICATION Spec
+CONSTANTS
+    Nodes <- MC_Nodes
+    Checks <- MC_Checks
+    CheckNode <- MC_CheckNode
+    Sessions <- Rel_Sessions
+    SessionNode <- Rel_SessionNode
+    SessionChecks <- Rel_SessionChecks
+    SessionBehavior <- Rel_SessionBehavior
+    SessionTTL <- Rel_SessionTTL
+    SessionDelay <- Rel_SessionDelay
+    Clients <- Rel_Clients
+    ClientSession <- Rel_ClientSession
+    Keys <- Rel_Keys
+    MaxIndex = 4
+INVARIANTS
+    TypeOK HolderLive
+INVARIANT FencedNoStaleWrite
+PROPERTY LockIndexMonotonic
+CHECK_DEADLOCK FALSE
+`
+
+func TestParseConfig(t *testing.T) {
+	cfg, err := ParseConfig("x.cfg", goodConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Scenario != "Rel" || cfg.MaxIndex != 4 ||
+		strings.Join(cfg.Invariants, ",") != "TypeOK,HolderLive,FencedNoStaleWrite" ||
+		strings.Join(cfg.Properties, ",") != "LockIndexMonotonic" {
+		t.Fatalf("parsed %+v", cfg)
+	}
+}
+
+func TestParseConfigRejects(t *testing.T) {
+	cases := map[string]struct{ old, new, want string }{
+		"mixed scenarios":     {"Keys <- Rel_Keys", "Keys <- Del_Keys", "mixed"},
+		"unknown scenario":    {"Rel_", "Xyz_", "not one the explorer knows"},
+		"missing constant":    {"    Keys <- Rel_Keys\n", "", "Keys is not given"},
+		"swapped definitions": {"Keys <- Rel_Keys", "Keys <- Rel_Clients", "substituted by a definition for Clients"},
+		"catalog elsewhere":   {"Nodes <- MC_Nodes", "Nodes <- Rel_Nodes", "must come from MC_"},
+		"bad MaxIndex":        {"MaxIndex = 4", "MaxIndex = -1", "natural number"},
+		"no Go invariant":     {"TypeOK HolderLive", "TypeOK Liveness", "Liveness has no Go counterpart"},
+		"no Go property":      {"PROPERTY LockIndexMonotonic", "PROPERTY Termination", "Termination has no Go counterpart"},
+		"other spec":          {"SPECIFICATION Spec", "SPECIFICATION FairSpec", "SPECIFICATION Spec"},
+		"deadlock checked":    {"CHECK_DEADLOCK FALSE", "CHECK_DEADLOCK TRUE", "CHECK_DEADLOCK FALSE"},
+		"stray line":          {"\\* comment", "SYMMETRY Perms", "unexpected line"},
+		"constant twice":      {"    MaxIndex = 4\n", "    MaxIndex = 4\n    Keys <- Rel_Keys\n", "given twice"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if !strings.Contains(goodConfig, tc.old) {
+				t.Fatalf("config lacks %q", tc.old)
+			}
+			_, err := ParseConfig("x.cfg", strings.ReplaceAll(goodConfig, tc.old, tc.new))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("ParseConfig = %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLoadConfigMissingFile(t *testing.T) {
+	if _, err := LoadConfig("MCSessions_nonexistent.cfg"); err == nil {
+		t.Fatal("LoadConfig of a missing file succeeded")
+	}
+}
+
+func TestScenarioValidate(t *testing.T) {
+	for name, sc := range scenarios {
+		if err := sc.Validate(); err != nil {
+			t.Errorf("scenario %s: %v", name, err)
+		}
+	}
+	cases := map[string]func(sc *Scenario){
+		"unsorted keys":       func(sc *Scenario) { sc.Keys = []string{"k2", "k1"} },
+		"odd TTL":             func(sc *Scenario) { sc.SessionTTL = map[string]int{"s1": 3, "s2": 0} },
+		"lock-delay over cap": func(sc *Scenario) { sc.SessionDelay = map[string]int{"s1": 7, "s2": 0} },
+		"foreign check": func(sc *Scenario) {
+			sc.SessionChecks = map[string][]string{"s1": {"h2"}, "s2": nil}
+		},
+		"bad behaviour":  func(sc *Scenario) { sc.SessionBehavior = map[string]model.Behavior{"s1": "keep", "s2": "release"} },
+		"unknown client": func(sc *Scenario) { sc.ClientSession = map[string]string{"a": "s9", "b": "s2"} },
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			sc := scenarios["Rel"]
+			mutate(&sc)
+			if err := sc.Validate(); err == nil {
+				t.Fatalf("Validate accepted a scenario with %s", name)
+			}
+			if _, err := newWorld(&sc); err == nil {
+				t.Fatalf("newWorld accepted a scenario with %s", name)
+			}
+		})
+	}
+}

@@ -1,0 +1,131 @@
+package tla
+
+import (
+	"strings"
+	"testing"
+)
+
+// heldState is a reachable "release"-scenario state: s1 live and holding k
+// with LockIndex 1 in tenure 1, client a believing so, at index 2.
+func heldState(t *testing.T) *Abs {
+	t.Helper()
+	sc := scenarios["Rel"]
+	w, err := newWorld(&sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := w.abs()
+	a.Index = 2
+	a.SessState[0] = sessLive
+	a.TTLLeft[0] = 2
+	a.KV[0] = KVRec{Exists: true, LockIndex: 1, Session: "s1", ModifyIndex: 2}
+	a.Issued[0] = 1
+	a.Tenure[0] = 1
+	a.Belief[0][0] = Belief{Held: true, LockIndex: 1, Tenure: 1}
+	return a
+}
+
+func copyAbs(a *Abs) *Abs {
+	c := *a
+	c.NodeUp = append([]bool(nil), a.NodeUp...)
+	c.CheckStatus = append([]string(nil), a.CheckStatus...)
+	c.SessState = append([]string(nil), a.SessState...)
+	c.TTLLeft = append([]int(nil), a.TTLLeft...)
+	c.KV = append([]KVRec(nil), a.KV...)
+	c.Issued = append([]uint64(nil), a.Issued...)
+	c.DelayLeft = append([]int(nil), a.DelayLeft...)
+	c.Tenure = append([]uint64(nil), a.Tenure...)
+	c.Fenced = append([]Write(nil), a.Fenced...)
+	c.Unfenced = append([]Write(nil), a.Unfenced...)
+	c.Belief = make([][]Belief, len(a.Belief))
+	for i := range a.Belief {
+		c.Belief[i] = append([]Belief(nil), a.Belief[i]...)
+	}
+	return &c
+}
+
+// TestInvariantsHoldOnGoodState: the base state passes every check, so the
+// failures below are due to the one change each makes.
+func TestInvariantsHoldOnGoodState(t *testing.T) {
+	a := heldState(t)
+	for name, inv := range invariants {
+		if err := inv(a, 6); err != nil {
+			t.Errorf("%s fails on a good state: %v", name, err)
+		}
+	}
+	for name, p := range properties {
+		if err := p(a, a); err != nil {
+			t.Errorf("%s fails on a stutter: %v", name, err)
+		}
+	}
+}
+
+// TestEveryInvariantFails: each invariant rejects a state that breaks it.
+func TestEveryInvariantFails(t *testing.T) {
+	cases := map[string]func(a *Abs){
+		"TypeOK":          func(a *Abs) { a.CheckStatus[0] = "flapping" },
+		"MutualExclusion": func(a *Abs) { a.Belief[1][0] = Belief{Held: true, LockIndex: 1, Tenure: 1} },
+		"HolderLive":      func(a *Abs) { a.SessState[0] = sessDead },
+		"LockIndexIssued": func(a *Abs) { a.Issued[0] = 0 },
+		"SequencerNeverReissued": func(a *Abs) {
+			a.Tenure[0] = 2 // k changed tenure, yet a's sequencer still matches
+		},
+		"LockDelayRespected":   func(a *Abs) { a.DelayLeft[0] = 1 },
+		"ModifyIndexBounded":   func(a *Abs) { a.KV[0].ModifyIndex = 3 },
+		"FencedNoStaleWrite":   func(a *Abs) { a.Fenced[0] = Write{Writer: "b", Stale: true} },
+		"UnfencedNoStaleWrite": func(a *Abs) { a.Unfenced[0] = Write{Writer: "b", Stale: true} },
+		"BeliefExclusive":      func(a *Abs) { a.Belief[1][0] = Belief{Held: true, LockIndex: 1} },
+	}
+	for name := range invariants {
+		if cases[name] == nil {
+			t.Errorf("invariant %s has no failing case here", name)
+		}
+	}
+	for name, mutate := range cases {
+		t.Run(name, func(t *testing.T) {
+			a := copyAbs(heldState(t))
+			mutate(a)
+			if err := invariants[name](a, 6); err == nil {
+				t.Fatalf("%s accepted a state that breaks it", name)
+			}
+		})
+	}
+}
+
+// TestEveryPropertyFails: each action property rejects a step that breaks it.
+func TestEveryPropertyFails(t *testing.T) {
+	cases := map[string]struct {
+		mutate func(next *Abs)
+		want   string
+	}{
+		"LockIndexMonotonic": {func(n *Abs) { n.KV[0].LockIndex = 0 }, "LockIndex fell"},
+		"InvalidationEffects": {func(n *Abs) {
+			n.SessState[0] = sessDead
+			n.KV[0].Session = none
+			// lock-delay not armed
+		}, "lock-delay 0 ticks"},
+	}
+	for name := range properties {
+		if _, ok := cases[name]; !ok {
+			t.Errorf("property %s has no failing case here", name)
+		}
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			prev := heldState(t)
+			next := copyAbs(prev)
+			tc.mutate(next)
+			err := properties[name](prev, next)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("%s = %v, want an error containing %q", name, err, tc.want)
+			}
+		})
+	}
+	// The watermark falling is its own failure.
+	prev := heldState(t)
+	next := copyAbs(prev)
+	next.Issued[0] = 0
+	if err := lockIndexMonotonic(prev, next); err == nil || !strings.Contains(err.Error(), "watermark fell") {
+		t.Fatalf("lockIndexMonotonic = %v, want the watermark's fall reported", err)
+	}
+}
