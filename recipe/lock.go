@@ -1,0 +1,355 @@
+package recipe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+)
+
+// LockDelayHeader is tenure's answer to an acquire refused for lock-delay:
+// the delay left on the leader's clock as a Go duration (SPEC S25).
+const LockDelayHeader = "X-Tenure-Lock-Delay"
+
+// Defaults of LockOptions and SemaphoreOptions.
+const (
+	DefaultWaitTime = time.Minute            // one blocking query
+	DefaultRetryMin = 100 * time.Millisecond // first pause after an error or a bare refusal
+	DefaultRetryMax = 2 * time.Second        // longest such pause
+)
+
+// LockOptions configure a Lock.
+type LockOptions struct {
+	Key   string
+	Value []byte // stored on the key by acquire and release
+	// Flags are stored on the key (api.Lock uses api.LockFlagValue).
+	Flags uint64
+	// StrictFlags refuses with ErrConflict a key that exists with other
+	// flags, as api.Lock does, so a lock and a semaphore on one prefix
+	// notice each other.
+	StrictFlags bool
+	// Session is the session to create; ignored when SessionID is set.
+	Session SessionOptions
+	// SessionID uses an existing session: the caller renews and destroys
+	// it, and Lost then reports only what the key monitor sees.
+	SessionID string
+	// WaitTime bounds one blocking query (default DefaultWaitTime).
+	WaitTime time.Duration
+	// RetryMin and RetryMax bound the pause after a transient error, and
+	// after a refusal that carries no lock-delay header (Consul): the
+	// recipe then waits on the key with a blocking query that long, doubling
+	// from RetryMin to RetryMax, so it wakes early if someone else acquires.
+	RetryMin, RetryMax time.Duration
+	// OnRefused, if set, is called for each refused acquire, before the
+	// wait; it must not block.
+	OnRefused func(Refusal)
+}
+
+// Refusal describes one acquire the server refused although the key looked free.
+type Refusal struct {
+	Key string
+	// FromHeader says the server named the remaining lock-delay (tenure).
+	FromHeader bool
+	// Remaining is that lock-delay (0 without the header).
+	Remaining time.Duration
+	// Wait is how long the recipe now waits before trying again: exactly
+	// Remaining with the header, the backoff step without.
+	Wait time.Duration
+}
+
+// Lock is a mutex on one key: Acquire blocks until this process holds it.
+type Lock struct {
+	c *Client
+	o LockOptions
+}
+
+func (o *LockOptions) defaults() error {
+	o.Key = strings.TrimPrefix(o.Key, "/")
+	if o.Key == "" {
+		return errors.New("recipe: lock key is empty")
+	}
+	if o.Session.TTL < 0 {
+		return fmt.Errorf("recipe: session TTL %v is negative", o.Session.TTL)
+	}
+	if o.WaitTime <= 0 {
+		o.WaitTime = DefaultWaitTime
+	}
+	if o.RetryMin <= 0 {
+		o.RetryMin = DefaultRetryMin
+	}
+	if o.RetryMax <= 0 {
+		o.RetryMax = DefaultRetryMax
+	}
+	if o.RetryMax < o.RetryMin {
+		return fmt.Errorf("recipe: RetryMax %v below RetryMin %v", o.RetryMax, o.RetryMin)
+	}
+	return nil
+}
+
+// Lock returns a mutex on o.Key.
+func (c *Client) Lock(o LockOptions) (*Lock, error) {
+	if err := o.defaults(); err != nil {
+		return nil, err
+	}
+	return &Lock{c: c, o: o}, nil
+}
+
+// Acquire creates a session (unless SessionID is set), then waits until
+// it holds the key or ctx ends. Waiting uses blocking queries on the key; a
+// refusal for lock-delay sleeps exactly what X-Tenure-Lock-Delay names, or
+// backs off on a blocking query when the server names nothing (Consul).
+func (l *Lock) Acquire(ctx context.Context) (*Hold, error) {
+	sid, rn, err := l.c.openSession(ctx, l.o.SessionID, l.o.Session, api.SessionBehaviorRelease)
+	if err != nil {
+		return nil, err
+	}
+	seq, err := l.acquire(ctx, sid, rn)
+	if err != nil {
+		// Release first: if the acquire landed but its answer was lost,
+		// destroying the session would arm a lock-delay on the key (S23).
+		cctx, cancel := cleanupContext(ctx)
+		defer cancel()
+		_, _, _ = l.c.API.KV().Release(&api.KVPair{Key: l.o.Key, Value: l.o.Value, Flags: l.o.Flags, Session: sid}, (&api.WriteOptions{}).WithContext(cctx))
+		l.c.closeSession(cctx, sid, rn)
+		return nil, err
+	}
+	return l.c.newHold(seq, rn, func(ctx context.Context) error {
+		_, _, err := l.c.API.KV().Release(&api.KVPair{Key: l.o.Key, Value: l.o.Value, Flags: l.o.Flags, Session: sid}, (&api.WriteOptions{}).WithContext(ctx))
+		if err != nil {
+			return fmt.Errorf("recipe: release %s: %w", l.o.Key, err)
+		}
+		return nil
+	}, func(ctx context.Context) error {
+		return l.c.watchKey(ctx, seq, l.o.WaitTime, l.o.RetryMin, l.o.RetryMax)
+	}), nil
+}
+
+// cleanupContext gives best-effort cleanup a bounded life of its own, since
+// the caller's ctx may be what ended the operation.
+func cleanupContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+}
+
+// openSession returns the session to use and, when it created one, its renewer.
+func (c *Client) openSession(ctx context.Context, given string, o SessionOptions, behavior string) (string, *renewer, error) {
+	if given != "" {
+		return given, nil, nil
+	}
+	sent := c.Clock.Now()
+	sid, err := c.createSession(ctx, o, behavior)
+	if err != nil {
+		return "", nil, err
+	}
+	return sid, c.startRenewer(sid, o.ttl(), sent), nil
+}
+
+// closeSession stops renewing and destroys a session the recipe created.
+func (c *Client) closeSession(ctx context.Context, sid string, rn *renewer) error {
+	if rn == nil {
+		return nil
+	}
+	rn.Stop()
+	return c.destroySession(ctx, sid)
+}
+
+// acquire is Acquire's wait loop; it returns the sequencer once sid holds the key.
+func (l *Lock) acquire(ctx context.Context, sid string, rn *renewer) (Sequencer, error) {
+	kv := l.c.API.KV()
+	var waitIndex uint64
+	waitTime := l.o.WaitTime
+	consistent := false
+	backoff := l.o.RetryMin
+	grow := func() time.Duration {
+		w := backoff
+		backoff = min(2*backoff, l.o.RetryMax)
+		return w
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, err)
+		}
+		if rn != nil {
+			select {
+			case <-rn.lost:
+				return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, rn.err)
+			default:
+			}
+		}
+		q := (&api.QueryOptions{WaitIndex: waitIndex, WaitTime: waitTime, RequireConsistent: consistent}).WithContext(ctx)
+		e, meta, err := kv.Get(l.o.Key, q)
+		if err != nil {
+			if !api.IsRetryableError(err) || ctx.Err() != nil {
+				return Sequencer{}, fmt.Errorf("recipe: read %s: %w", l.o.Key, err)
+			}
+			waitIndex, consistent = 0, false
+			if err := sleep(ctx, l.c.Clock, grow()); err != nil {
+				return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, err)
+			}
+			continue
+		}
+		consistent = false
+		if e != nil && l.o.StrictFlags && e.Flags != l.o.Flags {
+			return Sequencer{}, fmt.Errorf("%w: %s has flags %#x, want %#x", ErrConflict, l.o.Key, e.Flags, l.o.Flags)
+		}
+		if e != nil && e.Session == sid {
+			return Sequencer{Key: e.Key, LockIndex: e.LockIndex, Session: sid, ModifyIndex: e.ModifyIndex}, nil
+		}
+		if e != nil && e.Session != "" {
+			// Held by someone else: wait for the key to change.
+			waitIndex, waitTime = nextIndex(waitIndex, meta.LastIndex), l.o.WaitTime
+			backoff = l.o.RetryMin
+			continue
+		}
+		ok, rem, hdr, err := l.c.tryAcquire(ctx, l.o.Key, sid, l.o.Value, l.o.Flags)
+		if err != nil {
+			if ctx.Err() != nil || isClientError(err) {
+				return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, err)
+			}
+			waitIndex = 0
+			if err := sleep(ctx, l.c.Clock, grow()); err != nil {
+				return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, err)
+			}
+			continue
+		}
+		if ok {
+			// The answer is a bare true; read the sequencer back, from the
+			// leader, on the next turn of the loop.
+			waitIndex, waitTime, consistent = 0, l.o.WaitTime, true
+			continue
+		}
+		if hdr {
+			if l.o.OnRefused != nil {
+				l.o.OnRefused(Refusal{Key: l.o.Key, FromHeader: true, Remaining: rem, Wait: rem})
+			}
+			if err := sleep(ctx, l.c.Clock, rem); err != nil {
+				return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, err)
+			}
+			waitIndex, waitTime = 0, l.o.WaitTime
+			continue
+		}
+		// A bare false on a key that looked free is lock-delay or a race
+		// lost to another acquirer; Consul does not say which (facts §4).
+		// Wait on the key for one backoff step: a new holder wakes us at once.
+		w := grow()
+		if l.o.OnRefused != nil {
+			l.o.OnRefused(Refusal{Key: l.o.Key, Wait: w})
+		}
+		waitIndex, waitTime = nextIndex(waitIndex, meta.LastIndex), w
+	}
+}
+
+// nextIndex is the WaitIndex for the next blocking query; an index that
+// went backwards (a server restored from a snapshot) restarts at 0.
+func nextIndex(prev, last uint64) uint64 {
+	if last < prev {
+		return 0
+	}
+	return last
+}
+
+// isClientError reports a 4xx answer: retrying the same request cannot help.
+func isClientError(err error) bool {
+	var se api.StatusError
+	return errors.As(err, &se) && se.Code >= 400 && se.Code < 500
+}
+
+// tryAcquire sends PUT /v1/kv/<key>?acquire=<sid> by hand because api hides
+// the answer's headers. It reports the result and, when the server sent
+// X-Tenure-Lock-Delay, the remaining lock-delay.
+func (c *Client) tryAcquire(ctx context.Context, key, sid string, value []byte, flags uint64) (ok bool, remaining time.Duration, hdr bool, err error) {
+	q := url.Values{"acquire": {sid}}
+	if flags != 0 {
+		q.Set("flags", strconv.FormatUint(flags, 10))
+	}
+	if value == nil {
+		value = []byte{}
+	}
+	resp, err := c.raw(ctx, "PUT", kvPath(key), q, value)
+	if err != nil {
+		return false, 0, false, err
+	}
+	if resp.Status != 200 {
+		return false, 0, false, fmt.Errorf("recipe: acquire %s: %w", key, api.StatusError{Code: resp.Status, Body: strings.TrimSpace(string(resp.Body))})
+	}
+	switch strings.TrimSpace(string(resp.Body)) {
+	case "true":
+		return true, 0, false, nil
+	case "false":
+	default:
+		return false, 0, false, fmt.Errorf("recipe: acquire %s: unexpected answer %q", key, resp.Body)
+	}
+	if v := resp.Header.Get(LockDelayHeader); v != "" {
+		// A malformed header is treated as absent: the Consul fallback
+		// still converges, only less promptly.
+		if d, err := time.ParseDuration(v); err == nil && d > 0 {
+			return false, d, true, nil
+		}
+	}
+	return false, 0, false, nil
+}
+
+// watchKey blocks until seq's session no longer holds seq.Key, or ctx ends,
+// and says which. Read errors are retried: whether contact is lost is the
+// renewer's call (one TTL), not one failed read's.
+func (c *Client) watchKey(ctx context.Context, seq Sequencer, waitTime, retryMin, retryMax time.Duration) error {
+	var idx uint64
+	backoff := retryMin
+	for {
+		q := (&api.QueryOptions{RequireConsistent: true, WaitIndex: idx, WaitTime: waitTime}).WithContext(ctx)
+		e, meta, err := c.API.KV().Get(seq.Key, q)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			idx = 0
+			if err := sleep(ctx, c.Clock, backoff); err != nil {
+				return err
+			}
+			backoff = min(2*backoff, retryMax)
+			continue
+		}
+		backoff = retryMin
+		switch {
+		case e == nil:
+			return fmt.Errorf("%w: %s was deleted", ErrHolderChanged, seq.Key)
+		case e.Session == "":
+			return fmt.Errorf("%w: %s was released", ErrHolderChanged, seq.Key)
+		case e.Session != seq.Session:
+			return fmt.Errorf("%w: %s is held by session %s", ErrHolderChanged, seq.Key, e.Session)
+		}
+		idx = nextIndex(idx, meta.LastIndex)
+	}
+}
+
+// Cleanup deletes the key if nobody holds it, like api.Lock.Destroy:
+// ErrInUse if it is held (or changed under us), ErrConflict on foreign flags
+// when StrictFlags is set. A missing key is fine.
+func (l *Lock) Cleanup(ctx context.Context) error {
+	kv := l.c.API.KV()
+	e, _, err := kv.Get(l.o.Key, (&api.QueryOptions{}).WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("recipe: read %s: %w", l.o.Key, err)
+	}
+	if e == nil {
+		return nil
+	}
+	if l.o.StrictFlags && e.Flags != l.o.Flags {
+		return fmt.Errorf("%w: %s has flags %#x", ErrConflict, l.o.Key, e.Flags)
+	}
+	if e.Session != "" {
+		return fmt.Errorf("%w: %s is held by %s", ErrInUse, l.o.Key, e.Session)
+	}
+	ok, _, err := kv.DeleteCAS(e, (&api.WriteOptions{}).WithContext(ctx))
+	if err != nil {
+		return fmt.Errorf("recipe: delete %s: %w", l.o.Key, err)
+	}
+	if !ok {
+		return fmt.Errorf("%w: %s changed", ErrInUse, l.o.Key)
+	}
+	return nil
+}
