@@ -1,0 +1,108 @@
+package sim
+
+import (
+	"sync"
+	"time"
+
+	"github.com/tenurekv/tenure/impl"
+)
+
+// pauseClock is the Clock a server is given: its node's skewed clock, plus a
+// gate that holds timer callbacks while the server is paused (a stopped
+// process fires no timers; on resume the overdue ones fire at once). raft's
+// own timers cannot be gated: raft uses the time package, which is the
+// bubble's clock; only the server's network is frozen for raft.
+type pauseClock struct {
+	inner impl.Clock
+	// now, if set, replaces inner.Now for a broken-server variant.
+	now func() time.Time
+
+	mu     sync.Mutex
+	paused chan struct{} // non-nil while paused; closed on resume
+}
+
+func (p *pauseClock) Now() time.Time {
+	if p.now != nil {
+		return p.now()
+	}
+	return p.inner.Now()
+}
+
+func (p *pauseClock) AfterFunc(d time.Duration, f func()) impl.Timer {
+	return p.inner.AfterFunc(d, func() {
+		p.mu.Lock()
+		ch := p.paused
+		p.mu.Unlock()
+		if ch != nil {
+			<-ch
+		}
+		f()
+	})
+}
+
+func (p *pauseClock) pause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.paused == nil {
+		p.paused = make(chan struct{})
+	}
+}
+
+func (p *pauseClock) resume() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.paused != nil {
+		close(p.paused)
+		p.paused = nil
+	}
+}
+
+// clientClock is a client's notion of time. Unlike a server clock its rate
+// can change mid-run (the clock-skew fault), which is what makes a client's
+// estimate of its TTL wrong.
+type clientClock struct {
+	mu       sync.Mutex
+	bubble0  time.Time // bubble time at the last rate change
+	node0    time.Time // client time then
+	rate     float64
+	baseRate float64
+}
+
+func newClientClock(offset time.Duration, rate float64) *clientClock {
+	now := time.Now()
+	return &clientClock{bubble0: now, node0: now.Round(0).Add(offset), rate: rate, baseRate: rate}
+}
+
+func (c *clientClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.nowLocked()
+}
+
+func (c *clientClock) nowLocked() time.Time {
+	e := time.Since(c.bubble0)
+	return c.node0.Add(time.Duration(float64(e) * c.rate))
+}
+
+// setRate changes the rate from now on; 0 restores the base rate.
+func (c *clientClock) setRate(r float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.node0 = c.nowLocked()
+	c.bubble0 = time.Now()
+	if r == 0 {
+		r = c.baseRate
+	}
+	c.rate = r
+}
+
+// sleep waits d of the client's own time (rounded up in bubble time).
+func (c *clientClock) sleep(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	c.mu.Lock()
+	r := c.rate
+	c.mu.Unlock()
+	time.Sleep(time.Duration(float64(d)/r) + 1)
+}
