@@ -22,7 +22,7 @@ type oneKey struct {
 	refuse  []string
 	session string
 	index   uint64
-	waits   []time.Duration // ?wait of each blocking read
+	waits   []time.Duration // ?wait of each blocking acquire-loop read
 }
 
 func (k *oneKey) handle(w http.ResponseWriter, r *http.Request) {
@@ -39,7 +39,9 @@ func (k *oneKey) handle(w http.ResponseWriter, r *http.Request) {
 	case r.URL.Path == "/v1/kv/k" && r.Method == "GET":
 		if idx, _ := strconv.ParseUint(q.Get("index"), 10, 64); idx != 0 && idx == k.index {
 			d, _ := time.ParseDuration(q.Get("wait"))
-			k.waits = append(k.waits, d)
+			if !q.Has("consistent") { // the Hold's monitor reads consistently
+				k.waits = append(k.waits, d)
+			}
 			k.mu.Unlock()
 			time.Sleep(d)
 			k.mu.Lock()
