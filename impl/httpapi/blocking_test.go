@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/tenurekv/tenure/impl/httpapi"
 )
 
 type getResult struct {
@@ -98,6 +100,28 @@ func TestBlockingWaitOnBackendClock(t *testing.T) {
 	}
 	f.clock.Advance(time.Second)
 	receive(t, "read at the default wait", ch)
+}
+
+// Options.Jitter adds up to wait/16 to each blocking wait.
+func TestBlockingJitter(t *testing.T) {
+	var limits []time.Duration
+	f := newFixture(t, withOptions(httpapi.Options{Jitter: func(limit time.Duration) time.Duration {
+		limits = append(limits, limit)
+		return limit / 2
+	}}))
+	f.put("k", "v")
+	_, meta, _ := f.client.KV().Get("k", nil)
+	ch := f.blockingGet("k", meta.LastIndex, 16*time.Second)
+	eventually(t, "blocked read", func() bool { return f.clock.Pending() == 1 })
+	f.clock.Advance(16 * time.Second)
+	if f.clock.Pending() != 1 {
+		t.Fatal("the jittered wait ended at the bare wait")
+	}
+	f.clock.Advance(500 * time.Millisecond)
+	receive(t, "jittered read", ch)
+	if len(limits) != 1 || limits[0] != time.Second {
+		t.Fatalf("jitter limits %v, want [1s]", limits)
+	}
 }
 
 // A blocked read of a missing key ignores writes to other keys and answers

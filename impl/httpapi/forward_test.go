@@ -99,7 +99,9 @@ func TestForwardToLeader(t *testing.T) {
 	step("write txn", true, func() {
 		want(t, "txn set", f.do(http.MethodPut, "/v1/txn", txnBody(t, txnKV{"Verb": "set", "Key": "t", "Value": []byte("1")})), http.StatusOK, "")
 	})
-	step("status", false, func() { want(t, "status", f.do(http.MethodGet, "/v1/status/leader", nil), http.StatusOK, `"127.0.0.1:8300"`) })
+	step("status", false, func() {
+		want(t, "status", f.do(http.MethodGet, "/v1/status/leader", nil), http.StatusOK, `"127.0.0.1:8300"`)
+	})
 	// An agent check update acts on the follower's own node, on the leader (S48):
 	// failing node-f's serfHealth invalidates the session bound to it (S12).
 	step("agent fail", true, func() {
@@ -186,4 +188,3 @@ func TestForwardToUnreachableLeader(t *testing.T) {
 		t.Fatalf("unreachable leader text %q", r.text())
 	}
 }
-

@@ -13,17 +13,16 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/impl/httpapi"
 	"github.com/tenurekv/tenure/impl/httpapi/httpapitest"
 )
 
-// fixture is one server: a test-double backend behind the handler on
-// 127.0.0.1, and an official api client pointed at it.
+// fixture is one server: a test-double backend on a manual clock behind
+// the handler on 127.0.0.1, and an official api client pointed at it.
 type fixture struct {
 	t      *testing.T
 	b      *httpapitest.Backend
-	clock  *httpapitest.ManualClock // nil when the fixture runs on the wall clock
+	clock  *httpapitest.ManualClock // the backend's clock
 	srv    *httptest.Server
 	client *api.Client
 	blocks *blockTracker
@@ -32,13 +31,9 @@ type fixture struct {
 type fixtureOpt func(*fixtureConfig)
 
 type fixtureConfig struct {
-	wallClock bool
-	opts      httpapi.Options
-	backend   *httpapitest.Backend
+	opts    httpapi.Options
+	backend *httpapitest.Backend
 }
-
-// onWallClock runs the fixture on the real clock instead of a manual one.
-func onWallClock() fixtureOpt { return func(c *fixtureConfig) { c.wallClock = true } }
 
 func withOptions(o httpapi.Options) fixtureOpt { return func(c *fixtureConfig) { c.opts = o } }
 
@@ -54,14 +49,10 @@ func newFixture(t *testing.T, opts ...fixtureOpt) *fixture {
 		o(&cfg)
 	}
 	f := &fixture{t: t, blocks: &blockTracker{inflight: map[string]int{}}}
-	var clock impl.Clock = impl.SystemClock{}
-	if !cfg.wallClock {
-		f.clock = httpapitest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-		clock = f.clock
-	}
 	f.b = cfg.backend
 	if f.b == nil {
-		f.b = httpapitest.New("node-a", clock)
+		f.clock = httpapitest.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+		f.b = httpapitest.New("node-a", f.clock)
 	} else {
 		f.clock, _ = f.b.Clock().(*httpapitest.ManualClock)
 	}
