@@ -1,9 +1,9 @@
 ----------------------------- MODULE MCSessions -----------------------------
 (***************************************************************************)
-(* Small constant sets for TLC.  Each .cfg file picks one scenario by      *)
-(* substituting these definitions for Sessions' constants.  The Go         *)
-(* explorer (explore.go) reads the same scenarios from scenarios.go; the   *)
-(* test there checks that both agree with this file.                       *)
+(* Small constant sets for TLC.  Each MCSessions_*.cfg picks one scenario  *)
+(* by substituting these definitions for Sessions' constants.  The Go      *)
+(* explorer mirrors them in scenario.go; equal distinct-state counts and   *)
+(* the replayed TLC traces are what show the two agree.                    *)
 (***************************************************************************)
 EXTENDS Sessions
 

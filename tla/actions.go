@@ -89,6 +89,7 @@ func (r *rules) room(a *Abs) bool { return a.Index < r.maxIndex }
 // the verbs whose answer is a boolean) disables the action.
 func (r *rules) store(w *world, cmd model.Command) (*world, *model.Result, bool) {
 	n := w.clone()
+	n.m = w.m.Clone()
 	res := n.apply(r.apply, cmd)
 	if res.Failed() || !res.OK {
 		return nil, nil, false

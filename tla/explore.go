@@ -2,6 +2,7 @@ package tla
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/tenurekv/tenure/model"
 )
@@ -48,24 +49,24 @@ type Report struct {
 	Violation   *Violation
 }
 
-// node is a reached distinct state, with the way it was first reached.
+// node is a reached distinct state. Only the frontier keeps its world and
+// projection; a trace is rebuilt by replaying the actions from the root.
 type node struct {
-	w      *world // nil once expanded, to free the model state
+	w      *world
 	abs    *Abs
 	parent *node
-	via    Action
+	def    int8    // index into actions; -1 for the root
+	args   [2]int8 // parameter indexes of the action (at most two)
 }
 
-func (n *node) trace() []Step {
-	var rev []Step
-	for x := n; x != nil; x = x.parent {
-		rev = append(rev, Step{Action: x.via, State: x.abs})
+// path lists the action instances from the root to n.
+func (n *node) path() []*node {
+	var rev []*node
+	for x := n; x.parent != nil; x = x.parent {
+		rev = append(rev, x)
 	}
-	out := make([]Step, len(rev))
-	for i := range rev {
-		out[i] = rev[len(rev)-1-i]
-	}
-	return out
+	slices.Reverse(rev)
+	return rev
 }
 
 // Explore walks the config's state space breadth first.
@@ -94,6 +95,17 @@ func newExplorer(cfg Config, sc *Scenario, opts Options) (*explorer, error) {
 	ap := opts.Apply
 	if ap == nil {
 		ap = ModelApply
+	}
+	// node stores an action instance in two int8s.
+	for _, def := range actions {
+		if len(def.params) > len(node{}.args) {
+			return nil, fmt.Errorf("action %s has %d parameters; nodes hold %d", def.name, len(def.params), len(node{}.args))
+		}
+		for _, p := range def.params {
+			if n := len(domainNames(sc, p.domain)); n > 127 {
+				return nil, fmt.Errorf("domain %s has %d values; nodes hold 127", p.domain, n)
+			}
+		}
 	}
 	for _, name := range cfg.Invariants {
 		if invariants[name] == nil {
@@ -145,6 +157,40 @@ func (x *explorer) checkStep(prev, next *world, pa, na *Abs, res *model.Result) 
 	return "", nil
 }
 
+// trace replays n's path from Init and returns every state on it, ending
+// with last (the state the failing check saw, which may not be stored).
+func (x *explorer) trace(n *node, lastDef int, lastArgs []int, last *Abs) []Step {
+	w, err := x.initial()
+	if err != nil {
+		return nil
+	}
+	a := w.abs()
+	steps := []Step{{State: a}}
+	for _, p := range n.path() {
+		def := &actions[p.def]
+		args := p.argSlice(len(def.params))
+		nw, _, ok := def.run(x.rules, w, a, args)
+		if !ok {
+			// Deterministic transitions make this unreachable; keep what we have.
+			return steps
+		}
+		w, a = nw, nw.abs()
+		steps = append(steps, Step{Action: def.action(x.sc, args), State: a})
+	}
+	if last != nil {
+		steps = append(steps, Step{Action: actions[lastDef].action(x.sc, lastArgs), State: last})
+	}
+	return steps
+}
+
+func (n *node) argSlice(k int) []int {
+	out := make([]int, k)
+	for i := range out {
+		out[i] = int(n.args[i])
+	}
+	return out
+}
+
 func (x *explorer) run() *Report {
 	rep := &Report{}
 	w0, err := x.initial()
@@ -152,12 +198,17 @@ func (x *explorer) run() *Report {
 		rep.Violation = &Violation{Check: "Init", Err: err}
 		return rep
 	}
-	root := &node{w: w0, abs: w0.abs()}
+	root := &node{w: w0, abs: w0.abs(), def: -1}
 	seen := map[string]bool{root.abs.Key(): true}
 	rep.Distinct, rep.Levels = 1, []int{1}
 	if name, err := x.checkState(w0, root.abs); err != nil {
-		rep.Violation = &Violation{Check: name, Err: err, Trace: root.trace()}
+		rep.Violation = &Violation{Check: name, Err: err, Trace: x.trace(root, 0, nil, nil)}
 		return rep
+	}
+	fail := func(n *node, def int, args []int, a *Abs, name string, err error) {
+		if rep.Violation == nil {
+			rep.Violation = &Violation{Check: name, Err: err, Trace: x.trace(n, def, args, a)}
+		}
 	}
 	level := []*node{root}
 	for len(level) > 0 {
@@ -175,23 +226,25 @@ func (x *explorer) run() *Report {
 					}
 					rep.Transitions++
 					a := w.abs()
-					if name, err := x.checkStep(n.w, w, n.abs, a, res); err != nil && rep.Violation == nil {
-						child := &node{abs: a, parent: n, via: def.action(x.sc, args)}
-						rep.Violation = &Violation{Check: name, Err: err, Trace: child.trace()}
+					if name, err := x.checkStep(n.w, w, n.abs, a, res); err != nil {
+						fail(n, i, args, a, name, err)
 					}
 					key := a.Key()
 					if seen[key] {
 						return
 					}
 					seen[key] = true
-					child := &node{w: w, abs: a, parent: n, via: def.action(x.sc, args)}
+					child := &node{w: w, abs: a, parent: n, def: int8(i)}
+					for j, v := range args {
+						child.args[j] = int8(v)
+					}
 					next = append(next, child)
-					if name, err := x.checkState(w, a); err != nil && rep.Violation == nil {
-						rep.Violation = &Violation{Check: name, Err: err, Trace: child.trace()}
+					if name, err := x.checkState(w, a); err != nil {
+						fail(n, i, args, a, name, err)
 					}
 				})
 			}
-			n.w = nil
+			n.w, n.abs = nil, nil
 			if rep.Violation != nil && !x.opts.StopAtViolation {
 				break
 			}

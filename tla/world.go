@@ -67,11 +67,13 @@ func newWorld(sc *Scenario) (*world, error) {
 
 func nodeAddress(n string) string { return "addr-" + n }
 
-// clone copies the world. model.LockDelays and model.TTLDeadlines have no
-// Clone, so their live entries are re-armed at the same end times.
+// clone copies the world but shares the model state, which is never changed
+// in place: a store action clones it first (see rules.store). LockDelays and
+// TTLDeadlines have no Clone, so their live entries are re-armed at the same
+// end times.
 func (w *world) clone() *world {
 	c := &world{
-		sc: w.sc, base: w.base, m: w.m.Clone(), now: w.now,
+		sc: w.sc, base: w.base, m: w.m, now: w.now,
 		created: append([]bool(nil), w.created...),
 		tenure:  append([]uint64(nil), w.tenure...),
 		belief:  make([][]Belief, len(w.belief)),
