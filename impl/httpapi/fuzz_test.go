@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -64,19 +65,58 @@ func FuzzSessionCreateHandler(f *testing.F) {
 		h, store := fuzzServer(t)
 		before := store.Hash()
 		rec := serve(h, http.MethodPut, "/v1/session/create", body)
-		switch rec.Code {
-		case http.StatusOK:
-			if len(store.Snapshot().Sessions) != 1 {
-				t.Fatalf("%q: 200 %s but no session stored", body, rec.Body)
-			}
-		case http.StatusBadRequest:
-			if store.Hash() != before {
-				t.Fatalf("%q: rejected with %q but the state changed", body, rec.Body)
-			}
-		default:
-			t.Fatalf("%q: unexpected %d %q", body, rec.Code, rec.Body)
+		if err := createOutcome(rec.Code, store.Hash() != before, len(store.Snapshot().Sessions)); err != nil {
+			t.Fatalf("%q: %v (answer %q)", body, err, rec.Body)
 		}
 	})
+}
+
+// createOutcome is the session-create property: 200 creates one session,
+// 400 changes nothing, nothing else is answered.
+func createOutcome(code int, changed bool, sessions int) error {
+	switch {
+	case code == http.StatusOK && sessions != 1:
+		return fmt.Errorf("200 but %d sessions stored", sessions)
+	case code == http.StatusBadRequest && changed:
+		return fmt.Errorf("rejected, yet the state changed")
+	case code != http.StatusOK && code != http.StatusBadRequest:
+		return fmt.Errorf("unexpected status %d", code)
+	}
+	return nil
+}
+
+// txnOutcome is the txn property: 200, or a rejection that changes nothing.
+func txnOutcome(code int, changed bool) error {
+	switch code {
+	case http.StatusOK:
+	case http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge:
+		if changed {
+			return fmt.Errorf("rejected with %d, yet the state changed", code)
+		}
+	default:
+		return fmt.Errorf("unexpected status %d", code)
+	}
+	return nil
+}
+
+// The fuzz properties must reject known-bad outcomes.
+func TestFuzzPropertiesCatchBadOutcomes(t *testing.T) {
+	bad := []error{
+		createOutcome(http.StatusOK, true, 0),
+		createOutcome(http.StatusBadRequest, true, 0),
+		createOutcome(http.StatusInternalServerError, false, 0),
+		txnOutcome(http.StatusConflict, true),
+		txnOutcome(http.StatusRequestEntityTooLarge, true),
+		txnOutcome(http.StatusInternalServerError, false),
+	}
+	for i, err := range bad {
+		if err == nil {
+			t.Fatalf("bad outcome %d passed the property", i)
+		}
+	}
+	if createOutcome(http.StatusOK, true, 1) != nil || txnOutcome(http.StatusConflict, false) != nil {
+		t.Fatal("a good outcome failed the property")
+	}
 }
 
 var txnSeeds = []string{
@@ -104,14 +144,8 @@ func FuzzTxnHandler(f *testing.F) {
 		}
 		before := store.Hash()
 		rec := serve(h, http.MethodPut, "/v1/txn", body)
-		switch rec.Code {
-		case http.StatusOK:
-		case http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge:
-			if store.Hash() != before {
-				t.Fatalf("%q: rejected with %d %q but the state changed", body, rec.Code, rec.Body)
-			}
-		default:
-			t.Fatalf("%q: unexpected %d %q", body, rec.Code, rec.Body)
+		if err := txnOutcome(rec.Code, store.Hash() != before); err != nil {
+			t.Fatalf("%q: %v (answer %q)", body, err, rec.Body)
 		}
 		if _, err := decodeTxn(body); err == nil && rec.Code == http.StatusBadRequest {
 			t.Fatalf("%q: decoded, yet answered 400 %q", body, rec.Body)
