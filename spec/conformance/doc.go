@@ -1,0 +1,19 @@
+// Package conformance is a black-box conformance suite for servers that
+// speak Consul's session, KV-lock and txn HTTP API: real Consul and tenure.
+//
+// Every case is named after a clause of spec/CLAUSES.md ("S27/...") and has
+// that clause's status. A profile picks what runs: contract runs contract
+// clauses, consul adds Consul's own wire behaviour, tenure adds tenure's
+// stronger guarantees. Cases outside the profile, and clauses a client
+// cannot observe, are reported SKIP with the reason.
+//
+// Cases speak only HTTP, each under its own key prefix and node names, and
+// clean up after themselves, so they run in parallel against a live
+// server. TTL and lock-delay cases wait on real timers (the slowest, the
+// 60s lock-delay cap, bounds a full run to about a minute).
+//
+// Entry points: Run (library), Main (the `tenure conform` command), and
+// `go test ./spec/conformance -addr URL -profile P [-filter RE]`; with no
+// -addr the test uses StartDev if an implementation linked one in, and
+// skips otherwise.
+package conformance
