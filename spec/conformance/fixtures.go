@@ -48,10 +48,22 @@ func (t *T) decode(what string, r *resp, v any) {
 // Equal records a failure unless got and want are deeply equal.
 func (t *T) Equal(what string, got, want any) bool {
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("%s: got %#v, want %#v", what, got, want)
+		t.Errorf("%s: got %s, want %s", what, show(got), show(want))
 		return false
 	}
 	return true
+}
+
+// show formats a value for a failure message: strings quoted, numbers in
+// decimal, structs with field names.
+func show(v any) string {
+	switch x := v.(type) {
+	case string:
+		return strconv.Quote(x)
+	case []string:
+		return fmt.Sprintf("%q", x)
+	}
+	return fmt.Sprintf("%+v", v)
 }
 
 // Check records a failure with the message unless ok.
