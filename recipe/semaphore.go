@@ -18,6 +18,14 @@ const SemaphoreKey = ".lock"
 // both can contend on one prefix: contender keys <prefix>/<session> acquired
 // with flags api.SemaphoreFlagValue, and <prefix>/.lock holding
 // {"Limit":N,"Holders":{"<session>":true,...}} written only by cas.
+//
+// Two deliberate differences, both invisible to api.Semaphore: a holder is
+// pruned unless its session holds its own contender key (api keeps it if
+// the session holds any key under the prefix; within the recipe the two are
+// the same), and the cas that admits us also checks, in the same txn, that
+// we still hold our contender key, so a dead contender is never written
+// into Holders. Listings use <prefix>/, not api's bare prefix, so a sibling
+// prefix such as <prefix>-other is not mistaken for contenders.
 type SemaphoreOptions struct {
 	Prefix string
 	Limit  int
