@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	os.Setenv("CONSUL_HTTP_ADDR", addr)
-	os.Exit(m.Run())
+	os.Exit(tenuretest.Main(m))
 }
 
 func ExampleElection() {

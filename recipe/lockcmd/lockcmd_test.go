@@ -202,3 +202,5 @@ func TestLockTimeoutAndInterrupt(t *testing.T) {
 		t.Errorf("lock after release exit %d, want 0", code)
 	}
 }
+
+func TestMain(m *testing.M) { os.Exit(tenuretest.Main(m)) }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -61,12 +62,35 @@ var (
 )
 
 // Shared starts one server for the whole test binary on first use and
-// returns its address. It lives until the process exits, which is what
-// ends a test binary; tests keep apart by using unique key names.
+// returns its address; tests keep apart by using unique key names. The
+// binary's TestMain calls StopShared after m.Run.
 func Shared() (string, error) {
 	sharedOnce.Do(func() { shared, sharedErr = Start() })
 	if sharedErr != nil {
 		return "", sharedErr
 	}
 	return shared.Addr, nil
+}
+
+// StopShared stops the shared server if Shared started one.
+func StopShared() error {
+	var err error
+	sharedOnce.Do(func() { sharedErr = errors.New("tenuretest: shared server already stopped") })
+	if shared != nil {
+		err = shared.Stop()
+		shared = nil
+	}
+	return err
+}
+
+// Main is a TestMain body: run the tests, stop the shared server, exit.
+func Main(m interface{ Run() int }) int {
+	code := m.Run()
+	if err := StopShared(); err != nil {
+		fmt.Fprintln(os.Stderr, "tenuretest:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
 }
