@@ -53,11 +53,14 @@ while IFS= read -r line; do
 	name=${cfg%.cfg}
 	log="$work/$name.log"
 
+	# Only failing configs dump their trace: -dumpTrace json needs the Json
+	# module (CommunityModules), which not every tla2tools.jar bundles.
+	dump=()
+	[ "$want_result" = violation ] && dump=(-dumpTrace json "$work/$name.trace.json")
 	set +e
 	(cd "$work" && java -XX:+UseParallelGC -cp "$TLA2TOOLS_JAR" tlc2.TLC \
 		-workers 1 -noGenerateSpecTE -metadir "$work/meta-$name" \
-		-dumpTrace json "$work/$name.trace.json" \
-		-config "$cfg" MCSessions) >"$log" 2>&1
+		"${dump[@]}" -config "$cfg" MCSessions) >"$log" 2>&1
 	rc=$?
 	set -e
 
