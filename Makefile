@@ -38,3 +38,8 @@ run: build
 ## bench: model, linearizability and server benchmarks
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./model/... ./linearizability/... ./impl/...
+
+## tlc: model-check tla/ with TLC (needs TLA2TOOLS_JAR; prints SKIP without it) and compare with tla/expected.json
+.PHONY: tlc
+tlc:
+	bash tla/run_tlc.sh

@@ -75,20 +75,21 @@ func sourceText(t *testing.T, globs ...string) string {
 
 var codeName = regexp.MustCompile("`([^`]+)`")
 
-// modelCellProblems lists what a Model cell cites that does not exist.
-func modelCellProblems(modelSource, scenarioDir string, r traceRow) []string {
+// cellProblems lists what a cell cites that does not appear in source.
+// required says whether a non-consul clause must fill the cell.
+func cellProblems(source, scenarioDir, column string, r traceRow, required bool) []string {
 	var problems []string
-	cell := r.cells["Model"]
-	if cell == "" && r.status != "consul" {
-		problems = append(problems, "empty Model cell")
+	cell := r.cells[column]
+	if required && cell == "" && r.status != "consul" {
+		problems = append(problems, "empty "+column+" cell")
 	}
 	for _, m := range codeName.FindAllStringSubmatch(cell, -1) {
 		for _, part := range strings.FieldsFunc(m[1], func(c rune) bool { return c == '.' || c == '/' || c == ' ' || c == '→' }) {
 			if part == "" || strings.ContainsAny(part, `"=()`) {
 				continue
 			}
-			if !regexp.MustCompile(`\b` + regexp.QuoteMeta(part) + `\b`).MatchString(modelSource) {
-				problems = append(problems, "names "+part+", not found in model/")
+			if !regexp.MustCompile(`\b` + regexp.QuoteMeta(part) + `\b`).MatchString(source) {
+				problems = append(problems, column+" cell names "+part+", not found")
 			}
 		}
 	}
@@ -101,13 +102,22 @@ func modelCellProblems(modelSource, scenarioDir string, r traceRow) []string {
 }
 
 // TestTraceabilityNamesExist: every `name` in the Model column is an
-// identifier (or Type.Method) defined in package model, and every scenario
-// file it cites exists.
+// identifier (or Type.Method) of package model, every scenario file it cites
+// exists, and every TLA+ name is in tla/Sessions.tla.
 func TestTraceabilityNamesExist(t *testing.T) {
-	model := sourceText(t, "../model/*.go")
+	columns := []struct {
+		name     string
+		source   string
+		required bool
+	}{
+		{"Model", sourceText(t, "../model/*.go"), true},
+		{"TLA+", sourceText(t, "../tla/Sessions.tla"), false},
+	}
 	for _, r := range readTable(t) {
-		for _, p := range modelCellProblems(model, "../testdata/model", r) {
-			t.Errorf("%s: %s", r.clause, p)
+		for _, c := range columns {
+			for _, p := range cellProblems(c.source, "../testdata/model", c.name, r, c.required) {
+				t.Errorf("%s: %s", r.clause, p)
+			}
 		}
 	}
 }
@@ -122,12 +132,12 @@ func TestTraceabilityCheckerFails(t *testing.T) {
 		{clause: "S3", status: "tenure", cells: map[string]string{"Model": ""}},
 	}
 	for _, r := range bad {
-		if len(modelCellProblems(model, "../testdata/model", r)) == 0 {
+		if len(cellProblems(model, "../testdata/model", "Model", r, true)) == 0 {
 			t.Errorf("%s: bad row %q passed", r.clause, r.cells["Model"])
 		}
 	}
 	good := traceRow{clause: "S9", status: "consul", cells: map[string]string{"Model": ""}}
-	if p := modelCellProblems(model, "../testdata/model", good); len(p) != 0 {
+	if p := cellProblems(model, "../testdata/model", "Model", good, true); len(p) != 0 {
 		t.Errorf("empty cell of a consul clause reported: %v", p)
 	}
 }
