@@ -8,7 +8,7 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// The catalog endpoints cover what sessions depend on: nodes and their
+// The catalog and health endpoints cover what sessions depend on: nodes and their
 // checks (S47, S48). Services are outside tenure's scope, so a request
 // naming one is refused rather than half-applied.
 
@@ -145,11 +145,37 @@ func (h *handler) catalogNodes(c *call) error {
 	return h.serveRead(c, q, func(s *model.State) view {
 		out := []nodeJSON{}
 		for _, n := range s.NodeList() {
-			out = append(out, nodeJSON{Node: n.Name, Address: n.Address, Datacenter: h.opts.Datacenter,
-				CreateIndex: n.CreateIndex, ModifyIndex: n.ModifyIndex})
+			out = append(out, *h.toNode(n))
 		}
 		return view{index: s.Tables.Nodes, body: out}
 	})
+}
+
+// catalogNode is GET /v1/catalog/node/<node>: {"Node":…,"Services":{}}, or
+// null for an unknown node, as Consul answers.
+func (h *handler) catalogNode(c *call) error {
+	q, err := parseQuery(c.r.URL.Query())
+	if err != nil {
+		return err
+	}
+	if c.arg == "" {
+		return errorf(http.StatusBadRequest, "Missing node name")
+	}
+	return h.serveRead(c, q, func(s *model.State) view {
+		n, ok := s.Nodes[c.arg]
+		if !ok {
+			return view{index: s.Tables.Nodes, body: json.RawMessage("null")}
+		}
+		return view{index: s.Tables.Nodes, body: nodeServicesJSON{
+			Node:     h.toNode(n),
+			Services: map[string]any{},
+		}}
+	})
+}
+
+func (h *handler) toNode(n model.Node) *nodeJSON {
+	return &nodeJSON{Node: n.Name, Address: n.Address, Datacenter: h.opts.Datacenter,
+		CreateIndex: n.CreateIndex, ModifyIndex: n.ModifyIndex}
 }
 
 // healthNode is GET /v1/health/node/<node>.
@@ -184,58 +210,4 @@ func (h *handler) healthState(c *call) error {
 	return h.serveRead(c, q, func(s *model.State) view {
 		return view{index: s.Tables.Checks, body: toChecks(s.CheckList("", state))}
 	})
-}
-
-// agentCheck is PUT /v1/agent/check/{pass,warn,fail}/<id>: a catalog write
-// of the status of a check on the node of the server the client talked to
-// (S48). It answers 200 with no body, as Consul does.
-func (h *handler) agentCheck(status model.Health) func(c *call) error {
-	return func(c *call) error {
-		node := h.origin(c)
-		if here, err := h.leaderHere(c, nil); err != nil || !here {
-			return err
-		}
-		var reg *model.Register
-		h.b.Read(func(s *model.State) {
-			n, okNode := s.Nodes[node]
-			ch, okCheck := s.Checks[model.CheckKey{Node: node, CheckID: c.arg}]
-			if okNode && okCheck {
-				reg = &model.Register{Node: node, Address: n.Address,
-					Checks: []model.CheckSpec{{CheckID: ch.CheckID, Name: ch.Name, Status: status}}}
-			}
-		})
-		if reg == nil {
-			return errorf(http.StatusNotFound,
-				"Unknown check ID %q. Ensure that the check ID is passed, not the check name.", c.arg)
-		}
-		res, err := h.b.Apply(c.r.Context(), model.Command{Register: reg})
-		if err != nil {
-			return h.applyFailure(err)
-		}
-		if res.Err != nil {
-			return h.rejection(res.Err)
-		}
-		return nil
-	}
-}
-
-// statusLeader is GET /v1/status/leader: the raft address as a JSON string,
-// served by whichever server is asked.
-func (h *handler) statusLeader(c *call) error {
-	if _, err := parseQuery(c.r.URL.Query()); err != nil {
-		return err
-	}
-	return writeJSON(c, http.StatusOK, h.b.RaftLeaderAddr())
-}
-
-// statusPeers is GET /v1/status/peers: the raft addresses of the voters.
-func (h *handler) statusPeers(c *call) error {
-	if _, err := parseQuery(c.r.URL.Query()); err != nil {
-		return err
-	}
-	peers := h.b.Peers()
-	if peers == nil {
-		peers = []string{}
-	}
-	return writeJSON(c, http.StatusOK, peers)
 }

@@ -24,6 +24,11 @@ func TestCatalogAndHealth(t *testing.T) {
 	if meta.LastIndex != nodes[1].CreateIndex {
 		t.Fatalf("nodes index %d, want %d", meta.LastIndex, nodes[1].CreateIndex)
 	}
+	cn, _, err := f.client.Catalog().Node("web-1", nil)
+	if err != nil || cn == nil || cn.Node == nil || cn.Node.Address != "10.0.0.5" || len(cn.Services) != 0 {
+		t.Fatalf("catalog node web-1: %+v %v", cn, err)
+	}
+	want(t, "catalog node unknown", f.do(http.MethodGet, "/v1/catalog/node/ghost", nil), http.StatusOK, "null")
 	checks, _, err := f.client.Health().Node("web-1", nil)
 	if err != nil || len(checks) != 2 || checks[0].CheckID != "disk" || checks[0].Name != "Disk" ||
 		checks[1].CheckID != "mem" || checks[1].Status != "warning" {
@@ -113,8 +118,11 @@ func TestAgentCheckUpdates(t *testing.T) {
 		http.StatusBadRequest, "Check 'serfHealth' is in critical state")
 }
 
-func TestStatusEndpoints(t *testing.T) {
+func TestStatusAndAgentSelf(t *testing.T) {
 	f := newFixture(t)
+	if name, err := f.client.Agent().NodeName(); err != nil || name != "node-a" {
+		t.Fatalf("agent node name %q %v", name, err)
+	}
 	leader, err := f.client.Status().Leader()
 	if err != nil || leader != "127.0.0.1:8300" {
 		t.Fatalf("leader %q %v", leader, err)

@@ -80,6 +80,7 @@ func TestRejectionsChangeNothing(t *testing.T) {
 		{"register check of another node", put, "/v1/catalog/register", `{"Node":"n","Address":"x","Check":{"Node":"m","CheckID":"c"}}`, 400, `Check node "m" does not match node "n"`, ""},
 		{"register check without id", put, "/v1/catalog/register", `{"Node":"n","Address":"x","Check":{"Status":"passing"}}`, 400, "Must provide check ID", ""},
 		{"deregister without node", put, "/v1/catalog/deregister", `{}`, 400, "Must provide node", ""},
+		{"catalog node without name", get, "/v1/catalog/node/", "", 400, "Missing node name", ""},
 		{"health node without name", get, "/v1/health/node/", "", 400, "Missing node name", ""},
 		{"health state missing", get, "/v1/health/state/", "", 400, "Missing check state", ""},
 		{"health state bogus", get, "/v1/health/state/sick", "", 400, "Invalid check state 'sick'", ""},

@@ -99,6 +99,11 @@ func TestForwardToLeader(t *testing.T) {
 	step("write txn", true, func() {
 		want(t, "txn set", f.do(http.MethodPut, "/v1/txn", txnBody(t, txnKV{"Verb": "set", "Key": "t", "Value": []byte("1")})), http.StatusOK, "")
 	})
+	step("agent self", false, func() {
+		if name, err := f.client.Agent().NodeName(); err != nil || name != "node-f" {
+			t.Fatalf("follower's agent self: %q %v", name, err)
+		}
+	})
 	step("status", false, func() {
 		want(t, "status", f.do(http.MethodGet, "/v1/status/leader", nil), http.StatusOK, `"127.0.0.1:8300"`)
 	})

@@ -90,6 +90,12 @@ type nodeJSON struct {
 	ModifyIndex     uint64
 }
 
+// nodeServicesJSON is structs.NodeServices; tenure has no services.
+type nodeServicesJSON struct {
+	Node     *nodeJSON
+	Services map[string]any
+}
+
 // checkJSON is the part of structs.HealthCheck tenure models; the service
 // fields are always empty because tenure has node checks only.
 type checkJSON struct {
