@@ -27,12 +27,13 @@ func (h *handler) origin(c *call) string {
 
 // readHere decides where a read runs. Stale reads run on any server unless
 // ?max_stale says this one has been out of touch too long; other reads run on
-// the leader. When the answer is false the request was forwarded.
-func (h *handler) readHere(c *call, q queryOpts) (bool, error) {
+// the leader. When the answer is false the request was forwarded (with
+// body, if the handler already consumed it).
+func (h *handler) readHere(c *call, q queryOpts, body []byte) (bool, error) {
 	if q.mode == modeStale && (q.maxStale == 0 || h.b.LastContact() <= q.maxStale) {
 		return true, nil
 	}
-	return h.leaderHere(c, nil)
+	return h.leaderHere(c, body)
 }
 
 // leaderHere reports whether this server leads. If not, it forwards the

@@ -113,7 +113,7 @@ type view struct {
 // serveRead answers a read: locally when the mode allows, else through the
 // leader; blocking if ?index asks for it.
 func (h *handler) serveRead(c *call, q queryOpts, read func(s *model.State) view) error {
-	if local, err := h.readHere(c, q); err != nil || !local {
+	if local, err := h.readHere(c, q, nil); err != nil || !local {
 		return err
 	}
 	v, err := h.block(c.r.Context(), q, read)

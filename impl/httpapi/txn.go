@@ -113,10 +113,8 @@ func (h *handler) txnRead(c *call, cmd model.Command, body []byte) error {
 	if err != nil {
 		return err
 	}
-	if q.mode != modeStale || (q.maxStale > 0 && h.b.LastContact() > q.maxStale) {
-		if here, err := h.leaderHere(c, body); err != nil || !here {
-			return err
-		}
+	if here, err := h.readHere(c, q, body); err != nil || !here {
+		return err
 	}
 	if q.mode == modeConsistent {
 		if err := h.b.VerifyLeader(c.r.Context()); err != nil {
