@@ -31,6 +31,12 @@ func (s *Server) Apply(ctx context.Context, cmd model.Command) (model.Result, er
 	if err != nil {
 		return model.Result{}, err
 	}
+	return s.answer(cmd, res)
+}
+
+// answer finishes an applied command: an FSM lock-delay refusal becomes a
+// *LockDelayError, and a new TTL session gets its deadline.
+func (s *Server) answer(cmd model.Command, res model.Result) (model.Result, error) {
 	if len(res.DelayRefused) > 0 {
 		// The state machine refused a lock for an invalidation the check
 		// above could not see yet (S22); report it like a check refusal,

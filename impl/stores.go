@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/metadb"
 )
 
 // stores are the raft log, stable and snapshot stores a server runs on, and
@@ -43,16 +45,31 @@ func openStores(c Config) (*stores, error) {
 		}
 		return st, nil
 	}
+	if c.DataDir != "" {
+		// Two servers on one directory would corrupt it; BoltDB would
+		// instead make the second wait forever for its file lock.
+		lock, err := lockDataDir(c.DataDir)
+		if err != nil {
+			return nil, err
+		}
+		st.closers = append(st.closers, lock)
+	}
 	if st.logs == nil || st.stable == nil {
 		dir := filepath.Join(c.DataDir, "raft")
 		if err := os.MkdirAll(dir, 0o750); err != nil {
+			st.close()
 			return nil, fmt.Errorf("create raft log directory: %w", err)
 		}
-		w, err := wal.Open(dir, wal.WithLogger(c.Logger.Named("wal")))
+		// raft-wal's Close leaves its BoltDB meta store (and that file's
+		// lock) open, so a restart in the same process would hang: own it
+		// and close it after the WAL.
+		meta := &metadb.BoltMetaDB{}
+		w, err := wal.Open(dir, wal.WithLogger(c.Logger.Named("wal")), wal.WithMetaStore(meta))
 		if err != nil {
-			return nil, fmt.Errorf("open raft log in %s: %w", dir, err)
+			st.close()
+			return nil, errors.Join(fmt.Errorf("open raft log in %s: %w", dir, err), meta.Close())
 		}
-		st.closers = append(st.closers, w)
+		st.closers = append(st.closers, w, meta)
 		if st.logs == nil {
 			// The cache serves followers' catch-up reads of recent entries
 			// from memory, as Consul does in front of its store.
@@ -81,8 +98,8 @@ func openStores(c Config) (*stores, error) {
 // close closes the stores tenure opened; injected ones are the caller's.
 func (st *stores) close() error {
 	var first error
-	for _, c := range st.closers {
-		if err := c.Close(); err != nil && first == nil {
+	for i := len(st.closers) - 1; i >= 0; i-- {
+		if err := st.closers[i].Close(); err != nil && first == nil {
 			first = fmt.Errorf("close raft store: %w", err)
 		}
 	}

@@ -1,0 +1,203 @@
+package impl
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+type fsmHarness struct {
+	t           *testing.T
+	clock       *fakeClock
+	codec       *wireCodec
+	delays      *lockDelayGuard
+	fsm         *fsm
+	invalidated []string
+	index       uint64
+}
+
+func newFSMHarness(t *testing.T) *fsmHarness {
+	h := &fsmHarness{t: t, clock: newFakeClock(), codec: newWireCodec()}
+	h.delays = newLockDelayGuard(h.clock)
+	h.fsm = newFSM(h.codec, h.delays, func(ids []string) { h.invalidated = append(h.invalidated, ids...) })
+	return h
+}
+
+// apply feeds cmd to the FSM as raft would and returns its response.
+func (h *fsmHarness) apply(cmd model.Command) any {
+	h.t.Helper()
+	data, err := h.codec.encodeCommand(cmd)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return h.applyRaw(data)
+}
+
+func (h *fsmHarness) applyRaw(data []byte) any {
+	h.index++
+	return h.fsm.Apply(&raft.Log{Index: h.index, Term: 1, Type: raft.LogCommand, Data: data})
+}
+
+func (h *fsmHarness) mustApply(cmd model.Command) model.Result {
+	h.t.Helper()
+	res, ok := h.apply(cmd).(model.Result)
+	if !ok || res.Failed() {
+		h.t.Fatalf("apply %+v: %+v", cmd, res)
+	}
+	return res
+}
+
+func (h *fsmHarness) setup() {
+	h.mustApply(model.Command{Register: &model.Register{Node: "n1", Checks: []model.CheckSpec{
+		{CheckID: model.SerfHealthCheckID, Status: model.HealthPassing}}}})
+	h.mustApply(model.Command{CreateSession: &model.CreateSession{ID: "s1", Node: "n1",
+		Checks: []string{model.SerfHealthCheckID}, LockDelay: 10 * time.Second}})
+	h.mustApply(model.Command{KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: "s1"}})
+}
+
+func TestFSMAnswersUndecodableEntryWithError(t *testing.T) {
+	h := newFSMHarness(t)
+	h.setup()
+	before := h.fsm.state.Clone()
+	for _, data := range [][]byte{nil, {9, 1, 0x80}, {commandVersion, 42}, {commandVersion, cmdKV, 0xc1}} {
+		resp := h.applyRaw(data)
+		err, ok := resp.(error)
+		if !ok {
+			t.Fatalf("entry %x: response %T, want error", data, resp)
+		}
+		if !strings.Contains(err.Error(), "raft entry") {
+			t.Errorf("entry %x: error %q does not name the entry", data, err)
+		}
+	}
+	if !h.fsm.state.Equal(before) {
+		t.Fatal("an undecodable entry changed the state")
+	}
+}
+
+func TestFSMArmsLockDelayAndReportsInvalidation(t *testing.T) {
+	h := newFSMHarness(t)
+	h.setup()
+	if err := h.delays.check([]string{"k"}); err != nil {
+		t.Fatalf("lock-delay before any invalidation: %v", err)
+	}
+	// serfHealth going critical invalidates s1 (S12) and arms k's delay (S22).
+	h.mustApply(model.Command{Register: &model.Register{Node: "n1", Checks: []model.CheckSpec{
+		{CheckID: model.SerfHealthCheckID, Status: model.HealthCritical}}}})
+	if !slices.Equal(h.invalidated, []string{"s1"}) {
+		t.Fatalf("invalidated = %v, want [s1]", h.invalidated)
+	}
+	var lde *LockDelayError
+	if err := h.delays.check([]string{"other", "k"}); !errors.As(err, &lde) || lde.Key != "k" || lde.Remaining != 10*time.Second {
+		t.Fatalf("check right after invalidation = %v, want k with 10s remaining", err)
+	}
+	h.clock.Advance(10*time.Second - time.Nanosecond)
+	if err := h.delays.check([]string{"k"}); err == nil {
+		t.Fatal("lock-delay ended early")
+	}
+	h.clock.Advance(time.Nanosecond)
+	if err := h.delays.check([]string{"k"}); err != nil {
+		t.Fatalf("lock-delay outlived its 10s: %v", err)
+	}
+}
+
+func TestFSMChangedWakesOnlyOnChange(t *testing.T) {
+	h := newFSMHarness(t)
+	h.setup()
+	ch := h.fsm.Changed()
+	// Identical content and a refused lock change nothing.
+	h.mustApply(model.Command{Register: &model.Register{Node: "n1", Checks: []model.CheckSpec{
+		{CheckID: model.SerfHealthCheckID, Status: model.HealthPassing}}}})
+	h.apply(model.Command{KV: &model.KVOp{Verb: model.KVUnlock, Key: "k", Session: "nobody"}})
+	select {
+	case <-ch:
+		t.Fatal("Changed fired for commands that changed nothing")
+	default:
+	}
+	h.mustApply(model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "x", Value: []byte("1")}})
+	select {
+	case <-ch:
+	default:
+		t.Fatal("Changed did not fire for a write")
+	}
+}
+
+// memSink is a raft.SnapshotSink into memory.
+type memSink struct {
+	bytes.Buffer
+	cancelled, closed bool
+}
+
+func (s *memSink) ID() string    { return "mem" }
+func (s *memSink) Cancel() error { s.cancelled = true; return nil }
+func (s *memSink) Close() error  { s.closed = true; return nil }
+
+func TestFSMSnapshotRestore(t *testing.T) {
+	h := newFSMHarness(t)
+	h.setup()
+	h.mustApply(model.Command{DestroySession: &model.DestroySession{ID: "s1"}})
+	if h.delays.remaining("k") == 0 {
+		t.Fatal("setup: destroy armed no lock-delay")
+	}
+	snap, err := h.fsm.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := h.fsm.state.Clone()
+	// A write after the snapshot must not leak into it.
+	h.mustApply(model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "later", Value: []byte("x")}})
+	var sink memSink
+	if err := snap.Persist(&sink); err != nil || !sink.closed {
+		t.Fatalf("persist: %v (closed %v)", err, sink.closed)
+	}
+	snap.Release()
+
+	other := newFSMHarness(t)
+	other.delays.arm([]model.LockDelay{{Key: "k", Delay: time.Minute}})
+	ch := other.fsm.Changed()
+	if err := other.fsm.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	if !other.fsm.state.Equal(want) {
+		t.Fatal("restored state differs from the snapshot's")
+	}
+	if other.delays.remaining("k") != 0 {
+		t.Fatal("restore kept a lock-delay; Consul forgets them (facts §4)")
+	}
+	select {
+	case <-ch:
+	default:
+		t.Fatal("restore did not wake blocking queries")
+	}
+	if err := other.fsm.Restore(io.NopCloser(bytes.NewReader([]byte{snapshotVersion, 0xc1}))); err == nil {
+		t.Fatal("restore accepted a corrupt snapshot")
+	}
+	if !other.fsm.state.Equal(want) {
+		t.Fatal("a failed restore changed the state")
+	}
+}
+
+// failingSink fails every write, to show Persist cancels.
+type failingSink struct{ memSink }
+
+func (s *failingSink) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestFSMSnapshotPersistCancelsOnError(t *testing.T) {
+	h := newFSMHarness(t)
+	h.setup()
+	snap, err := h.fsm.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink failingSink
+	if err := snap.Persist(&sink); err == nil || !sink.cancelled {
+		t.Fatalf("persist onto a failing sink: err %v, cancelled %v", err, sink.cancelled)
+	}
+}
