@@ -130,15 +130,11 @@ func openTransport(cfg Config) (raft.Transport, error) {
 		_, t := raft.NewInmemTransport(raft.ServerAddress(cfg.NodeName))
 		return t, nil
 	}
-	addr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+	ln, err := net.Listen("tcp", cfg.RaftAddr)
 	if err != nil {
-		return nil, fmt.Errorf("raft address %q: %w", cfg.RaftAddr, err)
+		return nil, fmt.Errorf("raft transport: listen on %s: %w", cfg.RaftAddr, err)
 	}
-	t, err := raft.NewTCPTransportWithLogger(cfg.RaftAddr, addr, 3, 10*time.Second, cfg.Logger.Named("raft-net"))
-	if err != nil {
-		return nil, fmt.Errorf("raft transport on %s: %w", cfg.RaftAddr, err)
-	}
-	return t, nil
+	return NewTCPTransport(ln, cfg.Logger.Named("raft-net"))
 }
 
 func closeTransport(t raft.Transport) error {

@@ -1,0 +1,164 @@
+// Package agent runs a tenure server with Consul's HTTP API in front of it:
+// what `tenure agent` starts, and what tests and the simulator start in
+// process.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/httpapi"
+)
+
+// Config is an agent: the server's configuration, where to serve HTTP, and
+// how to reach other servers' HTTP APIs.
+type Config struct {
+	// Server configures the raft server. If Server.HTTPAddr is empty it is
+	// set to the listener's address.
+	Server impl.Config
+	// Listener serves the HTTP API; if nil, the agent listens on
+	// Server.HTTPAddr over TCP (port 0 picks a free port, which then
+	// becomes the advertised address).
+	Listener net.Listener
+	// RoundTripper carries requests to other servers (a follower forwarding
+	// to the leader, self-registration); it also becomes Server.RoundTripper
+	// and the API's Options.Forward unless those are set. Default: a private
+	// http.Transport that ignores proxy settings.
+	RoundTripper http.RoundTripper
+	// HTTP configures the API; Forward and Logger default as above.
+	HTTP httpapi.Options
+	// RegisterWait bounds how long a session create waits for this node's
+	// own registration (S47) before it is served anyway. Default 10s.
+	RegisterWait time.Duration
+}
+
+// Agent is a running server and its HTTP API.
+type Agent struct {
+	srv      *impl.Server
+	http     *http.Server
+	ln       net.Listener
+	addr     string
+	cancel   context.CancelFunc // ends every request's context (blocking reads)
+	served   chan error
+	once     sync.Once
+	shutdown error
+}
+
+// New starts an agent. On error nothing is left running.
+func New(cfg Config) (*Agent, error) {
+	if cfg.RoundTripper == nil {
+		cfg.RoundTripper = &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}
+	}
+	if cfg.Server.RoundTripper == nil {
+		cfg.Server.RoundTripper = cfg.RoundTripper
+	}
+	if cfg.HTTP.Forward == nil {
+		cfg.HTTP.Forward = cfg.RoundTripper
+	}
+	if cfg.HTTP.Logger == nil && cfg.Server.Logger != nil {
+		cfg.HTTP.Logger = cfg.Server.Logger.Named("http")
+	}
+	if cfg.RegisterWait <= 0 {
+		cfg.RegisterWait = 10 * time.Second
+	}
+	ln := cfg.Listener
+	if ln == nil {
+		if cfg.Server.HTTPAddr == "" {
+			return nil, errors.New("agent: no Listener and no Server.HTTPAddr to listen on")
+		}
+		var err error
+		if ln, err = net.Listen("tcp", cfg.Server.HTTPAddr); err != nil {
+			return nil, fmt.Errorf("agent: listen on %s: %w", cfg.Server.HTTPAddr, err)
+		}
+		// An advertised port 0 would be useless to followers.
+		cfg.Server.HTTPAddr = ln.Addr().String()
+	}
+	if cfg.Server.HTTPAddr == "" {
+		cfg.Server.HTTPAddr = ln.Addr().String()
+	}
+	srv, err := impl.NewServer(cfg.Server)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("agent: %w", err), ln.Close())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	a := &Agent{
+		srv:    srv,
+		ln:     ln,
+		addr:   cfg.Server.HTTPAddr,
+		cancel: cancel,
+		served: make(chan error, 1),
+	}
+	a.http = &http.Server{
+		Handler:           registeredGate(httpapi.New(srv, cfg.HTTP), srv, cfg.RegisterWait),
+		ReadHeaderTimeout: 10 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+		ErrorLog:          logger(cfg.Server.Logger).StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	go func() { a.served <- a.http.Serve(ln) }()
+	return a, nil
+}
+
+func logger(l hclog.Logger) hclog.Logger {
+	if l == nil {
+		return hclog.NewNullLogger()
+	}
+	return l.Named("http")
+}
+
+// Server is the raft server behind the API.
+func (a *Agent) Server() *impl.Server { return a.srv }
+
+// HTTPAddr is the advertised host:port of the API.
+func (a *Agent) HTTPAddr() string { return a.addr }
+
+// Shutdown stops serving, ends in-flight requests (blocking reads answer at
+// once), then shuts the server down. Safe to call more than once.
+func (a *Agent) Shutdown() error {
+	a.once.Do(func() {
+		a.cancel()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		var errs []error
+		if err := a.http.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("agent: stop HTTP: %w", err), a.http.Close())
+		}
+		if err := <-a.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, fmt.Errorf("agent: serve HTTP: %w", err))
+		}
+		errs = append(errs, a.srv.Shutdown())
+		a.shutdown = errors.Join(errs...)
+	})
+	return a.shutdown
+}
+
+// registeredGate holds session creates until this server has seen its own
+// node registered with a passing serfHealth (S47): an empty-body create binds
+// to exactly that node and check, and would otherwise fail in the moments
+// after start-up. Other requests pass straight through.
+func registeredGate(next http.Handler, srv *impl.Server, limit time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/session/create" {
+			select {
+			case <-srv.Registered():
+			default:
+				done := make(chan struct{})
+				t := srv.Clock().AfterFunc(limit, func() { close(done) })
+				select {
+				case <-srv.Registered():
+				case <-done:
+				case <-r.Context().Done():
+				}
+				t.Stop()
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
