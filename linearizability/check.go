@@ -130,9 +130,13 @@ func newChecker(h History, recs []*rec) (*checker, error) {
 		}
 	}
 	c := &checker{slack: int64(h.LockDelaySlack), lossy: h.LockDelayMayBeLost, t0: math.MaxInt64,
-		init: &pstate{m: st, tr: map[string]tracker{}}}
+		init: &pstate{m: st, tr: map[string]tracker{}}, known: map[string]bool{}}
+	c.init.canon()
 	for _, r := range recs {
 		c.t0 = min(c.t0, r.call)
+		if id := createdID(r); id != "" {
+			c.known[id] = true
+		}
 	}
 	if c.t0 == math.MaxInt64 {
 		c.t0 = 0

@@ -2,6 +2,7 @@ package linearizability
 
 import (
 	"maps"
+	"slices"
 
 	"github.com/tenurekv/tenure/model"
 )
@@ -87,4 +88,92 @@ func mix(x uint64) uint64 {
 	x ^= x >> 27
 	x *= 0x94d049bb133111eb
 	return x ^ x>>31
+}
+
+// canon renames the local indexes of a freshly stepped state so that states
+// differing only in the order of commuting steps are equal, which is what
+// lets porcupine's memoisation prune interleavings. Nothing checked depends
+// on local indexes across keys: each key's index values (entry, tombstone,
+// lock-delay record, tracker) are replaced by their rank among that key's
+// values, which keeps their order; sessions, nodes and checks get index 0
+// (their indexes are never compared). The next Apply then runs above every
+// rank, so a key's next version still sorts after its earlier ones.
+func (s *pstate) canon() {
+	m := s.m
+	for id, se := range m.Sessions {
+		if se.CreateIndex|se.ModifyIndex != 0 {
+			se.CreateIndex, se.ModifyIndex = 0, 0
+			m.Sessions[id] = se
+		}
+	}
+	for n, nd := range m.Nodes {
+		if nd.CreateIndex|nd.ModifyIndex != 0 {
+			nd.CreateIndex, nd.ModifyIndex = 0, 0
+			m.Nodes[n] = nd
+		}
+	}
+	for k, ch := range m.Checks {
+		if ch.CreateIndex|ch.ModifyIndex != 0 {
+			ch.CreateIndex, ch.ModifyIndex = 0, 0
+			m.Checks[k] = ch
+		}
+	}
+	var top uint64
+	var vals []uint64
+	canonKey := func(k string) {
+		e, live := m.KV[k]
+		t, tracked := s.tr[k]
+		vals = append(vals[:0], e.CreateIndex, e.ModifyIndex, m.Tombstones[k], m.DelayedAt[k], t.L, t.CL)
+		slices.Sort(vals)
+		vals = slices.Compact(vals)
+		if vals[0] == 0 {
+			vals = vals[1:]
+		}
+		rank := func(v uint64) uint64 {
+			if v == 0 {
+				return 0
+			}
+			i, _ := slices.BinarySearch(vals, v)
+			return uint64(i + 1)
+		}
+		top = max(top, uint64(len(vals)))
+		if live {
+			e.CreateIndex, e.ModifyIndex = rank(e.CreateIndex), rank(e.ModifyIndex)
+			m.KV[k] = e
+		}
+		if v, ok := m.Tombstones[k]; ok {
+			m.Tombstones[k] = rank(v)
+		}
+		if v, ok := m.DelayedAt[k]; ok {
+			m.DelayedAt[k] = rank(v)
+		}
+		if tracked {
+			t.L, t.CL = rank(t.L), rank(t.CL)
+			s.tr[k] = t
+		}
+	}
+	for k := range m.KV {
+		canonKey(k)
+	}
+	for k := range m.Tombstones {
+		if _, live := m.KV[k]; !live {
+			canonKey(k)
+		}
+	}
+	for k := range m.DelayedAt {
+		if _, live := m.KV[k]; !live {
+			if _, tomb := m.Tombstones[k]; !tomb {
+				canonKey(k)
+			}
+		}
+	}
+	for k := range s.tr {
+		_, live := m.KV[k]
+		_, tomb := m.Tombstones[k]
+		_, delayed := m.DelayedAt[k]
+		if !live && !tomb && !delayed {
+			canonKey(k)
+		}
+	}
+	m.Tables = model.TableIndexes{KV: top}
 }

@@ -13,6 +13,8 @@ type checker struct {
 	lossy bool  // History.LockDelayMayBeLost
 	whole bool  // check unpartitioned
 	t0    int64 // the history's first instant, for descriptions
+	// known are the session IDs creates returned in the history.
+	known map[string]bool
 	init  *pstate
 }
 
@@ -58,13 +60,28 @@ func (c *checker) stepShared(s *pstate, r *rec) []*pstate {
 	case r.unknown:
 	case r.out.Error != "" || !r.out.OK:
 		return nil // the server refused what the model accepts
-	case r.event != nil && r.event.Invalidated != nil:
-		slices.Sort(invalidated)
-		if !slices.Equal(invalidated, sortedCopy(r.event.Invalidated)) {
-			return nil
+	case r.event != nil && r.event.Invalidated != nil && !c.sameInvalidated(invalidated, r.event.Invalidated):
+		return nil
+	}
+	ns.canon()
+	return []*pstate{ns}
+}
+
+// sameInvalidated compares the sessions the model invalidated with those
+// the server reported. The server may also name sessions the history never
+// learned of: creates whose outcome was unknown and which took effect.
+func (c *checker) sameInvalidated(model, reported []string) bool {
+	for _, id := range model {
+		if !slices.Contains(reported, id) {
+			return false
 		}
 	}
-	return []*pstate{ns}
+	for _, id := range reported {
+		if !slices.Contains(model, id) && c.known[id] {
+			return false
+		}
+	}
+	return true
 }
 
 // arm records a lock-delay of d.Delay armed by r: it ends at least d.Delay
@@ -100,6 +117,7 @@ func (c *checker) stepKVWith(s *pstate, r *rec, o model.KVOp, cd cand) *pstate {
 	o.Index = cd.local
 	pre, had := ns.m.Get(o.Key)
 	res := ns.m.Apply(ns.m.Index()+1, model.Command{KV: &o})
+	ns.canon()
 	if o.Verb == model.KVLock {
 		return c.lockOutcome(s, ns, r, res, !had || pre.Session == "")
 	}
@@ -201,6 +219,7 @@ func (c *checker) txnWith(s *pstate, r *rec, sc *scope, ops []model.KVOp, orig [
 	}
 	if r.unknown {
 		if committed {
+			ns.canon()
 			return ns
 		}
 		return s // no effect, and the readings were only guesses
@@ -248,6 +267,7 @@ func (c *checker) txnWith(s *pstate, r *rec, sc *scope, ops []model.KVOp, orig [
 			}
 		}
 	}
+	ns.canon()
 	return ns
 }
 
@@ -338,12 +358,6 @@ func satAdd(a, b int64) int64 {
 		return math.MinInt64
 	}
 	return a + b
-}
-
-func sortedCopy(s []string) []string {
-	out := slices.Clone(s)
-	slices.Sort(out)
-	return out
 }
 
 func mapsEqual(a, b map[int]bool) bool {

@@ -1,0 +1,227 @@
+package linearizability
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// Generated histories are linearizable by construction (generate applies
+// each operation at an instant inside its window), so the checker must
+// accept every one: no false alarms, per key and unpartitioned.
+func TestGeneratedHistoriesAccepted(t *testing.T) {
+	for seed := uint64(1); seed <= 6; seed++ {
+		h, _ := generate(genConfig{Seed: seed, Clients: 6, Keys: 6, Ops: 1500, UnknownRate: 0.03, EventEvery: 5 * time.Millisecond})
+		rep, err := Check(h, Options{Timeout: 20 * time.Second})
+		if err != nil {
+			t.Fatalf("seed %d per key: %v", seed, err)
+		}
+		if rep.Partitions < 6 || rep.Ops < 1500 {
+			t.Fatalf("seed %d: checked %d ops in %d partitions; the workload is too thin", seed, rep.Ops, rep.Partitions)
+		}
+	}
+	for seed := uint64(1); seed <= 6; seed++ {
+		h, _ := generate(genConfig{Seed: seed, Clients: 3, Keys: 3, Ops: 120, UnknownRate: 0.03, EventEvery: 5 * time.Millisecond})
+		if _, err := Check(h, Options{Timeout: 20 * time.Second, Whole: true}); err != nil {
+			t.Fatalf("seed %d whole: %v", seed, err)
+		}
+	}
+}
+
+// A generated history with one answer corrupted into something no
+// linearization can produce must be rejected, in both modes.
+func TestGeneratedMutationsRejected(t *testing.T) {
+	mutations := map[string]func(e *model.KVEntry){
+		"lock index never issued": func(e *model.KVEntry) { e.LockIndex = 1 << 40 },
+		"value never written":     func(e *model.KVEntry) { e.Value = []byte("never written") },
+		"holder never existed":    func(e *model.KVEntry) { e.Session = "no-such-session" },
+		"index from the future":   func(e *model.KVEntry) { e.CreateIndex, e.ModifyIndex = 1<<50, 1<<50 },
+	}
+	for name, mutate := range mutations {
+		for seed := uint64(1); seed <= 3; seed++ {
+			h, _ := generate(genConfig{Seed: seed, Clients: 3, Keys: 3, Ops: 120, EventEvery: 5 * time.Millisecond})
+			// Corrupt the last successful get: nothing after it can explain the answer.
+			i := len(h.Ops) - 1
+			for ; i >= 0; i-- {
+				if rd := h.Ops[i].Input.Read; rd != nil && rd.Kind == ReadKey && h.Ops[i].Output.OK {
+					break
+				}
+			}
+			if i < 0 {
+				t.Fatalf("seed %d: no successful get", seed)
+			}
+			e := h.Ops[i].Output.Entries[0]
+			mutate(&e)
+			h.Ops[i].Output.Entries = []model.KVEntry{e}
+			for _, whole := range []bool{false, true} {
+				if _, err := Check(h, Options{Timeout: 20 * time.Second, Whole: whole}); !errors.Is(err, ErrIllegal) {
+					t.Errorf("%s, seed %d, whole=%v: got %v, want ErrIllegal", name, seed, whole, err)
+				}
+			}
+		}
+	}
+}
+
+// The JSON form carries everything the checker needs.
+func TestJSONRoundTrip(t *testing.T) {
+	h, _ := generate(genConfig{Seed: 7, Clients: 4, Keys: 4, Ops: 400, UnknownRate: 0.05, EventEvery: 5 * time.Millisecond})
+	path := filepath.Join(t.TempDir(), "h.json")
+	if err := h.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadHistoryFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(h)
+	b, _ := json.Marshal(back)
+	if string(a) != string(b) {
+		t.Fatal("history changed in a JSON round trip")
+	}
+	if _, err := Check(back, Options{Timeout: 20 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	var n Nanos
+	if err := json.Unmarshal([]byte(`"1.5s"`), &n); err != nil || n != Nanos(1500*time.Millisecond) {
+		t.Fatalf("duration string: %v %v", n, err)
+	}
+	for _, bad := range []string{`"soon"`, `1.5`, `true`} {
+		if err := json.Unmarshal([]byte(bad), &n); err == nil {
+			t.Errorf("time %s accepted", bad)
+		}
+	}
+}
+
+// A check that cannot finish in time is a failure, with its artifact, never
+// a pass. Forty concurrent writes followed by a read of a value none of them
+// wrote leave porcupine an exponential search.
+func TestTimeoutIsUnknownFailure(t *testing.T) {
+	var h History
+	for i := 0; i < 40; i++ {
+		h.Ops = append(h.Ops, Op{Client: i, Call: 0, Return: 10,
+			Input:  Input{Command: &model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "k", Value: fmt.Appendf(nil, "v%d", i)}}},
+			Output: Output{OK: true}})
+	}
+	h.Ops = append(h.Ops, Op{Client: 40, Call: 20, Return: 30, Input: Input{Read: &Read{Kind: ReadKey, Key: "k"}},
+		Output: Output{OK: true, Entries: []model.KVEntry{{Key: "k", Value: []byte("nobody")}}}})
+	dir := t.TempDir()
+	rep, err := Check(h, Options{Timeout: 300 * time.Millisecond, ArtifactDir: dir, Name: "slow"})
+	if !errors.Is(err, ErrUnknown) || rep.Verdict != VerdictUnknown || rep.OK() {
+		t.Fatalf("got %v, verdict %q; want ErrUnknown", err, rep.Verdict)
+	}
+	if len(rep.Failed) != 1 {
+		t.Fatalf("failed partitions %v, want the one undecided", rep.Failed)
+	}
+	for _, f := range []string{"slow.html", "slow.json", "slow.txt"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("artifact %s: %v", f, err)
+		}
+	}
+}
+
+// Malformed histories get a clear error, nothing is checked, and the
+// caller's history is left as it was.
+func TestMalformedHistories(t *testing.T) {
+	set := func(key string) *model.Command {
+		return &model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: key, Value: []byte("v")}}
+	}
+	create := &model.Command{CreateSession: &model.CreateSession{Node: "n1"}}
+	cases := map[string]History{
+		"no input":          {Ops: []Op{{Return: 1}}},
+		"two inputs":        {Ops: []Op{{Return: 1, Input: Input{Command: set("k"), Read: &Read{Kind: ReadKey, Key: "k"}}}}},
+		"returns early":     {Ops: []Op{{Call: 5, Return: 1, Input: Input{Command: set("k")}, Output: Output{OK: true}}}},
+		"negative client":   {Ops: []Op{{Client: -1, Return: 1, Input: Input{Command: set("k")}}}},
+		"empty command":     {Ops: []Op{{Return: 1, Input: Input{Command: &model.Command{}}}}},
+		"read verb as KV":   {Ops: []Op{{Return: 1, Input: Input{Command: &model.Command{KV: &model.KVOp{Verb: model.KVGet, Key: "k"}}}}}},
+		"unknown read kind": {Ops: []Op{{Return: 1, Input: Input{Read: &Read{Kind: "scan", Key: "k"}}}}},
+		"get without key":   {Ops: []Op{{Return: 1, Input: Input{Read: &Read{Kind: ReadKey}}}}},
+		"get two entries": {Ops: []Op{{Return: 1, Input: Input{Read: &Read{Kind: ReadKey, Key: "k"}},
+			Output: Output{OK: true, Entries: []model.KVEntry{{Key: "k"}, {Key: "k"}}}}}},
+		"get other key": {Ops: []Op{{Return: 1, Input: Input{Read: &Read{Kind: ReadKey, Key: "k"}},
+			Output: Output{OK: true, Entries: []model.KVEntry{{Key: "j"}}}}}},
+		"info without session": {Ops: []Op{{Return: 1, Input: Input{Read: &Read{Kind: ReadSession}}}}},
+		"create without ID":    {Ops: []Op{{Return: 1, Input: Input{Command: create}, Output: Output{OK: true}}}},
+		"create ID differs": {Ops: []Op{{Return: 1, Input: Input{Command: &model.Command{CreateSession: &model.CreateSession{ID: "a", Node: "n1"}}},
+			Output: Output{OK: true, SessionID: "b"}}}},
+		"setup not register": {Setup: []model.Command{*set("k")}},
+		"setup rejected":     {Setup: []model.Command{{Register: &model.Register{}}}},
+		"negative slack":     {LockDelaySlack: -1},
+		"event window":       {Events: []Event{{Kind: "ttl", Earliest: 5, Latest: 1, Sessions: []string{"a"}}}},
+		"event both":         {Events: []Event{{Kind: "ttl", Sessions: []string{"a"}, Command: &model.Command{DestroySession: &model.DestroySession{ID: "a"}}}}},
+		"event neither":      {Events: []Event{{Kind: "ttl"}}},
+		"event KV":           {Events: []Event{{Kind: "ttl", Command: set("k")}}},
+		"event empty ID":     {Events: []Event{{Kind: "ttl", Sessions: []string{""}}}},
+	}
+	for name, h := range cases {
+		before, _ := json.Marshal(h)
+		rep, err := Check(h, Options{Timeout: time.Second})
+		if !errors.Is(err, ErrBadHistory) {
+			t.Errorf("%s: got %v, want ErrBadHistory", name, err)
+		}
+		if rep.Verdict != "" {
+			t.Errorf("%s: verdict %q for a malformed history", name, rep.Verdict)
+		}
+		if after, _ := json.Marshal(h); string(after) != string(before) {
+			t.Errorf("%s: Check changed the caller's history", name)
+		}
+	}
+}
+
+// Unknown reads and creates are dropped (they carry no information); other
+// unknown operations may have taken effect, or not.
+func TestUnknownOutcomes(t *testing.T) {
+	set := Op{Client: 0, Call: 0, Unknown: true, Input: Input{Command: &model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "k", Value: []byte("v")}}}}
+	read := func(found bool) Op {
+		op := Op{Client: 1, Call: 10, Return: 11, Input: Input{Read: &Read{Kind: ReadKey, Key: "k"}}}
+		if found {
+			op.Output = Output{OK: true, Entries: []model.KVEntry{{Key: "k", Value: []byte("v"), CreateIndex: 3, ModifyIndex: 3}}}
+		}
+		return op
+	}
+	for _, found := range []bool{false, true} {
+		if _, err := Check(History{Ops: []Op{set, read(found)}}, Options{}); err != nil {
+			t.Errorf("found=%v: %v", found, err)
+		}
+	}
+	// Taking effect is one-way: once seen, it cannot be unseen.
+	late := read(false)
+	late.Call, late.Return = 20, 21
+	if _, err := Check(History{Ops: []Op{set, read(true), late}}, Options{}); !errors.Is(err, ErrIllegal) {
+		t.Errorf("value seen then gone: %v", err)
+	}
+	unknownRead := read(true)
+	unknownRead.Unknown = true
+	unknownCreate := Op{Unknown: true, Input: Input{Command: &model.Command{CreateSession: &model.CreateSession{Node: "n1"}}}}
+	rep, err := Check(History{Ops: []Op{unknownRead, unknownCreate}}, Options{})
+	if err != nil || rep.Dropped != 2 || rep.Ops != 0 {
+		t.Errorf("dropped %d, checked %d, err %v; want 2 dropped", rep.Dropped, rep.Ops, err)
+	}
+}
+
+// A list answer outside its own prefix is a violation found without search.
+func TestListViolations(t *testing.T) {
+	h := History{Ops: []Op{{Return: 1, Input: Input{Read: &Read{Kind: ReadPrefix, Key: "a/"}},
+		Output: Output{OK: true, Entries: []model.KVEntry{{Key: "b"}}}}}}
+	rep, err := Check(h, Options{})
+	if !errors.Is(err, ErrIllegal) || len(rep.Violations) != 1 {
+		t.Fatalf("got %v, violations %v", err, rep.Violations)
+	}
+}
+
+// The generator must be deterministic, or failures could not be replayed.
+func TestGenerateDeterministic(t *testing.T) {
+	cfg := genConfig{Seed: 9, Clients: 5, Keys: 5, Ops: 800, UnknownRate: 0.05, EventEvery: 5 * time.Millisecond}
+	a, _ := generate(cfg)
+	b, _ := generate(cfg)
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if string(ja) != string(jb) {
+		t.Fatal("same seed, different histories")
+	}
+}
