@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/anishathalye/porcupine"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -110,8 +112,10 @@ func TestTimeoutIsUnknownFailure(t *testing.T) {
 	}
 	h.Ops = append(h.Ops, Op{Client: 40, Call: 20, Return: 30, Input: Input{Read: &Read{Kind: ReadKey, Key: "k"}},
 		Output: Output{OK: true, Entries: []model.KVEntry{{Key: "k", Value: []byte("nobody")}}}})
+	h.Faults = []Fault{{Name: "isolate n1", Start: 5, End: 25, Details: "leader cut off"}}
 	dir := t.TempDir()
-	rep, err := Check(h, Options{Timeout: 300 * time.Millisecond, ArtifactDir: dir, Name: "slow"})
+	rep, err := Check(h, Options{Timeout: 300 * time.Millisecond, ArtifactDir: dir, Name: "slow",
+		Annotations: []porcupine.Annotation{{Tag: "test", Start: 0, Description: "extra note"}}})
 	if !errors.Is(err, ErrUnknown) || rep.Verdict != VerdictUnknown || rep.OK() {
 		t.Fatalf("got %v, verdict %q; want ErrUnknown", err, rep.Verdict)
 	}
@@ -121,6 +125,15 @@ func TestTimeoutIsUnknownFailure(t *testing.T) {
 	for _, f := range []string{"slow.html", "slow.json", "slow.txt"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("artifact %s: %v", f, err)
+		}
+	}
+	html, err := os.ReadFile(filepath.Join(dir, "slow.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"isolate n1", "leader cut off", "extra note", `set k v=\"v7\" → true`} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("visualisation lacks %q", want)
 		}
 	}
 }

@@ -28,8 +28,9 @@ type genConfig struct {
 
 // applied is one command in the order the generator's server applied it.
 type applied struct {
-	cmd model.Command
-	res model.Result
+	index uint64
+	cmd   model.Command
+	res   model.Result
 }
 
 // generate runs a random workload through the model, as a correct server
@@ -329,11 +330,11 @@ func (g *generator) write(cmd model.Command, now int64) Output {
 
 func (g *generator) apply(cmd model.Command, now int64) model.Result {
 	res := g.st.Apply(g.idx, cmd)
+	g.log = append(g.log, applied{index: g.idx, cmd: cmd, res: res})
 	g.idx += 1 + uint64(g.rng.IntN(2)) // raft indexes have gaps (no-ops, config changes)
 	for _, d := range res.LockDelays {
 		g.delays.Arm(d.Key, time.Unix(0, now), d.Delay)
 	}
-	g.log = append(g.log, applied{cmd: cmd, res: res})
 	return res
 }
 
