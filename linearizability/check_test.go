@@ -238,3 +238,29 @@ func TestGenerateDeterministic(t *testing.T) {
 		t.Fatal("same seed, different histories")
 	}
 }
+
+// The lock-delay knobs relax exactly what they say.
+func TestLockDelayKnobs(t *testing.T) {
+	granted := loadCase(t, filepath.Join(historiesDir, "lock-delay-violated.bad.json")).History
+	refused := loadCase(t, filepath.Join(historiesDir, "refused-after-delay.bad.json")).History
+	for name, tc := range map[string]struct {
+		h  History
+		ok bool
+	}{
+		"grant inside delay":                     {granted, false},
+		"grant inside delay, delay may be lost":  {with(granted, func(h *History) { h.LockDelayMayBeLost = true }), true},
+		"grant inside delay, 13s slack":          {with(granted, func(h *History) { h.LockDelaySlack = Nanos(13 * time.Second) }), true},
+		"grant inside delay, 10s slack":          {with(granted, func(h *History) { h.LockDelaySlack = Nanos(10 * time.Second) }), false},
+		"refusal after delay, delay may be lost": {with(refused, func(h *History) { h.LockDelayMayBeLost = true }), false},
+		"refusal after delay, 70s slack":         {with(refused, func(h *History) { h.LockDelaySlack = Nanos(70 * time.Second) }), true},
+	} {
+		if _, err := Check(tc.h, Options{}); (err == nil) != tc.ok {
+			t.Errorf("%s: err %v, want ok=%v", name, err, tc.ok)
+		}
+	}
+}
+
+func with(h History, f func(*History)) History {
+	f(&h)
+	return h
+}

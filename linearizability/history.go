@@ -27,8 +27,10 @@ type History struct {
 	// Faults are shown on the failure visualisation; they do not affect the check.
 	Faults []Fault `json:",omitempty"`
 	// LockDelaySlack widens every lock-delay window by this much on both
-	// sides. Lock-delay runs on the leader's clock (S22); set this to the
-	// most a server clock can drift from the recorder's over one delay.
+	// sides. Lock-delay runs on the leader's clock from that server's own
+	// apply of the invalidation (S22): set this to the most a server clock
+	// drifts from the recorder's over one delay, plus the most a follower
+	// that may become leader applies an invalidation after it returned.
 	LockDelaySlack Nanos `json:",omitempty"`
 	// LockDelayMayBeLost disables the "no acquire inside a lock-delay" check,
 	// for runs where a server may have restored a snapshot holding the
@@ -118,7 +120,8 @@ type Output struct {
 }
 
 // Event is a server-initiated change, known to have happened at some
-// instant within [Earliest, Latest]. It is exactly one of Command (a
+// instant within [Earliest, Latest]: the window should cover every
+// server's apply of it, since each arms its own lock-delay (S22). It is exactly one of Command (a
 // catalog change or a destroy, whose invalidations the model works out) and
 // Sessions (the sessions one trigger invalidated, applied as one atomic step).
 type Event struct {
