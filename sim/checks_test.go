@@ -205,22 +205,28 @@ func TestCheckLockDelay(t *testing.T) {
 func TestCheckBehaviour(t *testing.T) {
 	rel := model.Session{ID: "a", Behavior: model.BehaviorRelease}
 	del := model.Session{ID: "d", Behavior: model.BehaviorDelete}
+	at := func(e *model.KVEntry, idx uint64) *model.KVEntry { e.ModifyIndex = idx; return e }
 	good := newTB()
-	good.obs(sec(1), "n1", true, StateObs{GoneSess: []model.Session{rel}, Keys: []KeyChange{{Key: "k", Before: entry("k", "a", 3, 5), After: entry("k", "", 3, 5)}}})
-	good.obs(sec(2), "n1", true, StateObs{GoneSess: []model.Session{del}, Keys: []KeyChange{{Key: "j", Before: entry("j", "d", 1, 6)}}})
+	good.obs(sec(1), "n1", true, StateObs{Index: 10, SessionsIndex: 10, GoneSess: []model.Session{rel}, Keys: []KeyChange{{Key: "k", Before: entry("k", "a", 3, 5), After: at(entry("k", "", 3, 5), 10)}}})
+	good.obs(sec(2), "n1", true, StateObs{Index: 11, SessionsIndex: 11, GoneSess: []model.Session{del}, Keys: []KeyChange{{Key: "j", Before: entry("j", "d", 1, 6), DeletedAt: 11}}})
+	// Coalesced on a lagging server: the client released (index 12), then
+	// destroyed (13); the release is not the invalidation's doing.
+	good.obs(sec(3), "n2", false, StateObs{Index: 13, SessionsIndex: 13, GoneSess: []model.Session{del}, Keys: []KeyChange{{Key: "j", Before: entry("j", "d", 1, 6), After: at(entry("j", "", 1, 6), 12)}}})
 	mustCheck(t, CheckBehaviour, good.ev, 0)
 
 	bad := newTB()
-	bad.obs(sec(1), "n1", true, StateObs{GoneSess: []model.Session{rel}, Keys: []KeyChange{{Key: "k", Before: entry("k", "a", 3, 5), After: entry("k", "", 4, 5)}}})
-	bad.obs(sec(2), "n1", true, StateObs{GoneSess: []model.Session{del}, Keys: []KeyChange{{Key: "j", Before: entry("j", "d", 1, 6), After: entry("j", "", 1, 6)}}})
-	bad.obs(sec(3), "n1", true, StateObs{GoneSess: []model.Session{{ID: "x"}}, Orphans: []string{"m"}})
-	bad.obs(sec(4), "n1", true, StateObs{GoneSess: []model.Session{{ID: "r2", Behavior: model.BehaviorRelease}}, Keys: []KeyChange{{Key: "q", Before: entry("q", "r2", 1, 9)}}})
+	bad.obs(sec(1), "n1", true, StateObs{Index: 10, SessionsIndex: 10, GoneSess: []model.Session{rel}, Keys: []KeyChange{{Key: "k", Before: entry("k", "a", 3, 5), After: at(entry("k", "", 4, 5), 10)}}})
+	bad.obs(sec(2), "n1", true, StateObs{Index: 11, SessionsIndex: 11, GoneSess: []model.Session{del}, Keys: []KeyChange{{Key: "j", Before: entry("j", "d", 1, 6), After: at(entry("j", "", 1, 6), 11)}}})
+	// A hidden acquire (Issued above the old index) explains a changed index.
+	bad.obs(sec(2.5), "n1", true, StateObs{Index: 20, SessionsIndex: 20, GoneSess: []model.Session{rel}, Keys: []KeyChange{{Key: "k", Issued: 4, Before: entry("k", "a", 3, 5), After: at(entry("k", "", 4, 5), 20)}}})
+	bad.obs(sec(3), "n1", true, StateObs{Index: 12, SessionsIndex: 12, GoneSess: []model.Session{{ID: "x"}}, Orphans: []string{"m"}})
+	bad.obs(sec(4), "n1", true, StateObs{Index: 13, SessionsIndex: 13, GoneSess: []model.Session{{ID: "r2", Behavior: model.BehaviorRelease}}, Keys: []KeyChange{{Key: "q", Before: entry("q", "r2", 1, 9), DeletedAt: 13}}})
 	mustCheck(t, CheckBehaviour, bad.ev, 4)
 
 	// A client's own delete in flight explains a vanished key.
 	ok := newTB()
 	ok.op(sec(3.9), sec(4.1), "c1", Call{Req: ReqKV, KV: &model.KVOp{Verb: model.KVDelete, Key: "q"}}, Ret{OK: true})
-	ok.obs(sec(4), "n1", true, StateObs{GoneSess: []model.Session{{ID: "r2", Behavior: model.BehaviorRelease}}, Keys: []KeyChange{{Key: "q", Before: entry("q", "r2", 1, 9)}}})
+	ok.obs(sec(4), "n1", true, StateObs{Index: 13, SessionsIndex: 13, GoneSess: []model.Session{{ID: "r2", Behavior: model.BehaviorRelease}}, Keys: []KeyChange{{Key: "q", Before: entry("q", "r2", 1, 9), DeletedAt: 13}}})
 	mustCheck(t, CheckBehaviour, ok.ev, 0)
 }
 

@@ -236,10 +236,13 @@ type stateCopy struct {
 	sessions map[string]model.Session
 	kv       map[string]model.KVEntry
 	checks   map[model.CheckKey]model.Health
+	tombs    map[string]uint64
+	issued   map[string]uint64
+	sessIdx  uint64
 }
 
 func copyState(st *model.State) stateCopy {
-	sc := stateCopy{index: st.Index(), sessions: make(map[string]model.Session, len(st.Sessions)),
+	sc := stateCopy{index: st.Index(), sessIdx: st.Tables.Sessions, tombs: maps.Clone(st.Tombstones), issued: maps.Clone(st.LockIssued), sessions: make(map[string]model.Session, len(st.Sessions)),
 		kv: make(map[string]model.KVEntry, len(st.KV)), checks: make(map[model.CheckKey]model.Health, len(st.Checks))}
 	for k, v := range st.Sessions {
 		sc.sessions[k] = v
@@ -285,7 +288,7 @@ func (c *cluster) watch(s *server, srv *impl.Server, inc int, replayUntil uint64
 }
 
 func diffStates(prev, cur stateCopy) *StateObs {
-	obs := &StateObs{Index: cur.index}
+	obs := &StateObs{Index: cur.index, SessionsIndex: cur.sessIdx}
 	for _, id := range sortedMapKeys(cur.sessions) {
 		if _, ok := prev.sessions[id]; !ok {
 			obs.NewSess = append(obs.NewSess, cur.sessions[id])
@@ -309,12 +312,14 @@ func diffStates(prev, cur stateCopy) *StateObs {
 		if hadB && hasA && entriesEqual(a, b) {
 			continue
 		}
-		kc := KeyChange{Key: k}
+		kc := KeyChange{Key: k, Issued: cur.issued[k]}
 		if hadB {
 			kc.Before = &b
 		}
 		if hasA {
 			kc.After = &a
+		} else {
+			kc.DeletedAt = cur.tombs[k]
 		}
 		obs.Keys = append(obs.Keys, kc)
 	}

@@ -11,9 +11,12 @@ import (
 )
 
 // invalidationWindow is how long before its first observed apply a
-// server-initiated invalidation may have taken effect: commit precedes
-// apply, by at most a replication round trip in practice.
-const invalidationWindow = 200 * time.Millisecond
+// server-initiated change is placed. Any client request ordered after it in
+// the log is applied after it on every server, so it cannot return before
+// the first apply; any request ordered before it was proposed before it. A
+// narrow window keeps successive events (a false positive's critical and
+// the anti-entropy's passing, milliseconds apart) in their log order.
+const invalidationWindow = time.Millisecond
 
 // History turns a trace into the client-observed history the
 // linearizability checker reads: every client request, plus the invalidations
@@ -54,6 +57,7 @@ func History(events []Event) linearizability.History {
 	seenCheck := map[checkChange]bool{}
 	critical := map[string]time.Duration{} // node → when it last went critical
 	seenGone := map[string]bool{}
+	lastSerf := time.Duration(-1)
 	for _, o := range ix.obs {
 		if o.Obs.Replay {
 			continue
@@ -73,8 +77,10 @@ func History(events []Event) linearizability.History {
 				critical[node] = o.At
 			}
 			cmd := serfRegister(node, st)
+			earliest := max(o.At-invalidationWindow, lastSerf+1)
+			lastSerf = o.At
 			h.Events = append(h.Events, linearizability.Event{Kind: "serfHealth-" + string(st),
-				Earliest: nanos(o.At - invalidationWindow), Latest: nanos(o.At), Command: &cmd})
+				Earliest: nanos(earliest), Latest: nanos(o.At), Command: &cmd})
 		}
 		for _, s := range o.Obs.GoneSess {
 			if seenGone[s.ID] {
@@ -91,9 +97,7 @@ func History(events []Event) linearizability.History {
 				Earliest: nanos(o.At - invalidationWindow), Latest: nanos(o.At), Sessions: []string{s.ID}})
 		}
 	}
-	for _, f := range faultSpans(ix) {
-		h.Faults = append(h.Faults, f)
-	}
+	h.Faults = append(h.Faults, faultSpans(ix)...)
 	// Lock-delay runs on the leader's clock: allow for the server clocks'
 	// drift over the longest delay, and for wall-clock steps.
 	slack := time.Second

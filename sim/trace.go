@@ -154,6 +154,11 @@ type StateObs struct {
 	// Replay is set while a restarted server re-applies entries the cluster
 	// had already applied before the restart: their timing says nothing.
 	Replay bool `json:"replay,omitempty"`
+	// SessionsIndex is the index of the sessions table's last change: a key
+	// change at this index belongs to the entry that removed GoneSess (when
+	// several entries were applied back to back, only such changes are
+	// attributed to the removal).
+	SessionsIndex uint64 `json:"sessions_index,omitempty"`
 	// Orphans are keys held by a session that does not exist (S15, S40).
 	Orphans  []string        `json:"orphans,omitempty"`
 	NewSess  []model.Session `json:"new_sessions,omitempty"`
@@ -168,6 +173,11 @@ type KeyChange struct {
 	Key    string         `json:"key"`
 	Before *model.KVEntry `json:"before,omitempty"`
 	After  *model.KVEntry `json:"after,omitempty"`
+	// DeletedAt is the index of the key's deletion when After is nil.
+	DeletedAt uint64 `json:"deleted_at,omitempty"`
+	// Issued is the highest LockIndex ever issued for the key afterwards: a
+	// value above Before.LockIndex means an acquire happened in the window.
+	Issued uint64 `json:"issued,omitempty"`
 }
 
 // ResWrite is a write that reached a resource.
