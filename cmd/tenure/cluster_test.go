@@ -1,0 +1,296 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+)
+
+// TestMultiProcessCluster builds the binary, runs three `tenure agent
+// -server` processes on 127.0.0.1 with durable stores, kill -9s the leader,
+// checks the survivors kept every acknowledged write, lock and session,
+// restarts the killed process on its data directory and checks it rejoins
+// with everything intact and its serfHealth passing again.
+//
+// It takes some seconds and starts processes, so it runs only with
+// TENURE_CLUSTER_TEST=1:
+//
+//	TENURE_CLUSTER_TEST=1 go test ./cmd/tenure -run MultiProcess -v
+func TestMultiProcessCluster(t *testing.T) {
+	if os.Getenv("TENURE_CLUSTER_TEST") == "" {
+		t.Skip("set TENURE_CLUSTER_TEST=1 to run the multi-process cluster test")
+	}
+	bin := filepath.Join(t.TempDir(), "tenure")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cl := newProcCluster(t, bin, 3)
+	for i := range cl.nodes {
+		cl.start(i)
+	}
+	for i := range cl.nodes {
+		cl.waitHealthy(i, 3)
+	}
+
+	lead := cl.leader(0)
+	follower := (lead + 1) % 3
+	fc := cl.client(follower)
+	lc := cl.client(lead)
+	// One TTL session on a surviving node (default checks), one on the
+	// leader's node bound to no check, so a failed leader does not end it.
+	ttlSession, _, err := fc.Session().Create(&api.SessionEntry{TTL: "30s", LockDelay: time.Second}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeSession, _, err := lc.Session().CreateNoChecks(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, sid := range map[string]string{"locks/ttl": ttlSession, "locks/node": nodeSession} {
+		if ok, _, err := fc.KV().Acquire(&api.KVPair{Key: key, Value: []byte(sid), Session: sid}, nil); err != nil || !ok {
+			t.Fatalf("acquire %s: %v %v", key, ok, err)
+		}
+	}
+	acked := map[string]string{}
+	for i := range 50 {
+		k, v := fmt.Sprintf("data/%03d", i), fmt.Sprintf("value-%d", i)
+		if _, err := cl.client(i%3).KV().Put(&api.KVPair{Key: k, Value: []byte(v)}, nil); err != nil {
+			t.Fatalf("put %s: %v", k, err)
+		}
+		acked[k] = v
+	}
+
+	cl.kill(lead)
+	newLead := cl.leader(follower)
+	if newLead == lead {
+		t.Fatalf("dead node %d still reported as leader", lead)
+	}
+	if _, _, err := fc.Session().Renew(ttlSession, nil); err != nil {
+		t.Fatalf("renew after failover: %v", err)
+	}
+	cl.checkIntact(follower, acked, ttlSession, nodeSession, false)
+	// The new leader's heartbeats to the dead node fail; after the 2s
+	// threshold its serfHealth goes critical.
+	dead := cl.nodes[lead].name
+	cl.eventually(dead+" marked critical", func() error {
+		checks, _, err := fc.Health().Node(dead, nil)
+		if err != nil {
+			return err
+		}
+		for _, ch := range checks {
+			if ch.CheckID == "serfHealth" && ch.Status == api.HealthCritical {
+				return nil
+			}
+		}
+		return fmt.Errorf("checks %+v", checks)
+	})
+
+	cl.start(lead)
+	cl.waitHealthy(lead, 3)
+	cl.checkIntact(lead, acked, ttlSession, nodeSession, true)
+	for i := range cl.nodes {
+		cl.stop(i)
+	}
+}
+
+type procCluster struct {
+	t     *testing.T
+	bin   string
+	nodes []*procNode
+	peers string
+}
+
+type procNode struct {
+	name, raft, http, dir string
+	cmd                   *exec.Cmd
+	log                   *os.File
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func newProcCluster(t *testing.T, bin string, n int) *procCluster {
+	c := &procCluster{t: t, bin: bin}
+	var peers []string
+	for i := range n {
+		nd := &procNode{name: fmt.Sprintf("n%d", i+1), raft: freePort(t), http: freePort(t),
+			dir: filepath.Join(t.TempDir(), "data")}
+		c.nodes = append(c.nodes, nd)
+		peers = append(peers, nd.name+"="+nd.raft)
+	}
+	c.peers = strings.Join(peers, ",")
+	t.Cleanup(func() {
+		for i, nd := range c.nodes {
+			if nd.cmd != nil {
+				c.kill(i)
+			}
+			if t.Failed() {
+				if b, err := os.ReadFile(nd.log.Name()); err == nil {
+					t.Logf("%s log:\n%s", nd.name, b)
+				}
+			}
+		}
+	})
+	return c
+}
+
+func (c *procCluster) start(i int) {
+	c.t.Helper()
+	nd := c.nodes[i]
+	if nd.log == nil {
+		f, err := os.Create(filepath.Join(c.t.TempDir(), nd.name+".log"))
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		nd.log = f
+		c.t.Cleanup(func() { f.Close() })
+	}
+	nd.cmd = exec.Command(c.bin, "agent", "-server", "-node", nd.name, "-data-dir", nd.dir,
+		"-raft-addr", nd.raft, "-http-addr", nd.http, "-peers", c.peers,
+		"-failure-threshold", "2s", "-log-level", "debug")
+	nd.cmd.Stdout, nd.cmd.Stderr = nd.log, nd.log
+	if err := nd.cmd.Start(); err != nil {
+		c.t.Fatalf("start %s: %v", nd.name, err)
+	}
+}
+
+// kill sends SIGKILL: no shutdown code runs, as in a crash.
+func (c *procCluster) kill(i int) {
+	nd := c.nodes[i]
+	_ = nd.cmd.Process.Signal(syscall.SIGKILL)
+	_ = nd.cmd.Wait()
+	nd.cmd = nil
+}
+
+// stop sends SIGTERM and expects a clean exit.
+func (c *procCluster) stop(i int) {
+	c.t.Helper()
+	nd := c.nodes[i]
+	if err := nd.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := nd.cmd.Wait(); err != nil {
+		c.t.Errorf("%s exited uncleanly after SIGTERM: %v", nd.name, err)
+	}
+	nd.cmd = nil
+}
+
+func (c *procCluster) client(i int) *api.Client {
+	cl, err := api.NewClient(&api.Config{Address: c.nodes[i].http, Transport: &http.Transport{}})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return cl
+}
+
+func (c *procCluster) eventually(what string, cond func() error) {
+	c.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("timed out waiting for %s: %v", what, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitHealthy waits until node i answers and sees n nodes, itself passing.
+func (c *procCluster) waitHealthy(i, n int) {
+	c.t.Helper()
+	nd := c.nodes[i]
+	c.eventually(nd.name+" healthy", func() error {
+		nodes, _, err := c.client(i).Catalog().Nodes(&api.QueryOptions{AllowStale: true})
+		if err != nil {
+			return err
+		}
+		if len(nodes) != n {
+			return fmt.Errorf("%d nodes", len(nodes))
+		}
+		checks, _, err := c.client(i).Health().Node(nd.name, &api.QueryOptions{AllowStale: true})
+		if err != nil {
+			return err
+		}
+		for _, ch := range checks {
+			if ch.CheckID == "serfHealth" && ch.Status == api.HealthPassing {
+				return nil
+			}
+		}
+		return fmt.Errorf("serfHealth not passing: %+v", checks)
+	})
+}
+
+// leader asks node via for the leader and returns its index.
+func (c *procCluster) leader(via int) int {
+	c.t.Helper()
+	idx := -1
+	c.eventually("a leader", func() error {
+		addr, err := c.client(via).Status().Leader()
+		if err != nil {
+			return err
+		}
+		for i, nd := range c.nodes {
+			if nd.raft == addr && nd.cmd != nil {
+				idx = i
+				return nil
+			}
+		}
+		return fmt.Errorf("leader %q is not a running node", addr)
+	})
+	return idx
+}
+
+// checkIntact reads through node i (stale reads if stale, so a restarted
+// follower answers from its own state) and checks every acked write, both
+// sessions and both locks.
+func (c *procCluster) checkIntact(i int, acked map[string]string, ttlSession, nodeSession string, stale bool) {
+	c.t.Helper()
+	q := &api.QueryOptions{AllowStale: stale}
+	cl := c.client(i)
+	c.eventually(c.nodes[i].name+" holding every acknowledged write", func() error {
+		pairs, _, err := cl.KV().List("data/", q)
+		if err != nil {
+			return err
+		}
+		if len(pairs) != len(acked) {
+			return fmt.Errorf("%d of %d keys", len(pairs), len(acked))
+		}
+		for _, p := range pairs {
+			if acked[p.Key] != string(p.Value) {
+				return fmt.Errorf("%s = %q, want %q", p.Key, p.Value, acked[p.Key])
+			}
+		}
+		for key, sid := range map[string]string{"locks/ttl": ttlSession, "locks/node": nodeSession} {
+			p, _, err := cl.KV().Get(key, q)
+			if err != nil {
+				return err
+			}
+			if p == nil || p.Session != sid {
+				return fmt.Errorf("%s = %+v, want held by %s", key, p, sid)
+			}
+			if se, _, err := cl.Session().Info(sid, q); err != nil || se == nil {
+				return fmt.Errorf("session %s: %+v %v", sid, se, err)
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,41 @@
+// Command tenure is the reference implementation of Consul's session and
+// lock contract: `tenure agent` runs a server with Consul's HTTP API, and
+// `tenure conform` checks any Consul-API server against the contract.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/tenurekv/tenure/spec/conformance"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage: tenure <command> [flags]
+
+commands:
+  agent     run a server (tenure agent -dev, or -server ... -peers ...)
+  conform   check a Consul-API server against the contract (tenure conform -h)
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "agent":
+		return runAgent(args[1:], stderr)
+	case "conform":
+		return conformance.Main(args[1:], stdout, stderr)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "tenure: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}
