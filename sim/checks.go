@@ -299,7 +299,13 @@ func checkLockDelay(ix *traceIndex) []Violation {
 			gone[s.ID] = s
 		}
 		for _, kc := range o.Obs.Keys {
-			if kc.Before != nil && kc.Before.Session != "" {
+			// Arm only for a release or delete made by the removing entry
+			// itself, with no acquire hidden in the window (a lagging server
+			// may apply many entries at once).
+			clean := kc.Before != nil && kc.Issued <= kc.Before.LockIndex &&
+				((kc.After == nil && kc.DeletedAt == o.Obs.SessionsIndex) ||
+					(kc.After != nil && kc.After.Session == "" && kc.After.ModifyIndex == o.Obs.SessionsIndex))
+			if clean && kc.Before.Session != "" {
 				if s, ok := gone[kc.Before.Session]; ok && s.EffectiveLockDelay() > 0 {
 					pending[id][kc.Key] = pend{session: s.ID, delay: s.EffectiveLockDelay(), clock: o.Obs.Clock}
 				}

@@ -77,10 +77,13 @@ func History(events []Event) linearizability.History {
 				critical[node] = o.At
 			}
 			cmd := serfRegister(node, st)
-			earliest := max(o.At-invalidationWindow, lastSerf+1)
-			lastSerf = o.At
+			// Successive changes keep their log order even when seen at
+			// the same instant: each is placed at least 1ns after the last.
+			latest := max(o.At, lastSerf+1)
+			earliest := max(latest-invalidationWindow, lastSerf+1)
+			lastSerf = latest
 			h.Events = append(h.Events, linearizability.Event{Kind: "serfHealth-" + string(st),
-				Earliest: nanos(earliest), Latest: nanos(o.At), Command: &cmd})
+				Earliest: nanos(earliest), Latest: nanos(latest), Command: &cmd})
 		}
 		for _, s := range o.Obs.GoneSess {
 			if seenGone[s.ID] {
