@@ -1,0 +1,161 @@
+package agent_test
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+
+	"github.com/tenurekv/tenure/impl/agent/agenttest"
+)
+
+// The benchmarks drive tenure through Consul's own Go client, as a user
+// would: against a dev agent (one in-memory node) and a three-node loopback
+// cluster on the durable stores (raft-wal, fsync on every append), talking
+// to the leader directly or to a follower that forwards. Each reports ops/s
+// and the p50/p99 latency of one whole cycle.
+//
+//	go test ./impl/agent -run '^$' -bench . -benchtime 2s
+
+type target struct {
+	name  string
+	start func(b *testing.B) string // returns the HTTP address to talk to
+}
+
+var targets = []target{
+	{"dev", func(b *testing.B) string { return agenttest.StartDevAgent(b, nil).HTTPAddr() }},
+	{"cluster3-durable/leader", func(b *testing.B) string { return clusterAddr(b, true) }},
+	{"cluster3-durable/follower", func(b *testing.B) string { return clusterAddr(b, false) }},
+}
+
+func clusterAddr(b *testing.B, leader bool) string {
+	cl := agenttest.StartCluster(b, 3, agenttest.ClusterOptions{Durable: true})
+	lead := cl.Leader()
+	if lead == nil {
+		b.Fatal("no leader")
+	}
+	for _, a := range cl.Agents {
+		if (a == lead) == leader {
+			return a.HTTPAddr()
+		}
+	}
+	return ""
+}
+
+// latencies collects per-op durations from any number of goroutines.
+type latencies struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.d = append(l.d, d)
+	l.mu.Unlock()
+}
+
+func (l *latencies) report(b *testing.B, elapsed time.Duration) {
+	if len(l.d) == 0 {
+		return
+	}
+	slices.Sort(l.d)
+	pct := func(p float64) float64 {
+		return float64(l.d[min(len(l.d)-1, int(p*float64(len(l.d))))].Microseconds()) / 1000
+	}
+	b.ReportMetric(float64(len(l.d))/elapsed.Seconds(), "ops/s")
+	b.ReportMetric(pct(0.50), "p50-ms")
+	b.ReportMetric(pct(0.99), "p99-ms")
+}
+
+// run times op b.N times over par goroutines (par 1: one client in turn).
+func run(b *testing.B, par int, op func(worker, i int) error) {
+	var (
+		lat  latencies
+		next atomic.Int64
+		wg   sync.WaitGroup
+		fail atomic.Value
+	)
+	b.ResetTimer()
+	start := time.Now()
+	for w := range par {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= b.N {
+					return
+				}
+				t0 := time.Now()
+				if err := op(w, i); err != nil {
+					fail.CompareAndSwap(nil, err)
+					return
+				}
+				lat.add(time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	if err, _ := fail.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	lat.report(b, elapsed)
+}
+
+func acquireRelease(c *api.Client, key, sid string) error {
+	ok, _, err := c.KV().Acquire(&api.KVPair{Key: key, Value: []byte("held"), Session: sid}, nil)
+	if err != nil || !ok {
+		return fmt.Errorf("acquire %s: %v %v", key, ok, err)
+	}
+	ok, _, err = c.KV().Release(&api.KVPair{Key: key, Session: sid}, nil)
+	if err != nil || !ok {
+		return fmt.Errorf("release %s: %v %v", key, ok, err)
+	}
+	return nil
+}
+
+// BenchmarkAcquireRelease: one session per client, acquire then release of
+// the client's own key. par=16 shows throughput under concurrent clients.
+func BenchmarkAcquireRelease(b *testing.B) {
+	for _, tg := range targets {
+		for _, par := range []int{1, 16} {
+			b.Run(fmt.Sprintf("%s/clients=%d", tg.name, par), func(b *testing.B) {
+				c := client(b, tg.start(b))
+				sids := make([]string, par)
+				for w := range sids {
+					sid, _, err := c.Session().CreateNoChecks(nil, nil)
+					if err != nil {
+						b.Fatal(err)
+					}
+					sids[w] = sid
+				}
+				run(b, par, func(w, _ int) error {
+					return acquireRelease(c, fmt.Sprintf("bench/lock/%d", w), sids[w])
+				})
+			})
+		}
+	}
+}
+
+// BenchmarkCreateAcquireRelease: a fresh session for every cycle, as a
+// short-lived job taking a lock would do (sessions are left to accumulate).
+func BenchmarkCreateAcquireRelease(b *testing.B) {
+	for _, tg := range targets {
+		b.Run(tg.name, func(b *testing.B) {
+			c := client(b, tg.start(b))
+			run(b, 1, func(_, i int) error {
+				sid, _, err := c.Session().Create(&api.SessionEntry{TTL: "30s"}, nil)
+				if err != nil {
+					return fmt.Errorf("create: %w", err)
+				}
+				return acquireRelease(c, "bench/job", sid)
+			})
+		})
+	}
+}
