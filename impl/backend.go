@@ -36,7 +36,8 @@ type Backend interface {
 	// keep the pointer or mutate the state.
 	Read(fn func(s *model.State))
 	// Changed returns a channel that is closed at the next applied change,
-	// for blocking queries (S46).
+	// for blocking queries (S46). Take it before Read, so that a change
+	// between the read and the wait is not missed.
 	Changed() <-chan struct{}
 	// LastContact is the time since this server last heard from the leader;
 	// 0 on the leader.
