@@ -97,15 +97,6 @@ func newCluster(n *simnet.Network, rec *Recorder, names []string, clocks map[str
 	return c, nil
 }
 
-func (c *cluster) byName(name string) *server {
-	for _, s := range c.servers {
-		if s.name == name {
-			return s
-		}
-	}
-	return nil
-}
-
 // start boots s on its stores with a fresh transport, HTTP listener, leader
 // observer and state watcher.
 func (c *cluster) start(s *server) error {
