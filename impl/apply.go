@@ -57,6 +57,9 @@ func (s *Server) withSessionID(cmd model.Command) model.Command {
 		return cmd
 	}
 	c := *cmd.CreateSession
+	// Serialised, so an injected NewID need not be safe for concurrent use.
+	s.idMu.Lock()
+	defer s.idMu.Unlock()
 	for {
 		c.ID = s.cfg.NewID()
 		if !s.sessionLive(c.ID) {

@@ -61,7 +61,8 @@ type Config struct {
 	// TTLMultiplier scales a session's TTL into its deadline (S19); at least
 	// 1, so that TTL stays a lower bound (S18). Default model.DefaultTTLMultiplier.
 	TTLMultiplier float64
-	// NewID returns fresh session IDs; default random UUIDs.
+	// NewID returns fresh session IDs; default random UUIDs. Calls are
+	// serialised; an ID that a live session already has is skipped.
 	NewID func() string
 	// RoundTripper carries this server's own HTTP requests to the leader
 	// (self-registration from a follower). Default: a private http.Transport.

@@ -33,6 +33,7 @@ type Server struct {
 	http   *http.Client
 
 	lead leadership
+	idMu sync.Mutex // serialises Config.NewID
 
 	observer *raft.Observer
 	obsCh    chan raft.Observation
