@@ -21,6 +21,9 @@ var (
 // TestConformance runs the suite against -addr, or against an in-process
 // server from StartDev, and reports every case as a subtest.
 func TestConformance(t *testing.T) {
+	// The suite and the mutant check each mostly wait on timers (TTL,
+	// lock-delay); running them side by side halves the package's wall time.
+	t.Parallel()
 	addr, profile := serverUnderTest(t)
 	p, err := ParseStatus(profile)
 	if err != nil {

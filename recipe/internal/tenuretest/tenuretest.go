@@ -6,54 +6,38 @@ package tenuretest
 import (
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/tenurekv/tenure/impl"
-	"github.com/tenurekv/tenure/impl/httpapi"
+	"github.com/tenurekv/tenure/impl/agent"
 )
 
-// Server is a running dev server and its HTTP front.
+// Server is a running dev agent.
 type Server struct {
-	Addr string // host:port of the HTTP API
-	srv  *impl.Server
-	http *http.Server
+	Addr  string // host:port of the HTTP API
+	agent *agent.Agent
 }
 
-// Start starts a dev server on 127.0.0.1 and waits until it has registered
+// Start starts a dev agent on 127.0.0.1 and waits until it has registered
 // its own node (sessions default to that node's serfHealth check).
 func Start() (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := agent.New(agent.Config{Server: impl.Config{NodeName: "recipe-test", HTTPAddr: "127.0.0.1:0", Dev: true}})
 	if err != nil {
-		return nil, fmt.Errorf("tenuretest: listen: %w", err)
+		return nil, fmt.Errorf("tenuretest: dev agent: %w", err)
 	}
-	addr := ln.Addr().String()
-	srv, err := impl.NewDevServer("recipe-test", addr, nil)
-	if err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("tenuretest: dev server: %w", err)
-	}
-	hs := &http.Server{Handler: httpapi.New(srv, httpapi.Options{})}
-	go func() { _ = hs.Serve(ln) }()
-	s := &Server{Addr: addr, srv: srv, http: hs}
+	s := &Server{Addr: a.HTTPAddr(), agent: a}
 	select {
-	case <-srv.Registered():
+	case <-a.Server().Registered():
 	case <-time.After(30 * time.Second):
-		s.Stop()
-		return nil, fmt.Errorf("tenuretest: node not registered after 30s")
+		return nil, errors.Join(errors.New("tenuretest: node not registered after 30s"), s.Stop())
 	}
 	return s, nil
 }
 
-// Stop closes the HTTP server (and its parked blocking reads) and shuts
-// the server down.
-func (s *Server) Stop() error {
-	herr := s.http.Close()
-	return errors.Join(herr, s.srv.Shutdown())
-}
+// Stop shuts the agent down (HTTP, parked blocking reads, raft).
+func (s *Server) Stop() error { return s.agent.Shutdown() }
 
 var (
 	sharedOnce sync.Once
