@@ -24,8 +24,9 @@ $(STATICCHECK):
 staticcheck: $(STATICCHECK)
 	$(STATICCHECK) $(PKGS)
 
+## unit: every package's tests, including the multi-process cluster test (~10 s)
 unit:
-	$(GO) test -timeout 15m $(PKGS)
+	TENURE_CLUSTER_TEST=1 $(GO) test -timeout 15m $(PKGS)
 
 ## build: the tenure binary
 build:
@@ -43,3 +44,27 @@ bench:
 .PHONY: tlc
 tlc:
 	bash tla/run_tlc.sh
+
+## conformance: the conformance suite against ADDR (any Consul-API server), e.g.
+##   make conformance ADDR=http://127.0.0.1:8500 PROFILE=contract
+ADDR    ?=
+PROFILE ?= contract
+.PHONY: conformance mutants test-cluster sim-long
+conformance: build
+	@if [ -z "$(ADDR)" ]; then echo "usage: make conformance ADDR=http://host:port [PROFILE=contract|consul|tenure]"; exit 2; fi
+	./bin/tenure conform -addr $(ADDR) -profile $(PROFILE)
+
+## mutants: the suite against deliberately broken servers (a rewriting proxy in front of ADDR,
+## or of an in-process tenure without ADDR); prints the cases that killed each mutant
+mutants:
+	@mkdir -p bin; $(GO) test -count=1 -v -run 'TestMutantsAreCaught' ./spec/conformance $(if $(ADDR),-args -addr $(ADDR)) > bin/mutants.log 2>&1; \
+		rc=$$?; grep -E 'caught by|^(--- |ok|FAIL)|^ +--- ' bin/mutants.log; exit $$rc
+
+## test-cluster: three tenure processes with durable stores; kill -9 the leader, restart it
+test-cluster:
+	TENURE_CLUSTER_TEST=1 $(GO) test -count=1 -v -run MultiProcess ./cmd/tenure
+
+## sim-long: many sim seeds (SEEDS=10000), with a progress line
+SEEDS ?= 1000
+sim-long:
+	$(GO) test -count=1 -timeout 0 -run 'TestSeeds$$' ./sim -args -seeds $(SEEDS)

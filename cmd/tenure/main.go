@@ -1,6 +1,7 @@
 // Command tenure is the reference implementation of Consul's session and
-// lock contract: `tenure agent` runs a server with Consul's HTTP API, and
-// `tenure conform` checks any Consul-API server against the contract.
+// lock contract: `tenure agent` runs a server with Consul's HTTP API,
+// `tenure conform` checks any Consul-API server against the contract, and
+// `tenure lock` runs a command while holding a lock or semaphore slot.
 package main
 
 import (
@@ -8,6 +9,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/tenurekv/tenure/recipe/lockcmd"
 	"github.com/tenurekv/tenure/spec/conformance"
 )
 
@@ -20,6 +22,7 @@ const usage = `usage: tenure <command> [flags]
 commands:
   agent     run a server (tenure agent -dev, or -server ... -peers ...)
   conform   check a Consul-API server against the contract (tenure conform -h)
+  lock      run a command while holding a lock or semaphore slot (tenure lock -h)
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -32,6 +35,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runAgent(args[1:], stderr)
 	case "conform":
 		return conformance.Main(args[1:], stdout, stderr)
+	case "lock":
+		return lockcmd.LockMain(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
