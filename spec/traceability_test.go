@@ -3,11 +3,14 @@
 package spec
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/tenurekv/tenure/spec/conformance"
 )
 
 type traceRow struct {
@@ -113,13 +116,36 @@ func TestTraceabilityNamesExist(t *testing.T) {
 		{"Model", sourceText(t, "../model/*.go"), true},
 		{"TLA+", sourceText(t, "../tla/Sessions.tla"), false},
 	}
+	cases := map[string]bool{}
+	for _, c := range conformance.Suite() {
+		cases[c.ID()] = true
+	}
 	for _, r := range readTable(t) {
+		for _, p := range conformanceProblems(cases, r) {
+			t.Errorf("%s: %s", r.clause, p)
+		}
 		for _, c := range columns {
 			for _, p := range cellProblems(c.source, "../testdata/model", c.name, r, c.required) {
 				t.Errorf("%s: %s", r.clause, p)
 			}
 		}
 	}
+}
+
+// conformanceProblems: every clause names at least one case, and each name
+// is a case of that clause (case IDs are "<clause>/<name>").
+func conformanceProblems(cases map[string]bool, r traceRow) []string {
+	names := codeName.FindAllStringSubmatch(r.cells["Conformance"], -1)
+	if len(names) == 0 {
+		return []string{"no conformance case"}
+	}
+	var problems []string
+	for _, n := range names {
+		if !cases[r.clause+"/"+n[1]] {
+			problems = append(problems, fmt.Sprintf("conformance case %s/%s does not exist", r.clause, n[1]))
+		}
+	}
+	return problems
 }
 
 // TestTraceabilityCheckerFails: rows citing missing names, missing
@@ -135,6 +161,15 @@ func TestTraceabilityCheckerFails(t *testing.T) {
 		if len(cellProblems(model, "../testdata/model", "Model", r, true)) == 0 {
 			t.Errorf("%s: bad row %q passed", r.clause, r.cells["Model"])
 		}
+	}
+	cases := map[string]bool{"S1/real": true}
+	for _, cell := range []string{"", "`missing`", "`real`, `missing`"} {
+		if len(conformanceProblems(cases, traceRow{clause: "S1", cells: map[string]string{"Conformance": cell}})) == 0 {
+			t.Errorf("conformance cell %q passed", cell)
+		}
+	}
+	if len(conformanceProblems(cases, traceRow{clause: "S2", cells: map[string]string{"Conformance": "`real`"}})) == 0 {
+		t.Errorf("a case of another clause passed")
 	}
 	good := traceRow{clause: "S9", status: "consul", cells: map[string]string{"Model": ""}}
 	if p := cellProblems(model, "../testdata/model", "Model", good, true); len(p) != 0 {
