@@ -106,7 +106,8 @@ func cellProblems(source, scenarioDir, column string, r traceRow, required bool)
 
 // TestTraceabilityNamesExist: every `name` in the Model column is an
 // identifier (or Type.Method) of package model, every scenario file it cites
-// exists, and every TLA+ name is in tla/Sessions.tla.
+// exists, every Impl name is in impl/, and every TLA+ name is in
+// tla/Sessions.tla.
 func TestTraceabilityNamesExist(t *testing.T) {
 	columns := []struct {
 		name     string
@@ -114,6 +115,7 @@ func TestTraceabilityNamesExist(t *testing.T) {
 		required bool
 	}{
 		{"Model", sourceText(t, "../model/*.go"), true},
+		{"Impl", sourceText(t, "../impl/*.go", "../impl/httpapi/*.go", "../impl/agent/*.go"), false},
 		{"TLA+", sourceText(t, "../tla/Sessions.tla"), false},
 	}
 	cases := map[string]bool{}
