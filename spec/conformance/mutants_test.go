@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -82,11 +83,27 @@ type mutant struct {
 type mstate struct {
 	mu       sync.Mutex
 	released map[string]time.Time
+	freed    map[string]bool        // key released since its last acquire
+	lag      map[string]uint64      // LockIndex bumps hidden from clients
+	timers   map[string]*time.Timer // pending early destroys, by session ID
+	stopped  bool
+}
+
+// stop cancels pending timers so nothing reaches upstream after the test.
+func (m *mstate) stop() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stopped = true
+	for _, tm := range m.timers {
+		tm.Stop()
+	}
 }
 
 func proxyFor(t *testing.T, base string, m mutant) string {
 	u := &upstream{base: strings.TrimSuffix(base, "/"), client: &http.Client{}}
-	st := &mstate{released: map[string]time.Time{}}
+	st := &mstate{released: map[string]time.Time{}, freed: map[string]bool{},
+		lag: map[string]uint64{}, timers: map[string]*time.Timer{}}
+	t.Cleanup(st.stop)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
 		if err != nil {
@@ -144,7 +161,133 @@ func rewriteJSON(x *exchange, f func(v any) any) {
 	}
 }
 
+func answeredTrue(x *exchange) bool {
+	return x.code == 200 && strings.TrimSpace(string(x.out)) == "true"
+}
+
+// rewriteKVEntries applies f to every KV entry of a KV GET answer (a JSON
+// array of entries) or a txn answer (entries under Results[].KV). Numbers
+// stay json.Number so indexes survive the round trip exactly.
+func rewriteKVEntries(x *exchange, f func(e map[string]any)) {
+	dec := json.NewDecoder(bytes.NewReader(x.out))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return
+	}
+	var entries []any
+	switch top := v.(type) {
+	case []any:
+		entries = top
+	case map[string]any:
+		rs, _ := top["Results"].([]any)
+		for _, r := range rs {
+			if rm, ok := r.(map[string]any); ok && rm["KV"] != nil {
+				entries = append(entries, rm["KV"])
+			}
+		}
+	}
+	for _, e := range entries {
+		if em, ok := e.(map[string]any); ok {
+			f(em)
+		}
+	}
+	if b, err := json.Marshal(v); err == nil {
+		x.out = b
+	}
+}
+
+// hideLockIndexBumps is the state behind lockindex-not-bumped-after-release:
+// it counts acquires of keys the proxy saw released and subtracts that count
+// from every LockIndex it passes on, as if those acquires never bumped it.
+func hideLockIndexBumps(m *mstate, x *exchange) (bool, error) {
+	if err := x.forward(); err != nil {
+		return true, err
+	}
+	k := kvKey(x)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case isKVPut(x) && x.q.Has("release") && answeredTrue(x):
+		m.freed[k] = true
+	case isKVPut(x) && x.q.Has("acquire") && answeredTrue(x) && m.freed[k]:
+		m.freed[k] = false
+		m.lag[k]++
+	case x.r.Method == http.MethodDelete && strings.HasPrefix(x.r.URL.Path, "/v1/kv/") && answeredTrue(x):
+		// A re-created key starts a new LockIndex history.
+		delete(m.freed, k)
+		delete(m.lag, k)
+	case x.code == 200 && (x.r.Method == http.MethodGet && strings.HasPrefix(x.r.URL.Path, "/v1/kv/") ||
+		x.r.URL.Path == "/v1/txn"):
+		rewriteKVEntries(x, func(e map[string]any) {
+			key, _ := e["Key"].(string)
+			num, _ := e["LockIndex"].(json.Number)
+			li, err := strconv.ParseUint(num.String(), 10, 64)
+			if lag := m.lag[key]; err == nil && li > lag {
+				e["LockIndex"] = li - lag
+			}
+		})
+	}
+	return true, nil
+}
+
+// destroyTTLSessionsEarly is the state behind ttl-expiry-before-ttl: it
+// destroys every TTL session upstream at half its TTL after create or renew.
+func destroyTTLSessionsEarly(m *mstate, x *exchange) (bool, error) {
+	var ttl time.Duration
+	if x.r.URL.Path == "/v1/session/create" {
+		var req struct{ TTL string }
+		if json.Unmarshal(x.body, &req) == nil && req.TTL != "" {
+			ttl, _ = time.ParseDuration(req.TTL) // unparsable: the server refuses it anyway
+		}
+	}
+	if err := x.forward(); err != nil || x.code != 200 {
+		return true, err
+	}
+	var sid string
+	switch p := x.r.URL.Path; {
+	case p == "/v1/session/create":
+		var out struct{ ID string }
+		if json.Unmarshal(x.out, &out) != nil || ttl <= 0 {
+			return true, nil
+		}
+		sid = out.ID
+	case strings.HasPrefix(p, "/v1/session/renew/"):
+		var out []struct{ ID, TTL string }
+		if json.Unmarshal(x.out, &out) != nil || len(out) != 1 || out[0].TTL == "" {
+			return true, nil
+		}
+		sid = out[0].ID
+		ttl, _ = time.ParseDuration(out[0].TTL) // the server's own answer
+	default:
+		return true, nil
+	}
+	if ttl <= 0 {
+		return true, nil
+	}
+	h := x.r.Header.Clone()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if old := m.timers[sid]; old != nil {
+		old.Stop()
+	}
+	if m.stopped {
+		return true, nil
+	}
+	m.timers[sid] = time.AfterFunc(ttl/2, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		// A failed destroy only lets the mutant survive, which the test reports.
+		_, _, _, _ = x.u.fwd(ctx, http.MethodPut, "/v1/session/destroy/"+sid, h, []byte{})
+	})
+	return true, nil
+}
+
 var mutants = []mutant{
+	// S41 would catch it too, but it is a tenure clause and mutants run the
+	// contract profile (so that -addr can point at a real Consul).
+	{name: "lockindex-not-bumped-after-release", filter: `^S27/`, handle: hideLockIndexBumps},
+	{name: "ttl-expiry-before-ttl", filter: `^S18/`, slow: true, handle: destroyTTLSessionsEarly},
 	{name: "release-by-non-holder-accepted", filter: `^S31/`,
 		handle: func(_ *mstate, x *exchange) (bool, error) {
 			if !isKVPut(x) || !x.q.Has("release") {
