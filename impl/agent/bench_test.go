@@ -2,6 +2,7 @@ package agent_test
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -20,16 +21,60 @@ import (
 // and the p50/p99 latency of one whole cycle.
 //
 //	go test ./impl/agent -run '^$' -bench . -benchtime 2s
+//
+// With TENURE_BENCH_ADDR set (e.g. http://127.0.0.1:8500) the same bodies
+// run against that Consul-API server instead, as target "addr", so tenure
+// and a real Consul can be measured on one machine with one client.
+//
+//	TENURE_BENCH_ADDR=http://127.0.0.1:8500 go test ./impl/agent -run '^$' -bench /addr
+
+const envBenchAddr = "TENURE_BENCH_ADDR"
 
 type target struct {
 	name  string
 	start func(b *testing.B) string // returns the HTTP address to talk to
+	// shared: the server outlives the benchmark, so each run works under
+	// its own key prefix and removes its sessions and keys afterwards.
+	shared bool
 }
 
 var targets = []target{
-	{"dev", func(b *testing.B) string { return agenttest.StartDevAgent(b, nil).HTTPAddr() }},
-	{"cluster3-durable/leader", func(b *testing.B) string { return clusterAddr(b, true) }},
-	{"cluster3-durable/follower", func(b *testing.B) string { return clusterAddr(b, false) }},
+	{name: "dev", start: func(b *testing.B) string { return agenttest.StartDevAgent(b, nil).HTTPAddr() }},
+	{name: "cluster3-durable/leader", start: func(b *testing.B) string { return clusterAddr(b, true) }},
+	{name: "cluster3-durable/follower", start: func(b *testing.B) string { return clusterAddr(b, false) }},
+}
+
+// benchTargets is targets, or only the TENURE_BENCH_ADDR server when set.
+func benchTargets() []target {
+	addr := os.Getenv(envBenchAddr)
+	if addr == "" {
+		return targets
+	}
+	return []target{{name: "addr", shared: true, start: func(*testing.B) string { return addr }}}
+}
+
+// runSeq makes key prefixes unique across the runs of one process, so a
+// shared server never sees a key still held from an earlier run.
+var runSeq atomic.Int64
+
+// prefix returns this run's key prefix; on a shared server it also removes
+// the run's keys and the given sessions when the run ends (untimed).
+func (tg target) prefix(b *testing.B, c *api.Client, sids *[]string) string {
+	p := fmt.Sprintf("bench/%d-%d/", time.Now().UnixNano(), runSeq.Add(1))
+	if tg.shared {
+		b.Cleanup(func() {
+			for _, sid := range *sids {
+				if _, err := c.Session().Destroy(sid, nil); err != nil {
+					b.Errorf("cleanup: destroy session %s: %v", sid, err)
+					return
+				}
+			}
+			if _, err := c.KV().DeleteTree(p, nil); err != nil {
+				b.Errorf("cleanup: delete %s: %v", p, err)
+			}
+		})
+	}
+	return p
 }
 
 func clusterAddr(b *testing.B, leader bool) string {
@@ -123,20 +168,21 @@ func acquireRelease(c *api.Client, key, sid string) error {
 // BenchmarkAcquireRelease: one session per client, acquire then release of
 // the client's own key. par=16 shows throughput under concurrent clients.
 func BenchmarkAcquireRelease(b *testing.B) {
-	for _, tg := range targets {
+	for _, tg := range benchTargets() {
 		for _, par := range []int{1, 16} {
 			b.Run(fmt.Sprintf("%s/clients=%d", tg.name, par), func(b *testing.B) {
 				c := client(b, tg.start(b))
-				sids := make([]string, par)
-				for w := range sids {
+				var sids []string
+				pre := tg.prefix(b, c, &sids)
+				for range par {
 					sid, _, err := c.Session().CreateNoChecks(nil, nil)
 					if err != nil {
 						b.Fatal(err)
 					}
-					sids[w] = sid
+					sids = append(sids, sid)
 				}
 				run(b, par, func(w, _ int) error {
-					return acquireRelease(c, fmt.Sprintf("bench/lock/%d", w), sids[w])
+					return acquireRelease(c, fmt.Sprintf("%slock/%d", pre, w), sids[w])
 				})
 			})
 		}
@@ -144,17 +190,23 @@ func BenchmarkAcquireRelease(b *testing.B) {
 }
 
 // BenchmarkCreateAcquireRelease: a fresh session for every cycle, as a
-// short-lived job taking a lock would do (sessions are left to accumulate).
+// short-lived job taking a lock would do (sessions are left to accumulate
+// during the run).
 func BenchmarkCreateAcquireRelease(b *testing.B) {
-	for _, tg := range targets {
+	for _, tg := range benchTargets() {
 		b.Run(tg.name, func(b *testing.B) {
 			c := client(b, tg.start(b))
+			var sids []string // only one goroutine appends (par 1)
+			pre := tg.prefix(b, c, &sids)
 			run(b, 1, func(_, i int) error {
 				sid, _, err := c.Session().Create(&api.SessionEntry{TTL: "30s"}, nil)
 				if err != nil {
 					return fmt.Errorf("create: %w", err)
 				}
-				return acquireRelease(c, "bench/job", sid)
+				if tg.shared {
+					sids = append(sids, sid)
+				}
+				return acquireRelease(c, pre+"job", sid)
 			})
 		})
 	}
