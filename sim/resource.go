@@ -41,8 +41,12 @@ type Resources struct {
 	rec   *Recorder
 	check SequencerChecker
 
-	mu    sync.Mutex
-	keyMu map[string]*sync.Mutex
+	mu sync.Mutex
+	// keyMu serialises writes per key. It is a channel, not a mutex: a
+	// fenced write holds it across a network round trip, and inside a
+	// synctest bubble only a goroutine blocked on a channel counts as
+	// durably blocked; one waiting on a mutex would stop virtual time.
+	keyMu map[string]chan struct{}
 	// maxLI is the highest LockIndex the fenced resource accepted per key;
 	// owner says which session it accepted each LockIndex from.
 	maxLI map[string]uint64
@@ -54,7 +58,7 @@ type Resources struct {
 func NewResources(rec *Recorder, check SequencerChecker) *Resources {
 	return &Resources{
 		rec: rec, check: check,
-		keyMu: map[string]*sync.Mutex{},
+		keyMu: map[string]chan struct{}{},
 		maxLI: map[string]uint64{},
 		owner: map[string]map[uint64]string{},
 	}
@@ -64,12 +68,12 @@ func (r *Resources) lockKey(key string) func() {
 	r.mu.Lock()
 	m := r.keyMu[key]
 	if m == nil {
-		m = &sync.Mutex{}
+		m = make(chan struct{}, 1)
 		r.keyMu[key] = m
 	}
 	r.mu.Unlock()
-	m.Lock()
-	return m.Unlock
+	m <- struct{}{}
+	return func() { <-m }
 }
 
 // WriteFenced is a write to the fenced resource. It returns whether the
