@@ -115,9 +115,10 @@ func (c *cluster) start(s *server) error {
 		Transport: trans, LogStore: s.logs, StableStore: s.logs, SnapshotStore: s.snaps,
 		Peers: c.peers, RoundTripper: simTransport(c.net, s.name),
 		// Session IDs must not depend on crypto/rand, or no run replays.
+		// Counter first: failure reports show IDs cut to 8 characters.
 		NewID: func() string {
 			s.ids++
-			return fmt.Sprintf("%s-%d-%04d", name, inc, s.ids)
+			return fmt.Sprintf("%d.%s.%d", s.ids, name, inc)
 		},
 	}
 	if c.variant != nil && c.variant.Config != nil {
@@ -133,7 +134,8 @@ func (c *cluster) start(s *server) error {
 		// instant of the change.
 		if st, ok := o.Data.(raft.RaftState); ok && (st == raft.Leader) != leader {
 			leader = st == raft.Leader
-			c.rec.Add(Event{Kind: KindLeader, Node: name, Leader: &leader})
+			is := leader // the event needs its own copy; leader changes later
+			c.rec.Add(Event{Kind: KindLeader, Node: name, Leader: &is})
 		}
 		return false
 	}))
@@ -226,7 +228,7 @@ type stateCopy struct {
 	index    uint64
 	sessions map[string]model.Session
 	kv       map[string]model.KVEntry
-	checks   map[model.CheckKey]model.Health
+	checks   map[model.CheckKey]model.Check
 	tombs    map[string]uint64
 	issued   map[string]uint64
 	sessIdx  uint64
@@ -234,7 +236,7 @@ type stateCopy struct {
 
 func copyState(st *model.State) stateCopy {
 	sc := stateCopy{index: st.Index(), sessIdx: st.Tables.Sessions, tombs: maps.Clone(st.Tombstones), issued: maps.Clone(st.LockIssued), sessions: make(map[string]model.Session, len(st.Sessions)),
-		kv: make(map[string]model.KVEntry, len(st.KV)), checks: make(map[model.CheckKey]model.Health, len(st.Checks))}
+		kv: make(map[string]model.KVEntry, len(st.KV)), checks: make(map[model.CheckKey]model.Check, len(st.Checks))}
 	for k, v := range st.Sessions {
 		sc.sessions[k] = v
 	}
@@ -243,7 +245,7 @@ func copyState(st *model.State) stateCopy {
 		sc.kv[k] = v
 	}
 	for k, v := range st.Checks {
-		sc.checks[k] = v.Status
+		sc.checks[k] = v
 	}
 	return sc
 }
@@ -254,7 +256,7 @@ func copyState(st *model.State) stateCopy {
 // may be seen as one change.
 func (c *cluster) watch(s *server, srv *impl.Server, inc int, replayUntil uint64, stop, done chan struct{}) {
 	defer close(done)
-	prev := stateCopy{sessions: map[string]model.Session{}, kv: map[string]model.KVEntry{}, checks: map[model.CheckKey]model.Health{}}
+	prev := stateCopy{sessions: map[string]model.Session{}, kv: map[string]model.KVEntry{}, checks: map[model.CheckKey]model.Check{}}
 	for {
 		ch := srv.Changed()
 		var cur stateCopy
@@ -321,12 +323,13 @@ func diffStates(prev, cur stateCopy) *StateObs {
 			}
 		}
 	}
-	for ck, st := range cur.checks {
-		if prev.checks[ck] != st {
+	for ck, c := range cur.checks {
+		if prev.checks[ck].Status != c.Status {
 			if obs.Checks == nil {
-				obs.Checks = map[string]model.Health{}
+				obs.Checks, obs.CheckIndex = map[string]model.Health{}, map[string]uint64{}
 			}
-			obs.Checks[ck.Node+"/"+ck.CheckID] = st
+			obs.Checks[ck.Node+"/"+ck.CheckID] = c.Status
+			obs.CheckIndex[ck.Node+"/"+ck.CheckID] = c.ModifyIndex
 		}
 	}
 	return obs

@@ -166,6 +166,10 @@ type StateObs struct {
 	Keys     []KeyChange     `json:"keys,omitempty"`
 	// Checks lists check statuses that changed (node/checkID → status).
 	Checks map[string]model.Health `json:"checks,omitempty"`
+	// CheckIndex is each changed check's ModifyIndex: the entry that made
+	// the change, which a lagging server may apply long after the others
+	// and together with later entries.
+	CheckIndex map[string]uint64 `json:"check_index,omitempty"`
 }
 
 // KeyChange is one key's entry before and after; nil means absent.
