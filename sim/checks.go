@@ -195,7 +195,7 @@ func checkSequencerUnique(ix *traceIndex) []Violation {
 
 // checkTTLLowerBound: no TTL invalidation earlier than TTL after the last
 // create, renew or leader change, on the invalidating leader's clock (S18,
-// S21). Only resets the leader certainly saw count: a renew counts if the
+// S21): its rate and any wall-clock step it took. Only resets the leader certainly saw count: a renew counts if the
 // leader was the only one from its call to its return. Sessions a client
 // destroyed are skipped (that is not a TTL invalidation); so are sessions
 // bound to checks.
@@ -249,7 +249,7 @@ func checkTTLLowerBound(ix *traceIndex) []Violation {
 			if reset < 0 {
 				continue
 			}
-			lived := time.Duration(float64(o.At-reset) * ix.serverRate(o.Server))
+			lived := ix.serverElapsed(o.Server, reset, o.At)
 			if lived < ttl {
 				out = append(out, violation(o.At, "%s invalidated TTL %v session %s after %v on its clock since the last reset (%s at %v)", o.Server, ttl, s.ID, lived, why, reset))
 			}

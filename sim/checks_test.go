@@ -2,6 +2,8 @@ package sim
 
 import (
 	"bytes"
+	"cmp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -166,6 +168,19 @@ func TestCheckTTLLowerBound(t *testing.T) {
 	mustCheck(t, CheckTTL, ttlTrace(sec(5), 0, true), 0)           // destroyed, not TTL
 	mustCheck(t, CheckTTL, ttlTrace(sec(29), sec(8), false), 0)    // 21s after the renew
 	mustCheck(t, CheckTTL, ttlTrace(sec(12), sec(11.5), false), 1) // renew just before
+
+	// S18 is measured on the leader's own clock: a wall-clock step counts.
+	stepped := func(inv, by time.Duration) []Event {
+		ev := ttlTrace(inv, 0, false)
+		ev[0].Run.Faults = []Fault{{ID: 7, Kind: FaultClockSkew, Param: by}}
+		b := &tb{ev: ev}
+		b.add(sec(5), Event{Kind: KindFault, Fault: &FaultMark{ID: 7, Kind: FaultClockSkew, Phase: "start", Targets: []string{"n1"}, Note: "wall clock step " + by.String()}})
+		b.add(sec(40), Event{Kind: KindFault, Fault: &FaultMark{ID: 7, Kind: FaultClockSkew, Phase: "end"}})
+		slices.SortStableFunc(b.ev, func(x, y Event) int { return cmp.Compare(x.At, y.At) })
+		return b.ev
+	}
+	mustCheck(t, CheckTTL, stepped(sec(10.5), 5*time.Second), 0) // 9.5s + 5s on n1's clock
+	mustCheck(t, CheckTTL, stepped(sec(21), -15*time.Second), 1) // 20s - 15s on n1's clock
 
 	// A new leader must wait a full TTL from its own election (S21).
 	b := newTB()

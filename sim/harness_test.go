@@ -83,14 +83,6 @@ func checkResult(t *testing.T, res *Result) Evaluation {
 	if len(out.Violations) == 0 {
 		return out
 	}
-	// Linearizability failures of the default batch are still under triage
-	// (sim/history conversion or server?): reported with artifacts, but
-	// fatal only when seeds are given explicitly (-seed, -seeds).
-	soft := *flagSeed == 0 && *flagSeeds == 0
-	fail := t.Error
-	if soft && len(out.Caught()) == 1 && out.Caught()[0] == CheckLinearizable {
-		fail = t.Log
-	}
 	dir := filepath.Join(artifactRoot(), fmt.Sprintf("seed-%d", res.Config.Seed))
 	if err := WriteArtifacts(dir, res, out); err != nil {
 		t.Errorf("write artifacts: %v", err)
@@ -105,7 +97,7 @@ func checkResult(t *testing.T, res *Result) Evaluation {
 		fmt.Fprintf(&b, "  %v\n", v)
 	}
 	fmt.Fprintf(&b, "replay: %s\nartifacts: %s", replayCommand(res.Config), dir)
-	fail(b.String())
+	t.Error(b.String())
 	return out
 }
 

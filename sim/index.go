@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"strings"
 	"time"
 
 	"github.com/tenurekv/tenure/model"
@@ -78,6 +79,7 @@ type traceIndex struct {
 	excluded map[string]bool
 	crashes  map[string][]time.Duration
 	end      time.Duration
+	steps    map[string][]clockStep // wall-clock steps per server
 }
 
 func newIndex(events []Event) *traceIndex {
@@ -129,6 +131,7 @@ func newIndex(events []Event) *traceIndex {
 	if ix.hdr == nil {
 		ix.hdr = &RunHeader{}
 	}
+	ix.steps = clockSteps(ix)
 	return ix
 }
 
@@ -231,4 +234,50 @@ func (ix *traceIndex) tenures() map[model.Sequencer]*tenure {
 		}
 	}
 	return out
+}
+
+// clockStep is a wall-clock step the clock-skew fault made on a server,
+// undone when the fault ended.
+type clockStep struct {
+	start, end time.Duration
+	by         time.Duration
+}
+
+// clockSteps returns every server's steps, so that a server's elapsed time
+// between two instants can be known.
+func clockSteps(ix *traceIndex) map[string][]clockStep {
+	param := map[int]time.Duration{}
+	for _, f := range ix.hdr.Faults {
+		param[f.ID] = f.Param
+	}
+	starts := map[int]*Event{}
+	out := map[string][]clockStep{}
+	for _, e := range ix.faults {
+		if e.Fault.Kind != FaultClockSkew {
+			continue
+		}
+		switch s := starts[e.Fault.ID]; {
+		case e.Fault.Phase == "start" && strings.HasPrefix(e.Fault.Note, "wall clock step") && len(e.Fault.Targets) == 1:
+			starts[e.Fault.ID] = e
+		case e.Fault.Phase == "end" && s != nil:
+			// Every fault ends before the liveness phase.
+			out[s.Fault.Targets[0]] = append(out[s.Fault.Targets[0]], clockStep{start: s.At, end: e.At, by: param[e.Fault.ID]})
+		}
+	}
+	return out
+}
+
+// serverElapsed is how much server's clock advanced from virtual a to b:
+// its rate, plus any wall-clock step it took in between.
+func (ix *traceIndex) serverElapsed(server string, a, b time.Duration) time.Duration {
+	d := time.Duration(float64(b-a) * ix.serverRate(server))
+	for _, s := range ix.steps[server] {
+		in := func(t time.Duration) bool { return s.start <= t && t < s.end }
+		if in(b) && !in(a) {
+			d += s.by
+		} else if in(a) && !in(b) {
+			d -= s.by
+		}
+	}
+	return d
 }

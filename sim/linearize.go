@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"cmp"
 	"math"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -23,8 +25,17 @@ const invalidationWindow = time.Millisecond
 // the servers made on their own (TTL expiry, serfHealth changes), each placed
 // in a window ending at the first apply any server was seen to make.
 func History(events []Event) linearizability.History {
-	ix := newIndex(events)
+	h, _ := history(newIndex(events))
+	return h
+}
+
+// history is History, also returning how many lock-delay refusals it left
+// out because only a late arming explains them (latedelay.go).
+func history(ix *traceIndex) (linearizability.History, int) {
 	var h linearizability.History
+	slack := lockDelaySlack(ix)
+	h.LockDelaySlack = nanos(slack)
+	excused := lateRefusals(ix, slack)
 	for _, s := range ix.hdr.Servers {
 		h.Setup = append(h.Setup, serfRegister(s, model.HealthPassing))
 	}
@@ -38,6 +49,9 @@ func History(events []Event) linearizability.History {
 	}
 	destroyCall := map[string]time.Duration{}
 	for _, op := range ix.ops {
+		if excused[op.Call.Op] {
+			continue
+		}
 		if lop, ok := historyOp(op); ok {
 			lop.Client = clientID(op.Client)
 			h.Ops = append(h.Ops, lop)
@@ -48,42 +62,60 @@ func History(events []Event) linearizability.History {
 			}
 		}
 	}
-	// serfHealth changes, once per raft index at which they happened.
+	// serfHealth changes, once per raft index that made them, placed where
+	// the first server applied that index: a lagging server may apply it
+	// much later, or together with later entries.
+	first := firstApplies(ix)
 	type checkChange struct {
 		node   string
 		status model.Health
 		index  uint64
 	}
 	seenCheck := map[checkChange]bool{}
-	critical := map[string]time.Duration{} // node → when it last went critical
-	seenGone := map[string]bool{}
-	lastSerf := time.Duration(-1)
+	var changes []checkChange
 	for _, o := range ix.obs {
 		if o.Obs.Replay {
 			continue
 		}
-		for _, nc := range slices.Sorted(mapKeysOf(o.Obs.Checks)) {
-			st := o.Obs.Checks[nc]
+		for nc, st := range o.Obs.Checks {
 			node, check, _ := strings.Cut(nc, "/")
 			if check != model.SerfHealthCheckID {
 				continue
 			}
-			cc := checkChange{node, st, o.Obs.Index}
-			if seenCheck[cc] {
-				continue
+			idx := o.Obs.CheckIndex[nc]
+			if idx == 0 {
+				idx = o.Obs.Index // traces recorded before CheckIndex
 			}
-			seenCheck[cc] = true
-			if st == model.HealthCritical {
-				critical[node] = o.At
+			cc := checkChange{node, st, idx}
+			if !seenCheck[cc] {
+				seenCheck[cc] = true
+				changes = append(changes, cc)
 			}
-			cmd := serfRegister(node, st)
-			// Successive changes keep their log order even when seen at
-			// the same instant: each is placed at least 1ns after the last.
-			latest := max(o.At, lastSerf+1)
-			earliest := max(latest-invalidationWindow, lastSerf+1)
-			lastSerf = latest
-			h.Events = append(h.Events, linearizability.Event{Kind: "serfHealth-" + string(st),
-				Earliest: nanos(earliest), Latest: nanos(latest), Command: &cmd})
+		}
+	}
+	slices.SortFunc(changes, func(a, b checkChange) int { return cmp.Compare(a.index, b.index) })
+	criticalAt := map[string][]uint64{} // node → indexes at which it went critical
+	lastSerf := time.Duration(-1)
+	for _, cc := range changes {
+		if cc.status == model.HealthCritical {
+			criticalAt[cc.node] = append(criticalAt[cc.node], cc.index)
+		}
+		cmd := serfRegister(cc.node, cc.status)
+		// Successive changes keep their log order even when first applied
+		// at the same instant: each is placed at least 1ns after the last.
+		latest := max(first.at(cc.index), lastSerf+1)
+		earliest := max(latest-invalidationWindow, lastSerf+1)
+		lastSerf = latest
+		h.Events = append(h.Events, linearizability.Event{Kind: "serfHealth-" + string(cc.status),
+			Earliest: nanos(earliest), Latest: nanos(latest), Command: &cmd})
+	}
+	// Sessions the servers removed on their own: TTL expiries. A session
+	// bound to its node's serfHealth that went critical after the session
+	// was created is the serfHealth event's doing.
+	seenGone := map[string]bool{}
+	for _, o := range ix.obs {
+		if o.Obs.Replay {
+			continue
 		}
 		for _, s := range o.Obs.GoneSess {
 			if seenGone[s.ID] {
@@ -93,38 +125,55 @@ func History(events []Event) linearizability.History {
 			if t, ok := destroyCall[s.ID]; ok && t <= o.At {
 				continue // the client's destroy is in the history
 			}
-			if t, ok := critical[s.Node]; ok && t == o.At && slices.Contains(s.Checks, model.SerfHealthCheckID) {
-				continue // the serfHealth event invalidates it
+			if slices.Contains(s.Checks, model.SerfHealthCheckID) && slices.ContainsFunc(criticalAt[s.Node], func(i uint64) bool {
+				return i > s.CreateIndex && i <= o.Obs.Index
+			}) {
+				continue
 			}
+			at := first.at(o.Obs.SessionsIndex)
 			h.Events = append(h.Events, linearizability.Event{Kind: "ttl-expiry",
-				Earliest: nanos(o.At - invalidationWindow), Latest: nanos(o.At), Sessions: []string{s.ID}})
+				Earliest: nanos(at - invalidationWindow), Latest: nanos(at), Sessions: []string{s.ID}})
 		}
 	}
 	h.Faults = append(h.Faults, faultSpans(ix)...)
-	// Lock-delay runs on the leader's clock: allow for the server clocks'
-	// drift over the longest delay, and for wall-clock steps.
-	slack := time.Second
-	for _, s := range ix.hdr.Servers {
-		r := ix.serverRate(s)
-		slack = max(slack, time.Second+time.Duration(math.Abs(1-r)*float64(ix.hdr.Bounds.MaxLockDelay)))
-	}
 	for _, e := range ix.faults {
 		if e.Fault.Kind == FaultClockSkew && e.Fault.Phase == "start" {
 			h.LockDelayMayBeLost = true // a server's wall clock stepped
 		}
 	}
-	h.LockDelaySlack = nanos(slack)
-	return h
+	return h, len(excused)
 }
 
-func mapKeysOf[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
+// appliedTimes says when the cluster first applied each raft index: the
+// first moment any server's applied index reached it (replays excluded).
+// Observations are made at the instant of the apply, so this is exact.
+type appliedTimes struct {
+	idx   []uint64 // strictly increasing
+	times []time.Duration
+}
+
+func firstApplies(ix *traceIndex) appliedTimes {
+	var a appliedTimes
+	for _, o := range ix.obs {
+		if o.Obs.Replay || (len(a.idx) > 0 && o.Obs.Index <= a.idx[len(a.idx)-1]) {
+			continue
 		}
+		a.idx = append(a.idx, o.Obs.Index)
+		a.times = append(a.times, o.At)
 	}
+	return a
+}
+
+// at is when index i was first applied (the end of the trace if never).
+func (a appliedTimes) at(i uint64) time.Duration {
+	k := sort.Search(len(a.idx), func(k int) bool { return a.idx[k] >= i })
+	if k == len(a.idx) {
+		if k == 0 {
+			return 0
+		}
+		return a.times[k-1]
+	}
+	return a.times[k]
 }
 
 func nanos(d time.Duration) linearizability.Nanos { return linearizability.Nanos(max(d, 0)) }
@@ -214,4 +263,15 @@ func faultSpans(ix *traceIndex) []linearizability.Fault {
 		}
 	}
 	return out
+}
+
+// lockDelaySlack widens lock-delay windows: lock-delay runs on the leader's
+// clock, so allow for the server clocks' drift over the longest delay.
+func lockDelaySlack(ix *traceIndex) time.Duration {
+	slack := time.Second
+	for _, s := range ix.hdr.Servers {
+		r := ix.serverRate(s)
+		slack = max(slack, time.Second+time.Duration(math.Abs(1-r)*float64(ix.hdr.Bounds.MaxLockDelay)))
+	}
+	return slack
 }

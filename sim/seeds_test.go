@@ -29,8 +29,8 @@ func TestSeeds(t *testing.T) {
 		res := runSeed(t, configFromFlags(t, seed))
 		ev := checkResult(t, res)
 		table.Add(res.Events)
-		t.Logf("seed %d: %d events, virtual %v, wall %v, digest %s, %d violations, lin %s (%d ops)",
-			seed, len(res.Events), res.Virtual.Round(time.Second), time.Since(start).Round(time.Millisecond), res.Digest, len(ev.Violations), ev.Lin.Verdict, ev.Lin.Ops)
+		t.Logf("seed %d: %d events, virtual %v, wall %v, digest %s, %d violations, lin %s (%d ops, %d late lock-delay refusals excused)",
+			seed, len(res.Events), res.Virtual.Round(time.Second), time.Since(start).Round(time.Millisecond), res.Digest, len(ev.Violations), ev.Lin.Verdict, ev.Lin.Ops, ev.Excused)
 	}
 	table.Print(os.Stdout)
 }

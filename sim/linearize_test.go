@@ -1,0 +1,122 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tenurekv/tenure/linearizability"
+	"github.com/tenurekv/tenure/model"
+)
+
+func checkHistory(t *testing.T, ev []Event) error {
+	t.Helper()
+	_, err := linearizability.Check(History(ev), linearizability.Options{Timeout: 10 * time.Second})
+	return err
+}
+
+// serfTrace: n2's serfHealth goes critical at index 20 (first applied by n1
+// at 10s, invalidating s1) and passing at 22; a client then creates s2 bound
+// to it and locks k at 16s. n3 lags: it applies index 20 only at 15s, in a
+// batch that stops before 22. againCritical adds a real second critical
+// (index 26) before the lock, which invalidates s2.
+func serfTrace(againCritical bool) []Event {
+	b := newTB()
+	b.ev[0].Run.Servers = []string{"n1", "n2", "n3"}
+	serf := []string{model.SerfHealthCheckID}
+	b.op(sec(1), sec(1.1), "c1", Call{Req: ReqCreate, Create: &model.CreateSession{Node: "n2", Checks: serf, Behavior: model.BehaviorRelease}}, Ret{SessionID: "s1"})
+	crit := StateObs{Index: 20, SessionsIndex: 20, Checks: map[string]model.Health{"n2/serfHealth": model.HealthCritical},
+		CheckIndex: map[string]uint64{"n2/serfHealth": 20}, GoneSess: []model.Session{{ID: "s1", Node: "n2", Checks: serf, CreateIndex: 5}}}
+	pass := StateObs{Index: 22, Checks: map[string]model.Health{"n2/serfHealth": model.HealthPassing}, CheckIndex: map[string]uint64{"n2/serfHealth": 22}}
+	b.obs(sec(10), "n1", true, crit)
+	b.obs(sec(10.01), "n1", true, pass)
+	b.op(sec(12), sec(12.1), "c2", Call{Req: ReqCreate, Create: &model.CreateSession{Node: "n2", Checks: serf, Behavior: model.BehaviorRelease}}, Ret{SessionID: "s2"})
+	lagging := crit
+	lagging.Index = 21
+	b.obs(sec(15), "n3", false, lagging)
+	if againCritical {
+		b.obs(sec(15.5), "n1", true, StateObs{Index: 26, SessionsIndex: 26, Checks: map[string]model.Health{"n2/serfHealth": model.HealthCritical},
+			CheckIndex: map[string]uint64{"n2/serfHealth": 26}, GoneSess: []model.Session{{ID: "s2", Node: "n2", Checks: serf, CreateIndex: 24}}})
+	}
+	b.op(sec(16), sec(16.1), "c2", Call{Req: ReqKV, KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: "s2"}}, Ret{OK: true})
+	return b.ev
+}
+
+// TestHistorySerfChangeOncePerIndex: a lagging server's late apply of a
+// serfHealth change is the same change, not a second one.
+func TestHistorySerfChangeOncePerIndex(t *testing.T) {
+	h := History(serfTrace(false))
+	var crits []linearizability.Event
+	for _, e := range h.Events {
+		if e.Kind == "serfHealth-critical" {
+			crits = append(crits, e)
+		}
+	}
+	if len(crits) != 1 || crits[0].Latest != linearizability.Nanos(sec(10)) {
+		t.Fatalf("want one critical event ending at 10s, got %+v", crits)
+	}
+	if err := checkHistory(t, serfTrace(false)); err != nil {
+		t.Fatalf("a late apply made the history illegal: %v", err)
+	}
+	// A real second critical invalidates s2: its lock must then fail.
+	if err := checkHistory(t, serfTrace(true)); err == nil {
+		t.Fatal("a lock by a session invalidated by a second critical passed")
+	}
+}
+
+// lateTrace: session a (lock-delay 15s) holds k and is destroyed at 10s;
+// n2 restarts and replays the destroy at replayAt, then leads; b's acquire
+// at refuseAt is refused for lock-delay.
+func lateTrace(replayAt, refuseAt time.Duration) []Event {
+	b := newTB()
+	b.ev[0].Run.Servers = []string{"n1", "n2"}
+	b.ev[0].Run.Bounds.MaxLockDelay = 15 * time.Second
+	sa := model.Session{ID: "a", Node: "n1", LockDelay: 15 * time.Second, Behavior: model.BehaviorRelease}
+	b.op(sec(1), sec(1.1), "c1", Call{Req: ReqCreate, Create: &model.CreateSession{Node: "n1", Checks: []string{}, LockDelay: 15 * time.Second, Behavior: model.BehaviorRelease}}, Ret{SessionID: "a"})
+	b.op(sec(1.2), sec(1.3), "c2", Call{Req: ReqCreate, Create: &model.CreateSession{Node: "n1", Checks: []string{}, Behavior: model.BehaviorRelease}}, Ret{SessionID: "b"})
+	b.op(sec(2), sec(2.1), "c1", Call{Req: ReqKV, KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: "a"}}, Ret{OK: true})
+	released := entry("k", "", 1, 5)
+	released.ModifyIndex = 9
+	inv := StateObs{Index: 9, SessionsIndex: 9, GoneSess: []model.Session{sa}, Keys: []KeyChange{{Key: "k", Issued: 1, Before: entry("k", "a", 1, 5), After: released}}}
+	b.op(sec(9.99), sec(10.02), "c1", Call{Req: ReqDestroy, ID: "a"}, Ret{})
+	b.obs(sec(10), "n1", true, inv)
+	b.obs(sec(10.01), "n2", false, inv)
+	replay := StateObs{Index: 9, Incarnation: 1, Replay: true, Keys: []KeyChange{{Key: "k", After: released}}}
+	b.obs(replayAt, "n2", false, replay)
+	b.leader(replayAt+sec(1), "n2", true)
+	b.op(refuseAt, refuseAt+sec(0.01), "c2", Call{Req: ReqKV, KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: "b"}}, Ret{LockDelay: true})
+	return b.ev
+}
+
+// TestLateLockDelayRefusals: a refusal only a replayed arming explains is
+// left out of the history; one nothing explains stays, and fails the check.
+func TestLateLockDelayRefusals(t *testing.T) {
+	excusedOps := func(ev []Event) []int {
+		var out []int
+		for op := range lateRefusals(newIndex(ev), time.Second) {
+			out = append(out, op)
+		}
+		return out
+	}
+	cases := []struct {
+		name               string
+		replayAt, refuseAt time.Duration
+		excused, legal     bool
+	}{
+		{"within the first delay", sec(20), sec(20), false, true},
+		{"only the replay explains it", sec(20), sec(30), true, true},
+		{"nothing explains it", sec(20), sec(40), false, false},
+		{"replayed after the refusal", sec(31), sec(30), false, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ev := lateTrace(tc.replayAt, tc.refuseAt)
+			if got := len(excusedOps(ev)) == 1; got != tc.excused {
+				t.Fatalf("excused = %v, want %v", got, tc.excused)
+			}
+			err := checkHistory(t, ev)
+			if (err == nil) != tc.legal {
+				t.Fatalf("check: %v, want legal = %v", err, tc.legal)
+			}
+		})
+	}
+}
