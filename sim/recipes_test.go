@@ -1,0 +1,237 @@
+package sim
+
+import (
+	"flag"
+	"math/rand"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// runRecipeSeed runs cfg in a fresh bubble with raft's global math/rand
+// seeded from cfg.Seed.
+func runRecipeSeed(t *testing.T, cfg RecipeConfig) *RecipeResult {
+	t.Helper()
+	var res *RecipeResult
+	var err error
+	synctest.Test(t, func(t *testing.T) {
+		//lint:ignore SA1019 raft draws election jitter from the global source; seeding it is the only way to make runs repeat.
+		rand.Seed(int64(cfg.Seed))
+		res, err = RunRecipe(cfg)
+	})
+	if err != nil {
+		t.Fatalf("seed %d: %v", cfg.Seed, err)
+	}
+	return res
+}
+
+// expectClean fails the test on any violation and logs the run's numbers.
+func expectClean(t *testing.T, res *RecipeResult) RecipeStats {
+	t.Helper()
+	for _, v := range CheckRecipeRun(res) {
+		t.Errorf("seed %d: %v", res.Config.Seed, v)
+	}
+	st := Stats(res)
+	t.Logf("seed %d %s: virtual %v, %d events, %d holds; fenced %d accepted / %d refused; unfenced %d accepted, %d stale, %d overlapping (max %d open); fence-kv %d ok / %d stale",
+		res.Config.Seed, res.Config.Recipe, res.Virtual.Round(time.Second), len(res.Events), st.Holds, st.FencedAccepted, st.FencedRefused,
+		st.UnfencedAccepted, st.UnfencedStale, st.UnfencedOverlap, st.UnfencedMaxOpen, st.FenceKVOK, st.FenceKVStale)
+	for _, tk := range st.Takeovers {
+		t.Logf("  %s of %s at %v: needed %v, took %v, bound %v", tk.Death.Kind, tk.Death.Client, tk.Death.At.Round(time.Millisecond),
+			tk.Needed, tk.Took.Round(time.Millisecond), (tk.Deadline - tk.Death.At).Round(time.Millisecond))
+	}
+	return st
+}
+
+// scenario is a named single-fault run.
+func scenario(seed uint64, kind string, f Fault) RecipeConfig {
+	cfg := DefaultRecipeConfig(seed, kind)
+	f.ID = 1
+	cfg.Schedule = []Fault{f}
+	cfg.Faults = nil
+	cfg.Duration = f.End() + 10*time.Second
+	return cfg
+}
+
+// oneDeath returns the run's only death, which must have needed a takeover
+// that came within the bound.
+func oneDeath(t *testing.T, st RecipeStats) Takeover {
+	t.Helper()
+	if len(st.Takeovers) != 1 {
+		t.Fatalf("want one holder death, got %+v", st.Takeovers)
+	}
+	tk := st.Takeovers[0]
+	if !tk.Needed || tk.Took < 0 || tk.Death.At+tk.Took > tk.Deadline {
+		t.Errorf("takeover %+v: want a needed takeover within the bound", tk)
+	}
+	return tk
+}
+
+// writesBy lists the writes to resource by seq's session after t.
+func writesBy(res *RecipeResult, resource, session string, after time.Duration) (accepted, refused int) {
+	for _, e := range res.Events {
+		if e.Kind == KindWrite && e.Write.Resource == resource && e.Write.Seq.Session == session && e.At > after {
+			if e.Write.Accepted {
+				accepted++
+			} else {
+				refused++
+			}
+		}
+	}
+	return accepted, refused
+}
+
+// TestRecipeElectionPausedLeader: the leader stops (GC-pause-like) between
+// checking Lost and writing, for longer than TTL×2 plus lock-delay. Another
+// candidate takes over within the bound; on resume the old leader writes
+// with its stale sequencer: the fenced resource and recipe.Fence refuse it,
+// the unfenced resource accepts it over the new leader's writes (S50).
+func TestRecipeElectionPausedLeader(t *testing.T) {
+	res := runRecipeSeed(t, scenario(11, RecipeElection, Fault{Kind: FaultHolderPause, At: 10 * time.Second, Dur: 35 * time.Second}))
+	st := expectClean(t, res)
+	tk := oneDeath(t, st)
+	old := tk.Death.Seq.Session
+	resumed := res.Start + 45*time.Second
+	if acc, ref := writesBy(res, ResFenced, old, resumed); acc != 0 || ref == 0 {
+		t.Errorf("fenced resource after the resume: %d accepted, %d refused from the old leader; want 0 and at least 1", acc, ref)
+	}
+	if acc, _ := writesBy(res, ResUnfenced, old, resumed); acc == 0 {
+		t.Errorf("unfenced resource accepted nothing from the resumed old leader")
+	}
+	if st.UnfencedOverlap == 0 || st.UnfencedStale == 0 || st.FenceKVStale == 0 {
+		t.Errorf("want stale unfenced writes and a refused recipe.Fence, got %+v", st)
+	}
+
+	// Teeth: the same checks fail on the resource that does not check
+	// sequencers, relabelled as the fenced one.
+	if vs := checkExclusive(resourceWrites(res, ResUnfenced), 1); len(vs) == 0 {
+		t.Error("exclusive check passed the unfenced resource's writes")
+	} else {
+		t.Logf("unfenced resource, as the checks see it: %v", vs[0])
+	}
+	relabelled := unfencedAsFenced(res.Events)
+	if vs, err := RunCheck(CheckFenced, relabelled); err != nil || len(vs) == 0 {
+		t.Errorf("fenced-resource check passed the unfenced resource's writes (%v)", err)
+	} else {
+		t.Logf("%d stale acceptances, first: %v", len(vs), vs[0])
+	}
+}
+
+// unfencedAsFenced turns the unfenced resource's writes into a fenced
+// resource's that claims to have checked each sequencer as it accepted it.
+func unfencedAsFenced(events []Event) []Event {
+	var out []Event
+	for _, e := range events {
+		switch {
+		case e.Kind == KindWrite && e.Write.Resource == ResFenced:
+			continue
+		case e.Kind == KindWrite && e.Write.Resource == ResUnfenced:
+			w := *e.Write
+			w.Resource, w.Mode, w.CheckCall = ResFenced, FenceTxn, e.At
+			e.Write = &w
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// TestRecipeElectionPartitionedLeader: the leader's host is cut off from
+// every server; its link to the resources stays up but slow (15s one way),
+// so writes it sent while it still believed arrive after the takeover. The
+// recipe gives up (Lost) before the server ends the tenure; the new leader
+// takes over within the bound; the old leader's late fenced writes are
+// refused, its unfenced ones accepted.
+func TestRecipeElectionPartitionedLeader(t *testing.T) {
+	res := runRecipeSeed(t, scenario(12, RecipeElection, Fault{Kind: FaultHolderPartition, At: 10 * time.Second, Dur: 40 * time.Second, Param: 15 * time.Second}))
+	st := expectClean(t, res)
+	tk := oneDeath(t, st)
+	old := tk.Death.Seq
+	ten := newIndex(res.Events).tenures()[old]
+	if ten == nil || ten.End < 0 {
+		t.Fatalf("old leader's tenure %+v never ended", ten)
+	}
+	for _, h := range res.Holds {
+		if h.Seq == old {
+			t.Logf("old leader: Lost at %v (%s), tenure ended on the servers at %v", h.Lost.Round(time.Millisecond), h.Why, ten.End.Round(time.Millisecond))
+			if h.Lost < 0 || h.Lost > ten.End {
+				t.Errorf("the recipe noticed the loss at %v, after the server ended the tenure at %v", h.Lost, ten.End)
+			}
+		}
+	}
+	if acc, ref := writesBy(res, ResFenced, old.Session, ten.End); acc != 0 || ref == 0 {
+		t.Errorf("fenced resource after the tenure ended: %d accepted, %d refused from the old leader; want 0 and at least 1", acc, ref)
+	}
+	if st.UnfencedStale == 0 {
+		t.Errorf("no stale unfenced write accepted: %+v", st)
+	}
+}
+
+// TestRecipeElectionCrashedLeader: the leader's process stops for good
+// without releasing; its TTL session ends and another candidate leads
+// within the bound.
+func TestRecipeElectionCrashedLeader(t *testing.T) {
+	res := runRecipeSeed(t, scenario(13, RecipeElection, Fault{Kind: FaultHolderCrash, At: 10 * time.Second, Dur: time.Second}))
+	oneDeath(t, expectClean(t, res))
+}
+
+// TestRecipeSemaphorePausedHolder: Limit 2, five contenders; one holder is
+// paused past its TTL×2, its slot goes to another, and on resume it writes
+// again. The verified resource refuses it and never serves more than two
+// holders at once; the unverified one serves three.
+func TestRecipeSemaphorePausedHolder(t *testing.T) {
+	res := runRecipeSeed(t, scenario(14, RecipeSemaphore, Fault{Kind: FaultHolderPause, At: 10 * time.Second, Dur: 35 * time.Second}))
+	st := expectClean(t, res)
+	tk := oneDeath(t, st)
+	resumed := res.Start + 45*time.Second
+	refused := 0
+	for _, w := range res.SemWrites {
+		if w.Resource == SemVerified && w.Seq.Session == tk.Death.Seq.Session && w.At > resumed && !w.Accepted {
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Error("the verified resource accepted the resumed holder or never heard from it")
+	}
+	if st.UnfencedMaxOpen <= res.Config.Limit {
+		t.Errorf("unverified resource served at most %d at once; want more than the limit %d", st.UnfencedMaxOpen, res.Config.Limit)
+	}
+	if vs := checkExclusive(resourceWrites(res, SemUnverified), res.Config.Limit); len(vs) == 0 {
+		t.Error("exclusive check passed the unverified resource")
+	} else {
+		t.Logf("unverified resource, as the checks see it: %v", vs[0])
+	}
+}
+
+// Flags for TestRecipeSeeds: -recipe-seeds N runs N seeds of each recipe.
+var (
+	flagRecipeSeeds = flag.Int("recipe-seeds", 0, "seeds per recipe for TestRecipeSeeds (0: the default batch)")
+	flagRecipeFirst = flag.Uint64("recipe-first-seed", 1, "first seed of TestRecipeSeeds")
+)
+
+// TestRecipeSeeds runs both recipes under seeded random faults (holder
+// pauses, partitions, crashes, slow links, clock skew, and server faults)
+// and checks every recipe property on each run.
+func TestRecipeSeeds(t *testing.T) {
+	n := *flagRecipeSeeds
+	if n == 0 {
+		n = 5
+	}
+	start := time.Now()
+	var tks []time.Duration
+	overlaps := 0
+	for _, kind := range []string{RecipeElection, RecipeSemaphore} {
+		for i := range n {
+			seed := *flagRecipeFirst + uint64(i)
+			res := runRecipeSeed(t, DefaultRecipeConfig(seed, kind))
+			st := expectClean(t, res)
+			overlaps += st.UnfencedOverlap
+			for _, tk := range st.Takeovers {
+				if tk.Needed {
+					tks = append(tks, tk.Took)
+				}
+			}
+		}
+	}
+	slices.Sort(tks)
+	t.Logf("%d runs in %v wall; %d needed takeovers, times %v; %d unfenced overlapping writes", 2*n, time.Since(start).Round(time.Millisecond), len(tks), tks, overlaps)
+}
