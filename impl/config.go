@@ -79,6 +79,11 @@ type Config struct {
 	// destroy or a serfHealth update that failed; it doubles up to 32×.
 	// Default 500ms.
 	RetryBackoff time.Duration
+
+	// Apply, if set, replaces st.Apply in the state machine. It is a test
+	// seam only, for deliberately broken servers that the simulator's
+	// checks must catch; a real server leaves it nil.
+	Apply func(st *model.State, index uint64, cmd model.Command) model.Result
 }
 
 // Peer is one raft server: its node name (raft server ID) and raft address.

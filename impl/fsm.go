@@ -20,6 +20,8 @@ type fsm struct {
 	// invalidated is told the sessions each applied command invalidated; the
 	// server points it at its TTL book. Set before raft starts, never changed.
 	invalidated func(ids []string)
+	// apply, if set, replaces state.Apply (Config.Apply, a test seam).
+	apply func(st *model.State, index uint64, cmd model.Command) model.Result
 
 	mu      sync.RWMutex
 	state   *model.State
@@ -48,7 +50,12 @@ func (f *fsm) Apply(l *raft.Log) any {
 	}
 	f.mu.Lock()
 	before := f.state.Tables
-	res := f.state.Apply(l.Index, cmd)
+	var res model.Result
+	if f.apply != nil {
+		res = f.apply(f.state, l.Index, cmd)
+	} else {
+		res = f.state.Apply(l.Index, cmd)
+	}
 	// Arm before the release becomes visible, so that no client can see the
 	// key free and get an acquire past the leader's lock-delay check. (An
 	// acquire proposed before this entry applied can still land just after

@@ -201,3 +201,24 @@ func TestFSMSnapshotPersistCancelsOnError(t *testing.T) {
 		t.Fatalf("persist onto a failing sink: err %v, cancelled %v", err, sink.cancelled)
 	}
 }
+
+// TestFSMUsesApplySeam: Config.Apply (a test seam for broken variants)
+// replaces the model's Apply, and its result is what the FSM acts on.
+func TestFSMUsesApplySeam(t *testing.T) {
+	h := newFSMHarness(t)
+	var seen []uint64
+	h.fsm.apply = func(st *model.State, index uint64, cmd model.Command) model.Result {
+		seen = append(seen, index)
+		res := st.Apply(index, cmd)
+		res.LockDelays = nil // a variant that never arms lock-delay
+		return res
+	}
+	h.setup()
+	h.mustApply(model.Command{DestroySession: &model.DestroySession{ID: "s1"}})
+	if !slices.Equal(seen, []uint64{1, 2, 3, 4}) {
+		t.Fatalf("seam saw indexes %v, want 1..4", seen)
+	}
+	if rem := h.delays.remaining("k"); rem != 0 {
+		t.Fatalf("lock-delay armed (%v) although the seam dropped it", rem)
+	}
+}

@@ -94,6 +94,7 @@ func NewServer(cfg Config) (*Server, error) {
 	s.lead.changed = make(chan struct{})
 	s.ttl = newTTLTimers(cfg.Clock, cfg.TTLMultiplier, s.sessionsExpired)
 	s.fsm = newFSM(s.codec, s.delays, s.ttl.remove)
+	s.fsm.apply = cfg.Apply
 	s.fd = newFailureDetector(cfg.Clock, cfg.FailureThreshold, s.markCritical, s.markPassing)
 
 	if err := bootstrapIfNew(cfg, rc, st, trans); err != nil {
