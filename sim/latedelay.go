@@ -57,16 +57,18 @@ func armings(ix *traceIndex, first appliedTimes) []*arming {
 			if !ok || s.EffectiveLockDelay() <= 0 {
 				continue
 			}
+			// Only a release or delete made by the entry that last changed
+			// the sessions table is the invalidation's own: a lagging
+			// server may apply a client's release and a later destroy of
+			// the holder together. (Some server applies it alone.)
 			var idx uint64
 			switch {
 			case kc.After == nil:
 				idx = kc.DeletedAt
 			case kc.After.Session == "":
 				idx = kc.After.ModifyIndex
-			default:
-				continue // acquired again in the same window: index unknown
 			}
-			if idx == 0 || seen[ki{kc.Key, idx}] {
+			if idx == 0 || idx != o.Obs.SessionsIndex || seen[ki{kc.Key, idx}] {
 				continue
 			}
 			seen[ki{kc.Key, idx}] = true

@@ -120,3 +120,24 @@ func TestLateLockDelayRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestArmingsOnlyFromInvalidations: a lagging server that applies a
+// client's release (index 11) and a later destroy of the holder (12) in one
+// batch shows the key released and the holder gone; that is no arming.
+func TestArmingsOnlyFromInvalidations(t *testing.T) {
+	b := newTB()
+	sa := model.Session{ID: "a", LockDelay: 15 * time.Second}
+	rel := entry("k", "", 1, 5)
+	rel.ModifyIndex = 11
+	b.obs(sec(3), "n3", false, StateObs{Index: 12, SessionsIndex: 12, GoneSess: []model.Session{sa},
+		Keys: []KeyChange{{Key: "k", Issued: 1, Before: entry("k", "a", 1, 5), After: rel}}})
+	ix := newIndex(b.ev)
+	if arms := armings(ix, firstApplies(ix)); len(arms) != 0 {
+		t.Fatalf("a release before the destroy counted as an arming: %+v", *arms[0])
+	}
+	rel.ModifyIndex = 12 // now the destroy itself released it
+	ix = newIndex(b.ev)
+	if arms := armings(ix, firstApplies(ix)); len(arms) != 1 || arms[0].index != 12 {
+		t.Fatalf("the destroy's release is not an arming: %v", arms)
+	}
+}
