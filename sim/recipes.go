@@ -50,6 +50,9 @@ type RecipeConfig struct {
 	Faults []FaultKind
 	// Schedule, if set, replaces the seeded schedule (named scenarios).
 	Schedule []Fault
+	// NoResign keeps holders from releasing after their seeded share of
+	// work, so that only faults move the lock (named scenarios).
+	NoResign bool
 }
 
 // DefaultRecipeConfig is a seeded election or semaphore run with every

@@ -15,7 +15,9 @@ const (
 	// a stopped VM) and resumes it as if nothing happened.
 	FaultHolderPause FaultKind = "holder-pause"
 	// FaultHolderPartition cuts the holder's host off from every server;
-	// the resources stay reachable, over a link slowed by Param if set.
+	// the resources stay reachable, over a link slowed by Param if set, and
+	// the host's clock runs at Rate meanwhile if set (a slow clock makes the
+	// recipe believe in its session longer than the server keeps it).
 	FaultHolderPartition FaultKind = "holder-partition"
 	// FaultHolderCrash stops the holder's process for good without
 	// releasing anything.
@@ -87,6 +89,9 @@ func NewRecipeSchedule(seed uint64, kinds []FaultKind, contenders int, from, unt
 		case FaultHolderPartition:
 			if r.IntN(2) == 0 {
 				f.Param = between(r, 5*time.Second, 20*time.Second)
+			}
+			if r.IntN(3) == 0 {
+				f.Rate = 0.2 + 0.3*r.Float64()
 			}
 		case FaultSlowLink:
 			f.Param = between(r, 5*time.Second, 20*time.Second)
@@ -184,10 +189,15 @@ func (in *recipeInjector) start(f Fault) func() {
 			_ = in.net.SetLink(p.name, resNode, simnet.Link{Latency: f.Param})
 			note += "; link to " + resNode + " " + f.Param.String()
 		}
+		if f.Rate > 0 {
+			p.clock.setRate(f.Rate)
+			note += fmt.Sprintf("; clock rate %.2f", f.Rate)
+		}
 		m.mark(f, "start", []string{p.name}, note)
 		return func() {
 			in.net.Heal()
 			in.net.ResetLinks()
+			p.clock.setRate(0)
 			ended()
 		}
 	case FaultHolderCrash:

@@ -264,7 +264,7 @@ func (p *recipeProc) hold(ctx context.Context, h *recipe.Hold, write func(contex
 			why = "stopped"
 		case write(ctx, seq):
 			why = "write refused as stale: stepping down"
-		case n >= share:
+		case n >= share && !p.cfg.NoResign:
 			why = "done: releasing"
 		default:
 			p.rest(ctx, 300*time.Millisecond, time.Second)

@@ -43,6 +43,14 @@ func expectClean(t *testing.T, res *RecipeResult) RecipeStats {
 	return st
 }
 
+// at formats a trace time; negative means it never happened.
+func at(d time.Duration) string {
+	if d < 0 {
+		return "never"
+	}
+	return "at " + d.Round(time.Millisecond).String()
+}
+
 // scenario is a named single-fault run.
 func scenario(seed uint64, kind string, f Fault) RecipeConfig {
 	cfg := DefaultRecipeConfig(seed, kind)
@@ -50,6 +58,9 @@ func scenario(seed uint64, kind string, f Fault) RecipeConfig {
 	cfg.Schedule = []Fault{f}
 	cfg.Faults = nil
 	cfg.Duration = f.End() + 10*time.Second
+	// A leader steps down only because of the fault; slot holders come and
+	// go, so that the paused one's slot is wanted.
+	cfg.NoResign = kind == RecipeElection
 	return cfg
 }
 
@@ -152,7 +163,7 @@ func TestRecipeElectionPartitionedLeader(t *testing.T) {
 	}
 	for _, h := range res.Holds {
 		if h.Seq == old {
-			t.Logf("old leader: Lost at %v (%s), tenure ended on the servers at %v", h.Lost.Round(time.Millisecond), h.Why, ten.End.Round(time.Millisecond))
+			t.Logf("old leader: Lost closed %s (%s), tenure ended on the servers %s", at(h.Lost), h.Why, at(ten.End))
 			if h.Lost < 0 || h.Lost > ten.End {
 				t.Errorf("the recipe noticed the loss at %v, after the server ended the tenure at %v", h.Lost, ten.End)
 			}
@@ -163,6 +174,30 @@ func TestRecipeElectionPartitionedLeader(t *testing.T) {
 	}
 	if st.UnfencedStale == 0 {
 		t.Errorf("no stale unfenced write accepted: %+v", st)
+	}
+}
+
+// TestRecipeElectionSlowClockPartitionedLeader: the partitioned leader's
+// clock also runs at 0.25, so the recipe's one-TTL guard (S18) stretches
+// past the server's TTL×2: the old leader still believes, and writes over a
+// fast link, after its tenure ended. The fenced resource refuses it (and
+// the refusal is what makes it step down); the unfenced one's acceptance
+// of such writes is counted.
+func TestRecipeElectionSlowClockPartitionedLeader(t *testing.T) {
+	res := runRecipeSeed(t, scenario(15, RecipeElection, Fault{Kind: FaultHolderPartition, At: 10 * time.Second, Dur: 40 * time.Second, Rate: 0.25}))
+	st := expectClean(t, res)
+	old := oneDeath(t, st).Death.Seq
+	ten := newIndex(res.Events).tenures()[old]
+	if ten == nil || ten.End < 0 {
+		t.Fatalf("old leader's tenure %+v never ended", ten)
+	}
+	for _, h := range res.Holds {
+		if h.Seq == old {
+			t.Logf("old leader: Lost closed %s, stopped %s (%s); tenure ended on the servers %s", at(h.Lost), at(h.Ended), h.Why, at(ten.End))
+		}
+	}
+	if acc, ref := writesBy(res, ResFenced, old.Session, ten.End); acc != 0 || ref == 0 {
+		t.Errorf("fenced resource after the tenure ended: %d accepted, %d refused from the old leader; want 0 and at least 1", acc, ref)
 	}
 }
 
