@@ -1,12 +1,14 @@
 package sim
 
 import (
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/model"
 	"github.com/tenurekv/tenure/sim/simclock"
 )
@@ -52,11 +54,91 @@ var ttlNotRearmed = &Variant{Name: "ttl-not-rearmed-on-failover", Clock: func(c 
 	}
 }}
 
-// The variants "LockIndex not bumped on acquire" and "invalidation not
-// atomic" need a hook impl.Config does not have yet: a replaceable FSM apply
-// (Config.Apply func(st *model.State, index uint64, cmd model.Command) model.Result,
-// defaulting to st.Apply). See the report; TestTeeth covers what the Clock
-// hook can express.
+// lockIndexNotBumped: an acquire that changes a key's holder keeps the
+// key's LockIndex, so a sequencer is issued again to another session (S41).
+// The server reports what it stored, txn results included.
+var lockIndexNotBumped = &Variant{Name: "lock-index-not-bumped", Config: func(cfg *impl.Config) {
+	cfg.Apply = func(st *model.State, index uint64, cmd model.Command) model.Result {
+		before := maps.Clone(st.KV)
+		res := st.Apply(index, cmd)
+		if res.Failed() {
+			return res
+		}
+		for _, k := range cmd.LockKeys() {
+			b, had := before[k]
+			a, ok := st.KV[k]
+			if !had || !ok || b.LockIndex == 0 || a.Session == "" || a.Session == b.Session {
+				continue
+			}
+			a.LockIndex = b.LockIndex
+			st.KV[k] = a
+			for i := range res.TxnResults {
+				if res.TxnResults[i].Key == k {
+					res.TxnResults[i].LockIndex = b.LockIndex
+				}
+			}
+		}
+		return res
+	}
+}}
+
+// invalidationNotAtomic: an invalidation removes the session at once but
+// releases (or deletes) its keys one entry later, so in between a key is
+// held by a session that no longer exists (S15).
+var invalidationNotAtomic = &Variant{Name: "invalidation-not-atomic", Config: func(cfg *impl.Config) {
+	type late struct {
+		orphan model.KVEntry  // what the key shows meanwhile
+		want   *model.KVEntry // what the invalidation left; nil: deleted
+	}
+	pending := map[string]late{} // per server incarnation
+	cfg.Apply = func(st *model.State, index uint64, cmd model.Command) model.Result {
+		before := maps.Clone(st.KV)
+		res := st.Apply(index, cmd)
+		// Finish the previous invalidation now, at this entry's index,
+		// unless this entry already changed the key.
+		for k, p := range pending {
+			if cur, ok := st.KV[k]; !ok || cur.ModifyIndex != p.orphan.ModifyIndex || cur.Session != p.orphan.Session {
+				continue
+			}
+			if p.want == nil {
+				delete(st.KV, k)
+				st.Tombstones[k] = index
+			} else {
+				w := *p.want
+				w.ModifyIndex = index
+				st.KV[k] = w
+			}
+			st.Tables.KV = index
+		}
+		clear(pending)
+		gone := map[string]bool{}
+		for _, id := range res.Invalidated {
+			gone[id] = true
+		}
+		for k, b := range before {
+			if !gone[b.Session] {
+				continue
+			}
+			p := late{orphan: b}
+			if a, ok := st.KV[k]; ok {
+				p.want = &a
+			} else {
+				delete(st.Tombstones, k)
+			}
+			st.KV[k] = b
+			pending[k] = p
+		}
+		return res
+	}
+}}
+
+// calmConfig is a short run with no faults: contention and destroys alone
+// exercise acquire and invalidation.
+func calmConfig(seed uint64) Config {
+	cfg := DefaultConfig(seed)
+	cfg.Duration, cfg.Schedule = 30*time.Second, []Fault{}
+	return cfg
+}
 
 func teethGroups(ttl bool) []Group {
 	var out []Group
@@ -85,6 +167,8 @@ func TestTeeth(t *testing.T) {
 			}
 			return cfg
 		}},
+		{lockIndexNotBumped, CheckSequencer, calmConfig},
+		{invalidationNotAtomic, CheckBehaviour, calmConfig},
 		{ttlNotRearmed, CheckLiveness, func(seed uint64) Config {
 			cfg := DefaultConfig(seed)
 			cfg.Groups = teethGroups(true)
