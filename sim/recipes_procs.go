@@ -184,8 +184,8 @@ func (p *recipeProc) run(ctx context.Context) {
 	}
 }
 
-// recipeOpts are the wait and retry settings both recipes use: shorter
-// blocking queries than the default minute, the default backoff.
+// recipeWait bounds the recipes' blocking queries (the default is a minute;
+// shorter keeps the traces readable and changes nothing else).
 const recipeWait = 10 * time.Second
 
 func (p *recipeProc) runElection(ctx context.Context) {
