@@ -23,7 +23,8 @@ const (
 	// FaultClockSkew makes one node's clock wrong for a while: a server's
 	// wall clock steps, or a client's clock runs at a wrong rate.
 	FaultClockSkew FaultKind = "clock-skew"
-	// FaultFalsePositive marks a live client node's serfHealth critical.
+	// FaultFalsePositive keeps marking a live node's serfHealth critical
+	// for a while, invalidating the sessions bound to it.
 	FaultFalsePositive FaultKind = "false-positive"
 	// FaultClientPause stops a client (process and network) for a while,
 	// typically longer than its TTL; it resumes as if nothing happened.
@@ -99,7 +100,7 @@ var faultDurations = map[FaultKind][2]time.Duration{
 	FaultLeaderIsolation: {3 * time.Second, 12 * time.Second},
 	FaultFlapping:        {6 * time.Second, 16 * time.Second},
 	FaultClockSkew:       {10 * time.Second, 30 * time.Second},
-	FaultFalsePositive:   {1 * time.Second, 4 * time.Second},
+	FaultFalsePositive:   {2 * time.Second, 8 * time.Second},
 	FaultClientPause:     {5 * time.Second, 50 * time.Second},
 	FaultServerPause:     {2 * time.Second, 10 * time.Second},
 	FaultCrashRestart:    {2 * time.Second, 15 * time.Second},

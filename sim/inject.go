@@ -44,6 +44,9 @@ func (in *injector) leaderOrPick(p uint64) *server {
 	return in.serverByPick(p)
 }
 
+// falsePositiveEvery is how often a false positive re-marks its node critical.
+const falsePositiveEvery = 500 * time.Millisecond
+
 func (in *injector) run(f Fault) {
 	in.sleepUntil(f.At)
 	heal := in.start(f)
@@ -97,10 +100,29 @@ func (in *injector) start(f Fault) func() {
 		in.mark(f, "start", []string{w.name}, "client clock rate")
 		return func() { w.clock.setRate(0) }
 	case FaultFalsePositive:
+		// The node re-registers itself passing within milliseconds (its
+		// anti-entropy), so one critical write would be a blip: the fault
+		// keeps re-marking it for its whole length, as a failure detector
+		// that keeps suspecting a live node would.
 		s := in.serverByPick(f.Pick)
-		in.mark(f, "start", []string{s.name}, "serfHealth critical while alive")
-		in.setSerf(s, model.HealthCritical, f.Dur)
-		return func() { in.setSerf(s, model.HealthPassing, 10*time.Second) }
+		in.mark(f, "start", []string{s.name}, "serfHealth critical while alive, re-marked every "+falsePositiveEvery.String())
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				in.setSerf(s, model.HealthCritical, falsePositiveEvery)
+				select {
+				case <-stop:
+					return
+				case <-time.After(falsePositiveEvery):
+				}
+			}
+		}()
+		return func() {
+			close(stop)
+			<-done
+			in.setSerf(s, model.HealthPassing, 10*time.Second)
+		}
 	case FaultClientPause:
 		w := in.workerByPick(f.Pick)
 		_ = in.net.Pause(w.name)
