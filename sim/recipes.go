@@ -220,7 +220,9 @@ func (l *recipeLog) fenceKV(f FenceKV) {
 	l.fenceKVs = append(l.fenceKVs, f)
 }
 
-// planRecipeRun draws what the seed decides before the run starts.
+// planRecipeRun draws what the seed decides before the run starts. With
+// clock-skew among the fault kinds, servers' clocks are also off by up to
+// ±5 s and drift up to ±5 %, and clients' clocks are off by up to ±5 s.
 func planRecipeRun(cfg RecipeConfig) (RunHeader, RecipeBounds) {
 	hdr := RunHeader{Seed: cfg.Seed, Clocks: map[string]ClockSkew{}, Groups: map[string]GroupInfo{}}
 	skew := false
@@ -299,8 +301,8 @@ func RunRecipe(cfg RecipeConfig) (*RecipeResult, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	procs := make([]*recipeProc, 0, len(hdr.Clients))
-	for i, ci := range hdr.Clients {
-		p, err := newRecipeProc(cfg, ci, hdr.Clocks[ci.Name], i, network, rec, log)
+	for _, ci := range hdr.Clients {
+		p, err := newRecipeProc(cfg, ci, hdr.Clocks[ci.Name], network, rec, log)
 		if err != nil {
 			return nil, err
 		}

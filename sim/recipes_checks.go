@@ -338,9 +338,14 @@ func liveSpans(ix *traceIndex) map[string][]interval {
 			}
 		}
 	})
-	for _, m := range open {
+	for id, m := range open {
+		// A crashed incarnation's state says nothing after its crash.
+		end := time.Duration(-1)
+		if cs := ix.crashes[id.server]; id.n < len(cs) {
+			end = cs[id.n]
+		}
 		for s, start := range m {
-			out[s] = append(out[s], interval{Start: start, End: -1})
+			out[s] = append(out[s], interval{Start: start, End: end})
 		}
 	}
 	return out

@@ -51,7 +51,11 @@ func (b *rtrace) add(at time.Duration, e Event) {
 // set records server n1 applying kvs at index idx (each entry's ModifyIndex
 // is its own); before is what the keys held.
 func (b *rtrace) obs(at time.Duration, idx uint64, changes ...KeyChange) {
-	b.add(at, Event{Kind: KindState, Node: "n1", State: &StateObs{Index: idx, Leader: true, Keys: changes}})
+	b.obsOn("n1", at, idx, changes...)
+}
+
+func (b *rtrace) obsOn(server string, at time.Duration, idx uint64, changes ...KeyChange) {
+	b.add(at, Event{Kind: KindState, Node: server, State: &StateObs{Index: idx, Leader: server == "n1", Keys: changes}})
 }
 
 func kvAt(key, session string, li, mod uint64, value []byte) *model.KVEntry {
@@ -120,6 +124,9 @@ func TestSemaphoreLimitCheck(t *testing.T) {
 func TestSemaphoreValidCheck(t *testing.T) {
 	var b rtrace
 	b.obs(secs(1), 3, contender("a", true, 1), contender("b", true, 2), semLock(t, 3, "a", "b"))
+	// n2 saw the same, then crashed: its frozen state vouches for nobody later.
+	b.obsOn("n2", secs(1.5), 3, contender("a", true, 1), contender("b", true, 2), semLock(t, 3, "a", "b"))
+	b.add(secs(3), Event{Kind: KindNote, Node: "n2", Msg: NoteCrashPrefix + "n2"})
 	b.obs(secs(10), 4, contender("a", false, 4))
 	seq := func(s string) model.Sequencer {
 		return model.Sequencer{Key: recipeSemPrefix + "/" + s, LockIndex: 1, Session: s}

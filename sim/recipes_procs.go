@@ -49,7 +49,7 @@ type recipeProc struct {
 	writes  int
 }
 
-func newRecipeProc(cfg RecipeConfig, ci ClientInfo, sk ClockSkew, i int, network *simnet.Network, rec *Recorder, log *recipeLog) (*recipeProc, error) {
+func newRecipeProc(cfg RecipeConfig, ci ClientInfo, sk ClockSkew, network *simnet.Network, rec *Recorder, log *recipeLog) (*recipeProc, error) {
 	p := &recipeProc{name: ci.Name, cfg: cfg, rec: rec, log: log, clock: newClientClock(sk.Offset, sk.Rate),
 		res: &http.Client{Transport: simTransport(network, ci.Name)}, plan: stream(cfg.Seed, "recipe/"+ci.Name), holding: -1}
 	c, err := recipe.NewClient(&api.Config{Address: ci.Agent + ":" + httpPort, Scheme: "http",
