@@ -120,7 +120,7 @@ func TestRecipeElectionPausedLeader(t *testing.T) {
 	if vs := checkExclusive(resourceWrites(res, ResUnfenced), 1); len(vs) == 0 {
 		t.Error("exclusive check passed the unfenced resource's writes")
 	} else {
-		t.Logf("unfenced resource, as the checks see it: %v", vs[0])
+		t.Logf("unfenced resource, as the checks see it: %s", vs[0].Msg)
 	}
 	relabelled := unfencedAsFenced(res.Events)
 	if vs, err := RunCheck(CheckFenced, relabelled); err != nil || len(vs) == 0 {
@@ -235,7 +235,7 @@ func TestRecipeSemaphorePausedHolder(t *testing.T) {
 	if vs := checkExclusive(resourceWrites(res, SemUnverified), res.Config.Limit); len(vs) == 0 {
 		t.Error("exclusive check passed the unverified resource")
 	} else {
-		t.Logf("unverified resource, as the checks see it: %v", vs[0])
+		t.Logf("unverified resource, as the checks see it: %s", vs[0].Msg)
 	}
 }
 
