@@ -309,10 +309,15 @@ func (s *Semaphore) watch(ctx context.Context, seq Sequencer) error {
 	}
 }
 
-// leave removes sid from Holders (by cas, retried) and deletes its
-// contender key.
+// leave deletes sid's contender key, then removes sid from Holders (by
+// cas, retried). The key goes first so that from then on the slot's
+// contender sequencer is stale: Slot.Fence, guarded by it alone, can never
+// pass for a session on its way out of Holders.
 func (s *Semaphore) leave(ctx context.Context, sid string) error {
 	kv := s.c.API.KV()
+	if _, err := kv.Delete(s.o.Prefix+"/"+sid, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
+		return fmt.Errorf("recipe: delete contender key: %w", err)
+	}
 	for {
 		p, _, err := kv.Get(s.lockKey, (&api.QueryOptions{}).WithContext(ctx))
 		if err != nil {
@@ -345,9 +350,6 @@ func (s *Semaphore) leave(ctx context.Context, sid string) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("recipe: update %s: %w", s.lockKey, err)
 		}
-	}
-	if _, err := kv.Delete(s.o.Prefix+"/"+sid, (&api.WriteOptions{}).WithContext(ctx)); err != nil {
-		return fmt.Errorf("recipe: delete contender key: %w", err)
 	}
 	return nil
 }
