@@ -69,39 +69,12 @@ func Run(cfg Config) (*Result, error) {
 	if cfg.Servers < 1 || cfg.ClientsPerGroup < 1 || cfg.Duration <= 0 {
 		return nil, fmt.Errorf("sim: bad config: %d servers, %d clients per group, duration %v", cfg.Servers, cfg.ClientsPerGroup, cfg.Duration)
 	}
-	rec := NewRecorder()
-	netOpts := simnet.Options{Seed: cfg.Seed, Link: simnet.Link{Latency: time.Millisecond, Jitter: 2 * time.Millisecond}}
-	if cfg.NetTrace {
-		netOpts.OnEvent = func(e simnet.Event) { rec.Add(Event{Kind: KindNet, Msg: e.String()}) }
-	}
-	network, err := simnet.New(netOpts)
-	if err != nil {
-		return nil, fmt.Errorf("sim: network: %w", err)
-	}
-	defer network.Close()
-
-	hdr := planRun(cfg)
-	rec.Add(Event{Kind: KindRun, Run: &hdr})
-	cl, err := newCluster(network, rec, hdr.Servers, hdr.Clocks, cfg.Variant)
+	e, err := startEnv(cfg)
 	if err != nil {
 		return nil, err
 	}
-	defer cl.shutdown()
-	if err := waitRegistered(cl); err != nil {
-		return nil, err
-	}
-	time.Sleep(workloadDelay)
-	t0 := rec.Elapsed()
-
-	res := NewResources(rec, nil)
-	res.check = resourceChecker(rec, network, hdr.Servers)
-	resLn, err := network.Listen(resAddr)
-	if err != nil {
-		return nil, fmt.Errorf("sim: resource listener: %w", err)
-	}
-	resSrv := &http.Server{Handler: res.Handler(5 * time.Second)}
-	go func() { _ = resSrv.Serve(resLn) }()
-	defer resSrv.Close()
+	defer e.close()
+	rec, network, cl, hdr, t0 := e.rec, e.net, e.cl, e.hdr, e.t0
 
 	workers := newWorkers(cfg, hdr, rec, network, t0)
 	var wg sync.WaitGroup
@@ -130,11 +103,77 @@ func Run(cfg Config) (*Result, error) {
 			rec.Add(Event{Kind: KindNote, Node: s.name, Msg: "shutdown"})
 		}
 	}
-	if err := cl.shutdown(); err != nil {
+	return e.finish(cfg)
+}
+
+// env is a running cluster with its network, recorder and resources: what
+// a seeded run and a scripted scenario share.
+type env struct {
+	net    *simnet.Network
+	rec    *Recorder
+	hdr    RunHeader
+	cl     *cluster
+	res    *Resources
+	resSrv *http.Server
+	// t0 is when the workload may start: every server is registered.
+	t0 time.Duration
+}
+
+// startEnv plans the run, boots the cluster, waits until every server has
+// registered itself and serves the resources. Call close when done.
+func startEnv(cfg Config) (*env, error) {
+	rec := NewRecorder()
+	netOpts := simnet.Options{Seed: cfg.Seed, Link: simnet.Link{Latency: time.Millisecond, Jitter: 2 * time.Millisecond}}
+	if cfg.NetTrace {
+		netOpts.OnEvent = func(e simnet.Event) { rec.Add(Event{Kind: KindNet, Msg: e.String()}) }
+	}
+	network, err := simnet.New(netOpts)
+	if err != nil {
+		return nil, fmt.Errorf("sim: network: %w", err)
+	}
+	e := &env{net: network, rec: rec, hdr: planRun(cfg)}
+	rec.Add(Event{Kind: KindRun, Run: &e.hdr})
+	if e.cl, err = newCluster(network, rec, e.hdr.Servers, e.hdr.Clocks, cfg.Variant); err != nil {
+		network.Close()
+		return nil, err
+	}
+	if err := waitRegistered(e.cl); err != nil {
+		e.close()
+		return nil, err
+	}
+	time.Sleep(workloadDelay)
+	e.t0 = rec.Elapsed()
+
+	e.res = NewResources(rec, nil)
+	e.res.check = resourceChecker(rec, network, e.hdr.Servers)
+	resLn, err := network.Listen(resAddr)
+	if err != nil {
+		e.close()
+		return nil, fmt.Errorf("sim: resource listener: %w", err)
+	}
+	e.resSrv = &http.Server{Handler: e.res.Handler(5 * time.Second)}
+	go func() { _ = e.resSrv.Serve(resLn) }()
+	return e, nil
+}
+
+// finish shuts the servers down and returns the run's result.
+func (e *env) finish(cfg Config) (*Result, error) {
+	if err := e.cl.shutdown(); err != nil {
 		return nil, fmt.Errorf("sim: shutdown: %w", err)
 	}
-	events := rec.Events()
-	return &Result{Config: cfg, Header: hdr, Events: events, Digest: Digest(events), Virtual: rec.Elapsed(), Net: network.Stats()}, nil
+	events := e.rec.Events()
+	return &Result{Config: cfg, Header: e.hdr, Events: events, Digest: Digest(events), Virtual: e.rec.Elapsed(), Net: e.net.Stats()}, nil
+}
+
+// close stops whatever is still running; safe after finish.
+func (e *env) close() {
+	if e.resSrv != nil {
+		e.resSrv.Close()
+	}
+	if e.cl != nil {
+		_ = e.cl.shutdown()
+	}
+	e.net.Close()
 }
 
 // planRun draws everything the seed decides before the run starts.
