@@ -156,6 +156,27 @@ func (c *apiClient) get(key string) *Ret {
 		})
 }
 
+// getBlocking is a blocking read (S46): it answers once the key's index
+// exceeds index, or after wait. The client's timeout must exceed wait.
+func (c *apiClient) getBlocking(key string, index uint64, wait time.Duration) *Ret {
+	q := url.Values{}
+	q.Set("index", strconv.FormatUint(index, 10))
+	q.Set("wait", wait.String())
+	return c.do(Call{Req: ReqGet, Key: key}, http.MethodGet, "/v1/kv/"+key+"?"+q.Encode(), nil,
+		func(_ int, _ http.Header, b []byte, ret *Ret) error {
+			var out []kvJSON
+			if err := json.Unmarshal(b, &out); err != nil {
+				return err
+			}
+			if len(out) != 1 {
+				return fmt.Errorf("get answered %d entries", len(out))
+			}
+			ret.Found, ret.OK = true, true
+			ret.Entries = []model.KVEntry{out[0].entry()}
+			return nil
+		})
+}
+
 // kv sends a stand-alone KV write: set, cas, lock, unlock, delete, delete-cas.
 func (c *apiClient) kv(op model.KVOp) *Ret {
 	q := url.Values{}

@@ -235,6 +235,11 @@ func (w *worker) work() {
 	}
 }
 
+// resWriteWait is how long a client waits for a resource's answer. It is
+// long enough for a write on a slow link (2×latency to connect and send) to
+// arrive, late, as a delayed packet would.
+const resWriteWait = 30 * time.Second
+
 func (w *worker) writeRes(res, mode, value string) int {
 	q := url.Values{}
 	q.Set("res", res)
@@ -244,7 +249,7 @@ func (w *worker) writeRes(res, mode, value string) int {
 	q.Set("session", w.seq.Session)
 	q.Set("index", strconv.FormatUint(w.seq.LockIndex, 10))
 	q.Set("value", value)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), resWriteWait)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+resAddr+"/write?"+q.Encode(), nil)
 	if err != nil {
