@@ -1,0 +1,386 @@
+package sim
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenurekv/tenure/model"
+	"github.com/tenurekv/tenure/sim/simnet"
+)
+
+// The named scenarios: each a fixed script on the real cluster. Each asserts
+// what the fenced resource accepted and refused, what the unfenced one let
+// through (the stale writes a fence exists to stop, S50), and that every
+// check passes on the trace.
+
+// shared returns g and a second configuration contending for the same key.
+func shared(g Group, name string, mode CheckMode, ttl, lockDelay time.Duration) (Group, Group) {
+	o := sceneGroup(name, mode, ttl, lockDelay)
+	o.Key = g.Key
+	return g, o
+}
+
+// TestSceneGCPausePastTTL: A holds a TTL lock, decides to write, and stalls
+// (a GC pause) for longer than TTL×2 plus the lock-delay. The server expires
+// the session; B takes the lock and writes. A wakes and writes as if nothing
+// happened: the unfenced resource takes the stale write, the fenced one
+// refuses it in both modes.
+func TestSceneGCPausePastTTL(t *testing.T) {
+	ga, gb := shared(sceneGroup("gc", ChecksTTL, 10*time.Second, 15*time.Second), "gc-b", ChecksNone, 0, 0)
+	var aFirst, aUnf, aTok, aTxn, bTok string
+	var aSeq, bSeq model.Sequencer
+	var believed bool
+	res := runScene(t, 1, []Group{ga, gb}, func(s *scene) {
+		a, b := s.actor("A", "n1"), s.actor("B", "n2")
+		a.create(ga)
+		a.lockRetry(time.Second, 10*time.Second)
+		aSeq = a.w.seq
+		aFirst = a.write(ResFenced, FenceTxn)
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(5 * time.Second)
+			b.create(gb)
+			b.lockRetry(time.Second, 60*time.Second)
+			bSeq = b.w.seq
+			bTok = b.write(ResFenced, FenceToken)
+		}()
+		believed = a.w.believes() // the check...
+		a.pause(45 * time.Second) // ...the pause...
+		aUnf = a.write(ResUnfenced, "")
+		aTok = a.write(ResFenced, FenceToken) // ...and the act
+		aTxn = a.write(ResFenced, FenceTxn)
+		wg.Wait()
+	})
+	if !believed {
+		t.Fatal("A did not believe it held the lock before the pause")
+	}
+	if bSeq.LockIndex <= aSeq.LockIndex {
+		t.Fatalf("B's sequencer %+v does not follow A's %+v", bSeq, aSeq)
+	}
+	expectWrites(t, res, ResFenced, true, aFirst, bTok)
+	expectWrites(t, res, ResFenced, false, aTok, aTxn)
+	expectWrites(t, res, ResUnfenced, true, aUnf)
+	if !staleAt(res, aSeq, writeAt(t, res, ResUnfenced, aUnf)) {
+		t.Error("A's write after the pause was not stale: its tenure had not ended")
+	}
+	sceneClean(t, res)
+}
+
+// TestSceneDelayedPacket: A's write to the resources is delayed 10s in the
+// network; meanwhile A releases, B acquires and writes. A's packet then
+// lands: the unfenced resource takes a write from a finished tenure, older
+// than one it already has (an overlap); the fenced one refuses it.
+func TestSceneDelayedPacket(t *testing.T) {
+	g := sceneGroup("delay", ChecksNone, 0, 0)
+	var aUnf, aTok, bUnf, bTok string
+	var aSeq model.Sequencer
+	res := runScene(t, 2, []Group{g}, func(s *scene) {
+		a, b := s.actor("A", "n1"), s.actor("B", "n2")
+		a.create(g)
+		a.lockRetry(time.Second, 10*time.Second)
+		aSeq = a.w.seq
+		_ = s.net.SetLink("A", resNode, simnet.Link{Latency: 10 * time.Second})
+		aUnf, aTok = a.w.value(), a.w.value()
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); a.w.writeRes(ResUnfenced, "", aUnf) }()
+		go func() { defer wg.Done(); a.w.writeRes(ResFenced, FenceToken, aTok) }()
+		time.Sleep(100 * time.Millisecond)
+		a.release()
+		b.create(g)
+		b.lockRetry(time.Second, 10*time.Second)
+		bUnf = b.write(ResUnfenced, "")
+		bTok = b.write(ResFenced, FenceToken)
+		wg.Wait()
+	})
+	expectWrites(t, res, ResFenced, true, bTok)
+	expectWrites(t, res, ResFenced, false, aTok)
+	expectWrites(t, res, ResUnfenced, true, aUnf, bUnf)
+	if at := writeAt(t, res, ResUnfenced, aUnf); !staleAt(res, aSeq, at) || at < writeAt(t, res, ResUnfenced, bUnf) {
+		t.Error("A's delayed write did not land stale, after B's")
+	}
+	sceneClean(t, res)
+}
+
+// TestSceneCheckThenAct: A checks that it holds the lock (a read shows its
+// session), then stalls before acting; its TTL session expires and B takes
+// the lock, but has not written yet. A acts: the check-sequencer fence
+// refuses it; the token fence, which has seen no higher LockIndex yet,
+// accepts it (a token orders writes, it does not prove the holder is
+// current); after B writes, A's next token write is refused.
+func TestSceneCheckThenAct(t *testing.T) {
+	ga, gb := shared(sceneGroup("cta", ChecksTTL, 10*time.Second, 0), "cta-b", ChecksNone, 0, 0)
+	var aTxn, aTok, aTok2, bTok string
+	var aSeq model.Sequencer
+	var checked bool
+	res := runScene(t, 3, []Group{ga, gb}, func(s *scene) {
+		a, b := s.actor("A", "n1"), s.actor("B", "n2")
+		a.create(ga)
+		a.lockRetry(time.Second, 10*time.Second)
+		aSeq = a.w.seq
+		r := a.w.api.get(ga.Key) // the check
+		checked = r.Outcome == OutOK && r.Found && r.Entries[0].Session == aSeq.Session
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(5 * time.Second)
+			b.create(gb)
+			b.lockRetry(time.Second, 40*time.Second)
+		}()
+		a.pause(30 * time.Second)
+		aTxn = a.write(ResFenced, FenceTxn) // the act
+		aTok = a.write(ResFenced, FenceToken)
+		wg.Wait()
+		bTok = b.write(ResFenced, FenceToken)
+		aTok2 = a.write(ResFenced, FenceToken)
+	})
+	if !checked {
+		t.Fatal("A's check did not show it holding the lock")
+	}
+	expectWrites(t, res, ResFenced, false, aTxn, aTok2)
+	expectWrites(t, res, ResFenced, true, aTok, bTok)
+	if !staleAt(res, aSeq, writeAt(t, res, ResFenced, aTok)) {
+		t.Error("A's token write was not stale")
+	}
+	sceneClean(t, res)
+}
+
+// TestSceneClientClockSkew: A's clock runs at a fifth of real speed, so it
+// renews too late and believes its TTL lock long after the server expired
+// it. B takes over; A's writes under its wrong belief are stale: the
+// unfenced resource takes them, the fenced one refuses them. A's late
+// renew then answers 404 (S20).
+func TestSceneClientClockSkew(t *testing.T) {
+	ga, gb := shared(sceneGroup("skew", ChecksTTL, 10*time.Second, 0), "skew-b", ChecksNone, 0, 0)
+	var staleUnf, refusedTok []string
+	var aSeq model.Sequencer
+	var renew *Ret
+	res := runScene(t, 4, []Group{ga, gb}, func(s *scene) {
+		a, b := s.actor("A", "n1"), s.actor("B", "n2")
+		a.w.clock.setRate(0.2)
+		a.create(ga)
+		a.lockRetry(time.Second, 10*time.Second)
+		aSeq = a.w.seq
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(10 * time.Second)
+			b.create(gb)
+			b.lockRetry(time.Second, 30*time.Second)
+			b.write(ResFenced, FenceToken)
+		}()
+		// A's loop: renew at TTL/2 and write every second, both by its
+		// own clock, while it believes it holds the lock.
+		for a.w.believes() {
+			if !a.w.clock.Now().Before(a.w.lastRenew.Add(5 * time.Second)) {
+				if renew = a.renew(); !renew.Found {
+					break
+				}
+			}
+			if s.rec.Elapsed()-s.t0 > 22*time.Second {
+				staleUnf = append(staleUnf, a.write(ResUnfenced, ""))
+				refusedTok = append(refusedTok, a.write(ResFenced, FenceToken))
+			}
+			a.w.clock.sleep(200 * time.Millisecond)
+		}
+		wg.Wait()
+	})
+	if renew == nil || renew.Outcome != OutOK || renew.Found {
+		t.Fatalf("A's late renew: %+v, want a 404", renew)
+	}
+	if len(staleUnf) == 0 {
+		t.Fatal("A never wrote under its wrong belief")
+	}
+	expectWrites(t, res, ResUnfenced, true, staleUnf...)
+	expectWrites(t, res, ResFenced, false, refusedTok...)
+	for _, v := range staleUnf {
+		if !staleAt(res, aSeq, writeAt(t, res, ResUnfenced, v)) {
+			t.Errorf("write %s was not stale", v)
+		}
+	}
+	sceneClean(t, res)
+}
+
+// TestSceneLockDelayVersusRelease: with a 15s lock-delay, B takes a key A
+// released at once (S23), but a key whose holder was invalidated only after
+// the delay, every earlier try refused for lock-delay (S22, S25).
+func TestSceneLockDelayVersusRelease(t *testing.T) {
+	gRel := sceneGroup("released", ChecksNone, 0, 15*time.Second)
+	gInv := sceneGroup("invalidated", ChecksNone, 0, 15*time.Second)
+	bRel, bInv := sceneGroup("b-rel", ChecksNone, 0, 0), sceneGroup("b-inv", ChecksNone, 0, 0)
+	bRel.Key, bInv.Key = gRel.Key, gInv.Key
+	var relRefused, invRefused []*Ret
+	var destroyAt, invAt time.Duration
+	res := runScene(t, 5, []Group{gRel, gInv, bRel, bInv}, func(s *scene) {
+		a1, a2, b1, b2 := s.actor("A1", "n1"), s.actor("A2", "n1"), s.actor("B1", "n2"), s.actor("B2", "n2")
+		a1.create(gRel)
+		a2.create(gInv)
+		a1.lockRetry(time.Second, 10*time.Second)
+		a2.lockRetry(time.Second, 10*time.Second)
+		b1.create(bRel)
+		b2.create(bInv)
+		a1.release()
+		relRefused = b1.lockRetry(time.Second, 5*time.Second)
+		destroyAt = s.rec.Elapsed()
+		a2.w.api.destroy(a2.w.session)
+		invRefused = b2.lockRetry(500*time.Millisecond, 30*time.Second)
+		invAt = s.rec.Elapsed()
+	})
+	if len(relRefused) != 0 {
+		t.Errorf("acquire after an explicit release refused %d times", len(relRefused))
+	}
+	if len(invRefused) == 0 {
+		t.Fatal("acquire right after an invalidation was not refused")
+	}
+	for _, r := range invRefused {
+		if !r.LockDelay {
+			t.Errorf("refusal not reported as lock-delay: %+v", r)
+		}
+	}
+	if invAt-destroyAt < 15*time.Second {
+		t.Errorf("acquired %v after the invalidation, within its 15s lock-delay", invAt-destroyAt)
+	}
+	sceneClean(t, res)
+}
+
+// TestSceneFailoverMidTTL: A stops renewing its TTL session; halfway through
+// TTL×2 the leader is killed. The new leader re-arms a full TTL×2 (S21), so
+// the session outlives its old deadline, and still never dies before TTL on
+// the invalidating leader's clock since it took office (S18). B then gets
+// the lock.
+func TestSceneFailoverMidTTL(t *testing.T) {
+	ga, gb := shared(sceneGroup("failover", ChecksTTL, 10*time.Second, 0), "failover-b", ChecksNone, 0, 0)
+	var renewedAt, killedAt time.Duration
+	var sid string
+	res := runScene(t, 6, []Group{ga, gb}, func(s *scene) {
+		a, b := s.actor("A", "n1"), s.actor("B", "n2")
+		sid = a.create(ga)
+		a.lockRetry(time.Second, 10*time.Second)
+		a.renew()
+		renewedAt = s.rec.Elapsed()
+		time.Sleep(10 * time.Second)
+		l := s.cl.leader()
+		if l == nil {
+			panic("no leader")
+		}
+		killedAt = s.rec.Elapsed()
+		s.inj.crash(l)
+		time.Sleep(5 * time.Second)
+		s.inj.restart(l)
+		b.create(gb)
+		b.lockRetry(time.Second, 60*time.Second)
+	})
+	ix := newIndex(res.Events)
+	var goneAt, newLeader time.Duration = -1, -1
+	for _, o := range ix.obs {
+		for _, g := range o.Obs.GoneSess {
+			if g.ID == sid && goneAt < 0 {
+				goneAt = o.At
+			}
+		}
+	}
+	for _, spans := range ix.leader {
+		for _, iv := range spans {
+			if iv.Start > killedAt && (newLeader < 0 || iv.Start < newLeader) {
+				newLeader = iv.Start
+			}
+		}
+	}
+	if goneAt < 0 || newLeader < 0 {
+		t.Fatalf("session gone at %v, new leader at %v", goneAt, newLeader)
+	}
+	if goneAt < renewedAt+20*time.Second {
+		t.Errorf("session expired at %v, before its pre-failover deadline %v", goneAt, renewedAt+20*time.Second)
+	}
+	if goneAt < newLeader+10*time.Second {
+		t.Errorf("session expired %v after the new leader took office, less than its TTL", goneAt-newLeader)
+	}
+	t.Logf("renewed at %v, leader killed at %v, new leader at %v, expired at %v", renewedAt, killedAt, newLeader, goneAt)
+	sceneClean(t, res)
+}
+
+// TestSceneWaiterExpires: B waits for A's lock with a blocking read and does
+// not renew its TTL session meanwhile. When A releases, B's session is long
+// gone: its acquire is an error (invalid session, S30), not a false, and B
+// must create a new session to take the lock.
+func TestSceneWaiterExpires(t *testing.T) {
+	ga, gb := shared(sceneGroup("waiter-a", ChecksNone, 0, 0), "waiter-b", ChecksTTL, 10*time.Second, 0)
+	var held, stale *Ret
+	var bWrite string
+	res := runScene(t, 7, []Group{ga, gb}, func(s *scene) {
+		a, b := s.actor("A", "n1"), s.actor("B", "n2")
+		a.create(ga)
+		a.lockRetry(time.Second, 10*time.Second)
+		b.create(gb)
+		held = b.lock()
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(40 * time.Second)
+			a.release()
+		}()
+		g := b.w.api.get(gb.Key)
+		slow := *b.w.api
+		slow.timeout = 90 * time.Second
+		slow.getBlocking(gb.Key, g.Entries[0].ModifyIndex, 60*time.Second)
+		stale = b.lock()
+		wg.Wait()
+		b.create(gb)
+		b.lockRetry(time.Second, 10*time.Second)
+		bWrite = b.write(ResFenced, FenceTxn)
+	})
+	if held.Outcome != OutOK || held.OK || held.LockDelay {
+		t.Fatalf("B's first acquire: %+v, want refused as held", held)
+	}
+	if stale.Outcome != OutOK || len(stale.TxnErrors) == 0 || !isInvalidSession(stale.TxnErrors[0].What) {
+		t.Fatalf("B's acquire after its session expired: %+v, want invalid session", stale)
+	}
+	expectWrites(t, res, ResFenced, true, bWrite)
+	sceneClean(t, res)
+}
+
+// TestSceneFalsePositive: A is alive and holds a lock through a session
+// bound to its node's serfHealth; a false failure detection marks the node
+// critical (S12), which invalidates the session. B takes the lock and
+// writes; A, unaware, writes too: the unfenced resource takes the stale
+// write, the fenced one refuses it. A's next renew answers 404.
+func TestSceneFalsePositive(t *testing.T) {
+	ga, gb := shared(sceneGroup("fp", ChecksSerf, 0, 0), "fp-b", ChecksNone, 0, 0)
+	var aUnf, aTok, bTok string
+	var aSeq model.Sequencer
+	var renew *Ret
+	res := runScene(t, 8, []Group{ga, gb}, func(s *scene) {
+		a, b := s.actor("A", "n2"), s.actor("B", "n1")
+		a.create(ga)
+		a.lockRetry(time.Second, 10*time.Second)
+		aSeq = a.w.seq
+		a.write(ResFenced, FenceToken)
+		f := Fault{ID: 1, Kind: FaultFalsePositive, Dur: 3 * time.Second, Pick: 1} // n2
+		heal := s.inj.start(f)
+		b.create(gb)
+		b.lockRetry(500*time.Millisecond, 10*time.Second)
+		bTok = b.write(ResFenced, FenceToken)
+		aUnf = a.write(ResUnfenced, "")
+		aTok = a.write(ResFenced, FenceToken)
+		time.Sleep(3 * time.Second)
+		heal()
+		s.inj.mark(f, "end", nil, "")
+		renew = a.renew()
+	})
+	expectWrites(t, res, ResFenced, true, bTok)
+	expectWrites(t, res, ResFenced, false, aTok)
+	expectWrites(t, res, ResUnfenced, true, aUnf)
+	if !staleAt(res, aSeq, writeAt(t, res, ResUnfenced, aUnf)) {
+		t.Error("A's write after the false positive was not stale")
+	}
+	if renew.Outcome != OutOK || renew.Found {
+		t.Errorf("A's renew after the false positive: %+v, want 404", renew)
+	}
+	sceneClean(t, res)
+}
