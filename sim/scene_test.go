@@ -204,17 +204,6 @@ func sceneClean(t *testing.T, res *Result) Evaluation {
 	return ev
 }
 
-// opsOf returns the recorded ops of client, in call order.
-func opsOf(res *Result, client string) []*Op {
-	var out []*Op
-	for _, op := range newIndex(res.Events).ops {
-		if op.Client == client {
-			out = append(out, op)
-		}
-	}
-	return out
-}
-
 // sceneGroup is a one-key session configuration for a scene.
 func sceneGroup(name string, mode CheckMode, ttl, lockDelay time.Duration) Group {
 	return Group{Name: name, Config: SessionConfig{Checks: mode, TTL: ttl, LockDelay: lockDelay}, Key: "lock/" + name}
