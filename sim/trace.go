@@ -2,11 +2,13 @@ package sim
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"sync"
 	"time"
 
@@ -267,13 +269,36 @@ func ReadJSONL(r io.Reader) ([]Event, error) {
 	return out, nil
 }
 
-// Digest is a hash of the whole trace: two runs replayed identically iff
-// their digests are equal.
+// Digest is a hash of the whole trace up to the order of events that
+// happened at the same virtual instant (the scheduler's choice, not the
+// simulation's, as in simnet.CanonicalTrace): two runs replayed
+// identically iff their digests are equal.
 func Digest(events []Event) string {
+	lines := make([][]byte, len(events))
+	for i, e := range events {
+		e.Seq = 0
+		b, err := json.Marshal(e)
+		if err != nil {
+			// Encoding our own plain structs cannot fail; say so loudly if it does.
+			return "unencodable: " + err.Error()
+		}
+		lines[i] = b
+	}
+	idx := make([]int, len(events))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool {
+		ea, eb := events[idx[a]], events[idx[b]]
+		if ea.At != eb.At {
+			return ea.At < eb.At
+		}
+		return bytes.Compare(lines[idx[a]], lines[idx[b]]) < 0
+	})
 	h := sha256.New()
-	if err := WriteJSONL(h, events); err != nil {
-		// Encoding our own plain structs cannot fail; say so loudly if it does.
-		return "unencodable: " + err.Error()
+	for _, i := range idx {
+		h.Write(lines[i])
+		h.Write([]byte{'\n'})
 	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
