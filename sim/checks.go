@@ -259,86 +259,71 @@ func checkTTLLowerBound(ix *traceIndex) []Violation {
 }
 
 // checkLockDelay: after an invalidation arms lock-delay d on a key, no other
-// session acquires it until d has passed on the leader's clock (S22, S49).
-// The leader that proposed the acquire applied both entries, and for it the
-// gap between them is at least d; a violation is reported only when every
-// server that applied both saw a gap shorter than d, so a lagging follower
-// (which applies them back to back) never raises a false alarm.
+// session acquires it until d has passed on the accepting leader's clock
+// since that leader's own apply of the invalidation (S22, S49). For each
+// arming, the first acquire after it (the one issuing the next LockIndex)
+// is found; for every server, the gap runs from its latest apply of the
+// invalidation (a restart's replay re-arms it) to its live apply of the
+// acquire, on its own clock. The servers that applied the acquire as leader
+// decide; if none did (leadership changed right then), a violation needs
+// every server's gap to be short. Lagging servers that apply both entries
+// in one batch therefore never raise a false alarm.
 func checkLockDelay(ix *traceIndex) []Violation {
-	type armed struct {
-		key, session, next string
-		delay              time.Duration
-	}
-	type gapSeen struct {
-		gaps  []time.Duration
-		first time.Duration
-	}
-	found := map[armed]*gapSeen{}
-	var order []armed
-	type inc struct {
-		server string
-		n      int
-	}
-	// pending per server incarnation: key → (invalidated session, delay, clock)
-	type pend struct {
-		session string
-		delay   time.Duration
-		clock   time.Time
-	}
-	pending := map[inc]map[string]pend{}
-	for _, o := range ix.obs {
-		id := inc{o.Server, o.Obs.Incarnation}
-		if o.Obs.Replay {
-			continue
-		}
-		if pending[id] == nil {
-			pending[id] = map[string]pend{}
-		}
-		gone := map[string]model.Session{}
-		for _, s := range o.Obs.GoneSess {
-			gone[s.ID] = s
-		}
-		for _, kc := range o.Obs.Keys {
-			// Arm only for a release or delete made by the removing entry
-			// itself, with no acquire hidden in the window (a lagging server
-			// may apply many entries at once).
-			clean := kc.Before != nil && kc.Issued <= kc.Before.LockIndex &&
-				((kc.After == nil && kc.DeletedAt == o.Obs.SessionsIndex) ||
-					(kc.After != nil && kc.After.Session == "" && kc.After.ModifyIndex == o.Obs.SessionsIndex))
-			if clean && kc.Before.Session != "" {
-				if s, ok := gone[kc.Before.Session]; ok && s.EffectiveLockDelay() > 0 {
-					pending[id][kc.Key] = pend{session: s.ID, delay: s.EffectiveLockDelay(), clock: o.Obs.Clock}
+	cross := crossings(ix)
+	var out []Violation
+	for _, a := range armings(ix, firstApplies(ix)) {
+		j, next := uint64(0), ""
+		for _, o := range ix.obs {
+			if o.Obs.Replay {
+				continue
+			}
+			for _, kc := range o.Obs.Keys {
+				n := kc.After
+				if kc.Key != a.key || n == nil || n.LockIndex != a.holderLI+1 || n.Session == "" || n.Session == a.session ||
+					(kc.Before != nil && kc.Before.Session == n.Session) || n.ModifyIndex <= a.index {
+					continue
+				}
+				if j == 0 || n.ModifyIndex < j {
+					j, next = n.ModifyIndex, n.Session
 				}
 			}
-			if kc.After == nil || kc.After.Session == "" || (kc.Before != nil && kc.Before.Session == kc.After.Session) {
-				continue
-			}
-			p, ok := pending[id][kc.Key]
-			if !ok {
-				continue
-			}
-			delete(pending[id], kc.Key)
-			if p.session == kc.After.Session {
-				continue
-			}
-			a := armed{key: kc.Key, session: p.session, next: kc.After.Session, delay: p.delay}
-			g := found[a]
-			if g == nil {
-				g = &gapSeen{first: o.At}
-				found[a] = g
-				order = append(order, a)
-			}
-			g.gaps = append(g.gaps, o.Obs.Clock.Sub(p.clock))
 		}
-	}
-	var out []Violation
-	for _, a := range order {
-		g := found[a]
-		if slices.ContainsFunc(g.gaps, func(d time.Duration) bool { return d >= a.delay }) {
+		if j == 0 {
 			continue
 		}
-		out = append(out, violation(g.first, "session %s acquired %q %v after session %s's invalidation armed lock-delay %v (gaps on every server: %v)",
-			a.next, a.key, slices.Max(g.gaps), a.session, a.delay, g.gaps))
+		type gap struct {
+			server string
+			d      time.Duration
+			leader bool
+		}
+		var gaps []gap
+		for _, cj := range cross {
+			if cj.replay || j <= cj.lo || j > cj.hi {
+				continue
+			}
+			armedAt := time.Duration(-1)
+			for _, ci := range cross {
+				if ci.server == cj.server && ci.at <= cj.at && a.index > ci.lo && a.index <= ci.hi {
+					armedAt = ci.at
+				}
+			}
+			if armedAt >= 0 {
+				gaps = append(gaps, gap{cj.server, ix.serverElapsed(cj.server, armedAt, cj.at), cj.leader})
+			}
+		}
+		decide := slices.DeleteFunc(slices.Clone(gaps), func(g gap) bool { return !g.leader })
+		if len(decide) == 0 {
+			decide = gaps
+		}
+		if len(decide) == 0 || slices.ContainsFunc(decide, func(g gap) bool { return g.d >= a.delay }) {
+			continue
+		}
+		var desc []string
+		for _, g := range decide {
+			desc = append(desc, fmt.Sprintf("%s %v", g.server, g.d))
+		}
+		out = append(out, violation(a.firstAt, "session %s acquired %q (index %d) after session %s's invalidation (index %d) armed lock-delay %v, too soon on the deciding servers' clocks: %s",
+			next, a.key, j, a.session, a.index, a.delay, strings.Join(desc, ", ")))
 	}
 	return out
 }
@@ -376,7 +361,7 @@ func checkBehaviour(ix *traceIndex) []Violation {
 			noAcquire := kc.Issued <= b.LockIndex
 			switch s.Behavior {
 			case model.BehaviorDelete:
-				if a != nil && a.CreateIndex == b.CreateIndex && a.ModifyIndex == o.Obs.SessionsIndex {
+				if a != nil && noAcquire && a.CreateIndex == b.CreateIndex && a.ModifyIndex == o.Obs.SessionsIndex {
 					out = append(out, violation(o.At, "%s: delete-behaviour session %s was invalidated but its key %q still exists (S17)", o.Server, s.ID, kc.Key))
 				}
 			default:

@@ -198,7 +198,9 @@ func lockDelayTrace(gapLeader, gapFollower time.Duration, delay time.Duration) [
 	released := entry("k", "", 1, 5)
 	released.ModifyIndex = 9
 	inv := StateObs{Index: 9, SessionsIndex: 9, GoneSess: []model.Session{sA}, Keys: []KeyChange{{Key: "k", Issued: 1, Before: entry("k", "a", 1, 5), After: released}}}
-	acq := StateObs{Keys: []KeyChange{{Key: "k", Before: entry("k", "", 1, 5), After: entry("k", "b", 2, 5)}}}
+	acquired := entry("k", "b", 2, 5)
+	acquired.ModifyIndex = 10
+	acq := StateObs{Index: 10, Keys: []KeyChange{{Key: "k", Before: released, After: acquired}}}
 	b.obs(sec(10), "n1", true, inv)
 	b.obs(sec(10.01), "n2", false, inv)
 	b.obs(sec(10)+gapLeader, "n1", true, acq)
@@ -219,8 +221,25 @@ func TestCheckLockDelay(t *testing.T) {
 	rel.ModifyIndex = 8
 	b.obs(sec(3), "n2", false, StateObs{Index: 9, SessionsIndex: 9, GoneSess: []model.Session{{ID: "a", LockDelay: 15 * time.Second}},
 		Keys: []KeyChange{{Key: "k", Issued: 1, Before: entry("k", "a", 1, 5), After: rel}}})
-	b.obs(sec(3.5), "n2", false, StateObs{Index: 10, Keys: []KeyChange{{Key: "k", Before: rel, After: entry("k", "b", 2, 5)}}})
+	acquired := entry("k", "b", 2, 5)
+	acquired.ModifyIndex = 10
+	b.obs(sec(3.5), "n2", false, StateObs{Index: 10, Keys: []KeyChange{{Key: "k", Before: rel, After: acquired}}})
 	mustCheck(t, CheckLockDelay, b.ev, 0)
+
+	// The leader that accepted the acquire decides: a follower that armed
+	// late (it lagged) may see a long gap, the leader a short one.
+	ev := lockDelayTrace(sec(1), sec(16), 15*time.Second)
+	mustCheck(t, CheckLockDelay, ev, 1)
+	// A restart's replay re-arms: measured from the replay, the leader's
+	// gap is short although its first apply was long before.
+	b = newTB()
+	sA := model.Session{ID: "a", LockDelay: 15 * time.Second}
+	released := entry("k", "", 1, 5)
+	released.ModifyIndex = 9
+	b.obs(sec(10), "n1", true, StateObs{Index: 9, SessionsIndex: 9, GoneSess: []model.Session{sA}, Keys: []KeyChange{{Key: "k", Issued: 1, Before: entry("k", "a", 1, 5), After: released}}})
+	b.obs(sec(30), "n1", false, StateObs{Index: 9, Incarnation: 1, Replay: true, Keys: []KeyChange{{Key: "k", After: released}}})
+	b.obs(sec(31), "n1", true, StateObs{Index: 10, Incarnation: 1, Keys: []KeyChange{{Key: "k", Before: released, After: acquired}}})
+	mustCheck(t, CheckLockDelay, b.ev, 1)
 }
 
 func TestCheckBehaviour(t *testing.T) {
@@ -233,6 +252,12 @@ func TestCheckBehaviour(t *testing.T) {
 	// Coalesced on a lagging server: the client released (index 12), then
 	// destroyed (13); the release is not the invalidation's doing.
 	good.obs(sec(3), "n2", false, StateObs{Index: 13, SessionsIndex: 13, GoneSess: []model.Session{del}, Keys: []KeyChange{{Key: "j", Before: entry("j", "d", 1, 6), After: at(entry("j", "", 1, 6), 12)}}})
+	// Coalesced on a lagging server: d's key was released, acquired by e
+	// (LockIndex 2) and released by e's invalidation (14), and d destroyed
+	// meanwhile; the key outliving d is not d's doing.
+	e := model.Session{ID: "e", Behavior: model.BehaviorRelease}
+	good.obs(sec(4), "n3", false, StateObs{Index: 15, SessionsIndex: 14, GoneSess: []model.Session{del, e},
+		Keys: []KeyChange{{Key: "j", Issued: 2, Before: entry("j", "d", 1, 6), After: at(entry("j", "", 2, 6), 14)}}})
 	mustCheck(t, CheckBehaviour, good.ev, 0)
 
 	bad := newTB()

@@ -1,0 +1,117 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// arming is one invalidation that released or deleted a key held by a
+// session with a positive lock-delay (S22).
+type arming struct {
+	key     string
+	index   uint64 // the invalidation's raft index
+	session string // the invalidated holder
+	// holderLI is the holder's LockIndex: the key's watermark then, so the
+	// next acquire of the key issues holderLI+1.
+	holderLI uint64
+	delay    time.Duration
+	firstAt  time.Duration // when the cluster first applied it
+}
+
+// armings lists every invalidation that armed a lock-delay, from the
+// servers' live (not replayed) applies, once per (key, index).
+func armings(ix *traceIndex, first appliedTimes) []*arming {
+	type ki struct {
+		key   string
+		index uint64
+	}
+	seen := map[ki]bool{}
+	var out []*arming
+	for _, o := range ix.obs {
+		if o.Obs.Replay || len(o.Obs.GoneSess) == 0 {
+			continue
+		}
+		gone := map[string]model.Session{}
+		for _, s := range o.Obs.GoneSess {
+			gone[s.ID] = s
+		}
+		for _, kc := range o.Obs.Keys {
+			if kc.Before == nil || kc.Before.Session == "" {
+				continue
+			}
+			s, ok := gone[kc.Before.Session]
+			if !ok || s.EffectiveLockDelay() <= 0 {
+				continue
+			}
+			// Only a release or delete made by the entry that last changed
+			// the sessions table is the invalidation's own: a lagging
+			// server may apply a client's release and a later destroy of
+			// the holder together. (Some server applies it alone.)
+			var idx uint64
+			switch {
+			case kc.After == nil:
+				idx = kc.DeletedAt
+			case kc.After.Session == "":
+				idx = kc.After.ModifyIndex
+			}
+			if idx == 0 || idx != o.Obs.SessionsIndex || seen[ki{kc.Key, idx}] {
+				continue
+			}
+			seen[ki{kc.Key, idx}] = true
+			out = append(out, &arming{key: kc.Key, index: idx, session: s.ID, holderLI: kc.Before.LockIndex,
+				delay: s.EffectiveLockDelay(), firstAt: first.at(idx)})
+		}
+	}
+	return out
+}
+
+// crossing is one server observation with the range of raft indexes it
+// applied: (lo, hi]. A restarted server's first observation starts from 0.
+type crossing struct {
+	server string
+	at     time.Duration
+	lo, hi uint64
+	leader bool
+	replay bool
+}
+
+// crossings lists every observation's applied range, in trace order.
+func crossings(ix *traceIndex) []crossing {
+	type inc struct {
+		server string
+		n      int
+	}
+	prev := map[inc]uint64{}
+	var out []crossing
+	for _, o := range ix.obs {
+		id := inc{o.Server, o.Obs.Incarnation}
+		lo := prev[id]
+		prev[id] = max(lo, o.Obs.Index)
+		if o.Obs.Index > lo {
+			out = append(out, crossing{server: o.Server, at: o.At, lo: lo, hi: o.Obs.Index, leader: o.Obs.Leader, replay: o.Obs.Replay})
+		}
+	}
+	return out
+}
+
+// serverArm is one server's own arming of a key: where its applied index
+// passed the invalidation's, replays included. If a restarted server
+// restored a snapshot, it armed less than this says.
+type serverArm struct {
+	server string
+	at     time.Duration
+	a      *arming
+}
+
+func serverArms(ix *traceIndex, arms []*arming) map[string][]serverArm {
+	out := map[string][]serverArm{}
+	for _, c := range crossings(ix) {
+		for _, a := range arms {
+			if a.index > c.lo && a.index <= c.hi {
+				out[a.key] = append(out[a.key], serverArm{server: c.server, at: c.at, a: a})
+			}
+		}
+	}
+	return out
+}
