@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -27,6 +28,10 @@ type apiClient struct {
 	clock   *clientClock
 	timeout time.Duration
 }
+
+// noLeaderBody is the server's answer to a request no leader took
+// (impl/httpapi's Consul text, for impl.ErrNotLeader or no known leader).
+const noLeaderBody = "No cluster leader"
 
 // kvJSON is Consul's KV entry on the wire.
 type kvJSON struct {
@@ -70,6 +75,12 @@ func (c *apiClient) do(call Call, method, path string, body []byte, decode func(
 	resp, err := c.http.Do(req)
 	if err != nil {
 		ret.Err = err.Error()
+		// A failed dial sent nothing (keep-alives are off: every request
+		// dials afresh).
+		var oe *net.OpError
+		if errors.As(err, &oe) && oe.Op == "dial" {
+			ret.Outcome = OutNotApplied
+		}
 		c.agent++ // try another server next time
 		return ret
 	}
@@ -92,6 +103,11 @@ func (c *apiClient) do(call Call, method, path string, body []byte, decode func(
 		ret.Outcome, ret.Err = OutFail, string(b)
 	default:
 		ret.Err = fmt.Sprintf("%d: %s", resp.StatusCode, b)
+		if resp.StatusCode == http.StatusInternalServerError && string(b) == noLeaderBody {
+			// No server proposed it: a follower knew no leader, or the
+			// leader's Apply found it was not leading before raft took it.
+			ret.Outcome = OutNotApplied
+		}
 		if resp.StatusCode >= 500 {
 			c.agent++
 		}

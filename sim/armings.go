@@ -44,10 +44,11 @@ func armings(ix *traceIndex, first appliedTimes) []*arming {
 			if !ok || s.EffectiveLockDelay() <= 0 {
 				continue
 			}
-			// Only a release or delete made by the entry that last changed
-			// the sessions table is the invalidation's own: a lagging
-			// server may apply a client's release and a later destroy of
-			// the holder together. (Some server applies it alone.)
+			// The key was released or deleted by the invalidation itself
+			// exactly when that index armed its lock-delay (DelayedAt): a
+			// lagging server may apply a client's release and a later
+			// destroy of the holder together. Traces without DelayedAt fall
+			// back to "the entry that last changed the sessions table".
 			var idx uint64
 			switch {
 			case kc.After == nil:
@@ -55,7 +56,12 @@ func armings(ix *traceIndex, first appliedTimes) []*arming {
 			case kc.After.Session == "":
 				idx = kc.After.ModifyIndex
 			}
-			if idx == 0 || idx != o.Obs.SessionsIndex || seen[ki{kc.Key, idx}] {
+			armedAt := kc.DelayedAt
+			if armedAt == 0 {
+				armedAt = o.Obs.SessionsIndex
+			}
+			// An acquire hidden in the window would hide the real holder.
+			if idx == 0 || idx != armedAt || kc.Issued > kc.Before.LockIndex || seen[ki{kc.Key, idx}] {
 				continue
 			}
 			seen[ki{kc.Key, idx}] = true

@@ -407,7 +407,7 @@ func checkDurable(ix *traceIndex) []Violation {
 			if op == fin || !op.writesKey(key) || op.CallAt > fin.CallAt {
 				continue
 			}
-			if op.Ret != nil && op.Ret.Outcome == OutFail {
+			if op.notApplied() {
 				continue
 			}
 			if last == nil || op.CallAt > last.CallAt {
@@ -419,7 +419,7 @@ func checkDurable(ix *traceIndex) []Violation {
 		}
 		for _, op := range ix.ops {
 			if op != last && op != fin && op.writesKey(key) && op.CallAt <= fin.CallAt &&
-				!(op.Ret != nil && op.Ret.Outcome == OutFail) && (op.RetAt < 0 || op.RetAt >= last.CallAt) {
+				!op.notApplied() && (op.RetAt < 0 || op.RetAt >= last.CallAt) {
 				ambiguous = true
 			}
 		}

@@ -155,12 +155,12 @@ func (w *worker) step() {
 		}
 	case StepRelease:
 		r := w.api.kv(model.KVOp{Verb: model.KVUnlock, Key: w.group.Key, Session: w.session, Value: []byte(w.value())})
-		if r.Outcome != OutUnknown {
+		if r.Outcome == OutOK || r.Outcome == OutFail {
 			w.holding = false
 		}
 	case StepDestroy:
 		r := w.api.destroy(w.session)
-		if r.Outcome != OutUnknown {
+		if r.Outcome == OutOK || r.Outcome == OutFail {
 			w.lostSession()
 		}
 	case StepIdle:
@@ -287,7 +287,7 @@ func (w *worker) kvStep() {
 func (w *worker) cleanup() {
 	for try := 0; w.session != "" && try < 10; try++ {
 		r := w.api.destroy(w.session)
-		if r.Outcome != OutUnknown {
+		if r.Outcome == OutOK || r.Outcome == OutFail {
 			w.lostSession()
 			return
 		}

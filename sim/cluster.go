@@ -231,11 +231,12 @@ type stateCopy struct {
 	checks   map[model.CheckKey]model.Check
 	tombs    map[string]uint64
 	issued   map[string]uint64
+	delayed  map[string]uint64
 	sessIdx  uint64
 }
 
 func copyState(st *model.State) stateCopy {
-	sc := stateCopy{index: st.Index(), sessIdx: st.Tables.Sessions, tombs: maps.Clone(st.Tombstones), issued: maps.Clone(st.LockIssued), sessions: make(map[string]model.Session, len(st.Sessions)),
+	sc := stateCopy{index: st.Index(), sessIdx: st.Tables.Sessions, tombs: maps.Clone(st.Tombstones), issued: maps.Clone(st.LockIssued), delayed: maps.Clone(st.DelayedAt), sessions: make(map[string]model.Session, len(st.Sessions)),
 		kv: make(map[string]model.KVEntry, len(st.KV)), checks: make(map[model.CheckKey]model.Check, len(st.Checks))}
 	for k, v := range st.Sessions {
 		sc.sessions[k] = v
@@ -305,7 +306,7 @@ func diffStates(prev, cur stateCopy) *StateObs {
 		if hadB && hasA && entriesEqual(a, b) {
 			continue
 		}
-		kc := KeyChange{Key: k, Issued: cur.issued[k]}
+		kc := KeyChange{Key: k, Issued: cur.issued[k], DelayedAt: cur.delayed[k]}
 		if hadB {
 			kc.Before = &b
 		}

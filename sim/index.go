@@ -34,6 +34,12 @@ type Op struct {
 // Done reports whether the op returned with a definite outcome.
 func (o *Op) Done() bool { return o.Ret != nil && o.Ret.Outcome != OutUnknown }
 
+// notApplied reports whether the op certainly took no effect: refused, or
+// never taken by a leader.
+func (o *Op) notApplied() bool {
+	return o.Ret != nil && (o.Ret.Outcome == OutFail || o.Ret.Outcome == OutNotApplied)
+}
+
 // OK reports a definite success.
 func (o *Op) OK() bool { return o.Ret != nil && o.Ret.Outcome == OutOK }
 

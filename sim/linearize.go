@@ -187,6 +187,9 @@ func serfRegister(node string, st model.Health) model.Command {
 // checkable information.
 func historyOp(op *Op) (linearizability.Op, bool) {
 	out := linearizability.Op{Call: nanos(op.CallAt), Return: nanos(op.RetAt)}
+	if op.Ret != nil && op.Ret.Outcome == OutNotApplied {
+		return out, false // it had no effect and answered nothing
+	}
 	if op.Ret == nil || op.Ret.Outcome == OutUnknown {
 		out.Unknown = true
 		out.Return = out.Call

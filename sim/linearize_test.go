@@ -141,3 +141,29 @@ func TestArmingsOnlyFromInvalidations(t *testing.T) {
 		t.Fatalf("the destroy's release is not an arming: %v", arms)
 	}
 }
+
+// TestArmingCoalescedWithCreate: the leader applied a delete-behaviour
+// invalidation (index 135) and a session create (136) in one batch; the
+// key's DelayedAt still names the invalidation as the arming.
+func TestArmingCoalescedWithCreate(t *testing.T) {
+	b := newTB()
+	sa := model.Session{ID: "a", LockDelay: 15 * time.Second, Behavior: model.BehaviorDelete}
+	b.obs(sec(3), "n1", true, StateObs{Index: 136, SessionsIndex: 136, GoneSess: []model.Session{sa}, NewSess: []model.Session{{ID: "c"}},
+		Keys: []KeyChange{{Key: "k", Issued: 5, Before: entry("k", "a", 5, 100), DeletedAt: 135, DelayedAt: 135}}})
+	ix := newIndex(b.ev)
+	if arms := armings(ix, firstApplies(ix)); len(arms) != 1 || arms[0].index != 135 || arms[0].holderLI != 5 {
+		t.Fatalf("armings = %v, want the invalidation at 135", arms)
+	}
+}
+
+// TestHistoryDropsNotApplied: a request that certainly took no effect is
+// left out; an unknown one stays, pending forever.
+func TestHistoryDropsNotApplied(t *testing.T) {
+	b := newTB()
+	b.op(sec(1), sec(1.1), "c1", Call{Req: ReqKV, KV: &model.KVOp{Verb: model.KVSet, Key: "k"}}, Ret{Outcome: OutNotApplied})
+	b.op(sec(2), sec(2.1), "c1", Call{Req: ReqKV, KV: &model.KVOp{Verb: model.KVSet, Key: "k"}}, Ret{Outcome: OutUnknown})
+	h := History(b.ev)
+	if len(h.Ops) != 1 || !h.Ops[0].Unknown {
+		t.Fatalf("ops = %+v, want only the unknown one", h.Ops)
+	}
+}

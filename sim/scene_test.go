@@ -78,7 +78,7 @@ func (s *scene) actor(name, agent string) *actor {
 // while the cluster has no leader (for up to 30s).
 func (a *actor) create(g Group) string {
 	r := a.w.api.create(g.Config.Create(a.agent, a.w.name, model.BehaviorRelease))
-	for try := 0; r.Outcome == OutUnknown && try < 30; try++ {
+	for try := 0; (r.Outcome == OutUnknown || r.Outcome == OutNotApplied) && try < 30; try++ {
 		time.Sleep(time.Second)
 		r = a.w.api.create(g.Config.Create(a.agent, a.w.name, model.BehaviorRelease))
 	}

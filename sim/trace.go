@@ -122,10 +122,13 @@ type Outcome string
 
 // Outcomes. Unknown means the request may or may not have been applied
 // (timeout, broken connection): linearizability treats it as pending forever.
+// NotApplied means it certainly was not (the connection was never made, or
+// the server answered that no leader took it): it carries no information.
 const (
-	OutOK      Outcome = "ok"
-	OutFail    Outcome = "fail"
-	OutUnknown Outcome = "unknown"
+	OutOK         Outcome = "ok"
+	OutFail       Outcome = "fail"
+	OutUnknown    Outcome = "unknown"
+	OutNotApplied Outcome = "not-applied"
 )
 
 // Ret is a request's outcome.
@@ -184,6 +187,9 @@ type KeyChange struct {
 	// Issued is the highest LockIndex ever issued for the key afterwards: a
 	// value above Before.LockIndex means an acquire happened in the window.
 	Issued uint64 `json:"issued,omitempty"`
+	// DelayedAt is the index of the last invalidation that armed a
+	// lock-delay on the key (model.State.DelayedAt), afterwards.
+	DelayedAt uint64 `json:"delayed_at,omitempty"`
 }
 
 // ResWrite is a write that reached a resource.

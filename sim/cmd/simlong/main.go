@@ -150,16 +150,23 @@ func (t *tally) runChunk(bin, dir string, from uint64, n, nodes int, faults stri
 // scan reads one process's output and returns how many seeds it finished.
 func (t *tally) scan(r io.Reader) int {
 	seen := 0
+	var failing uint64 // the seed whose first violation is the next line
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if m := failLine.FindStringSubmatch(line); m != nil {
-			seed, _ := strconv.ParseUint(m[1], 10, 64)
+			failing, _ = strconv.ParseUint(m[1], 10, 64)
 			t.mu.Lock()
-			t.failed[seed] = line
+			t.failed[failing] = line
 			t.mu.Unlock()
 			continue
+		}
+		if failing != 0 {
+			t.mu.Lock()
+			t.failed[failing] += "\n  " + line
+			t.mu.Unlock()
+			failing = 0
 		}
 		if m := doneLine.FindStringSubmatch(line); m != nil {
 			v, _ := time.ParseDuration(m[2])
