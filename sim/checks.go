@@ -215,6 +215,9 @@ func checkTTLLowerBound(ix *traceIndex) []Violation {
 				renews[op.Call.ID] = append(renews[op.Call.ID], op)
 			}
 		case ReqDestroy:
+			if op.notApplied() {
+				continue
+			}
 			if t, ok := destroyed[op.Call.ID]; !ok || op.CallAt < t {
 				destroyed[op.Call.ID] = op.CallAt
 			}

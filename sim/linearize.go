@@ -56,7 +56,8 @@ func history(ix *traceIndex) (linearizability.History, int) {
 			lop.Client = clientID(op.Client)
 			h.Ops = append(h.Ops, lop)
 		}
-		if op.Call.Req == ReqDestroy {
+		// A destroy that may have taken effect explains a session's removal.
+		if op.Call.Req == ReqDestroy && !op.notApplied() {
 			if t, ok := destroyCall[op.Call.ID]; !ok || op.CallAt < t {
 				destroyCall[op.Call.ID] = op.CallAt
 			}

@@ -167,3 +167,17 @@ func TestHistoryDropsNotApplied(t *testing.T) {
 		t.Fatalf("ops = %+v, want only the unknown one", h.Ops)
 	}
 }
+
+// TestHistoryExpiryAfterNotAppliedDestroy: a destroy that never reached a
+// leader does not explain the session's later removal: that is a TTL
+// expiry, and the history must say so.
+func TestHistoryExpiryAfterNotAppliedDestroy(t *testing.T) {
+	b := newTB()
+	b.op(sec(1), sec(1.1), "c1", Call{Req: ReqCreate, Create: &model.CreateSession{TTL: "10s", Checks: []string{}}}, Ret{SessionID: "s1"})
+	b.op(sec(2), sec(2.1), "c1", Call{Req: ReqDestroy, ID: "s1"}, Ret{Outcome: OutNotApplied})
+	b.obs(sec(25), "n1", true, StateObs{Index: 30, SessionsIndex: 30, GoneSess: []model.Session{{ID: "s1", TTL: "10s"}}})
+	h := History(b.ev)
+	if len(h.Events) != 1 || h.Events[0].Kind != "ttl-expiry" {
+		t.Fatalf("events = %+v, want one ttl-expiry", h.Events)
+	}
+}
