@@ -161,6 +161,16 @@ func (ix *traceIndex) leaderSince(server string, t time.Duration) (time.Duration
 	return 0, false
 }
 
+// ledDuring reports whether server led at some time in [a, b].
+func (ix *traceIndex) ledDuring(server string, a, b time.Duration) bool {
+	for _, iv := range ix.leader[server] {
+		if iv.Start <= b && (iv.End < 0 || iv.End >= a) {
+			return true
+		}
+	}
+	return false
+}
+
 // soleLeader reports whether server was the only leader throughout [a, b]:
 // it led from before a until after b and no other server led at any time in
 // [a, b].

@@ -34,7 +34,8 @@ func lateRefusals(ix *traceIndex, slack time.Duration) map[int]bool {
 				}
 			}
 			for _, sa := range onServers[key] {
-				if sa.at > op.RetAt {
+				// Only the leader checks lock-delay (S22).
+				if sa.at > op.RetAt || !ix.ledDuring(sa.server, op.CallAt, op.RetAt) {
 					continue
 				}
 				if ix.serverElapsed(sa.server, sa.at, op.CallAt) < sa.a.delay ||

@@ -64,9 +64,9 @@ func TestHistorySerfChangeOncePerIndex(t *testing.T) {
 }
 
 // lateTrace: session a (lock-delay 15s) holds k and is destroyed at 10s;
-// n2 restarts and replays the destroy at replayAt, then leads; b's acquire
-// at refuseAt is refused for lock-delay.
-func lateTrace(replayAt, refuseAt time.Duration) []Event {
+// n2 restarts and replays the destroy at replayAt, then leads (if leads);
+// b's acquire at refuseAt is refused for lock-delay.
+func lateTrace(replayAt, refuseAt time.Duration, leads bool) []Event {
 	b := newTB()
 	b.ev[0].Run.Servers = []string{"n1", "n2"}
 	b.ev[0].Run.Bounds.MaxLockDelay = 15 * time.Second
@@ -82,7 +82,9 @@ func lateTrace(replayAt, refuseAt time.Duration) []Event {
 	b.obs(sec(10.01), "n2", false, inv)
 	replay := StateObs{Index: 9, Incarnation: 1, Replay: true, Keys: []KeyChange{{Key: "k", After: released}}}
 	b.obs(replayAt, "n2", false, replay)
-	b.leader(replayAt+sec(1), "n2", true)
+	if leads {
+		b.leader(replayAt+sec(1), "n2", true)
+	}
 	b.op(refuseAt, refuseAt+sec(0.01), "c2", Call{Req: ReqKV, KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: "b"}}, Ret{LockDelay: true})
 	return b.ev
 }
@@ -100,16 +102,18 @@ func TestLateLockDelayRefusals(t *testing.T) {
 	cases := []struct {
 		name               string
 		replayAt, refuseAt time.Duration
+		leads              bool
 		excused, legal     bool
 	}{
-		{"within the first delay", sec(20), sec(20), false, true},
-		{"only the replay explains it", sec(20), sec(30), true, true},
-		{"nothing explains it", sec(20), sec(40), false, false},
-		{"replayed after the refusal", sec(31), sec(30), false, false},
+		{"within the first delay", sec(20), sec(20), true, false, true},
+		{"only the replay explains it", sec(20), sec(30), true, true, true},
+		{"the replaying server never led", sec(20), sec(30), false, false, false},
+		{"nothing explains it", sec(20), sec(40), true, false, false},
+		{"replayed after the refusal", sec(31), sec(30), true, false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ev := lateTrace(tc.replayAt, tc.refuseAt)
+			ev := lateTrace(tc.replayAt, tc.refuseAt, tc.leads)
 			if got := len(excusedOps(ev)) == 1; got != tc.excused {
 				t.Fatalf("excused = %v, want %v", got, tc.excused)
 			}
