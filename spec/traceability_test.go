@@ -106,8 +106,8 @@ func cellProblems(source, scenarioDir, column string, r traceRow, required bool)
 
 // TestTraceabilityNamesExist: every `name` in the Model column is an
 // identifier (or Type.Method) of package model, every scenario file it cites
-// exists, every Impl name is in impl/, and every TLA+ name is in
-// tla/Sessions.tla.
+// exists, every Impl name is in impl/, every TLA+ name is in
+// tla/Sessions.tla, and every Sim name is a check of sim/.
 func TestTraceabilityNamesExist(t *testing.T) {
 	columns := []struct {
 		name     string
@@ -117,6 +117,7 @@ func TestTraceabilityNamesExist(t *testing.T) {
 		{"Model", sourceText(t, "../model/*.go"), true},
 		{"Impl", sourceText(t, "../impl/*.go", "../impl/httpapi/*.go", "../impl/agent/*.go"), false},
 		{"TLA+", sourceText(t, "../tla/Sessions.tla"), false},
+		{"Sim", sourceText(t, "../sim/*.go"), false},
 	}
 	cases := map[string]bool{}
 	for _, c := range conformance.Suite() {
