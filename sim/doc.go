@@ -17,13 +17,14 @@
 // change) is placed where the first server applied its raft index. A
 // lock-delay refusal that only a server's late arming explains (a lagging
 // follower or a restart's replay re-arms it from its own apply, S22) is
-// left out of the history and counted (latedelay.go).
+// left out of the history and counted (latedelay.go); so is a request
+// that certainly took no effect (refused dial, "No cluster leader").
 //
 // Determinism: the seed fixes the fault schedule, the clocks and every
 // client's choices exactly (TestReplay asserts it); the run itself replays
-// identically only usually, since Go's scheduler is not seedable: 186 of
-// 200 runs (10 seeds × 20) at GOMAXPROCS=1, up to the order of events at
-// one virtual instant.
+// identically only usually, since Go's scheduler is not seedable: 192 of
+// 200 runs (3 nodes, 10 seeds × 20) and 60 of 60 (5 nodes) at
+// GOMAXPROCS=1, up to the order of events at one virtual instant.
 //
 // Tests: TestSeeds (a seeded batch with the trade-off table), TestTeeth
 // (broken servers, each caught by a named check), TestScene* (scripted
