@@ -64,7 +64,8 @@ mutants:
 test-cluster:
 	TENURE_CLUSTER_TEST=1 $(GO) test -count=1 -v -run MultiProcess ./cmd/tenure
 
-## sim-long: many sim seeds (SEEDS=10000), with a progress line
+## sim-long: many sim seeds in parallel processes with a progress line, e.g. make sim-long SEEDS=10000
 SEEDS ?= 1000
+NODES ?= 3
 sim-long:
-	$(GO) test -count=1 -timeout 0 -run 'TestSeeds$$' ./sim -args -seeds $(SEEDS)
+	$(GO) run ./sim/cmd/simlong -seeds $(SEEDS) -nodes $(NODES)
