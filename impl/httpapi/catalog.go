@@ -154,14 +154,7 @@ func (h *handler) catalogNodes(c *call) error {
 // catalogNode is GET /v1/catalog/node/<node>: {"Node":…,"Services":{}}, or
 // null for an unknown node, as Consul answers.
 func (h *handler) catalogNode(c *call) error {
-	q, err := parseQuery(c.r.URL.Query())
-	if err != nil {
-		return err
-	}
-	if c.arg == "" {
-		return errorf(http.StatusBadRequest, "Missing node name")
-	}
-	return h.serveRead(c, q, func(s *model.State) view {
+	return h.serveArgRead(c, "Missing node name", func(s *model.State) view {
 		n, ok := s.Nodes[c.arg]
 		if !ok {
 			return view{index: s.Tables.Nodes, body: json.RawMessage("null")}
@@ -180,14 +173,7 @@ func (h *handler) toNode(n model.Node) *nodeJSON {
 
 // healthNode is GET /v1/health/node/<node>.
 func (h *handler) healthNode(c *call) error {
-	q, err := parseQuery(c.r.URL.Query())
-	if err != nil {
-		return err
-	}
-	if c.arg == "" {
-		return errorf(http.StatusBadRequest, "Missing node name")
-	}
-	return h.serveRead(c, q, func(s *model.State) view {
+	return h.serveArgRead(c, "Missing node name", func(s *model.State) view {
 		return view{index: s.Tables.Checks, body: toChecks(s.CheckList(c.arg, ""))}
 	})
 }

@@ -112,6 +112,19 @@ type view struct {
 
 // serveRead answers a read: locally when the mode allows, else through the
 // leader; blocking if ?index asks for it.
+// serveArgRead serves a read of the resource named by the path argument
+// (a node, a session), answering 400 with missing when the argument is empty.
+func (h *handler) serveArgRead(c *call, missing string, read func(s *model.State) view) error {
+	q, err := parseQuery(c.r.URL.Query())
+	if err != nil {
+		return err
+	}
+	if c.arg == "" {
+		return errorf(http.StatusBadRequest, "%s", missing)
+	}
+	return h.serveRead(c, q, read)
+}
+
 func (h *handler) serveRead(c *call, q queryOpts, read func(s *model.State) view) error {
 	if local, err := h.readHere(c, q, nil); err != nil || !local {
 		return err

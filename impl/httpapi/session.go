@@ -79,14 +79,7 @@ func (h *handler) sessionRenew(c *call) error {
 
 // sessionInfo is GET /v1/session/info/<id>: [session] or [] (facts §8).
 func (h *handler) sessionInfo(c *call) error {
-	q, err := parseQuery(c.r.URL.Query())
-	if err != nil {
-		return err
-	}
-	if c.arg == "" {
-		return errorf(http.StatusBadRequest, "Missing session")
-	}
-	return h.serveRead(c, q, func(s *model.State) view {
+	return h.serveArgRead(c, "Missing session", func(s *model.State) view {
 		out := []sessionJSON{}
 		if se, ok := s.Session(c.arg); ok {
 			out = append(out, toSession(se))
@@ -97,14 +90,7 @@ func (h *handler) sessionInfo(c *call) error {
 
 // sessionNode is GET /v1/session/node/<node>.
 func (h *handler) sessionNode(c *call) error {
-	q, err := parseQuery(c.r.URL.Query())
-	if err != nil {
-		return err
-	}
-	if c.arg == "" {
-		return errorf(http.StatusBadRequest, "Missing node name")
-	}
-	return h.serveRead(c, q, func(s *model.State) view {
+	return h.serveArgRead(c, "Missing node name", func(s *model.State) view {
 		return view{index: s.Tables.Sessions, body: toSessions(s.SessionList(c.arg))}
 	})
 }
