@@ -46,6 +46,8 @@ func TestFailoverKeepsTTLSessionAndLock(t *testing.T) {
 		c.apply(model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: k, Value: []byte(v)}})
 		acked[k] = v
 	}
+	// apply returns once the leader has applied; the survivor may lag.
+	c.waitFor("survivor applied the TTL session", func() bool { return c.nodes[survivor].srv.sessionLive(ttlSession) })
 	// 15s of the old leader's 20s deadline pass without a renew.
 	c.clock.Advance(15 * time.Second)
 	if !c.nodes[survivor].srv.sessionLive(ttlSession) {
