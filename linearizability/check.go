@@ -32,6 +32,9 @@ type Options struct {
 	// ArtifactDir, when set, receives on failure <Name>.html (porcupine's
 	// visualisation), <Name>.json (the history) and <Name>.txt (the report).
 	ArtifactDir string
+	// Visualize writes those artifacts for a linearizable history too: a
+	// simulator run that failed another check still wants the picture.
+	Visualize bool
 	// Name is the artifacts' base name; "history" if empty.
 	Name string
 	// Annotations are drawn on the visualisation besides History.Faults.
@@ -99,6 +102,12 @@ func Check(h History, opts Options) (Report, error) {
 	res := porcupine.CheckOperationsTimeout(m, ops, timeout)
 	if res == porcupine.Ok && len(violations) == 0 {
 		rep.Verdict = VerdictOK
+		if opts.Visualize && opts.ArtifactDir != "" {
+			_, info := porcupine.CheckOperationsVerbose(m, ops, timeout)
+			if err := c.writeArtifacts(&rep, h, m, info, opts); err != nil {
+				return rep, err
+			}
+		}
 		rep.Elapsed = time.Since(start)
 		return rep, nil
 	}

@@ -87,6 +87,15 @@ func TestHistoryPairs(t *testing.T) {
 						if err != nil {
 							t.Fatalf("verdict ok but error %v", err)
 						}
+						if _, err := os.Stat(filepath.Join(dir, name+".html")); err == nil {
+							t.Fatalf("a linearizable history wrote a visualisation without Visualize")
+						}
+						if _, err := Check(c.History, Options{Timeout: 10 * time.Second, Whole: whole, ArtifactDir: dir, Name: name, Visualize: true}); err != nil {
+							t.Fatalf("with Visualize: %v", err)
+						}
+						if _, err := os.Stat(filepath.Join(dir, name+".html")); err != nil {
+							t.Fatalf("Visualize wrote no visualisation: %v", err)
+						}
 						return
 					}
 					if !errors.Is(err, ErrIllegal) {

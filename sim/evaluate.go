@@ -85,9 +85,11 @@ func WriteArtifacts(dir string, res *Result, ev Evaluation) error {
 	errs = append(errs, os.WriteFile(filepath.Join(dir, "violations.txt"), []byte(b.String()), 0o644))
 	h := History(res.Events)
 	errs = append(errs, h.WriteFile(filepath.Join(dir, "history.json")))
-	if ev.LinErr != nil && !errors.Is(ev.LinErr, linearizability.ErrBadHistory) {
-		// Re-run with an artifact folder for the HTML; the verdict is known.
-		_, _ = linearizability.Check(h, linearizability.Options{Timeout: time.Minute, ArtifactDir: dir, Name: "linearizability"})
+	if !errors.Is(ev.LinErr, linearizability.ErrBadHistory) {
+		// Re-run with an artifact folder for porcupine's HTML, annotated
+		// with the faults, whichever check failed; the verdict is known.
+		_, _ = linearizability.Check(h, linearizability.Options{Timeout: time.Minute, ArtifactDir: dir,
+			Name: "linearizability", Visualize: true})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("artifacts in %s: %w", dir, err)

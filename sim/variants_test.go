@@ -2,6 +2,8 @@ package sim
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -183,16 +185,29 @@ func TestTeeth(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.v.Name, func(t *testing.T) {
 			var caught []string
+			var res *Result
+			var ev Evaluation
 			for seed := uint64(1); seed <= 3 && !slices.Contains(caught, tc.expect); seed++ {
 				cfg := tc.cfg(seed)
 				cfg.Variant = tc.v
-				res := runSeed(t, cfg)
-				ev := Evaluate(res, 10*time.Second)
+				res = runSeed(t, cfg)
+				ev = Evaluate(res, 10*time.Second)
 				caught = ev.Caught()
 				t.Logf("seed %d: caught by %v", seed, caught)
 			}
 			if !slices.Contains(caught, tc.expect) {
 				t.Fatalf("variant %s not caught by %s (caught by %v)", tc.v.Name, tc.expect, caught)
+			}
+			// Whichever check caught it, the artifacts hold the schedule, the
+			// trace and porcupine's visualisation with the faults.
+			dir := t.TempDir()
+			if err := WriteArtifacts(dir, res, ev); err != nil {
+				t.Fatalf("write artifacts: %v", err)
+			}
+			for _, f := range []string{"schedule.json", "trace.jsonl", "violations.txt", "linearizability.html"} {
+				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+					t.Errorf("artifact %s missing: %v", f, err)
+				}
 			}
 			// The same schedule on the real server is clean.
 			clean := Evaluate(runSeed(t, tc.cfg(1)), 10*time.Second)
