@@ -1,6 +1,6 @@
 package conformance
 
-// Status is a clause's status in spec/CLAUSES.md. It doubles as the name of
+// Status is a clause's status in spec/SPEC.md. It doubles as the name of
 // a profile: the set of statuses a run checks.
 type Status string
 
@@ -26,14 +26,14 @@ func (p Status) Covers(s Status) bool {
 	return s == Contract || s == p
 }
 
-// Clause is one numbered clause of spec/CLAUSES.md.
+// Clause is one numbered clause of spec/SPEC.md.
 type Clause struct {
 	ID     string
 	Status Status
 	Title  string
 }
 
-// Clauses mirrors the clause index of spec/CLAUSES.md. A unit test parses
+// Clauses mirrors the clause index of spec/SPEC.md. A unit test parses
 // that file and fails if the two disagree, so the suite cannot drift.
 var Clauses = []Clause{
 	{"S1", Contract, "create returns a fresh ID; session fields; immutable"},

@@ -1,7 +1,7 @@
 // Package conformance is a black-box conformance suite for servers that
 // speak Consul's session, KV-lock and txn HTTP API: real Consul and tenure.
 //
-// Every case is named after a clause of spec/CLAUSES.md ("S27/...") and has
+// Every case is named after a clause of spec/SPEC.md ("S27/...") and has
 // that clause's status. A profile picks what runs: contract runs contract
 // clauses, consul adds Consul's own wire behaviour, tenure adds tenure's
 // stronger guarantees. Cases outside the profile, and clauses a client

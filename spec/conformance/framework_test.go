@@ -331,9 +331,9 @@ func TestMainExitCodes(t *testing.T) {
 	}
 }
 
-// TestClausesMatchIndex keeps Clauses in step with spec/CLAUSES.md.
+// TestClausesMatchIndex keeps Clauses in step with spec/SPEC.md.
 func TestClausesMatchIndex(t *testing.T) {
-	f, err := os.Open("../CLAUSES.md")
+	f, err := os.Open("../SPEC.md")
 	if err != nil {
 		t.Fatalf("open clause index: %v", err)
 	}
@@ -348,7 +348,7 @@ func TestClausesMatchIndex(t *testing.T) {
 }
 
 func TestCompareClausesCatchesDrift(t *testing.T) {
-	idx := "- S1  contract  Create...\n- S2  tenure    Defaults...\n"
+	idx := "### S1 · contract\n**Clause.** Create...\n### S2 · tenure\n**Clause.** Defaults...\n"
 	parsed, err := parseClauseIndex(strings.NewReader(idx))
 	if err != nil {
 		t.Fatal(err)
@@ -366,7 +366,7 @@ func TestCompareClausesCatchesDrift(t *testing.T) {
 			t.Errorf("drift %+v not caught", bad)
 		}
 	}
-	if _, err := parseClauseIndex(strings.NewReader("- S1  strict  x\n")); err == nil {
+	if _, err := parseClauseIndex(strings.NewReader("### S1 · strict\n")); err == nil {
 		t.Error("unknown status in the index not rejected")
 	}
 }
@@ -398,9 +398,9 @@ func TestSuiteShape(t *testing.T) {
 	}
 }
 
-// parseClauseIndex reads "- S<n>  <status>  text" lines of CLAUSES.md.
+// parseClauseIndex reads the "### S<n> · <status>" clause headings of SPEC.md.
 func parseClauseIndex(f io.Reader) ([]Clause, error) {
-	line := regexp.MustCompile(`^- (S\d+)\s+(\S+)\s`)
+	line := regexp.MustCompile(`^### (S\d+) · (\S+)`)
 	var out []Clause
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
