@@ -156,20 +156,23 @@ func (c *apiClient) renew(id string) *Ret {
 		})
 }
 
+// decodeOneEntry reads a single-key GET answer into ret.
+func decodeOneEntry(_ int, _ http.Header, b []byte, ret *Ret) error {
+	var out []kvJSON
+	if err := json.Unmarshal(b, &out); err != nil {
+		return err
+	}
+	if len(out) != 1 {
+		return fmt.Errorf("get answered %d entries", len(out))
+	}
+	ret.Found, ret.OK = true, true
+	ret.Entries = []model.KVEntry{out[0].entry()}
+	return nil
+}
+
 func (c *apiClient) get(key string) *Ret {
 	return c.do(Call{Req: ReqGet, Key: key}, http.MethodGet, "/v1/kv/"+key+"?consistent", nil,
-		func(_ int, _ http.Header, b []byte, ret *Ret) error {
-			var out []kvJSON
-			if err := json.Unmarshal(b, &out); err != nil {
-				return err
-			}
-			if len(out) != 1 {
-				return fmt.Errorf("get answered %d entries", len(out))
-			}
-			ret.Found, ret.OK = true, true
-			ret.Entries = []model.KVEntry{out[0].entry()}
-			return nil
-		})
+		decodeOneEntry)
 }
 
 // getBlocking is a blocking read (S46): it answers once the key's index
@@ -179,18 +182,7 @@ func (c *apiClient) getBlocking(key string, index uint64, wait time.Duration) *R
 	q.Set("index", strconv.FormatUint(index, 10))
 	q.Set("wait", wait.String())
 	return c.do(Call{Req: ReqGet, Key: key}, http.MethodGet, "/v1/kv/"+key+"?"+q.Encode(), nil,
-		func(_ int, _ http.Header, b []byte, ret *Ret) error {
-			var out []kvJSON
-			if err := json.Unmarshal(b, &out); err != nil {
-				return err
-			}
-			if len(out) != 1 {
-				return fmt.Errorf("get answered %d entries", len(out))
-			}
-			ret.Found, ret.OK = true, true
-			ret.Entries = []model.KVEntry{out[0].entry()}
-			return nil
-		})
+		decodeOneEntry)
 }
 
 // kv sends a stand-alone KV write: set, cas, lock, unlock, delete, delete-cas.

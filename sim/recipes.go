@@ -3,8 +3,8 @@ package sim
 import (
 	"context"
 	"fmt"
-	"math"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -225,22 +225,9 @@ func (l *recipeLog) fenceKV(f FenceKV) {
 // ±5 s and drift up to ±5 %, and clients' clocks are off by up to ±5 s.
 func planRecipeRun(cfg RecipeConfig) (RunHeader, RecipeBounds) {
 	hdr := RunHeader{Seed: cfg.Seed, Clocks: map[string]ClockSkew{}, Groups: map[string]GroupInfo{}}
-	skew := false
-	for _, k := range cfg.Faults {
-		skew = skew || k == FaultClockSkew
-	}
+	skew := slices.Contains(cfg.Faults, FaultClockSkew)
 	r := stream(cfg.Seed, "recipe-clocks")
-	minRate := 1.0
-	for i := range cfg.Servers {
-		name := fmt.Sprintf("n%d", i+1)
-		hdr.Servers = append(hdr.Servers, name)
-		ck := ClockSkew{Rate: 1}
-		if skew {
-			ck = ClockSkew{Offset: between(r, -5*time.Second, 5*time.Second), Rate: math.Round((0.95+0.1*r.Float64())*1e6) / 1e6}
-		}
-		minRate = min(minRate, ck.Rate)
-		hdr.Clocks[name] = ck
-	}
+	minRate := planServerClocks(&hdr, cfg.Servers, skew, r)
 	key := recipe.ElectionKey(recipeService)
 	if cfg.Recipe == RecipeSemaphore {
 		key = recipeSemPrefix

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -176,30 +178,33 @@ func (e *env) close() {
 	e.net.Close()
 }
 
+// planServerClocks names the servers n1…nN and draws their clocks: exact
+// without skew, otherwise off by up to ±5 s and drifting up to ±5 %. It
+// returns the slowest rate, which stretches every bound.
+func planServerClocks(hdr *RunHeader, servers int, skew bool, r *rand.Rand) (minRate float64) {
+	minRate = 1.0
+	for i := range servers {
+		name := fmt.Sprintf("n%d", i+1)
+		hdr.Servers = append(hdr.Servers, name)
+		ck := ClockSkew{Rate: 1}
+		if skew {
+			ck = ClockSkew{Offset: between(r, -5*time.Second, 5*time.Second), Rate: math.Round((0.95+0.1*r.Float64())*1e6) / 1e6}
+		}
+		minRate = min(minRate, ck.Rate)
+		hdr.Clocks[name] = ck
+	}
+	return minRate
+}
+
 // planRun draws everything the seed decides before the run starts.
 func planRun(cfg Config) RunHeader {
 	hdr := RunHeader{Seed: cfg.Seed, Clocks: map[string]ClockSkew{}, Groups: map[string]GroupInfo{}}
 	if cfg.Variant != nil {
 		hdr.Variant = cfg.Variant.Name
 	}
-	skew := false
-	for _, k := range cfg.Faults {
-		skew = skew || k == FaultClockSkew
-	}
+	skew := slices.Contains(cfg.Faults, FaultClockSkew)
 	r := stream(cfg.Seed, "clocks")
-	minRate := 1.0
-	for i := range cfg.Servers {
-		name := fmt.Sprintf("n%d", i+1)
-		hdr.Servers = append(hdr.Servers, name)
-		ck := ClockSkew{Rate: 1}
-		if skew {
-			// Servers' clocks are off by up to ±5 s and drift up to ±5 %.
-			ck = ClockSkew{Offset: between(r, -5*time.Second, 5*time.Second), Rate: 0.95 + 0.1*r.Float64()}
-			ck.Rate = math.Round(ck.Rate*1e6) / 1e6
-		}
-		minRate = min(minRate, ck.Rate)
-		hdr.Clocks[name] = ck
-	}
+	minRate := planServerClocks(&hdr, cfg.Servers, skew, r)
 	groups := cfg.Groups
 	if groups == nil {
 		groups = NewGroups(cfg.Seed, cfg.MaxTTL)
