@@ -22,7 +22,7 @@ import (
 // own tests cannot use it).
 type testCluster struct {
 	t      *testing.T
-	clock  *fakeClock
+	clock  *ManualClock
 	router *catalogRouter
 	nodes  []*testNode
 }
@@ -44,7 +44,7 @@ func fastRaft(c *raft.Config) {
 
 func newTestCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, clock: newFakeClock(), router: &catalogRouter{servers: map[string]*Server{}}}
+	c := &testCluster{t: t, clock: NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), router: &catalogRouter{servers: map[string]*Server{}}}
 	var peers []Peer
 	for i := range n {
 		name := fmt.Sprintf("n%d", i+1)

@@ -19,7 +19,7 @@ func TestDurableRestart(t *testing.T) {
 	start := func() *Server {
 		_, trans := raft.NewInmemTransport("solo")
 		s, err := NewServer(Config{
-			NodeName: "solo", HTTPAddr: "127.0.0.1:1", Clock: newFakeClock(), DataDir: dir,
+			NodeName: "solo", HTTPAddr: "127.0.0.1:1", Clock: NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), DataDir: dir,
 			Transport: trans, Peers: []Peer{{Name: "solo", RaftAddr: "solo"}}, Raft: fastRaft,
 		})
 		if err != nil {
@@ -53,7 +53,7 @@ func TestDurableRestart(t *testing.T) {
 
 	s = start()
 	// A second server on the same directory is refused at once.
-	if other, err := NewServer(Config{NodeName: "solo", Clock: newFakeClock(), DataDir: dir, RaftAddr: "127.0.0.1:0"}); err == nil {
+	if other, err := NewServer(Config{NodeName: "solo", Clock: NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), DataDir: dir, RaftAddr: "127.0.0.1:0"}); err == nil {
 		_ = other.Shutdown()
 		t.Fatal("a second server opened a data directory in use")
 	} else if !strings.Contains(err.Error(), "in use") {

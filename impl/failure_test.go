@@ -8,7 +8,7 @@ import (
 )
 
 func TestFailureDetectorThresholdAndResume(t *testing.T) {
-	clock := newFakeClock()
+	clock := NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	var mu sync.Mutex
 	var events []string
 	note := func(kind string) func(string) {

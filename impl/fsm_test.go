@@ -16,7 +16,7 @@ import (
 
 type fsmHarness struct {
 	t           *testing.T
-	clock       *fakeClock
+	clock       *ManualClock
 	codec       *wireCodec
 	delays      *lockDelayGuard
 	fsm         *fsm
@@ -25,7 +25,7 @@ type fsmHarness struct {
 }
 
 func newFSMHarness(t *testing.T) *fsmHarness {
-	h := &fsmHarness{t: t, clock: newFakeClock(), codec: newWireCodec()}
+	h := &fsmHarness{t: t, clock: NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), codec: newWireCodec()}
 	h.delays = newLockDelayGuard(h.clock)
 	h.fsm = newFSM(h.codec, h.delays, func(ids []string) { h.invalidated = append(h.invalidated, ids...) })
 	return h

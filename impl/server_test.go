@@ -27,9 +27,9 @@ func seqIDs(ids ...string) func() string {
 	}
 }
 
-func startDev(t *testing.T, cfg Config) (*Server, *fakeClock) {
+func startDev(t *testing.T, cfg Config) (*Server, *ManualClock) {
 	t.Helper()
-	clock := newFakeClock()
+	clock := NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	cfg.Dev = true
 	cfg.Clock = clock
 	if cfg.NodeName == "" {

@@ -49,7 +49,7 @@ func (l *expiryLog) none(t *testing.T) {
 }
 
 func TestTTLTimersExpireAtMultipliedTTL(t *testing.T) {
-	clock := newFakeClock()
+	clock := NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	log := newExpiryLog()
 	tt := newTTLTimers(clock, 2, log.expire)
 	live := func(string) bool { return true }
@@ -80,7 +80,7 @@ func TestTTLTimersExpireAtMultipliedTTL(t *testing.T) {
 }
 
 func TestTTLTimersStopRemoveAndLiveness(t *testing.T) {
-	clock := newFakeClock()
+	clock := NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	log := newExpiryLog()
 	tt := newTTLTimers(clock, 1, log.expire)
 	tt.reset("before-start", 10*time.Second, func(string) bool { return true })

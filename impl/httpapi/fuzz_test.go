@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/impl/httpapi/httpapitest"
 	"github.com/tenurekv/tenure/model"
 )
@@ -45,7 +46,7 @@ func FuzzDecodeSessionCreate(f *testing.F) {
 
 // fuzzServer is one handler over a fresh double per input.
 func fuzzServer(t *testing.T) (http.Handler, *httpapitest.Store) {
-	b := httpapitest.New("node-a", httpapitest.NewManualClock(time.Unix(0, 0)))
+	b := httpapitest.New("node-a", impl.NewManualClock(time.Unix(0, 0)))
 	return New(b, Options{}), b.Store()
 }
 

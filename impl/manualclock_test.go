@@ -1,4 +1,4 @@
-package httpapitest
+package impl
 
 import (
 	"sync"

@@ -1,14 +1,12 @@
-package httpapitest
+package impl
 
 import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/tenurekv/tenure/impl"
 )
 
-// ManualClock is an impl.Clock that moves only when Advance is called, so a
+// ManualClock is an Clock that moves only when Advance is called, so a
 // test decides exactly when blocking-query waits, TTLs and lock-delays end.
 type ManualClock struct {
 	mu     sync.Mutex
@@ -27,7 +25,7 @@ func (c *ManualClock) Now() time.Time {
 }
 
 // AfterFunc runs f in its own goroutine once Advance has moved the clock d past now.
-func (c *ManualClock) AfterFunc(d time.Duration, f func()) impl.Timer {
+func (c *ManualClock) AfterFunc(d time.Duration, f func()) Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &manualTimer{c: c, f: f, at: c.now.Add(d), active: true}
