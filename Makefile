@@ -1,8 +1,5 @@
 # tenure — see README.md. `make run` starts a dev agent; `make test` is what CI runs.
 GO          ?= go
-STATICCHECK_VERSION ?= 2026.2.2
-GOBIN       ?= $(shell $(GO) env GOPATH)/bin
-STATICCHECK := $(GOBIN)/staticcheck
 PKGS        := ./...
 
 .PHONY: test lint vet staticcheck unit run build bench
@@ -18,11 +15,9 @@ lint: vet staticcheck
 vet:
 	$(GO) vet $(PKGS)
 
-$(STATICCHECK):
-	$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
-
-staticcheck: $(STATICCHECK)
-	$(STATICCHECK) $(PKGS)
+# staticcheck is pinned by go.mod's tool directive: Go is the only prerequisite.
+staticcheck:
+	$(GO) tool staticcheck $(PKGS)
 
 ## unit: every package's tests, including the multi-process cluster test (~10 s)
 unit:
