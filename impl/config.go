@@ -157,11 +157,32 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
+// Log compaction bounds the durable data dir: the raft log holds at most
+// about snapshotThreshold+trailingLogs entries between snapshots, and the
+// snapshot store keeps two snapshots (see stores.go), so disk use is bounded
+// by the state size, not by the number of writes ever made.
+const (
+	// snapshotThreshold is how many new log entries trigger a snapshot. The
+	// FSM's state is small (KV, sessions, locks), so snapshotting every 8192
+	// entries is cheap and keeps the log short.
+	snapshotThreshold = 8192
+	// snapshotInterval is how often raft checks the threshold; 30 s keeps a
+	// burst of writes from growing the log for long before it is compacted.
+	snapshotInterval = 30 * time.Second
+	// trailingLogs are kept after a snapshot so a follower that lags by up to
+	// this many entries catches up from the log instead of needing a full
+	// snapshot install after a restart.
+	trailingLogs = 10240
+)
+
 // raftConfig is hashicorp/raft's configuration for this server.
 func (c Config) raftConfig() (*raft.Config, error) {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(c.NodeName)
 	rc.Logger = c.Logger.Named("raft")
+	rc.SnapshotThreshold = snapshotThreshold
+	rc.SnapshotInterval = snapshotInterval
+	rc.TrailingLogs = trailingLogs
 	if c.Dev {
 		// One voter elects itself as soon as its heartbeat timeout passes;
 		// Consul's dev mode shortens the same timings.
