@@ -108,16 +108,24 @@ func (s *Server) checkLockDelay(cmd model.Command) (model.Command, error) {
 	return cmd, nil
 }
 
+// proposeTimeout bounds how long a write waits to enter raft's queue and,
+// once proposed, for its outcome. Raft settles a proposal on its own (commit,
+// lost leadership, shutdown) long before this in practice; the bound only
+// keeps a wedged raft from holding a request forever.
+const proposeTimeout = 30 * time.Second
+
 // propose runs one entry through raft and returns this server's FSM answer.
-func (s *Server) propose(ctx context.Context, data []byte) (model.Result, error) {
-	var timeout time.Duration
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = max(time.Until(dl), time.Millisecond)
-	}
-	f := s.raft.Apply(data, timeout)
-	err, waitErr := waitFuture(ctx, f)
+// The caller's context is deliberately not consulted: once an entry is
+// proposed its outcome no longer depends on whoever asked, so a client that
+// hangs up mid-write must not turn a commit into an error (a retry would
+// then apply it twice). Only raft itself or proposeTimeout can end the wait.
+func (s *Server) propose(_ context.Context, data []byte) (model.Result, error) {
+	f := s.raft.Apply(data, proposeTimeout)
+	timeout := time.NewTimer(proposeTimeout)
+	defer timeout.Stop()
+	err, waitErr := waitFuture(timeout.C, f)
 	if waitErr != nil {
-		return model.Result{}, fmt.Errorf("raft apply: %w (the write may still commit)", waitErr)
+		return model.Result{}, fmt.Errorf("raft apply: no outcome within %v (the write may still commit): %w", proposeTimeout, waitErr)
 	}
 	switch {
 	case err == nil:
@@ -165,12 +173,16 @@ func (s *Server) Renew(ctx context.Context, id string) (model.Session, error) {
 }
 
 // VerifyLeader implements Backend.VerifyLeader (?consistent): a quorum round
-// on an established term.
+// on an established term. Unlike a write, nothing is left behind if the
+// caller leaves, so the caller's context may end the wait.
 func (s *Server) VerifyLeader(ctx context.Context) error {
 	if _, err := s.waitLeaderReady(ctx); err != nil {
 		return err
 	}
-	err, waitErr := waitFuture(ctx, s.raft.VerifyLeader())
+	err, waitErr := waitFuture(ctx.Done(), s.raft.VerifyLeader())
+	if waitErr != nil {
+		waitErr = ctx.Err()
+	}
 	switch {
 	case waitErr != nil:
 		return fmt.Errorf("verify leadership: %w", waitErr)
@@ -184,11 +196,14 @@ func (s *Server) VerifyLeader(ctx context.Context) error {
 	return nil
 }
 
-// waitFuture waits for a raft future or the context, whichever ends first:
-// err is the future's answer, waitErr the context's. A context that can
-// never end costs no goroutine.
-func waitFuture(ctx context.Context, f raft.Future) (err, waitErr error) {
-	if ctx.Done() == nil {
+// errWaitEnded is waitFuture's answer when stop fired before the future.
+var errWaitEnded = errors.New("gave up waiting for raft")
+
+// waitFuture waits for a raft future or for stop, whichever comes first:
+// err is the future's answer, waitErr errWaitEnded if stop came first. A nil
+// stop waits for the future alone and costs no goroutine.
+func waitFuture[T any](stop <-chan T, f raft.Future) (err, waitErr error) {
+	if stop == nil {
 		return f.Error(), nil
 	}
 	done := make(chan error, 1)
@@ -196,7 +211,7 @@ func waitFuture(ctx context.Context, f raft.Future) (err, waitErr error) {
 	select {
 	case err := <-done:
 		return err, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	case <-stop:
+		return nil, errWaitEnded
 	}
 }
