@@ -45,14 +45,6 @@ const (
 	jitterFraction          = 16
 )
 
-// Body limits. KV values and txn bodies use Consul's 512 KiB defaults
-// (kv_max_value_size, txn_max_req_len); JSON bodies of other endpoints
-// are small, and the cap only stops a client from exhausting memory.
-const (
-	maxJSONBody = 1 << 20
-	maxTxnBody  = 512 * 1024
-)
-
 // New returns the HTTP API over b.
 func New(b impl.Backend, opts Options) http.Handler {
 	if opts.Forward == nil {
