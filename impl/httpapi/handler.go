@@ -45,6 +45,17 @@ const (
 	jitterFraction          = 16
 )
 
+// LongestBlock is the longest a blocking read may park under these options:
+// the capped wait plus the most jitter can add. A server's write deadline
+// for a blocking read must allow this much.
+func (o Options) LongestBlock() time.Duration {
+	maxWait := o.MaxQueryTime
+	if maxWait <= 0 {
+		maxWait = defaultMaxQueryTime
+	}
+	return maxWait + maxWait/jitterFraction
+}
+
 // New returns the HTTP API over b.
 func New(b impl.Backend, opts Options) http.Handler {
 	if opts.Forward == nil {
