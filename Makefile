@@ -64,3 +64,15 @@ SEEDS ?= 1000
 NODES ?= 3
 sim-long:
 	$(GO) run ./sim/cmd/simlong -seeds $(SEEDS) -nodes $(NODES)
+
+## fuzz: every Go fuzz target (func Fuzz…) for FUZZTIME each, e.g. make fuzz FUZZTIME=1m;
+## plain `go test` (make test) runs their seed corpora only
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz:
+	@set -e; for pkg in $$($(GO) list $(PKGS)); do \
+		for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz' || true); do \
+			echo "== $$pkg $$target"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg; \
+		done; \
+	done
