@@ -30,6 +30,7 @@ func kvCases() []Case {
 		{Clause: "S37", Name: "modifyindex-monotonic-noop-keeps", Run: s37ModifyIndex},
 		{Clause: "S38", Name: "value-and-flags-replaced", Run: s38ValueFlags},
 		{Clause: "S39", Name: "bad-input-400-413-changes-nothing", Run: s39BadInput},
+		{Clause: "S39", Name: "request-limits-413-change-nothing", Run: s39RequestLimits},
 	}
 }
 
@@ -352,4 +353,32 @@ func s39BadInput(t *T) {
 	// The limit itself is fine.
 	t.Set(absent, strings.Repeat("y", maxValue))
 	t.Equal("length of a 512 KiB value", len(t.MustGet(absent).Value), maxValue)
+}
+
+// s39RequestLimits: keys, session names and txn keys over tenure's limits
+// answer 413 with a one-line reason and store nothing; at the limit they
+// are served.
+func s39RequestLimits(t *T) {
+	const maxKey, maxName = 8 << 10, 1 << 10
+	pad := func(prefix string, n int) string { return prefix + strings.Repeat("k", n-len(prefix)) }
+	limited := func(what string, r *resp) {
+		txt := r.Text()
+		t.Check(r.Code == 413 && strings.Contains(txt, "too long") && !strings.Contains(txt, "\n"),
+			"%s: want 413 with a one-line \"too long\" reason, got %s", what, r)
+	}
+	over, at := pad(t.Key("over-"), maxKey+1), pad(t.Key("at-"), maxKey)
+	limited("PUT of a key one byte over the limit", t.PutRaw(over, "v", ""))
+	limited("txn set of a key one byte over the limit", t.DoJSON(http.MethodPut, "/v1/txn",
+		[]map[string]any{{"KV": map[string]any{"Verb": "set", "Key": over, "Value": []byte("v")}}}))
+	keys, _ := t.List(t.Prefix())
+	t.Check(len(keys) == 0, "rejected writes stored %d keys", len(keys))
+	t.Set(at, "v")
+	t.Equal("key at the limit", t.MustGet(at).Key, at)
+
+	node := t.Node("limits")
+	limited("session create with a name one byte over the limit", t.DoJSON(http.MethodPut, "/v1/session/create",
+		map[string]any{"Node": node, "Checks": []string{}, "Name": strings.Repeat("n", maxName+1)}))
+	t.Check(len(t.NodeSessions(node)) == 0, "rejected create left a session on %s", node)
+	sid := t.NodeSession(node, []string{}, map[string]any{"Name": strings.Repeat("n", maxName)})
+	t.Equal("session name at the limit", len(t.SessionInfo(sid).Name), maxName)
 }
