@@ -70,7 +70,7 @@ func (s *Server) endTerm() {
 	}
 	close(t.stop)
 	<-t.done
-	s.ttl.stop()
+	s.leader.EndTerm()
 	s.fd.stop()
 	s.logger.Info("leadership lost: TTL timers and failure detection stopped")
 }
@@ -97,10 +97,7 @@ func (s *Server) leaderLoop(t *leaderTerm) {
 		return
 	default:
 	}
-	s.ttl.start(func() (out []model.Session) {
-		s.fsm.read(func(st *model.State) { out = st.SessionList("") })
-		return out
-	})
+	s.leader.StartTerm()
 	s.fd.start()
 	close(t.ready)
 	s.logger.Info("leadership established", "ttl_sessions", s.ttlCount())
