@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/internal/backoff"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -80,17 +81,16 @@ func (s *Server) endTerm() {
 // failure detection, then readiness.
 func (s *Server) leaderLoop(t *leaderTerm) {
 	defer close(t.done)
-	backoff := s.cfg.RetryBackoff
+	pause := backoff.New(s.cfg.RetryBackoff, 32*s.cfg.RetryBackoff)
 	for {
 		err := s.raft.Barrier(0).Error()
 		if err == nil {
 			break
 		}
 		s.logger.Warn("leader barrier failed; retrying", "error", err)
-		if !s.sleep(backoff, t.stop) {
+		if !s.sleep(pause.Next(), t.stop) {
 			return
 		}
-		backoff = min(2*backoff, 32*s.cfg.RetryBackoff)
 	}
 	select {
 	case <-t.stop:

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/tenurekv/tenure/internal/backoff"
 )
 
 // LockDelayHeader is tenure's answer to an acquire refused for lock-delay:
@@ -163,12 +165,7 @@ func (l *Lock) acquire(ctx context.Context, sid string, rn *renewer) (Sequencer,
 	var waitIndex uint64
 	waitTime := l.o.WaitTime
 	consistent := false
-	backoff := l.o.RetryMin
-	grow := func() time.Duration {
-		w := backoff
-		backoff = min(2*backoff, l.o.RetryMax)
-		return w
-	}
+	pause := backoff.New(l.o.RetryMin, l.o.RetryMax)
 	for {
 		if err := ctx.Err(); err != nil {
 			return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, err)
@@ -187,7 +184,7 @@ func (l *Lock) acquire(ctx context.Context, sid string, rn *renewer) (Sequencer,
 				return Sequencer{}, fmt.Errorf("recipe: read %s: %w", l.o.Key, err)
 			}
 			waitIndex, consistent = 0, false
-			if err := sleep(ctx, l.c.Clock, grow()); err != nil {
+			if err := sleep(ctx, l.c.Clock, pause.Next()); err != nil {
 				return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, err)
 			}
 			continue
@@ -202,7 +199,7 @@ func (l *Lock) acquire(ctx context.Context, sid string, rn *renewer) (Sequencer,
 		if e != nil && e.Session != "" {
 			// Held by someone else: wait for the key to change.
 			waitIndex, waitTime = nextIndex(waitIndex, meta.LastIndex), l.o.WaitTime
-			backoff = l.o.RetryMin
+			pause.Reset()
 			continue
 		}
 		ok, rem, hdr, err := l.c.tryAcquire(ctx, l.o.Key, sid, l.o.Value, l.o.Flags)
@@ -211,7 +208,7 @@ func (l *Lock) acquire(ctx context.Context, sid string, rn *renewer) (Sequencer,
 				return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, err)
 			}
 			waitIndex = 0
-			if err := sleep(ctx, l.c.Clock, grow()); err != nil {
+			if err := sleep(ctx, l.c.Clock, pause.Next()); err != nil {
 				return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, err)
 			}
 			continue
@@ -235,7 +232,7 @@ func (l *Lock) acquire(ctx context.Context, sid string, rn *renewer) (Sequencer,
 		// A bare false on a key that looked free is lock-delay or a race
 		// lost to another acquirer; Consul does not say which (facts §4).
 		// Wait on the key for one backoff step: a new holder wakes us at once.
-		w := grow()
+		w := pause.Next()
 		if l.o.OnRefused != nil {
 			l.o.OnRefused(Refusal{Key: l.o.Key, Wait: w})
 		}
@@ -298,7 +295,7 @@ func (c *Client) tryAcquire(ctx context.Context, key, sid string, value []byte, 
 // renewer's call (one TTL), not one failed read's.
 func (c *Client) watchKey(ctx context.Context, seq Sequencer, waitTime, retryMin, retryMax time.Duration) error {
 	var idx uint64
-	backoff := retryMin
+	pause := backoff.New(retryMin, retryMax)
 	for {
 		q := (&api.QueryOptions{RequireConsistent: true, WaitIndex: idx, WaitTime: waitTime}).WithContext(ctx)
 		e, meta, err := c.API.KV().Get(seq.Key, q)
@@ -307,13 +304,12 @@ func (c *Client) watchKey(ctx context.Context, seq Sequencer, waitTime, retryMin
 		}
 		if err != nil {
 			idx = 0
-			if err := sleep(ctx, c.Clock, backoff); err != nil {
+			if err := sleep(ctx, c.Clock, pause.Next()); err != nil {
 				return err
 			}
-			backoff = min(2*backoff, retryMax)
 			continue
 		}
-		backoff = retryMin
+		pause.Reset()
 		switch {
 		case e == nil:
 			return fmt.Errorf("%w: %s was deleted", ErrHolderChanged, seq.Key)
