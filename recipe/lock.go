@@ -170,12 +170,8 @@ func (l *Lock) acquire(ctx context.Context, sid string, rn *renewer) (Sequencer,
 		if err := ctx.Err(); err != nil {
 			return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, err)
 		}
-		if rn != nil {
-			select {
-			case <-rn.lost:
-				return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, rn.err)
-			default:
-			}
+		if err := rn.lostErr(); err != nil {
+			return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, err)
 		}
 		q := (&api.QueryOptions{WaitIndex: waitIndex, WaitTime: waitTime, RequireConsistent: consistent}).WithContext(ctx)
 		e, meta, err := kv.Get(l.o.Key, q)
@@ -291,14 +287,42 @@ func (c *Client) tryAcquire(ctx context.Context, key, sid string, value []byte, 
 }
 
 // watchKey blocks until seq's session no longer holds seq.Key, or ctx ends,
-// and says which. Read errors are retried: whether contact is lost is the
-// renewer's call (one TTL), not one failed read's.
+// and says which.
 func (c *Client) watchKey(ctx context.Context, seq Sequencer, waitTime, retryMin, retryMax time.Duration) error {
+	var e *api.KVPair
+	return c.watchUntilLost(ctx, waitTime, backoff.New(retryMin, retryMax), func(q *api.QueryOptions) (uint64, error) {
+		var (
+			meta *api.QueryMeta
+			err  error
+		)
+		e, meta, err = c.API.KV().Get(seq.Key, q)
+		if err != nil {
+			return 0, err
+		}
+		return meta.LastIndex, nil
+	}, func() error {
+		switch {
+		case e == nil:
+			return fmt.Errorf("%w: %s was deleted", ErrHolderChanged, seq.Key)
+		case e.Session == "":
+			return fmt.Errorf("%w: %s was released", ErrHolderChanged, seq.Key)
+		case e.Session != seq.Session:
+			return fmt.Errorf("%w: %s is held by session %s", ErrHolderChanged, seq.Key, e.Session)
+		}
+		return nil
+	})
+}
+
+// watchUntilLost is the loop behind every Hold's Lost: consistent blocking
+// reads, each from the index the last one returned, until lost (called
+// after each successful read) reports the hold gone, or ctx ends. Read
+// errors are retried after a pause: whether contact is lost is the
+// renewer's call (one TTL), not one failed read's.
+func (c *Client) watchUntilLost(ctx context.Context, waitTime time.Duration, pause backoff.Doubling,
+	read func(q *api.QueryOptions) (lastIndex uint64, err error), lost func() error) error {
 	var idx uint64
-	pause := backoff.New(retryMin, retryMax)
 	for {
-		q := (&api.QueryOptions{RequireConsistent: true, WaitIndex: idx, WaitTime: waitTime}).WithContext(ctx)
-		e, meta, err := c.API.KV().Get(seq.Key, q)
+		last, err := read((&api.QueryOptions{RequireConsistent: true, WaitIndex: idx, WaitTime: waitTime}).WithContext(ctx))
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -310,15 +334,10 @@ func (c *Client) watchKey(ctx context.Context, seq Sequencer, waitTime, retryMin
 			continue
 		}
 		pause.Reset()
-		switch {
-		case e == nil:
-			return fmt.Errorf("%w: %s was deleted", ErrHolderChanged, seq.Key)
-		case e.Session == "":
-			return fmt.Errorf("%w: %s was released", ErrHolderChanged, seq.Key)
-		case e.Session != seq.Session:
-			return fmt.Errorf("%w: %s is held by session %s", ErrHolderChanged, seq.Key, e.Session)
+		if err := lost(); err != nil {
+			return err
 		}
-		idx = nextIndex(idx, meta.LastIndex)
+		idx = nextIndex(idx, last)
 	}
 }
 
