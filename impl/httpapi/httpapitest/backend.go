@@ -2,8 +2,9 @@
 // (and anything else that speaks to impl.Backend) without raft.
 //
 // A Store is one fake cluster's replicated state: commands go straight to a
-// model.State, with the leader's lock-delay and TTL bookkeeping beside it,
-// as impl.Server keeps them. Backend is one server's view of the Store;
+// model.State through impl.LeaderCore, the leader logic impl.Server runs
+// over raft (session IDs, lock-delay check, TTL book), so the double cannot
+// drift from the server. Backend is one server's view of the Store;
 // several views share one Store, so a follower sees every write at once
 // (the double has no replication lag). Lock-delays live in the Store rather
 // than per server, which is what a cluster with a stable leader observes.
