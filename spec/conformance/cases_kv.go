@@ -35,7 +35,7 @@ func kvCases() []Case {
 
 func s26AcquireAbsent(t *T) {
 	k := t.Key("k")
-	a := t.Sess(nil)
+	a := t.CreateUnboundSession(nil)
 	t.Require(t.PutBool(k, "v", "acquire="+a+"&flags=9"), "acquire of an absent key answered false")
 	p := t.MustGet(k)
 	t.Equal("LockIndex", p.LockIndex, uint64(1))
@@ -48,7 +48,7 @@ func s26AcquireAbsent(t *T) {
 
 func s27AcquireUnlocked(t *T) {
 	k := t.Key("k")
-	a, b := t.Sess(nil), t.Sess(nil)
+	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	t.Set(k, "plain")
 	prev := t.MustGet(k)
 	for i, sid := range []string{a, b, a} {
@@ -65,7 +65,7 @@ func s27AcquireUnlocked(t *T) {
 
 func s28Reacquire(t *T) {
 	k := t.Key("k")
-	a := t.Sess(nil)
+	a := t.CreateUnboundSession(nil)
 	t.Require(t.PutBool(k, "first", "acquire="+a+"&flags=1"), "acquire failed")
 	before := t.MustGet(k)
 	t.Require(t.PutBool(k, "second", "acquire="+a+"&flags=3"), "re-acquire by the holder answered false")
@@ -80,7 +80,7 @@ func s28Reacquire(t *T) {
 
 func s29HeldByOther(t *T) {
 	k := t.Key("k")
-	a, b := t.Sess(nil), t.Sess(nil)
+	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	t.Require(t.PutBool(k, "mine", "acquire="+a+"&flags=4"), "acquire failed")
 	before := t.MustGet(k)
 	t.Check(!t.PutBool(k, "theirs", "acquire="+b+"&flags=5"), "acquire of a key held by another session answered true")
@@ -91,7 +91,7 @@ func s30NoSession(t *T) {
 	absent, existing := t.Key("absent"), t.Key("existing")
 	t.Set(existing, "v")
 	before := t.MustGet(existing)
-	gone := t.Sess(nil)
+	gone := t.CreateUnboundSession(nil)
 	t.Destroy(gone)
 	for _, sid := range []string{"", fakeID(), gone} {
 		for _, k := range []string{absent, existing} {
@@ -106,7 +106,7 @@ func s30NoSession(t *T) {
 
 func s31ReleaseHolder(t *T) {
 	k := t.Key("k")
-	a := t.Sess(nil)
+	a := t.CreateUnboundSession(nil)
 	t.Require(t.PutBool(k, "held", "acquire="+a+"&flags=1"), "acquire failed")
 	before := t.MustGet(k)
 	t.Require(t.PutBool(k, "released", "release="+a+"&flags=2"), "release by the holder answered false")
@@ -122,7 +122,7 @@ func s31ReleaseHolder(t *T) {
 
 func s31ReleaseNonHolder(t *T) {
 	k := t.Key("k")
-	a, b := t.Sess(nil), t.Sess(nil)
+	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "held"), "acquire failed")
 	before := t.MustGet(k)
 	for _, sid := range []string{b, fakeID()} {
@@ -133,7 +133,7 @@ func s31ReleaseNonHolder(t *T) {
 
 func s31ReleaseUnlocked(t *T) {
 	k, absent := t.Key("k"), t.Key("absent")
-	a := t.Sess(nil)
+	a := t.CreateUnboundSession(nil)
 	t.Set(k, "free")
 	before := t.MustGet(k)
 	t.Check(!t.Release(k, a, "x"), "release of an unlocked key answered true")
@@ -145,7 +145,7 @@ func s31ReleaseUnlocked(t *T) {
 
 func s32Advisory(t *T) {
 	k := t.Key("k")
-	a := t.Sess(nil)
+	a := t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "held"), "acquire failed")
 	t.Set(k, "overwritten")
 	p := t.MustGet(k)
@@ -159,7 +159,7 @@ func s32Advisory(t *T) {
 
 func s33KeepLockIndex(t *T) {
 	k := t.Key("k")
-	a, b := t.Sess(nil), t.Sess(nil)
+	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "v"), "acquire failed")
 	li := t.MustGet(k).LockIndex
 	t.Set(k, "set")
@@ -175,7 +175,7 @@ func s33KeepLockIndex(t *T) {
 
 func s34ResetLockIndex(t *T) {
 	k := t.Key("k")
-	a := t.Sess(nil)
+	a := t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "v"), "acquire failed")
 	t.Require(t.MustGet(k).LockIndex >= 1, "LockIndex of a held key is 0")
 	t.Set(k, "set")
@@ -210,8 +210,8 @@ func s35CAS(t *T) {
 
 func s36DeleteLocked(t *T) {
 	k := t.Key("k")
-	a := t.Sess(map[string]any{"LockDelay": "10s"})
-	b := t.Sess(nil)
+	a := t.CreateUnboundSession(map[string]any{"LockDelay": "10s"})
+	b := t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "v"), "acquire failed")
 	t.Check(t.Delete(k, ""), "delete of a locked key answered false")
 	p, _ := t.Get(k)
@@ -236,7 +236,7 @@ func s36DeleteCAS(t *T) {
 }
 
 func s36DeleteRecurse(t *T) {
-	a := t.Sess(nil)
+	a := t.CreateUnboundSession(nil)
 	locked, plain, deep, sibling := t.Key("p/locked"), t.Key("p/plain"), t.Key("p/q/deep"), t.Key("pz")
 	t.Require(t.Acquire(locked, a, "v"), "acquire failed")
 	t.Set(plain, "v")
@@ -274,7 +274,7 @@ func (m *modWatch) entry(what string, p *api.KVPair) {
 
 func s37ModifyIndex(t *T) {
 	a, b := t.Key("a"), t.Key("b")
-	s := t.Sess(nil)
+	s := t.CreateUnboundSession(nil)
 	w := &modWatch{t: t}
 	t.Set(a, "1")
 	w.entry("set a", t.MustGet(a))
@@ -308,7 +308,7 @@ func s37ModifyIndex(t *T) {
 
 func s38ValueFlags(t *T) {
 	k := t.Key("k")
-	s := t.Sess(nil)
+	s := t.CreateUnboundSession(nil)
 	step := func(what, value, query string, wantValue string, wantFlags uint64) {
 		t.Require(t.PutBool(k, value, query), "%s answered false", what)
 		p := t.MustGet(k)
@@ -327,7 +327,7 @@ func s38ValueFlags(t *T) {
 
 func s39BadInput(t *T) {
 	k, absent := t.Key("k"), t.Key("absent")
-	s := t.Sess(nil)
+	s := t.CreateUnboundSession(nil)
 	t.Set(k, "v")
 	before := t.MustGet(k)
 	check := func(what string, r *resp, code int) {
