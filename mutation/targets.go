@@ -18,7 +18,8 @@ var targets = []target{
 	{name: "linearizability", dir: "linearizability"},
 	{name: "recipe", dir: "recipe"},
 	{name: "impl", dir: "impl", files: []string{
-		"apply.go",      // leader-side lock-delay check and ID assignment
+		"apply.go",      // proposing a command on the leader
+		"leadercore.go", // leader-side lock-delay check, ID assignment, TTL book
 		"fsm.go",        // what a committed entry does to the state
 		"lockdelays.go", // lock-delay arming on the leader
 		"ttltimers.go",  // TTL expiry that invalidates sessions
