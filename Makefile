@@ -65,6 +65,14 @@ NODES ?= 3
 sim-long:
 	$(GO) run ./sim/cmd/simlong -seeds $(SEEDS) -nodes $(NODES)
 
+## mutate: mutation testing (gremlins, pinned in go.mod) over model/, linearizability/, recipe/
+## and impl's decision files (summary in bin/mutation/report.txt); fails on a survivor not explained in mutation/equivalents.txt.
+## MUTATE_ONLY=model runs one target.
+MUTATE_ONLY ?=
+.PHONY: mutate
+mutate:
+	$(GO) run ./mutation $(if $(MUTATE_ONLY),-only $(MUTATE_ONLY))
+
 ## fuzz: every Go fuzz target (func Fuzz…) for FUZZTIME each, e.g. make fuzz FUZZTIME=1m;
 ## plain `go test` (make test) runs their seed corpora only
 FUZZTIME ?= 30s
