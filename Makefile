@@ -59,6 +59,15 @@ mutants:
 test-cluster:
 	TENURE_CLUSTER_TEST=1 $(GO) test -count=1 -v -run MultiProcess ./cmd/tenure
 
+## chaos: kill -9 and restart leaders and followers of a durable 3-process cluster under
+## writes and lock traffic, then check every acknowledged write on every node, e.g.
+##   make chaos KILLS=200 SEED=7
+KILLS ?= 100
+SEED  ?= 1
+.PHONY: chaos
+chaos:
+	TENURE_CHAOS_KILLS=$(KILLS) TENURE_CHAOS_SEED=$(SEED) $(GO) test -count=1 -v -timeout 0 -run 'TestCrashLoop$$' ./cmd/tenure
+
 ## sim-long: many sim seeds in parallel processes with a progress line, e.g. make sim-long SEEDS=10000
 SEEDS ?= 1000
 NODES ?= 3
