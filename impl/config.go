@@ -162,6 +162,14 @@ func (c Config) raftConfig() (*raft.Config, error) {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(c.NodeName)
 	rc.Logger = c.Logger.Named("raft")
+	// Log compaction bounds the disk (DESIGN.md, "Disk bound"): a snapshot
+	// every 16384 entries or 30 s, whichever first, keeps the log between
+	// snapshots short; 10240 trailing entries let a follower that missed a
+	// few seconds catch up from the log instead of a full snapshot install.
+	// These are Consul's server defaults.
+	rc.SnapshotThreshold = 16384
+	rc.SnapshotInterval = 30 * time.Second
+	rc.TrailingLogs = 10240
 	if c.Dev {
 		// One voter elects itself as soon as its heartbeat timeout passes;
 		// Consul's dev mode shortens the same timings.
