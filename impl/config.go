@@ -72,6 +72,12 @@ type Config struct {
 	// fail before it marks the peer's serfHealth critical (S10-S12).
 	// Default 5s, about Consul's gossip detection time.
 	FailureThreshold time.Duration
+	// ReapWindow is how old a deletion must be before the leader reaps it
+	// (S52); ReapInterval is how often it looks. Defaults: 15 minutes and
+	// 30 s, Consul's tombstone TTL and granularity. A window under 61 s can
+	// reap a deleted key's lock-delay mark while the delay still runs; only
+	// tests use one.
+	ReapWindow, ReapInterval time.Duration
 	// SyncRetry is the first delay before self-registration is retried after
 	// a failure; it doubles up to 16× this value. Default 250ms.
 	SyncRetry time.Duration
@@ -102,6 +108,15 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
+	}
+	if c.ReapWindow == 0 {
+		c.ReapWindow = 15 * time.Minute
+	}
+	if c.ReapInterval == 0 {
+		c.ReapInterval = 30 * time.Second
+	}
+	if c.ReapWindow < 0 || c.ReapInterval < 0 {
+		return c, fmt.Errorf("config: ReapWindow %v and ReapInterval %v must be positive", c.ReapWindow, c.ReapInterval)
 	}
 	if c.TTLMultiplier == 0 {
 		c.TTLMultiplier = model.DefaultTTLMultiplier

@@ -102,7 +102,7 @@ func (s *Server) leaderLoop(t *leaderTerm) {
 	close(t.ready)
 	s.logger.Info("leadership established", "ttl_sessions", s.ttlCount())
 	s.kickSync()
-	<-t.stop
+	s.reapLoop(t.stop)
 }
 
 func (s *Server) ttlCount() int {

@@ -18,7 +18,30 @@ func sequencerCases() []Case {
 		{Clause: "S43", Name: "check-sequencer", Run: s43CheckSequencer},
 		{Clause: "S44", Name: "failing-op-aborts-all", Run: s44Atomic},
 		{Clause: "S44", Name: "more-than-128-ops-413", Run: s44TooMany},
+		{Clause: "S52", Name: "no-sequencer-reissued-after-reap", Run: s52AfterReap},
 	}
+}
+
+// s52AfterReap locks a key twice, deletes it, waits until the server has
+// reaped the deletion, and locks the re-created key: its LockIndex must be
+// above both earlier ones, and the prefix's index must not have gone back.
+func s52AfterReap(t *T) {
+	if t.env.reapWait == 0 {
+		t.Skipf("the server's reap window is unknown (set -reap-wait)")
+	}
+	k := t.Key("k")
+	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
+	t.acquireSeq(k, a, "")
+	t.Require(t.Release(k, a, ""), "release failed")
+	s2 := t.acquireSeq(k, b, "")
+	t.Require(t.Delete(k, ""), "delete failed")
+	_, r := t.List(k)
+	before := r.Index()
+	t.Sleep(t.env.reapWait)
+	s3 := t.acquireSeq(k, a, "")
+	t.Check(s3.li > s2.li, "re-created key locked at LockIndex %d after a reap; %d was issued before", s3.li, s2.li)
+	_, r = t.List(k)
+	t.Check(r.Index() >= before, "index of prefix %s went back across a reap: %d after %d", k, r.Index(), before)
 }
 
 // seq is a sequencer: what a holder learns from its acquire.

@@ -87,6 +87,7 @@ var Clauses = []Clause{
 	{"S49", Contract, "single holder; no holder during lock-delay"},
 	{"S50", Contract, "stale holders can act; sequencer checks protect"},
 	{"S51", Contract, "semaphore admits at most Limit holders"},
+	{"S52", Tenure, "a reap never lets a sequencer be issued twice"},
 }
 
 // clauseByID returns the clause with the given ID.

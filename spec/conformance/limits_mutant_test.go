@@ -11,7 +11,7 @@ import (
 // that answers such a PUT with success instead of 413.
 func TestRequestLimitsCaseCatchesLimitlessServer(t *testing.T) {
 	t.Parallel()
-	base, profile := serverUnderTest(t)
+	base, profile, _ := serverUnderTest(t)
 	if profile != string(Tenure) {
 		t.Skipf("needs a tenure server (profile %s)", profile)
 	}
