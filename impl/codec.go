@@ -147,13 +147,13 @@ type snapshotV1 struct {
 
 func (c *wireCodec) encodeSnapshot(s *model.State) ([]byte, error) {
 	snap := snapshotV1{
-		Nodes:      s.NodeList(),
-		Checks:     s.CheckList("", ""),
-		Sessions:   s.SessionList(""),
-		Tombstones: s.Tombstones,
-		LockIssued: s.LockIssued,
-		DelayedAt:  s.DelayedAt,
-		Tables:     s.Tables,
+		Nodes:         s.NodeList(),
+		Checks:        s.CheckList("", ""),
+		Sessions:      s.SessionList(""),
+		Tombstones:    s.Tombstones,
+		LockIssued:    s.LockIssued,
+		DelayedAt:     s.DelayedAt,
+		Tables:        s.Tables,
 		LockFloor:     s.LockFloor,
 		ReapedThrough: s.ReapedThrough,
 	}
