@@ -35,6 +35,12 @@ run: build
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./model/... ./linearizability/... ./impl/...
 
+## bench-reap: 1M acquire+delete cycles through a durable server; heap, RSS, snapshot and
+## data-dir size before and after the reap window passes (S52)
+.PHONY: bench-reap
+bench-reap:
+	$(GO) test ./impl -run '^$$' -bench ReapBound -benchtime 1000000x -timeout 30m
+
 ## tlc: model-check tla/ with TLC (needs TLA2TOOLS_JAR; prints SKIP without it) and compare with tla/expected.json
 .PHONY: tlc
 tlc:
