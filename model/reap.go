@@ -9,6 +9,7 @@ func (a *applier) reap(r Reap) {
 		a.fail(errorf(ErrInvalid, "reap index %d is not below the entry's own index %d", r.Index, a.idx))
 		return
 	}
+	reaped := 0
 	for key, at := range a.s.Tombstones {
 		if at > r.Index {
 			continue
@@ -18,5 +19,22 @@ func (a *applier) reap(r Reap) {
 		delete(a.s.Tombstones, key)
 		delete(a.s.LockIssued, key)
 		delete(a.s.DelayedAt, key)
+		reaped++
 	}
+	// A Go map keeps its buckets after its entries are deleted, so without
+	// this a burst of deletions would hold its memory after the reap.
+	if reaped > len(a.s.Tombstones) {
+		a.s.Tombstones = compact(a.s.Tombstones)
+		a.s.LockIssued = compact(a.s.LockIssued)
+		a.s.DelayedAt = compact(a.s.DelayedAt)
+	}
+}
+
+// compact copies m into a map sized for its current entries.
+func compact[K comparable, V any](m map[K]V) map[K]V {
+	out := make(map[K]V, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
