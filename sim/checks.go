@@ -46,7 +46,7 @@ const (
 // (it needs the porcupine models; see linearize.go).
 var PropertyChecks = []Check{
 	{CheckFenced, []string{"S40", "S43", "S50"}, checkFenced},
-	{CheckSequencer, []string{"S33", "S41"}, checkSequencerUnique},
+	{CheckSequencer, []string{"S33", "S41", "S52"}, checkSequencerUnique},
 	{CheckTTL, []string{"S18", "S21"}, checkTTLLowerBound},
 	{CheckLockDelay, []string{"S22", "S49"}, checkLockDelay},
 	{CheckBehaviour, []string{"S15", "S16", "S17"}, checkBehaviour},
