@@ -24,20 +24,7 @@ import (
 //	go test ./impl -run '^$' -bench DiskBound -benchtime 200000x
 func BenchmarkDiskBound(b *testing.B) {
 	dir := b.TempDir()
-	_, trans := raft.NewInmemTransport("solo")
-	s, err := NewServer(Config{
-		NodeName: "solo", HTTPAddr: "127.0.0.1:1", Clock: SystemClock{}, DataDir: dir,
-		Transport: trans, Peers: []Peer{{Name: "solo", RaftAddr: "solo"}},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Shutdown()
-	select {
-	case <-s.Registered():
-	case <-time.After(30 * time.Second):
-		b.Fatal("durable server never registered itself")
-	}
+	s := startDurableSolo(b, dir, SystemClock{})
 	value := make([]byte, 100)
 	var next atomic.Int64
 	var wg sync.WaitGroup
@@ -69,6 +56,31 @@ func BenchmarkDiskBound(b *testing.B) {
 	b.ReportMetric(float64(walBytes), "wal-bytes")
 	b.ReportMetric(float64(snapBytes), "snapshot-bytes")
 	b.ReportMetric(float64(dirBytes(b, dir)), "datadir-bytes")
+}
+
+// startDurableSolo starts a one-server durable cluster on dir with the
+// production store and compaction settings, and waits until it leads.
+func startDurableSolo(tb testing.TB, dir string, clock Clock) *Server {
+	tb.Helper()
+	_, trans := raft.NewInmemTransport("solo")
+	s, err := NewServer(Config{
+		NodeName: "solo", HTTPAddr: "127.0.0.1:1", Clock: clock, DataDir: dir,
+		Transport: trans, Peers: []Peer{{Name: "solo", RaftAddr: "solo"}},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = s.Shutdown() })
+	select {
+	case <-s.Registered():
+	case <-time.After(30 * time.Second):
+		tb.Fatal("durable server never registered itself")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for s.currentTerm() == nil && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	return s
 }
 
 // dirBytes is the total size of the regular files below dir.

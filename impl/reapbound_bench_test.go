@@ -29,24 +29,7 @@ import (
 func BenchmarkReapBound(b *testing.B) {
 	dir := b.TempDir()
 	clock := NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	_, trans := raft.NewInmemTransport("solo")
-	s, err := NewServer(Config{
-		NodeName: "solo", HTTPAddr: "127.0.0.1:1", Clock: clock, DataDir: dir,
-		Transport: trans, Peers: []Peer{{Name: "solo", RaftAddr: "solo"}},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Shutdown()
-	select {
-	case <-s.Registered():
-	case <-time.After(30 * time.Second):
-		b.Fatal("durable server never registered itself")
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for s.currentTerm() == nil && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	s := startDurableSolo(b, dir, clock)
 	res, err := s.Apply(context.Background(), model.Command{CreateSession: &model.CreateSession{Node: "solo"}})
 	if err != nil || res.Err != nil {
 		b.Fatalf("create session: %v %v", err, res.Err)
@@ -98,7 +81,7 @@ func BenchmarkReapBound(b *testing.B) {
 		s.Read(func(st *model.State) { n = len(st.Tombstones) })
 		return n
 	}
-	deadline = time.Now().Add(5 * time.Minute)
+	deadline := time.Now().Add(5 * time.Minute)
 	for tombstones() > 0 {
 		if time.Now().After(deadline) {
 			b.Fatalf("%d deletions still not reaped", tombstones())

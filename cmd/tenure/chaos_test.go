@@ -7,8 +7,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -46,17 +44,7 @@ func TestCrashLoop(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(seed, 0))
 
-	bin := filepath.Join(t.TempDir(), "tenure")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	cl := newProcCluster(t, bin, 3)
-	for i := range cl.nodes {
-		cl.start(i)
-	}
-	for i := range cl.nodes {
-		cl.waitHealthy(i, 3)
-	}
+	cl := startProcCluster(t, 3)
 
 	ctx, stopLoad := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

@@ -29,17 +29,7 @@ func TestMultiProcessCluster(t *testing.T) {
 	if os.Getenv("TENURE_CLUSTER_TEST") == "" {
 		t.Skip("set TENURE_CLUSTER_TEST=1 to run the multi-process cluster test")
 	}
-	bin := filepath.Join(t.TempDir(), "tenure")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	cl := newProcCluster(t, bin, 3)
-	for i := range cl.nodes {
-		cl.start(i)
-	}
-	for i := range cl.nodes {
-		cl.waitHealthy(i, 3)
-	}
+	cl := startProcCluster(t, 3)
 
 	lead := cl.leader(0)
 	follower := (lead + 1) % 3
@@ -125,6 +115,24 @@ func (nd *procNode) wait() error {
 		return err
 	}
 	return nd.cmd.Wait()
+}
+
+// startProcCluster builds the binary and runs an n-process cluster on it,
+// every node healthy.
+func startProcCluster(t *testing.T, n int) *procCluster {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "tenure")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cl := newProcCluster(t, bin, n)
+	for i := range cl.nodes {
+		cl.start(i)
+	}
+	for i := range cl.nodes {
+		cl.waitHealthy(i, n)
+	}
+	return cl
 }
 
 func freePort(t *testing.T) string {
