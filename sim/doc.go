@@ -26,6 +26,43 @@
 // 200 runs (3 nodes, 10 seeds × 20) and 60 of 60 (5 nodes) at
 // GOMAXPROCS=1, up to the order of events at one virtual instant.
 //
+// # Layout (issue 14: where this package is going)
+//
+// Today sim/ is two harnesses in one flat package: seeded runs (run.go,
+// workload.go, client.go, inject.go, faults.go, bounds.go, checks.go) and
+// recipe runs (recipes*.go) sit side by side with nine parallel pairs:
+// Config/RecipeConfig, Result/RecipeResult, Run/RunRecipe,
+// DefaultConfig/DefaultRecipeConfig, NewSchedule/NewRecipeSchedule,
+// AllFaultKinds/RecipeFaultKinds, injector/recipeInjector,
+// Bounds/RecipeBounds, and PropertyChecks (checks.go) beside
+// CheckRecipeRun's inline tagging (recipes_checks.go). FaultSlowLink and
+// FaultClockSkew mean different things in the two injectors. Observations
+// are diffs of whole states (cluster.go watch/diffStates), which merges
+// entries applied back to back and makes armings.go, checks.go and
+// index.go each rebuild "which sessions are gone" on their own.
+//
+// Target, reached one green commit at a time:
+//
+//	sim/internal/core     cluster, trace (Event, Recorder), faults (one
+//	                      meaning per kind), the injector, bounds,
+//	                      linearize; observations from impl.Config's
+//	                      apply hook, one per raft index, carrying the
+//	                      command and its result (no state diffs).
+//	sim/internal/checks   the registry: one table of {name, SPEC clauses,
+//	                      what it checks, func}; every property, seeded
+//	                      or recipe, is defined there and checked there,
+//	                      each with a teeth test (known-bad trace fails).
+//	sim/internal/workload the seeded KV/session/lock driver.
+//	sim/internal/recipes  the recipe driver (lock, semaphore, fence);
+//	                      it owns only its processes and resources.
+//	sim                   tests only (TestSeeds, TestTeeth, TestScene*,
+//	                      recipes), flag -seed; nothing exported that has
+//	                      no importer outside the package.
+//	sim/cmd/simlong       runs seeds in parallel processes and reads the
+//	                      JSON lines each run writes (one result per
+//	                      seed), not `go test -v` output.
+//	sim/simnet, simclock  unchanged.
+//
 // Tests: TestSeeds (a seeded batch with the trade-off table), TestTeeth
 // (broken servers, each caught by a named check), TestScene* (scripted
 // scenarios on scene_test.go's actors). Run one seed:
