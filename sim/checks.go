@@ -90,16 +90,16 @@ func violation(at time.Duration, format string, args ...any) Violation {
 //   - Token rule: per key, accepted LockIndexes never go down, and one
 //     LockIndex is accepted from one session only.
 //   - Txn rule: a write admitted by check-sequencer had a sequencer that was
-//     the key's holder at some instant after the check was sent: its tenure
+//     the key's holder at some instant after the check was sent: its holding
 //     (by the servers' applied states) had not ended before CheckCall, and
 //     had begun by the time the write was accepted.
 func checkFenced(ix *traceIndex) []Violation {
 	var out []Violation
 	maxLI := map[string]uint64{}
 	owner := map[string]map[uint64]string{}
-	var tenures map[model.Sequencer]*tenure
+	var holdings map[model.Sequencer]*holding
 	if len(ix.obs) > 0 {
-		tenures = ix.tenures()
+		holdings = ix.holdings()
 	}
 	for _, e := range ix.writes {
 		w := e.Write
@@ -118,17 +118,17 @@ func checkFenced(ix *traceIndex) []Violation {
 			owner[k] = map[uint64]string{}
 		}
 		owner[k][li] = w.Seq.Session
-		if w.Mode != FenceTxn || tenures == nil {
+		if w.Mode != FenceTxn || holdings == nil {
 			continue
 		}
-		t := tenures[w.Seq]
+		t := holdings[w.Seq]
 		switch {
 		case t == nil:
 			out = append(out, violation(e.At, "%s accepted sequencer %+v that no server ever applied", ResFenced, w.Seq))
 		case t.End >= 0 && t.End < w.CheckCall:
-			out = append(out, violation(e.At, "%s accepted sequencer %+v whose tenure ended at %v, before its check was sent at %v", ResFenced, w.Seq, t.End, w.CheckCall))
+			out = append(out, violation(e.At, "%s accepted sequencer %+v whose holding ended at %v, before its check was sent at %v", ResFenced, w.Seq, t.End, w.CheckCall))
 		case t.Start > e.At:
-			out = append(out, violation(e.At, "%s accepted sequencer %+v before its tenure began at %v", ResFenced, w.Seq, t.Start))
+			out = append(out, violation(e.At, "%s accepted sequencer %+v before its holding began at %v", ResFenced, w.Seq, t.Start))
 		}
 	}
 	return out

@@ -111,7 +111,7 @@ func TestCheckFencedTxnAgainstTenures(t *testing.T) {
 	}
 	mustCheck(t, CheckFenced, mk(sec(4)), 0) // checked while valid, accepted later: fine
 	vs := mustCheck(t, CheckFenced, mk(sec(6)), 1)
-	if !strings.Contains(vs[0].Msg, "tenure ended") {
+	if !strings.Contains(vs[0].Msg, "holding ended") {
 		t.Fatalf("unexpected message: %v", vs[0])
 	}
 	never := newTB()

@@ -199,16 +199,16 @@ func (ix *traceIndex) serverRate(server string) float64 {
 	return 1
 }
 
-// tenure is one holder's span on a key, by the earliest time any server
+// holding is one holder's span on a key, by the earliest time any server
 // applied its start and its end (the commit times, give or take a heartbeat).
-type tenure struct {
+type holding struct {
 	Seq        model.Sequencer
 	Start, End time.Duration // End < 0: never observed to end
 }
 
-// tenures rebuilds every key's holders from the servers' observations.
-func (ix *traceIndex) tenures() map[model.Sequencer]*tenure {
-	out := map[model.Sequencer]*tenure{}
+// holdings rebuilds every key's holders from the servers' observations.
+func (ix *traceIndex) holdings() map[model.Sequencer]*holding {
+	out := map[model.Sequencer]*holding{}
 	for _, o := range ix.obs {
 		if o.Obs.Replay {
 			continue
@@ -223,7 +223,7 @@ func (ix *traceIndex) tenures() map[model.Sequencer]*tenure {
 				if kc.After == nil || kc.After.Sequencer() != old {
 					t := out[old]
 					if t == nil {
-						t = &tenure{Seq: old, Start: o.At, End: -1}
+						t = &holding{Seq: old, Start: o.At, End: -1}
 						out[old] = t
 					}
 					if t.End < 0 || o.At < t.End {
@@ -235,13 +235,13 @@ func (ix *traceIndex) tenures() map[model.Sequencer]*tenure {
 				seq := kc.After.Sequencer()
 				t := out[seq]
 				if t == nil {
-					out[seq] = &tenure{Seq: seq, Start: o.At, End: -1}
+					out[seq] = &holding{Seq: seq, Start: o.At, End: -1}
 				} else if o.At < t.Start {
 					t.Start = o.At
 				}
 			}
 		}
-		// A session's removal ends its tenures even if a broken server left
+		// A session's removal ends its holdings even if a broken server left
 		// the keys pointing at it (non-atomic invalidation).
 		for _, t := range out {
 			if gone[t.Seq.Session] && (t.End < 0 || o.At < t.End) && t.Start <= o.At {

@@ -373,7 +373,7 @@ func checkSemaphoreValid(r *RecipeResult, ix *traceIndex) []Violation {
 type Takeover struct {
 	Death    Death
 	Deadline time.Duration // by when a new holder had to be in place
-	// Needed is false when the dead holder kept its tenure past the
+	// Needed is false when the dead holder kept its holding past the
 	// deadline (a short pause or partition: nothing to take over).
 	Needed bool
 	// Took is from the death to the new holder (-1: never).
@@ -384,14 +384,14 @@ type Takeover struct {
 // bound. A new holder is in place once the processes other than the dead
 // holder's session believe in as many holds as the recipe has slots.
 func Takeovers(r *RecipeResult, ix *traceIndex) ([]Violation, []Takeover) {
-	tenures := ix.tenures()
+	holdings := ix.holdings()
 	var out []Violation
 	var tks []Takeover
 	for _, d := range r.Deaths {
 		tk := Takeover{Death: d, Deadline: takeoverDeadline(r, d.At), Took: -1}
-		t := tenures[d.Seq]
+		t := holdings[d.Seq]
 		tk.Needed = t != nil && t.End >= 0 && t.End <= tk.Deadline
-		if at, ok := replacedAt(r, d, tenures); ok {
+		if at, ok := replacedAt(r, d, holdings); ok {
 			tk.Took = at - d.At
 		}
 		tks = append(tks, tk)
@@ -429,8 +429,8 @@ func takeoverDeadline(r *RecipeResult, at time.Duration) time.Duration {
 // replacedAt is the first instant at or after the death when other sessions
 // fill every slot: each believed by its process (from Campaign or Acquire
 // returning to Lost, release or crash) and valid on the servers (its
-// tenure of the key not yet ended).
-func replacedAt(r *RecipeResult, d Death, tenures map[model.Sequencer]*tenure) (time.Duration, bool) {
+// holding of the key not yet ended).
+func replacedAt(r *RecipeResult, d Death, holdings map[model.Sequencer]*holding) (time.Duration, bool) {
 	type span struct{ from, to time.Duration }
 	var spans []span
 	for _, h := range r.Holds {
@@ -444,7 +444,7 @@ func replacedAt(r *RecipeResult, d Death, tenures map[model.Sequencer]*tenure) (
 		if h.Lost >= 0 {
 			to = min(to, h.Lost)
 		}
-		if t := tenures[h.Seq]; t != nil && t.End >= 0 {
+		if t := holdings[h.Seq]; t != nil && t.End >= 0 {
 			to = min(to, t.End)
 		}
 		if to > d.At {
@@ -482,7 +482,7 @@ type RecipeStats struct {
 	// the most open at once.
 	UnfencedOverlap, UnfencedMaxOpen int
 	// UnfencedStale counts accepted unfenced writes from a holder whose
-	// tenure (semaphore: live holding) had ended on every server.
+	// holding (semaphore: live holding) had ended on every server.
 	UnfencedStale int
 	FenceKVOK     int
 	FenceKVStale  int
@@ -521,9 +521,9 @@ func Stats(r *RecipeResult) RecipeStats {
 			return !slices.ContainsFunc(spans[seq.Session], func(iv interval) bool { return iv.End < 0 || iv.End >= at })
 		}
 	} else {
-		tenures := ix.tenures()
+		holdings := ix.holdings()
 		ended = func(seq model.Sequencer, at time.Duration) bool {
-			t := tenures[seq]
+			t := holdings[seq]
 			return t != nil && t.End >= 0 && t.End < at
 		}
 	}

@@ -145,9 +145,9 @@ func TestSemaphoreValidCheck(t *testing.T) {
 	}
 }
 
-// takeoverRun is an election where s1 dies at 10s and its tenure ends at
+// takeoverRun is an election where s1 dies at 10s and its holding ends at
 // 30s; s2's hold (if acquired > 0) begins then.
-func takeoverRun(t *testing.T, tenureEnds bool, acquired time.Duration, serverFault *Fault) *RecipeResult {
+func takeoverRun(t *testing.T, holdingEnds bool, acquired time.Duration, serverFault *Fault) *RecipeResult {
 	t.Helper()
 	hdr := &RunHeader{}
 	if serverFault != nil {
@@ -156,7 +156,7 @@ func takeoverRun(t *testing.T, tenureEnds bool, acquired time.Duration, serverFa
 	var b rtrace
 	b.add(0, Event{Kind: KindRun, Run: hdr})
 	b.obs(secs(1), 5, KeyChange{Key: electKey, After: kvAt(electKey, "s1", 1, 5, nil)})
-	if tenureEnds {
+	if holdingEnds {
 		b.obs(secs(30), 6, KeyChange{Key: electKey, Before: kvAt(electKey, "s1", 1, 5, nil), After: kvAt(electKey, "", 1, 6, nil)})
 	}
 	s1 := model.Sequencer{Key: electKey, LockIndex: 1, Session: "s1"}

@@ -64,14 +64,14 @@ func TestSceneGCPausePastTTL(t *testing.T) {
 	expectWrites(t, res, ResFenced, false, aTok, aTxn)
 	expectWrites(t, res, ResUnfenced, true, aUnf)
 	if !staleAt(res, aSeq, writeAt(t, res, ResUnfenced, aUnf)) {
-		t.Error("A's write after the pause was not stale: its tenure had not ended")
+		t.Error("A's write after the pause was not stale: its holding had not ended")
 	}
 	sceneClean(t, res)
 }
 
 // TestSceneDelayedPacket: A's write to the resources is delayed 10s in the
 // network; meanwhile A releases, B acquires and writes. A's packet then
-// lands: the unfenced resource takes a write from a finished tenure, older
+// lands: the unfenced resource takes a write from a finished holding, older
 // than one it already has (an overlap); the fenced one refuses it.
 func TestSceneDelayedPacket(t *testing.T) {
 	g := sceneGroup("delay", ChecksNone, 0, 0)

@@ -177,9 +177,9 @@ func expectWrites(t *testing.T, res *Result, resource string, accepted bool, val
 	}
 }
 
-// staleAt reports whether seq's tenure (by the servers) had ended by t.
+// staleAt reports whether seq's holding (by the servers) had ended by t.
 func staleAt(res *Result, seq model.Sequencer, t time.Duration) bool {
-	tn := newIndex(res.Events).tenures()[seq]
+	tn := newIndex(res.Events).holdings()[seq]
 	return tn != nil && tn.End >= 0 && tn.End < t
 }
 

@@ -17,7 +17,7 @@ const blameGrace = 30 * time.Second
 // table, summed over runs.
 type Cell struct {
 	Faults int // occurrences of the fault kind
-	// Stale counts unfenced-resource writes made after the writer's tenure
+	// Stale counts unfenced-resource writes made after the writer's holding
 	// had ended on the servers: the safety violations a fence would stop.
 	Stale int
 	// Overlaps counts unfenced writes whose lock index is below one the
@@ -87,7 +87,7 @@ func (t *Tradeoff) Add(events []Event) {
 		}
 		return string(best.kind)
 	}
-	tenures := ix.tenures()
+	holdings := ix.holdings()
 	// Successful acquires per key, by return time.
 	acquires := map[string][]time.Duration{}
 	for _, op := range ix.ops {
@@ -131,7 +131,7 @@ func (t *Tradeoff) Add(events []Event) {
 				c.FenceRejects++
 			}
 		case ResUnfenced:
-			if tn := tenures[w.Seq]; tn != nil && tn.End >= 0 && tn.End < e.At {
+			if tn := holdings[w.Seq]; tn != nil && tn.End >= 0 && tn.End < e.At {
 				c.Stale++
 			}
 			if w.Seq.LockIndex < maxSeen[w.Seq.Key] {
