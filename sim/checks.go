@@ -342,18 +342,7 @@ func checkBehaviour(ix *traceIndex) []Violation {
 		for _, k := range o.Obs.Orphans {
 			out = append(out, violation(o.At, "%s: key %q is held by a session that no longer exists", o.Server, k))
 		}
-		gone := map[string]model.Session{}
-		for _, s := range o.Obs.GoneSess {
-			gone[s.ID] = s
-		}
-		for _, kc := range o.Obs.Keys {
-			if kc.Before == nil || kc.Before.Session == "" {
-				continue
-			}
-			s, ok := gone[kc.Before.Session]
-			if !ok {
-				continue
-			}
+		for kc, s := range o.goneHolders() {
 			b, a := kc.Before, kc.After
 			if ix.clientWroteNear(kc.Key, o.At) {
 				continue // a client's own write in the same window explains the change

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"iter"
 	"strings"
 	"time"
 
@@ -61,6 +62,37 @@ type obsAt struct {
 	Server string
 	At     time.Duration
 	Obs    *StateObs
+}
+
+// goneHolders yields each key change of o whose holder before the change
+// is a session that o itself removed, with that session. It is the one
+// place that pairs an invalidation with the keys it touched, for the
+// arming reconstruction, the behaviour check and holdings.
+func (o obsAt) goneHolders() iter.Seq2[KeyChange, model.Session] {
+	return func(yield func(KeyChange, model.Session) bool) {
+		if len(o.Obs.GoneSess) == 0 {
+			return
+		}
+		for _, kc := range o.Obs.Keys {
+			if kc.Before == nil || kc.Before.Session == "" {
+				continue
+			}
+			s, ok := o.goneSession(kc.Before.Session)
+			if ok && !yield(kc, s) {
+				return
+			}
+		}
+	}
+}
+
+// goneSession reports whether o removed session id, and that session.
+func (o obsAt) goneSession(id string) (model.Session, bool) {
+	for _, s := range o.Obs.GoneSess {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return model.Session{}, false
 }
 
 // interval is a half-open span of virtual time; End < 0 means still open.
@@ -213,10 +245,6 @@ func (ix *traceIndex) holdings() map[model.Sequencer]*holding {
 		if o.Obs.Replay {
 			continue
 		}
-		gone := map[string]bool{}
-		for _, s := range o.Obs.GoneSess {
-			gone[s.ID] = true
-		}
 		for _, kc := range o.Obs.Keys {
 			if kc.Before != nil && kc.Before.Session != "" {
 				old := kc.Before.Sequencer()
@@ -243,8 +271,11 @@ func (ix *traceIndex) holdings() map[model.Sequencer]*holding {
 		}
 		// A session's removal ends its holdings even if a broken server left
 		// the keys pointing at it (non-atomic invalidation).
+		if len(o.Obs.GoneSess) == 0 {
+			continue
+		}
 		for _, t := range out {
-			if gone[t.Seq.Session] && (t.End < 0 || o.At < t.End) && t.Start <= o.At {
+			if _, gone := o.goneSession(t.Seq.Session); gone && (t.End < 0 || o.At < t.End) && t.Start <= o.At {
 				t.End = o.At
 			}
 		}
