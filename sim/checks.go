@@ -22,66 +22,6 @@ func (v Violation) String() string {
 	return fmt.Sprintf("%s (%s) at %v: %s", v.Check, strings.Join(v.Clauses, ","), v.At, v.Msg)
 }
 
-// Check is a named property over a recorded trace. Every check is a pure
-// function of the trace, so a saved trace can be re-checked offline.
-type Check struct {
-	Name    string
-	Clauses []string
-	run     func(ix *traceIndex) []Violation
-}
-
-// Names of the checks, as reported on failure.
-const (
-	CheckLinearizable = "linearizable"
-	CheckFenced       = "fenced-resource"
-	CheckSequencer    = "sequencer-unique"
-	CheckTTL          = "ttl-lower-bound"
-	CheckLockDelay    = "lock-delay"
-	CheckBehaviour    = "invalidation-behaviour"
-	CheckDurable      = "no-lost-writes"
-	CheckLiveness     = "liveness"
-)
-
-// PropertyChecks are the checks run on every trace, linearizability apart
-// (it needs the porcupine models; see linearize.go).
-var PropertyChecks = []Check{
-	{CheckFenced, []string{"S40", "S43", "S50"}, checkFenced},
-	{CheckSequencer, []string{"S33", "S41"}, checkSequencerUnique},
-	{CheckTTL, []string{"S18", "S21"}, checkTTLLowerBound},
-	{CheckLockDelay, []string{"S22", "S49"}, checkLockDelay},
-	{CheckBehaviour, []string{"S15", "S16", "S17"}, checkBehaviour},
-	{CheckDurable, []string{"S37"}, checkDurable},
-	{CheckLiveness, []string{"S14", "S19", "S21", "S10", "S12"}, checkLiveness},
-}
-
-// RunChecks runs every property check over events.
-func RunChecks(events []Event) []Violation {
-	ix := newIndex(events)
-	var out []Violation
-	for _, c := range PropertyChecks {
-		out = append(out, c.apply(ix)...)
-	}
-	return out
-}
-
-// RunCheck runs the named check alone (for tests and offline re-checks).
-func RunCheck(name string, events []Event) ([]Violation, error) {
-	for _, c := range PropertyChecks {
-		if c.Name == name {
-			return c.apply(newIndex(events)), nil
-		}
-	}
-	return nil, fmt.Errorf("unknown check %q", name)
-}
-
-func (c Check) apply(ix *traceIndex) []Violation {
-	vs := c.run(ix)
-	for i := range vs {
-		vs[i].Check, vs[i].Clauses = c.Name, c.Clauses
-	}
-	return vs
-}
-
 func violation(at time.Duration, format string, args ...any) Violation {
 	return Violation{At: at, Msg: fmt.Sprintf(format, args...)}
 }

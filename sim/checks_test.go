@@ -354,3 +354,18 @@ func TestTraceRoundTrip(t *testing.T) {
 		t.Fatal("bad JSON line accepted")
 	}
 }
+
+// TestRegistryRows: each row names its clauses and what it checks, applies
+// to some run, and no name is registered twice for the same kind of run.
+func TestRegistryRows(t *testing.T) {
+	seen := map[string]runKind{}
+	for _, c := range registry {
+		if len(c.clauses) == 0 || c.what == "" || c.runs == 0 || c.fn == nil {
+			t.Errorf("%s: incomplete row %+v", c.name, c)
+		}
+		if seen[c.name]&c.runs != 0 {
+			t.Errorf("%s: registered twice for the same kind of run", c.name)
+		}
+		seen[c.name] |= c.runs
+	}
+}

@@ -1,7 +1,8 @@
 // Package sim runs the real tenure server (impl.Server behind impl/httpapi)
 // as a 3- or 5-node cluster with clients inside a testing/synctest bubble,
 // injects seeded faults, records a full event trace and checks named
-// properties over it (checks.go; linearizability via linearizability/).
+// properties over it (registry.go names each one, its SPEC clauses and its
+// function; linearizability via linearizability/).
 //
 // Time: every server gets a per-node skewed clock (sim/simclock) for its TTL
 // timers, lock-delay and failure detector, and every client its own clock
@@ -34,8 +35,8 @@
 // Config/RecipeConfig, Result/RecipeResult, Run/RunRecipe,
 // DefaultConfig/DefaultRecipeConfig, NewSchedule/NewRecipeSchedule,
 // AllFaultKinds/RecipeFaultKinds, injector/recipeInjector,
-// Bounds/RecipeBounds, and PropertyChecks (checks.go) beside
-// CheckRecipeRun's inline tagging (recipes_checks.go). FaultSlowLink and
+// Bounds/RecipeBounds, and (until registry.go) PropertyChecks beside
+// CheckRecipeRun's inline tagging. FaultSlowLink and
 // FaultClockSkew mean different things in the two injectors. Observations
 // are diffs of whole states (cluster.go watch/diffStates), which merges
 // entries applied back to back and makes armings.go, checks.go and

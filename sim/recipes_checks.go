@@ -12,25 +12,6 @@ import (
 	"github.com/tenurekv/tenure/recipe"
 )
 
-// Names of the recipe checks.
-const (
-	// CheckRecipeExclusive: a fenced (or verified) resource never serves
-	// more holders at once than the recipe admits (1 leader; Limit slots).
-	CheckRecipeExclusive = "recipe-exclusive"
-	// CheckRecipeFenceKV: a recipe.Fence write lands only at an index where
-	// its sequencer holds the key.
-	CheckRecipeFenceKV = "recipe-fence-kv"
-	// CheckRecipeTakeover: after a holder dies, a new holder is in place
-	// within RecipeBounds.
-	CheckRecipeTakeover = "recipe-takeover"
-	// CheckSemaphoreLimit: at every applied index, at most Limit sessions are
-	// listed in .lock and hold their contender key.
-	CheckSemaphoreLimit = "semaphore-limit"
-	// CheckSemaphoreValid: every request the verified resource accepted came
-	// from a live holder at some instant of its verification.
-	CheckSemaphoreValid = "semaphore-valid"
-)
-
 // RecipeBounds is the takeover bound and what it is made of.
 type RecipeBounds struct {
 	TTL           time.Duration `json:"ttl"`
@@ -78,35 +59,6 @@ func (r *RecipeResult) slots() int {
 		return r.Config.Limit
 	}
 	return 1
-}
-
-// CheckRecipeRun runs every recipe check over a finished run, plus the sim's
-// own fenced-resource and sequencer checks for the election.
-func CheckRecipeRun(r *RecipeResult) []Violation {
-	ix := newIndex(r.Events)
-	var out []Violation
-	tag := func(name string, clauses []string, vs []Violation) {
-		for i := range vs {
-			vs[i].Check, vs[i].Clauses = name, clauses
-		}
-		out = append(out, vs...)
-	}
-	switch r.Config.Recipe {
-	case RecipeElection:
-		tag(CheckRecipeExclusive, []string{"S49", "S50"}, checkExclusive(resourceWrites(r, ResFenced), 1))
-		for _, name := range []string{CheckFenced, CheckSequencer} {
-			vs, _ := RunCheck(name, r.Events)
-			out = append(out, vs...)
-		}
-		tag(CheckRecipeFenceKV, []string{"S43", "S50"}, checkFenceKV(ix))
-	case RecipeSemaphore:
-		tag(CheckSemaphoreLimit, []string{"S51"}, checkSemaphoreStates(ix, r.Config.Limit))
-		tag(CheckRecipeExclusive, []string{"S51"}, checkExclusive(resourceWrites(r, SemVerified), r.Config.Limit))
-		tag(CheckSemaphoreValid, []string{"S51"}, checkSemaphoreValid(r, ix))
-	}
-	vs, _ := Takeovers(r, ix)
-	tag(CheckRecipeTakeover, []string{"S19", "S21", "S22", "S49"}, vs)
-	return out
 }
 
 // acceptedWrite is one write a resource accepted, in the resource's order.

@@ -189,8 +189,8 @@ func sceneClean(t *testing.T, res *Result) Evaluation {
 	t.Helper()
 	ev := Evaluate(res, 20*time.Second)
 	var names []string
-	for _, c := range PropertyChecks {
-		names = append(names, c.Name)
+	for _, c := range checksFor(seededRun) {
+		names = append(names, c.name)
 	}
 	names = append(names, CheckLinearizable)
 	if len(ev.Violations) > 0 {
