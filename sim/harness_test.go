@@ -25,6 +25,7 @@ var (
 	flagArtifact = flag.String("artifacts", "", "artifacts folder for failures (default: testdata/artifacts under the package)")
 	flagReplays  = flag.Int("replays", 3, "runs of one seed for TestReplay")
 	flagLinTime  = flag.Duration("lin-timeout", 20*time.Second, "time budget of one linearizability check")
+	flagResults  = flag.String("results", "", "append one JSON line per seed of TestSeeds to this file (sim/internal/seedlog)")
 )
 
 // runSeed runs cfg inside a fresh bubble, with raft's global math/rand
@@ -62,6 +63,11 @@ func artifactRoot() string {
 	return filepath.Join("testdata", "artifacts")
 }
 
+// artifactDir is where a failing seed's artifacts go.
+func artifactDir(cfg Config) string {
+	return filepath.Join(artifactRoot(), fmt.Sprintf("seed-%d", cfg.Seed))
+}
+
 // replayCommand is the one line that reruns a seed.
 func replayCommand(cfg Config) string {
 	var kinds []string
@@ -83,7 +89,7 @@ func checkResult(t *testing.T, res *Result) Evaluation {
 	if len(out.Violations) == 0 {
 		return out
 	}
-	dir := filepath.Join(artifactRoot(), fmt.Sprintf("seed-%d", res.Config.Seed))
+	dir := artifactDir(res.Config)
 	if err := WriteArtifacts(dir, res, out); err != nil {
 		t.Errorf("write artifacts: %v", err)
 	}
