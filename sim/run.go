@@ -33,7 +33,7 @@ type Config struct {
 	// Schedule, if set, replaces the seeded fault schedule (named scenarios).
 	Schedule []Fault
 	// Groups, if set, replaces the six standard session configurations.
-	Groups []Group
+	Groups []lockGroup
 	// NetTrace records every network message in the trace (large).
 	NetTrace bool
 }
@@ -207,7 +207,7 @@ func planRun(cfg Config) RunHeader {
 	minRate := planServerClocks(&hdr, cfg.Servers, skew, r)
 	groups := cfg.Groups
 	if groups == nil {
-		groups = NewGroups(cfg.Seed, cfg.MaxTTL)
+		groups = newLockGroups(cfg.Seed, cfg.MaxTTL)
 	}
 	maxTTL, maxLD := time.Duration(0), time.Duration(0)
 	for _, g := range groups {
@@ -259,8 +259,8 @@ func newWorkers(cfg Config, hdr RunHeader, rec *Recorder, network *simnet.Networ
 		w := &worker{
 			name:   ci.Name,
 			api:    &apiClient{name: ci.Name, rec: rec, http: &http.Client{Transport: simTransport(network, ci.Name)}, servers: hdr.Servers, agent: agent, clock: clk, timeout: 5 * time.Second},
-			plan:   NewPlan(cfg.Seed, ci.Name),
-			group:  Group{Name: ci.Group, Config: gi.Config, Key: gi.Key},
+			plan:   newClientPlan(cfg.Seed, ci.Name),
+			group:  lockGroup{Name: ci.Group, Config: gi.Config, Key: gi.Key},
 			node:   ci.Agent,
 			res:    &http.Client{Transport: simTransport(network, ci.Name)},
 			rec:    rec,

@@ -24,7 +24,7 @@ type scene struct {
 
 // runScene runs script in a fresh bubble on a 3-server cluster whose
 // sessions are described by groups, and returns the finished run.
-func runScene(t *testing.T, seed uint64, groups []Group, script func(s *scene)) *Result {
+func runScene(t *testing.T, seed uint64, groups []lockGroup, script func(s *scene)) *Result {
 	t.Helper()
 	cfg := DefaultConfig(seed)
 	// No fault kinds: server clocks are exact unless the script skews one.
@@ -76,7 +76,7 @@ func (s *scene) actor(name, agent string) *actor {
 
 // create makes the actor's session from a group's configuration, retrying
 // while the cluster has no leader (for up to 30s).
-func (a *actor) create(g Group) string {
+func (a *actor) create(g lockGroup) string {
 	r := a.w.api.create(g.Config.Create(a.agent, a.w.name, model.BehaviorRelease))
 	for try := 0; (r.Outcome == OutUnknown || r.Outcome == OutNotApplied) && try < 30; try++ {
 		time.Sleep(time.Second)
@@ -205,6 +205,6 @@ func sceneClean(t *testing.T, res *Result) Evaluation {
 }
 
 // sceneGroup is a one-key session configuration for a scene.
-func sceneGroup(name string, mode CheckMode, ttl, lockDelay time.Duration) Group {
-	return Group{Name: name, Config: SessionConfig{Checks: mode, TTL: ttl, LockDelay: lockDelay}, Key: "lock/" + name}
+func sceneGroup(name string, mode CheckMode, ttl, lockDelay time.Duration) lockGroup {
+	return lockGroup{Name: name, Config: SessionConfig{Checks: mode, TTL: ttl, LockDelay: lockDelay}, Key: "lock/" + name}
 }

@@ -142,9 +142,9 @@ func calmConfig(seed uint64) Config {
 	return cfg
 }
 
-func teethGroups(ttl bool) []Group {
-	var out []Group
-	for _, g := range NewGroups(1, 10*time.Second) {
+func teethGroups(ttl bool) []lockGroup {
+	var out []lockGroup
+	for _, g := range newLockGroups(1, 10*time.Second) {
 		if (g.Config.Checks == ChecksTTL) == ttl && g.Config.LockDelay > 0 {
 			out = append(out, g)
 		}
