@@ -339,10 +339,10 @@ func TestCheckLiveness(t *testing.T) {
 func TestTraceRoundTrip(t *testing.T) {
 	ev := lockDelayTrace(sec(1), sec(1), 15*time.Second)
 	var buf bytes.Buffer
-	if err := WriteJSONL(&buf, ev); err != nil {
+	if err := writeJSONL(&buf, ev); err != nil {
 		t.Fatal(err)
 	}
-	back, err := ReadJSONL(&buf)
+	back, err := readJSONL(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +350,7 @@ func TestTraceRoundTrip(t *testing.T) {
 		t.Fatal("digest changed across a JSON round trip")
 	}
 	mustCheck(t, CheckLockDelay, back, 1)
-	if _, err := ReadJSONL(strings.NewReader("{\"seq\":1}\n{bad")); err == nil {
+	if _, err := readJSONL(strings.NewReader("{\"seq\":1}\n{bad")); err == nil {
 		t.Fatal("bad JSON line accepted")
 	}
 }

@@ -47,11 +47,11 @@ func runSeed(t *testing.T, cfg Config) *Result {
 
 func configFromFlags(t *testing.T, seed uint64) Config {
 	t.Helper()
-	kinds, err := ParseFaultKinds(*flagFaults)
+	kinds, err := parseFaultKinds(*flagFaults)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig(seed)
+	cfg := defaultConfig(seed)
 	cfg.Servers, cfg.Duration, cfg.Faults = *flagNodes, *flagDuration, kinds
 	return cfg
 }
@@ -90,7 +90,7 @@ func checkResult(t *testing.T, res *Result) Evaluation {
 		return out
 	}
 	dir := artifactDir(res.Config)
-	if err := WriteArtifacts(dir, res, out); err != nil {
+	if err := writeArtifacts(dir, res, out); err != nil {
 		t.Errorf("write artifacts: %v", err)
 	}
 	var b strings.Builder

@@ -30,13 +30,13 @@ type RecipeBounds struct {
 	Takeover time.Duration `json:"takeover"`
 }
 
-// DeriveRecipeBounds derives the takeover bound. A dead holder's last renew
+// deriveRecipeBounds derives the takeover bound. A dead holder's last renew
 // reset its TTL no later than the death; the leader invalidates the session
 // at most TTL×multiplier later on its clock (S19); the invalidation arms the
 // lock-delay on that clock (S22); a waiting candidate's blocking query wakes
 // on the release and, told the remaining delay (S25), sleeps exactly that
 // and acquires.
-func DeriveRecipeBounds(ttl, lockDelay time.Duration, minRate float64) RecipeBounds {
+func deriveRecipeBounds(ttl, lockDelay time.Duration, minRate float64) RecipeBounds {
 	b := RecipeBounds{TTL: ttl, LockDelay: lockDelay, TTLMultiplier: model.DefaultTTLMultiplier, MinRate: minRate,
 		React: recipe.DefaultRetryMax + 2*time.Second, Election: 10 * time.Second}
 	wait := time.Duration(math.Ceil((float64(ttl)*b.TTLMultiplier + float64(min(lockDelay, model.MaxLockDelay))) / minRate))
@@ -441,8 +441,8 @@ type RecipeStats struct {
 	Takeovers     []Takeover
 }
 
-// Stats computes a run's numbers.
-func Stats(r *RecipeResult) RecipeStats {
+// statsOf computes a run's numbers.
+func statsOf(r *RecipeResult) RecipeStats {
 	ix := newIndex(r.Events)
 	st := RecipeStats{Holds: len(r.Holds)}
 	fenced, unfenced := ResFenced, ResUnfenced

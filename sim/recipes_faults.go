@@ -59,10 +59,10 @@ var recipeFaultDurations = map[FaultKind][2]time.Duration{
 	FaultClockSkew:       {10 * time.Second, 30 * time.Second},
 }
 
-// NewRecipeSchedule draws a recipe run's faults: one after another with
+// newRecipeSchedule draws a recipe run's faults: one after another with
 // gaps, starting at or after from and healed by until. At most
 // contenders-2 crashes, so that someone is always left to take over.
-func NewRecipeSchedule(seed uint64, kinds []FaultKind, contenders int, from, until time.Duration) []Fault {
+func newRecipeSchedule(seed uint64, kinds []FaultKind, contenders int, from, until time.Duration) []Fault {
 	if len(kinds) == 0 || until <= from {
 		return nil
 	}

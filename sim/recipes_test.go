@@ -20,7 +20,7 @@ func runRecipeSeed(t *testing.T, cfg RecipeConfig) *RecipeResult {
 	synctest.Test(t, func(t *testing.T) {
 		//lint:ignore SA1019 raft draws election jitter from the global source; seeding it is the only way to make runs repeat.
 		rand.Seed(int64(cfg.Seed))
-		res, err = RunRecipe(cfg)
+		res, err = runRecipe(cfg)
 	})
 	if err != nil {
 		t.Fatalf("seed %d: %v", cfg.Seed, err)
@@ -34,7 +34,7 @@ func expectClean(t *testing.T, res *RecipeResult) RecipeStats {
 	for _, v := range CheckRecipeRun(res) {
 		t.Errorf("seed %d: %v", res.Config.Seed, v)
 	}
-	st := Stats(res)
+	st := statsOf(res)
 	t.Logf("seed %d %s: virtual %v, %d events, %d holds; fenced %d accepted / %d refused; unfenced %d accepted, %d stale, %d overlapping (max %d open); fence-kv %d ok / %d stale",
 		res.Config.Seed, res.Config.Recipe, res.Virtual.Round(time.Second), len(res.Events), st.Holds, st.FencedAccepted, st.FencedRefused,
 		st.UnfencedAccepted, st.UnfencedStale, st.UnfencedOverlap, st.UnfencedMaxOpen, st.FenceKVOK, st.FenceKVStale)
@@ -55,7 +55,7 @@ func at(d time.Duration) string {
 
 // scenario is a named single-fault run.
 func scenario(seed uint64, kind string, f Fault) RecipeConfig {
-	cfg := DefaultRecipeConfig(seed, kind)
+	cfg := defaultRecipeConfig(seed, kind)
 	f.ID = 1
 	cfg.Schedule = []Fault{f}
 	cfg.Faults = nil
@@ -259,7 +259,7 @@ func TestRecipeSeeds(t *testing.T) {
 	for _, kind := range []string{RecipeElection, RecipeSemaphore} {
 		for i := range n {
 			seed := *flagRecipeFirst + uint64(i)
-			res := runRecipeSeed(t, DefaultRecipeConfig(seed, kind))
+			res := runRecipeSeed(t, defaultRecipeConfig(seed, kind))
 			st := expectClean(t, res)
 			overlaps += st.UnfencedOverlap
 			for _, tk := range st.Takeovers {
@@ -283,7 +283,7 @@ func TestRecipeReplay(t *testing.T) {
 	var header string
 	const runs = 3
 	for i := range runs {
-		res := runRecipeSeed(t, DefaultRecipeConfig(3, RecipeElection))
+		res := runRecipeSeed(t, defaultRecipeConfig(3, RecipeElection))
 		h, err := json.Marshal(res.Header)
 		if err != nil {
 			t.Fatal(err)

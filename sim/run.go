@@ -38,8 +38,8 @@ type Config struct {
 	NetTrace bool
 }
 
-// DefaultConfig is what `go test ./sim -seed N` runs.
-func DefaultConfig(seed uint64) Config {
+// defaultConfig is what `go test ./sim -seed N` runs.
+func defaultConfig(seed uint64) Config {
 	return Config{Seed: seed, Servers: 3, ClientsPerGroup: 2, Duration: 60 * time.Second,
 		Faults: AllFaultKinds, MaxTTL: 15 * time.Second}
 }
@@ -124,7 +124,7 @@ type env struct {
 // startEnv plans the run, boots the cluster, waits until every server has
 // registered itself and serves the resources. Call close when done.
 func startEnv(cfg Config) (*env, error) {
-	rec := NewRecorder()
+	rec := newRecorder()
 	netOpts := simnet.Options{Seed: cfg.Seed, Link: simnet.Link{Latency: time.Millisecond, Jitter: 2 * time.Millisecond}}
 	if cfg.NetTrace {
 		netOpts.OnEvent = func(e simnet.Event) { rec.Add(Event{Kind: KindNet, Msg: e.String()}) }
@@ -146,7 +146,7 @@ func startEnv(cfg Config) (*env, error) {
 	time.Sleep(workloadDelay)
 	e.t0 = rec.Elapsed()
 
-	e.res = NewResources(rec, nil)
+	e.res = newResources(rec, nil)
 	e.res.check = resourceChecker(rec, network, e.hdr.Servers)
 	resLn, err := network.Listen(resAddr)
 	if err != nil {
@@ -226,9 +226,9 @@ func planRun(cfg Config) RunHeader {
 	}
 	hdr.Faults = cfg.Schedule
 	if hdr.Faults == nil {
-		hdr.Faults = NewSchedule(cfg.Seed, cfg.Faults, 5*time.Second, cfg.Duration)
+		hdr.Faults = newSchedule(cfg.Seed, cfg.Faults, 5*time.Second, cfg.Duration)
 	}
-	b, err := DeriveBounds(Bounds{Election: 10 * time.Second, Detect: failureThresh, MaxTTL: maxTTL,
+	b, err := deriveBounds(Bounds{Election: 10 * time.Second, Detect: failureThresh, MaxTTL: maxTTL,
 		TTLMultiplier: model.DefaultTTLMultiplier, MaxLockDelay: maxLD, MinRate: minRate, Slack: 5 * time.Second})
 	if err == nil {
 		hdr.Bounds = b

@@ -26,7 +26,7 @@ type scene struct {
 // sessions are described by groups, and returns the finished run.
 func runScene(t *testing.T, seed uint64, groups []lockGroup, script func(s *scene)) *Result {
 	t.Helper()
-	cfg := DefaultConfig(seed)
+	cfg := defaultConfig(seed)
 	// No fault kinds: server clocks are exact unless the script skews one.
 	cfg.Groups, cfg.Schedule, cfg.Faults = groups, []Fault{}, nil
 	var res *Result

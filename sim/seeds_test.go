@@ -35,7 +35,7 @@ func TestSeeds(t *testing.T) {
 		defer f.Close()
 		results = f
 	}
-	table := NewTradeoff()
+	table := newTradeoff()
 	start := time.Now()
 	for _, seed := range seeds {
 		res := runSeed(t, configFromFlags(t, seed))

@@ -41,8 +41,8 @@ type Tradeoff struct {
 	runs  int
 }
 
-// NewTradeoff returns an empty table.
-func NewTradeoff() *Tradeoff { return &Tradeoff{cells: map[[2]string]*tradeoffCell{}} }
+// newTradeoff returns an empty table.
+func newTradeoff() *Tradeoff { return &Tradeoff{cells: map[[2]string]*tradeoffCell{}} }
 
 func (t *Tradeoff) cell(group, kind string) *tradeoffCell {
 	k := [2]string{group, kind}
