@@ -56,7 +56,7 @@ type check struct {
 var registry = []check{
 	{CheckFenced, []string{"S40", "S43", "S50"}, "the fenced resource never accepts a stale sequencer",
 		seededRun | electionRun, seeded(checkFenced)},
-	{CheckSequencer, []string{"S33", "S41"}, "a (key, LockIndex) names one session, and a key's LockIndex never goes down while it exists",
+	{CheckSequencer, []string{"S33", "S41", "S52"}, "a (key, LockIndex) names one session, and a key's LockIndex never goes down while it exists",
 		seededRun | electionRun, seeded(checkSequencerUnique)},
 	{CheckTTL, []string{"S18", "S21"}, "no TTL invalidation earlier than TTL after the last create, renew or leader change, on the invalidating leader's clock",
 		seededRun, seeded(checkTTLLowerBound)},

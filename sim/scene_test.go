@@ -26,7 +26,14 @@ type scene struct {
 // sessions are described by groups, and returns the finished run.
 func runScene(t *testing.T, seed uint64, groups []lockGroup, script func(s *scene)) *Result {
 	t.Helper()
+	return runSceneOn(t, seed, groups, nil, script)
+}
+
+// runSceneOn is runScene on servers adjusted (or deliberately broken) by v.
+func runSceneOn(t *testing.T, seed uint64, groups []lockGroup, v *Variant, script func(s *scene)) *Result {
+	t.Helper()
 	cfg := defaultConfig(seed)
+	cfg.Variant = v
 	// No fault kinds: server clocks are exact unless the script skews one.
 	cfg.Groups, cfg.Schedule, cfg.Faults = groups, []Fault{}, nil
 	var res *Result

@@ -113,6 +113,18 @@ type procNode struct {
 	name, raft, http, dir string
 	cmd                   *exec.Cmd
 	log                   *os.File
+	// exited, when set, already waits on cmd (see waitRunning).
+	exited chan error
+}
+
+// wait reaps node i's process, through exited if a waiter already runs.
+func (nd *procNode) wait() error {
+	if nd.exited != nil {
+		err := <-nd.exited
+		nd.exited = nil
+		return err
+	}
+	return nd.cmd.Wait()
 }
 
 func freePort(t *testing.T) string {
@@ -174,7 +186,7 @@ func (c *procCluster) start(i int) {
 func (c *procCluster) kill(i int) {
 	nd := c.nodes[i]
 	_ = nd.cmd.Process.Signal(syscall.SIGKILL)
-	_ = nd.cmd.Wait()
+	_ = nd.wait()
 	nd.cmd = nil
 }
 
@@ -185,7 +197,7 @@ func (c *procCluster) stop(i int) {
 	if err := nd.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		c.t.Fatal(err)
 	}
-	if err := nd.cmd.Wait(); err != nil {
+	if err := nd.wait(); err != nil {
 		c.t.Errorf("%s exited uncleanly after SIGTERM: %v", nd.name, err)
 	}
 	nd.cmd = nil
