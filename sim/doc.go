@@ -29,18 +29,22 @@
 //
 // # Layout (issue 14: where this package is going)
 //
-// Today sim/ is two harnesses in one flat package: seeded runs (run.go,
+// sim/ began as two harnesses in one flat package: seeded runs (run.go,
 // workload.go, client.go, inject.go, faults.go, bounds.go, checks.go) and
-// recipe runs (recipes*.go) sit side by side with nine parallel pairs:
-// Config/RecipeConfig, Result/RecipeResult, Run/RunRecipe,
-// DefaultConfig/DefaultRecipeConfig, NewSchedule/NewRecipeSchedule,
+// recipe runs (recipes*.go) side by side, with nine parallel pairs:
+// Config/RecipeConfig, Result/RecipeResult, Run/runRecipe,
+// defaultConfig/defaultRecipeConfig, newSchedule/newRecipeSchedule,
 // AllFaultKinds/RecipeFaultKinds, injector/recipeInjector,
-// Bounds/RecipeBounds, and (until registry.go) PropertyChecks beside
-// CheckRecipeRun's inline tagging. FaultSlowLink and
-// FaultClockSkew mean different things in the two injectors. Observations
-// are diffs of whole states (cluster.go watch/diffStates), which merges
-// entries applied back to back and makes armings.go, checks.go and
-// index.go each rebuild "which sessions are gone" on their own.
+// Bounds/RecipeBounds, and the seeded checks beside the recipe ones.
+// FaultSlowLink and FaultClockSkew still mean different things in the two
+// injectors. Observations are diffs of whole states (cluster.go
+// watch/diffStates), which can merge entries applied back to back.
+//
+// Done so far: one check registry (registry.go) for both kinds of run; one
+// helper for the keys of a removed session (obsAt.goneHolders, once
+// copied in armings.go, checks.go and index.go); simlong reads JSON lines
+// (sim/internal/seedlog); constructors nothing outside sim calls are
+// unexported.
 //
 // Target, reached one green commit at a time:
 //
