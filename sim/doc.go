@@ -36,15 +36,18 @@
 // defaultConfig/defaultRecipeConfig, newSchedule/newRecipeSchedule,
 // AllFaultKinds/RecipeFaultKinds, injector/recipeInjector,
 // Bounds/RecipeBounds, and the seeded checks beside the recipe ones.
-// FaultSlowLink and FaultClockSkew still mean different things in the two
-// injectors. Observations are diffs of whole states (cluster.go
+// Observations are diffs of whole states (cluster.go
 // watch/diffStates), which can merge entries applied back to back.
 //
 // Done so far: one check registry (registry.go) for both kinds of run; one
 // helper for the keys of a removed session (obsAt.goneHolders, once
 // copied in armings.go, checks.go and index.go); simlong reads JSON lines
 // (sim/internal/seedlog); constructors nothing outside sim calls are
-// unexported.
+// unexported; the recipe injector's slow-link and clock-skew, which meant
+// other things than the seeded kinds of those names, are holder-slow-link
+// and holder-clock-rate. Seeded clock-skew still means either a server's
+// wall-clock step or a client's clock rate (told apart by its note in
+// index.go clockSteps); splitting it changes every seed's schedule.
 //
 // Target, reached one green commit at a time:
 //

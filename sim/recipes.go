@@ -221,11 +221,11 @@ func (l *recipeLog) fenceKV(f FenceKV) {
 }
 
 // planRecipeRun draws what the seed decides before the run starts. With
-// clock-skew among the fault kinds, servers' clocks are also off by up to
+// holder-clock-rate among the fault kinds, servers' clocks are also off by up to
 // ±5 s and drift up to ±5 %, and clients' clocks are off by up to ±5 s.
 func planRecipeRun(cfg RecipeConfig) (RunHeader, RecipeBounds) {
 	hdr := RunHeader{Seed: cfg.Seed, Clocks: map[string]ClockSkew{}, Groups: map[string]GroupInfo{}}
-	skew := slices.Contains(cfg.Faults, FaultClockSkew)
+	skew := slices.Contains(cfg.Faults, FaultHolderClockRate)
 	r := stream(cfg.Seed, "recipe-clocks")
 	minRate := planServerClocks(&hdr, cfg.Servers, skew, r)
 	key := recipe.ElectionKey(recipeService)
