@@ -226,7 +226,7 @@ func (l *Lock) acquire(ctx context.Context, sid string, rn *renewer) (Sequencer,
 			continue
 		}
 		// A bare false on a key that looked free is lock-delay or a race
-		// lost to another acquirer; Consul does not say which (facts §4).
+		// lost to another acquirer; Consul does not say which (CONSUL.md §4).
 		// Wait on the key for one backoff step: a new holder wakes us at once.
 		w := pause.Next()
 		if l.o.OnRefused != nil {

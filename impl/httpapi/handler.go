@@ -38,7 +38,7 @@ type Options struct {
 	Datacenter string
 }
 
-// Defaults taken from Consul's agent configuration (facts §7).
+// Defaults taken from Consul's agent configuration (CONSUL.md §7).
 const (
 	defaultMaxQueryTime     = 600 * time.Second
 	defaultDefaultQueryTime = 300 * time.Second

@@ -100,7 +100,7 @@ func (h *handler) kvGet(c *call, q queryOpts) error {
 		e, ok := s.Get(key)
 		if !ok {
 			// Once blocked, only this key's own deletion or creation wakes
-			// the read (facts §7, not-found results).
+			// the read (CONSUL.md §7, not-found results).
 			return view{index: s.KeyIndex(key), watch: s.Tombstones[key], watchSet: true,
 				status: http.StatusNotFound}
 		}

@@ -84,7 +84,7 @@ func (h *handler) sessionRenew(c *call) error {
 	return writeJSON(c, http.StatusOK, []sessionJSON{toSession(s)})
 }
 
-// sessionInfo is GET /v1/session/info/<id>: [session] or [] (facts §8).
+// sessionInfo is GET /v1/session/info/<id>: [session] or [] (CONSUL.md §8).
 func (h *handler) sessionInfo(c *call) error {
 	return h.serveArgRead(c, "Missing session", func(s *model.State) view {
 		out := []sessionJSON{}

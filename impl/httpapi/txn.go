@@ -36,7 +36,7 @@ type txnKVJSON struct {
 }
 
 // decodeTxn turns a request body into the model's Txn, with Consul's
-// texts and limits (S44, facts §6). Like Consul it rejects unknown fields,
+// texts and limits (S44, CONSUL.md §6). Like Consul it rejects unknown fields,
 // reads only the first JSON value, and drops ops that set no member.
 func decodeTxn(body []byte) (model.Txn, error) {
 	var ops []txnOpJSON
