@@ -34,7 +34,7 @@ var (
 func reapScene(t *testing.T, v *Variant) (*Result, model.Sequencer, model.Sequencer) {
 	g := sceneGroup("reaped", ChecksNone, 0, 0)
 	var first, second model.Sequencer
-	res := runSceneOn(t, 11, []Group{g}, v, func(s *scene) {
+	res := runSceneOn(t, 11, []lockGroup{g}, v, func(s *scene) {
 		a, b := s.actor("A", "n1"), s.actor("B", "n2")
 		a.create(g)
 		b.create(g)
