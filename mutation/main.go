@@ -27,6 +27,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	only := fs.String("only", "", "comma-separated target names to run (default: all)")
 	workers := fs.Int("workers", 2, "gremlins workers")
 	coefficient := fs.Int("timeout-coefficient", 10, "gremlins timeout coefficient (see doc.go: #267)")
+	caseClauses := fs.Bool("case-clauses", true, "run the case-clause mutants gremlins cannot map to coverage (gremlins#298) with go test -overlay")
 	eqPath := fs.String("equivalents", "mutation/equivalents.txt", "the explained survivors")
 	out := fs.String("out", "bin/mutation", "directory for gremlins' JSON reports and the summary (report.txt)")
 	if err := fs.Parse(args); err != nil {
@@ -66,7 +67,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	for i, t := range chosen {
 		fmt.Fprintf(stderr, "[%d/%d] %s: mutating (%s elapsed)\n", i+1, len(chosen), t.name, time.Since(start).Round(time.Second))
 		tStart := time.Now()
-		ms, files, err := runTarget(root, t, *workers, *coefficient, filepath.Join(*out, t.name+".json"), stderr)
+		ms, files, err := runTarget(root, t, *workers, *coefficient, *caseClauses, filepath.Join(*out, t.name+".json"), stderr)
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
@@ -108,7 +109,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 
 // runTarget runs gremlins on one package with that package's own tests and
 // returns its mutants and the files that were mutated.
-func runTarget(root string, t target, workers, coefficient int, report string, stderr io.Writer) ([]mutant, []string, error) {
+func runTarget(root string, t target, workers, coefficient int, caseClauses bool, report string, stderr io.Writer) ([]mutant, []string, error) {
 	args := []string{"tool", "gremlins", "unleash", "--silent",
 		"--workers", fmt.Sprint(workers), "--timeout-coefficient", fmt.Sprint(coefficient),
 		"--invert-logical", "--invert-loopctrl", "--remove-self-assignments",
@@ -150,7 +151,15 @@ func runTarget(root string, t target, workers, coefficient int, report string, s
 		return nil, nil, fmt.Errorf("read gremlins report: %w", err)
 	}
 	ms, err := readReport(data, root, t.dir)
-	return ms, mutated, err
+	if err != nil {
+		return nil, nil, err
+	}
+	if caseClauses {
+		if ms, err = runCaseClauseMutants(root, ms, 5*time.Minute, stderr); err != nil {
+			return nil, nil, err
+		}
+	}
+	return ms, mutated, nil
 }
 
 func printTable(w io.Writer, chosen []target, rows map[string]tally, all []mutant, eqs []equivalent) {
