@@ -35,6 +35,12 @@ run: build
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./model/... ./linearizability/... ./impl/...
 
+## bench-reap: 1M acquire+delete cycles through a durable server; heap, RSS, snapshot and
+## data-dir size before and after the reap window passes (S52)
+.PHONY: bench-reap
+bench-reap:
+	$(GO) test ./impl -run '^$$' -bench ReapBound -benchtime 1000000x -timeout 30m
+
 ## tlc: model-check tla/ with TLC (needs TLA2TOOLS_JAR; prints SKIP without it) and compare with tla/expected.json
 .PHONY: tlc
 tlc:
@@ -59,8 +65,37 @@ mutants:
 test-cluster:
 	TENURE_CLUSTER_TEST=1 $(GO) test -count=1 -v -run MultiProcess ./cmd/tenure
 
+## chaos: kill -9 and restart leaders and followers of a durable 3-process cluster under
+## writes and lock traffic, then check every acknowledged write on every node, e.g.
+##   make chaos KILLS=200 SEED=7
+KILLS ?= 100
+SEED  ?= 1
+.PHONY: chaos
+chaos:
+	TENURE_CHAOS_KILLS=$(KILLS) TENURE_CHAOS_SEED=$(SEED) $(GO) test -count=1 -v -timeout 0 -run 'TestCrashLoop$$' ./cmd/tenure
+
 ## sim-long: many sim seeds in parallel processes with a progress line, e.g. make sim-long SEEDS=10000
 SEEDS ?= 1000
 NODES ?= 3
 sim-long:
 	$(GO) run ./sim/cmd/simlong -seeds $(SEEDS) -nodes $(NODES)
+
+## mutate: mutation testing (gremlins, pinned in go.mod) over model/, linearizability/, recipe/
+## and impl's decision files (summary in bin/mutation/report.txt); fails on a survivor not explained in mutation/equivalents.txt.
+## MUTATE_ONLY=model runs one target.
+MUTATE_ONLY ?=
+.PHONY: mutate
+mutate:
+	$(GO) run ./mutation $(if $(MUTATE_ONLY),-only $(MUTATE_ONLY))
+
+## fuzz: every Go fuzz target (func Fuzz…) for FUZZTIME each, e.g. make fuzz FUZZTIME=1m;
+## plain `go test` (make test) runs their seed corpora only
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz:
+	@set -e; for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+		for target in $$(grep -h '^func Fuzz' $$dir/*_test.go | sed 's/^func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+			echo "== $$dir $$target"; \
+			$(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$dir; \
+		done; \
+	done

@@ -29,6 +29,7 @@ const (
 	cmdDestroySession byte = 4
 	cmdKV             byte = 5
 	cmdTxn            byte = 6
+	cmdReap           byte = 7
 )
 
 // errUnknownCommand and errUnknownVersion let callers (and tests) tell a
@@ -75,6 +76,8 @@ func (c *wireCodec) encodeCommand(cmd model.Command) ([]byte, error) {
 		typ, payload = cmdKV, cmd.KV
 	case cmd.Txn != nil:
 		typ, payload = cmdTxn, cmd.Txn
+	case cmd.Reap != nil:
+		typ, payload = cmdReap, cmd.Reap
 	}
 	var buf bytes.Buffer
 	buf.Write([]byte{commandVersion, typ})
@@ -113,6 +116,9 @@ func (c *wireCodec) decodeCommand(data []byte) (cmd model.Command, err error) {
 	case cmdTxn:
 		cmd.Txn = &model.Txn{}
 		target = cmd.Txn
+	case cmdReap:
+		cmd.Reap = &model.Reap{}
+		target = cmd.Reap
 	default:
 		return model.Command{}, fmt.Errorf("decode command: %w %d", errUnknownCommand, data[1])
 	}
@@ -133,17 +139,23 @@ type snapshotV1 struct {
 	LockIssued map[string]uint64
 	DelayedAt  map[string]uint64
 	Tables     model.TableIndexes
+	// LockFloor and ReapedThrough come from reaps (S52); a snapshot written
+	// before reaping existed decodes them as zero, which is what it meant.
+	LockFloor     uint64
+	ReapedThrough uint64
 }
 
 func (c *wireCodec) encodeSnapshot(s *model.State) ([]byte, error) {
 	snap := snapshotV1{
-		Nodes:      s.NodeList(),
-		Checks:     s.CheckList("", ""),
-		Sessions:   s.SessionList(""),
-		Tombstones: s.Tombstones,
-		LockIssued: s.LockIssued,
-		DelayedAt:  s.DelayedAt,
-		Tables:     s.Tables,
+		Nodes:         s.NodeList(),
+		Checks:        s.CheckList("", ""),
+		Sessions:      s.SessionList(""),
+		Tombstones:    s.Tombstones,
+		LockIssued:    s.LockIssued,
+		DelayedAt:     s.DelayedAt,
+		Tables:        s.Tables,
+		LockFloor:     s.LockFloor,
+		ReapedThrough: s.ReapedThrough,
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.KV)) {
 		snap.KV = append(snap.KV, s.KV[k])
@@ -184,6 +196,7 @@ func (c *wireCodec) decodeSnapshot(data []byte) (*model.State, error) {
 	maps.Copy(s.LockIssued, snap.LockIssued)
 	maps.Copy(s.DelayedAt, snap.DelayedAt)
 	s.Tables = snap.Tables
+	s.LockFloor, s.ReapedThrough = snap.LockFloor, snap.ReapedThrough
 	if err := s.CheckInvariants(); err != nil {
 		return nil, fmt.Errorf("decode snapshot: restored state is inconsistent: %w", err)
 	}

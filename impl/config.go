@@ -72,6 +72,12 @@ type Config struct {
 	// fail before it marks the peer's serfHealth critical (S10-S12).
 	// Default 5s, about Consul's gossip detection time.
 	FailureThreshold time.Duration
+	// ReapWindow is how old a deletion must be before the leader reaps it
+	// (S52); ReapInterval is how often it looks. Defaults: 15 minutes and
+	// 30 s, Consul's tombstone TTL and granularity. A window under 61 s can
+	// reap a deleted key's lock-delay mark while the delay still runs; only
+	// tests use one.
+	ReapWindow, ReapInterval time.Duration
 	// SyncRetry is the first delay before self-registration is retried after
 	// a failure; it doubles up to 16× this value. Default 250ms.
 	SyncRetry time.Duration
@@ -102,6 +108,15 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
+	}
+	if c.ReapWindow == 0 {
+		c.ReapWindow = 15 * time.Minute
+	}
+	if c.ReapInterval == 0 {
+		c.ReapInterval = 30 * time.Second
+	}
+	if c.ReapWindow < 0 || c.ReapInterval < 0 {
+		return c, fmt.Errorf("config: ReapWindow %v and ReapInterval %v must be positive", c.ReapWindow, c.ReapInterval)
 	}
 	if c.TTLMultiplier == 0 {
 		c.TTLMultiplier = model.DefaultTTLMultiplier
@@ -157,32 +172,19 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// Log compaction bounds the durable data dir: the raft log holds at most
-// about snapshotThreshold+trailingLogs entries between snapshots, and the
-// snapshot store keeps two snapshots (see stores.go), so disk use is bounded
-// by the state size, not by the number of writes ever made.
-const (
-	// snapshotThreshold is how many new log entries trigger a snapshot. The
-	// FSM's state is small (KV, sessions, locks), so snapshotting every 8192
-	// entries is cheap and keeps the log short.
-	snapshotThreshold = 8192
-	// snapshotInterval is how often raft checks the threshold; 30 s keeps a
-	// burst of writes from growing the log for long before it is compacted.
-	snapshotInterval = 30 * time.Second
-	// trailingLogs are kept after a snapshot so a follower that lags by up to
-	// this many entries catches up from the log instead of needing a full
-	// snapshot install after a restart.
-	trailingLogs = 10240
-)
-
 // raftConfig is hashicorp/raft's configuration for this server.
 func (c Config) raftConfig() (*raft.Config, error) {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(c.NodeName)
 	rc.Logger = c.Logger.Named("raft")
-	rc.SnapshotThreshold = snapshotThreshold
-	rc.SnapshotInterval = snapshotInterval
-	rc.TrailingLogs = trailingLogs
+	// Log compaction bounds the disk (DESIGN.md, "Disk bound"): a snapshot
+	// every 16384 entries or 30 s, whichever first, keeps the log between
+	// snapshots short; 10240 trailing entries let a follower that missed a
+	// few seconds catch up from the log instead of a full snapshot install.
+	// These are Consul's server defaults.
+	rc.SnapshotThreshold = 16384
+	rc.SnapshotInterval = 30 * time.Second
+	rc.TrailingLogs = 10240
 	if c.Dev {
 		// One voter elects itself as soon as its heartbeat timeout passes;
 		// Consul's dev mode shortens the same timings.

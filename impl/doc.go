@@ -2,16 +2,16 @@
 // plus the memory Consul keeps beside raft. impl/httpapi serves Consul's
 // HTTP API over the Backend interface; impl/agent puts the two together.
 //
-// Design, briefly (facts §n refers to /work/shared/consul-facts.md):
+// Design, briefly (CONSUL.md §n is spec/CONSUL.md, the project's record of Consul):
 //
 //   - Log entries are one version byte, one command-type byte and the
 //     command as msgpack (codec.go). An entry a server cannot decode is
 //     answered with an error, never a panic; snapshots are versioned too.
 //   - Lock-delay lives on every server, armed by the FSM at apply on that
-//     server's Clock and forgotten on restore (facts §4); the leader checks
+//     server's Clock and forgotten on restore (CONSUL.md §4); the leader checks
 //     it before proposing and stamps each lock with the index it checked at,
 //     so the FSM can refuse a lock that an unseen invalidation overtook (S22).
-//   - TTL deadlines live only on the leader (facts §2): armed on create and
+//   - TTL deadlines live only on the leader (CONSUL.md §2): armed on create and
 //     renew, re-armed for every session after each new leader's barrier
 //     (S21), dropped on step-down; expiry proposes a destroy, retried with
 //     backoff while the term lasts.

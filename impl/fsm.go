@@ -103,7 +103,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 }
 
 // Restore implements raft.FSM: it replaces the whole state and forgets every
-// lock-delay, as Consul does (facts §4).
+// lock-delay, as Consul does (CONSUL.md §4).
 func (f *fsm) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	data, err := io.ReadAll(rc)

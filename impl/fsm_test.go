@@ -169,7 +169,7 @@ func TestFSMSnapshotRestore(t *testing.T) {
 		t.Fatal("restored state differs from the snapshot's")
 	}
 	if other.delays.remaining("k") != 0 {
-		t.Fatal("restore kept a lock-delay; Consul forgets them (facts §4)")
+		t.Fatal("restore kept a lock-delay; Consul forgets them (CONSUL.md §4)")
 	}
 	select {
 	case <-ch:

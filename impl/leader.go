@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/internal/backoff"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -70,7 +71,7 @@ func (s *Server) endTerm() {
 	}
 	close(t.stop)
 	<-t.done
-	s.ttl.stop()
+	s.leader.EndTerm()
 	s.fd.stop()
 	s.logger.Info("leadership lost: TTL timers and failure detection stopped")
 }
@@ -80,32 +81,28 @@ func (s *Server) endTerm() {
 // failure detection, then readiness.
 func (s *Server) leaderLoop(t *leaderTerm) {
 	defer close(t.done)
-	backoff := s.cfg.RetryBackoff
+	pause := backoff.New(s.cfg.RetryBackoff, 32*s.cfg.RetryBackoff)
 	for {
 		err := s.raft.Barrier(0).Error()
 		if err == nil {
 			break
 		}
 		s.logger.Warn("leader barrier failed; retrying", "error", err)
-		if !s.sleep(backoff, t.stop) {
+		if !s.sleep(pause.Next(), t.stop) {
 			return
 		}
-		backoff = min(2*backoff, 32*s.cfg.RetryBackoff)
 	}
 	select {
 	case <-t.stop:
 		return
 	default:
 	}
-	s.ttl.start(func() (out []model.Session) {
-		s.fsm.read(func(st *model.State) { out = st.SessionList("") })
-		return out
-	})
+	s.leader.StartTerm()
 	s.fd.start()
 	close(t.ready)
 	s.logger.Info("leadership established", "ttl_sessions", s.ttlCount())
 	s.kickSync()
-	<-t.stop
+	s.reapLoop(t.stop)
 }
 
 func (s *Server) ttlCount() int {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/tenurekv/tenure/internal/backoff"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -22,7 +23,7 @@ func (s *Server) sessionsExpired(ids []string) {
 		s.goTracked(func() {
 			s.leaderWrite(t, "destroy expired session "+id, func() (model.Command, bool) {
 				// A session invalidated meanwhile needs no destroy.
-				return model.Command{DestroySession: &model.DestroySession{ID: id}}, s.sessionLive(id)
+				return model.Command{DestroySession: &model.DestroySession{ID: id}}, s.leader.sessionLive(id)
 			})
 		})
 	}
@@ -78,7 +79,7 @@ func (s *Server) setSerfHealth(peer string, status model.Health, wanted func() b
 // left to do, or term t ends. Failures back off on the server's clock from
 // RetryBackoff up to 32 times it; Consul retries its TTL destroy similarly.
 func (s *Server) leaderWrite(t *leaderTerm, what string, next func() (model.Command, bool)) {
-	backoff := s.cfg.RetryBackoff
+	pause := backoff.New(s.cfg.RetryBackoff, 32*s.cfg.RetryBackoff)
 	for {
 		select {
 		case <-t.stop:
@@ -112,10 +113,10 @@ func (s *Server) leaderWrite(t *leaderTerm, what string, next func() (model.Comm
 		if errors.Is(err, ErrNotLeader) || errors.Is(err, ErrShutdown) {
 			return
 		}
-		s.logger.Warn("leader write failed; retrying", "what", what, "error", err, "backoff", backoff)
-		if !s.sleep(backoff, t.stop) {
+		wait := pause.Next()
+		s.logger.Warn("leader write failed; retrying", "what", what, "error", err, "backoff", wait)
+		if !s.sleep(wait, t.stop) {
 			return
 		}
-		backoff = min(2*backoff, 32*s.cfg.RetryBackoff)
 	}
 }

@@ -64,7 +64,7 @@ func (g *lockDelayGuard) remaining(key string) time.Duration {
 	return g.delays.Remaining(key, now)
 }
 
-// reset forgets every delay, as Consul does on snapshot restore (facts §4).
+// reset forgets every delay, as Consul does on snapshot restore (CONSUL.md §4).
 func (g *lockDelayGuard) reset() {
 	g.mu.Lock()
 	defer g.mu.Unlock()

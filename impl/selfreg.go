@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/internal/backoff"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -19,14 +20,15 @@ import (
 // a passing serfHealth check (S47), like a Consul agent's anti-entropy. It
 // re-checks whenever the applied state changes (so a serfHealth the leader
 // marked critical is restored as soon as this node hears of it), retries
-// failures with backoff, and otherwise sleeps.
+// failures, and a registration sent but not yet seen here, with backoff,
+// and otherwise sleeps.
 func (s *Server) syncLoop() {
-	retry := s.cfg.SyncRetry
+	pause := backoff.New(s.cfg.SyncRetry, 16*s.cfg.SyncRetry)
 	for {
 		changed := s.fsm.Changed()
 		if s.registeredHere() {
 			s.regOnce.Do(func() { close(s.registered) })
-			retry = s.cfg.SyncRetry
+			pause.Reset()
 			select {
 			case <-changed:
 			case <-s.syncKick:
@@ -38,22 +40,22 @@ func (s *Server) syncLoop() {
 		err := s.pushRegistration()
 		if err == nil {
 			// Sent; wait for it to arrive here, or retry if it never does.
-			if !s.sleepOr(retry, changed) {
+			if !s.sleepOr(pause.Next(), changed) {
 				return
 			}
 			continue
 		}
-		s.logger.Debug("self-registration failed; retrying", "error", err, "backoff", retry)
+		wait := pause.Next()
+		s.logger.Debug("self-registration failed; retrying", "error", err, "backoff", wait)
 		// Without a known leader, the leader's own registration arriving
 		// here is the news to wait for; other failures wait out the backoff.
 		var wake <-chan struct{}
 		if errors.Is(err, errNoLeaderHTTP) {
 			wake = changed
 		}
-		if !s.sleepOr(retry, wake) {
+		if !s.sleepOr(wait, wake) {
 			return
 		}
-		retry = min(2*retry, 16*s.cfg.SyncRetry)
 	}
 }
 

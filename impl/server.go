@@ -10,6 +10,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/tenurekv/tenure/model"
 )
 
 // ErrShutdown is returned by calls made while or after the server shuts down.
@@ -24,16 +26,14 @@ type Server struct {
 	clock  Clock
 
 	codec  *wireCodec
-	delays *lockDelayGuard
+	leader *LeaderCore
 	fsm    *fsm
-	ttl    *ttlTimers
 	fd     *failureDetector
 	raft   *raft.Raft
 	stores *stores
 	http   *http.Client
 
 	lead leadership
-	idMu sync.Mutex // serialises Config.NewID
 
 	observer *raft.Observer
 	obsCh    chan raft.Observation
@@ -83,7 +83,6 @@ func NewServer(cfg Config) (*Server, error) {
 		logger:     cfg.Logger,
 		clock:      cfg.Clock,
 		codec:      newWireCodec(),
-		delays:     newLockDelayGuard(cfg.Clock),
 		stores:     st,
 		http:       &http.Client{Transport: cfg.RoundTripper},
 		syncKick:   make(chan struct{}, 1),
@@ -92,8 +91,15 @@ func NewServer(cfg Config) (*Server, error) {
 		raftDone:   make(chan struct{}),
 	}
 	s.lead.changed = make(chan struct{})
-	s.ttl = newTTLTimers(cfg.Clock, cfg.TTLMultiplier, s.sessionsExpired)
-	s.fsm = newFSM(s.codec, s.delays, s.ttl.remove)
+	s.leader = NewLeaderCore(LeaderConfig{
+		Clock:         cfg.Clock,
+		TTLMultiplier: cfg.TTLMultiplier,
+		NewID:         cfg.NewID,
+		Read:          func(fn func(*model.State)) { s.fsm.read(fn) },
+		Propose:       s.proposeCommand,
+		Expire:        s.sessionsExpired,
+	})
+	s.fsm = newFSM(s.codec, s.leader.delays, s.leader.SessionsInvalidated)
 	s.fsm.apply = cfg.Apply
 	s.fd = newFailureDetector(cfg.Clock, cfg.FailureThreshold, s.markCritical, s.markPassing)
 
@@ -217,7 +223,7 @@ func (s *Server) Shutdown() error {
 		s.closing = true
 		s.goMu.Unlock()
 		s.wg.Wait()
-		s.ttl.stop()
+		s.leader.EndTerm()
 		s.fd.stop()
 		if t, ok := s.cfg.RoundTripper.(interface{ CloseIdleConnections() }); ok {
 			t.CloseIdleConnections()

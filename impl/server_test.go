@@ -101,7 +101,7 @@ func TestApplyGivesFreshSessionIDs(t *testing.T) {
 func TestRenew(t *testing.T) {
 	s, clock := startDev(t, Config{})
 	id := mustApply(t, s, model.Command{CreateSession: &model.CreateSession{Node: "dev", TTL: "10s"}}).SessionID
-	d0, ok := s.ttl.deadline(id)
+	d0, ok := s.leader.ttl.deadline(id)
 	if !ok || !d0.Equal(clock.Now().Add(20*time.Second)) {
 		t.Fatalf("deadline after create %v (%v), want now+20s", d0, ok)
 	}
@@ -110,14 +110,14 @@ func TestRenew(t *testing.T) {
 	if err != nil || se.ID != id || se.TTL != "10s" {
 		t.Fatalf("renew: %+v, %v", se, err)
 	}
-	if d1, _ := s.ttl.deadline(id); !d1.Equal(clock.Now().Add(20 * time.Second)) {
+	if d1, _ := s.leader.ttl.deadline(id); !d1.Equal(clock.Now().Add(20 * time.Second)) {
 		t.Fatalf("deadline after renew %v, want now+20s", d1)
 	}
 	if _, err := s.Renew(context.Background(), "nope"); !errors.Is(err, ErrSessionNotFound) {
 		t.Fatalf("renew of unknown session: %v", err)
 	}
 	mustApply(t, s, model.Command{DestroySession: &model.DestroySession{ID: id}})
-	if _, ok := s.ttl.deadline(id); ok {
+	if _, ok := s.leader.ttl.deadline(id); ok {
 		t.Fatal("destroyed session kept its deadline")
 	}
 	if _, err := s.Renew(context.Background(), id); !errors.Is(err, ErrSessionNotFound) {
@@ -161,7 +161,7 @@ func TestLockDelayRefusedByStateMachine(t *testing.T) {
 	a := mustApply(t, s, model.Command{CreateSession: &model.CreateSession{Node: "dev", LockDelay: 5 * time.Second}}).SessionID
 	b := mustApply(t, s, model.Command{CreateSession: &model.CreateSession{Node: "dev"}}).SessionID
 	mustApply(t, s, model.Command{KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: a}})
-	lock, err := s.checkLockDelay(model.Command{KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: b}})
+	lock, err := s.leader.checkLockDelay(model.Command{KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: b}})
 	if err != nil || lock.KV.LockDelaySeen == 0 {
 		t.Fatalf("check: %v, stamped %d", err, lock.KV.LockDelaySeen)
 	}
@@ -174,7 +174,7 @@ func TestLockDelayRefusedByStateMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := s.answer(lock, raw)
+	res, err := s.leader.answer(lock, raw)
 	var lde *LockDelayError
 	if !errors.As(err, &lde) || lde.Key != "k" || lde.Remaining != 5*time.Second || res.OK || res.Index == 0 {
 		t.Fatalf("late lock: result %+v, err %v; want applied refusal with *LockDelayError", res, err)
@@ -221,7 +221,7 @@ func TestFollowerRefusesLeaderOnlyCalls(t *testing.T) {
 	if f.LastContact() <= 0 || f.LastContact() > time.Minute {
 		t.Errorf("follower LastContact %v", f.LastContact())
 	}
-	if f.ttl.active {
+	if f.leader.ttl.active {
 		t.Error("follower has an active TTL book")
 	}
 }

@@ -33,6 +33,8 @@ func (s *State) Apply(index uint64, cmd Command) Result {
 		a.kv(*cmd.KV)
 	case cmd.Txn != nil:
 		a.txn(*cmd.Txn)
+	case cmd.Reap != nil:
+		a.reap(*cmd.Reap)
 	}
 	if !res.Failed() {
 		res.OK = res.OK || !a.boolAnswer

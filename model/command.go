@@ -14,6 +14,15 @@ type Command struct {
 	DestroySession *DestroySession `json:",omitempty"`
 	KV             *KVOp           `json:",omitempty"`
 	Txn            *Txn            `json:",omitempty"`
+	Reap           *Reap           `json:",omitempty"`
+}
+
+// Reap forgets the deleted keys whose deletion index is at most Index: their
+// tombstones, lock-issue watermarks and lock-delay marks (S52). The leader
+// proposes it once deletions are older than the reap window, as Consul reaps
+// KV tombstones. It changes no table index: no reader sees a change.
+type Reap struct {
+	Index uint64
 }
 
 // Register upserts a node and, atomically with it, any of its checks (like
@@ -125,6 +134,7 @@ func (c Command) Kind() (string, error) {
 		{c.DestroySession != nil, "destroy-session"},
 		{c.KV != nil, "kv"},
 		{c.Txn != nil, "txn"},
+		{c.Reap != nil, "reap"},
 	}
 	name := ""
 	for _, k := range kinds {

@@ -147,6 +147,8 @@ func parseCommand(d *datadriven.TestData) (model.Command, error) {
 		return model.Command{CreateSession: c}, nil
 	case "destroy":
 		return model.Command{DestroySession: &model.DestroySession{ID: arg(d, "id")}}, nil
+	case "reap":
+		return model.Command{Reap: &model.Reap{Index: uintArg(d, "index")}}, nil
 	case "txn":
 		var ops []model.KVOp
 		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
@@ -303,6 +305,9 @@ func dumpState(s *model.State) string {
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.DelayedAt)) {
 		fmt.Fprintf(&b, "delayed %s at=%d\n", k, s.DelayedAt[k])
+	}
+	if s.LockFloor != 0 || s.ReapedThrough != 0 {
+		fmt.Fprintf(&b, "reaped through=%d lock-floor=%d\n", s.ReapedThrough, s.LockFloor)
 	}
 	return b.String()
 }

@@ -26,6 +26,8 @@ func (s *State) Hash() uint64 {
 	num(t.Checks)
 	num(t.Sessions)
 	num(t.KV)
+	num(s.LockFloor)
+	num(s.ReapedThrough)
 	num(uint64(len(s.Nodes)))
 	for _, k := range sortedKeys(s.Nodes) {
 		n := s.Nodes[k]

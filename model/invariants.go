@@ -127,12 +127,18 @@ func CheckTransition(prev, next *State, res Result) error {
 		if had && e.LockIndex < old.LockIndex {
 			return violated(InvLockIndexMonotonic, "key %q LockIndex fell from %d to %d", key, old.LockIndex, e.LockIndex)
 		}
-		if e.Session != "" && (!had || old.Sequencer() != e.Sequencer()) && e.LockIndex <= prev.LockIssued[key] {
-			return violated(InvSequencerUnique, "key %q issued LockIndex %d to %q, but %d was issued before", key, e.LockIndex, e.Session, prev.LockIssued[key])
+		if bound := max(prev.LockIssued[key], prev.LockFloor); e.Session != "" && (!had || old.Sequencer() != e.Sequencer()) && e.LockIndex <= bound {
+			return violated(InvSequencerUnique, "key %q issued LockIndex %d to %q, but %d was issued before", key, e.LockIndex, e.Session, bound)
 		}
 	}
+	if next.LockFloor < prev.LockFloor {
+		return violated(InvSequencerUnique, "lock floor fell from %d to %d", prev.LockFloor, next.LockFloor)
+	}
 	for _, key := range sortedKeys(prev.LockIssued) {
-		if next.LockIssued[key] < prev.LockIssued[key] {
+		// A reap may drop a deleted key's watermark only into the floor (S52).
+		_, live := next.KV[key]
+		reaped := !live && next.LockIssued[key] == 0 && next.LockFloor >= prev.LockIssued[key]
+		if next.LockIssued[key] < prev.LockIssued[key] && !reaped {
 			return violated(InvSequencerUnique, "key %q issued watermark fell from %d to %d", key, prev.LockIssued[key], next.LockIssued[key])
 		}
 	}

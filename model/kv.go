@@ -178,7 +178,7 @@ func (a *applier) lock(o KVOp, e KVEntry, exists bool) kvOutcome {
 	if !exists {
 		e = KVEntry{Key: o.Key}
 	}
-	issued := max(e.LockIndex, a.s.LockIssued[o.Key]) + 1
+	issued := max(e.LockIndex, a.s.LockIssued[o.Key], a.s.LockFloor) + 1
 	a.setIssued(o.Key, issued)
 	e.LockIndex, e.Session = issued, o.Session
 	e.Value, e.Flags = bytes.Clone(o.Value), o.Flags

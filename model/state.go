@@ -37,7 +37,14 @@ type State struct {
 	// lock-delay on each key; it lets the FSM refuse a lock whose leader-side
 	// lock-delay check predates that invalidation (S22).
 	DelayedAt map[string]uint64
-	Tables    TableIndexes
+	// LockFloor is the highest LockIndex issued to any key whose record a
+	// reap removed. A key with no record starts above it, so reaping never
+	// lets a (Key, LockIndex) pair be issued twice (S52).
+	LockFloor uint64
+	// ReapedThrough is the highest deletion index a reap removed. Prefix
+	// indexes never fall below it, so reaping never moves an index back (S52).
+	ReapedThrough uint64
+	Tables        TableIndexes
 }
 
 // New returns an empty state.
@@ -63,20 +70,22 @@ func (s *State) Index() uint64 {
 // the model never mutates them in place.
 func (s *State) Clone() *State {
 	return &State{
-		Nodes:      maps.Clone(s.Nodes),
-		Checks:     maps.Clone(s.Checks),
-		Sessions:   maps.Clone(s.Sessions),
-		KV:         maps.Clone(s.KV),
-		Tombstones: maps.Clone(s.Tombstones),
-		LockIssued: maps.Clone(s.LockIssued),
-		DelayedAt:  maps.Clone(s.DelayedAt),
-		Tables:     s.Tables,
+		Nodes:         maps.Clone(s.Nodes),
+		Checks:        maps.Clone(s.Checks),
+		Sessions:      maps.Clone(s.Sessions),
+		KV:            maps.Clone(s.KV),
+		Tombstones:    maps.Clone(s.Tombstones),
+		LockIssued:    maps.Clone(s.LockIssued),
+		DelayedAt:     maps.Clone(s.DelayedAt),
+		LockFloor:     s.LockFloor,
+		ReapedThrough: s.ReapedThrough,
+		Tables:        s.Tables,
 	}
 }
 
 // Equal reports whether two states are identical.
 func (s *State) Equal(o *State) bool {
-	return s.Tables == o.Tables &&
+	return s.Tables == o.Tables && s.LockFloor == o.LockFloor && s.ReapedThrough == o.ReapedThrough &&
 		maps.Equal(s.Nodes, o.Nodes) &&
 		maps.Equal(s.Checks, o.Checks) &&
 		maps.EqualFunc(s.Sessions, o.Sessions, sessionEqual) &&
@@ -147,6 +156,8 @@ func (s *State) KeyIndex(key string) uint64 {
 
 // PrefixIndex is the blocking-query index of a prefix read: the highest
 // ModifyIndex or deletion under the prefix, else the KV table index (S45).
+// Once a reap has removed deletions, a prefix with anything under it never
+// answers below ReapedThrough: the deletion it reported may be gone (S52).
 func (s *State) PrefixIndex(prefix string) uint64 {
 	var idx uint64
 	for k, e := range s.KV {
@@ -162,7 +173,7 @@ func (s *State) PrefixIndex(prefix string) uint64 {
 	if idx == 0 {
 		return s.Tables.KV
 	}
-	return idx
+	return max(idx, s.ReapedThrough)
 }
 
 // Session returns a session by ID.

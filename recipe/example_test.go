@@ -9,23 +9,20 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
+	"github.com/tenurekv/tenure/impl/agent/agenttest"
 	"github.com/tenurekv/tenure/recipe"
-	"github.com/tenurekv/tenure/recipe/internal/tenuretest"
 )
 
 // TestMain points CONSUL_HTTP_ADDR, which api.DefaultConfig reads, at the
 // test server, so the example below reads like client code.
 func TestMain(m *testing.M) {
-	addr := os.Getenv("TENURE_TEST_ADDR")
-	if addr == "" {
-		var err error
-		if addr, err = tenuretest.Shared(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
+	addr, err := agenttest.SharedAddr()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	os.Setenv("CONSUL_HTTP_ADDR", addr)
-	os.Exit(tenuretest.Main(m))
+	os.Exit(agenttest.Main(m))
 }
 
 func ExampleElection() {

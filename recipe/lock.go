@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/tenurekv/tenure/internal/backoff"
 )
 
 // LockDelayHeader is tenure's answer to an acquire refused for lock-delay:
@@ -163,22 +165,13 @@ func (l *Lock) acquire(ctx context.Context, sid string, rn *renewer) (Sequencer,
 	var waitIndex uint64
 	waitTime := l.o.WaitTime
 	consistent := false
-	backoff := l.o.RetryMin
-	grow := func() time.Duration {
-		w := backoff
-		backoff = min(2*backoff, l.o.RetryMax)
-		return w
-	}
+	pause := backoff.New(l.o.RetryMin, l.o.RetryMax)
 	for {
 		if err := ctx.Err(); err != nil {
 			return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, err)
 		}
-		if rn != nil {
-			select {
-			case <-rn.lost:
-				return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, rn.err)
-			default:
-			}
+		if err := rn.lostErr(); err != nil {
+			return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, err)
 		}
 		q := (&api.QueryOptions{WaitIndex: waitIndex, WaitTime: waitTime, RequireConsistent: consistent}).WithContext(ctx)
 		e, meta, err := kv.Get(l.o.Key, q)
@@ -187,7 +180,7 @@ func (l *Lock) acquire(ctx context.Context, sid string, rn *renewer) (Sequencer,
 				return Sequencer{}, fmt.Errorf("recipe: read %s: %w", l.o.Key, err)
 			}
 			waitIndex, consistent = 0, false
-			if err := sleep(ctx, l.c.Clock, grow()); err != nil {
+			if err := sleep(ctx, l.c.Clock, pause.Next()); err != nil {
 				return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, err)
 			}
 			continue
@@ -202,7 +195,7 @@ func (l *Lock) acquire(ctx context.Context, sid string, rn *renewer) (Sequencer,
 		if e != nil && e.Session != "" {
 			// Held by someone else: wait for the key to change.
 			waitIndex, waitTime = nextIndex(waitIndex, meta.LastIndex), l.o.WaitTime
-			backoff = l.o.RetryMin
+			pause.Reset()
 			continue
 		}
 		ok, rem, hdr, err := l.c.tryAcquire(ctx, l.o.Key, sid, l.o.Value, l.o.Flags)
@@ -211,7 +204,7 @@ func (l *Lock) acquire(ctx context.Context, sid string, rn *renewer) (Sequencer,
 				return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, err)
 			}
 			waitIndex = 0
-			if err := sleep(ctx, l.c.Clock, grow()); err != nil {
+			if err := sleep(ctx, l.c.Clock, pause.Next()); err != nil {
 				return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, err)
 			}
 			continue
@@ -233,9 +226,9 @@ func (l *Lock) acquire(ctx context.Context, sid string, rn *renewer) (Sequencer,
 			continue
 		}
 		// A bare false on a key that looked free is lock-delay or a race
-		// lost to another acquirer; Consul does not say which (facts §4).
+		// lost to another acquirer; Consul does not say which (CONSUL.md §4).
 		// Wait on the key for one backoff step: a new holder wakes us at once.
-		w := grow()
+		w := pause.Next()
 		if l.o.OnRefused != nil {
 			l.o.OnRefused(Refusal{Key: l.o.Key, Wait: w})
 		}
@@ -294,26 +287,20 @@ func (c *Client) tryAcquire(ctx context.Context, key, sid string, value []byte, 
 }
 
 // watchKey blocks until seq's session no longer holds seq.Key, or ctx ends,
-// and says which. Read errors are retried: whether contact is lost is the
-// renewer's call (one TTL), not one failed read's.
+// and says which.
 func (c *Client) watchKey(ctx context.Context, seq Sequencer, waitTime, retryMin, retryMax time.Duration) error {
-	var idx uint64
-	backoff := retryMin
-	for {
-		q := (&api.QueryOptions{RequireConsistent: true, WaitIndex: idx, WaitTime: waitTime}).WithContext(ctx)
-		e, meta, err := c.API.KV().Get(seq.Key, q)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
+	var e *api.KVPair
+	return c.watchUntilLost(ctx, waitTime, backoff.New(retryMin, retryMax), func(q *api.QueryOptions) (uint64, error) {
+		var (
+			meta *api.QueryMeta
+			err  error
+		)
+		e, meta, err = c.API.KV().Get(seq.Key, q)
 		if err != nil {
-			idx = 0
-			if err := sleep(ctx, c.Clock, backoff); err != nil {
-				return err
-			}
-			backoff = min(2*backoff, retryMax)
-			continue
+			return 0, err
 		}
-		backoff = retryMin
+		return meta.LastIndex, nil
+	}, func() error {
 		switch {
 		case e == nil:
 			return fmt.Errorf("%w: %s was deleted", ErrHolderChanged, seq.Key)
@@ -322,7 +309,35 @@ func (c *Client) watchKey(ctx context.Context, seq Sequencer, waitTime, retryMin
 		case e.Session != seq.Session:
 			return fmt.Errorf("%w: %s is held by session %s", ErrHolderChanged, seq.Key, e.Session)
 		}
-		idx = nextIndex(idx, meta.LastIndex)
+		return nil
+	})
+}
+
+// watchUntilLost is the loop behind every Hold's Lost: consistent blocking
+// reads, each from the index the last one returned, until lost (called
+// after each successful read) reports the hold gone, or ctx ends. Read
+// errors are retried after a pause: whether contact is lost is the
+// renewer's call (one TTL), not one failed read's.
+func (c *Client) watchUntilLost(ctx context.Context, waitTime time.Duration, pause backoff.Doubling,
+	read func(q *api.QueryOptions) (lastIndex uint64, err error), lost func() error) error {
+	var idx uint64
+	for {
+		last, err := read((&api.QueryOptions{RequireConsistent: true, WaitIndex: idx, WaitTime: waitTime}).WithContext(ctx))
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			idx = 0
+			if err := sleep(ctx, c.Clock, pause.Next()); err != nil {
+				return err
+			}
+			continue
+		}
+		pause.Reset()
+		if err := lost(); err != nil {
+			return err
+		}
+		idx = nextIndex(idx, last)
 	}
 }
 

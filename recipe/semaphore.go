@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/tenurekv/tenure/internal/backoff"
 )
 
 // SemaphoreKey is the coordination key under the prefix, as api names it.
@@ -148,17 +150,13 @@ func (s *Semaphore) enter(ctx context.Context, sid string, rn *renewer) (Sequenc
 	seq := Sequencer{Key: contender, LockIndex: e.LockIndex, Session: sid, ModifyIndex: e.ModifyIndex}
 
 	var waitIndex uint64
-	backoff := s.o.RetryMin
+	pause := backoff.New(s.o.RetryMin, s.o.RetryMax)
 	for {
 		if err := ctx.Err(); err != nil {
 			return Sequencer{}, 0, fmt.Errorf("recipe: semaphore %s: %w", s.o.Prefix, err)
 		}
-		if rn != nil {
-			select {
-			case <-rn.lost:
-				return Sequencer{}, 0, fmt.Errorf("recipe: semaphore %s: %w", s.o.Prefix, rn.err)
-			default:
-			}
+		if err := rn.lostErr(); err != nil {
+			return Sequencer{}, 0, fmt.Errorf("recipe: semaphore %s: %w", s.o.Prefix, err)
 		}
 		pairs, meta, err := s.c.API.KV().List(s.o.Prefix+"/", (&api.QueryOptions{WaitIndex: waitIndex, WaitTime: s.o.WaitTime}).WithContext(ctx))
 		if err != nil {
@@ -166,13 +164,12 @@ func (s *Semaphore) enter(ctx context.Context, sid string, rn *renewer) (Sequenc
 				return Sequencer{}, 0, fmt.Errorf("recipe: list %s: %w", s.o.Prefix, err)
 			}
 			waitIndex = 0
-			if err := sleep(ctx, s.c.Clock, backoff); err != nil {
+			if err := sleep(ctx, s.c.Clock, pause.Next()); err != nil {
 				return Sequencer{}, 0, fmt.Errorf("recipe: semaphore %s: %w", s.o.Prefix, err)
 			}
-			backoff = min(2*backoff, s.o.RetryMax)
 			continue
 		}
-		backoff = s.o.RetryMin
+		pause.Reset()
 		lockPair, rec, err := s.state(pairs)
 		if err != nil {
 			return Sequencer{}, 0, err
@@ -279,22 +276,18 @@ func (s *Semaphore) decode(p *api.KVPair) (*semaphoreRecord, error) {
 
 // watch blocks until the slot is lost (or ctx ends) and says why.
 func (s *Semaphore) watch(ctx context.Context, seq Sequencer) error {
-	var idx uint64
-	backoff := s.o.RetryMin
-	for {
-		pairs, meta, err := s.c.API.KV().List(s.o.Prefix+"/", (&api.QueryOptions{RequireConsistent: true, WaitIndex: idx, WaitTime: s.o.WaitTime}).WithContext(ctx))
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
+	var pairs api.KVPairs
+	return s.c.watchUntilLost(ctx, s.o.WaitTime, backoff.New(s.o.RetryMin, s.o.RetryMax), func(q *api.QueryOptions) (uint64, error) {
+		var (
+			meta *api.QueryMeta
+			err  error
+		)
+		pairs, meta, err = s.c.API.KV().List(s.o.Prefix+"/", q)
 		if err != nil {
-			idx = 0
-			if err := sleep(ctx, s.c.Clock, backoff); err != nil {
-				return err
-			}
-			backoff = min(2*backoff, s.o.RetryMax)
-			continue
+			return 0, err
 		}
-		backoff = s.o.RetryMin
+		return meta.LastIndex, nil
+	}, func() error {
 		if !holds(pairs, seq.Key, seq.Session) {
 			return fmt.Errorf("%w: contender key %s is no longer held by %s", ErrHolderChanged, seq.Key, seq.Session)
 		}
@@ -305,8 +298,8 @@ func (s *Semaphore) watch(ctx context.Context, seq Sequencer) error {
 		if !rec.Holders[seq.Session] {
 			return fmt.Errorf("%w: %s no longer lists %s", ErrHolderChanged, s.lockKey, seq.Session)
 		}
-		idx = nextIndex(idx, meta.LastIndex)
-	}
+		return nil
+	})
 }
 
 // leave deletes sid's contender key, then removes sid from Holders (by

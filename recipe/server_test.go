@@ -4,36 +4,20 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/tenurekv/tenure/recipe/internal/tenuretest"
+	"github.com/tenurekv/tenure/impl/agent/agenttest"
 )
-
-// testAddr is the server the integration tests run against: the agent at
-// TENURE_TEST_ADDR when set (a real Consul exercises the fallback paths),
-// else an in-process tenure dev server shared by the package's tests.
-func testAddr(t testing.TB) string {
-	t.Helper()
-	if addr := os.Getenv("TENURE_TEST_ADDR"); addr != "" {
-		return addr
-	}
-	addr, err := tenuretest.Shared()
-	if err != nil {
-		t.Fatalf("in-process tenure server: %v", err)
-	}
-	return addr
-}
 
 // testClient is a Client on the test server using clock (nil = system).
 func testClient(t testing.TB, clock Clock) *Client {
 	t.Helper()
 	cfg := api.DefaultConfig()
-	cfg.Address = testAddr(t)
+	cfg.Address = agenttest.Addr(t)
 	c, err := NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)

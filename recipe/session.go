@@ -124,6 +124,20 @@ func (r *renewer) Stop() {
 	<-r.done
 }
 
+// lostErr is why the session was lost, or nil while it is trusted; a nil
+// renewer (a session the caller renews) is never lost here.
+func (r *renewer) lostErr() error {
+	if r == nil {
+		return nil
+	}
+	select {
+	case <-r.lost:
+		return r.err
+	default:
+		return nil
+	}
+}
+
 func (r *renewer) lose(err error) {
 	r.err = err
 	close(r.lost)

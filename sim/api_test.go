@@ -33,7 +33,7 @@ func TestOutcomes(t *testing.T) {
 		})}
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
-		c := &apiClient{name: "c", rec: NewRecorder(), http: &http.Client{Transport: simTransport(n, "c")}, timeout: time.Second}
+		c := &apiClient{name: "c", rec: newRecorder(), http: &http.Client{Transport: simTransport(n, "c")}, timeout: time.Second}
 		c.servers = []string{"n1"} // no listener: the dial is refused
 		if r := c.kv(model.KVOp{Verb: model.KVSet, Key: "k"}); r.Outcome != OutNotApplied {
 			t.Errorf("refused dial: %+v", r)

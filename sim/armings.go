@@ -2,8 +2,6 @@ package sim
 
 import (
 	"time"
-
-	"github.com/tenurekv/tenure/model"
 )
 
 // arming is one invalidation that released or deleted a key held by a
@@ -29,19 +27,11 @@ func armings(ix *traceIndex, first appliedTimes) []*arming {
 	seen := map[ki]bool{}
 	var out []*arming
 	for _, o := range ix.obs {
-		if o.Obs.Replay || len(o.Obs.GoneSess) == 0 {
+		if o.Obs.Replay {
 			continue
 		}
-		gone := map[string]model.Session{}
-		for _, s := range o.Obs.GoneSess {
-			gone[s.ID] = s
-		}
-		for _, kc := range o.Obs.Keys {
-			if kc.Before == nil || kc.Before.Session == "" {
-				continue
-			}
-			s, ok := gone[kc.Before.Session]
-			if !ok || s.EffectiveLockDelay() <= 0 {
+		for kc, s := range o.goneHolders() {
+			if s.EffectiveLockDelay() <= 0 {
 				continue
 			}
 			// The key was released or deleted by the invalidation itself

@@ -6,7 +6,7 @@ import (
 )
 
 // Bounds are the timing assumptions the liveness checks rest on. Derive
-// them with DeriveBounds; the run records them in its header so a saved
+// them with deriveBounds; the run records them in its header so a saved
 // trace is re-checked against the same numbers.
 type Bounds struct {
 	// Election is how long after the last heal a stable leader exists. raft's
@@ -30,7 +30,7 @@ type Bounds struct {
 	// the prober's own retry period.
 	Slack time.Duration `json:"slack"`
 
-	// Derived (DeriveBounds fills them in):
+	// Derived (deriveBounds fills them in):
 	// Invalidate: after the last heal, every session whose owner is gone for
 	// good (a crashed client's TTL session) is invalidated within it.
 	Invalidate time.Duration `json:"invalidate"`
@@ -42,7 +42,7 @@ type Bounds struct {
 	Acquire time.Duration `json:"acquire"`
 }
 
-// DeriveBounds fills in the derived bounds:
+// deriveBounds fills in the derived bounds:
 //
 //	DeadNode   = Election + Detect/MinRate + Slack
 //	Invalidate = Election + max(TTL×multiplier, Detect)/MinRate + Slack
@@ -53,7 +53,7 @@ type Bounds struct {
 // either fires within the longer of the two on its own clock, which a clock
 // of rate MinRate stretches by 1/MinRate in virtual time. The invalidation
 // then arms the lock-delay on that leader's clock (S22).
-func DeriveBounds(b Bounds) (Bounds, error) {
+func deriveBounds(b Bounds) (Bounds, error) {
 	if b.MinRate <= 0 || b.TTLMultiplier < 1 || b.Election <= 0 {
 		return b, fmt.Errorf("bounds: need MinRate > 0, TTLMultiplier >= 1, Election > 0; got %+v", b)
 	}

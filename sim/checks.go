@@ -22,66 +22,6 @@ func (v Violation) String() string {
 	return fmt.Sprintf("%s (%s) at %v: %s", v.Check, strings.Join(v.Clauses, ","), v.At, v.Msg)
 }
 
-// Check is a named property over a recorded trace. Every check is a pure
-// function of the trace, so a saved trace can be re-checked offline.
-type Check struct {
-	Name    string
-	Clauses []string
-	run     func(ix *traceIndex) []Violation
-}
-
-// Names of the checks, as reported on failure.
-const (
-	CheckLinearizable = "linearizable"
-	CheckFenced       = "fenced-resource"
-	CheckSequencer    = "sequencer-unique"
-	CheckTTL          = "ttl-lower-bound"
-	CheckLockDelay    = "lock-delay"
-	CheckBehaviour    = "invalidation-behaviour"
-	CheckDurable      = "no-lost-writes"
-	CheckLiveness     = "liveness"
-)
-
-// PropertyChecks are the checks run on every trace, linearizability apart
-// (it needs the porcupine models; see linearize.go).
-var PropertyChecks = []Check{
-	{CheckFenced, []string{"S40", "S43", "S50"}, checkFenced},
-	{CheckSequencer, []string{"S33", "S41"}, checkSequencerUnique},
-	{CheckTTL, []string{"S18", "S21"}, checkTTLLowerBound},
-	{CheckLockDelay, []string{"S22", "S49"}, checkLockDelay},
-	{CheckBehaviour, []string{"S15", "S16", "S17"}, checkBehaviour},
-	{CheckDurable, []string{"S37"}, checkDurable},
-	{CheckLiveness, []string{"S14", "S19", "S21", "S10", "S12"}, checkLiveness},
-}
-
-// RunChecks runs every property check over events.
-func RunChecks(events []Event) []Violation {
-	ix := newIndex(events)
-	var out []Violation
-	for _, c := range PropertyChecks {
-		out = append(out, c.apply(ix)...)
-	}
-	return out
-}
-
-// RunCheck runs the named check alone (for tests and offline re-checks).
-func RunCheck(name string, events []Event) ([]Violation, error) {
-	for _, c := range PropertyChecks {
-		if c.Name == name {
-			return c.apply(newIndex(events)), nil
-		}
-	}
-	return nil, fmt.Errorf("unknown check %q", name)
-}
-
-func (c Check) apply(ix *traceIndex) []Violation {
-	vs := c.run(ix)
-	for i := range vs {
-		vs[i].Check, vs[i].Clauses = c.Name, c.Clauses
-	}
-	return vs
-}
-
 func violation(at time.Duration, format string, args ...any) Violation {
 	return Violation{At: at, Msg: fmt.Sprintf(format, args...)}
 }
@@ -90,16 +30,16 @@ func violation(at time.Duration, format string, args ...any) Violation {
 //   - Token rule: per key, accepted LockIndexes never go down, and one
 //     LockIndex is accepted from one session only.
 //   - Txn rule: a write admitted by check-sequencer had a sequencer that was
-//     the key's holder at some instant after the check was sent: its tenure
+//     the key's holder at some instant after the check was sent: its holding
 //     (by the servers' applied states) had not ended before CheckCall, and
 //     had begun by the time the write was accepted.
 func checkFenced(ix *traceIndex) []Violation {
 	var out []Violation
 	maxLI := map[string]uint64{}
 	owner := map[string]map[uint64]string{}
-	var tenures map[model.Sequencer]*tenure
+	var holdings map[model.Sequencer]*holding
 	if len(ix.obs) > 0 {
-		tenures = ix.tenures()
+		holdings = ix.holdings()
 	}
 	for _, e := range ix.writes {
 		w := e.Write
@@ -118,17 +58,17 @@ func checkFenced(ix *traceIndex) []Violation {
 			owner[k] = map[uint64]string{}
 		}
 		owner[k][li] = w.Seq.Session
-		if w.Mode != FenceTxn || tenures == nil {
+		if w.Mode != FenceTxn || holdings == nil {
 			continue
 		}
-		t := tenures[w.Seq]
+		t := holdings[w.Seq]
 		switch {
 		case t == nil:
 			out = append(out, violation(e.At, "%s accepted sequencer %+v that no server ever applied", ResFenced, w.Seq))
 		case t.End >= 0 && t.End < w.CheckCall:
-			out = append(out, violation(e.At, "%s accepted sequencer %+v whose tenure ended at %v, before its check was sent at %v", ResFenced, w.Seq, t.End, w.CheckCall))
+			out = append(out, violation(e.At, "%s accepted sequencer %+v whose holding ended at %v, before its check was sent at %v", ResFenced, w.Seq, t.End, w.CheckCall))
 		case t.Start > e.At:
-			out = append(out, violation(e.At, "%s accepted sequencer %+v before its tenure began at %v", ResFenced, w.Seq, t.Start))
+			out = append(out, violation(e.At, "%s accepted sequencer %+v before its holding began at %v", ResFenced, w.Seq, t.Start))
 		}
 	}
 	return out
@@ -342,18 +282,7 @@ func checkBehaviour(ix *traceIndex) []Violation {
 		for _, k := range o.Obs.Orphans {
 			out = append(out, violation(o.At, "%s: key %q is held by a session that no longer exists", o.Server, k))
 		}
-		gone := map[string]model.Session{}
-		for _, s := range o.Obs.GoneSess {
-			gone[s.ID] = s
-		}
-		for _, kc := range o.Obs.Keys {
-			if kc.Before == nil || kc.Before.Session == "" {
-				continue
-			}
-			s, ok := gone[kc.Before.Session]
-			if !ok {
-				continue
-			}
+		for kc, s := range o.goneHolders() {
 			b, a := kc.Before, kc.After
 			if ix.clientWroteNear(kc.Key, o.At) {
 				continue // a client's own write in the same window explains the change

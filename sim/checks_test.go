@@ -111,7 +111,7 @@ func TestCheckFencedTxnAgainstTenures(t *testing.T) {
 	}
 	mustCheck(t, CheckFenced, mk(sec(4)), 0) // checked while valid, accepted later: fine
 	vs := mustCheck(t, CheckFenced, mk(sec(6)), 1)
-	if !strings.Contains(vs[0].Msg, "tenure ended") {
+	if !strings.Contains(vs[0].Msg, "holding ended") {
 		t.Fatalf("unexpected message: %v", vs[0])
 	}
 	never := newTB()
@@ -339,10 +339,10 @@ func TestCheckLiveness(t *testing.T) {
 func TestTraceRoundTrip(t *testing.T) {
 	ev := lockDelayTrace(sec(1), sec(1), 15*time.Second)
 	var buf bytes.Buffer
-	if err := WriteJSONL(&buf, ev); err != nil {
+	if err := writeJSONL(&buf, ev); err != nil {
 		t.Fatal(err)
 	}
-	back, err := ReadJSONL(&buf)
+	back, err := readJSONL(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +350,22 @@ func TestTraceRoundTrip(t *testing.T) {
 		t.Fatal("digest changed across a JSON round trip")
 	}
 	mustCheck(t, CheckLockDelay, back, 1)
-	if _, err := ReadJSONL(strings.NewReader("{\"seq\":1}\n{bad")); err == nil {
+	if _, err := readJSONL(strings.NewReader("{\"seq\":1}\n{bad")); err == nil {
 		t.Fatal("bad JSON line accepted")
+	}
+}
+
+// TestRegistryRows: each row names its clauses and what it checks, applies
+// to some run, and no name is registered twice for the same kind of run.
+func TestRegistryRows(t *testing.T) {
+	seen := map[string]runKind{}
+	for _, c := range registry {
+		if len(c.clauses) == 0 || c.what == "" || c.runs == 0 || c.fn == nil {
+			t.Errorf("%s: incomplete row %+v", c.name, c)
+		}
+		if seen[c.name]&c.runs != 0 {
+			t.Errorf("%s: registered twice for the same kind of run", c.name)
+		}
+		seen[c.name] |= c.runs
 	}
 }

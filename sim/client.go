@@ -26,8 +26,8 @@ const (
 type worker struct {
 	name   string
 	api    *apiClient
-	plan   *Plan
-	group  Group
+	plan   *clientPlan
+	group  lockGroup
 	node   string // the session's node: the client's first agent
 	res    *http.Client
 	rec    *Recorder
@@ -144,26 +144,26 @@ func (w *worker) step() {
 		return
 	}
 	switch w.plan.Next(w.believes()) {
-	case StepKV:
+	case stepKV:
 		w.kvStep()
-	case StepWork:
+	case stepWork:
 		if !w.holding {
 			w.acquire()
 		}
 		if w.holding {
 			w.work()
 		}
-	case StepRelease:
+	case stepRelease:
 		r := w.api.kv(model.KVOp{Verb: model.KVUnlock, Key: w.group.Key, Session: w.session, Value: []byte(w.value())})
 		if r.Outcome == OutOK || r.Outcome == OutFail {
 			w.holding = false
 		}
-	case StepDestroy:
+	case stepDestroy:
 		r := w.api.destroy(w.session)
 		if r.Outcome == OutOK || r.Outcome == OutFail {
 			w.lostSession()
 		}
-	case StepIdle:
+	case stepIdle:
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package sim runs the real tenure server (impl.Server behind impl/httpapi)
 // as a 3- or 5-node cluster with clients inside a testing/synctest bubble,
 // injects seeded faults, records a full event trace and checks named
-// properties over it (checks.go; linearizability via linearizability/).
+// properties over it (registry.go names each one, its SPEC clauses and its
+// function; linearizability via linearizability/).
 //
 // Time: every server gets a per-node skewed clock (sim/simclock) for its TTL
 // timers, lock-delay and failure detector, and every client its own clock
@@ -25,6 +26,50 @@
 // identically only usually, since Go's scheduler is not seedable: 192 of
 // 200 runs (3 nodes, 10 seeds × 20) and 60 of 60 (5 nodes) at
 // GOMAXPROCS=1, up to the order of events at one virtual instant.
+//
+// # Layout (issue 14: where this package is going)
+//
+// sim/ began as two harnesses in one flat package: seeded runs (run.go,
+// workload.go, client.go, inject.go, faults.go, bounds.go, checks.go) and
+// recipe runs (recipes*.go) side by side, with nine parallel pairs:
+// Config/RecipeConfig, Result/RecipeResult, Run/runRecipe,
+// defaultConfig/defaultRecipeConfig, newSchedule/newRecipeSchedule,
+// AllFaultKinds/RecipeFaultKinds, injector/recipeInjector,
+// Bounds/RecipeBounds, and the seeded checks beside the recipe ones.
+// Observations are diffs of whole states (cluster.go
+// watch/diffStates), which can merge entries applied back to back.
+//
+// Done so far: one check registry (registry.go) for both kinds of run; one
+// helper for the keys of a removed session (obsAt.goneHolders, once
+// copied in armings.go, checks.go and index.go); simlong reads JSON lines
+// (sim/internal/seedlog); constructors nothing outside sim calls are
+// unexported; the recipe injector's slow-link and clock-skew, which meant
+// other things than the seeded kinds of those names, are holder-slow-link
+// and holder-clock-rate. Seeded clock-skew still means either a server's
+// wall-clock step or a client's clock rate (told apart by its note in
+// index.go clockSteps); splitting it changes every seed's schedule.
+//
+// Target, reached one green commit at a time:
+//
+//	sim/internal/core     cluster, trace (Event, Recorder), faults (one
+//	                      meaning per kind), the injector, bounds,
+//	                      linearize; observations from impl.Config's
+//	                      apply hook, one per raft index, carrying the
+//	                      command and its result (no state diffs).
+//	sim/internal/checks   the registry: one table of {name, SPEC clauses,
+//	                      what it checks, func}; every property, seeded
+//	                      or recipe, is defined there and checked there,
+//	                      each with a teeth test (known-bad trace fails).
+//	sim/internal/workload the seeded KV/session/lock driver.
+//	sim/internal/recipes  the recipe driver (lock, semaphore, fence);
+//	                      it owns only its processes and resources.
+//	sim                   tests only (TestSeeds, TestTeeth, TestScene*,
+//	                      recipes), flag -seed; nothing exported that has
+//	                      no importer outside the package.
+//	sim/cmd/simlong       runs seeds in parallel processes and reads the
+//	                      JSON lines each run writes (one result per
+//	                      seed), not `go test -v` output.
+//	sim/simnet, simclock  unchanged.
 //
 // Tests: TestSeeds (a seeded batch with the trade-off table), TestTeeth
 // (broken servers, each caught by a named check), TestScene* (scripted

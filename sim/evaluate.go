@@ -57,11 +57,11 @@ func contains1(xs []string, x string) bool {
 	return false
 }
 
-// WriteArtifacts writes a failed run's evidence to dir: the fault schedule,
+// writeArtifacts writes a failed run's evidence to dir: the fault schedule,
 // the full event trace (JSON lines, virtual timestamps), the violations, the
 // linearizability history and, when linearizability failed, porcupine's
 // HTML visualisation annotated with the faults.
-func WriteArtifacts(dir string, res *Result, ev Evaluation) error {
+func writeArtifacts(dir string, res *Result, ev Evaluation) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("artifacts: %w", err)
 	}
@@ -73,7 +73,7 @@ func WriteArtifacts(dir string, res *Result, ev Evaluation) error {
 	errs = append(errs, os.WriteFile(filepath.Join(dir, "schedule.json"), append(sched, '\n'), 0o644))
 	f, err := os.Create(filepath.Join(dir, "trace.jsonl"))
 	if err == nil {
-		errs = append(errs, WriteJSONL(f, res.Events), f.Close())
+		errs = append(errs, writeJSONL(f, res.Events), f.Close())
 	} else {
 		errs = append(errs, err)
 	}

@@ -49,9 +49,9 @@ var AllFaultKinds = []FaultKind{
 	FaultLeaderKill, FaultClientCrash, FaultSlowLink,
 }
 
-// ParseFaultKinds reads a comma-separated list; "all" means every kind and
+// parseFaultKinds reads a comma-separated list; "all" means every kind and
 // "none" (or "") no faults.
-func ParseFaultKinds(s string) ([]FaultKind, error) {
+func parseFaultKinds(s string) ([]FaultKind, error) {
 	s = strings.TrimSpace(s)
 	switch s {
 	case "", "none":
@@ -109,10 +109,10 @@ var faultDurations = map[FaultKind][2]time.Duration{
 	FaultSlowLink:        {5 * time.Second, 20 * time.Second},
 }
 
-// NewSchedule draws a fault schedule from the seed: faults of the given kinds,
+// newSchedule draws a fault schedule from the seed: faults of the given kinds,
 // one after another with gaps, all starting at or after from and healed by
 // until. The same arguments always give the same schedule.
-func NewSchedule(seed uint64, kinds []FaultKind, from, until time.Duration) []Fault {
+func newSchedule(seed uint64, kinds []FaultKind, from, until time.Duration) []Fault {
 	if len(kinds) == 0 || until <= from {
 		return nil
 	}
@@ -148,18 +148,4 @@ func NewSchedule(seed uint64, kinds []FaultKind, from, until time.Duration) []Fa
 		out = append(out, f)
 		t = f.End()
 	}
-}
-
-// ActiveAt returns the fault whose window contains t or, failing that, the
-// last one that ended within grace before t: the fault a symptom at t is
-// blamed on in the trade-off table. ok is false when none fits.
-func ActiveAt(faults []Fault, t, grace time.Duration) (Fault, bool) {
-	var best Fault
-	found := false
-	for _, f := range faults {
-		if f.At <= t && t <= f.End()+grace && (!found || f.At > best.At) {
-			best, found = f, true
-		}
-	}
-	return best, found
 }

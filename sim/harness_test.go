@@ -25,6 +25,7 @@ var (
 	flagArtifact = flag.String("artifacts", "", "artifacts folder for failures (default: testdata/artifacts under the package)")
 	flagReplays  = flag.Int("replays", 3, "runs of one seed for TestReplay")
 	flagLinTime  = flag.Duration("lin-timeout", 20*time.Second, "time budget of one linearizability check")
+	flagResults  = flag.String("results", "", "append one JSON line per seed of TestSeeds to this file (sim/internal/seedlog)")
 )
 
 // runSeed runs cfg inside a fresh bubble, with raft's global math/rand
@@ -46,11 +47,11 @@ func runSeed(t *testing.T, cfg Config) *Result {
 
 func configFromFlags(t *testing.T, seed uint64) Config {
 	t.Helper()
-	kinds, err := ParseFaultKinds(*flagFaults)
+	kinds, err := parseFaultKinds(*flagFaults)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig(seed)
+	cfg := defaultConfig(seed)
 	cfg.Servers, cfg.Duration, cfg.Faults = *flagNodes, *flagDuration, kinds
 	return cfg
 }
@@ -60,6 +61,11 @@ func artifactRoot() string {
 		return *flagArtifact
 	}
 	return filepath.Join("testdata", "artifacts")
+}
+
+// artifactDir is where a failing seed's artifacts go.
+func artifactDir(cfg Config) string {
+	return filepath.Join(artifactRoot(), fmt.Sprintf("seed-%d", cfg.Seed))
 }
 
 // replayCommand is the one line that reruns a seed.
@@ -83,8 +89,8 @@ func checkResult(t *testing.T, res *Result) Evaluation {
 	if len(out.Violations) == 0 {
 		return out
 	}
-	dir := filepath.Join(artifactRoot(), fmt.Sprintf("seed-%d", res.Config.Seed))
-	if err := WriteArtifacts(dir, res, out); err != nil {
+	dir := artifactDir(res.Config)
+	if err := writeArtifacts(dir, res, out); err != nil {
 		t.Errorf("write artifacts: %v", err)
 	}
 	var b strings.Builder

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"iter"
 	"strings"
 	"time"
 
@@ -61,6 +62,37 @@ type obsAt struct {
 	Server string
 	At     time.Duration
 	Obs    *StateObs
+}
+
+// goneHolders yields each key change of o whose holder before the change
+// is a session that o itself removed, with that session. It is the one
+// place that pairs an invalidation with the keys it touched, for the
+// arming reconstruction, the behaviour check and holdings.
+func (o obsAt) goneHolders() iter.Seq2[KeyChange, model.Session] {
+	return func(yield func(KeyChange, model.Session) bool) {
+		if len(o.Obs.GoneSess) == 0 {
+			return
+		}
+		for _, kc := range o.Obs.Keys {
+			if kc.Before == nil || kc.Before.Session == "" {
+				continue
+			}
+			s, ok := o.goneSession(kc.Before.Session)
+			if ok && !yield(kc, s) {
+				return
+			}
+		}
+	}
+}
+
+// goneSession reports whether o removed session id, and that session.
+func (o obsAt) goneSession(id string) (model.Session, bool) {
+	for _, s := range o.Obs.GoneSess {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return model.Session{}, false
 }
 
 // interval is a half-open span of virtual time; End < 0 means still open.
@@ -199,23 +231,19 @@ func (ix *traceIndex) serverRate(server string) float64 {
 	return 1
 }
 
-// tenure is one holder's span on a key, by the earliest time any server
+// holding is one holder's span on a key, by the earliest time any server
 // applied its start and its end (the commit times, give or take a heartbeat).
-type tenure struct {
+type holding struct {
 	Seq        model.Sequencer
 	Start, End time.Duration // End < 0: never observed to end
 }
 
-// tenures rebuilds every key's holders from the servers' observations.
-func (ix *traceIndex) tenures() map[model.Sequencer]*tenure {
-	out := map[model.Sequencer]*tenure{}
+// holdings rebuilds every key's holders from the servers' observations.
+func (ix *traceIndex) holdings() map[model.Sequencer]*holding {
+	out := map[model.Sequencer]*holding{}
 	for _, o := range ix.obs {
 		if o.Obs.Replay {
 			continue
-		}
-		gone := map[string]bool{}
-		for _, s := range o.Obs.GoneSess {
-			gone[s.ID] = true
 		}
 		for _, kc := range o.Obs.Keys {
 			if kc.Before != nil && kc.Before.Session != "" {
@@ -223,7 +251,7 @@ func (ix *traceIndex) tenures() map[model.Sequencer]*tenure {
 				if kc.After == nil || kc.After.Sequencer() != old {
 					t := out[old]
 					if t == nil {
-						t = &tenure{Seq: old, Start: o.At, End: -1}
+						t = &holding{Seq: old, Start: o.At, End: -1}
 						out[old] = t
 					}
 					if t.End < 0 || o.At < t.End {
@@ -235,16 +263,19 @@ func (ix *traceIndex) tenures() map[model.Sequencer]*tenure {
 				seq := kc.After.Sequencer()
 				t := out[seq]
 				if t == nil {
-					out[seq] = &tenure{Seq: seq, Start: o.At, End: -1}
+					out[seq] = &holding{Seq: seq, Start: o.At, End: -1}
 				} else if o.At < t.Start {
 					t.Start = o.At
 				}
 			}
 		}
-		// A session's removal ends its tenures even if a broken server left
+		// A session's removal ends its holdings even if a broken server left
 		// the keys pointing at it (non-atomic invalidation).
+		if len(o.Obs.GoneSess) == 0 {
+			continue
+		}
 		for _, t := range out {
-			if gone[t.Seq.Session] && (t.End < 0 || o.At < t.End) && t.Start <= o.At {
+			if _, gone := o.goneSession(t.Seq.Session); gone && (t.End < 0 || o.At < t.End) && t.Start <= o.At {
 				t.End = o.At
 			}
 		}

@@ -55,9 +55,9 @@ type RecipeConfig struct {
 	NoResign bool
 }
 
-// DefaultRecipeConfig is a seeded election or semaphore run with every
+// defaultRecipeConfig is a seeded election or semaphore run with every
 // recipe fault kind.
-func DefaultRecipeConfig(seed uint64, kind string) RecipeConfig {
+func defaultRecipeConfig(seed uint64, kind string) RecipeConfig {
 	c := RecipeConfig{Seed: seed, Servers: 3, Recipe: kind, Contenders: 3, TTL: 10 * time.Second,
 		LockDelay: 3 * time.Second, Duration: 90 * time.Second, Faults: RecipeFaultKinds}
 	if kind == RecipeSemaphore {
@@ -221,11 +221,11 @@ func (l *recipeLog) fenceKV(f FenceKV) {
 }
 
 // planRecipeRun draws what the seed decides before the run starts. With
-// clock-skew among the fault kinds, servers' clocks are also off by up to
+// holder-clock-rate among the fault kinds, servers' clocks are also off by up to
 // ±5 s and drift up to ±5 %, and clients' clocks are off by up to ±5 s.
 func planRecipeRun(cfg RecipeConfig) (RunHeader, RecipeBounds) {
 	hdr := RunHeader{Seed: cfg.Seed, Clocks: map[string]ClockSkew{}, Groups: map[string]GroupInfo{}}
-	skew := slices.Contains(cfg.Faults, FaultClockSkew)
+	skew := slices.Contains(cfg.Faults, FaultHolderClockRate)
 	r := stream(cfg.Seed, "recipe-clocks")
 	minRate := planServerClocks(&hdr, cfg.Servers, skew, r)
 	key := recipe.ElectionKey(recipeService)
@@ -244,21 +244,21 @@ func planRecipeRun(cfg RecipeConfig) (RunHeader, RecipeBounds) {
 	}
 	hdr.Faults = cfg.Schedule
 	if hdr.Faults == nil {
-		hdr.Faults = NewRecipeSchedule(cfg.Seed, cfg.Faults, cfg.Contenders, 5*time.Second, cfg.Duration)
+		hdr.Faults = newRecipeSchedule(cfg.Seed, cfg.Faults, cfg.Contenders, 5*time.Second, cfg.Duration)
 	}
-	b := DeriveRecipeBounds(cfg.TTL, cfg.LockDelay, minRate)
+	b := deriveRecipeBounds(cfg.TTL, cfg.LockDelay, minRate)
 	return hdr, b
 }
 
-// RunRecipe runs one recipe under faults. Like Run it must be called inside
+// runRecipe runs one recipe under faults. Like Run it must be called inside
 // a testing/synctest bubble and shuts everything down before returning; it
 // fails only if the run could not be carried out. Properties are checked
 // afterwards (CheckRecipeRun).
-func RunRecipe(cfg RecipeConfig) (*RecipeResult, error) {
+func runRecipe(cfg RecipeConfig) (*RecipeResult, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	rec := NewRecorder()
+	rec := newRecorder()
 	network, err := simnet.New(simnet.Options{Seed: cfg.Seed, Link: simnet.Link{Latency: time.Millisecond, Jitter: 2 * time.Millisecond}})
 	if err != nil {
 		return nil, fmt.Errorf("sim: network: %w", err)
@@ -339,7 +339,7 @@ func startRecipeResources(cfg RecipeConfig, rec *Recorder, log *recipeLog, netwo
 	case RecipeElection:
 		// Resources holds a sync.Mutex across its network check; one
 		// request at a time keeps any goroutine from waiting on it.
-		res := NewResources(rec, reader.checkSequencer)
+		res := newResources(rec, reader.checkSequencer)
 		handler = serialised(newChanLock(), res.Handler(10*time.Second))
 	default:
 		addr = semResAddr

@@ -12,25 +12,6 @@ import (
 	"github.com/tenurekv/tenure/recipe"
 )
 
-// Names of the recipe checks.
-const (
-	// CheckRecipeExclusive: a fenced (or verified) resource never serves
-	// more holders at once than the recipe admits (1 leader; Limit slots).
-	CheckRecipeExclusive = "recipe-exclusive"
-	// CheckRecipeFenceKV: a recipe.Fence write lands only at an index where
-	// its sequencer holds the key.
-	CheckRecipeFenceKV = "recipe-fence-kv"
-	// CheckRecipeTakeover: after a holder dies, a new holder is in place
-	// within RecipeBounds.
-	CheckRecipeTakeover = "recipe-takeover"
-	// CheckSemaphoreLimit: at every applied index, at most Limit sessions are
-	// listed in .lock and hold their contender key.
-	CheckSemaphoreLimit = "semaphore-limit"
-	// CheckSemaphoreValid: every request the verified resource accepted came
-	// from a live holder at some instant of its verification.
-	CheckSemaphoreValid = "semaphore-valid"
-)
-
 // RecipeBounds is the takeover bound and what it is made of.
 type RecipeBounds struct {
 	TTL           time.Duration `json:"ttl"`
@@ -49,13 +30,13 @@ type RecipeBounds struct {
 	Takeover time.Duration `json:"takeover"`
 }
 
-// DeriveRecipeBounds derives the takeover bound. A dead holder's last renew
+// deriveRecipeBounds derives the takeover bound. A dead holder's last renew
 // reset its TTL no later than the death; the leader invalidates the session
 // at most TTL×multiplier later on its clock (S19); the invalidation arms the
 // lock-delay on that clock (S22); a waiting candidate's blocking query wakes
 // on the release and, told the remaining delay (S25), sleeps exactly that
 // and acquires.
-func DeriveRecipeBounds(ttl, lockDelay time.Duration, minRate float64) RecipeBounds {
+func deriveRecipeBounds(ttl, lockDelay time.Duration, minRate float64) RecipeBounds {
 	b := RecipeBounds{TTL: ttl, LockDelay: lockDelay, TTLMultiplier: model.DefaultTTLMultiplier, MinRate: minRate,
 		React: recipe.DefaultRetryMax + 2*time.Second, Election: 10 * time.Second}
 	wait := time.Duration(math.Ceil((float64(ttl)*b.TTLMultiplier + float64(min(lockDelay, model.MaxLockDelay))) / minRate))
@@ -78,35 +59,6 @@ func (r *RecipeResult) slots() int {
 		return r.Config.Limit
 	}
 	return 1
-}
-
-// CheckRecipeRun runs every recipe check over a finished run, plus the sim's
-// own fenced-resource and sequencer checks for the election.
-func CheckRecipeRun(r *RecipeResult) []Violation {
-	ix := newIndex(r.Events)
-	var out []Violation
-	tag := func(name string, clauses []string, vs []Violation) {
-		for i := range vs {
-			vs[i].Check, vs[i].Clauses = name, clauses
-		}
-		out = append(out, vs...)
-	}
-	switch r.Config.Recipe {
-	case RecipeElection:
-		tag(CheckRecipeExclusive, []string{"S49", "S50"}, checkExclusive(resourceWrites(r, ResFenced), 1))
-		for _, name := range []string{CheckFenced, CheckSequencer} {
-			vs, _ := RunCheck(name, r.Events)
-			out = append(out, vs...)
-		}
-		tag(CheckRecipeFenceKV, []string{"S43", "S50"}, checkFenceKV(ix))
-	case RecipeSemaphore:
-		tag(CheckSemaphoreLimit, []string{"S51"}, checkSemaphoreStates(ix, r.Config.Limit))
-		tag(CheckRecipeExclusive, []string{"S51"}, checkExclusive(resourceWrites(r, SemVerified), r.Config.Limit))
-		tag(CheckSemaphoreValid, []string{"S51"}, checkSemaphoreValid(r, ix))
-	}
-	vs, _ := Takeovers(r, ix)
-	tag(CheckRecipeTakeover, []string{"S19", "S21", "S22", "S49"}, vs)
-	return out
 }
 
 // acceptedWrite is one write a resource accepted, in the resource's order.
@@ -373,7 +325,7 @@ func checkSemaphoreValid(r *RecipeResult, ix *traceIndex) []Violation {
 type Takeover struct {
 	Death    Death
 	Deadline time.Duration // by when a new holder had to be in place
-	// Needed is false when the dead holder kept its tenure past the
+	// Needed is false when the dead holder kept its holding past the
 	// deadline (a short pause or partition: nothing to take over).
 	Needed bool
 	// Took is from the death to the new holder (-1: never).
@@ -384,14 +336,14 @@ type Takeover struct {
 // bound. A new holder is in place once the processes other than the dead
 // holder's session believe in as many holds as the recipe has slots.
 func Takeovers(r *RecipeResult, ix *traceIndex) ([]Violation, []Takeover) {
-	tenures := ix.tenures()
+	holdings := ix.holdings()
 	var out []Violation
 	var tks []Takeover
 	for _, d := range r.Deaths {
 		tk := Takeover{Death: d, Deadline: takeoverDeadline(r, d.At), Took: -1}
-		t := tenures[d.Seq]
+		t := holdings[d.Seq]
 		tk.Needed = t != nil && t.End >= 0 && t.End <= tk.Deadline
-		if at, ok := replacedAt(r, d, tenures); ok {
+		if at, ok := replacedAt(r, d, holdings); ok {
 			tk.Took = at - d.At
 		}
 		tks = append(tks, tk)
@@ -429,8 +381,8 @@ func takeoverDeadline(r *RecipeResult, at time.Duration) time.Duration {
 // replacedAt is the first instant at or after the death when other sessions
 // fill every slot: each believed by its process (from Campaign or Acquire
 // returning to Lost, release or crash) and valid on the servers (its
-// tenure of the key not yet ended).
-func replacedAt(r *RecipeResult, d Death, tenures map[model.Sequencer]*tenure) (time.Duration, bool) {
+// holding of the key not yet ended).
+func replacedAt(r *RecipeResult, d Death, holdings map[model.Sequencer]*holding) (time.Duration, bool) {
 	type span struct{ from, to time.Duration }
 	var spans []span
 	for _, h := range r.Holds {
@@ -444,7 +396,7 @@ func replacedAt(r *RecipeResult, d Death, tenures map[model.Sequencer]*tenure) (
 		if h.Lost >= 0 {
 			to = min(to, h.Lost)
 		}
-		if t := tenures[h.Seq]; t != nil && t.End >= 0 {
+		if t := holdings[h.Seq]; t != nil && t.End >= 0 {
 			to = min(to, t.End)
 		}
 		if to > d.At {
@@ -482,15 +434,15 @@ type RecipeStats struct {
 	// the most open at once.
 	UnfencedOverlap, UnfencedMaxOpen int
 	// UnfencedStale counts accepted unfenced writes from a holder whose
-	// tenure (semaphore: live holding) had ended on every server.
+	// holding (semaphore: live holding) had ended on every server.
 	UnfencedStale int
 	FenceKVOK     int
 	FenceKVStale  int
 	Takeovers     []Takeover
 }
 
-// Stats computes a run's numbers.
-func Stats(r *RecipeResult) RecipeStats {
+// statsOf computes a run's numbers.
+func statsOf(r *RecipeResult) RecipeStats {
 	ix := newIndex(r.Events)
 	st := RecipeStats{Holds: len(r.Holds)}
 	fenced, unfenced := ResFenced, ResUnfenced
@@ -521,9 +473,9 @@ func Stats(r *RecipeResult) RecipeStats {
 			return !slices.ContainsFunc(spans[seq.Session], func(iv interval) bool { return iv.End < 0 || iv.End >= at })
 		}
 	} else {
-		tenures := ix.tenures()
+		holdings := ix.holdings()
 		ended = func(seq model.Sequencer, at time.Duration) bool {
-			t := tenures[seq]
+			t := holdings[seq]
 			return t != nil && t.End >= 0 && t.End < at
 		}
 	}

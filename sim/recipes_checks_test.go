@@ -145,9 +145,9 @@ func TestSemaphoreValidCheck(t *testing.T) {
 	}
 }
 
-// takeoverRun is an election where s1 dies at 10s and its tenure ends at
+// takeoverRun is an election where s1 dies at 10s and its holding ends at
 // 30s; s2's hold (if acquired > 0) begins then.
-func takeoverRun(t *testing.T, tenureEnds bool, acquired time.Duration, serverFault *Fault) *RecipeResult {
+func takeoverRun(t *testing.T, holdingEnds bool, acquired time.Duration, serverFault *Fault) *RecipeResult {
 	t.Helper()
 	hdr := &RunHeader{}
 	if serverFault != nil {
@@ -156,7 +156,7 @@ func takeoverRun(t *testing.T, tenureEnds bool, acquired time.Duration, serverFa
 	var b rtrace
 	b.add(0, Event{Kind: KindRun, Run: hdr})
 	b.obs(secs(1), 5, KeyChange{Key: electKey, After: kvAt(electKey, "s1", 1, 5, nil)})
-	if tenureEnds {
+	if holdingEnds {
 		b.obs(secs(30), 6, KeyChange{Key: electKey, Before: kvAt(electKey, "s1", 1, 5, nil), After: kvAt(electKey, "", 1, 6, nil)})
 	}
 	s1 := model.Sequencer{Key: electKey, LockIndex: 1, Session: "s1"}
@@ -196,18 +196,18 @@ func TestRecipeTakeoverCheck(t *testing.T) {
 }
 
 func TestRecipeBounds(t *testing.T) {
-	b := DeriveRecipeBounds(10*time.Second, 3*time.Second, 1)
+	b := deriveRecipeBounds(10*time.Second, 3*time.Second, 1)
 	if b.Takeover != 27*time.Second {
 		t.Errorf("TTL 10s ×2 + lock-delay 3s + react 4s = %v, want 27s", b.Takeover)
 	}
 	// A slow server clock stretches the server's part; lock-delay is capped at 60s.
-	if b := DeriveRecipeBounds(10*time.Second, 2*time.Minute, 0.5); b.Takeover != 164*time.Second {
+	if b := deriveRecipeBounds(10*time.Second, 2*time.Minute, 0.5); b.Takeover != 164*time.Second {
 		t.Errorf("(20s + 60s)/0.5 + 4s = %v, want 2m44s", b.Takeover)
 	}
 }
 
 func TestRecipeConfigRejected(t *testing.T) {
-	good := DefaultRecipeConfig(1, RecipeSemaphore)
+	good := defaultRecipeConfig(1, RecipeSemaphore)
 	bad := []func(*RecipeConfig){
 		func(c *RecipeConfig) { c.Recipe = "mutex" },
 		func(c *RecipeConfig) { c.Contenders = 1 },
@@ -221,15 +221,15 @@ func TestRecipeConfigRejected(t *testing.T) {
 		c := good
 		mut(&c)
 		// Rejected before anything is created, so no bubble is needed.
-		if res, err := RunRecipe(c); err == nil || res != nil {
+		if res, err := runRecipe(c); err == nil || res != nil {
 			t.Errorf("case %d: %+v accepted", i, c)
 		}
 	}
 }
 
 func TestRecipeScheduleSeeded(t *testing.T) {
-	a := NewRecipeSchedule(7, RecipeFaultKinds, 3, 5*time.Second, 10*time.Minute)
-	b := NewRecipeSchedule(7, RecipeFaultKinds, 3, 5*time.Second, 10*time.Minute)
+	a := newRecipeSchedule(7, RecipeFaultKinds, 3, 5*time.Second, 10*time.Minute)
+	b := newRecipeSchedule(7, RecipeFaultKinds, 3, 5*time.Second, 10*time.Minute)
 	if len(a) == 0 || len(a) != len(b) {
 		t.Fatalf("schedules of one seed differ in length: %d, %d", len(a), len(b))
 	}

@@ -22,22 +22,26 @@ const (
 	// FaultHolderCrash stops the holder's process for good without
 	// releasing anything.
 	FaultHolderCrash FaultKind = "holder-crash"
+	// FaultHolderSlowLink slows the holder's link to the resources by Param.
+	FaultHolderSlowLink FaultKind = "holder-slow-link"
+	// FaultHolderClockRate runs the holder's own clock at Rate (slow: its
+	// belief in its TTL outlives the server's). It is not FaultClockSkew,
+	// which in seeded runs may also step a server's wall clock.
+	FaultHolderClockRate FaultKind = "holder-clock-rate"
 )
 
-// In recipe runs FaultSlowLink slows the holder's link to the resources by
-// Param, and FaultClockSkew runs the holder's own clock at Rate (slow: its
-// belief in its TTL outlives the server's). Server kinds act as in Run.
+// Server kinds act in recipe runs as in Run.
 
 // RecipeFaultKinds are what a seeded recipe run draws from.
 var RecipeFaultKinds = []FaultKind{
-	FaultHolderPause, FaultHolderPartition, FaultHolderCrash, FaultSlowLink, FaultClockSkew,
+	FaultHolderPause, FaultHolderPartition, FaultHolderCrash, FaultHolderSlowLink, FaultHolderClockRate,
 	FaultPartition, FaultLeaderIsolation, FaultFlapping, FaultServerPause, FaultCrashRestart, FaultLeaderKill,
 }
 
 // holderFault reports whether k targets a recipe holder (else a server).
 func holderFault(k FaultKind) bool {
 	switch k {
-	case FaultHolderPause, FaultHolderPartition, FaultHolderCrash, FaultSlowLink, FaultClockSkew:
+	case FaultHolderPause, FaultHolderPartition, FaultHolderCrash, FaultHolderSlowLink, FaultHolderClockRate:
 		return true
 	}
 	return false
@@ -55,14 +59,14 @@ var recipeFaultDurations = map[FaultKind][2]time.Duration{
 	FaultHolderPause:     {3 * time.Second, 45 * time.Second},
 	FaultHolderPartition: {5 * time.Second, 40 * time.Second},
 	FaultHolderCrash:     {time.Second, time.Second},
-	FaultSlowLink:        {5 * time.Second, 25 * time.Second},
-	FaultClockSkew:       {10 * time.Second, 30 * time.Second},
+	FaultHolderSlowLink:  {5 * time.Second, 25 * time.Second},
+	FaultHolderClockRate: {10 * time.Second, 30 * time.Second},
 }
 
-// NewRecipeSchedule draws a recipe run's faults: one after another with
+// newRecipeSchedule draws a recipe run's faults: one after another with
 // gaps, starting at or after from and healed by until. At most
 // contenders-2 crashes, so that someone is always left to take over.
-func NewRecipeSchedule(seed uint64, kinds []FaultKind, contenders int, from, until time.Duration) []Fault {
+func newRecipeSchedule(seed uint64, kinds []FaultKind, contenders int, from, until time.Duration) []Fault {
 	if len(kinds) == 0 || until <= from {
 		return nil
 	}
@@ -93,9 +97,9 @@ func NewRecipeSchedule(seed uint64, kinds []FaultKind, contenders int, from, unt
 			if r.IntN(3) == 0 {
 				f.Rate = 0.2 + 0.3*r.Float64()
 			}
-		case FaultSlowLink:
+		case FaultHolderSlowLink:
 			f.Param = between(r, 5*time.Second, 20*time.Second)
-		case FaultClockSkew:
+		case FaultHolderClockRate:
 			f.Rate = 0.5 + 0.4*r.Float64()
 		case FaultFlapping:
 			f.Param = between(r, 300*time.Millisecond, 2*time.Second)
@@ -208,11 +212,11 @@ func (in *recipeInjector) start(f Fault) func() {
 		_ = in.net.Pause(p.name)
 		m.mark(f, "start", []string{p.name}, note)
 		return nil
-	case FaultSlowLink:
+	case FaultHolderSlowLink:
 		_ = in.net.SetLink(p.name, resNode, simnet.Link{Latency: f.Param})
 		m.mark(f, "start", []string{p.name}, note+"; link to "+resNode+" "+f.Param.String())
 		return in.net.ResetLinks
-	case FaultClockSkew:
+	case FaultHolderClockRate:
 		p.clock.setRate(f.Rate)
 		m.mark(f, "start", []string{p.name}, fmt.Sprintf("%s; clock rate %.2f", note, f.Rate))
 		return func() { p.clock.setRate(0) }

@@ -64,7 +64,7 @@ func newRecipeProc(cfg RecipeConfig, ci ClientInfo, sk ClockSkew, network *simne
 
 // gatedClock adapts the host's clientClock to recipe.Clock. A timer that
 // comes due while the process is frozen fires only when it thaws, as a
-// stopped process runs no code. A rate change (clock-skew fault) applies to
+// stopped process runs no code. A rate change (holder-clock-rate fault) applies to
 // timers armed after it.
 type gatedClock struct{ p *recipeProc }
 

@@ -20,7 +20,7 @@ func runRecipeSeed(t *testing.T, cfg RecipeConfig) *RecipeResult {
 	synctest.Test(t, func(t *testing.T) {
 		//lint:ignore SA1019 raft draws election jitter from the global source; seeding it is the only way to make runs repeat.
 		rand.Seed(int64(cfg.Seed))
-		res, err = RunRecipe(cfg)
+		res, err = runRecipe(cfg)
 	})
 	if err != nil {
 		t.Fatalf("seed %d: %v", cfg.Seed, err)
@@ -34,7 +34,7 @@ func expectClean(t *testing.T, res *RecipeResult) RecipeStats {
 	for _, v := range CheckRecipeRun(res) {
 		t.Errorf("seed %d: %v", res.Config.Seed, v)
 	}
-	st := Stats(res)
+	st := statsOf(res)
 	t.Logf("seed %d %s: virtual %v, %d events, %d holds; fenced %d accepted / %d refused; unfenced %d accepted, %d stale, %d overlapping (max %d open); fence-kv %d ok / %d stale",
 		res.Config.Seed, res.Config.Recipe, res.Virtual.Round(time.Second), len(res.Events), st.Holds, st.FencedAccepted, st.FencedRefused,
 		st.UnfencedAccepted, st.UnfencedStale, st.UnfencedOverlap, st.UnfencedMaxOpen, st.FenceKVOK, st.FenceKVStale)
@@ -55,7 +55,7 @@ func at(d time.Duration) string {
 
 // scenario is a named single-fault run.
 func scenario(seed uint64, kind string, f Fault) RecipeConfig {
-	cfg := DefaultRecipeConfig(seed, kind)
+	cfg := defaultRecipeConfig(seed, kind)
 	f.ID = 1
 	cfg.Schedule = []Fault{f}
 	cfg.Faults = nil
@@ -151,7 +151,7 @@ func unfencedAsFenced(events []Event) []Event {
 // TestRecipeElectionPartitionedLeader: the leader's host is cut off from
 // every server; its link to the resources stays up but slow (15s one way),
 // so writes it sent while it still believed arrive after the takeover. The
-// recipe gives up (Lost) before the server ends the tenure; the new leader
+// recipe gives up (Lost) before the server ends the holding; the new leader
 // takes over within the bound; the old leader's late fenced writes are
 // refused, its unfenced ones accepted.
 func TestRecipeElectionPartitionedLeader(t *testing.T) {
@@ -159,20 +159,20 @@ func TestRecipeElectionPartitionedLeader(t *testing.T) {
 	st := expectClean(t, res)
 	tk := oneDeath(t, st)
 	old := tk.Death.Seq
-	ten := newIndex(res.Events).tenures()[old]
-	if ten == nil || ten.End < 0 {
-		t.Fatalf("old leader's tenure %+v never ended", ten)
+	held := newIndex(res.Events).holdings()[old]
+	if held == nil || held.End < 0 {
+		t.Fatalf("old leader's holding %+v never ended", held)
 	}
 	for _, h := range res.Holds {
 		if h.Seq == old {
-			t.Logf("old leader: Lost closed %s (%s), tenure ended on the servers %s", at(h.Lost), h.Why, at(ten.End))
-			if h.Lost < 0 || h.Lost > ten.End {
-				t.Errorf("the recipe noticed the loss at %v, after the server ended the tenure at %v", h.Lost, ten.End)
+			t.Logf("old leader: Lost closed %s (%s), holding ended on the servers %s", at(h.Lost), h.Why, at(held.End))
+			if h.Lost < 0 || h.Lost > held.End {
+				t.Errorf("the recipe noticed the loss at %v, after the server ended the holding at %v", h.Lost, held.End)
 			}
 		}
 	}
-	if acc, ref := writesBy(res, ResFenced, old.Session, ten.End); acc != 0 || ref == 0 {
-		t.Errorf("fenced resource after the tenure ended: %d accepted, %d refused from the old leader; want 0 and at least 1", acc, ref)
+	if acc, ref := writesBy(res, ResFenced, old.Session, held.End); acc != 0 || ref == 0 {
+		t.Errorf("fenced resource after the holding ended: %d accepted, %d refused from the old leader; want 0 and at least 1", acc, ref)
 	}
 	if st.UnfencedStale == 0 {
 		t.Errorf("no stale unfenced write accepted: %+v", st)
@@ -182,24 +182,24 @@ func TestRecipeElectionPartitionedLeader(t *testing.T) {
 // TestRecipeElectionSlowClockPartitionedLeader: the partitioned leader's
 // clock also runs at 0.25, so the recipe's one-TTL guard (S18) stretches
 // past the server's TTL×2: the old leader still believes, and writes over a
-// fast link, after its tenure ended. The fenced resource refuses it (and
+// fast link, after its holding ended. The fenced resource refuses it (and
 // the refusal is what makes it step down); the unfenced one's acceptance
 // of such writes is counted.
 func TestRecipeElectionSlowClockPartitionedLeader(t *testing.T) {
 	res := runRecipeSeed(t, scenario(15, RecipeElection, Fault{Kind: FaultHolderPartition, At: 10 * time.Second, Dur: 40 * time.Second, Rate: 0.25}))
 	st := expectClean(t, res)
 	old := oneDeath(t, st).Death.Seq
-	ten := newIndex(res.Events).tenures()[old]
-	if ten == nil || ten.End < 0 {
-		t.Fatalf("old leader's tenure %+v never ended", ten)
+	held := newIndex(res.Events).holdings()[old]
+	if held == nil || held.End < 0 {
+		t.Fatalf("old leader's holding %+v never ended", held)
 	}
 	for _, h := range res.Holds {
 		if h.Seq == old {
-			t.Logf("old leader: Lost closed %s, stopped %s (%s); tenure ended on the servers %s", at(h.Lost), at(h.Ended), h.Why, at(ten.End))
+			t.Logf("old leader: Lost closed %s, stopped %s (%s); holding ended on the servers %s", at(h.Lost), at(h.Ended), h.Why, at(held.End))
 		}
 	}
-	if acc, ref := writesBy(res, ResFenced, old.Session, ten.End); acc != 0 || ref == 0 {
-		t.Errorf("fenced resource after the tenure ended: %d accepted, %d refused from the old leader; want 0 and at least 1", acc, ref)
+	if acc, ref := writesBy(res, ResFenced, old.Session, held.End); acc != 0 || ref == 0 {
+		t.Errorf("fenced resource after the holding ended: %d accepted, %d refused from the old leader; want 0 and at least 1", acc, ref)
 	}
 }
 
@@ -259,7 +259,7 @@ func TestRecipeSeeds(t *testing.T) {
 	for _, kind := range []string{RecipeElection, RecipeSemaphore} {
 		for i := range n {
 			seed := *flagRecipeFirst + uint64(i)
-			res := runRecipeSeed(t, DefaultRecipeConfig(seed, kind))
+			res := runRecipeSeed(t, defaultRecipeConfig(seed, kind))
 			st := expectClean(t, res)
 			overlaps += st.UnfencedOverlap
 			for _, tk := range st.Takeovers {
@@ -283,7 +283,7 @@ func TestRecipeReplay(t *testing.T) {
 	var header string
 	const runs = 3
 	for i := range runs {
-		res := runRecipeSeed(t, DefaultRecipeConfig(3, RecipeElection))
+		res := runRecipeSeed(t, defaultRecipeConfig(3, RecipeElection))
 		h, err := json.Marshal(res.Header)
 		if err != nil {
 			t.Fatal(err)

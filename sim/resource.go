@@ -53,9 +53,9 @@ type Resources struct {
 	owner map[string]map[uint64]string
 }
 
-// NewResources returns empty resources that record to rec and check
+// newResources returns empty resources that record to rec and check
 // sequencers with check (used in FenceTxn mode).
-func NewResources(rec *Recorder, check SequencerChecker) *Resources {
+func newResources(rec *Recorder, check SequencerChecker) *Resources {
 	return &Resources{
 		rec: rec, check: check,
 		keyMu: map[string]chan struct{}{},

@@ -33,13 +33,13 @@ type Config struct {
 	// Schedule, if set, replaces the seeded fault schedule (named scenarios).
 	Schedule []Fault
 	// Groups, if set, replaces the six standard session configurations.
-	Groups []Group
+	Groups []lockGroup
 	// NetTrace records every network message in the trace (large).
 	NetTrace bool
 }
 
-// DefaultConfig is what `go test ./sim -seed N` runs.
-func DefaultConfig(seed uint64) Config {
+// defaultConfig is what `go test ./sim -seed N` runs.
+func defaultConfig(seed uint64) Config {
 	return Config{Seed: seed, Servers: 3, ClientsPerGroup: 2, Duration: 60 * time.Second,
 		Faults: AllFaultKinds, MaxTTL: 15 * time.Second}
 }
@@ -124,7 +124,7 @@ type env struct {
 // startEnv plans the run, boots the cluster, waits until every server has
 // registered itself and serves the resources. Call close when done.
 func startEnv(cfg Config) (*env, error) {
-	rec := NewRecorder()
+	rec := newRecorder()
 	netOpts := simnet.Options{Seed: cfg.Seed, Link: simnet.Link{Latency: time.Millisecond, Jitter: 2 * time.Millisecond}}
 	if cfg.NetTrace {
 		netOpts.OnEvent = func(e simnet.Event) { rec.Add(Event{Kind: KindNet, Msg: e.String()}) }
@@ -146,7 +146,7 @@ func startEnv(cfg Config) (*env, error) {
 	time.Sleep(workloadDelay)
 	e.t0 = rec.Elapsed()
 
-	e.res = NewResources(rec, nil)
+	e.res = newResources(rec, nil)
 	e.res.check = resourceChecker(rec, network, e.hdr.Servers)
 	resLn, err := network.Listen(resAddr)
 	if err != nil {
@@ -207,7 +207,7 @@ func planRun(cfg Config) RunHeader {
 	minRate := planServerClocks(&hdr, cfg.Servers, skew, r)
 	groups := cfg.Groups
 	if groups == nil {
-		groups = NewGroups(cfg.Seed, cfg.MaxTTL)
+		groups = newLockGroups(cfg.Seed, cfg.MaxTTL)
 	}
 	maxTTL, maxLD := time.Duration(0), time.Duration(0)
 	for _, g := range groups {
@@ -226,9 +226,9 @@ func planRun(cfg Config) RunHeader {
 	}
 	hdr.Faults = cfg.Schedule
 	if hdr.Faults == nil {
-		hdr.Faults = NewSchedule(cfg.Seed, cfg.Faults, 5*time.Second, cfg.Duration)
+		hdr.Faults = newSchedule(cfg.Seed, cfg.Faults, 5*time.Second, cfg.Duration)
 	}
-	b, err := DeriveBounds(Bounds{Election: 10 * time.Second, Detect: failureThresh, MaxTTL: maxTTL,
+	b, err := deriveBounds(Bounds{Election: 10 * time.Second, Detect: failureThresh, MaxTTL: maxTTL,
 		TTLMultiplier: model.DefaultTTLMultiplier, MaxLockDelay: maxLD, MinRate: minRate, Slack: 5 * time.Second})
 	if err == nil {
 		hdr.Bounds = b
@@ -259,8 +259,8 @@ func newWorkers(cfg Config, hdr RunHeader, rec *Recorder, network *simnet.Networ
 		w := &worker{
 			name:   ci.Name,
 			api:    &apiClient{name: ci.Name, rec: rec, http: &http.Client{Transport: simTransport(network, ci.Name)}, servers: hdr.Servers, agent: agent, clock: clk, timeout: 5 * time.Second},
-			plan:   NewPlan(cfg.Seed, ci.Name),
-			group:  Group{Name: ci.Group, Config: gi.Config, Key: gi.Key},
+			plan:   newClientPlan(cfg.Seed, ci.Name),
+			group:  lockGroup{Name: ci.Group, Config: gi.Config, Key: gi.Key},
 			node:   ci.Agent,
 			res:    &http.Client{Transport: simTransport(network, ci.Name)},
 			rec:    rec,

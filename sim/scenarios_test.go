@@ -15,7 +15,7 @@ import (
 // check passes on the trace.
 
 // shared returns g and a second configuration contending for the same key.
-func shared(g Group, name string, mode CheckMode, ttl, lockDelay time.Duration) (Group, Group) {
+func shared(g lockGroup, name string, mode CheckMode, ttl, lockDelay time.Duration) (lockGroup, lockGroup) {
 	o := sceneGroup(name, mode, ttl, lockDelay)
 	o.Key = g.Key
 	return g, o
@@ -31,7 +31,7 @@ func TestSceneGCPausePastTTL(t *testing.T) {
 	var aFirst, aUnf, aTok, aTxn, bTok string
 	var aSeq, bSeq model.Sequencer
 	var believed bool
-	res := runScene(t, 1, []Group{ga, gb}, func(s *scene) {
+	res := runScene(t, 1, []lockGroup{ga, gb}, func(s *scene) {
 		a, b := s.actor("A", "n1"), s.actor("B", "n2")
 		a.create(ga)
 		a.lockRetry(time.Second, 10*time.Second)
@@ -64,20 +64,20 @@ func TestSceneGCPausePastTTL(t *testing.T) {
 	expectWrites(t, res, ResFenced, false, aTok, aTxn)
 	expectWrites(t, res, ResUnfenced, true, aUnf)
 	if !staleAt(res, aSeq, writeAt(t, res, ResUnfenced, aUnf)) {
-		t.Error("A's write after the pause was not stale: its tenure had not ended")
+		t.Error("A's write after the pause was not stale: its holding had not ended")
 	}
 	sceneClean(t, res)
 }
 
 // TestSceneDelayedPacket: A's write to the resources is delayed 10s in the
 // network; meanwhile A releases, B acquires and writes. A's packet then
-// lands: the unfenced resource takes a write from a finished tenure, older
+// lands: the unfenced resource takes a write from a finished holding, older
 // than one it already has (an overlap); the fenced one refuses it.
 func TestSceneDelayedPacket(t *testing.T) {
 	g := sceneGroup("delay", ChecksNone, 0, 0)
 	var aUnf, aTok, bUnf, bTok string
 	var aSeq model.Sequencer
-	res := runScene(t, 2, []Group{g}, func(s *scene) {
+	res := runScene(t, 2, []lockGroup{g}, func(s *scene) {
 		a, b := s.actor("A", "n1"), s.actor("B", "n2")
 		a.create(g)
 		a.lockRetry(time.Second, 10*time.Second)
@@ -116,7 +116,7 @@ func TestSceneCheckThenAct(t *testing.T) {
 	var aTxn, aTok, aTok2, bTok string
 	var aSeq model.Sequencer
 	var checked bool
-	res := runScene(t, 3, []Group{ga, gb}, func(s *scene) {
+	res := runScene(t, 3, []lockGroup{ga, gb}, func(s *scene) {
 		a, b := s.actor("A", "n1"), s.actor("B", "n2")
 		a.create(ga)
 		a.lockRetry(time.Second, 10*time.Second)
@@ -159,7 +159,7 @@ func TestSceneClientClockSkew(t *testing.T) {
 	var staleUnf, refusedTok []string
 	var aSeq model.Sequencer
 	var renew *Ret
-	res := runScene(t, 4, []Group{ga, gb}, func(s *scene) {
+	res := runScene(t, 4, []lockGroup{ga, gb}, func(s *scene) {
 		a, b := s.actor("A", "n1"), s.actor("B", "n2")
 		a.w.clock.setRate(0.2)
 		a.create(ga)
@@ -216,7 +216,7 @@ func TestSceneLockDelayVersusRelease(t *testing.T) {
 	bRel.Key, bInv.Key = gRel.Key, gInv.Key
 	var relRefused, invRefused []*Ret
 	var destroyAt, invAt time.Duration
-	res := runScene(t, 5, []Group{gRel, gInv, bRel, bInv}, func(s *scene) {
+	res := runScene(t, 5, []lockGroup{gRel, gInv, bRel, bInv}, func(s *scene) {
 		a1, a2, b1, b2 := s.actor("A1", "n1"), s.actor("A2", "n1"), s.actor("B1", "n2"), s.actor("B2", "n2")
 		a1.create(gRel)
 		a2.create(gInv)
@@ -257,7 +257,7 @@ func TestSceneFailoverMidTTL(t *testing.T) {
 	ga, gb := shared(sceneGroup("failover", ChecksTTL, 10*time.Second, 0), "failover-b", ChecksNone, 0, 0)
 	var renewedAt, killedAt time.Duration
 	var sid string
-	res := runScene(t, 6, []Group{ga, gb}, func(s *scene) {
+	res := runScene(t, 6, []lockGroup{ga, gb}, func(s *scene) {
 		a, b := s.actor("A", "n1"), s.actor("B", "n2")
 		sid = a.create(ga)
 		a.lockRetry(time.Second, 10*time.Second)
@@ -312,7 +312,7 @@ func TestSceneWaiterExpires(t *testing.T) {
 	ga, gb := shared(sceneGroup("waiter-a", ChecksNone, 0, 0), "waiter-b", ChecksTTL, 10*time.Second, 0)
 	var held, stale *Ret
 	var bWrite string
-	res := runScene(t, 7, []Group{ga, gb}, func(s *scene) {
+	res := runScene(t, 7, []lockGroup{ga, gb}, func(s *scene) {
 		a, b := s.actor("A", "n1"), s.actor("B", "n2")
 		a.create(ga)
 		a.lockRetry(time.Second, 10*time.Second)
@@ -355,7 +355,7 @@ func TestSceneFalsePositive(t *testing.T) {
 	var aUnf, aTok, bTok string
 	var aSeq model.Sequencer
 	var renew *Ret
-	res := runScene(t, 8, []Group{ga, gb}, func(s *scene) {
+	res := runScene(t, 8, []lockGroup{ga, gb}, func(s *scene) {
 		a, b := s.actor("A", "n2"), s.actor("B", "n1")
 		a.create(ga)
 		a.lockRetry(time.Second, 10*time.Second)

@@ -24,9 +24,16 @@ type scene struct {
 
 // runScene runs script in a fresh bubble on a 3-server cluster whose
 // sessions are described by groups, and returns the finished run.
-func runScene(t *testing.T, seed uint64, groups []Group, script func(s *scene)) *Result {
+func runScene(t *testing.T, seed uint64, groups []lockGroup, script func(s *scene)) *Result {
 	t.Helper()
-	cfg := DefaultConfig(seed)
+	return runSceneOn(t, seed, groups, nil, script)
+}
+
+// runSceneOn is runScene on servers adjusted (or deliberately broken) by v.
+func runSceneOn(t *testing.T, seed uint64, groups []lockGroup, v *Variant, script func(s *scene)) *Result {
+	t.Helper()
+	cfg := defaultConfig(seed)
+	cfg.Variant = v
 	// No fault kinds: server clocks are exact unless the script skews one.
 	cfg.Groups, cfg.Schedule, cfg.Faults = groups, []Fault{}, nil
 	var res *Result
@@ -76,7 +83,7 @@ func (s *scene) actor(name, agent string) *actor {
 
 // create makes the actor's session from a group's configuration, retrying
 // while the cluster has no leader (for up to 30s).
-func (a *actor) create(g Group) string {
+func (a *actor) create(g lockGroup) string {
 	r := a.w.api.create(g.Config.Create(a.agent, a.w.name, model.BehaviorRelease))
 	for try := 0; (r.Outcome == OutUnknown || r.Outcome == OutNotApplied) && try < 30; try++ {
 		time.Sleep(time.Second)
@@ -177,9 +184,9 @@ func expectWrites(t *testing.T, res *Result, resource string, accepted bool, val
 	}
 }
 
-// staleAt reports whether seq's tenure (by the servers) had ended by t.
+// staleAt reports whether seq's holding (by the servers) had ended by t.
 func staleAt(res *Result, seq model.Sequencer, t time.Duration) bool {
-	tn := newIndex(res.Events).tenures()[seq]
+	tn := newIndex(res.Events).holdings()[seq]
 	return tn != nil && tn.End >= 0 && tn.End < t
 }
 
@@ -189,8 +196,8 @@ func sceneClean(t *testing.T, res *Result) Evaluation {
 	t.Helper()
 	ev := Evaluate(res, 20*time.Second)
 	var names []string
-	for _, c := range PropertyChecks {
-		names = append(names, c.Name)
+	for _, c := range checksFor(seededRun) {
+		names = append(names, c.name)
 	}
 	names = append(names, CheckLinearizable)
 	if len(ev.Violations) > 0 {
@@ -205,6 +212,6 @@ func sceneClean(t *testing.T, res *Result) Evaluation {
 }
 
 // sceneGroup is a one-key session configuration for a scene.
-func sceneGroup(name string, mode CheckMode, ttl, lockDelay time.Duration) Group {
-	return Group{Name: name, Config: SessionConfig{Checks: mode, TTL: ttl, LockDelay: lockDelay}, Key: "lock/" + name}
+func sceneGroup(name string, mode CheckMode, ttl, lockDelay time.Duration) lockGroup {
+	return lockGroup{Name: name, Config: SessionConfig{Checks: mode, TTL: ttl, LockDelay: lockDelay}, Key: "lock/" + name}
 }

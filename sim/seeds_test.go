@@ -2,10 +2,13 @@ package sim
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/tenurekv/tenure/sim/internal/seedlog"
 )
 
 // TestSeeds runs one seed (-seed N) or a batch (-seeds N, default a small
@@ -23,12 +26,24 @@ func TestSeeds(t *testing.T) {
 			seeds = append(seeds, *flagFirst+uint64(i))
 		}
 	}
-	table := NewTradeoff()
+	results := io.Discard
+	if *flagResults != "" {
+		f, err := os.OpenFile(*flagResults, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			t.Fatalf("results: %v", err)
+		}
+		defer f.Close()
+		results = f
+	}
+	table := newTradeoff()
 	start := time.Now()
 	for _, seed := range seeds {
 		res := runSeed(t, configFromFlags(t, seed))
 		ev := checkResult(t, res)
 		table.Add(res.Events)
+		if err := seedlog.Write(results, seedLine(res, ev)); err != nil {
+			t.Fatal(err)
+		}
 		t.Logf("seed %d: %d events, virtual %v, wall %v, digest %s, %d violations, lin %s (%d ops, %d late lock-delay refusals excused)",
 			seed, len(res.Events), res.Virtual.Round(time.Second), time.Since(start).Round(time.Millisecond), res.Digest, len(ev.Violations), ev.Lin.Verdict, ev.Lin.Ops, ev.Excused)
 	}
@@ -66,4 +81,17 @@ func TestReplay(t *testing.T) {
 		best = max(best, c)
 	}
 	t.Logf("seed %d: %d of %d runs replayed to the most common trace (%d distinct traces)", seed, best, n, len(digests))
+}
+
+// seedLine is one seed's structured result, for sim/cmd/simlong.
+func seedLine(res *Result, ev Evaluation) seedlog.Line {
+	l := seedlog.Line{Seed: res.Config.Seed, Events: len(res.Events), Virtual: res.Virtual, Digest: res.Digest,
+		Violations: len(ev.Violations), Lin: string(ev.Lin.Verdict), Ops: ev.Lin.Ops, Excused: ev.Excused}
+	for _, v := range ev.Violations[:min(len(ev.Violations), seedlog.MaxFirst)] {
+		l.First = append(l.First, v.String())
+	}
+	if l.Violations > 0 {
+		l.Replay, l.Artifacts = replayCommand(res.Config), artifactDir(res.Config)
+	}
+	return l
 }

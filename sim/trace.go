@@ -216,8 +216,8 @@ type Recorder struct {
 	nextOp int
 }
 
-// NewRecorder starts a trace at the current (virtual) time.
-func NewRecorder() *Recorder { return &Recorder{start: time.Now()} }
+// newRecorder starts a trace at the current (virtual) time.
+func newRecorder() *Recorder { return &Recorder{start: time.Now()} }
 
 // Add stamps e with the next sequence number and the current virtual time.
 func (r *Recorder) Add(e Event) {
@@ -246,8 +246,8 @@ func (r *Recorder) Events() []Event {
 	return append([]Event(nil), r.events...)
 }
 
-// WriteJSONL writes events one JSON object per line.
-func WriteJSONL(w io.Writer, events []Event) error {
+// writeJSONL writes events one JSON object per line.
+func writeJSONL(w io.Writer, events []Event) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	for i := range events {
@@ -261,8 +261,8 @@ func WriteJSONL(w io.Writer, events []Event) error {
 	return nil
 }
 
-// ReadJSONL reads a trace written by WriteJSONL.
-func ReadJSONL(r io.Reader) ([]Event, error) {
+// readJSONL reads a trace written by writeJSONL.
+func readJSONL(r io.Reader) ([]Event, error) {
 	dec := json.NewDecoder(r)
 	var out []Event
 	for dec.More() {

@@ -13,11 +13,11 @@ import (
 // blameGrace is how long after a fault heals a symptom is still blamed on it.
 const blameGrace = 30 * time.Second
 
-// Cell is one (session configuration × fault kind) entry of the trade-off
+// tradeoffCell is one (session configuration × fault kind) entry of the trade-off
 // table, summed over runs.
-type Cell struct {
+type tradeoffCell struct {
 	Faults int // occurrences of the fault kind
-	// Stale counts unfenced-resource writes made after the writer's tenure
+	// Stale counts unfenced-resource writes made after the writer's holding
 	// had ended on the servers: the safety violations a fence would stop.
 	Stale int
 	// Overlaps counts unfenced writes whose lock index is below one the
@@ -37,18 +37,18 @@ type Cell struct {
 // Tradeoff accumulates cells across runs; safe for concurrent use.
 type Tradeoff struct {
 	mu    sync.Mutex
-	cells map[[2]string]*Cell
+	cells map[[2]string]*tradeoffCell
 	runs  int
 }
 
-// NewTradeoff returns an empty table.
-func NewTradeoff() *Tradeoff { return &Tradeoff{cells: map[[2]string]*Cell{}} }
+// newTradeoff returns an empty table.
+func newTradeoff() *Tradeoff { return &Tradeoff{cells: map[[2]string]*tradeoffCell{}} }
 
-func (t *Tradeoff) cell(group, kind string) *Cell {
+func (t *Tradeoff) cell(group, kind string) *tradeoffCell {
 	k := [2]string{group, kind}
 	c := t.cells[k]
 	if c == nil {
-		c = &Cell{}
+		c = &tradeoffCell{}
 		t.cells[k] = c
 	}
 	return c
@@ -87,7 +87,7 @@ func (t *Tradeoff) Add(events []Event) {
 		}
 		return string(best.kind)
 	}
-	tenures := ix.tenures()
+	holdings := ix.holdings()
 	// Successful acquires per key, by return time.
 	acquires := map[string][]time.Duration{}
 	for _, op := range ix.ops {
@@ -131,7 +131,7 @@ func (t *Tradeoff) Add(events []Event) {
 				c.FenceRejects++
 			}
 		case ResUnfenced:
-			if tn := tenures[w.Seq]; tn != nil && tn.End >= 0 && tn.End < e.At {
+			if tn := holdings[w.Seq]; tn != nil && tn.End >= 0 && tn.End < e.At {
 				c.Stale++
 			}
 			if w.Seq.LockIndex < maxSeen[w.Seq.Key] {

@@ -137,14 +137,14 @@ var invalidationNotAtomic = &Variant{Name: "invalidation-not-atomic", Config: fu
 // calmConfig is a short run with no faults: contention and destroys alone
 // exercise acquire and invalidation.
 func calmConfig(seed uint64) Config {
-	cfg := DefaultConfig(seed)
+	cfg := defaultConfig(seed)
 	cfg.Duration, cfg.Schedule = 30*time.Second, []Fault{}
 	return cfg
 }
 
-func teethGroups(ttl bool) []Group {
-	var out []Group
-	for _, g := range NewGroups(1, 10*time.Second) {
+func teethGroups(ttl bool) []lockGroup {
+	var out []lockGroup
+	for _, g := range newLockGroups(1, 10*time.Second) {
 		if (g.Config.Checks == ChecksTTL) == ttl && g.Config.LockDelay > 0 {
 			out = append(out, g)
 		}
@@ -160,7 +160,7 @@ func TestTeeth(t *testing.T) {
 		cfg    func(seed uint64) Config
 	}{
 		{lockDelayIgnored, CheckLockDelay, func(seed uint64) Config {
-			cfg := DefaultConfig(seed)
+			cfg := defaultConfig(seed)
 			cfg.Groups = append(teethGroups(true), teethGroups(false)...)
 			cfg.ClientsPerGroup, cfg.Duration = 3, 40*time.Second
 			cfg.Schedule = []Fault{
@@ -172,7 +172,7 @@ func TestTeeth(t *testing.T) {
 		{lockIndexNotBumped, CheckSequencer, calmConfig},
 		{invalidationNotAtomic, CheckBehaviour, calmConfig},
 		{ttlNotRearmed, CheckLiveness, func(seed uint64) Config {
-			cfg := DefaultConfig(seed)
+			cfg := defaultConfig(seed)
 			cfg.Groups = teethGroups(true)
 			cfg.ClientsPerGroup, cfg.Duration = 2, 40*time.Second
 			cfg.Schedule = []Fault{
@@ -201,7 +201,7 @@ func TestTeeth(t *testing.T) {
 			// Whichever check caught it, the artifacts hold the schedule, the
 			// trace and porcupine's visualisation with the faults.
 			dir := t.TempDir()
-			if err := WriteArtifacts(dir, res, ev); err != nil {
+			if err := writeArtifacts(dir, res, ev); err != nil {
 				t.Fatalf("write artifacts: %v", err)
 			}
 			for _, f := range []string{"schedule.json", "trace.jsonl", "violations.txt", "linearizability.html"} {

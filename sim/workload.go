@@ -43,9 +43,9 @@ func (c SessionConfig) Create(node, name string, behavior model.Behavior) model.
 	return cs
 }
 
-// Group is a session configuration and the lock key its clients contend for.
+// lockGroup is a session configuration and the lock key its clients contend for.
 // Keys are per group so that every symptom on a key belongs to one row.
-type Group struct {
+type lockGroup struct {
 	Name   string
 	Config SessionConfig
 	Key    string
@@ -54,11 +54,11 @@ type Group struct {
 // lockDelays are the two columns of the trade-off table.
 var lockDelays = []time.Duration{0, 15 * time.Second}
 
-// NewGroups draws the six configurations (three check modes × two
+// newLockGroups draws the six configurations (three check modes × two
 // lock-delays). TTLs come from the seed, within [10s, maxTTL].
-func NewGroups(seed uint64, maxTTL time.Duration) []Group {
+func newLockGroups(seed uint64, maxTTL time.Duration) []lockGroup {
 	r := stream(seed, "groups")
-	var out []Group
+	var out []lockGroup
 	for _, mode := range []CheckMode{ChecksNone, ChecksSerf, ChecksTTL} {
 		for _, ld := range lockDelays {
 			c := SessionConfig{Checks: mode, LockDelay: ld}
@@ -66,7 +66,7 @@ func NewGroups(seed uint64, maxTTL time.Duration) []Group {
 				c.TTL = between(r, model.MinSessionTTL, max(maxTTL, model.MinSessionTTL)).Round(time.Second)
 			}
 			name := c.Name()
-			out = append(out, Group{Name: name, Config: c, Key: "lock/" + name})
+			out = append(out, lockGroup{Name: name, Config: c, Key: "lock/" + name})
 		}
 	}
 	return out
@@ -76,31 +76,33 @@ func NewGroups(seed uint64, maxTTL time.Duration) []Group {
 // get, delete), so the history is more than locks.
 var KVKeys = []string{"kv/a", "kv/b"}
 
-// Step is one thing a client does next, drawn from its own stream.
-type Step int
+// clientStep is one thing a client does next, drawn from its own stream.
+type clientStep int
 
 // Client steps.
 const (
-	StepKV      Step = iota // a set/cas/get/delete on a plain key
-	StepWork                // while holding: write to the resources
-	StepRelease             // release the lock
-	StepDestroy             // destroy the session (keys follow the behaviour)
-	StepIdle                // think for a while
+	stepKV      clientStep = iota // a set/cas/get/delete on a plain key
+	stepWork                      // while holding: write to the resources
+	stepRelease                   // release the lock
+	stepDestroy                   // destroy the session (keys follow the behaviour)
+	stepIdle                      // think for a while
 )
 
-// Plan is a client's seeded decision maker. Every choice the client makes is
+// clientPlan is a client's seeded decision maker. Every choice the client makes is
 // drawn here, in the order the client asks, so two runs of the same seed ask
 // the same questions and get the same answers as long as the cluster answers
 // the same way.
-type Plan struct {
+type clientPlan struct {
 	r *rand.Rand
 }
 
-// NewPlan returns the plan of one client.
-func NewPlan(seed uint64, client string) *Plan { return &Plan{r: stream(seed, "client/"+client)} }
+// newClientPlan returns the plan of one client.
+func newClientPlan(seed uint64, client string) *clientPlan {
+	return &clientPlan{r: stream(seed, "client/"+client)}
+}
 
 // Behavior picks release or delete.
-func (p *Plan) Behavior() model.Behavior {
+func (p *clientPlan) Behavior() model.Behavior {
 	if p.r.IntN(3) == 0 {
 		return model.BehaviorDelete
 	}
@@ -109,53 +111,53 @@ func (p *Plan) Behavior() model.Behavior {
 
 // UseTxnLock says whether to acquire with a txn lock (which returns the new
 // LockIndex atomically) rather than ?acquire followed by a read.
-func (p *Plan) UseTxnLock() bool { return p.r.IntN(2) == 0 }
+func (p *clientPlan) UseTxnLock() bool { return p.r.IntN(2) == 0 }
 
 // FenceByTxn says whether a fenced write is checked by check-sequencer (else
 // by the monotonic LockIndex token alone).
-func (p *Plan) FenceByTxn() bool { return p.r.IntN(2) == 0 }
+func (p *clientPlan) FenceByTxn() bool { return p.r.IntN(2) == 0 }
 
 // Next draws the next step: holding tells whether the client believes it
 // holds its lock.
-func (p *Plan) Next(holding bool) Step {
+func (p *clientPlan) Next(holding bool) clientStep {
 	x := p.r.IntN(100)
 	if holding {
 		switch {
 		case x < 55:
-			return StepWork
+			return stepWork
 		case x < 70:
-			return StepKV
+			return stepKV
 		case x < 88:
-			return StepRelease
+			return stepRelease
 		case x < 93:
-			return StepDestroy
+			return stepDestroy
 		}
-		return StepIdle
+		return stepIdle
 	}
 	switch {
 	case x < 20:
-		return StepKV
+		return stepKV
 	case x < 25:
-		return StepDestroy
+		return stepDestroy
 	case x < 35:
-		return StepIdle
+		return stepIdle
 	}
-	return StepWork // try to acquire, then work
+	return stepWork // try to acquire, then work
 }
 
 // Think is a pause between steps.
-func (p *Plan) Think() time.Duration {
+func (p *clientPlan) Think() time.Duration {
 	return between(p.r, 200*time.Millisecond, 2*time.Second)
 }
 
 // RetryAfter is how long to back off after a refused acquire.
-func (p *Plan) RetryAfter() time.Duration {
+func (p *clientPlan) RetryAfter() time.Duration {
 	return between(p.r, 500*time.Millisecond, 3*time.Second)
 }
 
 // KVOp draws a plain-key operation. value must be unique per write so that
 // a lost write can be told from an overwritten one.
-func (p *Plan) KVOp(value string) (verb model.KVVerb, key string) {
+func (p *clientPlan) KVOp(value string) (verb model.KVVerb, key string) {
 	key = KVKeys[p.r.IntN(len(KVKeys))]
 	switch x := p.r.IntN(10); {
 	case x < 4:

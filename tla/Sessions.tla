@@ -1,7 +1,7 @@
 ------------------------------ MODULE Sessions ------------------------------
 (***************************************************************************)
 (* The Consul session and lock contract as tenure states it (spec/SPEC.md,  *)
-(* clause IDs S1..S51), at the level of one replicated store seen from the  *)
+(* clause IDs S1..S52), at the level of one replicated store seen from the  *)
 (* leader, plus clients whose belief that they hold a lock can be stale.    *)
 (*                                                                          *)
 (* Store: a catalog (nodes, checks), sessions, KV keys with LockIndex,      *)
@@ -66,13 +66,14 @@ VARIABLES
     ttlLeft,      \* [Sessions -> Nat]: ticks until the TTL deadline (leader memory, S18-S21)
     kv,           \* [Keys -> KV record]; exists = FALSE is an absent key
     issued,       \* [Keys -> Nat]: highest LockIndex ever issued, kept across delete (S41)
+    floor,        \* highest watermark a reap dropped; absent keys lock above it (S52)
     delayLeft,    \* [Keys -> Nat]: ticks of lock-delay left (leader memory, S22)
     tenure,       \* ghost [Keys -> Nat]: acquisitions of k while free, so far
     belief,       \* [Clients -> [Keys -> belief record]]
     fenced,       \* [Keys -> last write accepted by the fenced resource]
     unfenced      \* [Keys -> last write accepted by the unfenced resource]
 
-store == <<index, nodeUp, checkStatus, sessState, ttlLeft, kv, issued, delayLeft>>
+store == <<index, nodeUp, checkStatus, sessState, ttlLeft, kv, issued, floor, delayLeft>>
 vars == <<store, tenure, belief, fenced, unfenced>>
 
 Absent == [exists |-> FALSE, lockIndex |-> 0, session |-> None, modifyIndex |-> 0]
@@ -105,6 +106,7 @@ TypeOK ==
     /\ \A k \in Keys : kv[k].exists \in BOOLEAN /\ kv[k].lockIndex \in Nat
                        /\ kv[k].session \in Sessions \cup {None} /\ kv[k].modifyIndex \in Nat
     /\ issued \in [Keys -> Nat]
+    /\ floor \in Nat
     /\ delayLeft \in [Keys -> Nat]
     /\ tenure \in [Keys -> Nat]
     /\ \A c \in Clients, k \in Keys : belief[c][k].held \in BOOLEAN
@@ -118,6 +120,7 @@ Init ==
     /\ ttlLeft = [s \in Sessions |-> 0]
     /\ kv = [k \in Keys |-> Absent]
     /\ issued = [k \in Keys |-> 0]
+    /\ floor = 0
     /\ delayLeft = [k \in Keys |-> 0]
     /\ tenure = [k \in Keys |-> 0]
     /\ belief = [c \in Clients |-> [k \in Keys |-> NoBelief]]
@@ -154,7 +157,7 @@ CreateSession(s) ==
     /\ sessState' = [sessState EXCEPT ![s] = "live"]
     /\ ttlLeft' = [ttlLeft EXCEPT ![s] = SessionTTL[s]]
     /\ index' = index + 1
-    /\ UNCHANGED <<nodeUp, checkStatus, kv, issued, delayLeft, tenure, belief, fenced, unfenced>>
+    /\ UNCHANGED <<nodeUp, checkStatus, kv, issued, floor, delayLeft, tenure, belief, fenced, unfenced>>
 
 \* Explicit destroy (S13).
 DestroySession(s) ==
@@ -162,7 +165,7 @@ DestroySession(s) ==
     /\ sessState[s] = "live"
     /\ Invalidate({s})
     /\ index' = index + 1
-    /\ UNCHANGED <<nodeUp, checkStatus, issued, tenure, belief, fenced, unfenced>>
+    /\ UNCHANGED <<nodeUp, checkStatus, issued, floor, tenure, belief, fenced, unfenced>>
 
 \* The leader's TTL timer fires: the same raft entry as a destroy (S14).
 ExpireSession(s) ==
@@ -172,7 +175,7 @@ ExpireSession(s) ==
     /\ ttlLeft[s] = 0
     /\ Invalidate({s})
     /\ index' = index + 1
-    /\ UNCHANGED <<nodeUp, checkStatus, issued, tenure, belief, fenced, unfenced>>
+    /\ UNCHANGED <<nodeUp, checkStatus, issued, floor, tenure, belief, fenced, unfenced>>
 
 \* A check changes status; critical invalidates the sessions bound to it in
 \* the same entry, warning does not (S12, S48).
@@ -185,7 +188,7 @@ SetCheck(ch, st) ==
                   THEN {s \in LiveSessions : ch \in SessionChecks[s]}
                   ELSE {})
     /\ index' = index + 1
-    /\ UNCHANGED <<nodeUp, issued, tenure, belief, fenced, unfenced>>
+    /\ UNCHANGED <<nodeUp, issued, floor, tenure, belief, fenced, unfenced>>
 
 \* A node leaves the catalog with its checks and every session on it (S10).
 DeregisterNode(n) ==
@@ -195,7 +198,7 @@ DeregisterNode(n) ==
     /\ checkStatus' = [ch \in Checks |-> IF CheckNode[ch] = n THEN "gone" ELSE checkStatus[ch]]
     /\ Invalidate({s \in LiveSessions : SessionNode[s] = n})
     /\ index' = index + 1
-    /\ UNCHANGED <<issued, tenure, belief, fenced, unfenced>>
+    /\ UNCHANGED <<issued, floor, tenure, belief, fenced, unfenced>>
 
 (***************************************************************************)
 (* Acquire by client c with its session (S26-S30).  The leader refuses it   *)
@@ -208,7 +211,7 @@ DeregisterNode(n) ==
 Acquire(c, k) ==
     LET s == ClientSession[c]
         e == kv[k]
-        li == Max(e.lockIndex, issued[k]) + 1
+        li == Max(Max(e.lockIndex, issued[k]), floor) + 1
     IN /\ index < MaxIndex
        /\ sessState[s] = "live"
        /\ ~belief[c][k].held
@@ -220,7 +223,7 @@ Acquire(c, k) ==
                /\ tenure' = [tenure EXCEPT ![k] = tenure[k] + 1]
                /\ belief' = [belief EXCEPT ![c][k] = [held |-> TRUE, lockIndex |-> li, tenure |-> tenure[k] + 1]]
                /\ index' = index + 1
-               /\ UNCHANGED <<nodeUp, checkStatus, sessState, ttlLeft, delayLeft>>
+               /\ UNCHANGED <<nodeUp, checkStatus, sessState, ttlLeft, floor, delayLeft>>
           ELSE /\ belief' = [belief EXCEPT ![c][k] = [held |-> TRUE, lockIndex |-> e.lockIndex, tenure |-> tenure[k]]]
                /\ UNCHANGED <<store, tenure>>
        /\ UNCHANGED <<fenced, unfenced>>
@@ -235,7 +238,7 @@ Release(c, k) ==
     /\ kv' = [kv EXCEPT ![k].session = None, ![k].modifyIndex = index + 1]
     /\ belief' = [belief EXCEPT ![c][k] = NoBelief]
     /\ index' = index + 1
-    /\ UNCHANGED <<nodeUp, checkStatus, sessState, ttlLeft, issued, delayLeft, tenure, fenced, unfenced>>
+    /\ UNCHANGED <<nodeUp, checkStatus, sessState, ttlLeft, issued, floor, delayLeft, tenure, fenced, unfenced>>
 
 \* A plain set by anyone.  Every write in this model carries the same value,
 \* so a set of an existing key changes nothing (S37); only creation remains.
@@ -245,7 +248,7 @@ SetKey(k) ==
     /\ ~kv[k].exists
     /\ kv' = [kv EXCEPT ![k] = [exists |-> TRUE, lockIndex |-> 0, session |-> None, modifyIndex |-> index + 1]]
     /\ index' = index + 1
-    /\ UNCHANGED <<nodeUp, checkStatus, sessState, ttlLeft, issued, delayLeft, tenure, belief, fenced, unfenced>>
+    /\ UNCHANGED <<nodeUp, checkStatus, sessState, ttlLeft, issued, floor, delayLeft, tenure, belief, fenced, unfenced>>
 
 \* Delete by anyone, even of a locked key: no session check, no lock-delay,
 \* the session lives on, the watermark stays (S36, S23).
@@ -254,7 +257,18 @@ DeleteKey(k) ==
     /\ kv[k].exists
     /\ kv' = [kv EXCEPT ![k] = Absent]
     /\ index' = index + 1
-    /\ UNCHANGED <<nodeUp, checkStatus, sessState, ttlLeft, issued, delayLeft, tenure, belief, fenced, unfenced>>
+    /\ UNCHANGED <<nodeUp, checkStatus, sessState, ttlLeft, issued, floor, delayLeft, tenure, belief, fenced, unfenced>>
+
+\* A reap forgets the watermarks of deleted keys, raising the floor to every
+\* one it drops (S52).  It is a raft entry that changes no table index, so
+\* index stays.  tenure reaps only deletions older than a window; here a reap
+\* may come at any time after the delete, which covers every later one.
+Reap ==
+    LET Gone == {k \in Keys : ~kv[k].exists /\ issued[k] > 0}
+    IN /\ Gone # {}
+       /\ floor' = Max(floor, CHOOSE m \in {issued[k] : k \in Gone} : \A k \in Gone : issued[k] <= m)
+       /\ issued' = [k \in Keys |-> IF k \in Gone THEN 0 ELSE issued[k]]
+       /\ UNCHANGED <<index, nodeUp, checkStatus, sessState, ttlLeft, kv, delayLeft, tenure, belief, fenced, unfenced>>
 
 ----------------------------------------------------------------------------
 (* Actions outside raft: timers, renewals, clients and resources.           *)
@@ -265,7 +279,7 @@ RenewSession(s) ==
     /\ SessionTTL[s] > 0
     /\ ttlLeft[s] < SessionTTL[s]
     /\ ttlLeft' = [ttlLeft EXCEPT ![s] = SessionTTL[s]]
-    /\ UNCHANGED <<index, nodeUp, checkStatus, sessState, kv, issued, delayLeft, tenure, belief, fenced, unfenced>>
+    /\ UNCHANGED <<index, nodeUp, checkStatus, sessState, kv, issued, floor, delayLeft, tenure, belief, fenced, unfenced>>
 
 \* One tick of the leader's clock, taken only while something counts down.
 Tick ==
@@ -273,7 +287,7 @@ Tick ==
        \/ \E k \in Keys : delayLeft[k] > 0
     /\ ttlLeft' = [s \in Sessions |-> IF ttlLeft[s] > 0 THEN ttlLeft[s] - 1 ELSE 0]
     /\ delayLeft' = [k \in Keys |-> IF delayLeft[k] > 0 THEN delayLeft[k] - 1 ELSE 0]
-    /\ UNCHANGED <<index, nodeUp, checkStatus, sessState, kv, issued, tenure, belief, fenced, unfenced>>
+    /\ UNCHANGED <<index, nodeUp, checkStatus, sessState, kv, issued, floor, tenure, belief, fenced, unfenced>>
 
 \* A client learns (from its monitor) that its sequencer is stale and stops
 \* believing.  It may also never learn.
@@ -306,6 +320,7 @@ Next ==
     \/ \E c \in Clients, k \in Keys : Release(c, k)
     \/ \E k \in Keys : SetKey(k)
     \/ \E k \in Keys : DeleteKey(k)
+    \/ Reap
     \/ \E s \in Sessions : RenewSession(s)
     \/ Tick
     \/ \E c \in Clients, k \in Keys : Notice(c, k)
@@ -356,10 +371,14 @@ FencedNoStaleWrite ==
 
 (* Action properties (checked by TLC as PROPERTY, by the explorer per step). *)
 
-\* LockIndex never falls while a key exists; the watermark never falls (S33, S41).
+\* LockIndex never falls while a key exists; the watermark never falls, except
+\* that a reap moves an absent key's watermark into the floor, which never
+\* falls either (S33, S41, S52).
 LockIndexMonotonic ==
-    [][\A k \in Keys :
-          /\ issued'[k] >= issued[k]
+    [][/\ floor' >= floor
+       /\ \A k \in Keys :
+          /\ \/ issued'[k] >= issued[k]
+             \/ ~kv[k].exists /\ issued'[k] = 0 /\ floor' >= issued[k]
           /\ (kv[k].exists /\ kv'[k].exists => kv'[k].lockIndex >= kv[k].lockIndex)]_vars
 
 \* A dead session's keys are released in place (release) or gone (delete):

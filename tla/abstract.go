@@ -55,6 +55,7 @@ type Abs struct {
 	TTLLeft     []int
 	KV          []KVRec
 	Issued      []uint64
+	Floor       uint64
 	DelayLeft   []int
 	Tenure      []uint64
 	Belief      [][]Belief // [client][key]
@@ -76,6 +77,7 @@ func (a *Abs) Key() string {
 		}
 	}
 	num(a.Index)
+	num(a.Floor)
 	for _, v := range a.NodeUp {
 		flag(v)
 	}
@@ -128,6 +130,7 @@ func (a *Abs) TLA() map[string]any {
 		"ttlLeft":     byName(sc.Sessions, func(i int) any { return a.TTLLeft[i] }),
 		"kv":          byName(sc.Keys, func(i int) any { return a.KV[i] }),
 		"issued":      byName(sc.Keys, func(i int) any { return a.Issued[i] }),
+		"floor":       a.Floor,
 		"delayLeft":   byName(sc.Keys, func(i int) any { return a.DelayLeft[i] }),
 		"tenure":      byName(sc.Keys, func(i int) any { return a.Tenure[i] }),
 		"belief": byName(sc.Clients, func(c int) any {

@@ -210,6 +210,17 @@ var actions = []actionDef{
 		}
 		return r.store(w, model.Command{KV: &model.KVOp{Verb: model.KVDelete, Key: w.sc.Keys[x[0]]}})
 	}},
+	{"Reap", nil, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
+		// Enabled as in Sessions.tla: some absent key still has a watermark.
+		gone := false
+		for k := range a.KV {
+			gone = gone || (!a.KV[k].Exists && a.Issued[k] > 0)
+		}
+		if !gone {
+			return nil, nil, false
+		}
+		return r.store(w, model.Command{Reap: &model.Reap{Index: w.m.Index()}})
+	}},
 	{"RenewSession", []param{{"s", "Sessions"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
 		s := w.sc.Sessions[x[0]]
 		full := time.Duration(w.sc.SessionTTL[s]) * Tick

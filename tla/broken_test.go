@@ -81,6 +81,17 @@ func keepHolder(m *model.State, idx uint64, cmd model.Command) model.Result {
 	return res
 }
 
+// reapNoFloor: a reap forgets deleted keys' watermarks without raising the
+// floor, so a re-created key starts again at LockIndex 1 (S52).
+func reapNoFloor(m *model.State, idx uint64, cmd model.Command) model.Result {
+	floor := m.LockFloor
+	res := m.Apply(idx, cmd)
+	if cmd.Reap != nil {
+		m.LockFloor = floor
+	}
+	return res
+}
+
 // steal: an acquire of a key held by another session succeeds (S29).
 func steal(m *model.State, idx uint64, cmd model.Command) model.Result {
 	if cmd.KV != nil && cmd.KV.Verb == model.KVLock {
@@ -107,6 +118,7 @@ func TestBrokenTransitionsAreCaught(t *testing.T) {
 		{"invalidation arms no lock-delay", "MCSessions_release.cfg", forgetLockDelay, "InvalidationEffects", ""},
 		{"invalidation keeps the holder", "MCSessions_release.cfg", keepHolder, "InvalidationEffects", "HolderLive"},
 		{"acquire steals a held key", "MCSessions_release.cfg", steal, "MutualExclusion", ""},
+		{"reap forgets a watermark without the floor", "MCSessions_delete.cfg", reapNoFloor, "LockIndexMonotonic", "SequencerNeverReissued"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

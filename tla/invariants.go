@@ -172,8 +172,12 @@ func beliefExclusive(a *Abs, _ uint64) error {
 }
 
 func lockIndexMonotonic(prev, next *Abs) error {
+	if next.Floor < prev.Floor {
+		return fmt.Errorf("lock floor fell from %d to %d", prev.Floor, next.Floor)
+	}
 	for k := range prev.KV {
-		if next.Issued[k] < prev.Issued[k] {
+		reaped := !prev.KV[k].Exists && next.Issued[k] == 0 && next.Floor >= prev.Issued[k]
+		if next.Issued[k] < prev.Issued[k] && !reaped {
 			return fmt.Errorf("key %s: watermark fell from %d to %d", prev.sc.Keys[k], prev.Issued[k], next.Issued[k])
 		}
 		if prev.KV[k].Exists && next.KV[k].Exists && next.KV[k].LockIndex < prev.KV[k].LockIndex {

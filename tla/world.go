@@ -111,6 +111,7 @@ func (w *world) abs() *Abs {
 	a := &Abs{
 		sc:          sc,
 		Index:       w.m.Index() - w.base,
+		Floor:       w.m.LockFloor,
 		NodeUp:      make([]bool, len(sc.Nodes)),
 		CheckStatus: make([]string, len(sc.Checks)),
 		SessState:   make([]string, len(sc.Sessions)),

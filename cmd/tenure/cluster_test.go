@@ -29,17 +29,7 @@ func TestMultiProcessCluster(t *testing.T) {
 	if os.Getenv("TENURE_CLUSTER_TEST") == "" {
 		t.Skip("set TENURE_CLUSTER_TEST=1 to run the multi-process cluster test")
 	}
-	bin := filepath.Join(t.TempDir(), "tenure")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	cl := newProcCluster(t, bin, 3)
-	for i := range cl.nodes {
-		cl.start(i)
-	}
-	for i := range cl.nodes {
-		cl.waitHealthy(i, 3)
-	}
+	cl := startProcCluster(t, 3)
 
 	lead := cl.leader(0)
 	follower := (lead + 1) % 3
@@ -113,6 +103,36 @@ type procNode struct {
 	name, raft, http, dir string
 	cmd                   *exec.Cmd
 	log                   *os.File
+	// exited, when set, already waits on cmd (see waitRunning).
+	exited chan error
+}
+
+// wait reaps node i's process, through exited if a waiter already runs.
+func (nd *procNode) wait() error {
+	if nd.exited != nil {
+		err := <-nd.exited
+		nd.exited = nil
+		return err
+	}
+	return nd.cmd.Wait()
+}
+
+// startProcCluster builds the binary and runs an n-process cluster on it,
+// every node healthy.
+func startProcCluster(t *testing.T, n int) *procCluster {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "tenure")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cl := newProcCluster(t, bin, n)
+	for i := range cl.nodes {
+		cl.start(i)
+	}
+	for i := range cl.nodes {
+		cl.waitHealthy(i, n)
+	}
+	return cl
 }
 
 func freePort(t *testing.T) string {
@@ -174,7 +194,7 @@ func (c *procCluster) start(i int) {
 func (c *procCluster) kill(i int) {
 	nd := c.nodes[i]
 	_ = nd.cmd.Process.Signal(syscall.SIGKILL)
-	_ = nd.cmd.Wait()
+	_ = nd.wait()
 	nd.cmd = nil
 }
 
@@ -185,7 +205,7 @@ func (c *procCluster) stop(i int) {
 	if err := nd.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		c.t.Fatal(err)
 	}
-	if err := nd.cmd.Wait(); err != nil {
+	if err := nd.wait(); err != nil {
 		c.t.Errorf("%s exited uncleanly after SIGTERM: %v", nd.name, err)
 	}
 	nd.cmd = nil

@@ -35,6 +35,9 @@ type Config struct {
 	RoundTripper http.RoundTripper
 	// HTTP configures the API; Forward and Logger default as above.
 	HTTP httpapi.Options
+	// Limits bounds each client connection (timeouts, header size); zero
+	// fields take defaults.
+	Limits HTTPLimits
 	// RegisterWait bounds how long a session create waits for this node's
 	// own registration (S47) before it is served anyway. Default 10s.
 	RegisterWait time.Duration
@@ -96,12 +99,14 @@ func New(cfg Config) (*Agent, error) {
 		cancel: cancel,
 		served: make(chan error, 1),
 	}
+	limits := cfg.Limits.withDefaults()
+	api := registeredGate(httpapi.New(srv, cfg.HTTP), srv, cfg.RegisterWait)
 	a.http = &http.Server{
-		Handler:           registeredGate(httpapi.New(srv, cfg.HTTP), srv, cfg.RegisterWait),
-		ReadHeaderTimeout: 10 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ErrorLog:          logger(cfg.Server.Logger).StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+		Handler:     limits.writeDeadline(api, cfg.HTTP.LongestBlock()),
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog:    logger(cfg.Server.Logger).StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
+	limits.server(a.http)
 	go func() { a.served <- a.http.Serve(ln) }()
 	return a, nil
 }

@@ -23,6 +23,9 @@ func (h *handler) agentSelf(c *call) error {
 // (S48). It answers 200 with no body, as Consul does.
 func (h *handler) agentCheck(status model.Health) func(c *call) error {
 	return func(c *call) error {
+		if err := checkLen("Check ID", c.arg, maxNameLen); err != nil {
+			return err
+		}
 		node := h.origin(c)
 		if here, err := h.leaderHere(c, nil); err != nil || !here {
 			return err

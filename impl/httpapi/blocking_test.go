@@ -125,7 +125,7 @@ func TestBlockingJitter(t *testing.T) {
 }
 
 // A blocked read of a missing key ignores writes to other keys and answers
-// when the key appears (facts §7); a stale index answers at once.
+// when the key appears (CONSUL.md §7); a stale index answers at once.
 func TestBlockingMissingKey(t *testing.T) {
 	f := newFixture(t)
 	f.put("other", "1")

@@ -37,9 +37,7 @@ type deregisterBody struct {
 }
 
 func decodeJSONBody(c *call, v any) ([]byte, error) {
-	body, err := readBody(c, maxJSONBody, func(n int64) error {
-		return errorf(http.StatusRequestEntityTooLarge, "Request body(%d bytes) too large, max size: %d bytes.", n, maxJSONBody)
-	})
+	body, err := readBody(c, maxJSONBody, bodyTooLarge)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +97,9 @@ func (h *handler) catalogRegister(c *call) error {
 	if err != nil {
 		return err
 	}
+	if err := registerLimits(b); err != nil {
+		return err
+	}
 	reg, err := toRegister(b)
 	if err != nil {
 		return err
@@ -118,6 +119,12 @@ func (h *handler) catalogDeregister(c *call) error {
 		return errorf(http.StatusBadRequest, "Must provide node")
 	case b.ServiceID != "":
 		return errorf(http.StatusBadRequest, "Services are not supported: tenure models nodes and checks only")
+	}
+	if err := checkLen("Node name", b.Node, maxNameLen); err != nil {
+		return err
+	}
+	if err := checkLen("Check ID", b.CheckID, maxNameLen); err != nil {
+		return err
 	}
 	return h.catalogWrite(c, body, model.Command{Deregister: &model.Deregister{Node: b.Node, CheckID: b.CheckID}})
 }

@@ -13,6 +13,6 @@
 // 400 with a one-line plain-text reason, oversized input 413, a broken
 // calling contract 500. Options.Compat switches to Consul's codes, which
 // answer 500 for every rejection that happens at apply and for bad numbers.
-// Clause IDs (S1…S51) refer to spec/SPEC.md; "facts §n" to
-// /work/shared/consul-facts.md.
+// Clause IDs (S1…S52) refer to spec/SPEC.md; "CONSUL.md §n" to
+// spec/CONSUL.md.
 package httpapi

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -50,9 +51,18 @@ func fuzzServer(t *testing.T) (http.Handler, *httpapitest.Store) {
 	return New(b, Options{}), b.Store()
 }
 
+// serve answers one request. A GET runs with its client already gone, so
+// a blocking read (?index) answers after one look instead of parking on
+// the double's manual clock.
 func serve(h http.Handler, method, path string, body []byte) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(method, path, bytes.NewReader(body)))
+	req := httptest.NewRequest(method, path, bytes.NewReader(body))
+	if method == http.MethodGet {
+		ctx, cancel := context.WithCancel(req.Context())
+		cancel()
+		req = req.WithContext(ctx)
+	}
+	h.ServeHTTP(rec, req)
 	return rec
 }
 

@@ -38,20 +38,23 @@ type Options struct {
 	Datacenter string
 }
 
-// Defaults taken from Consul's agent configuration (facts §7).
+// Defaults taken from Consul's agent configuration (CONSUL.md §7).
 const (
 	defaultMaxQueryTime     = 600 * time.Second
 	defaultDefaultQueryTime = 300 * time.Second
 	jitterFraction          = 16
 )
 
-// Body limits. KV values and txn bodies use Consul's 512 KiB defaults
-// (kv_max_value_size, txn_max_req_len); JSON bodies of other endpoints
-// are small, and the cap only stops a client from exhausting memory.
-const (
-	maxJSONBody = 1 << 20
-	maxTxnBody  = 512 * 1024
-)
+// LongestBlock is the longest a blocking read may park under these options:
+// the capped wait plus the most jitter can add. A server's write deadline
+// for a blocking read must allow this much.
+func (o Options) LongestBlock() time.Duration {
+	maxWait := o.MaxQueryTime
+	if maxWait <= 0 {
+		maxWait = defaultMaxQueryTime
+	}
+	return maxWait + maxWait/jitterFraction
+}
 
 // New returns the HTTP API over b.
 func New(b impl.Backend, opts Options) http.Handler {

@@ -20,6 +20,9 @@ const kvDocURL = "https://developer.hashicorp.com/docs/agent/config/config-files
 // kv is /v1/kv/<key>. Like Consul, it parses the read options for every
 // method, so ?stale&consistent or a bad ?index is a 400 on a PUT too.
 func (h *handler) kv(c *call) error {
+	if err := checkLen("Key name", c.arg, maxKeyLen); err != nil {
+		return err
+	}
 	q, err := parseQuery(c.r.URL.Query())
 	if err != nil {
 		return err
@@ -97,7 +100,7 @@ func (h *handler) kvGet(c *call, q queryOpts) error {
 		e, ok := s.Get(key)
 		if !ok {
 			// Once blocked, only this key's own deletion or creation wakes
-			// the read (facts §7, not-found results).
+			// the read (CONSUL.md §7, not-found results).
 			return view{index: s.KeyIndex(key), watch: s.Tombstones[key], watchSet: true,
 				status: http.StatusNotFound}
 		}
@@ -137,6 +140,9 @@ func (h *handler) kvPut(c *call) error {
 	}
 	if _, ok := v["release"]; ok {
 		op.Verb, op.Session = model.KVUnlock, v.Get("release")
+	}
+	if err := checkLen("Session ID", op.Session, maxNameLen); err != nil {
+		return err
 	}
 	body, err := readBody(c, model.MaxValueSize, func(n int64) error {
 		return errorf(http.StatusRequestEntityTooLarge,

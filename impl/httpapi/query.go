@@ -10,7 +10,7 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// consistency is a read's consistency mode (facts §7).
+// consistency is a read's consistency mode (CONSUL.md §7).
 type consistency int
 
 const (
@@ -101,7 +101,7 @@ type view struct {
 	index uint64
 	// watch, when watchSet, replaces index in the blocking comparison once
 	// the read has blocked: a missing key keeps blocking until it appears
-	// or is deleted again, not whenever another key changes (facts §7).
+	// or is deleted again, not whenever another key changes (CONSUL.md §7).
 	watch    uint64
 	watchSet bool
 	status   int // 0 means 200
@@ -196,7 +196,7 @@ func (h *handler) block(ctx context.Context, q queryOpts, read func(s *model.Sta
 	}
 }
 
-// setMeta sets the read headers Consul sets (facts §7). The index is never 0,
+// setMeta sets the read headers Consul sets (CONSUL.md §7). The index is never 0,
 // which would turn a client's next blocking read into a busy loop.
 func (h *handler) setMeta(w http.ResponseWriter, index uint64, mode consistency) {
 	hd := w.Header()

@@ -10,15 +10,16 @@ import (
 
 // sessionCreate is PUT /v1/session/create (S1-S9).
 func (h *handler) sessionCreate(c *call) error {
-	body, err := readBody(c, maxJSONBody, func(n int64) error {
-		return errorf(http.StatusRequestEntityTooLarge, "Request body(%d bytes) too large, max size: %d bytes.", n, maxJSONBody)
-	})
+	body, err := readBody(c, maxJSONBody, bodyTooLarge)
 	if err != nil {
 		return err
 	}
 	cs, err := decodeSessionCreate(body, h.origin(c))
 	if err != nil {
 		return errorf(http.StatusBadRequest, "Request decode failed: %v", err)
+	}
+	if me := createLimits(cs); me != nil {
+		return h.rejection(me)
 	}
 	if me := validateCreate(cs); me != nil {
 		return h.rejection(me)
@@ -42,6 +43,9 @@ func (h *handler) sessionDestroy(c *call) error {
 	if c.arg == "" {
 		return errorf(http.StatusBadRequest, "Missing session")
 	}
+	if err := checkLen("Session ID", c.arg, maxNameLen); err != nil {
+		return err
+	}
 	if here, err := h.leaderHere(c, nil); err != nil || !here {
 		return err
 	}
@@ -64,6 +68,9 @@ func (h *handler) sessionRenew(c *call) error {
 	if c.arg == "" {
 		return errorf(http.StatusBadRequest, "Missing session")
 	}
+	if err := checkLen("Session ID", c.arg, maxNameLen); err != nil {
+		return err
+	}
 	if here, err := h.leaderHere(c, nil); err != nil || !here {
 		return err
 	}
@@ -77,7 +84,7 @@ func (h *handler) sessionRenew(c *call) error {
 	return writeJSON(c, http.StatusOK, []sessionJSON{toSession(s)})
 }
 
-// sessionInfo is GET /v1/session/info/<id>: [session] or [] (facts §8).
+// sessionInfo is GET /v1/session/info/<id>: [session] or [] (CONSUL.md §8).
 func (h *handler) sessionInfo(c *call) error {
 	return h.serveArgRead(c, "Missing session", func(s *model.State) view {
 		out := []sessionJSON{}

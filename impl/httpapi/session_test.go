@@ -35,7 +35,7 @@ func TestSessionCreateDefaults(t *testing.T) {
 	}
 }
 
-// The session object's JSON keys and their order are Consul's (S1, facts §8).
+// The session object's JSON keys and their order are Consul's (S1, CONSUL.md §8).
 func TestSessionJSONShape(t *testing.T) {
 	f := newFixture(t)
 	id := f.session(&api.SessionEntry{Name: "n", TTL: "30s", LockDelay: 2 * time.Second})
@@ -158,7 +158,7 @@ func TestSessionNodeAndList(t *testing.T) {
 	}
 }
 
-// Checks and NodeChecks fixups decide the bound checks (facts §1, S7).
+// Checks and NodeChecks fixups decide the bound checks (CONSUL.md §1, S7).
 func TestSessionCreateCheckLists(t *testing.T) {
 	f := newFixture(t)
 	want(t, "register checks", f.doJSON(http.MethodPut, "/v1/catalog/register", map[string]any{

@@ -12,7 +12,7 @@ import (
 )
 
 // lockDelayMinThreshold: Consul reads a LockDelay below 1000 (ns) as seconds,
-// because old clients sent 15 meaning 15s (S9, facts §1).
+// because old clients sent 15 meaning 15s (S9, CONSUL.md §1).
 const lockDelayMinThreshold = 1000
 
 // createBody is the session-create body. Field names match
@@ -30,7 +30,7 @@ type createBody struct {
 }
 
 // decodeSessionCreate applies Consul's defaults (S2), decodes body if it is
-// non-empty, and applies Consul's check-list fixups (facts §1). node is the
+// non-empty, and applies Consul's check-list fixups (CONSUL.md §1). node is the
 // default Node. The ID is left for the backend to choose (S1).
 func decodeSessionCreate(body []byte, node string) (model.CreateSession, error) {
 	b := createBody{
@@ -101,7 +101,7 @@ func saturatingSeconds(d time.Duration) time.Duration {
 
 // effectiveChecks applies fixupEmptySessionChecks and returns the checks the
 // session binds: Checks ∪ NodeChecks ∪ ServiceChecks' IDs, in that order,
-// without repeats (facts §1).
+// without repeats (CONSUL.md §1).
 //   - Checks empty ([] or null): no checks at all, NodeChecks included (S7);
 //   - Checks exactly [serfHealth] (the default): NodeChecks decide;
 //   - NodeChecks empty: the legacy Checks are dropped too;

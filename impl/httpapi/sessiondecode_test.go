@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// LockDelay is read by Consul's rules (S9, facts §1).
+// LockDelay is read by Consul's rules (S9, CONSUL.md §1).
 func TestDecodeLockDelay(t *testing.T) {
 	cases := []struct {
 		body string

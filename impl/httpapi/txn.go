@@ -36,7 +36,7 @@ type txnKVJSON struct {
 }
 
 // decodeTxn turns a request body into the model's Txn, with Consul's
-// texts and limits (S44, facts §6). Like Consul it rejects unknown fields,
+// texts and limits (S44, CONSUL.md §6). Like Consul it rejects unknown fields,
 // reads only the first JSON value, and drops ops that set no member.
 func decodeTxn(body []byte) (model.Txn, error) {
 	var ops []txnOpJSON
@@ -55,6 +55,11 @@ func decodeTxn(body []byte) (model.Txn, error) {
 		case op.KV != nil:
 			kv := op.KV
 			if len(kv.Value) > model.MaxValueSize {
+				// Consul's text quotes the key; a key over its own limit is
+				// not worth quoting.
+				if len(kv.Key) > maxKeyLen {
+					return model.Txn{}, txnOpLimits(i, model.KVOp{Key: kv.Key})
+				}
 				return model.Txn{}, errorf(http.StatusRequestEntityTooLarge,
 					"Value for key %q is too large (%d > %d bytes)", kv.Key, len(kv.Value), model.MaxValueSize)
 			}
@@ -62,8 +67,12 @@ func decodeTxn(body []byte) (model.Txn, error) {
 			if len(value) == 0 {
 				value = nil
 			}
-			txn.Ops = append(txn.Ops, model.KVOp{Verb: kv.Verb, Key: kv.Key, Value: value,
-				Flags: kv.Flags, Index: kv.Index, Session: kv.Session})
+			kvOp := model.KVOp{Verb: kv.Verb, Key: kv.Key, Value: value,
+				Flags: kv.Flags, Index: kv.Index, Session: kv.Session}
+			if err := txnOpLimits(i, kvOp); err != nil {
+				return model.Txn{}, err
+			}
+			txn.Ops = append(txn.Ops, kvOp)
 		case op.Node != nil || op.Service != nil || op.Check != nil:
 			return model.Txn{}, errorf(http.StatusBadRequest,
 				"Failed to parse body: op %d: only KV operations are supported", i)

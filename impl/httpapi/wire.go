@@ -6,7 +6,7 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// The answer shapes below follow Consul's field names and order (facts §5,
+// The answer shapes below follow Consul's field names and order (CONSUL.md §5,
 // §6, §8); encoding/json keeps struct order.
 
 // sessionJSON is structs.Session as Consul encodes it.

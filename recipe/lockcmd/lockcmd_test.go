@@ -14,22 +14,8 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/tenurekv/tenure/recipe/internal/tenuretest"
+	"github.com/tenurekv/tenure/impl/agent/agenttest"
 )
-
-// testAddr is TENURE_TEST_ADDR when set (a real Consul, say), else an
-// in-process tenure dev server.
-func testAddr(t *testing.T) string {
-	t.Helper()
-	if addr := os.Getenv("TENURE_TEST_ADDR"); addr != "" {
-		return addr
-	}
-	addr, err := tenuretest.Shared()
-	if err != nil {
-		t.Fatalf("in-process tenure server: %v", err)
-	}
-	return addr
-}
 
 func uniq(p string) string {
 	b := make([]byte, 6)
@@ -110,7 +96,7 @@ var envLine = regexp.MustCompile(`held=(\S*) key=(\S*) index=(\d+) session=(\S+)
 // environment; destroying the session from outside makes tenure lock
 // SIGTERM the child and exit 1.
 func TestLockChildTerminatedOnLoss(t *testing.T) {
-	addr := testAddr(t)
+	addr := agenttest.Addr(t)
 	prefix := uniq("loss")
 	done, stdout, stderr := start(context.Background(), "-http-addr", addr, "-ttl", "10s", "-lock-delay", "0s", prefix, loopChild)
 	m := stdout.await(t, envLine, 30*time.Second)
@@ -139,7 +125,7 @@ func TestLockChildTerminatedOnLoss(t *testing.T) {
 // TestLockExitStatus: 0 when the child finishes, 2 with -child-exit-code
 // when it fails, 0 without; 1 for usage errors.
 func TestLockExitStatus(t *testing.T) {
-	addr := testAddr(t)
+	addr := agenttest.Addr(t)
 	cases := []struct {
 		args []string
 		want int
@@ -175,7 +161,7 @@ func TestLockExitStatus(t *testing.T) {
 // up after -timeout with exit 1; cancelling the first (an interrupt)
 // terminates its child and exits 1.
 func TestLockTimeoutAndInterrupt(t *testing.T) {
-	addr := testAddr(t)
+	addr := agenttest.Addr(t)
 	prefix := uniq("timeout")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -203,4 +189,4 @@ func TestLockTimeoutAndInterrupt(t *testing.T) {
 	}
 }
 
-func TestMain(m *testing.M) { os.Exit(tenuretest.Main(m)) }
+func TestMain(m *testing.M) { os.Exit(agenttest.Main(m)) }

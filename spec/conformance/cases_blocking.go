@@ -59,7 +59,7 @@ func (t *T) blockingGet(path string, idx uint64, wait string) func() blockResult
 
 func s45KeyIndex(t *T) {
 	k := t.Key("k")
-	s := t.Sess(nil)
+	s := t.CreateUnboundSession(nil)
 	t.Set(k, "1")
 	for _, step := range []func(){
 		func() {},
@@ -104,7 +104,7 @@ func s45NeverZero(t *T) {
 		"/v1/kv/" + t.Key("never-written"),
 		"/v1/kv/" + t.Key("nothing/") + "?recurse",
 		"/v1/session/info/" + fakeID(),
-		"/v1/session/node/" + t.Home(),
+		"/v1/session/node/" + t.HomeNode(),
 		"/v1/session/list",
 	} {
 		r := t.Do(http.MethodGet, p, nil)
@@ -116,7 +116,7 @@ func s45NeverZero(t *T) {
 
 func s46Wakes(t *T, how string) {
 	k := t.Key("k")
-	s := t.Sess(nil)
+	s := t.CreateUnboundSession(nil)
 	if how == "set" || how == "delete" {
 		t.Set(k, "before")
 	} else {

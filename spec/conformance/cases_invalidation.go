@@ -28,7 +28,7 @@ func invalidationCases() []Case {
 // holding creates a session from fields on node bound to checks and has it
 // acquire each key; it returns the session ID.
 func (t *T) holding(node string, checks []string, fields map[string]any, keys ...string) string {
-	id := t.NodeSession(node, checks, fields)
+	id := t.CreateSessionOn(node, checks, fields)
 	for _, k := range keys {
 		t.Require(t.Acquire(k, id, "v-"+k), "session %s could not acquire fresh key %s", id, k)
 	}
@@ -54,8 +54,8 @@ func (t *T) expectReleased(what, key string, before *api.KVPair) {
 }
 
 func s10NodeDereg(t *T) {
-	n := t.Node("n", Chk{"c1", "passing"})
-	m := t.Node("m")
+	n := t.RegisterNode("n", CheckSpec{"c1", "passing"})
+	m := t.RegisterNode("m")
 	k1, k2, k3 := t.Key("k1"), t.Key("k2"), t.Key("k3")
 	a := t.holding(n, []string{"c1"}, nil, k1)
 	b := t.holding(n, nil, nil, k2)
@@ -71,7 +71,7 @@ func s10NodeDereg(t *T) {
 }
 
 func s11CheckDereg(t *T) {
-	n := t.Node("n", Chk{"c1", "passing"}, Chk{"c2", "passing"})
+	n := t.RegisterNode("n", CheckSpec{"c1", "passing"}, CheckSpec{"c2", "passing"})
 	k1, k2, k3, k4 := t.Key("k1"), t.Key("k2"), t.Key("k3"), t.Key("k4")
 	a := t.holding(n, []string{"c1"}, nil, k1)
 	b := t.holding(n, []string{"c2"}, nil, k2)
@@ -87,7 +87,7 @@ func s11CheckDereg(t *T) {
 }
 
 func s12Critical(t *T) {
-	n := t.Node("n", Chk{"c1", "passing"}, Chk{"c2", "passing"})
+	n := t.RegisterNode("n", CheckSpec{"c1", "passing"}, CheckSpec{"c2", "passing"})
 	k1, k2, k3 := t.Key("k1"), t.Key("k2"), t.Key("k3")
 	a := t.holding(n, []string{"c1"}, nil, k1)
 	b := t.holding(n, []string{"c2"}, nil, k2)
@@ -109,7 +109,7 @@ func s12Critical(t *T) {
 
 func s13Destroy(t *T) {
 	k := t.Key("k")
-	a := t.holding(t.Home(), nil, nil, k)
+	a := t.holding(t.HomeNode(), nil, nil, k)
 	before := t.MustGet(k)
 	t.Destroy(a)
 	t.Check(!t.Alive(a), "destroyed session still exists")
@@ -119,7 +119,7 @@ func s13Destroy(t *T) {
 
 func s13DestroyUnknown(t *T) {
 	k := t.Key("k")
-	home := t.Home()
+	home := t.HomeNode()
 	a := t.holding(home, nil, nil, k)
 	before := t.MustGet(k)
 	sessBefore := t.NodeSessions(home)
@@ -158,7 +158,7 @@ func (t *T) probeAtomic(sid string, keys []string, stop *atomic.Bool) (rounds in
 }
 
 func s15Critical(t *T) {
-	n := t.Node("n", Chk{"c", "passing"})
+	n := t.RegisterNode("n", CheckSpec{"c", "passing"})
 	k1, k2 := t.Key("k1"), t.Key("k2")
 	a := t.holding(n, []string{"c"}, nil, k1, k2)
 	var stop atomic.Bool
@@ -179,7 +179,7 @@ func s15Critical(t *T) {
 func s15Destroy(t *T) {
 	for _, behavior := range []string{"release", "delete"} {
 		k1, k2 := t.Key(behavior+"/k1"), t.Key(behavior+"/k2")
-		a := t.holding(t.Home(), nil, map[string]any{"Behavior": behavior}, k1, k2)
+		a := t.holding(t.HomeNode(), nil, map[string]any{"Behavior": behavior}, k1, k2)
 		var stop atomic.Bool
 		wait := t.Go(func() {
 			if behavior == "release" {
@@ -214,7 +214,7 @@ func s15Destroy(t *T) {
 func s16Release(t *T) {
 	k1, k2, k3 := t.Key("k1"), t.Key("k2"), t.Key("k3")
 	t.Set(k3, "pre-existing")
-	a := t.Sess(nil)
+	a := t.CreateUnboundSession(nil)
 	t.Require(t.PutBool(k1, "one", "acquire="+a+"&flags=42"), "acquire k1 failed")
 	t.Require(t.Acquire(k2, a, ""), "acquire k2 failed")
 	t.Require(t.PutBool(k3, "three", "acquire="+a+"&flags=7"), "acquire k3 failed")
@@ -245,7 +245,7 @@ func s16Release(t *T) {
 func s17Delete(t *T) {
 	ka, kb, other := t.Key("held/a"), t.Key("held/b"), t.Key("held/other")
 	t.Set(other, "not held")
-	d := t.Sess(map[string]any{"Behavior": "delete"})
+	d := t.CreateUnboundSession(map[string]any{"Behavior": "delete"})
 	t.Require(t.Acquire(ka, d, "a"), "acquire a failed")
 	t.Require(t.Acquire(kb, d, "b"), "acquire b failed")
 	maxMod := max(t.MustGet(ka).ModifyIndex, t.MustGet(kb).ModifyIndex)
@@ -272,7 +272,7 @@ func sessionOf(p *api.KVPair) string {
 }
 
 func s48StatusUpdate(t *T) {
-	n := t.Node("n", Chk{"c", "passing"})
+	n := t.RegisterNode("n", CheckSpec{"c", "passing"})
 	k := t.Key("k")
 	a := t.holding(n, []string{"c"}, nil, k)
 	for _, st := range []string{"warning", "passing"} {

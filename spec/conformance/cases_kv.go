@@ -30,12 +30,13 @@ func kvCases() []Case {
 		{Clause: "S37", Name: "modifyindex-monotonic-noop-keeps", Run: s37ModifyIndex},
 		{Clause: "S38", Name: "value-and-flags-replaced", Run: s38ValueFlags},
 		{Clause: "S39", Name: "bad-input-400-413-changes-nothing", Run: s39BadInput},
+		{Clause: "S39", Name: "request-limits-413-change-nothing", Run: s39RequestLimits},
 	}
 }
 
 func s26AcquireAbsent(t *T) {
 	k := t.Key("k")
-	a := t.Sess(nil)
+	a := t.CreateUnboundSession(nil)
 	t.Require(t.PutBool(k, "v", "acquire="+a+"&flags=9"), "acquire of an absent key answered false")
 	p := t.MustGet(k)
 	t.Equal("LockIndex", p.LockIndex, uint64(1))
@@ -48,7 +49,7 @@ func s26AcquireAbsent(t *T) {
 
 func s27AcquireUnlocked(t *T) {
 	k := t.Key("k")
-	a, b := t.Sess(nil), t.Sess(nil)
+	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	t.Set(k, "plain")
 	prev := t.MustGet(k)
 	for i, sid := range []string{a, b, a} {
@@ -65,7 +66,7 @@ func s27AcquireUnlocked(t *T) {
 
 func s28Reacquire(t *T) {
 	k := t.Key("k")
-	a := t.Sess(nil)
+	a := t.CreateUnboundSession(nil)
 	t.Require(t.PutBool(k, "first", "acquire="+a+"&flags=1"), "acquire failed")
 	before := t.MustGet(k)
 	t.Require(t.PutBool(k, "second", "acquire="+a+"&flags=3"), "re-acquire by the holder answered false")
@@ -80,7 +81,7 @@ func s28Reacquire(t *T) {
 
 func s29HeldByOther(t *T) {
 	k := t.Key("k")
-	a, b := t.Sess(nil), t.Sess(nil)
+	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	t.Require(t.PutBool(k, "mine", "acquire="+a+"&flags=4"), "acquire failed")
 	before := t.MustGet(k)
 	t.Check(!t.PutBool(k, "theirs", "acquire="+b+"&flags=5"), "acquire of a key held by another session answered true")
@@ -91,7 +92,7 @@ func s30NoSession(t *T) {
 	absent, existing := t.Key("absent"), t.Key("existing")
 	t.Set(existing, "v")
 	before := t.MustGet(existing)
-	gone := t.Sess(nil)
+	gone := t.CreateUnboundSession(nil)
 	t.Destroy(gone)
 	for _, sid := range []string{"", fakeID(), gone} {
 		for _, k := range []string{absent, existing} {
@@ -106,7 +107,7 @@ func s30NoSession(t *T) {
 
 func s31ReleaseHolder(t *T) {
 	k := t.Key("k")
-	a := t.Sess(nil)
+	a := t.CreateUnboundSession(nil)
 	t.Require(t.PutBool(k, "held", "acquire="+a+"&flags=1"), "acquire failed")
 	before := t.MustGet(k)
 	t.Require(t.PutBool(k, "released", "release="+a+"&flags=2"), "release by the holder answered false")
@@ -122,7 +123,7 @@ func s31ReleaseHolder(t *T) {
 
 func s31ReleaseNonHolder(t *T) {
 	k := t.Key("k")
-	a, b := t.Sess(nil), t.Sess(nil)
+	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "held"), "acquire failed")
 	before := t.MustGet(k)
 	for _, sid := range []string{b, fakeID()} {
@@ -133,7 +134,7 @@ func s31ReleaseNonHolder(t *T) {
 
 func s31ReleaseUnlocked(t *T) {
 	k, absent := t.Key("k"), t.Key("absent")
-	a := t.Sess(nil)
+	a := t.CreateUnboundSession(nil)
 	t.Set(k, "free")
 	before := t.MustGet(k)
 	t.Check(!t.Release(k, a, "x"), "release of an unlocked key answered true")
@@ -145,7 +146,7 @@ func s31ReleaseUnlocked(t *T) {
 
 func s32Advisory(t *T) {
 	k := t.Key("k")
-	a := t.Sess(nil)
+	a := t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "held"), "acquire failed")
 	t.Set(k, "overwritten")
 	p := t.MustGet(k)
@@ -159,7 +160,7 @@ func s32Advisory(t *T) {
 
 func s33KeepLockIndex(t *T) {
 	k := t.Key("k")
-	a, b := t.Sess(nil), t.Sess(nil)
+	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "v"), "acquire failed")
 	li := t.MustGet(k).LockIndex
 	t.Set(k, "set")
@@ -175,7 +176,7 @@ func s33KeepLockIndex(t *T) {
 
 func s34ResetLockIndex(t *T) {
 	k := t.Key("k")
-	a := t.Sess(nil)
+	a := t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "v"), "acquire failed")
 	t.Require(t.MustGet(k).LockIndex >= 1, "LockIndex of a held key is 0")
 	t.Set(k, "set")
@@ -210,8 +211,8 @@ func s35CAS(t *T) {
 
 func s36DeleteLocked(t *T) {
 	k := t.Key("k")
-	a := t.Sess(map[string]any{"LockDelay": "10s"})
-	b := t.Sess(nil)
+	a := t.CreateUnboundSession(map[string]any{"LockDelay": "10s"})
+	b := t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "v"), "acquire failed")
 	t.Check(t.Delete(k, ""), "delete of a locked key answered false")
 	p, _ := t.Get(k)
@@ -236,7 +237,7 @@ func s36DeleteCAS(t *T) {
 }
 
 func s36DeleteRecurse(t *T) {
-	a := t.Sess(nil)
+	a := t.CreateUnboundSession(nil)
 	locked, plain, deep, sibling := t.Key("p/locked"), t.Key("p/plain"), t.Key("p/q/deep"), t.Key("pz")
 	t.Require(t.Acquire(locked, a, "v"), "acquire failed")
 	t.Set(plain, "v")
@@ -274,7 +275,7 @@ func (m *modWatch) entry(what string, p *api.KVPair) {
 
 func s37ModifyIndex(t *T) {
 	a, b := t.Key("a"), t.Key("b")
-	s := t.Sess(nil)
+	s := t.CreateUnboundSession(nil)
 	w := &modWatch{t: t}
 	t.Set(a, "1")
 	w.entry("set a", t.MustGet(a))
@@ -308,7 +309,7 @@ func s37ModifyIndex(t *T) {
 
 func s38ValueFlags(t *T) {
 	k := t.Key("k")
-	s := t.Sess(nil)
+	s := t.CreateUnboundSession(nil)
 	step := func(what, value, query string, wantValue string, wantFlags uint64) {
 		t.Require(t.PutBool(k, value, query), "%s answered false", what)
 		p := t.MustGet(k)
@@ -327,7 +328,7 @@ func s38ValueFlags(t *T) {
 
 func s39BadInput(t *T) {
 	k, absent := t.Key("k"), t.Key("absent")
-	s := t.Sess(nil)
+	s := t.CreateUnboundSession(nil)
 	t.Set(k, "v")
 	before := t.MustGet(k)
 	check := func(what string, r *resp, code int) {
@@ -352,4 +353,32 @@ func s39BadInput(t *T) {
 	// The limit itself is fine.
 	t.Set(absent, strings.Repeat("y", maxValue))
 	t.Equal("length of a 512 KiB value", len(t.MustGet(absent).Value), maxValue)
+}
+
+// s39RequestLimits: keys, session names and txn keys over tenure's limits
+// answer 413 with a one-line reason and store nothing; at the limit they
+// are served.
+func s39RequestLimits(t *T) {
+	const maxKey, maxName = 8 << 10, 1 << 10
+	pad := func(prefix string, n int) string { return prefix + strings.Repeat("k", n-len(prefix)) }
+	limited := func(what string, r *resp) {
+		txt := r.Text()
+		t.Check(r.Code == 413 && strings.Contains(txt, "too long") && !strings.Contains(txt, "\n"),
+			"%s: want 413 with a one-line \"too long\" reason, got %s", what, r)
+	}
+	over, at := pad(t.Key("over-"), maxKey+1), pad(t.Key("at-"), maxKey)
+	limited("PUT of a key one byte over the limit", t.PutRaw(over, "v", ""))
+	limited("txn set of a key one byte over the limit", t.DoJSON(http.MethodPut, "/v1/txn",
+		[]map[string]any{{"KV": map[string]any{"Verb": "set", "Key": over, "Value": []byte("v")}}}))
+	keys, _ := t.List(t.Prefix())
+	t.Check(len(keys) == 0, "rejected writes stored %d keys", len(keys))
+	t.Set(at, "v")
+	t.Equal("key at the limit", t.MustGet(at).Key, at)
+
+	node := t.RegisterNode("limits")
+	limited("session create with a name one byte over the limit", t.DoJSON(http.MethodPut, "/v1/session/create",
+		map[string]any{"Node": node, "Checks": []string{}, "Name": strings.Repeat("n", maxName+1)}))
+	t.Check(len(t.NodeSessions(node)) == 0, "rejected create left a session on %s", node)
+	sid := t.CreateSessionOn(node, []string{}, map[string]any{"Name": strings.Repeat("n", maxName)})
+	t.Equal("session name at the limit", len(t.SessionInfo(sid).Name), maxName)
 }

@@ -29,7 +29,7 @@ func lockDelayCases() []Case {
 // once, and the first key becomes acquirable no earlier than sent+ld and
 // soon after done+ld.
 func (t *T) expectArmed(keys []string, sent, done time.Time, ld time.Duration) {
-	other := t.Sess(nil)
+	other := t.CreateUnboundSession(nil)
 	for _, k := range keys {
 		before, _ := t.Get(k)
 		t.Check(!t.Acquire(k, other, "x"), "acquire of %s right after invalidation succeeded: lock-delay not armed", k)
@@ -50,7 +50,7 @@ func (t *T) expectArmed(keys []string, sent, done time.Time, ld time.Duration) {
 
 func s22Destroy(t *T, behavior string) {
 	k1, k2 := t.Key("k1"), t.Key("k2")
-	a := t.holding(t.Home(), nil, map[string]any{"LockDelay": "2s", "Behavior": behavior}, k1, k2)
+	a := t.holding(t.HomeNode(), nil, map[string]any{"LockDelay": "2s", "Behavior": behavior}, k1, k2)
 	sent := time.Now()
 	t.Destroy(a)
 	done := time.Now()
@@ -58,7 +58,7 @@ func s22Destroy(t *T, behavior string) {
 }
 
 func s22Catalog(t *T, trigger string) {
-	n := t.Node("n", Chk{"c", "passing"})
+	n := t.RegisterNode("n", CheckSpec{"c", "passing"})
 	k1, k2 := t.Key("k1"), t.Key("k2")
 	t.holding(n, []string{"c"}, map[string]any{"LockDelay": "2s"}, k1, k2)
 	sent := time.Now()
@@ -76,8 +76,8 @@ func s22Catalog(t *T, trigger string) {
 
 func s23Release(t *T) {
 	k := t.Key("k")
-	a := t.Sess(map[string]any{"LockDelay": "10s"})
-	b := t.Sess(nil)
+	a := t.CreateUnboundSession(map[string]any{"LockDelay": "10s"})
+	b := t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "v"), "acquire failed")
 	t.Require(t.Release(k, a, "v"), "release by the holder failed")
 	t.Check(t.Acquire(k, b, "w"), "acquire right after an explicit release refused: release armed lock-delay")
@@ -85,8 +85,8 @@ func s23Release(t *T) {
 
 func s23Delete(t *T) {
 	k := t.Key("k")
-	a := t.Sess(map[string]any{"LockDelay": "10s"})
-	b := t.Sess(nil)
+	a := t.CreateUnboundSession(map[string]any{"LockDelay": "10s"})
+	b := t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "v"), "acquire failed")
 	t.Require(t.Delete(k, ""), "delete answered false")
 	t.Check(t.Acquire(k, b, "w"), "acquire right after deleting a held key refused: delete armed lock-delay")
@@ -95,8 +95,8 @@ func s23Delete(t *T) {
 
 func s23SetCAS(t *T) {
 	k := t.Key("k")
-	a := t.Sess(map[string]any{"LockDelay": "10s"})
-	b := t.Sess(nil)
+	a := t.CreateUnboundSession(map[string]any{"LockDelay": "10s"})
+	b := t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "v"), "acquire failed")
 	t.Set(k, "set")
 	t.Require(t.CAS(k, "cas", t.MustGet(k).ModifyIndex), "cas with the current index failed")
@@ -106,8 +106,8 @@ func s23SetCAS(t *T) {
 
 func s24OnlyAcquire(t *T) {
 	k, free := t.Key("k"), t.Key("free")
-	a := t.Sess(map[string]any{"LockDelay": "5s"})
-	b := t.Sess(nil)
+	a := t.CreateUnboundSession(map[string]any{"LockDelay": "5s"})
+	b := t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "v"), "acquire failed")
 	sent := time.Now()
 	t.Destroy(a)
@@ -132,8 +132,8 @@ func s24OnlyAcquire(t *T) {
 
 func s25Header(t *T) {
 	k, held := t.Key("k"), t.Key("held")
-	a := t.Sess(map[string]any{"LockDelay": "5s"})
-	b := t.Sess(nil)
+	a := t.CreateUnboundSession(map[string]any{"LockDelay": "5s"})
+	b := t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "v"), "acquire failed")
 	t.Require(t.Acquire(held, b, "v"), "acquire failed")
 	t.Destroy(a)
@@ -148,7 +148,7 @@ func s25Header(t *T) {
 	t.Check(rt.Code == 409 && len(ans.Errors) == 1 && ans.Errors[0].What == want && ans.Errors[0].OpIndex == 0,
 		"txn lock during lock-delay: want 409 [{0 %q}], got %s", want, rt)
 	// A refusal because another session holds the key is not lock-delay.
-	c := t.Sess(nil)
+	c := t.CreateUnboundSession(nil)
 	r = t.PutRaw(held, "", "acquire="+c)
 	t.Check(r.Code == 200 && r.Text() == "false", "acquire of a held key: want 200 false, got %s", r)
 	t.Check(r.Header.Get("X-Tenure-Lock-Delay") == "", "refusal for a held key carries X-Tenure-Lock-Delay %q",

@@ -25,7 +25,7 @@ func s49Contention(t *T) {
 	const n = 8
 	ss := make([]string, n)
 	for i := range ss {
-		ss[i] = t.Sess(nil)
+		ss[i] = t.CreateUnboundSession(nil)
 	}
 	for round := 0; round < 3; round++ {
 		won := make([]bool, n)
@@ -65,11 +65,11 @@ func s49Contention(t *T) {
 
 func s49NoHolderDuringDelay(t *T) {
 	k := t.Key("k")
-	a := t.Sess(map[string]any{"LockDelay": "2s"})
+	a := t.CreateUnboundSession(map[string]any{"LockDelay": "2s"})
 	const n = 4
 	ss := make([]string, n)
 	for i := range ss {
-		ss[i] = t.Sess(nil)
+		ss[i] = t.CreateUnboundSession(nil)
 	}
 	t.Require(t.Acquire(k, a, ""), "acquire failed")
 	sent := time.Now()
@@ -125,7 +125,7 @@ func s49NoHolderDuringDelay(t *T) {
 
 func s50StaleHolder(t *T) {
 	lock, resource := t.Key("lock"), t.Key("resource")
-	a, b := t.Sess(nil), t.Sess(nil)
+	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	sa := t.acquireSeq(lock, a, "")
 	// a's session ends behind its back (a pause, a partition, a false
 	// positive); b takes the lock. a still believes it holds it.
@@ -152,7 +152,7 @@ func s50StaleHolder(t *T) {
 func s51Semaphore(t *T) {
 	prefix := t.Key("sem")
 	mk := func() (*api.Semaphore, string) {
-		sid := t.Sess(map[string]any{"Behavior": "delete"})
+		sid := t.CreateUnboundSession(map[string]any{"Behavior": "delete"})
 		sem, err := t.env.api.SemaphoreOpts(&api.SemaphoreOptions{
 			Prefix: prefix, Limit: 2, Session: sid,
 			SemaphoreTryOnce: true, SemaphoreWaitTime: time.Second,

@@ -42,7 +42,7 @@ func s1FreshIDs(t *T) {
 	seen := map[string]bool{}
 	var first []string
 	for i := 0; i < 4; i++ {
-		id := t.Sess(nil)
+		id := t.CreateUnboundSession(nil)
 		t.Check(!seen[id], "session ID %s issued twice", id)
 		seen[id] = true
 		first = append(first, id)
@@ -51,17 +51,17 @@ func s1FreshIDs(t *T) {
 		t.Destroy(id)
 	}
 	for i := 0; i < 4; i++ {
-		id := t.Sess(nil)
+		id := t.CreateUnboundSession(nil)
 		t.Check(!seen[id], "session ID %s reissued after its session was destroyed", id)
 		seen[id] = true
 	}
 }
 
 func s1Fields(t *T) {
-	node := t.Node("n", Chk{"c1", "passing"})
+	node := t.RegisterNode("n", CheckSpec{"c1", "passing"})
 	body := map[string]any{"Node": node, "NodeChecks": []string{"c1"}, "Name": "conf-fields",
 		"LockDelay": "3s", "Behavior": "delete", "TTL": "30s"}
-	id := t.Session(body)
+	id := t.CreateSession(body)
 	r := t.Do(http.MethodGet, "/v1/session/info/"+id, nil)
 	t.Require(r.Code == 200, "session info: want 200, got %s", r)
 	var raw []map[string]json.RawMessage
@@ -105,7 +105,7 @@ func (t *T) sessionRaw(id string) string {
 }
 
 func s1Immutable(t *T) {
-	id := t.Sess(map[string]any{"TTL": "60s"})
+	id := t.CreateUnboundSession(map[string]any{"TTL": "60s"})
 	before := t.sessionRaw(id)
 	k := t.Key("k")
 	t.Require(t.Acquire(k, id, "v"), "acquire of a fresh key failed")
@@ -165,9 +165,9 @@ func (t *T) rejected(what string, r *resp, node string) {
 }
 
 func s3TTLAccepted(t *T) {
-	node := t.Home()
+	node := t.HomeNode()
 	for _, ttl := range []string{"", "0", "0s", "10s", "90s", "1h30m", "24h"} {
-		id := t.NodeSession(node, nil, map[string]any{"TTL": ttl})
+		id := t.CreateSessionOn(node, nil, map[string]any{"TTL": ttl})
 		s := t.SessionInfo(id)
 		t.Require(s != nil, "TTL %q: session %s not found after create", ttl, id)
 		switch ttl {
@@ -178,24 +178,24 @@ func s3TTLAccepted(t *T) {
 }
 
 func s3TTLRejected(t *T) {
-	node := t.Home()
+	node := t.HomeNode()
 	for _, ttl := range []any{"abc", "10", "-10s", "-1h", "9s", "9999ms", "24h0m1s", "25h", 10} {
-		r := t.TrySession(map[string]any{"Node": node, "NodeChecks": []string{}, "TTL": ttl})
+		r := t.CreateSessionRaw(map[string]any{"Node": node, "NodeChecks": []string{}, "TTL": ttl})
 		t.rejected(fmt.Sprintf("TTL %#v", ttl), r, node)
 	}
 }
 
 func s4Behavior(t *T) {
-	node := t.Home()
+	node := t.HomeNode()
 	for sent, want := range map[string]string{"": "release", "release": "release", "delete": "delete"} {
-		id := t.NodeSession(node, nil, map[string]any{"Behavior": sent})
+		id := t.CreateSessionOn(node, nil, map[string]any{"Behavior": sent})
 		s := t.SessionInfo(id)
 		t.Require(s != nil, "session %s not found after create", id)
 		t.Equal(fmt.Sprintf("Behavior for %q", sent), s.Behavior, want)
 		t.Destroy(id)
 	}
 	for _, b := range []string{"bogus", "destroy", "keep"} {
-		r := t.TrySession(map[string]any{"Node": node, "NodeChecks": []string{}, "Behavior": b})
+		r := t.CreateSessionRaw(map[string]any{"Node": node, "NodeChecks": []string{}, "Behavior": b})
 		t.rejected(fmt.Sprintf("Behavior %q", b), r, node)
 	}
 }
@@ -205,7 +205,7 @@ func s5Stored(t *T) {
 		sent any
 		want time.Duration
 	}{{"61s", 61 * time.Second}, {"90s", 90 * time.Second}, {"10m", 10 * time.Minute}} {
-		id := t.Sess(map[string]any{"LockDelay": c.sent})
+		id := t.CreateUnboundSession(map[string]any{"LockDelay": c.sent})
 		s := t.SessionInfo(id)
 		t.Require(s != nil, "session %s not found after create", id)
 		t.Equal(fmt.Sprintf("LockDelay for %v", c.sent), s.LockDelay, c.want)
@@ -216,8 +216,8 @@ func s5Stored(t *T) {
 // capped delay runs and succeed soon after it ends.
 func s5Capped(t *T) {
 	k := t.Key("k")
-	a := t.Sess(map[string]any{"LockDelay": "90s"})
-	b := t.Sess(nil)
+	a := t.CreateUnboundSession(map[string]any{"LockDelay": "90s"})
+	b := t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "v"), "acquire of a fresh key failed")
 	sent := time.Now()
 	t.Destroy(a)
@@ -235,8 +235,8 @@ func s5Capped(t *T) {
 func s5Zero(t *T) {
 	for _, ld := range []any{"0s", 0} {
 		k := t.Key(fmt.Sprintf("k-%v", ld))
-		a := t.Sess(map[string]any{"LockDelay": ld})
-		b := t.Sess(nil)
+		a := t.CreateUnboundSession(map[string]any{"LockDelay": ld})
+		b := t.CreateUnboundSession(nil)
 		s := t.SessionInfo(a)
 		t.Require(s != nil, "session not found after create")
 		t.Equal(fmt.Sprintf("LockDelay for %#v", ld), s.LockDelay, time.Duration(0))
@@ -252,39 +252,39 @@ func s6UnknownNode(t *T) {
 		{"Node": ghost, "NodeChecks": []string{}},
 		{"Node": ghost},
 	} {
-		r := t.TrySession(body)
+		r := t.CreateSessionRaw(body)
 		t.rejected(fmt.Sprintf("create on unregistered node %v", body), r, ghost)
 	}
 }
 
 func s6MissingCheck(t *T) {
-	node := t.Node("n", Chk{"a", "passing"})
+	node := t.RegisterNode("n", CheckSpec{"a", "passing"})
 	for _, checks := range [][]string{{"b"}, {"a", "b"}} {
-		r := t.TrySession(map[string]any{"Node": node, "NodeChecks": checks})
+		r := t.CreateSessionRaw(map[string]any{"Node": node, "NodeChecks": checks})
 		t.rejected(fmt.Sprintf("NodeChecks %v with b unregistered", checks), r, node)
 	}
 }
 
 func s6OtherNode(t *T) {
-	n1 := t.Node("n1", Chk{"shared", "passing"})
-	n2 := t.Node("n2")
-	r := t.TrySession(map[string]any{"Node": n2, "NodeChecks": []string{"shared"}})
+	n1 := t.RegisterNode("n1", CheckSpec{"shared", "passing"})
+	n2 := t.RegisterNode("n2")
+	r := t.CreateSessionRaw(map[string]any{"Node": n2, "NodeChecks": []string{"shared"}})
 	t.rejected("check registered on another node", r, n2)
 	t.Check(len(t.NodeSessions(n1)) == 0, "a session appeared on the check's node %s", n1)
 }
 
 func s6Critical(t *T) {
-	node := t.Node("n", Chk{"ok", "passing"}, Chk{"bad", "critical"})
+	node := t.RegisterNode("n", CheckSpec{"ok", "passing"}, CheckSpec{"bad", "critical"})
 	for _, checks := range [][]string{{"bad"}, {"ok", "bad"}} {
-		r := t.TrySession(map[string]any{"Node": node, "NodeChecks": checks})
+		r := t.CreateSessionRaw(map[string]any{"Node": node, "NodeChecks": checks})
 		t.rejected(fmt.Sprintf("NodeChecks %v with bad critical", checks), r, node)
 	}
 }
 
 func s6Warning(t *T) {
-	node := t.Node("n", Chk{"ok", "passing"}, Chk{"warn", "warning"})
+	node := t.RegisterNode("n", CheckSpec{"ok", "passing"}, CheckSpec{"warn", "warning"})
 	for _, checks := range [][]string{{"ok"}, {"warn"}, {"ok", "warn"}} {
-		id := t.NodeSession(node, checks, nil)
+		id := t.CreateSessionOn(node, checks, nil)
 		s := t.SessionInfo(id)
 		t.Require(s != nil, "session %s not found after create", id)
 		t.Equal("NodeChecks", s.NodeChecks, checks)
@@ -292,21 +292,21 @@ func s6Warning(t *T) {
 }
 
 func s6DefaultSerf(t *T) {
-	node := t.Node("n", Chk{"c", "passing"})
-	r := t.TrySession(map[string]any{"Node": node})
+	node := t.RegisterNode("n", CheckSpec{"c", "passing"})
+	r := t.CreateSessionRaw(map[string]any{"Node": node})
 	t.rejected("default NodeChecks [serfHealth] on a node without serfHealth", r, node)
 }
 
 func s7EmptyChecks(t *T) {
 	// The node has a critical check and no serfHealth: a create that bound
 	// any check at all would be refused.
-	node := t.Node("n", Chk{"crit", "critical"}, Chk{"c", "passing"})
+	node := t.RegisterNode("n", CheckSpec{"crit", "critical"}, CheckSpec{"c", "passing"})
 	var ids []string
 	for _, body := range []map[string]any{
 		{"Node": node, "NodeChecks": []string{}},
 		{"Node": node, "Checks": []string{}},
 	} {
-		id := t.Session(body)
+		id := t.CreateSession(body)
 		s := t.SessionInfo(id)
 		t.Require(s != nil, "session %s not found after create", id)
 		t.Check(len(s.NodeChecks) == 0 && len(s.Checks) == 0 && len(s.ServiceChecks) == 0,
@@ -334,7 +334,7 @@ type badCreate struct {
 }
 
 func createFailures(t *T) (node string, bad []badCreate) {
-	node = t.Node("n", Chk{"ok", "passing"}, Chk{"crit", "critical"})
+	node = t.RegisterNode("n", CheckSpec{"ok", "passing"}, CheckSpec{"crit", "critical"})
 	ghost := fmt.Sprintf("conf-%s-%d-ghost", t.env.runID, t.seq)
 	nc := []string{}
 	return node, []badCreate{
@@ -361,7 +361,7 @@ func (t *T) sendBad(b badCreate) *resp {
 		}
 		return r
 	}
-	return t.TrySession(b.body)
+	return t.CreateSessionRaw(b.body)
 }
 
 func s8Rejected400(t *T) {
@@ -407,7 +407,7 @@ func s9LockDelaySeconds(t *T) {
 		want time.Duration
 	}{{15, 15 * time.Second}, {2, 2 * time.Second}, {999, 999 * time.Second},
 		{1000, 1000 * time.Nanosecond}, {2000000000, 2 * time.Second}} {
-		id := t.Sess(map[string]any{"LockDelay": c.sent})
+		id := t.CreateUnboundSession(map[string]any{"LockDelay": c.sent})
 		s := t.SessionInfo(id)
 		t.Require(s != nil, "session %s not found after create", id)
 		t.Equal(fmt.Sprintf("LockDelay for %#v", c.sent), s.LockDelay, c.want)

@@ -45,9 +45,9 @@ func (t *T) waitGone(sid string, timeout time.Duration) time.Time {
 
 func s14TTLExpiry(t *T) {
 	kr, kd := t.Key("released"), t.Key("deleted")
-	r := t.Sess(map[string]any{"TTL": "10s", "LockDelay": "3s"})
-	d := t.Sess(map[string]any{"TTL": "10s", "Behavior": "delete"})
-	other := t.Sess(nil)
+	r := t.CreateUnboundSession(map[string]any{"TTL": "10s", "LockDelay": "3s"})
+	d := t.CreateUnboundSession(map[string]any{"TTL": "10s", "Behavior": "delete"})
+	other := t.CreateUnboundSession(nil)
 	t.Require(t.PutBool(kr, "kept", "acquire="+r+"&flags=7"), "acquire failed")
 	t.Require(t.Acquire(kd, d, "doomed"), "acquire failed")
 	before := t.MustGet(kr)
@@ -82,7 +82,7 @@ func s14TTLExpiry(t *T) {
 
 func s18RenewResets(t *T) {
 	created := time.Now()
-	sid := t.Sess(map[string]any{"TTL": "10s"})
+	sid := t.CreateUnboundSession(map[string]any{"TTL": "10s"})
 	// Renew twice, each time well within TTL of the previous reset, then
 	// check the session is alive 2*TTL+ after creation: only resets explain it.
 	t.SleepUntil(created.Add(7 * time.Second))
@@ -98,7 +98,7 @@ func s18RenewResets(t *T) {
 }
 
 func s19TwiceTTL(t *T) {
-	sid := t.Sess(map[string]any{"TTL": "10s"})
+	sid := t.CreateUnboundSession(map[string]any{"TTL": "10s"})
 	t.Sleep(3 * time.Second)
 	last := t.renew(sid)
 	t.SleepUntil(last.Add(2*ttl - 1500*time.Millisecond))
@@ -109,7 +109,7 @@ func s19TwiceTTL(t *T) {
 
 func s20RenewLive(t *T) {
 	for _, ttlv := range []string{"10s", ""} {
-		sid := t.Sess(map[string]any{"TTL": ttlv})
+		sid := t.CreateUnboundSession(map[string]any{"TTL": ttlv})
 		r := t.Do(http.MethodPut, "/v1/session/renew/"+sid, nil)
 		t.Require(r.Code == 200, "renew TTL %q: want 200, got %s", ttlv, r)
 		var out []*api.SessionEntry
@@ -130,7 +130,7 @@ func s20RenewLive(t *T) {
 }
 
 func s20Renew404(t *T) {
-	gone := t.Sess(map[string]any{"TTL": "10s"})
+	gone := t.CreateUnboundSession(map[string]any{"TTL": "10s"})
 	t.Destroy(gone)
 	for _, id := range []string{fakeID(), gone} {
 		r := t.Do(http.MethodPut, "/v1/session/renew/"+id, nil)

@@ -18,7 +18,30 @@ func sequencerCases() []Case {
 		{Clause: "S43", Name: "check-sequencer", Run: s43CheckSequencer},
 		{Clause: "S44", Name: "failing-op-aborts-all", Run: s44Atomic},
 		{Clause: "S44", Name: "more-than-128-ops-413", Run: s44TooMany},
+		{Clause: "S52", Name: "no-sequencer-reissued-after-reap", Run: s52AfterReap},
 	}
+}
+
+// s52AfterReap locks a key twice, deletes it, waits until the server has
+// reaped the deletion, and locks the re-created key: its LockIndex must be
+// above both earlier ones, and the prefix's index must not have gone back.
+func s52AfterReap(t *T) {
+	if t.env.reapWait == 0 {
+		t.Skipf("the server's reap window is unknown (set -reap-wait)")
+	}
+	k := t.Key("k")
+	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
+	t.acquireSeq(k, a, "")
+	t.Require(t.Release(k, a, ""), "release failed")
+	s2 := t.acquireSeq(k, b, "")
+	t.Require(t.Delete(k, ""), "delete failed")
+	_, r := t.List(k)
+	before := r.Index()
+	t.Sleep(t.env.reapWait)
+	s3 := t.acquireSeq(k, a, "")
+	t.Check(s3.li > s2.li, "re-created key locked at LockIndex %d after a reap; %d was issued before", s3.li, s2.li)
+	_, r = t.List(k)
+	t.Check(r.Index() >= before, "index of prefix %s went back across a reap: %d after %d", k, r.Index(), before)
 }
 
 // seq is a sequencer: what a holder learns from its acquire.
@@ -43,7 +66,7 @@ func (t *T) valid(s seq) bool {
 
 func s40Validity(t *T) {
 	k := t.Key("k")
-	a, b := t.Sess(nil), t.Sess(nil)
+	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	s1 := t.acquireSeq(k, a, "v1")
 	t.Check(t.valid(s1), "fresh sequencer %+v invalid", s1)
 	t.Require(t.Acquire(k, a, "v2"), "re-acquire by the holder failed")
@@ -55,7 +78,7 @@ func s40Validity(t *T) {
 	t.Require(t.Release(k, a, ""), "release failed")
 	s3 := t.acquireSeq(k, b, "v4")
 	t.Check(!t.valid(s1) && !t.valid(s2), "old sequencers valid while %+v holds", s3)
-	c := t.Sess(nil)
+	c := t.CreateUnboundSession(nil)
 	s4 := t.acquireSeq(t.Key("k2"), c, "")
 	t.Destroy(c)
 	t.Check(!t.valid(s4), "sequencer %+v valid after its session was destroyed", s4)
@@ -65,7 +88,7 @@ func s40Validity(t *T) {
 
 func s40NoRepeat(t *T) {
 	k := t.Key("k")
-	ss := []string{t.Sess(nil), t.Sess(nil), t.Sess(nil)}
+	ss := []string{t.CreateUnboundSession(nil), t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)}
 	seen := map[uint64]string{}
 	for round := 0; round < 3; round++ {
 		for _, sid := range ss {
@@ -77,7 +100,7 @@ func s40NoRepeat(t *T) {
 			if round == 1 && sid == ss[1] {
 				// A holder lost by invalidation rather than release.
 				t.Destroy(sid)
-				ss[1] = t.Sess(nil)
+				ss[1] = t.CreateUnboundSession(nil)
 				continue
 			}
 			t.Require(t.Release(k, sid, ""), "release failed")
@@ -87,7 +110,7 @@ func s40NoRepeat(t *T) {
 
 func s41NeverReissued(t *T) {
 	k := t.Key("k")
-	a, b := t.Sess(nil), t.Sess(nil)
+	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	var high uint64
 	next := func(what string, s seq) {
 		t.Check(s.li > high, "%s: LockIndex %d not above every earlier one (%d)", what, s.li, high)
@@ -115,7 +138,7 @@ func s41NeverReissued(t *T) {
 	t.Require(t.Release(k, b, ""), "release failed")
 	next("acquire after cas", t.acquireSeq(k, a, ""))
 	// Invalidation with behavior=delete, then re-create by acquire.
-	d := t.Sess(map[string]any{"Behavior": "delete"})
+	d := t.CreateUnboundSession(map[string]any{"Behavior": "delete"})
 	t.Require(t.Release(k, a, ""), "release failed")
 	next("acquire by a delete-behavior session", t.acquireSeq(k, d, ""))
 	t.Destroy(d)
@@ -124,7 +147,7 @@ func s41NeverReissued(t *T) {
 
 func s42CheckSession(t *T) {
 	k, missing := t.Key("k"), t.Key("missing")
-	a, b := t.Sess(nil), t.Sess(nil)
+	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "v"), "acquire failed")
 	r, _ := t.Txn(TxnKV{Verb: "check-session", Key: k, Session: a})
 	t.Check(r.Code == 200, "check-session by the holder: want 200, got %s", r)
@@ -143,7 +166,7 @@ func s42CheckSession(t *T) {
 // s42StaleHolder: a holder that lost its session must fail a guarded write.
 func s42StaleHolder(t *T) {
 	k, guarded := t.Key("lock"), t.Key("guarded")
-	a, b := t.Sess(nil), t.Sess(nil)
+	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, ""), "acquire failed")
 	t.Destroy(a)
 	t.Require(t.Acquire(k, b, ""), "acquire by the new holder failed")
@@ -154,7 +177,7 @@ func s42StaleHolder(t *T) {
 	p, _ := t.Get(guarded)
 	t.Check(p == nil, "the stale holder's guarded write was applied")
 	// A stale holder whose session lives on (lock released, re-taken by b).
-	c := t.Sess(nil)
+	c := t.CreateUnboundSession(nil)
 	t.Require(t.Release(k, b, ""), "release failed")
 	t.Require(t.Acquire(k, c, ""), "acquire failed")
 	t.txnFails("guarded write by a released, still live holder", 0,
@@ -201,7 +224,7 @@ func (t *T) txnFails(what string, opIndex int, want string, ops ...TxnKV) {
 
 func s43CheckSequencer(t *T) {
 	k, missing, guarded := t.Key("k"), t.Key("missing"), t.Key("guarded")
-	a, b := t.Sess(nil), t.Sess(nil)
+	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	s := t.acquireSeq(k, a, "")
 	op := func(key, sid string, li uint64) TxnKV {
 		return TxnKV{Verb: "check-sequencer", Key: key, Session: sid, Index: li}
@@ -223,7 +246,7 @@ func s43CheckSequencer(t *T) {
 
 func s44Atomic(t *T) {
 	k1, k2, k3, k4 := t.Key("k1"), t.Key("k2"), t.Key("k3"), t.Key("k4")
-	a, b := t.Sess(nil), t.Sess(nil)
+	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	t.Set(k2, "orig")
 	b2 := t.MustGet(k2)
 	t.txnFails("txn with a stale cas", 2, "",

@@ -74,7 +74,7 @@ var Clauses = []Clause{
 	{"S36", Contract, "delete, delete-cas, recurse"},
 	{"S37", Contract, "ModifyIndex monotonic; no-op writes keep it"},
 	{"S38", Contract, "Value and Flags replaced on every write"},
-	{"S39", Tenure, "bad KV input answers 400/413, changes nothing"},
+	{"S39", Tenure, "bad input and requests over the limits answer 400/413, change nothing"},
 	{"S40", Contract, "sequencer validity"},
 	{"S41", Tenure, "sequencers never reissued"},
 	{"S42", Contract, "txn check-session / check-index"},
@@ -87,6 +87,7 @@ var Clauses = []Clause{
 	{"S49", Contract, "single holder; no holder during lock-delay"},
 	{"S50", Contract, "stale holders can act; sequencer checks protect"},
 	{"S51", Contract, "semaphore admits at most Limit holders"},
+	{"S52", Tenure, "a reap never lets a sequencer be issued twice"},
 }
 
 // clauseByID returns the clause with the given ID.

@@ -41,6 +41,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	parallel := fs.Int("parallel", DefaultParallel, "cases run at once")
 	skipSlow := fs.Bool("skip-slow", false, "skip cases that wait out real TTL and lock-delay timers (about a minute)")
 	list := fs.Bool("list", false, "list the cases and their status, run nothing")
+	reapWait := fs.Duration("reap-wait", 0, "how long the server takes to reap a deletion (reap window plus interval); 0 skips the S52 case")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: tenure conform [-addr URL] [-token T] [-profile contract|consul|tenure] [-json] [-run REGEXP]\n\n")
 		fs.PrintDefaults()
@@ -73,7 +74,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	opts := Options{Addr: *addr, Token: *token, Profile: p, Parallel: *parallel,
-		JSON: *asJSON, Filter: *run, SkipSlow: *skipSlow, Cases: mainCases()}
+		JSON: *asJSON, Filter: *run, SkipSlow: *skipSlow, ReapWait: *reapWait, Cases: mainCases()}
 	if *list {
 		return listCases(stdout, opts)
 	}

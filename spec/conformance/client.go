@@ -22,6 +22,8 @@ type env struct {
 	http  *http.Client
 	api   *api.Client // for the client recipes (lock, semaphore)
 	runID string      // makes every key prefix and node name of the run unique
+	// reapWait is Options.ReapWait.
+	reapWait time.Duration
 }
 
 func newEnv(addr, token string) (*env, error) {

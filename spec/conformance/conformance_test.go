@@ -5,6 +5,7 @@ import (
 	"flag"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Flags of `go test ./spec/conformance -addr URL -profile P`. -run is go
@@ -12,6 +13,7 @@ import (
 var (
 	flagAddr     = flag.String("addr", "", "base URL of a Consul-API server to check (default: StartDev, else skip)")
 	flagToken    = flag.String("token", "", "ACL token for the server")
+	flagReapWait = flag.Duration("reap-wait", 0, "how long the server under -addr takes to reap a deletion; 0 skips the S52 case")
 	flagProfile  = flag.String("profile", "", "contract, consul or tenure (default: contract with -addr, tenure with StartDev)")
 	flagFilter   = flag.String("filter", "", "regexp over case IDs, e.g. 'S2[0-9]/'")
 	flagParallel = flag.Int("workers", DefaultParallel, "cases run at once")
@@ -24,13 +26,13 @@ func TestConformance(t *testing.T) {
 	// The suite and the mutant check each mostly wait on timers (TTL,
 	// lock-delay); running them side by side halves the package's wall time.
 	t.Parallel()
-	addr, profile := serverUnderTest(t)
+	addr, profile, reapWait := serverUnderTest(t)
 	p, err := ParseStatus(profile)
 	if err != nil {
 		t.Fatalf("-profile: %v", err)
 	}
 	rep := Run(context.Background(), Options{Addr: addr, Token: *flagToken, Profile: p,
-		Parallel: *flagParallel, Filter: *flagFilter, SkipSlow: testing.Short()})
+		Parallel: *flagParallel, Filter: *flagFilter, SkipSlow: testing.Short(), ReapWait: reapWait})
 	var b strings.Builder
 	if *flagJSON {
 		err = rep.WriteJSON(&b)
@@ -58,14 +60,14 @@ func TestConformance(t *testing.T) {
 
 // serverUnderTest picks -addr, else a StartDev server, else skips the test.
 // The default profile is contract for -addr and tenure for StartDev.
-func serverUnderTest(t *testing.T) (addr, profile string) {
-	addr, profile = *flagAddr, *flagProfile
+func serverUnderTest(t *testing.T) (addr, profile string, reapWait time.Duration) {
+	addr, profile, reapWait = *flagAddr, *flagProfile, *flagReapWait
 	if addr == "" {
 		if StartDev == nil {
 			t.Skip("no -addr given and conformance.StartDev is nil (no in-process server linked in); " +
 				"run: go test ./spec/conformance -addr http://127.0.0.1:8500 -profile consul")
 		}
-		addr = StartDev(t)
+		addr, reapWait = StartDev(t), DevReapWait
 		if profile == "" {
 			profile = string(Tenure)
 		}
@@ -73,5 +75,5 @@ func serverUnderTest(t *testing.T) (addr, profile string) {
 	if profile == "" {
 		profile = string(Contract)
 	}
-	return addr, profile
+	return addr, profile, reapWait
 }

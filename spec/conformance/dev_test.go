@@ -1,7 +1,26 @@
 package conformance
 
-import "github.com/tenurekv/tenure/impl/agent/agenttest"
+import (
+	"testing"
+	"time"
+
+	"github.com/tenurekv/tenure/impl/agent"
+	"github.com/tenurekv/tenure/impl/agent/agenttest"
+)
+
+// devReapWait covers the in-process agent's reap window plus two intervals.
+const devReapWait = 2 * time.Second
 
 // With no -addr, `go test ./spec/conformance` (and so `make test`) runs the
-// suite and the mutant check against an in-process tenure dev agent.
-func init() { StartDev = agenttest.StartDev }
+// suite and the mutant check against an in-process tenure dev agent. It reaps
+// deletions after one second, so the S52 case can watch a reap happen.
+func init() {
+	StartDev = func(tb testing.TB) string {
+		a := agenttest.StartDevAgent(tb, func(c *agent.Config) {
+			c.Server.ReapWindow = time.Second
+			c.Server.ReapInterval = 250 * time.Millisecond
+		})
+		return "http://" + a.HTTPAddr()
+	}
+	DevReapWait = devReapWait
+}

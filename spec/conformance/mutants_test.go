@@ -85,6 +85,7 @@ type mstate struct {
 	released map[string]time.Time
 	freed    map[string]bool        // key released since its last acquire
 	lag      map[string]uint64      // LockIndex bumps hidden from clients
+	seen     map[string]uint64      // last LockIndex upstream answered, by key
 	timers   map[string]*time.Timer // pending early destroys, by session ID
 	stopped  bool
 }
@@ -102,7 +103,7 @@ func (m *mstate) stop() {
 func proxyFor(t *testing.T, base string, m mutant) string {
 	u := &upstream{base: strings.TrimSuffix(base, "/"), client: &http.Client{}}
 	st := &mstate{released: map[string]time.Time{}, freed: map[string]bool{},
-		lag: map[string]uint64{}, timers: map[string]*time.Timer{}}
+		lag: map[string]uint64{}, seen: map[string]uint64{}, timers: map[string]*time.Timer{}}
 	t.Cleanup(st.stop)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
@@ -197,6 +198,37 @@ func rewriteKVEntries(x *exchange, f func(e map[string]any)) {
 	}
 }
 
+// restartLockIndexAfterDelete is a server that reaps a deleted key's
+// watermark without a floor (or Consul, S34): after a delete, the key's
+// LockIndex restarts from 1, so a re-created key reissues old sequencers.
+func restartLockIndexAfterDelete(m *mstate, x *exchange) (bool, error) {
+	if err := x.forward(); err != nil {
+		return true, err
+	}
+	k := kvKey(x)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case x.r.Method == http.MethodDelete && strings.HasPrefix(x.r.URL.Path, "/v1/kv/") && answeredTrue(x):
+		m.lag[k] = m.seen[k]
+	case x.code == 200 && (x.r.Method == http.MethodGet && strings.HasPrefix(x.r.URL.Path, "/v1/kv/") ||
+		x.r.URL.Path == "/v1/txn"):
+		rewriteKVEntries(x, func(e map[string]any) {
+			key, _ := e["Key"].(string)
+			num, _ := e["LockIndex"].(json.Number)
+			li, err := strconv.ParseUint(num.String(), 10, 64)
+			if err != nil {
+				return
+			}
+			m.seen[key] = li
+			if lag := m.lag[key]; li > lag {
+				e["LockIndex"] = li - lag
+			}
+		})
+	}
+	return true, nil
+}
+
 // hideLockIndexBumps is the state behind lockindex-not-bumped-after-release:
 // it counts acquires of keys the proxy saw released and subtracts that count
 // from every LockIndex it passes on, as if those acquires never bumped it.
@@ -287,6 +319,7 @@ var mutants = []mutant{
 	// S41 would catch it too, but it is a tenure clause and mutants run the
 	// contract profile (so that -addr can point at a real Consul).
 	{name: "lockindex-not-bumped-after-release", filter: `^S27/`, handle: hideLockIndexBumps},
+	{name: "lockindex-restarts-after-reap", filter: `^S52/`, handle: restartLockIndexAfterDelete},
 	{name: "ttl-expiry-before-ttl", filter: `^S18/`, slow: true, handle: destroyTTLSessionsEarly},
 	{name: "release-by-non-holder-accepted", filter: `^S31/`,
 		handle: func(_ *mstate, x *exchange) (bool, error) {
@@ -464,7 +497,7 @@ func TestMutantsAreCaught(t *testing.T) {
 	t.Parallel()
 	// The mutated cases are all contract cases, so any correct server will
 	// do as the base: a real Consul via -addr, or tenure via StartDev.
-	base, _ := serverUnderTest(t)
+	base, _, reapWait := serverUnderTest(t)
 	// The identity proxy must not break anything the mutants' cases check.
 	var all []string
 	for _, m := range mutants {
@@ -473,7 +506,7 @@ func TestMutantsAreCaught(t *testing.T) {
 		}
 	}
 	control := Run(context.Background(), Options{Addr: proxyFor(t, base, mutant{name: "identity"}),
-		Token: *flagToken, Profile: Contract, Filter: strings.Join(all, "|")})
+		Token: *flagToken, Profile: Tenure, Filter: strings.Join(all, "|"), ReapWait: reapWait})
 	if !control.OK() || control.Passed == 0 {
 		var b strings.Builder
 		_ = control.WriteTable(&b) // writes to a strings.Builder cannot fail
@@ -486,7 +519,7 @@ func TestMutantsAreCaught(t *testing.T) {
 			}
 			t.Parallel()
 			rep := Run(context.Background(), Options{Addr: proxyFor(t, base, m), Token: *flagToken,
-				Profile: Contract, Filter: m.filter})
+				Profile: Tenure, Filter: m.filter, ReapWait: reapWait})
 			if rep.Failed == 0 {
 				t.Errorf("mutant %s survived cases %s (%d passed)", m.name, m.filter, rep.Passed)
 			}

@@ -1,8 +1,11 @@
 // Package agenttest starts tenure agents in process for tests and
-// benchmarks, on 127.0.0.1 only, and stops them through tb.Cleanup.
+// benchmarks, on 127.0.0.1 only. Agents started with a testing.TB stop
+// through tb.Cleanup; the one agent a test binary shares (shared.go) stops
+// in its TestMain, through Main.
 package agenttest
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -27,21 +30,39 @@ func StartDev(tb testing.TB) string {
 // first, and waits until it serves session creates (S47).
 func StartDevAgent(tb testing.TB, mod func(*agent.Config)) *agent.Agent {
 	tb.Helper()
-	cfg := agent.Config{Server: impl.Config{NodeName: "dev", HTTPAddr: "127.0.0.1:0", Dev: true}}
+	cfg := devConfig("dev")
 	if mod != nil {
 		mod(&cfg)
 	}
-	a, err := agent.New(cfg)
+	a, err := NewReady(cfg)
 	if err != nil {
-		tb.Fatalf("start dev agent: %v", err)
+		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
 		if err := a.Shutdown(); err != nil {
 			tb.Errorf("stop dev agent: %v", err)
 		}
 	})
-	waitRegistered(tb, a)
 	return a
+}
+
+// devConfig is a single in-memory node named node, HTTP on a free
+// 127.0.0.1 port.
+func devConfig(node string) agent.Config {
+	return agent.Config{Server: impl.Config{NodeName: node, HTTPAddr: "127.0.0.1:0", Dev: true}}
+}
+
+// NewReady starts an agent and waits until it is ready (see awaitReady);
+// on failure the agent is shut down. The caller stops it.
+func NewReady(cfg agent.Config) (*agent.Agent, error) {
+	a, err := agent.New(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("start agent %s: %w", cfg.Server.NodeName, err)
+	}
+	if err := awaitReady(a); err != nil {
+		return nil, errors.Join(err, a.Shutdown())
+	}
+	return a, nil
 }
 
 // ClusterOptions shape StartCluster.
@@ -125,27 +146,31 @@ func StartCluster(tb testing.TB, n int, opts ClusterOptions) *Cluster {
 		c.Agents = append(c.Agents, a)
 	}
 	for _, a := range c.Agents {
-		waitRegistered(tb, a)
+		if err := awaitReady(a); err != nil {
+			tb.Fatal(err)
+		}
 	}
 	return c
 }
 
 func nodeName(i int) string { return fmt.Sprintf("n%d", i+1) }
 
-func waitRegistered(tb testing.TB, a *agent.Agent) {
-	tb.Helper()
+// awaitReady waits until a has registered its own node with a passing
+// serfHealth (S47) and knows the leader's HTTP address, so that it serves
+// session creates and forwards writes.
+func awaitReady(a *agent.Agent) error {
 	select {
 	case <-a.Server().Registered():
 	case <-time.After(30 * time.Second):
-		tb.Fatalf("%s never registered itself", a.Server().NodeName())
+		return fmt.Errorf("%s never registered itself", a.Server().NodeName())
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if _, _, known := a.Server().Leader(); known {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("%s never learned the leader's HTTP address", a.Server().NodeName())
+			return fmt.Errorf("%s never learned the leader's HTTP address", a.Server().NodeName())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -2,8 +2,9 @@
 // (and anything else that speaks to impl.Backend) without raft.
 //
 // A Store is one fake cluster's replicated state: commands go straight to a
-// model.State, with the leader's lock-delay and TTL bookkeeping beside it,
-// as impl.Server keeps them. Backend is one server's view of the Store;
+// model.State through impl.LeaderCore, the leader logic impl.Server runs
+// over raft (session IDs, lock-delay check, TTL book), so the double cannot
+// drift from the server. Backend is one server's view of the Store;
 // several views share one Store, so a follower sees every write at once
 // (the double has no replication lag). Lock-delays live in the Store rather
 // than per server, which is what a cluster with a stable leader observes.
@@ -11,6 +12,7 @@ package httpapitest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -20,27 +22,36 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// Store is the state shared by every view of one fake cluster.
+// Store is the state shared by every view of one fake cluster. Its leader
+// logic is impl.LeaderCore, the code impl.Server runs, proposing straight to
+// the state instead of through raft; the Store's one leader term never ends.
 type Store struct {
-	clock impl.Clock
+	clock  impl.Clock
+	leader *impl.LeaderCore
 
 	mu       sync.RWMutex
 	state    *model.State
-	index    uint64
-	delays   model.LockDelays
-	ttl      model.TTLDeadlines
-	timers   map[string]impl.Timer
+	index    uint64 // the fake log's last index
 	changed  chan struct{}
 	applies  int
 	refusals []impl.LockDelayError
-	nextID   uint64
+	nextID   atomic.Uint64 // only the core calls it, serialised
 	reads    atomic.Int64
 }
 
 // NewStore returns an empty cluster state on clock.
 func NewStore(clock impl.Clock) *Store {
-	return &Store{clock: clock, state: model.New(), timers: map[string]impl.Timer{},
-		changed: make(chan struct{})}
+	s := &Store{clock: clock, state: model.New(), changed: make(chan struct{})}
+	s.leader = impl.NewLeaderCore(impl.LeaderConfig{
+		Clock:         clock,
+		TTLMultiplier: model.DefaultTTLMultiplier,
+		NewID:         s.freshID,
+		Read:          s.read,
+		Propose:       s.propose,
+		Expire:        s.expire,
+	})
+	s.leader.StartTerm()
+	return s
 }
 
 // Applies counts the commands that reached the state machine (refusals
@@ -76,108 +87,66 @@ func (s *Store) Refusals() []impl.LockDelayError {
 	return append([]impl.LockDelayError(nil), s.refusals...)
 }
 
-// Apply applies cmd as the leader would: lock-delay check before the log,
-// then the state machine, then lock-delays and TTL deadlines.
+// Apply applies cmd as the leader would (impl.LeaderCore.Apply), recording
+// lock-delay refusals.
 func (s *Store) Apply(cmd model.Command) (model.Result, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.applyLocked(cmd)
+	return s.apply(context.Background(), cmd)
 }
 
-func (s *Store) applyLocked(cmd model.Command) (model.Result, error) {
-	now := s.clock.Now()
-	if cs := cmd.CreateSession; cs != nil && cs.ID == "" {
-		c := *cs
-		c.ID = s.freshID()
-		cmd.CreateSession = &c
+func (s *Store) apply(ctx context.Context, cmd model.Command) (model.Result, error) {
+	res, err := s.leader.Apply(ctx, cmd)
+	if lde, ok := errors.AsType[*impl.LockDelayError](err); ok {
+		s.mu.Lock()
+		s.refusals = append(s.refusals, *lde)
+		s.mu.Unlock()
 	}
-	for _, key := range cmd.LockKeys() {
-		if rem := s.delays.Remaining(key, now); rem > 0 {
-			e := impl.LockDelayError{Key: key, Remaining: rem}
-			s.refusals = append(s.refusals, e)
-			return model.Result{}, &e
-		}
+	return res, err
+}
+
+// propose is the core's Propose: the state machine at once, with the side
+// effects impl's FSM has, in the same lock order.
+func (s *Store) propose(ctx context.Context, cmd model.Command) (model.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return model.Result{}, err
 	}
+	s.mu.Lock()
 	s.index++
 	s.applies++
 	before := s.state.Index()
 	res := s.state.Apply(s.index, cmd)
-	for _, d := range res.LockDelays {
-		s.delays.Arm(d.Key, now, d.Delay)
-	}
-	for _, id := range res.Invalidated {
-		s.stopTTL(id)
-	}
-	if cs := cmd.CreateSession; cs != nil && res.Err == nil {
-		if se, ok := s.state.Session(res.SessionID); ok {
-			s.armTTL(se, now)
-		}
-	}
+	s.leader.ArmLockDelays(res.LockDelays)
 	if s.state.Index() != before {
 		close(s.changed)
 		s.changed = make(chan struct{})
 	}
+	s.mu.Unlock()
+	s.leader.SessionsInvalidated(res.Invalidated)
 	return res, nil
 }
 
-// freshID returns a UUID-shaped ID no session has had; deterministic, so
-// test runs repeat exactly.
+func (s *Store) read(fn func(st *model.State)) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	fn(s.state)
+}
+
+// freshID returns UUID-shaped IDs in sequence; deterministic, so test runs
+// repeat exactly. The core skips any a live session holds.
 func (s *Store) freshID() string {
-	for {
-		s.nextID++
-		id := fmt.Sprintf("00000000-0000-4000-8000-%012x", s.nextID)
-		if _, taken := s.state.Session(id); !taken {
-			return id
+	return fmt.Sprintf("00000000-0000-4000-8000-%012x", s.nextID.Add(1))
+}
+
+// expire destroys sessions whose deadline passed, as impl.Server does:
+// through the leader's Apply (lock-delay included), skipping any session
+// invalidated meanwhile.
+func (s *Store) expire(ids []string) {
+	for _, id := range ids {
+		var live bool
+		s.read(func(st *model.State) { _, live = st.Session(id) })
+		if live {
+			_, _ = s.Apply(model.Command{DestroySession: &model.DestroySession{ID: id}})
 		}
 	}
-}
-
-// armTTL (re)starts a session's deadline of TTL × 2 (S19).
-func (s *Store) armTTL(se model.Session, now time.Time) {
-	ttl := se.TTLDuration()
-	if ttl <= 0 {
-		return
-	}
-	s.ttl.Reset(se.ID, now, ttl, model.DefaultTTLMultiplier)
-	wait := ttl * model.DefaultTTLMultiplier
-	if t, ok := s.timers[se.ID]; ok {
-		t.Reset(wait)
-		return
-	}
-	id := se.ID
-	s.timers[id] = s.clock.AfterFunc(wait, func() { s.expire(id) })
-}
-
-func (s *Store) stopTTL(id string) {
-	s.ttl.Remove(id)
-	if t, ok := s.timers[id]; ok {
-		t.Stop()
-		delete(s.timers, id)
-	}
-}
-
-// expire destroys a session whose deadline has passed. A timer that fired
-// while a renew moved the deadline finds it in the future and does nothing.
-func (s *Store) expire(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	deadline, ok := s.ttl.Deadline(id)
-	if !ok || deadline.After(s.clock.Now()) {
-		return
-	}
-	s.stopTTL(id)
-	_, _ = s.applyLocked(model.Command{DestroySession: &model.DestroySession{ID: id}})
-}
-
-func (s *Store) renew(id string) (model.Session, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	se, ok := s.state.Session(id)
-	if !ok {
-		return model.Session{}, impl.ErrSessionNotFound
-	}
-	s.armTTL(se, s.clock.Now())
-	return se, nil
 }
 
 // Backend is one server's view of a Store; it implements impl.Backend.
@@ -270,10 +239,7 @@ func (b *Backend) Apply(ctx context.Context, cmd model.Command) (model.Result, e
 	if !b.leading() {
 		return model.Result{}, impl.ErrNotLeader
 	}
-	if err := ctx.Err(); err != nil {
-		return model.Result{}, err
-	}
-	return b.store.Apply(cmd)
+	return b.store.apply(ctx, cmd)
 }
 
 // Renew implements impl.Backend.
@@ -281,7 +247,7 @@ func (b *Backend) Renew(ctx context.Context, id string) (model.Session, error) {
 	if !b.leading() {
 		return model.Session{}, impl.ErrNotLeader
 	}
-	return b.store.renew(id)
+	return b.store.leader.Renew(id)
 }
 
 // VerifyLeader implements impl.Backend.

@@ -5,9 +5,11 @@
 // process can seed for one run at a time, so parallelism comes from
 // processes: the sim test binary is built once and each worker process runs
 // a chunk of consecutive seeds, at GOMAXPROCS=1 (the setting under which a
-// failing seed replays most often). Failing seeds keep their artifacts in
-// sim/testdata/artifacts/seed-N; the tool lists them with their replay
-// commands and exits 1.
+// failing seed replays most often). Each worker writes one JSON line per
+// finished seed (sim/internal/seedlog) to a pipe the tool reads; test output
+// is kept only to explain a process that ended early. Failing seeds keep
+// their artifacts in sim/testdata/artifacts/seed-N; the tool lists them with
+// their replay commands and exits 1.
 //
 //	go run ./sim/cmd/simlong -seeds 10000 [-first 1] [-procs 2] [-nodes 3] [-faults all]
 //
@@ -15,20 +17,18 @@
 package main
 
 import (
-	"bufio"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/tenurekv/tenure/sim/internal/seedlog"
 )
 
 func main() {
@@ -50,16 +50,10 @@ func main() {
 	}
 }
 
-// One line per finished seed, and the first line of a failing seed's report.
-var (
-	doneLine = regexp.MustCompile(`seed (\d+): \d+ events, virtual ([0-9hms.]+),.* (\d+) violations`)
-	failLine = regexp.MustCompile(`seed (\d+): (\d+) violations$`)
-)
-
 type tally struct {
 	mu      sync.Mutex
 	done    int
-	failed  map[uint64]string // seed → first violation line
+	failed  map[uint64]seedlog.Line
 	virtual time.Duration
 	errs    []string
 }
@@ -92,7 +86,7 @@ func run(seeds int, first uint64, procs, chunk, nodes int, faults string, every 
 		}
 		close(jobs)
 	}()
-	t := &tally{failed: map[uint64]string{}}
+	t := &tally{failed: map[uint64]seedlog.Line{}}
 	start := time.Now()
 	stop := make(chan struct{})
 	go func() {
@@ -120,64 +114,75 @@ func run(seeds int, first uint64, procs, chunk, nodes int, faults string, every 
 	wg.Wait()
 	close(stop)
 	t.progress(seeds, start)
-	return t.report(nodes, faults)
+	return t.report()
 }
 
+// runChunk runs seeds from..from+n-1 in one process, which writes a JSON
+// line per finished seed to its file descriptor 3, our pipe.
 func (t *tally) runChunk(bin, dir string, from uint64, n, nodes int, faults string) {
-	cmd := exec.Command(bin, "-test.run", "^TestSeeds$", "-test.v", "-test.timeout", "0", "-test.count", "1",
+	span := fmt.Sprintf("seeds %d..%d", from, from+uint64(n)-1)
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.fail(fmt.Sprintf("%s: %v", span, err))
+		return
+	}
+	defer pr.Close()
+	cmd := exec.Command(bin, "-test.run", "^TestSeeds$", "-test.timeout", "0", "-test.count", "1",
 		"-first-seed", strconv.FormatUint(from, 10), "-seeds", strconv.Itoa(n),
-		"-nodes", strconv.Itoa(nodes), "-faults", faults)
+		"-nodes", strconv.Itoa(nodes), "-faults", faults, "-results", "/dev/fd/3")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
-	out, err := cmd.StdoutPipe()
+	cmd.ExtraFiles = []*os.File{pw}
+	var output tailBuffer
+	cmd.Stdout, cmd.Stderr = &output, &output
+	err = cmd.Start()
+	pw.Close() // the child holds its own copy; EOF comes when it exits
 	if err != nil {
-		t.fail(fmt.Sprintf("seeds %d..%d: %v", from, from+uint64(n)-1, err))
+		t.fail(fmt.Sprintf("%s: %v", span, err))
 		return
 	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
-		t.fail(fmt.Sprintf("seeds %d..%d: %v", from, from+uint64(n)-1, err))
-		return
-	}
-	seen := t.scan(out)
+	seen := 0
+	readErr := seedlog.Read(pr, func(l seedlog.Line) {
+		seen++
+		t.add(l)
+	})
 	// A non-zero exit is expected when a seed failed; anything else that
 	// stopped the chunk early (a panic, a hang's timeout) is reported.
-	if err := cmd.Wait(); err != nil && seen < n {
-		t.fail(fmt.Sprintf("seeds %d..%d: process ended after %d seeds: %v", from, from+uint64(n)-1, seen, err))
+	if err := cmd.Wait(); (err != nil || readErr != nil) && seen < n {
+		t.fail(fmt.Sprintf("%s: process ended after %d seeds: %v %v\n%s", span, seen, err, readErr, output.String()))
 	}
 }
 
-// scan reads one process's output and returns how many seeds it finished.
-func (t *tally) scan(r io.Reader) int {
-	seen := 0
-	var failing uint64 // the seed whose first violation is the next line
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if m := failLine.FindStringSubmatch(line); m != nil {
-			failing, _ = strconv.ParseUint(m[1], 10, 64)
-			t.mu.Lock()
-			t.failed[failing] = line
-			t.mu.Unlock()
-			continue
-		}
-		if failing != 0 {
-			t.mu.Lock()
-			t.failed[failing] += "\n  " + line
-			t.mu.Unlock()
-			failing = 0
-		}
-		if m := doneLine.FindStringSubmatch(line); m != nil {
-			v, _ := time.ParseDuration(m[2])
-			seen++
-			t.mu.Lock()
-			t.done++
-			t.virtual += v
-			t.mu.Unlock()
-		}
+func (t *tally) add(l seedlog.Line) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.done++
+	t.virtual += l.Virtual
+	if l.Violations > 0 {
+		t.failed[l.Seed] = l
 	}
-	return seen
+}
+
+// tailBuffer keeps the last 16 KiB written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - 16<<10; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
 }
 
 func (t *tally) fail(msg string) {
@@ -199,7 +204,7 @@ func (t *tally) progress(total int, start time.Time) {
 		wall.Round(time.Second), t.done, total, rate, t.virtual.Seconds()/wall.Seconds(), len(t.failed), eta)
 }
 
-func (t *tally) report(nodes int, faults string) error {
+func (t *tally) report() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, e := range t.errs {
@@ -211,8 +216,12 @@ func (t *tally) report(nodes int, faults string) error {
 	}
 	sort.Slice(failed, func(i, j int) bool { return failed[i] < failed[j] })
 	for _, s := range failed {
-		fmt.Printf("FAILED %s\n  replay: GOMAXPROCS=1 go test ./sim -run 'TestSeeds$' -v -seed %d -nodes %d -faults %s\n  artifacts: sim/testdata/artifacts/seed-%d\n",
-			t.failed[s], s, nodes, faults, s)
+		l := t.failed[s]
+		fmt.Printf("FAILED seed %d: %d violations\n", s, l.Violations)
+		for _, v := range l.First {
+			fmt.Printf("  %s\n", v)
+		}
+		fmt.Printf("  replay: GOMAXPROCS=1 %s\n  artifacts: sim/%s\n", l.Replay, l.Artifacts)
 	}
 	if len(failed) > 0 || len(t.errs) > 0 {
 		return fmt.Errorf("%d failing seeds, %d process errors", len(failed), len(t.errs))

@@ -1,0 +1,134 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// Request limits (SPEC S39; DESIGN "Request limits"). Consul bounds values
+// (512 KiB), txn bodies (512 KiB) and txn op counts (128) and nothing else:
+// it stores a 1 MiB key name, and every such name costs memory on every
+// server for as long as its tombstone lives. tenure bounds every name and
+// count a client can send, at sizes far beyond what real clients use (keys
+// are paths, names are labels, IDs are UUIDs), so a well-behaved client never
+// meets a limit and a misbehaving one cannot grow the state without bound.
+const (
+	// maxKeyLen bounds a KV key (path, txn op): deep hierarchical keys stay
+	// well under 1 KiB.
+	maxKeyLen = 8 << 10
+	// maxNameLen bounds a session's Name and Node, a node's name and
+	// address, a check's ID and name, and a session ID sent by a client.
+	maxNameLen = 1 << 10
+	// maxTTLLen bounds a session's TTL text, which is stored and echoed as
+	// sent; "86400s" needs 6 bytes.
+	maxTTLLen = 64
+	// maxChecks bounds the checks one session binds and the checks one
+	// catalog register carries.
+	maxChecks = 64
+	// maxJSONBody bounds the JSON body of session create and the catalog
+	// endpoints. It fits the largest body the field limits allow (a register
+	// of 64 checks with 1 KiB IDs and names is about 140 KiB), so a body
+	// within every field limit is never refused for its size alone.
+	maxJSONBody = 256 << 10
+	// maxTxnBody is Consul's txn_max_req_len default.
+	maxTxnBody = 512 << 10
+)
+
+// tooLong is the 413 for a name or key over its limit. The value itself is
+// not quoted: it may be large.
+func tooLong(what string, n, limit int) *apiError {
+	return errorf(http.StatusRequestEntityTooLarge, "%s too long (%d > %d bytes)", what, n, limit)
+}
+
+// checkLen refuses s if it is longer than limit bytes.
+func checkLen(what, s string, limit int) error {
+	if len(s) > limit {
+		return tooLong(what, len(s), limit)
+	}
+	return nil
+}
+
+// tooMany is the 413 for a list over its limit.
+func tooMany(what string, n, limit int) *apiError {
+	return errorf(http.StatusRequestEntityTooLarge, "Too many %s (%d > %d)", what, n, limit)
+}
+
+// bodyTooLarge is the 413 text of a JSON endpoint's body over maxJSONBody.
+func bodyTooLarge(n int64) error {
+	return errorf(http.StatusRequestEntityTooLarge, "Request body(%d bytes) too large, max size: %d bytes.", n, maxJSONBody)
+}
+
+// createLimits refuses a session create whose fields exceed the limits.
+func createLimits(cs model.CreateSession) *model.Error {
+	for _, f := range []struct {
+		what, value string
+		limit       int
+	}{
+		{"Session Name", cs.Name, maxNameLen},
+		{"Session Node", cs.Node, maxNameLen},
+		{"Session TTL", cs.TTL, maxTTLLen},
+		{"Session Behavior", string(cs.Behavior), maxTTLLen},
+	} {
+		if len(f.value) > f.limit {
+			return tooLargeErr(tooLong(f.what, len(f.value), f.limit))
+		}
+	}
+	if len(cs.Checks) > maxChecks {
+		return tooLargeErr(tooMany("session checks", len(cs.Checks), maxChecks))
+	}
+	for _, id := range cs.Checks {
+		if len(id) > maxNameLen {
+			return tooLargeErr(tooLong("Check ID", len(id), maxNameLen))
+		}
+	}
+	return nil
+}
+
+func tooLargeErr(e *apiError) *model.Error {
+	return &model.Error{Kind: model.ErrTooLarge, Msg: e.msg}
+}
+
+// registerLimits refuses a catalog register body whose fields exceed the
+// limits. It runs before any other check, so no reason quotes a huge value.
+func registerLimits(b registerBody) error {
+	if err := checkLen("Node name", b.Node, maxNameLen); err != nil {
+		return err
+	}
+	if err := checkLen("Node address", b.Address, maxNameLen); err != nil {
+		return err
+	}
+	checks := b.Checks
+	if b.Check != nil {
+		checks = append(checks[:len(checks):len(checks)], b.Check)
+	}
+	if len(checks) > maxChecks {
+		return tooMany("checks", len(checks), maxChecks)
+	}
+	for _, ch := range checks {
+		if ch == nil {
+			continue
+		}
+		for _, f := range []struct{ what, value string }{
+			{"Check node", ch.Node}, {"Check ID", ch.CheckID}, {"Check name", ch.Name},
+			{"Check status", string(ch.Status)}, {"Check service ID", ch.ServiceID},
+		} {
+			if err := checkLen(f.what, f.value, maxNameLen); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// txnOpLimits refuses a txn KV op whose key or session is over its limit.
+func txnOpLimits(i int, op model.KVOp) error {
+	if len(op.Key) > maxKeyLen {
+		return tooLong(fmt.Sprintf("Key name of op %d", i), len(op.Key), maxKeyLen)
+	}
+	if len(op.Session) > maxNameLen {
+		return tooLong(fmt.Sprintf("Session ID of op %d", i), len(op.Session), maxNameLen)
+	}
+	return nil
+}

@@ -1,0 +1,192 @@
+package impl
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// LeaderCore is what a leader does around its log, without the log: it
+// gives new sessions IDs (S1), refuses and stamps acquires under lock-delay
+// (S22, S25), and keeps the TTL book (S18-S21). Server runs it over raft;
+// httpapitest runs the same code over a bare model.State, so a fix to this
+// logic lands in both at once.
+type LeaderCore struct {
+	read    func(fn func(st *model.State))
+	propose func(ctx context.Context, cmd model.Command) (model.Result, error)
+	newID   func() string
+
+	idMu   sync.Mutex // serialises newID, which need not be safe for concurrent use
+	delays *lockDelayGuard
+	ttl    *ttlTimers
+}
+
+// LeaderConfig is what a LeaderCore runs on. Every field is required.
+type LeaderConfig struct {
+	// Clock times lock-delays and TTL deadlines.
+	Clock Clock
+	// TTLMultiplier scales a session's TTL into its deadline (S19).
+	TTLMultiplier float64
+	// NewID returns candidate session IDs; calls are serialised.
+	NewID func() string
+	// Read calls fn with the applied state under the lock the state machine
+	// holds while it calls ArmLockDelays, so the lock-delay check sees
+	// delays and index consistently.
+	Read func(fn func(st *model.State))
+	// Propose replicates cmd and returns this server's state-machine answer.
+	Propose func(ctx context.Context, cmd model.Command) (model.Result, error)
+	// Expire is handed the sessions whose TTL deadline passed, from a timer
+	// goroutine; it must not block, and is not called while no term runs.
+	Expire func(ids []string)
+}
+
+// NewLeaderCore returns a core with an inactive TTL book (see StartTerm).
+func NewLeaderCore(cfg LeaderConfig) *LeaderCore {
+	return &LeaderCore{
+		read:    cfg.Read,
+		propose: cfg.Propose,
+		newID:   cfg.NewID,
+		delays:  newLockDelayGuard(cfg.Clock),
+		ttl:     newTTLTimers(cfg.Clock, cfg.TTLMultiplier, cfg.Expire),
+	}
+}
+
+// Apply proposes cmd as a leader must: a new session gets a fresh ID, an
+// acquire under lock-delay is refused before it is proposed, and a new TTL
+// session gets its deadline. See Backend.Apply for the errors.
+func (l *LeaderCore) Apply(ctx context.Context, cmd model.Command) (model.Result, error) {
+	cmd = l.withSessionID(cmd)
+	cmd, err := l.checkLockDelay(cmd)
+	if err != nil {
+		return model.Result{}, err
+	}
+	res, err := l.propose(ctx, cmd)
+	if err != nil {
+		return model.Result{}, err
+	}
+	return l.answer(cmd, res)
+}
+
+// Renew restarts a session's TTL deadline (S20); it writes nothing.
+func (l *LeaderCore) Renew(id string) (model.Session, error) {
+	var (
+		se model.Session
+		ok bool
+	)
+	l.read(func(st *model.State) { se, ok = st.Session(id) })
+	if !ok {
+		return model.Session{}, ErrSessionNotFound
+	}
+	l.ttl.reset(id, se.TTLDuration(), l.sessionLive)
+	return se, nil
+}
+
+// StartTerm activates the TTL book with a fresh deadline for every session:
+// a new leader cannot know when a session was last renewed (S21). Call it
+// once the state holds every entry committed before the term.
+func (l *LeaderCore) StartTerm() {
+	l.ttl.start(func() (out []model.Session) {
+		l.read(func(st *model.State) { out = st.SessionList("") })
+		return out
+	})
+}
+
+// EndTerm empties and deactivates the TTL book: a deposed leader must never
+// expire a session (S21).
+func (l *LeaderCore) EndTerm() { l.ttl.stop() }
+
+// ArmLockDelays starts the delays an applied command reported. The state
+// machine calls it under its write lock, before the release is visible, so
+// no acquire can see the key free and pass the check.
+func (l *LeaderCore) ArmLockDelays(delays []model.LockDelay) { l.delays.arm(delays) }
+
+// SessionsInvalidated drops invalidated sessions from the TTL book. The
+// state machine calls it after releasing its lock: the book reads the state
+// under its own lock, so calling it under the state's lock could deadlock.
+func (l *LeaderCore) SessionsInvalidated(ids []string) { l.ttl.remove(ids) }
+
+// ForgetLockDelays drops every delay, as Consul does on snapshot restore.
+func (l *LeaderCore) ForgetLockDelays() { l.delays.reset() }
+
+// answer finishes an applied command: a state-machine lock-delay refusal
+// becomes a *LockDelayError, and a new TTL session gets its deadline.
+func (l *LeaderCore) answer(cmd model.Command, res model.Result) (model.Result, error) {
+	if len(res.DelayRefused) > 0 {
+		// The state machine refused a lock for an invalidation the check
+		// could not see yet (S22); report it like a check refusal, with what
+		// remains of this server's entry (S25).
+		key := res.DelayRefused[0]
+		return res, &LockDelayError{Key: key, Remaining: max(l.delays.remaining(key), time.Nanosecond)}
+	}
+	if c := cmd.CreateSession; c != nil && res.Err == nil {
+		l.ttl.reset(c.ID, model.Session{TTL: c.TTL}.TTLDuration(), l.sessionLive)
+	}
+	return res, nil
+}
+
+// withSessionID gives a CreateSession without an ID a fresh one that no live
+// session uses (S1). The caller's command is not modified.
+func (l *LeaderCore) withSessionID(cmd model.Command) model.Command {
+	if cmd.CreateSession == nil || cmd.CreateSession.ID != "" {
+		return cmd
+	}
+	c := *cmd.CreateSession
+	l.idMu.Lock()
+	defer l.idMu.Unlock()
+	for {
+		c.ID = l.newID()
+		if !l.sessionLive(c.ID) {
+			break
+		}
+	}
+	cmd.CreateSession = &c
+	return cmd
+}
+
+// checkLockDelay refuses an acquire of a key under lock-delay (S22, S25) and
+// stamps every lock op with the state index the check saw, so the state
+// machine can refuse it if an invalidation it could not see lands first.
+// Index and delays are read under the state's lock, which is also where the
+// state machine arms delays, so the pair is consistent.
+func (l *LeaderCore) checkLockDelay(cmd model.Command) (model.Command, error) {
+	keys := cmd.LockKeys()
+	if len(keys) == 0 {
+		return cmd, nil
+	}
+	var (
+		seen uint64
+		err  error
+	)
+	l.read(func(st *model.State) {
+		seen = st.Index()
+		err = l.delays.check(keys)
+	})
+	if err != nil {
+		return cmd, err
+	}
+	if cmd.KV != nil {
+		op := *cmd.KV
+		op.LockDelaySeen = seen
+		cmd.KV = &op
+	}
+	if cmd.Txn != nil {
+		ops := slices.Clone(cmd.Txn.Ops)
+		for i := range ops {
+			if ops[i].Verb == model.KVLock {
+				ops[i].LockDelaySeen = seen
+			}
+		}
+		cmd.Txn = &model.Txn{Ops: ops}
+	}
+	return cmd, nil
+}
+
+// sessionLive reports whether the applied state holds session id.
+func (l *LeaderCore) sessionLive(id string) bool {
+	var ok bool
+	l.read(func(st *model.State) { _, ok = st.Session(id) })
+	return ok
+}

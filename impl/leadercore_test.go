@@ -1,0 +1,168 @@
+package impl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// coreHarness runs a LeaderCore over a bare model.State, the way impl's FSM
+// would: delays armed under the state's lock, the TTL book told after it.
+// before, if set, runs just before each proposal is applied.
+type coreHarness struct {
+	core  *LeaderCore
+	clock *ManualClock
+	log   *expiryLog
+
+	mu       sync.RWMutex
+	st       *model.State
+	index    uint64
+	proposed int
+	before   func(cmd model.Command)
+	ids      []string // NewID's answers, in order
+}
+
+func newCoreHarness(t *testing.T, ids ...string) *coreHarness {
+	t.Helper()
+	h := &coreHarness{clock: NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), log: newExpiryLog(), st: model.New(), ids: ids}
+	h.core = NewLeaderCore(LeaderConfig{
+		Clock: h.clock, TTLMultiplier: 2, NewID: h.newID,
+		Read: func(fn func(*model.State)) {
+			h.mu.RLock()
+			defer h.mu.RUnlock()
+			fn(h.st)
+		},
+		Propose: h.propose,
+		Expire:  h.log.expire,
+	})
+	h.apply(t, model.Command{Register: &model.Register{Node: "n", Address: "127.0.0.1"}})
+	return h
+}
+
+func (h *coreHarness) newID() string {
+	id := h.ids[0]
+	h.ids = h.ids[1:]
+	return id
+}
+
+func (h *coreHarness) propose(_ context.Context, cmd model.Command) (model.Result, error) {
+	if h.before != nil {
+		h.before(cmd)
+	}
+	h.mu.Lock()
+	h.index++
+	h.proposed++
+	res := h.st.Apply(h.index, cmd)
+	h.core.ArmLockDelays(res.LockDelays)
+	h.mu.Unlock()
+	h.core.SessionsInvalidated(res.Invalidated)
+	return res, nil
+}
+
+func (h *coreHarness) apply(t *testing.T, cmd model.Command) model.Result {
+	t.Helper()
+	res, err := h.core.Apply(context.Background(), cmd)
+	if err != nil || res.Err != nil {
+		t.Fatalf("apply %+v: %v, %v", cmd, err, res.Err)
+	}
+	return res
+}
+
+func lockCmd(key, sid string) model.Command {
+	return model.Command{KV: &model.KVOp{Verb: model.KVLock, Key: key, Session: sid}}
+}
+
+func TestLeaderCoreSkipsLiveIDs(t *testing.T) {
+	h := newCoreHarness(t, "a", "a", "b")
+	create := model.Command{CreateSession: &model.CreateSession{Node: "n"}}
+	if got := h.apply(t, create).SessionID; got != "a" {
+		t.Fatalf("first ID %q", got)
+	}
+	if got := h.apply(t, create).SessionID; got != "b" {
+		t.Fatalf("second ID %q, want b (a is live)", got)
+	}
+}
+
+// TestLeaderCoreRefusesBeforeProposing: an acquire under lock-delay is
+// refused with the remaining delay and never reaches the log (S22, S25).
+func TestLeaderCoreRefusesBeforeProposing(t *testing.T) {
+	h := newCoreHarness(t, "a", "b")
+	a := h.apply(t, model.Command{CreateSession: &model.CreateSession{Node: "n", LockDelay: 5 * time.Second}}).SessionID
+	b := h.apply(t, model.Command{CreateSession: &model.CreateSession{Node: "n"}}).SessionID
+	h.apply(t, lockCmd("k", a))
+	h.apply(t, model.Command{DestroySession: &model.DestroySession{ID: a}})
+	h.clock.Advance(2 * time.Second)
+	proposed := h.proposed
+	_, err := h.core.Apply(context.Background(), lockCmd("k", b))
+	var lde *LockDelayError
+	if !errors.As(err, &lde) || lde.Key != "k" || lde.Remaining != 3*time.Second {
+		t.Fatalf("acquire under lock-delay: %v", err)
+	}
+	if h.proposed != proposed {
+		t.Fatal("a refused acquire was proposed")
+	}
+	h.clock.Advance(3 * time.Second)
+	if !h.apply(t, lockCmd("k", b)).OK {
+		t.Fatal("acquire after the delay failed")
+	}
+}
+
+// TestLeaderCoreReportsStateMachineRefusal: a lock stamped before an
+// invalidation that lands ahead of it is refused by the state machine, and
+// Apply reports that like a check refusal, with the applied Result.
+func TestLeaderCoreReportsStateMachineRefusal(t *testing.T) {
+	h := newCoreHarness(t, "a", "b")
+	a := h.apply(t, model.Command{CreateSession: &model.CreateSession{Node: "n", LockDelay: 5 * time.Second}}).SessionID
+	b := h.apply(t, model.Command{CreateSession: &model.CreateSession{Node: "n"}}).SessionID
+	h.apply(t, lockCmd("k", a))
+	h.before = func(cmd model.Command) {
+		if cmd.KV != nil && cmd.KV.Session == b {
+			h.before = nil
+			if cmd.KV.LockDelaySeen == 0 {
+				panic(fmt.Sprintf("lock proposed unstamped: %+v", cmd.KV))
+			}
+			if _, err := h.propose(context.Background(), model.Command{DestroySession: &model.DestroySession{ID: a}}); err != nil {
+				panic(err)
+			}
+		}
+	}
+	res, err := h.core.Apply(context.Background(), lockCmd("k", b))
+	var lde *LockDelayError
+	if !errors.As(err, &lde) || lde.Key != "k" || lde.Remaining != 5*time.Second || res.OK || res.Index == 0 {
+		t.Fatalf("late lock: result %+v, err %v; want an applied refusal with *LockDelayError", res, err)
+	}
+}
+
+// TestLeaderCoreTTLOnlyInTerm: TTL deadlines are kept only between
+// StartTerm and EndTerm; a deposed leader expires nothing (S21).
+func TestLeaderCoreTTLOnlyInTerm(t *testing.T) {
+	h := newCoreHarness(t, "early", "late")
+	ttl := func() model.Command {
+		return model.Command{CreateSession: &model.CreateSession{Node: "n", TTL: "10s"}}
+	}
+	early := h.apply(t, ttl()).SessionID
+	if _, ok := h.core.ttl.deadline(early); ok {
+		t.Fatal("a deadline was set outside a term")
+	}
+	h.core.StartTerm()
+	late := h.apply(t, ttl()).SessionID
+	h.clock.Advance(15 * time.Second)
+	if _, err := h.core.Renew(late); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Advance(5 * time.Second)
+	if got := h.log.waitFire(t); len(got) != 1 || got[0] != early {
+		t.Fatalf("expired %v at 20s, want [%s] (%s was renewed)", got, early, late)
+	}
+	h.core.EndTerm()
+	h.clock.Advance(time.Minute)
+	h.log.none(t)
+	if _, err := h.core.Renew("nope"); !errors.Is(err, ErrSessionNotFound) {
+		t.Fatalf("renew of unknown session: %v", err)
+	}
+}

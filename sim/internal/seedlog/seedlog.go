@@ -1,0 +1,62 @@
+// Package seedlog is the structured result of one simulator seed, written as
+// one JSON line by sim's TestSeeds (-results) and read by sim/cmd/simlong,
+// so that the long runner never parses test output.
+package seedlog
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Line is one finished seed.
+type Line struct {
+	Seed    uint64        `json:"seed"`
+	Events  int           `json:"events"`
+	Virtual time.Duration `json:"virtual_ns"`
+	Digest  string        `json:"digest"`
+	// Violations is how many checks failed; First holds at most MaxFirst
+	// of them, formatted.
+	Violations int      `json:"violations"`
+	First      []string `json:"first,omitempty"`
+	Lin        string   `json:"lin"`
+	Ops        int      `json:"ops"`
+	Excused    int      `json:"excused"`
+	Replay     string   `json:"replay,omitempty"`
+	Artifacts  string   `json:"artifacts,omitempty"`
+}
+
+// MaxFirst bounds Line.First, so that one line stays small.
+const MaxFirst = 10
+
+// Write appends l to w as one JSON line.
+func Write(w io.Writer, l Line) error {
+	b, err := json.Marshal(l)
+	if err != nil {
+		return fmt.Errorf("seed %d: encode result: %w", l.Seed, err)
+	}
+	if _, err := w.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("seed %d: write result: %w", l.Seed, err)
+	}
+	return nil
+}
+
+// Read calls fn for each line of r until r ends. A line that does not
+// decode is an error: the writer is this module's own test.
+func Read(r io.Reader, fn func(Line)) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		var l Line
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			return fmt.Errorf("result line %d: %w", n, err)
+		}
+		fn(l)
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read results: %w", err)
+	}
+	return nil
+}

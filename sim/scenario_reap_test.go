@@ -1,0 +1,76 @@
+package sim
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/model"
+)
+
+// shortReap makes servers reap deletions after 20 s (S52), so a scene can
+// watch a reap happen; reapNoFloor is the same servers with a reap that
+// forgets a key's watermark without raising the floor.
+var (
+	shortReap = &Variant{Name: "short-reap-window", Config: func(cfg *impl.Config) {
+		cfg.ReapWindow, cfg.ReapInterval = 20*time.Second, 5*time.Second
+	}}
+	reapNoFloor = &Variant{Name: "reap-without-floor", Config: func(cfg *impl.Config) {
+		shortReap.Config(cfg)
+		cfg.Apply = func(st *model.State, index uint64, cmd model.Command) model.Result {
+			floor := st.LockFloor
+			res := st.Apply(index, cmd)
+			if cmd.Reap != nil {
+				st.LockFloor = floor
+			}
+			return res
+		}
+	}}
+)
+
+// reapScene: A locks k and releases it, k is deleted, the servers reap the
+// deletion, and B locks the re-created k. It returns B's sequencer.
+func reapScene(t *testing.T, v *Variant) (*Result, model.Sequencer, model.Sequencer) {
+	g := sceneGroup("reaped", ChecksNone, 0, 0)
+	var first, second model.Sequencer
+	res := runSceneOn(t, 11, []lockGroup{g}, v, func(s *scene) {
+		a, b := s.actor("A", "n1"), s.actor("B", "n2")
+		a.create(g)
+		b.create(g)
+		a.lockRetry(time.Second, 10*time.Second)
+		first = a.w.seq
+		a.release()
+		if r := a.w.api.kv(model.KVOp{Verb: model.KVDelete, Key: g.Key}); r.Outcome != OutOK {
+			t.Fatalf("delete: %+v", r)
+		}
+		time.Sleep(40 * time.Second) // window plus interval, with room for a slow apply
+		b.lockRetry(time.Second, 10*time.Second)
+		second = b.w.seq
+		b.release()
+	})
+	return res, first, second
+}
+
+// TestSceneReapKeepsSequencers (S52): after a reap, a re-created key's first
+// acquire gets a LockIndex above the old key's, and every check passes.
+func TestSceneReapKeepsSequencers(t *testing.T) {
+	res, first, second := reapScene(t, shortReap)
+	if second.LockIndex <= first.LockIndex {
+		t.Fatalf("after the reap B got %+v; A had %+v", second, first)
+	}
+	sceneClean(t, res)
+}
+
+// TestSceneReapWithoutFloorIsCaught: the same scene on servers whose reap
+// drops the floor reissues A's LockIndex to B, and sequencer-unique says so.
+func TestSceneReapWithoutFloorIsCaught(t *testing.T) {
+	res, first, second := reapScene(t, reapNoFloor)
+	if second.LockIndex != first.LockIndex {
+		t.Fatalf("the broken reap did not reissue: A %+v, B %+v", first, second)
+	}
+	vs := RunChecks(res.Events)
+	if !slices.ContainsFunc(vs, func(v Violation) bool { return v.Check == CheckSequencer }) {
+		t.Fatalf("%s did not catch a reissued sequencer; violations: %v", CheckSequencer, vs)
+	}
+}
