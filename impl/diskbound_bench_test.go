@@ -26,26 +26,9 @@ func BenchmarkDiskBound(b *testing.B) {
 	dir := b.TempDir()
 	s := startDurableSolo(b, dir, SystemClock{})
 	value := make([]byte, 100)
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	for range 16 {
-		wg.Go(func() {
-			for {
-				i := next.Add(1)
-				if i > int64(b.N) {
-					return
-				}
-				cmd := model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: fmt.Sprintf("bench/%04d", i%1000), Value: value}}
-				if _, err := s.Apply(context.Background(), cmd); err != nil {
-					b.Error(err)
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
+	applyFromWorkers(b, s, func(i int64) []model.Command {
+		return []model.Command{{KV: &model.KVOp{Verb: model.KVSet, Key: fmt.Sprintf("bench/%04d", i%1000), Value: value}}}
+	})
 	// The periodic snapshot would come within SnapshotInterval; take it now
 	// so the figures do not depend on when the run ended.
 	if err := s.raft.Snapshot().Error(); err != nil {
@@ -56,6 +39,28 @@ func BenchmarkDiskBound(b *testing.B) {
 	b.ReportMetric(float64(walBytes), "wal-bytes")
 	b.ReportMetric(float64(snapBytes), "snapshot-bytes")
 	b.ReportMetric(float64(dirBytes(b, dir)), "datadir-bytes")
+}
+
+// applyFromWorkers applies cmds(i) for i in 1..b.N from 16 goroutines and
+// stops the timer when all are done.
+func applyFromWorkers(b *testing.B, s *Server, cmds func(i int64) []model.Command) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for range 16 {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(b.N); i = next.Add(1) {
+				for _, cmd := range cmds(i) {
+					if _, err := s.Apply(context.Background(), cmd); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
 }
 
 // startDurableSolo starts a one-server durable cluster on dir with the

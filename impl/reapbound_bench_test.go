@@ -9,8 +9,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,31 +34,13 @@ func BenchmarkReapBound(b *testing.B) {
 	}
 	sid := res.SessionID
 
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	for range 16 {
-		wg.Go(func() {
-			for {
-				i := next.Add(1)
-				if i > int64(b.N) {
-					return
-				}
-				key := fmt.Sprintf("cycle/%08d", i)
-				for _, op := range []model.KVOp{
-					{Verb: model.KVLock, Key: key, Session: sid},
-					{Verb: model.KVDelete, Key: key},
-				} {
-					if _, err := s.Apply(context.Background(), model.Command{KV: &op}); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			}
-		})
-	}
-	wg.Wait()
-	b.StopTimer()
+	applyFromWorkers(b, s, func(i int64) []model.Command {
+		key := fmt.Sprintf("cycle/%08d", i)
+		return []model.Command{
+			{KV: &model.KVOp{Verb: model.KVLock, Key: key, Session: sid}},
+			{KV: &model.KVOp{Verb: model.KVDelete, Key: key}},
+		}
+	})
 	report := func(suffix string) {
 		if err := s.raft.Snapshot().Error(); err != nil {
 			b.Fatalf("snapshot: %v", err)
