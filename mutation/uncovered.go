@@ -79,6 +79,17 @@ func runCaseClauseMutants(root string, ms []mutant, timeout time.Duration, log i
 	return out, nil
 }
 
+// usesRapid reports whether the package in dir has tests on pgregory.net/rapid.
+func usesRapid(dir string) bool {
+	files, _ := filepath.Glob(filepath.Join(dir, "*_test.go"))
+	for _, f := range files {
+		if data, err := os.ReadFile(f); err == nil && strings.Contains(string(data), `"pgregory.net/rapid"`) {
+			return true
+		}
+	}
+	return false
+}
+
 func runOverlayMutant(root, tmp string, m mutant, timeout time.Duration) (string, error) {
 	src := filepath.Join(root, m.file)
 	data, err := os.ReadFile(src)
@@ -109,7 +120,13 @@ func runOverlayMutant(root, tmp string, m mutant, timeout time.Duration) (string
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-overlay="+ov, "./"+filepath.Dir(m.file))
+	args := []string{"test", "-count=1", "-overlay=" + ov, "./" + filepath.Dir(m.file)}
+	if usesRapid(filepath.Join(root, filepath.Dir(m.file))) {
+		// A property test that fails on a mutant would otherwise leave
+		// its failure file in the package's testdata.
+		args = append(args, "-args", "-rapid.nofailfile")
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
 	outText, err := cmd.CombinedOutput()
 	switch {
