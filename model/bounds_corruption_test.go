@@ -1,0 +1,84 @@
+package model_test
+
+import (
+	"testing"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// TestIndexBoundsEachCondition (S37, S45): every record's index bounds are
+// checked one condition at a time, so no single broken bound hides behind
+// another.
+func TestIndexBoundsEachCondition(t *testing.T) {
+	node := func(f func(n *model.Node)) func(s *model.State) {
+		return func(s *model.State) {
+			n := s.Nodes["n1"]
+			f(&n)
+			s.Nodes["n1"] = n
+		}
+	}
+	check := func(f func(c *model.Check)) func(s *model.State) {
+		return func(s *model.State) {
+			k := model.CheckKey{Node: "n1", CheckID: "serfHealth"}
+			c := s.Checks[k]
+			f(&c)
+			s.Checks[k] = c
+		}
+	}
+	session := func(f func(se *model.Session)) func(s *model.State) {
+		return func(s *model.State) {
+			se := s.Sessions["s1"]
+			f(&se)
+			s.Sessions["s1"] = se
+		}
+	}
+	for name, corrupt := range map[string]func(s *model.State){
+		"node under another name":        node(func(n *model.Node) { n.Name = "other" }),
+		"node CreateIndex 0":             node(func(n *model.Node) { n.CreateIndex = 0 }),
+		"node created after modified":    node(func(n *model.Node) { n.CreateIndex = n.ModifyIndex + 1 }),
+		"node modified past its table":   node(func(n *model.Node) { n.ModifyIndex = 99 }),
+		"check CreateIndex 0":            check(func(c *model.Check) { c.CreateIndex = 0 }),
+		"check created after modified":   check(func(c *model.Check) { c.CreateIndex = c.ModifyIndex + 1 }),
+		"check modified past its table":  check(func(c *model.Check) { c.ModifyIndex = 99 }),
+		"session CreateIndex 0":          session(func(se *model.Session) { se.CreateIndex = 0 }),
+		"session modified after created": session(func(se *model.Session) { se.ModifyIndex = se.CreateIndex + 1 }),
+		"session past its table":         session(func(se *model.Session) { se.CreateIndex, se.ModifyIndex = 99, 99 }),
+		"tombstone at 0":                 func(s *model.State) { s.Tombstones["gone"] = 0 },
+		"tombstone past the KV table":    func(s *model.State) { s.Tombstones["gone"] = 99 },
+		"lock-delay mark at 0":           func(s *model.State) { s.DelayedAt["k"] = 0 },
+		"lock-delay mark past the table": func(s *model.State) { s.DelayedAt["k"] = 99 },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := healthy(t)
+			corrupt(s)
+			wantViolation(t, s.CheckInvariants(), model.InvIndexBounds)
+		})
+	}
+}
+
+// TestReleaseEffectsEachField (S16): an invalidation that releases a key
+// may change its Session and ModifyIndex only; changing any other field is
+// reported, each on its own. (A wrong ModifyIndex is caught earlier, as an
+// index that does not advance.)
+func TestReleaseEffectsEachField(t *testing.T) {
+	const idx = 8
+	for name, corrupt := range map[string]func(e *model.KVEntry){
+		"LockIndex":   func(e *model.KVEntry) { e.LockIndex++ },
+		"Value":       func(e *model.KVEntry) { e.Value = []byte("changed") },
+		"Flags":       func(e *model.KVEntry) { e.Flags = 7 },
+		"CreateIndex": func(e *model.KVEntry) { e.CreateIndex++ },
+	} {
+		t.Run(name, func(t *testing.T) {
+			prev := healthy(t)
+			next := prev.Clone()
+			res := next.Apply(idx, model.Command{DestroySession: &model.DestroySession{ID: "s1"}})
+			if err := model.CheckTransition(prev, next, res); err != nil {
+				t.Fatalf("uncorrupted release already fails: %v", err)
+			}
+			e := next.KV["k"]
+			corrupt(&e)
+			next.KV["k"] = e
+			wantViolation(t, model.CheckTransition(prev, next, res), model.InvInvalidationEffects)
+		})
+	}
+}
