@@ -209,24 +209,39 @@ func restartLockIndexAfterDelete(m *mstate, x *exchange) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	switch {
-	case x.r.Method == http.MethodDelete && strings.HasPrefix(x.r.URL.Path, "/v1/kv/") && answeredTrue(x):
+	case isKVDelete(x) && answeredTrue(x):
 		m.lag[k] = m.seen[k]
-	case x.code == 200 && (x.r.Method == http.MethodGet && strings.HasPrefix(x.r.URL.Path, "/v1/kv/") ||
-		x.r.URL.Path == "/v1/txn"):
-		rewriteKVEntries(x, func(e map[string]any) {
-			key, _ := e["Key"].(string)
-			num, _ := e["LockIndex"].(json.Number)
-			li, err := strconv.ParseUint(num.String(), 10, 64)
-			if err != nil {
-				return
-			}
-			m.seen[key] = li
-			if lag := m.lag[key]; li > lag {
-				e["LockIndex"] = li - lag
-			}
-		})
+	case answersKVEntries(x):
+		m.hideLag(x)
 	}
 	return true, nil
+}
+
+func isKVDelete(x *exchange) bool {
+	return x.r.Method == http.MethodDelete && strings.HasPrefix(x.r.URL.Path, "/v1/kv/")
+}
+
+// answersKVEntries reports whether x's answer lists KV entries: a KV read or a txn.
+func answersKVEntries(x *exchange) bool {
+	return x.code == 200 && (x.r.Method == http.MethodGet && strings.HasPrefix(x.r.URL.Path, "/v1/kv/") ||
+		x.r.URL.Path == "/v1/txn")
+}
+
+// hideLag records each entry's true LockIndex in m.seen and passes it on
+// lowered by m.lag for its key. m.mu must be held.
+func (m *mstate) hideLag(x *exchange) {
+	rewriteKVEntries(x, func(e map[string]any) {
+		key, _ := e["Key"].(string)
+		num, _ := e["LockIndex"].(json.Number)
+		li, err := strconv.ParseUint(num.String(), 10, 64)
+		if err != nil {
+			return
+		}
+		m.seen[key] = li
+		if lag := m.lag[key]; li > lag {
+			e["LockIndex"] = li - lag
+		}
+	})
 }
 
 // hideLockIndexBumps is the state behind lockindex-not-bumped-after-release:
@@ -245,20 +260,12 @@ func hideLockIndexBumps(m *mstate, x *exchange) (bool, error) {
 	case isKVPut(x) && x.q.Has("acquire") && answeredTrue(x) && m.freed[k]:
 		m.freed[k] = false
 		m.lag[k]++
-	case x.r.Method == http.MethodDelete && strings.HasPrefix(x.r.URL.Path, "/v1/kv/") && answeredTrue(x):
+	case isKVDelete(x) && answeredTrue(x):
 		// A re-created key starts a new LockIndex history.
 		delete(m.freed, k)
 		delete(m.lag, k)
-	case x.code == 200 && (x.r.Method == http.MethodGet && strings.HasPrefix(x.r.URL.Path, "/v1/kv/") ||
-		x.r.URL.Path == "/v1/txn"):
-		rewriteKVEntries(x, func(e map[string]any) {
-			key, _ := e["Key"].(string)
-			num, _ := e["LockIndex"].(json.Number)
-			li, err := strconv.ParseUint(num.String(), 10, 64)
-			if lag := m.lag[key]; err == nil && li > lag {
-				e["LockIndex"] = li - lag
-			}
-		})
+	case answersKVEntries(x):
+		m.hideLag(x)
 	}
 	return true, nil
 }
