@@ -16,11 +16,11 @@ func TestApplyOutlivesCallerCancelledAfterPropose(t *testing.T) {
 	s, _ := startDev(t, Config{
 		// The state machine runs only for a committed entry, so cancelling
 		// here is "after propose" by construction.
-		Apply: func(st *model.State, index uint64, cmd model.Command) model.Result {
+		Apply: func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
 			if cmd.KV != nil && cmd.KV.Key == "left-behind" {
 				cancel()
 			}
-			return st.Apply(index, cmd)
+			return st, st.Apply(index, cmd)
 		},
 	})
 	res, err := s.Apply(ctx, model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "left-behind", Value: []byte("v")}})

@@ -146,19 +146,20 @@ type snapshotV1 struct {
 }
 
 func (c *wireCodec) encodeSnapshot(s *model.State) ([]byte, error) {
+	st := s.Snapshot()
 	snap := snapshotV1{
 		Nodes:         s.NodeList(),
 		Checks:        s.CheckList("", ""),
 		Sessions:      s.SessionList(""),
-		Tombstones:    s.Tombstones,
-		LockIssued:    s.LockIssued,
-		DelayedAt:     s.DelayedAt,
-		Tables:        s.Tables,
-		LockFloor:     s.LockFloor,
-		ReapedThrough: s.ReapedThrough,
+		Tombstones:    st.Tombstones,
+		LockIssued:    st.LockIssued,
+		DelayedAt:     st.DelayedAt,
+		Tables:        st.Tables,
+		LockFloor:     st.LockFloor,
+		ReapedThrough: st.ReapedThrough,
 	}
-	for _, k := range slices.Sorted(maps.Keys(s.KV)) {
-		snap.KV = append(snap.KV, s.KV[k])
+	for _, k := range slices.Sorted(maps.Keys(st.KV)) {
+		snap.KV = append(snap.KV, st.KV[k])
 	}
 	var buf bytes.Buffer
 	buf.WriteByte(snapshotVersion)
@@ -179,28 +180,48 @@ func (c *wireCodec) decodeSnapshot(data []byte) (*model.State, error) {
 	if err := c.decode(data[1:], &snap); err != nil {
 		return nil, fmt.Errorf("decode snapshot: %w", err)
 	}
-	s := model.New()
+	st := model.Snapshot{
+		Nodes:      make(map[string]model.Node, len(snap.Nodes)),
+		Checks:     make(map[model.CheckKey]model.Check, len(snap.Checks)),
+		Sessions:   make(map[string]model.Session, len(snap.Sessions)),
+		KV:         make(map[string]model.KVEntry, len(snap.KV)),
+		Tombstones: snap.Tombstones, LockIssued: snap.LockIssued, DelayedAt: snap.DelayedAt,
+		Tables: snap.Tables, LockFloor: snap.LockFloor, ReapedThrough: snap.ReapedThrough,
+	}
+	// A record listed twice would silently overwrite the first: refuse it.
 	for _, n := range snap.Nodes {
-		s.Nodes[n.Name] = n
+		if err := putOnce(st.Nodes, n.Name, n, "node"); err != nil {
+			return nil, err
+		}
 	}
 	for _, ch := range snap.Checks {
-		s.Checks[model.CheckKey{Node: ch.Node, CheckID: ch.CheckID}] = ch
+		if err := putOnce(st.Checks, model.CheckKey{Node: ch.Node, CheckID: ch.CheckID}, ch, "check"); err != nil {
+			return nil, err
+		}
 	}
 	for _, se := range snap.Sessions {
-		s.Sessions[se.ID] = se
+		if err := putOnce(st.Sessions, se.ID, se, "session"); err != nil {
+			return nil, err
+		}
 	}
 	for _, e := range snap.KV {
-		s.KV[e.Key] = e
+		if err := putOnce(st.KV, e.Key, e, "key"); err != nil {
+			return nil, err
+		}
 	}
-	maps.Copy(s.Tombstones, snap.Tombstones)
-	maps.Copy(s.LockIssued, snap.LockIssued)
-	maps.Copy(s.DelayedAt, snap.DelayedAt)
-	s.Tables = snap.Tables
-	s.LockFloor, s.ReapedThrough = snap.LockFloor, snap.ReapedThrough
-	if err := s.CheckInvariants(); err != nil {
+	s, err := model.Restore(st)
+	if err != nil {
 		return nil, fmt.Errorf("decode snapshot: restored state is inconsistent: %w", err)
 	}
 	return s, nil
+}
+
+func putOnce[K comparable, V any](m map[K]V, k K, v V, what string) error {
+	if _, dup := m[k]; dup {
+		return fmt.Errorf("decode snapshot: %s %v listed twice", what, k)
+	}
+	m[k] = v
+	return nil
 }
 
 // decode decodes exactly one msgpack value that must fill data completely.

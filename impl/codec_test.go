@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -132,7 +134,7 @@ func buildState(t *testing.T) *model.State {
 			t.Fatalf("setup command %d failed: %+v", i, res)
 		}
 	}
-	if len(s.DelayedAt) == 0 || len(s.Tombstones) == 0 || len(s.LockIssued) == 0 {
+	if snap := s.Snapshot(); len(snap.DelayedAt) == 0 || len(snap.Tombstones) == 0 || len(snap.LockIssued) == 0 {
 		t.Fatalf("setup does not cover every table: %+v", s)
 	}
 	return s
@@ -163,10 +165,11 @@ func TestSnapshotRoundTrip(t *testing.T) {
 func TestSnapshotEqualityDetectsDifference(t *testing.T) {
 	c := newWireCodec()
 	s := buildState(t)
-	other := s.Clone()
-	e := other.KV["lock/a"]
+	snap := s.Snapshot()
+	e := snap.KV["lock/a"]
 	e.Flags++
-	other.KV["lock/a"] = e
+	snap.KV["lock/a"] = e
+	other := model.RestoreUnchecked(snap)
 	data, err := c.encodeSnapshot(other)
 	if err != nil {
 		t.Fatal(err)
@@ -188,8 +191,9 @@ func TestDecodeSnapshotRejectsBadInput(t *testing.T) {
 	}
 	// A key held by a session the snapshot does not contain breaks the
 	// holder-exists invariant; restore must refuse it rather than load it.
-	bad := buildState(t)
-	delete(bad.Sessions, "s1")
+	snap := buildState(t).Snapshot()
+	delete(snap.Sessions, "s1")
+	bad := model.RestoreUnchecked(snap)
 	inconsistent, err := c.encodeSnapshot(bad)
 	if err != nil {
 		t.Fatal(err)
@@ -202,9 +206,31 @@ func TestDecodeSnapshotRejectsBadInput(t *testing.T) {
 		"truncated":    good[:len(good)/2],
 		"inconsistent": inconsistent,
 	}
+	// A record listed twice would let the second silently replace the
+	// first; each table is tried on its own.
+	st := buildState(t)
+	for table, dup := range map[string]func(s *snapshotV1){
+		"node":    func(s *snapshotV1) { s.Nodes = append(s.Nodes, s.Nodes[0]) },
+		"check":   func(s *snapshotV1) { s.Checks = append(s.Checks, s.Checks[0]) },
+		"session": func(s *snapshotV1) { s.Sessions = append(s.Sessions, s.Sessions[0]) },
+		"key":     func(s *snapshotV1) { s.KV = append(s.KV, s.KV[0]) },
+	} {
+		raw := snapshotV1{Nodes: st.NodeList(), Checks: st.CheckList("", ""), Sessions: st.SessionList(""), KV: st.List(""),
+			Tables: st.Tables(), LockIssued: st.Snapshot().LockIssued}
+		dup(&raw)
+		var buf bytes.Buffer
+		buf.WriteByte(snapshotVersion)
+		if err := codec.NewEncoder(&buf, c.h).Encode(&raw); err != nil {
+			t.Fatal(err)
+		}
+		cases["duplicate "+table] = buf.Bytes()
+	}
 	for name, data := range cases {
-		if _, err := c.decodeSnapshot(data); err == nil {
+		_, err := c.decodeSnapshot(data)
+		if err == nil {
 			t.Errorf("%s: decoded without error", name)
+		} else if strings.HasPrefix(name, "duplicate") && !strings.Contains(err.Error(), "listed twice") {
+			t.Errorf("%s: %v, want the duplicate named", name, err)
 		}
 	}
 }

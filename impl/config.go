@@ -86,10 +86,12 @@ type Config struct {
 	// Default 500ms.
 	RetryBackoff time.Duration
 
-	// Apply, if set, replaces st.Apply in the state machine. It is a test
-	// seam only, for deliberately broken servers that the simulator's
-	// checks must catch; a real server leaves it nil.
-	Apply func(st *model.State, index uint64, cmd model.Command) model.Result
+	// Apply, if set, replaces st.Apply in the state machine and returns the
+	// state to keep (st itself, or a replacement built with
+	// model.RestoreUnchecked). It is a test seam only, for deliberately
+	// broken servers that the simulator's checks must catch; a real server
+	// leaves it nil.
+	Apply func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result)
 }
 
 // Peer is one raft server: its node name (raft server ID) and raft address.

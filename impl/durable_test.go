@@ -68,8 +68,8 @@ func TestDurableRestart(t *testing.T) {
 	// own entries only after everything before them.
 	mustApply(t, s, model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "after-restart", Value: []byte("c")}})
 	s.Read(func(st *model.State) {
-		for k, e := range before.KV {
-			if g, ok := st.KV[k]; !ok || !entryEq(g, e) {
+		for k, e := range before.Entries() {
+			if g, ok := st.Get(k); !ok || !entryEq(g, e) {
 				t.Errorf("key %s: before %+v, after restart %+v", k, e, g)
 			}
 		}

@@ -87,7 +87,7 @@ func TestFailoverKeepsTTLSessionAndLock(t *testing.T) {
 			if e, _ := st.Get("dead/lock"); e.Session != "" {
 				t.Errorf("%s: dead/lock still held by %q after its node failed", nd.name, e.Session)
 			}
-			if ch := st.Checks[model.CheckKey{Node: oldName, CheckID: model.SerfHealthCheckID}]; ch.Status != model.HealthCritical {
+			if ch, _ := st.Check(model.CheckKey{Node: oldName, CheckID: model.SerfHealthCheckID}); ch.Status != model.HealthCritical {
 				t.Errorf("%s: dead node's serfHealth is %q, want critical", nd.name, ch.Status)
 			}
 			for k, v := range acked {
@@ -144,7 +144,8 @@ func TestRestartedNodeRejoinsPassing(t *testing.T) {
 	critical := func(i int) bool {
 		st := model.HealthPassing
 		c.read(i, func(s *model.State) {
-			st = s.Checks[model.CheckKey{Node: name, CheckID: model.SerfHealthCheckID}].Status
+			ch, _ := s.Check(model.CheckKey{Node: name, CheckID: model.SerfHealthCheckID})
+			st = ch.Status
 		})
 		return st == model.HealthCritical
 	}

@@ -21,7 +21,7 @@ type fsm struct {
 	// server points it at its TTL book. Set before raft starts, never changed.
 	invalidated func(ids []string)
 	// apply, if set, replaces state.Apply (Config.Apply, a test seam).
-	apply func(st *model.State, index uint64, cmd model.Command) model.Result
+	apply func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result)
 
 	mu      sync.RWMutex
 	state   *model.State
@@ -49,10 +49,10 @@ func (f *fsm) Apply(l *raft.Log) any {
 		return fmt.Errorf("raft entry %d: %w", l.Index, err)
 	}
 	f.mu.Lock()
-	before := f.state.Tables
+	before := f.state.Tables()
 	var res model.Result
 	if f.apply != nil {
-		res = f.apply(f.state, l.Index, cmd)
+		f.state, res = f.apply(f.state, l.Index, cmd)
 	} else {
 		res = f.state.Apply(l.Index, cmd)
 	}
@@ -61,7 +61,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	// acquire proposed before this entry applied can still land just after
 	// it; Consul's pre-raft check has the same window.)
 	f.delays.arm(res.LockDelays)
-	if f.state.Tables != before {
+	if f.state.Tables() != before {
 		f.notifyLocked()
 	}
 	f.mu.Unlock()

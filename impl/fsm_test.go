@@ -203,15 +203,18 @@ func TestFSMSnapshotPersistCancelsOnError(t *testing.T) {
 }
 
 // TestFSMUsesApplySeam: Config.Apply (a test seam for broken variants)
-// replaces the model's Apply, and its result is what the FSM acts on.
+// replaces the model's Apply; its result is what the FSM acts on and the
+// state it returns is the one the FSM keeps.
 func TestFSMUsesApplySeam(t *testing.T) {
 	h := newFSMHarness(t)
 	var seen []uint64
-	h.fsm.apply = func(st *model.State, index uint64, cmd model.Command) model.Result {
+	var last *model.State
+	h.fsm.apply = func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
 		seen = append(seen, index)
 		res := st.Apply(index, cmd)
 		res.LockDelays = nil // a variant that never arms lock-delay
-		return res
+		last = st.Clone()
+		return last, res
 	}
 	h.setup()
 	h.mustApply(model.Command{DestroySession: &model.DestroySession{ID: "s1"}})
@@ -220,5 +223,8 @@ func TestFSMUsesApplySeam(t *testing.T) {
 	}
 	if rem := h.delays.remaining("k"); rem != 0 {
 		t.Fatalf("lock-delay armed (%v) although the seam dropped it", rem)
+	}
+	if h.fsm.state != last {
+		t.Fatal("the FSM kept its own state, not the one the seam returned")
 	}
 }

@@ -108,7 +108,7 @@ func (s *Server) leaderLoop(t *leaderTerm) {
 func (s *Server) ttlCount() int {
 	n := 0
 	s.fsm.read(func(st *model.State) {
-		for _, se := range st.Sessions {
+		for _, se := range st.Sessions() {
 			if se.TTLDuration() > 0 {
 				n++
 			}

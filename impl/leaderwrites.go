@@ -62,8 +62,8 @@ func (s *Server) setSerfHealth(peer string, status model.Health, wanted func() b
 				has  bool
 			)
 			s.fsm.read(func(st *model.State) {
-				node, ok = st.Nodes[peer]
-				cur, has = st.Checks[model.CheckKey{Node: peer, CheckID: model.SerfHealthCheckID}]
+				node, ok = st.Node(peer)
+				cur, has = st.Check(model.CheckKey{Node: peer, CheckID: model.SerfHealthCheckID})
 			})
 			if !ok || (has && cur.Status == status) {
 				return model.Command{}, false

@@ -58,7 +58,7 @@ func BenchmarkReapBound(b *testing.B) {
 
 	// Let the window pass in reap intervals until every deletion is gone.
 	tombstones := func() (n int) {
-		s.Read(func(st *model.State) { n = len(st.Tombstones) })
+		s.Read(func(st *model.State) { _, _, _, _, n = st.Counts() })
 		return n
 	}
 	deadline := time.Now().Add(5 * time.Minute)

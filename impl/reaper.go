@@ -69,7 +69,7 @@ func (s *Server) reapLoop(stop <-chan struct{}) {
 func (s *Server) hasReapable(through uint64) bool {
 	found := false
 	s.fsm.read(func(st *model.State) {
-		for _, at := range st.Tombstones {
+		for _, at := range st.Tombstones() {
 			if at <= through {
 				found = true
 				return

@@ -42,7 +42,7 @@ func TestLeaderReapsOldDeletions(t *testing.T) {
 	mustApply(t, s, model.Command{KV: &model.KVOp{Verb: model.KVDelete, Key: "k"}})
 
 	tombstoned := func() (ok bool) {
-		s.Read(func(st *model.State) { _, ok = st.Tombstones["k"] })
+		s.Read(func(st *model.State) { _, ok = st.Tombstone("k") })
 		return ok
 	}
 	for range 5 { // 50 s: younger than the window
@@ -62,7 +62,7 @@ func TestLeaderReapsOldDeletions(t *testing.T) {
 	}
 	res := mustApply(t, s, model.Command{KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: sid}})
 	var li uint64
-	s.Read(func(st *model.State) { li = st.KV["k"].LockIndex })
+	s.Read(func(st *model.State) { e, _ := st.Get("k"); li = e.LockIndex })
 	if li != 2 {
 		t.Fatalf("re-created key locked at LockIndex %d (result %+v), want 2: above the reaped 1", li, res)
 	}

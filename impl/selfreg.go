@@ -87,8 +87,8 @@ func (s *Server) kickSync() {
 func (s *Server) registeredHere() bool {
 	ok := false
 	s.fsm.read(func(st *model.State) {
-		n, has := st.Nodes[s.cfg.NodeName]
-		c, hasCheck := st.Checks[model.CheckKey{Node: s.cfg.NodeName, CheckID: model.SerfHealthCheckID}]
+		n, has := st.Node(s.cfg.NodeName)
+		c, hasCheck := st.Check(model.CheckKey{Node: s.cfg.NodeName, CheckID: model.SerfHealthCheckID})
 		ok = has && n.Address == s.cfg.HTTPAddr && hasCheck && c.Status == model.HealthPassing
 	})
 	return ok

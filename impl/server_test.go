@@ -71,8 +71,8 @@ func TestDevServerRegistersItselfAndLeads(t *testing.T) {
 		t.Fatalf("Leader() = %v %q %v", isLeader, addr, known)
 	}
 	s.Read(func(st *model.State) {
-		n, ok := st.Nodes["alpha"]
-		c := st.Checks[model.CheckKey{Node: "alpha", CheckID: model.SerfHealthCheckID}]
+		n, ok := st.Node("alpha")
+		c, _ := st.Check(model.CheckKey{Node: "alpha", CheckID: model.SerfHealthCheckID})
 		if !ok || n.Address != "127.0.0.1:9999" || c.Status != model.HealthPassing || c.Name != serfHealthName {
 			t.Fatalf("self registration: node %+v (%v), check %+v", n, ok, c)
 		}

@@ -25,7 +25,7 @@ func (s *Server) Leader() (isLeader bool, leaderHTTPAddr string, known bool) {
 		return false, "", false
 	}
 	var node model.Node
-	s.fsm.read(func(st *model.State) { node, known = st.Nodes[string(id)] })
+	s.fsm.read(func(st *model.State) { node, known = st.Node(string(id)) })
 	if !known || node.Address == "" {
 		return false, "", false
 	}

@@ -163,7 +163,7 @@ func (c *checker) describeState(state any) string {
 	var lines []string
 	keys := slices.Sorted(func(yield func(string) bool) {
 		seen := map[string]bool{}
-		for k := range s.m.KV {
+		for k := range s.m.Entries() {
 			seen[k] = true
 			if !yield(k) {
 				return
@@ -177,10 +177,10 @@ func (c *checker) describeState(state any) string {
 	})
 	for _, k := range keys {
 		line := k + ": absent"
-		if e, ok := s.m.KV[k]; ok {
+		if e, ok := s.m.Get(k); ok {
 			line = describeEntry(e, false)
 		}
-		if issued := s.m.LockIssued[k]; issued > 0 {
+		if issued := s.m.LockIssued(k); issued > 0 {
 			line += fmt.Sprintf(" (lock-index issued up to %d)", issued)
 		}
 		t := s.tr[k]

@@ -350,7 +350,7 @@ func (g *generator) fireEvent(now int64) {
 	switch {
 	case g.rng.IntN(4) == 0:
 		status := model.HealthCritical
-		if c, ok := g.st.Checks[model.CheckKey{Node: "n2", CheckID: "web"}]; ok && c.Status == model.HealthCritical {
+		if c, ok := g.st.Check(model.CheckKey{Node: "n2", CheckID: "web"}); ok && c.Status == model.HealthCritical {
 			status = model.HealthPassing
 		}
 		cmd := model.Command{Register: &model.Register{Node: "n2", Address: "10.0.0.2", Checks: []model.CheckSpec{{CheckID: "web", Status: status}}}}

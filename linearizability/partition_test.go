@@ -173,10 +173,10 @@ func sameOnKey(before, full, proj *model.State, key string) error {
 	if fok && (fe.CreateIndex == fe.ModifyIndex) != (pe.CreateIndex == pe.ModifyIndex) {
 		return fmt.Errorf("key created-and-unchanged differs: %v vs %v", pe, fe)
 	}
-	if full.LockIssued[key] != proj.LockIssued[key] {
-		return fmt.Errorf("lock index watermark %d, full model %d", proj.LockIssued[key], full.LockIssued[key])
+	if full.LockIssued(key) != proj.LockIssued(key) {
+		return fmt.Errorf("lock index watermark %d, full model %d", proj.LockIssued(key), full.LockIssued(key))
 	}
-	if !slices.Equal(slices.Sorted(maps.Keys(full.Sessions)), slices.Sorted(maps.Keys(proj.Sessions))) {
+	if !slices.Equal(slices.Sorted(maps.Keys(full.Snapshot().Sessions)), slices.Sorted(maps.Keys(proj.Snapshot().Sessions))) {
 		return fmt.Errorf("sessions differ")
 	}
 	return nil

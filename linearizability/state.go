@@ -51,11 +51,12 @@ func (s *pstate) equal(o *pstate) bool {
 // hash covers a subset of what equal compares, so equal states hash alike.
 // Map contents are combined with XOR so that iteration order does not matter.
 func (s *pstate) hash() uint64 {
-	h := uint64(len(s.m.Sessions))<<32 ^ uint64(len(s.m.KV))
-	for id := range s.m.Sessions {
+	_, _, sessions, keys, _ := s.m.Counts()
+	h := uint64(sessions)<<32 ^ uint64(keys)
+	for id := range s.m.Sessions() {
 		h ^= strHash(id)
 	}
-	for k, e := range s.m.KV {
+	for k, e := range s.m.Entries() {
 		x := strHash(k) ^ strHash(e.Session) ^ strHash(string(e.Value))
 		x = mix(x ^ e.LockIndex)
 		x = mix(x ^ e.Flags)
@@ -99,31 +100,13 @@ func mix(x uint64) uint64 {
 // (their indexes are never compared). The next Apply then runs above every
 // rank, so a key's next version still sorts after its earlier ones.
 func (s *pstate) canon() {
-	m := s.m
-	for id, se := range m.Sessions {
-		if se.CreateIndex|se.ModifyIndex != 0 {
-			se.CreateIndex, se.ModifyIndex = 0, 0
-			m.Sessions[id] = se
-		}
-	}
-	for n, nd := range m.Nodes {
-		if nd.CreateIndex|nd.ModifyIndex != 0 {
-			nd.CreateIndex, nd.ModifyIndex = 0, 0
-			m.Nodes[n] = nd
-		}
-	}
-	for k, ch := range m.Checks {
-		if ch.CreateIndex|ch.ModifyIndex != 0 {
-			ch.CreateIndex, ch.ModifyIndex = 0, 0
-			m.Checks[k] = ch
-		}
-	}
 	var top uint64
 	var vals []uint64
-	canonKey := func(k string) {
-		e, live := m.KV[k]
+	// rank replaces each of a key's nonzero indexes (the model's and its
+	// tracker's) by its rank among them.
+	rankKey := func(k string, ix model.KeyIndexes) model.KeyIndexes {
 		t, tracked := s.tr[k]
-		vals = append(vals[:0], e.CreateIndex, e.ModifyIndex, m.Tombstones[k], m.DelayedAt[k], t.L, t.CL)
+		vals = append(vals[:0], ix.Create, ix.Modify, ix.Deleted, ix.DelayedAt, t.L, t.CL)
 		slices.Sort(vals)
 		vals = slices.Compact(vals)
 		if vals[0] == 0 {
@@ -137,43 +120,22 @@ func (s *pstate) canon() {
 			return uint64(i + 1)
 		}
 		top = max(top, uint64(len(vals)))
-		if live {
-			e.CreateIndex, e.ModifyIndex = rank(e.CreateIndex), rank(e.ModifyIndex)
-			m.KV[k] = e
-		}
-		if v, ok := m.Tombstones[k]; ok {
-			m.Tombstones[k] = rank(v)
-		}
-		if v, ok := m.DelayedAt[k]; ok {
-			m.DelayedAt[k] = rank(v)
-		}
 		if tracked {
 			t.L, t.CL = rank(t.L), rank(t.CL)
 			s.tr[k] = t
 		}
+		return model.KeyIndexes{Create: rank(ix.Create), Modify: rank(ix.Modify), Deleted: rank(ix.Deleted), DelayedAt: rank(ix.DelayedAt)}
 	}
-	for k := range m.KV {
-		canonKey(k)
-	}
-	for k := range m.Tombstones {
-		if _, live := m.KV[k]; !live {
-			canonKey(k)
-		}
-	}
-	for k := range m.DelayedAt {
-		if _, live := m.KV[k]; !live {
-			if _, tomb := m.Tombstones[k]; !tomb {
-				canonKey(k)
+	s.m.Renumber(rankKey, func() uint64 {
+		// Keys the history pinned down that the state no longer records.
+		for k := range s.tr {
+			_, live := s.m.Get(k)
+			_, tomb := s.m.Tombstone(k)
+			_, delayed := s.m.DelayedAt(k)
+			if !live && !tomb && !delayed {
+				rankKey(k, model.KeyIndexes{})
 			}
 		}
-	}
-	for k := range s.tr {
-		_, live := m.KV[k]
-		_, tomb := m.Tombstones[k]
-		_, delayed := m.DelayedAt[k]
-		if !live && !tomb && !delayed {
-			canonKey(k)
-		}
-	}
-	m.Tables = model.TableIndexes{KV: top}
+		return top
+	})
 }

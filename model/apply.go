@@ -80,18 +80,18 @@ func (a *applier) register(r Register) {
 		seen[c.CheckID] = true
 	}
 	s := a.s
-	old, exists := s.Nodes[r.Node]
+	old, exists := s.nodes[r.Node]
 	if !exists || old.Address != r.Address {
 		n := Node{Name: r.Node, Address: r.Address, CreateIndex: a.idx, ModifyIndex: a.idx}
 		if exists {
 			n.CreateIndex = old.CreateIndex
 		}
-		s.Nodes[r.Node] = n
-		s.Tables.Nodes = a.idx
+		s.nodes[r.Node] = n
+		s.tables.Nodes = a.idx
 	}
 	for _, c := range r.Checks {
 		key := CheckKey{Node: r.Node, CheckID: c.CheckID}
-		prev, had := s.Checks[key]
+		prev, had := s.checks[key]
 		if had && prev.Name == c.Name && prev.Status == c.Status {
 			continue
 		}
@@ -104,8 +104,8 @@ func (a *applier) register(r Register) {
 		if had {
 			check.CreateIndex = prev.CreateIndex
 		}
-		s.Checks[key] = check
-		s.Tables.Checks = a.idx
+		s.checks[key] = check
+		s.tables.Checks = a.idx
 	}
 }
 
@@ -115,7 +115,7 @@ func (a *applier) deregister(d Deregister) {
 		return
 	}
 	s := a.s
-	if _, ok := s.Nodes[d.Node]; !ok {
+	if _, ok := s.nodes[d.Node]; !ok {
 		return // Consul treats deregistering a missing node as done.
 	}
 	if d.CheckID != "" {
@@ -125,19 +125,19 @@ func (a *applier) deregister(d Deregister) {
 	for _, c := range s.CheckList(d.Node, "") {
 		a.deleteCheck(CheckKey{Node: c.Node, CheckID: c.CheckID})
 	}
-	delete(s.Nodes, d.Node)
-	s.Tables.Nodes = a.idx
+	delete(s.nodes, d.Node)
+	s.tables.Nodes = a.idx
 	for _, se := range s.SessionList(d.Node) {
 		a.invalidate(se.ID)
 	}
 }
 
 func (a *applier) deleteCheck(key CheckKey) {
-	if _, ok := a.s.Checks[key]; !ok {
+	if _, ok := a.s.checks[key]; !ok {
 		return
 	}
-	delete(a.s.Checks, key)
-	a.s.Tables.Checks = a.idx
+	delete(a.s.checks, key)
+	a.s.tables.Checks = a.idx
 	a.invalidateBoundTo(key)
 }
 
@@ -159,12 +159,12 @@ func (a *applier) createSession(c CreateSession) {
 	if behavior == "" {
 		behavior = BehaviorRelease
 	}
-	a.s.Sessions[c.ID] = Session{
+	a.s.sessions[c.ID] = Session{
 		ID: c.ID, Name: c.Name, Node: c.Node, Checks: slices.Clone(c.Checks),
 		LockDelay: c.LockDelay, Behavior: behavior, TTL: c.TTL,
 		CreateIndex: a.idx, ModifyIndex: a.idx,
 	}
-	a.s.Tables.Sessions = a.idx
+	a.s.tables.Sessions = a.idx
 	a.res.SessionID = c.ID
 }
 
@@ -182,14 +182,14 @@ func (a *applier) validateSession(c CreateSession) *Error {
 	if err := ValidateTTL(c.TTL); err != nil {
 		return err
 	}
-	if _, dup := a.s.Sessions[c.ID]; dup {
+	if _, dup := a.s.sessions[c.ID]; dup {
 		return errorf(ErrInternal, "Session ID '%s' already exists", c.ID)
 	}
-	if _, ok := a.s.Nodes[c.Node]; !ok {
+	if _, ok := a.s.nodes[c.Node]; !ok {
 		return errorf(ErrMissing, "Missing node registration")
 	}
 	for _, id := range c.Checks {
-		check, ok := a.s.Checks[CheckKey{Node: c.Node, CheckID: id}]
+		check, ok := a.s.checks[CheckKey{Node: c.Node, CheckID: id}]
 		if !ok {
 			return errorf(ErrMissing, "Missing check '%s' registration", id)
 		}
@@ -227,19 +227,19 @@ func (a *applier) destroySession(d DestroySession) {
 // invalidate removes a session and releases or deletes every key it holds, at
 // the applier's index, and reports the lock-delays to arm (S15-S17, S22).
 func (a *applier) invalidate(id string) {
-	se, ok := a.s.Sessions[id]
+	se, ok := a.s.sessions[id]
 	if !ok {
 		return
 	}
-	delete(a.s.Sessions, id)
-	a.s.Tables.Sessions = a.idx
+	delete(a.s.sessions, id)
+	a.s.tables.Sessions = a.idx
 	a.res.Invalidated = append(a.res.Invalidated, id)
 	delay := se.EffectiveLockDelay()
 	for _, key := range a.s.HeldBy(id) {
 		if se.Behavior == BehaviorDelete {
 			a.deleteKey(key)
 		} else {
-			e := a.s.KV[key]
+			e := a.s.kv[key]
 			e.Session = ""
 			a.putEntry(e)
 		}

@@ -10,29 +10,29 @@ import (
 // checked one condition at a time, so no single broken bound hides behind
 // another.
 func TestIndexBoundsEachCondition(t *testing.T) {
-	node := func(f func(n *model.Node)) func(s *model.State) {
-		return func(s *model.State) {
+	node := func(f func(n *model.Node)) func(s *model.Snapshot) {
+		return func(s *model.Snapshot) {
 			n := s.Nodes["n1"]
 			f(&n)
 			s.Nodes["n1"] = n
 		}
 	}
-	check := func(f func(c *model.Check)) func(s *model.State) {
-		return func(s *model.State) {
+	check := func(f func(c *model.Check)) func(s *model.Snapshot) {
+		return func(s *model.Snapshot) {
 			k := model.CheckKey{Node: "n1", CheckID: "serfHealth"}
 			c := s.Checks[k]
 			f(&c)
 			s.Checks[k] = c
 		}
 	}
-	session := func(f func(se *model.Session)) func(s *model.State) {
-		return func(s *model.State) {
+	session := func(f func(se *model.Session)) func(s *model.Snapshot) {
+		return func(s *model.Snapshot) {
 			se := s.Sessions["s1"]
 			f(&se)
 			s.Sessions["s1"] = se
 		}
 	}
-	for name, corrupt := range map[string]func(s *model.State){
+	for name, corrupt := range map[string]func(s *model.Snapshot){
 		"node under another name":        node(func(n *model.Node) { n.Name = "other" }),
 		"node CreateIndex 0":             node(func(n *model.Node) { n.CreateIndex = 0 }),
 		"node created after modified":    node(func(n *model.Node) { n.CreateIndex = n.ModifyIndex + 1 }),
@@ -43,14 +43,14 @@ func TestIndexBoundsEachCondition(t *testing.T) {
 		"session CreateIndex 0":          session(func(se *model.Session) { se.CreateIndex = 0 }),
 		"session modified after created": session(func(se *model.Session) { se.ModifyIndex = se.CreateIndex + 1 }),
 		"session past its table":         session(func(se *model.Session) { se.CreateIndex, se.ModifyIndex = 99, 99 }),
-		"tombstone at 0":                 func(s *model.State) { s.Tombstones["gone"] = 0 },
-		"tombstone past the KV table":    func(s *model.State) { s.Tombstones["gone"] = 99 },
-		"lock-delay mark at 0":           func(s *model.State) { s.DelayedAt["k"] = 0 },
-		"lock-delay mark past the table": func(s *model.State) { s.DelayedAt["k"] = 99 },
+		"tombstone at 0":                 func(s *model.Snapshot) { s.Tombstones["gone"] = 0 },
+		"tombstone past the KV table":    func(s *model.Snapshot) { s.Tombstones["gone"] = 99 },
+		"lock-delay mark at 0":           func(s *model.Snapshot) { s.DelayedAt["k"] = 0 },
+		"lock-delay mark past the table": func(s *model.Snapshot) { s.DelayedAt["k"] = 99 },
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := healthy(t)
-			corrupt(s)
+			s = edit(s, corrupt)
 			wantViolation(t, s.CheckInvariants(), model.InvIndexBounds)
 		})
 	}
@@ -75,9 +75,11 @@ func TestReleaseEffectsEachField(t *testing.T) {
 			if err := model.CheckTransition(prev, next, res); err != nil {
 				t.Fatalf("uncorrupted release already fails: %v", err)
 			}
-			e := next.KV["k"]
-			corrupt(&e)
-			next.KV["k"] = e
+			next = edit(next, func(n *model.Snapshot) {
+				e := n.KV["k"]
+				corrupt(&e)
+				n.KV["k"] = e
+			})
 			wantViolation(t, model.CheckTransition(prev, next, res), model.InvInvalidationEffects)
 		})
 	}

@@ -280,21 +280,22 @@ func diffKV(prev, next *model.State) string {
 	return b.String()
 }
 
-func dumpState(s *model.State) string {
+func dumpState(st *model.State) string {
 	var b strings.Builder
+	s := st.Snapshot()
 	t := s.Tables
 	fmt.Fprintf(&b, "tables nodes=%d checks=%d sessions=%d kv=%d\n", t.Nodes, t.Checks, t.Sessions, t.KV)
-	for _, n := range s.NodeList() {
+	for _, n := range st.NodeList() {
 		fmt.Fprintf(&b, "node %s create=%d modify=%d\n", n.Name, n.CreateIndex, n.ModifyIndex)
 	}
-	for _, c := range s.CheckList("", "") {
+	for _, c := range st.CheckList("", "") {
 		fmt.Fprintf(&b, "check %s/%s %s\n", c.Node, c.CheckID, c.Status)
 	}
-	for _, se := range s.SessionList("") {
+	for _, se := range st.SessionList("") {
 		fmt.Fprintf(&b, "session %s node=%s checks=%v behavior=%s ttl=%q lock-delay=%v create=%d\n",
 			se.ID, se.Node, se.Checks, se.Behavior, se.TTL, se.LockDelay, se.CreateIndex)
 	}
-	for _, e := range s.List("") {
+	for _, e := range st.List("") {
 		fmt.Fprintf(&b, "kv %s\n", fmtEntry(e))
 	}
 	for _, k := range slices.Sorted(maps.Keys(s.Tombstones)) {

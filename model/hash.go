@@ -21,22 +21,22 @@ func (s *State) Hash() uint64 {
 		num(uint64(len(v)))
 		h.Write([]byte(v))
 	}
-	t := s.Tables
+	t := s.tables
 	num(t.Nodes)
 	num(t.Checks)
 	num(t.Sessions)
 	num(t.KV)
-	num(s.LockFloor)
-	num(s.ReapedThrough)
-	num(uint64(len(s.Nodes)))
-	for _, k := range sortedKeys(s.Nodes) {
-		n := s.Nodes[k]
+	num(s.lockFloor)
+	num(s.reapedThrough)
+	num(uint64(len(s.nodes)))
+	for _, k := range sortedKeys(s.nodes) {
+		n := s.nodes[k]
 		str(n.Name)
 		str(n.Address)
 		num(n.CreateIndex)
 		num(n.ModifyIndex)
 	}
-	checkKeys := slices.SortedFunc(maps.Keys(s.Checks), func(a, b CheckKey) int {
+	checkKeys := slices.SortedFunc(maps.Keys(s.checks), func(a, b CheckKey) int {
 		if c := strings.Compare(a.Node, b.Node); c != 0 {
 			return c
 		}
@@ -44,7 +44,7 @@ func (s *State) Hash() uint64 {
 	})
 	num(uint64(len(checkKeys)))
 	for _, k := range checkKeys {
-		c := s.Checks[k]
+		c := s.checks[k]
 		str(c.Node)
 		str(c.CheckID)
 		str(c.Name)
@@ -52,9 +52,9 @@ func (s *State) Hash() uint64 {
 		num(c.CreateIndex)
 		num(c.ModifyIndex)
 	}
-	num(uint64(len(s.Sessions)))
-	for _, k := range sortedKeys(s.Sessions) {
-		se := s.Sessions[k]
+	num(uint64(len(s.sessions)))
+	for _, k := range sortedKeys(s.sessions) {
+		se := s.sessions[k]
 		str(se.ID)
 		str(se.Name)
 		str(se.Node)
@@ -68,9 +68,9 @@ func (s *State) Hash() uint64 {
 		num(se.CreateIndex)
 		num(se.ModifyIndex)
 	}
-	num(uint64(len(s.KV)))
-	for _, k := range sortedKeys(s.KV) {
-		e := s.KV[k]
+	num(uint64(len(s.kv)))
+	for _, k := range sortedKeys(s.kv) {
+		e := s.kv[k]
 		str(e.Key)
 		str(string(e.Value))
 		num(e.Flags)
@@ -79,7 +79,7 @@ func (s *State) Hash() uint64 {
 		num(e.CreateIndex)
 		num(e.ModifyIndex)
 	}
-	for _, m := range []map[string]uint64{s.Tombstones, s.LockIssued, s.DelayedAt} {
+	for _, m := range []map[string]uint64{s.tombstones, s.lockIssued, s.delayedAt} {
 		num(uint64(len(m)))
 		for _, k := range sortedKeys(m) {
 			str(k)

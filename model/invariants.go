@@ -37,46 +37,46 @@ const (
 // CheckInvariants checks the properties every reachable state has. "At most
 // one holder per key" needs no check: an entry has one Session field.
 func (s *State) CheckInvariants() error {
-	t := s.Tables
-	for _, name := range sortedKeys(s.KV) {
-		e := s.KV[name]
+	t := s.tables
+	for _, name := range sortedKeys(s.kv) {
+		e := s.kv[name]
 		switch {
 		case e.Key != name:
 			return violated(InvIndexBounds, "entry stored under %q names key %q", name, e.Key)
 		case e.CreateIndex == 0 || e.CreateIndex > e.ModifyIndex || e.ModifyIndex > t.KV:
 			return violated(InvIndexBounds, "key %q: CreateIndex %d, ModifyIndex %d, KV table %d", name, e.CreateIndex, e.ModifyIndex, t.KV)
-		case e.LockIndex > s.LockIssued[name]:
-			return violated(InvLockIndexIssued, "key %q has LockIndex %d above the highest issued %d", name, e.LockIndex, s.LockIssued[name])
+		case e.LockIndex > s.lockIssued[name]:
+			return violated(InvLockIndexIssued, "key %q has LockIndex %d above the highest issued %d", name, e.LockIndex, s.lockIssued[name])
 		case e.Session != "" && e.LockIndex == 0:
 			return violated(InvLockIndexIssued, "key %q is held with LockIndex 0", name)
 		}
-		if _, ok := s.Tombstones[name]; ok {
+		if _, ok := s.tombstones[name]; ok {
 			return violated(InvTombstone, "key %q is both live and tombstoned", name)
 		}
 		if e.Session != "" {
-			if _, ok := s.Sessions[e.Session]; !ok {
+			if _, ok := s.sessions[e.Session]; !ok {
 				return violated(InvHolderExists, "key %q is held by missing session %q", name, e.Session)
 			}
 		}
 	}
-	for _, name := range sortedKeys(s.Tombstones) {
-		if at := s.Tombstones[name]; at == 0 || at > t.KV {
+	for _, name := range sortedKeys(s.tombstones) {
+		if at := s.tombstones[name]; at == 0 || at > t.KV {
 			return violated(InvIndexBounds, "tombstone %q at %d, KV table %d", name, at, t.KV)
 		}
 	}
-	for _, name := range sortedKeys(s.DelayedAt) {
-		if at := s.DelayedAt[name]; at == 0 || at > t.KV {
+	for _, name := range sortedKeys(s.delayedAt) {
+		if at := s.delayedAt[name]; at == 0 || at > t.KV {
 			return violated(InvIndexBounds, "lock-delay record %q at %d, KV table %d", name, at, t.KV)
 		}
 	}
-	for _, name := range sortedKeys(s.Nodes) {
-		n := s.Nodes[name]
+	for _, name := range sortedKeys(s.nodes) {
+		n := s.nodes[name]
 		if n.Name != name || n.CreateIndex == 0 || n.CreateIndex > n.ModifyIndex || n.ModifyIndex > t.Nodes {
 			return violated(InvIndexBounds, "node %q: CreateIndex %d, ModifyIndex %d, nodes table %d", name, n.CreateIndex, n.ModifyIndex, t.Nodes)
 		}
 	}
 	for _, c := range s.CheckList("", "") {
-		if _, ok := s.Nodes[c.Node]; !ok {
+		if _, ok := s.nodes[c.Node]; !ok {
 			return violated(InvCheckNode, "check %q is on missing node %q", c.CheckID, c.Node)
 		}
 		if c.CreateIndex == 0 || c.CreateIndex > c.ModifyIndex || c.ModifyIndex > t.Checks {
@@ -87,11 +87,11 @@ func (s *State) CheckInvariants() error {
 		if se.CreateIndex == 0 || se.CreateIndex != se.ModifyIndex || se.ModifyIndex > t.Sessions {
 			return violated(InvIndexBounds, "session %q: CreateIndex %d, ModifyIndex %d, sessions table %d", se.ID, se.CreateIndex, se.ModifyIndex, t.Sessions)
 		}
-		if _, ok := s.Nodes[se.Node]; !ok {
+		if _, ok := s.nodes[se.Node]; !ok {
 			return violated(InvSessionNode, "session %q outlives its node %q", se.ID, se.Node)
 		}
 		for _, id := range se.Checks {
-			c, ok := s.Checks[CheckKey{Node: se.Node, CheckID: id}]
+			c, ok := s.checks[CheckKey{Node: se.Node, CheckID: id}]
 			if !ok {
 				return violated(InvSessionChecks, "session %q outlives its check %q", se.ID, id)
 			}
@@ -115,9 +115,9 @@ func CheckTransition(prev, next *State, res Result) error {
 	if next.Index() != prev.Index() && next.Index() != res.Index {
 		return violated(InvIndexAdvances, "state index moved to %d, command index %d", next.Index(), res.Index)
 	}
-	for _, key := range sortedKeys(next.KV) {
-		e := next.KV[key]
-		old, had := prev.KV[key]
+	for _, key := range sortedKeys(next.kv) {
+		e := next.kv[key]
+		old, had := prev.kv[key]
 		if had && entryEqual(old, e) {
 			continue
 		}
@@ -127,24 +127,24 @@ func CheckTransition(prev, next *State, res Result) error {
 		if had && e.LockIndex < old.LockIndex {
 			return violated(InvLockIndexMonotonic, "key %q LockIndex fell from %d to %d", key, old.LockIndex, e.LockIndex)
 		}
-		if bound := max(prev.LockIssued[key], prev.LockFloor); e.Session != "" && (!had || old.Sequencer() != e.Sequencer()) && e.LockIndex <= bound {
+		if bound := max(prev.lockIssued[key], prev.lockFloor); e.Session != "" && (!had || old.Sequencer() != e.Sequencer()) && e.LockIndex <= bound {
 			return violated(InvSequencerUnique, "key %q issued LockIndex %d to %q, but %d was issued before", key, e.LockIndex, e.Session, bound)
 		}
 	}
-	if next.LockFloor < prev.LockFloor {
-		return violated(InvSequencerUnique, "lock floor fell from %d to %d", prev.LockFloor, next.LockFloor)
+	if next.lockFloor < prev.lockFloor {
+		return violated(InvSequencerUnique, "lock floor fell from %d to %d", prev.lockFloor, next.lockFloor)
 	}
-	for _, key := range sortedKeys(prev.LockIssued) {
+	for _, key := range sortedKeys(prev.lockIssued) {
 		// A reap may drop a deleted key's watermark only into the floor (S52).
-		_, live := next.KV[key]
-		reaped := !live && next.LockIssued[key] == 0 && next.LockFloor >= prev.LockIssued[key]
-		if next.LockIssued[key] < prev.LockIssued[key] && !reaped {
-			return violated(InvSequencerUnique, "key %q issued watermark fell from %d to %d", key, prev.LockIssued[key], next.LockIssued[key])
+		_, live := next.kv[key]
+		reaped := !live && next.lockIssued[key] == 0 && next.lockFloor >= prev.lockIssued[key]
+		if next.lockIssued[key] < prev.lockIssued[key] && !reaped {
+			return violated(InvSequencerUnique, "key %q issued watermark fell from %d to %d", key, prev.lockIssued[key], next.lockIssued[key])
 		}
 	}
-	for _, id := range sortedKeys(prev.Sessions) {
-		old := prev.Sessions[id]
-		cur, alive := next.Sessions[id]
+	for _, id := range sortedKeys(prev.sessions) {
+		old := prev.sessions[id]
+		cur, alive := next.sessions[id]
 		if alive {
 			if !sessionEqual(old, cur) {
 				return violated(InvSessionImmutable, "session %q changed", id)
@@ -165,14 +165,14 @@ func CheckTransition(prev, next *State, res Result) error {
 // key it held was released in place or deleted, at the invalidation index.
 func checkInvalidationEffects(prev, next *State, se Session, idx uint64) error {
 	for _, key := range prev.HeldBy(se.ID) {
-		e, exists := next.KV[key]
+		e, exists := next.kv[key]
 		if se.Behavior == BehaviorDelete {
 			if exists {
 				return violated(InvInvalidationEffects, "delete-behaviour session %q left key %q behind", se.ID, key)
 			}
 			continue
 		}
-		old := prev.KV[key]
+		old := prev.kv[key]
 		switch {
 		case !exists:
 			return violated(InvInvalidationEffects, "release-behaviour session %q: key %q vanished", se.ID, key)

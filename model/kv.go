@@ -63,7 +63,7 @@ func (a *applier) kvOp(o KVOp) kvOutcome {
 		return rejected(err)
 	}
 	s := a.s
-	e, exists := s.KV[o.Key]
+	e, exists := s.kv[o.Key]
 	switch o.Verb {
 	case KVSet:
 		return a.set(o, e, exists)
@@ -157,10 +157,10 @@ func (a *applier) set(o KVOp, e KVEntry, exists bool) kvOutcome {
 // lock is acquire (S26-S30). A change of holder issues a LockIndex above every
 // one issued for the key before, so sequencers are never reissued (S41).
 func (a *applier) lock(o KVOp, e KVEntry, exists bool) kvOutcome {
-	if _, live := a.s.Sessions[o.Session]; !live {
+	if _, live := a.s.sessions[o.Session]; !live {
 		return rejected(errorf(ErrMissing, "invalid session %q", o.Session))
 	}
-	if o.LockDelaySeen != 0 && a.s.DelayedAt[o.Key] > o.LockDelaySeen {
+	if o.LockDelaySeen != 0 && a.s.delayedAt[o.Key] > o.LockDelaySeen {
 		out := refused("failed to lock key %q due to lock delay", o.Key)
 		out.delayed = true
 		return out
@@ -178,7 +178,7 @@ func (a *applier) lock(o KVOp, e KVEntry, exists bool) kvOutcome {
 	if !exists {
 		e = KVEntry{Key: o.Key}
 	}
-	issued := max(e.LockIndex, a.s.LockIssued[o.Key], a.s.LockFloor) + 1
+	issued := max(e.LockIndex, a.s.lockIssued[o.Key], a.s.lockFloor) + 1
 	a.setIssued(o.Key, issued)
 	e.LockIndex, e.Session = issued, o.Session
 	e.Value, e.Flags = bytes.Clone(o.Value), o.Flags
@@ -193,30 +193,30 @@ func withoutValue(e KVEntry) KVEntry {
 // putEntry stores e at the applier's index, creating it if new.
 func (a *applier) putEntry(e KVEntry) KVEntry {
 	a.undo.saveKey(a.s, e.Key)
-	if _, exists := a.s.KV[e.Key]; !exists {
+	if _, exists := a.s.kv[e.Key]; !exists {
 		e.CreateIndex = a.idx
-		delete(a.s.Tombstones, e.Key)
+		delete(a.s.tombstones, e.Key)
 	}
 	e.ModifyIndex = a.idx
-	a.s.KV[e.Key] = e
-	a.s.Tables.KV = a.idx
+	a.s.kv[e.Key] = e
+	a.s.tables.KV = a.idx
 	return e
 }
 
 func (a *applier) deleteKey(key string) {
 	a.undo.saveKey(a.s, key)
-	delete(a.s.KV, key)
-	a.s.Tombstones[key] = a.idx
-	a.s.Tables.KV = a.idx
+	delete(a.s.kv, key)
+	a.s.tombstones[key] = a.idx
+	a.s.tables.KV = a.idx
 }
 
 func (a *applier) setIssued(key string, li uint64) {
 	a.undo.saveKey(a.s, key)
-	a.s.LockIssued[key] = li
+	a.s.lockIssued[key] = li
 }
 
 // setDelayedAt is only reached from invalidations, which never run inside a
 // txn, so it needs no undo record.
 func (a *applier) setDelayedAt(key string) {
-	a.s.DelayedAt[key] = a.idx
+	a.s.delayedAt[key] = a.idx
 }

@@ -24,10 +24,11 @@ func TestEqualSeesEachSessionField(t *testing.T) {
 		"ModifyIndex": func(se *model.Session) { se.ModifyIndex = 99 },
 	} {
 		a := healthy(t)
-		b := a.Clone()
-		se := b.Sessions["s1"]
-		change(&se)
-		b.Sessions["s1"] = se
+		b := edit(a, func(s *model.Snapshot) {
+			se := s.Sessions["s1"]
+			change(&se)
+			s.Sessions["s1"] = se
+		})
 		if a.Equal(b) {
 			t.Errorf("states differing in session %s compare equal", name)
 		}
@@ -92,11 +93,11 @@ func TestRegisterSkipsUnchangedChecks(t *testing.T) {
 	}
 	reg(1, "first")
 	reg(2, "first")
-	if got := s.Tables.Checks; got != 1 {
+	if got := s.Tables().Checks; got != 1 {
 		t.Fatalf("an identical re-register moved the checks table to %d", got)
 	}
 	reg(3, "second")
-	if got := s.Tables.Checks; got != 3 {
+	if got := s.Tables().Checks; got != 3 {
 		t.Fatalf("a renamed check left the checks table at %d", got)
 	}
 }

@@ -10,23 +10,23 @@ func (a *applier) reap(r Reap) {
 		return
 	}
 	reaped := 0
-	for key, at := range a.s.Tombstones {
+	for key, at := range a.s.tombstones {
 		if at > r.Index {
 			continue
 		}
-		a.s.LockFloor = max(a.s.LockFloor, a.s.LockIssued[key])
-		a.s.ReapedThrough = max(a.s.ReapedThrough, at)
-		delete(a.s.Tombstones, key)
-		delete(a.s.LockIssued, key)
-		delete(a.s.DelayedAt, key)
+		a.s.lockFloor = max(a.s.lockFloor, a.s.lockIssued[key])
+		a.s.reapedThrough = max(a.s.reapedThrough, at)
+		delete(a.s.tombstones, key)
+		delete(a.s.lockIssued, key)
+		delete(a.s.delayedAt, key)
 		reaped++
 	}
 	// A Go map keeps its buckets after its entries are deleted, so without
 	// this a burst of deletions would hold its memory after the reap.
-	if reaped > len(a.s.Tombstones) {
-		a.s.Tombstones = compact(a.s.Tombstones)
-		a.s.LockIssued = compact(a.s.LockIssued)
-		a.s.DelayedAt = compact(a.s.DelayedAt)
+	if reaped > len(a.s.tombstones) {
+		a.s.tombstones = compact(a.s.tombstones)
+		a.s.lockIssued = compact(a.s.lockIssued)
+		a.s.delayedAt = compact(a.s.delayedAt)
 	}
 }
 

@@ -24,8 +24,8 @@ func reaped(t *testing.T) *model.State {
 			t.Fatalf("setup step %d: %v", i, err)
 		}
 	}
-	if s.LockFloor != 1 || s.LockIssued["free"] != 0 {
-		t.Fatalf("after reap: floor %d, watermark %d; want 1 and none", s.LockFloor, s.LockIssued["free"])
+	if s.LockFloor() != 1 || s.LockIssued("free") != 0 {
+		t.Fatalf("after reap: floor %d, watermark %d; want 1 and none", s.LockFloor(), s.LockIssued("free"))
 	}
 	return s
 }
@@ -38,35 +38,39 @@ func TestReapTransitionsAreChecked(t *testing.T) {
 		s.Apply(8, model.Command{KV: &model.KVOp{Verb: model.KVDelete, Key: "free"}})
 		prev := s.Clone()
 		res := s.Apply(9, model.Command{Reap: &model.Reap{Index: 8}})
-		s.LockFloor = 0
+		s = edit(s, func(s *model.Snapshot) { s.LockFloor = 0 })
 		wantViolation(t, model.CheckTransition(prev, s, res), model.InvSequencerUnique)
 	})
 	t.Run("re-created key locked at or below the floor", func(t *testing.T) {
 		prev := reaped(t)
 		next := prev.Clone()
 		res := next.Apply(10, model.Command{KV: &model.KVOp{Verb: model.KVLock, Key: "free", Session: "s1"}})
-		if got := next.KV["free"].LockIndex; got != 2 {
-			t.Fatalf("re-created key locked at %d, want 2 (above the floor)", got)
+		if got, _ := next.Get("free"); got.LockIndex != 2 {
+			t.Fatalf("re-created key locked at %d, want 2 (above the floor)", got.LockIndex)
 		}
-		e := next.KV["free"]
-		e.LockIndex = 1 // (free, 1, s1) was issued before the reap
-		next.KV["free"] = e
-		next.LockIssued["free"] = 1
+		next = edit(next, func(n *model.Snapshot) {
+			e := n.KV["free"]
+			e.LockIndex = 1 // (free, 1, s1) was issued before the reap
+			n.KV["free"] = e
+			n.LockIssued["free"] = 1
+		})
 		wantViolation(t, model.CheckTransition(prev, next, res), model.InvSequencerUnique)
 	})
 	t.Run("floor falls", func(t *testing.T) {
 		prev := reaped(t)
 		next := prev.Clone()
 		res := next.Apply(10, model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "x", Value: []byte("v")}})
-		next.LockFloor = 0
+		next = edit(next, func(n *model.Snapshot) { n.LockFloor = 0 })
 		wantViolation(t, model.CheckTransition(prev, next, res), model.InvSequencerUnique)
 	})
 	t.Run("reap of a live key's watermark", func(t *testing.T) {
 		prev := healthy(t)
 		next := prev.Clone()
 		res := next.Apply(8, model.Command{Reap: &model.Reap{Index: 7}})
-		delete(next.LockIssued, "k") // k is live and held
-		next.LockFloor = 1
+		next = edit(next, func(n *model.Snapshot) {
+			delete(n.LockIssued, "k") // k is live and held
+			n.LockFloor = 1
+		})
 		wantViolation(t, model.CheckTransition(prev, next, res), model.InvSequencerUnique)
 	})
 }

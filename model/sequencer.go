@@ -30,7 +30,7 @@ func (e *StaleSequencerError) Error() string {
 // existence, session, lock index (S40, S43). An empty Session never matches:
 // an unheld key validates no sequencer.
 func (s *State) CheckSequencer(seq Sequencer) error {
-	e, ok := s.KV[seq.Key]
+	e, ok := s.kv[seq.Key]
 	if ok && seq.Session != "" && e.Session == seq.Session && e.LockIndex == seq.LockIndex {
 		return nil
 	}

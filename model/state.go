@@ -24,45 +24,45 @@ type TableIndexes struct {
 
 // State is the whole replicated state. Use New; the zero value is not usable.
 type State struct {
-	Nodes    map[string]Node
-	Checks   map[CheckKey]Check
-	Sessions map[string]Session
-	KV       map[string]KVEntry
+	nodes    map[string]Node
+	checks   map[CheckKey]Check
+	sessions map[string]Session
+	kv       map[string]KVEntry
 	// Tombstones records the index at which each deleted key was deleted.
-	Tombstones map[string]uint64
+	tombstones map[string]uint64
 	// LockIssued is the highest LockIndex ever issued per key. It outlives the
 	// key, so a re-created key never reissues a sequencer (S41).
-	LockIssued map[string]uint64
+	lockIssued map[string]uint64
 	// DelayedAt is the index of the last invalidation that armed a
 	// lock-delay on each key; it lets the FSM refuse a lock whose leader-side
 	// lock-delay check predates that invalidation (S22).
-	DelayedAt map[string]uint64
+	delayedAt map[string]uint64
 	// LockFloor is the highest LockIndex issued to any key whose record a
 	// reap removed. A key with no record starts above it, so reaping never
 	// lets a (Key, LockIndex) pair be issued twice (S52).
-	LockFloor uint64
+	lockFloor uint64
 	// ReapedThrough is the highest deletion index a reap removed. Prefix
 	// indexes never fall below it, so reaping never moves an index back (S52).
-	ReapedThrough uint64
-	Tables        TableIndexes
+	reapedThrough uint64
+	tables        TableIndexes
 }
 
 // New returns an empty state.
 func New() *State {
 	return &State{
-		Nodes:      map[string]Node{},
-		Checks:     map[CheckKey]Check{},
-		Sessions:   map[string]Session{},
-		KV:         map[string]KVEntry{},
-		Tombstones: map[string]uint64{},
-		LockIssued: map[string]uint64{},
-		DelayedAt:  map[string]uint64{},
+		nodes:      map[string]Node{},
+		checks:     map[CheckKey]Check{},
+		sessions:   map[string]Session{},
+		kv:         map[string]KVEntry{},
+		tombstones: map[string]uint64{},
+		lockIssued: map[string]uint64{},
+		delayedAt:  map[string]uint64{},
 	}
 }
 
 // Index is the highest index at which anything changed.
 func (s *State) Index() uint64 {
-	t := s.Tables
+	t := s.tables
 	return max(t.Nodes, t.Checks, t.Sessions, t.KV)
 }
 
@@ -70,29 +70,29 @@ func (s *State) Index() uint64 {
 // the model never mutates them in place.
 func (s *State) Clone() *State {
 	return &State{
-		Nodes:         maps.Clone(s.Nodes),
-		Checks:        maps.Clone(s.Checks),
-		Sessions:      maps.Clone(s.Sessions),
-		KV:            maps.Clone(s.KV),
-		Tombstones:    maps.Clone(s.Tombstones),
-		LockIssued:    maps.Clone(s.LockIssued),
-		DelayedAt:     maps.Clone(s.DelayedAt),
-		LockFloor:     s.LockFloor,
-		ReapedThrough: s.ReapedThrough,
-		Tables:        s.Tables,
+		nodes:         maps.Clone(s.nodes),
+		checks:        maps.Clone(s.checks),
+		sessions:      maps.Clone(s.sessions),
+		kv:            maps.Clone(s.kv),
+		tombstones:    maps.Clone(s.tombstones),
+		lockIssued:    maps.Clone(s.lockIssued),
+		delayedAt:     maps.Clone(s.delayedAt),
+		lockFloor:     s.lockFloor,
+		reapedThrough: s.reapedThrough,
+		tables:        s.tables,
 	}
 }
 
 // Equal reports whether two states are identical.
 func (s *State) Equal(o *State) bool {
-	return s.Tables == o.Tables && s.LockFloor == o.LockFloor && s.ReapedThrough == o.ReapedThrough &&
-		maps.Equal(s.Nodes, o.Nodes) &&
-		maps.Equal(s.Checks, o.Checks) &&
-		maps.EqualFunc(s.Sessions, o.Sessions, sessionEqual) &&
-		maps.EqualFunc(s.KV, o.KV, entryEqual) &&
-		maps.Equal(s.Tombstones, o.Tombstones) &&
-		maps.Equal(s.LockIssued, o.LockIssued) &&
-		maps.Equal(s.DelayedAt, o.DelayedAt)
+	return s.tables == o.tables && s.lockFloor == o.lockFloor && s.reapedThrough == o.reapedThrough &&
+		maps.Equal(s.nodes, o.nodes) &&
+		maps.Equal(s.checks, o.checks) &&
+		maps.EqualFunc(s.sessions, o.sessions, sessionEqual) &&
+		maps.EqualFunc(s.kv, o.kv, entryEqual) &&
+		maps.Equal(s.tombstones, o.tombstones) &&
+		maps.Equal(s.lockIssued, o.lockIssued) &&
+		maps.Equal(s.delayedAt, o.delayedAt)
 }
 
 func sessionEqual(a, b Session) bool {
@@ -110,16 +110,16 @@ func entryEqual(a, b KVEntry) bool {
 
 // Get returns a key's entry.
 func (s *State) Get(key string) (KVEntry, bool) {
-	e, ok := s.KV[key]
+	e, ok := s.kv[key]
 	return e, ok
 }
 
 // List returns the entries whose key starts with prefix, sorted by key.
 func (s *State) List(prefix string) []KVEntry {
 	var out []KVEntry
-	for _, k := range sortedKeys(s.KV) {
+	for _, k := range sortedKeys(s.kv) {
 		if strings.HasPrefix(k, prefix) {
-			out = append(out, s.KV[k])
+			out = append(out, s.kv[k])
 		}
 	}
 	return out
@@ -129,7 +129,7 @@ func (s *State) List(prefix string) []KVEntry {
 // the first separator past the prefix and deduplicated, as Consul's ?keys does.
 func (s *State) Keys(prefix, separator string) []string {
 	var out []string
-	for _, k := range sortedKeys(s.KV) {
+	for _, k := range sortedKeys(s.kv) {
 		if !strings.HasPrefix(k, prefix) {
 			continue
 		}
@@ -148,10 +148,10 @@ func (s *State) Keys(prefix, separator string) []string {
 // KeyIndex is the blocking-query index of a single-key read: the key's
 // ModifyIndex, or the KV table index when it is missing (S45).
 func (s *State) KeyIndex(key string) uint64 {
-	if e, ok := s.KV[key]; ok {
+	if e, ok := s.kv[key]; ok {
 		return e.ModifyIndex
 	}
-	return s.Tables.KV
+	return s.tables.KV
 }
 
 // PrefixIndex is the blocking-query index of a prefix read: the highest
@@ -160,33 +160,33 @@ func (s *State) KeyIndex(key string) uint64 {
 // answers below ReapedThrough: the deletion it reported may be gone (S52).
 func (s *State) PrefixIndex(prefix string) uint64 {
 	var idx uint64
-	for k, e := range s.KV {
+	for k, e := range s.kv {
 		if strings.HasPrefix(k, prefix) {
 			idx = max(idx, e.ModifyIndex)
 		}
 	}
-	for k, at := range s.Tombstones {
+	for k, at := range s.tombstones {
 		if strings.HasPrefix(k, prefix) {
 			idx = max(idx, at)
 		}
 	}
 	if idx == 0 {
-		return s.Tables.KV
+		return s.tables.KV
 	}
-	return max(idx, s.ReapedThrough)
+	return max(idx, s.reapedThrough)
 }
 
 // Session returns a session by ID.
 func (s *State) Session(id string) (Session, bool) {
-	se, ok := s.Sessions[id]
+	se, ok := s.sessions[id]
 	return se, ok
 }
 
 // SessionList returns every session sorted by ID, or those on node if node != "".
 func (s *State) SessionList(node string) []Session {
 	var out []Session
-	for _, id := range sortedKeys(s.Sessions) {
-		if se := s.Sessions[id]; node == "" || se.Node == node {
+	for _, id := range sortedKeys(s.sessions) {
+		if se := s.sessions[id]; node == "" || se.Node == node {
 			out = append(out, se)
 		}
 	}
@@ -196,8 +196,8 @@ func (s *State) SessionList(node string) []Session {
 // NodeList returns every node sorted by name.
 func (s *State) NodeList() []Node {
 	var out []Node
-	for _, n := range sortedKeys(s.Nodes) {
-		out = append(out, s.Nodes[n])
+	for _, n := range sortedKeys(s.nodes) {
+		out = append(out, s.nodes[n])
 	}
 	return out
 }
@@ -206,7 +206,7 @@ func (s *State) NodeList() []Node {
 // status (any if ""), sorted by node then check ID.
 func (s *State) CheckList(node string, status Health) []Check {
 	var out []Check
-	for _, c := range s.Checks {
+	for _, c := range s.checks {
 		if (node == "" || c.Node == node) && (status == "" || c.Status == status) {
 			out = append(out, c)
 		}
@@ -223,7 +223,7 @@ func (s *State) CheckList(node string, status Health) []Check {
 // HeldBy lists the keys the session holds, sorted.
 func (s *State) HeldBy(session string) []string {
 	var out []string
-	for k, e := range s.KV {
+	for k, e := range s.kv {
 		if e.Session == session {
 			out = append(out, k)
 		}

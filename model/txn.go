@@ -7,7 +7,7 @@ func (a *applier) txn(t Txn) {
 		a.fail(errorf(ErrTooLarge, "Transaction contains too many operations (%d > %d)", len(t.Ops), MaxTxnOps))
 		return
 	}
-	a.undo = &undoLog{tables: a.s.Tables}
+	a.undo = &undoLog{tables: a.s.tables}
 	var results []KVEntry
 	for i, op := range t.Ops {
 		if !op.Verb.IsWrite() && !readVerbs[op.Verb] {
@@ -61,19 +61,19 @@ func (u *undoLog) saveKey(s *State, key string) {
 		return
 	}
 	var img keyImage
-	img.entry, img.hasEntry = s.KV[key]
-	img.tombstone, img.hasTomb = s.Tombstones[key]
-	img.issued, img.hasIssued = s.LockIssued[key]
+	img.entry, img.hasEntry = s.kv[key]
+	img.tombstone, img.hasTomb = s.tombstones[key]
+	img.issued, img.hasIssued = s.lockIssued[key]
 	u.keys[key] = img
 }
 
 func (u *undoLog) rollback(s *State) {
 	for key, img := range u.keys {
-		restore(s.KV, key, img.entry, img.hasEntry)
-		restore(s.Tombstones, key, img.tombstone, img.hasTomb)
-		restore(s.LockIssued, key, img.issued, img.hasIssued)
+		restore(s.kv, key, img.entry, img.hasEntry)
+		restore(s.tombstones, key, img.tombstone, img.hasTomb)
+		restore(s.lockIssued, key, img.issued, img.hasIssued)
 	}
-	s.Tables = u.tables
+	s.tables = u.tables
 }
 
 func restore[V any](m map[string]V, key string, v V, present bool) {

@@ -236,19 +236,13 @@ type stateCopy struct {
 }
 
 func copyState(st *model.State) stateCopy {
-	sc := stateCopy{index: st.Index(), sessIdx: st.Tables.Sessions, tombs: maps.Clone(st.Tombstones), issued: maps.Clone(st.LockIssued), delayed: maps.Clone(st.DelayedAt), sessions: make(map[string]model.Session, len(st.Sessions)),
-		kv: make(map[string]model.KVEntry, len(st.KV)), checks: make(map[model.CheckKey]model.Check, len(st.Checks))}
-	for k, v := range st.Sessions {
-		sc.sessions[k] = v
-	}
-	for k, v := range st.KV {
+	snap := st.Snapshot()
+	for k, v := range snap.KV {
 		v.Value = append([]byte(nil), v.Value...)
-		sc.kv[k] = v
+		snap.KV[k] = v
 	}
-	for k, v := range st.Checks {
-		sc.checks[k] = v
-	}
-	return sc
+	return stateCopy{index: st.Index(), sessIdx: snap.Tables.Sessions, tombs: snap.Tombstones, issued: snap.LockIssued,
+		delayed: snap.DelayedAt, sessions: snap.Sessions, kv: snap.KV, checks: snap.Checks}
 }
 
 // watch records every applied change of one server incarnation. synctest

@@ -18,13 +18,15 @@ var (
 	}}
 	reapNoFloor = &Variant{Name: "reap-without-floor", Config: func(cfg *impl.Config) {
 		shortReap.Config(cfg)
-		cfg.Apply = func(st *model.State, index uint64, cmd model.Command) model.Result {
-			floor := st.LockFloor
+		cfg.Apply = func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
+			floor := st.LockFloor()
 			res := st.Apply(index, cmd)
-			if cmd.Reap != nil {
-				st.LockFloor = floor
+			if cmd.Reap == nil {
+				return st, res
 			}
-			return res
+			snap := st.Snapshot()
+			snap.LockFloor = floor
+			return model.RestoreUnchecked(snap), res
 		}
 	}}
 )

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -60,27 +59,28 @@ var ttlNotRearmed = &Variant{Name: "ttl-not-rearmed-on-failover", Clock: func(c 
 // key's LockIndex, so a sequencer is issued again to another session (S41).
 // The server reports what it stored, txn results included.
 var lockIndexNotBumped = &Variant{Name: "lock-index-not-bumped", Config: func(cfg *impl.Config) {
-	cfg.Apply = func(st *model.State, index uint64, cmd model.Command) model.Result {
-		before := maps.Clone(st.KV)
+	cfg.Apply = func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
+		before := st.Snapshot().KV
 		res := st.Apply(index, cmd)
 		if res.Failed() {
-			return res
+			return st, res
 		}
+		after := st.Snapshot()
 		for _, k := range cmd.LockKeys() {
 			b, had := before[k]
-			a, ok := st.KV[k]
+			a, ok := after.KV[k]
 			if !had || !ok || b.LockIndex == 0 || a.Session == "" || a.Session == b.Session {
 				continue
 			}
 			a.LockIndex = b.LockIndex
-			st.KV[k] = a
+			after.KV[k] = a
 			for i := range res.TxnResults {
 				if res.TxnResults[i].Key == k {
 					res.TxnResults[i].LockIndex = b.LockIndex
 				}
 			}
 		}
-		return res
+		return model.RestoreUnchecked(after), res
 	}
 }}
 
@@ -93,9 +93,10 @@ var invalidationNotAtomic = &Variant{Name: "invalidation-not-atomic", Config: fu
 		want   *model.KVEntry // what the invalidation left; nil: deleted
 	}
 	pending := map[string]late{} // per server incarnation
-	cfg.Apply = func(st *model.State, index uint64, cmd model.Command) model.Result {
-		before := maps.Clone(st.KV)
-		res := st.Apply(index, cmd)
+	cfg.Apply = func(prev *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
+		before := prev.Snapshot().KV
+		res := prev.Apply(index, cmd)
+		st := prev.Snapshot()
 		// Finish the previous invalidation now, at this entry's index,
 		// unless this entry already changed the key.
 		for k, p := range pending {
@@ -130,7 +131,7 @@ var invalidationNotAtomic = &Variant{Name: "invalidation-not-atomic", Config: fu
 			st.KV[k] = b
 			pending[k] = p
 		}
-		return res
+		return model.RestoreUnchecked(st), res
 	}
 }}
 

@@ -98,12 +98,12 @@ func (r *rules) store(w *world, cmd model.Command) (*world, *model.Result, bool)
 }
 
 func (w *world) live(s int) bool {
-	_, ok := w.m.Sessions[w.sc.Sessions[s]]
+	_, ok := w.m.Session(w.sc.Sessions[s])
 	return ok
 }
 
 func (w *world) nodeUp(n string) bool {
-	_, ok := w.m.Nodes[n]
+	_, ok := w.m.Node(n)
 	return ok
 }
 
@@ -173,7 +173,7 @@ var actions = []actionDef{
 		if !r.room(a) || w.belief[c][k].Held || w.delays.Blocks(key, w.now) {
 			return nil, nil, false
 		}
-		prev, had := w.m.KV[key]
+		prev, had := w.m.Get(key)
 		n, res, ok := r.store(w, model.Command{KV: &model.KVOp{Verb: model.KVLock, Key: key, Value: value, Session: s}})
 		if !ok {
 			return nil, nil, false
@@ -183,7 +183,8 @@ var actions = []actionDef{
 		if !had || prev.Session == "" {
 			n.tenure[k]++
 		}
-		n.belief[c][k] = Belief{Held: true, LockIndex: n.m.KV[key].LockIndex, Tenure: n.tenure[k]}
+		held, _ := n.m.Get(key)
+		n.belief[c][k] = Belief{Held: true, LockIndex: held.LockIndex, Tenure: n.tenure[k]}
 		return n, res, true
 	}},
 	{"Release", []param{{"c", "Clients"}, {"k", "Keys"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {

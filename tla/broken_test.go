@@ -11,97 +11,116 @@ import (
 // own checks and with the TLA+ invariants alone.
 
 // heldBefore is the key's holder before the command, "" if none or absent.
-func heldBefore(m *model.State, key string) string { return m.KV[key].Session }
+func heldBefore(m *model.State, key string) string {
+	e, _ := m.Get(key)
+	return e.Session
+}
+
+// edited applies f to m as plain data and returns the result: how a broken
+// transition changes what the model's own Apply would never change.
+func edited(m *model.State, f func(s *model.Snapshot)) *model.State {
+	snap := m.Snapshot()
+	f(&snap)
+	return model.RestoreUnchecked(snap)
+}
 
 // noBump: an acquire that changes the holder keeps the old LockIndex (and
 // does not raise the watermark), so sequencers repeat (S27, S41).
-func noBump(m *model.State, idx uint64, cmd model.Command) model.Result {
+func noBump(m *model.State, idx uint64, cmd model.Command) (*model.State, model.Result) {
 	if cmd.KV == nil || cmd.KV.Verb != model.KVLock {
-		return m.Apply(idx, cmd)
+		return m, m.Apply(idx, cmd)
 	}
 	key := cmd.KV.Key
-	prev, had := m.KV[key]
-	issued, hadIssued := m.LockIssued[key]
+	prev, had := m.Get(key)
+	issued := m.LockIssued(key) // 0: none recorded
 	res := m.Apply(idx, cmd)
 	if res.Failed() || !res.OK || (had && prev.Session == cmd.KV.Session) {
-		return res
+		return m, res
 	}
-	e := m.KV[key]
-	e.LockIndex = prev.LockIndex
-	m.KV[key] = e
-	if hadIssued {
-		m.LockIssued[key] = issued
-	} else {
-		delete(m.LockIssued, key)
-	}
-	return res
+	return edited(m, func(s *model.Snapshot) {
+		e := s.KV[key]
+		e.LockIndex = prev.LockIndex
+		s.KV[key] = e
+		if issued > 0 {
+			s.LockIssued[key] = issued
+		} else {
+			delete(s.LockIssued, key)
+		}
+	}), res
 }
 
 // noWatermark: Consul's rule, an absent key is created with LockIndex 1 and
 // the issued watermark follows the key's LockIndex, so a key deleted and
 // re-acquired reissues old sequencers.
-func noWatermark(m *model.State, idx uint64, cmd model.Command) model.Result {
+func noWatermark(m *model.State, idx uint64, cmd model.Command) (*model.State, model.Result) {
 	if cmd.KV == nil || cmd.KV.Verb != model.KVLock {
-		return m.Apply(idx, cmd)
+		return m, m.Apply(idx, cmd)
 	}
 	key := cmd.KV.Key
-	prev, had := m.KV[key]
+	prev, had := m.Get(key)
 	res := m.Apply(idx, cmd)
 	if res.Failed() || !res.OK || (had && prev.Session == cmd.KV.Session) {
-		return res
+		return m, res
 	}
-	e := m.KV[key]
-	e.LockIndex = prev.LockIndex + 1 // prev is zero when the key was absent
-	m.KV[key] = e
-	m.LockIssued[key] = e.LockIndex
-	return res
+	return edited(m, func(s *model.Snapshot) {
+		e := s.KV[key]
+		e.LockIndex = prev.LockIndex + 1 // prev is zero when the key was absent
+		s.KV[key] = e
+		s.LockIssued[key] = e.LockIndex
+	}), res
 }
 
 // forgetLockDelay: invalidations arm no lock-delay (S22).
-func forgetLockDelay(m *model.State, idx uint64, cmd model.Command) model.Result {
+func forgetLockDelay(m *model.State, idx uint64, cmd model.Command) (*model.State, model.Result) {
 	res := m.Apply(idx, cmd)
 	res.LockDelays = nil
-	return res
+	return m, res
 }
 
 // keepHolder: a release-behaviour invalidation leaves its keys held by the
 // dead session (S16).
-func keepHolder(m *model.State, idx uint64, cmd model.Command) model.Result {
+func keepHolder(m *model.State, idx uint64, cmd model.Command) (*model.State, model.Result) {
 	holders := map[string]string{}
-	for k, e := range m.KV {
+	for k, e := range m.Entries() {
 		holders[k] = e.Session
 	}
 	res := m.Apply(idx, cmd)
-	for k, e := range m.KV {
-		if holders[k] != "" && e.Session == "" && len(res.Invalidated) > 0 {
-			e.Session = holders[k]
-			m.KV[k] = e
-		}
+	if len(res.Invalidated) == 0 {
+		return m, res
 	}
-	return res
+	return edited(m, func(s *model.Snapshot) {
+		for k, e := range s.KV {
+			if holders[k] != "" && e.Session == "" {
+				e.Session = holders[k]
+				s.KV[k] = e
+			}
+		}
+	}), res
 }
 
 // reapNoFloor: a reap forgets deleted keys' watermarks without raising the
 // floor, so a re-created key starts again at LockIndex 1 (S52).
-func reapNoFloor(m *model.State, idx uint64, cmd model.Command) model.Result {
-	floor := m.LockFloor
+func reapNoFloor(m *model.State, idx uint64, cmd model.Command) (*model.State, model.Result) {
+	floor := m.LockFloor()
 	res := m.Apply(idx, cmd)
-	if cmd.Reap != nil {
-		m.LockFloor = floor
+	if cmd.Reap == nil {
+		return m, res
 	}
-	return res
+	return edited(m, func(s *model.Snapshot) { s.LockFloor = floor }), res
 }
 
 // steal: an acquire of a key held by another session succeeds (S29).
-func steal(m *model.State, idx uint64, cmd model.Command) model.Result {
+func steal(m *model.State, idx uint64, cmd model.Command) (*model.State, model.Result) {
 	if cmd.KV != nil && cmd.KV.Verb == model.KVLock {
 		if h := heldBefore(m, cmd.KV.Key); h != "" && h != cmd.KV.Session {
-			e := m.KV[cmd.KV.Key]
-			e.Session = ""
-			m.KV[cmd.KV.Key] = e
+			m = edited(m, func(s *model.Snapshot) {
+				e := s.KV[cmd.KV.Key]
+				e.Session = ""
+				s.KV[cmd.KV.Key] = e
+			})
 		}
 	}
-	return m.Apply(idx, cmd)
+	return m, m.Apply(idx, cmd)
 }
 
 func TestBrokenTransitionsAreCaught(t *testing.T) {

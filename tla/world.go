@@ -111,7 +111,7 @@ func (w *world) abs() *Abs {
 	a := &Abs{
 		sc:          sc,
 		Index:       w.m.Index() - w.base,
-		Floor:       w.m.LockFloor,
+		Floor:       w.m.LockFloor(),
 		NodeUp:      make([]bool, len(sc.Nodes)),
 		CheckStatus: make([]string, len(sc.Checks)),
 		SessState:   make([]string, len(sc.Sessions)),
@@ -125,16 +125,16 @@ func (w *world) abs() *Abs {
 		Unfenced:    append([]Write(nil), w.unfence...),
 	}
 	for i, n := range sc.Nodes {
-		_, a.NodeUp[i] = w.m.Nodes[n]
+		_, a.NodeUp[i] = w.m.Node(n)
 	}
 	for i, ch := range sc.Checks {
 		a.CheckStatus[i] = checkGone
-		if c, ok := w.m.Checks[model.CheckKey{Node: sc.CheckNode[ch], CheckID: ch}]; ok {
+		if c, ok := w.m.Check(model.CheckKey{Node: sc.CheckNode[ch], CheckID: ch}); ok {
 			a.CheckStatus[i] = string(c.Status)
 		}
 	}
 	for i, s := range sc.Sessions {
-		_, live := w.m.Sessions[s]
+		_, live := w.m.Session(s)
 		switch {
 		case live:
 			a.SessState[i] = sessLive
@@ -149,13 +149,13 @@ func (w *world) abs() *Abs {
 	}
 	for i, k := range sc.Keys {
 		a.KV[i] = KVRec{Session: none}
-		if e, ok := w.m.KV[k]; ok {
+		if e, ok := w.m.Get(k); ok {
 			a.KV[i] = KVRec{Exists: true, LockIndex: e.LockIndex, Session: e.Session, ModifyIndex: e.ModifyIndex - w.base}
 			if e.Session == "" {
 				a.KV[i].Session = none
 			}
 		}
-		a.Issued[i] = w.m.LockIssued[k]
+		a.Issued[i] = w.m.LockIssued(k)
 		a.DelayLeft[i] = ticksLeft(w.delays.Remaining(k, w.now))
 	}
 	for c, row := range w.belief {
@@ -169,7 +169,8 @@ func (w *world) abs() *Abs {
 // invalidated sessions lose their TTL deadline, and their keys' lock-delays
 // are armed at the current time (S22).
 func (w *world) apply(ap ApplyFunc, cmd model.Command) model.Result {
-	res := ap(w.m, w.m.Index()+1, cmd)
+	var res model.Result
+	w.m, res = ap(w.m, w.m.Index()+1, cmd)
 	if res.Failed() {
 		return res
 	}
@@ -182,11 +183,12 @@ func (w *world) apply(ap ApplyFunc, cmd model.Command) model.Result {
 	return res
 }
 
-// ApplyFunc applies one command to a state; the explorer uses (*State).Apply
+// ApplyFunc applies one command to a state and returns the state to keep
+// (m itself, or a broken replacement); the explorer uses (*State).Apply
 // unless a test substitutes a broken one.
-type ApplyFunc func(m *model.State, index uint64, cmd model.Command) model.Result
+type ApplyFunc func(m *model.State, index uint64, cmd model.Command) (*model.State, model.Result)
 
 // ModelApply is the real transition function.
-func ModelApply(m *model.State, index uint64, cmd model.Command) model.Result {
-	return m.Apply(index, cmd)
+func ModelApply(m *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
+	return m, m.Apply(index, cmd)
 }

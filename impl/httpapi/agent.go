@@ -32,8 +32,8 @@ func (h *handler) agentCheck(status model.Health) func(c *call) error {
 		}
 		var reg *model.Register
 		h.b.Read(func(s *model.State) {
-			n, okNode := s.Nodes[node]
-			ch, okCheck := s.Checks[model.CheckKey{Node: node, CheckID: c.arg}]
+			n, okNode := s.Node(node)
+			ch, okCheck := s.Check(model.CheckKey{Node: node, CheckID: c.arg})
 			if okNode && okCheck {
 				reg = &model.Register{Node: node, Address: n.Address,
 					Checks: []model.CheckSpec{{CheckID: ch.CheckID, Name: ch.Name, Status: status}}}

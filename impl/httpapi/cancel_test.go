@@ -23,11 +23,11 @@ func TestWriteOutcomeIgnoresClientLeaving(t *testing.T) {
 	srv, err := impl.NewServer(impl.Config{NodeName: "dev", HTTPAddr: "127.0.0.1:8500", Dev: true,
 		// The state machine sees only committed entries: cancelling here
 		// is "after proposal" by construction.
-		Apply: func(st *model.State, index uint64, cmd model.Command) model.Result {
+		Apply: func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
 			if cmd.KV != nil && cmd.KV.Key == "abandoned" {
 				cancel()
 			}
-			return st.Apply(index, cmd)
+			return st, st.Apply(index, cmd)
 		}})
 	if err != nil {
 		t.Fatal(err)

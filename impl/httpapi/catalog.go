@@ -154,7 +154,7 @@ func (h *handler) catalogNodes(c *call) error {
 		for _, n := range s.NodeList() {
 			out = append(out, *h.toNode(n))
 		}
-		return view{index: s.Tables.Nodes, body: out}
+		return view{index: s.Tables().Nodes, body: out}
 	})
 }
 
@@ -162,11 +162,11 @@ func (h *handler) catalogNodes(c *call) error {
 // null for an unknown node, as Consul answers.
 func (h *handler) catalogNode(c *call) error {
 	return h.serveArgRead(c, "Missing node name", func(s *model.State) view {
-		n, ok := s.Nodes[c.arg]
+		n, ok := s.Node(c.arg)
 		if !ok {
-			return view{index: s.Tables.Nodes, body: json.RawMessage("null")}
+			return view{index: s.Tables().Nodes, body: json.RawMessage("null")}
 		}
-		return view{index: s.Tables.Nodes, body: nodeServicesJSON{
+		return view{index: s.Tables().Nodes, body: nodeServicesJSON{
 			Node:     h.toNode(n),
 			Services: map[string]any{},
 		}}
@@ -181,7 +181,7 @@ func (h *handler) toNode(n model.Node) *nodeJSON {
 // healthNode is GET /v1/health/node/<node>.
 func (h *handler) healthNode(c *call) error {
 	return h.serveArgRead(c, "Missing node name", func(s *model.State) view {
-		return view{index: s.Tables.Checks, body: toChecks(s.CheckList(c.arg, ""))}
+		return view{index: s.Tables().Checks, body: toChecks(s.CheckList(c.arg, ""))}
 	})
 }
 
@@ -201,6 +201,6 @@ func (h *handler) healthState(c *call) error {
 		return errorf(http.StatusBadRequest, "Invalid check state '%s'", c.arg)
 	}
 	return h.serveRead(c, q, func(s *model.State) view {
-		return view{index: s.Tables.Checks, body: toChecks(s.CheckList("", state))}
+		return view{index: s.Tables().Checks, body: toChecks(s.CheckList("", state))}
 	})
 }

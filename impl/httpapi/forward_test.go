@@ -113,9 +113,10 @@ func TestForwardToLeader(t *testing.T) {
 		want(t, "fail serfHealth", f.do(http.MethodPut, "/v1/agent/check/fail/serfHealth", nil), http.StatusOK, "")
 	})
 	snap := f.b.Store().Snapshot()
-	if snap.Checks[model.CheckKey{Node: "node-f", CheckID: "serfHealth"}].Status != model.HealthCritical ||
-		snap.Checks[model.CheckKey{Node: "node-a", CheckID: "serfHealth"}].Status != model.HealthPassing {
-		t.Fatalf("agent fail through node-f changed the wrong check: %+v", snap.Checks)
+	fc, _ := snap.Check(model.CheckKey{Node: "node-f", CheckID: "serfHealth"})
+	ac, _ := snap.Check(model.CheckKey{Node: "node-a", CheckID: "serfHealth"})
+	if fc.Status != model.HealthCritical || ac.Status != model.HealthPassing {
+		t.Fatalf("agent fail through node-f changed the wrong check: %+v", snap.CheckList("", ""))
 	}
 	if _, alive := snap.Session(sid); alive {
 		t.Fatal("failing the bound check left the session alive")

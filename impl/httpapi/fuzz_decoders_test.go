@@ -333,7 +333,7 @@ func FuzzKVHandler(f *testing.F) {
 		if err := handlerOutcome(rec.Code, store.Hash() != before); err != nil {
 			t.Fatalf("%s %q: %v (answer %q)", m, target, err, rec.Body)
 		}
-		for k := range store.Snapshot().KV {
+		for k := range store.Snapshot().Entries() {
 			if len(k) > maxKeyLen {
 				t.Fatalf("%s %q stored a %d-byte key", m, target, len(k))
 			}

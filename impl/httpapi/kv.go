@@ -101,7 +101,8 @@ func (h *handler) kvGet(c *call, q queryOpts) error {
 		if !ok {
 			// Once blocked, only this key's own deletion or creation wakes
 			// the read (CONSUL.md §7, not-found results).
-			return view{index: s.KeyIndex(key), watch: s.Tombstones[key], watchSet: true,
+			deleted, _ := s.Tombstone(key)
+			return view{index: s.KeyIndex(key), watch: deleted, watchSet: true,
 				status: http.StatusNotFound}
 		}
 		if raw {

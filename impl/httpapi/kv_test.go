@@ -91,8 +91,8 @@ func TestKVMissingKeyHeaders(t *testing.T) {
 	snap := f.b.Store().Snapshot()
 	r = f.do(http.MethodGet, "/v1/kv/k", nil)
 	want(t, "deleted", r, http.StatusNotFound, "")
-	if r.header.Get("X-Consul-Index") != strconv.FormatUint(snap.Tables.KV, 10) {
-		t.Fatalf("deleted key index %q, want the KV table index %d", r.header.Get("X-Consul-Index"), snap.Tables.KV)
+	if r.header.Get("X-Consul-Index") != strconv.FormatUint(snap.Tables().KV, 10) {
+		t.Fatalf("deleted key index %q, want the KV table index %d", r.header.Get("X-Consul-Index"), snap.Tables().KV)
 	}
 }
 

@@ -91,14 +91,14 @@ func (h *handler) sessionInfo(c *call) error {
 		if se, ok := s.Session(c.arg); ok {
 			out = append(out, toSession(se))
 		}
-		return view{index: s.Tables.Sessions, body: out}
+		return view{index: s.Tables().Sessions, body: out}
 	})
 }
 
 // sessionNode is GET /v1/session/node/<node>.
 func (h *handler) sessionNode(c *call) error {
 	return h.serveArgRead(c, "Missing node name", func(s *model.State) view {
-		return view{index: s.Tables.Sessions, body: toSessions(s.SessionList(c.arg))}
+		return view{index: s.Tables().Sessions, body: toSessions(s.SessionList(c.arg))}
 	})
 }
 
@@ -109,6 +109,6 @@ func (h *handler) sessionList(c *call) error {
 		return err
 	}
 	return h.serveRead(c, q, func(s *model.State) view {
-		return view{index: s.Tables.Sessions, body: toSessions(s.SessionList(""))}
+		return view{index: s.Tables().Sessions, body: toSessions(s.SessionList(""))}
 	})
 }
