@@ -92,6 +92,28 @@ type Config struct {
 	// broken servers that the simulator's checks must catch; a real server
 	// leaves it nil.
 	Apply func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result)
+
+	// Observe, if set, is told every change of the state machine, in
+	// order, on the goroutine that applies them: one call per applied raft
+	// entry and one per snapshot restore. It is how the simulator sees
+	// exactly what each index did; it must not block or call back into
+	// the server. A real server leaves it nil (each call costs a state
+	// copy).
+	Observe func(Change)
+}
+
+// Change is one step of the state machine, as Config.Observe sees it.
+// Before and After are the states around it; neither may be modified, and
+// After is only valid during the call.
+type Change struct {
+	// Index is the entry's raft index; for a restore, the restored
+	// state's own Index().
+	Index uint64
+	// Command is the entry's command; nil for a snapshot restore.
+	Command *model.Command
+	Result  model.Result
+	Before  *model.State
+	After   *model.State
 }
 
 // Peer is one raft server: its node name (raft server ID) and raft address.

@@ -22,6 +22,8 @@ type fsm struct {
 	invalidated func(ids []string)
 	// apply, if set, replaces state.Apply (Config.Apply, a test seam).
 	apply func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result)
+	// observe, if set, is told each change (Config.Observe, a test seam).
+	observe func(Change)
 
 	mu      sync.RWMutex
 	state   *model.State
@@ -49,6 +51,10 @@ func (f *fsm) Apply(l *raft.Log) any {
 		return fmt.Errorf("raft entry %d: %w", l.Index, err)
 	}
 	f.mu.Lock()
+	var prev *model.State
+	if f.observe != nil {
+		prev = f.state.Clone()
+	}
 	before := f.state.Tables()
 	var res model.Result
 	if f.apply != nil {
@@ -67,6 +73,11 @@ func (f *fsm) Apply(l *raft.Log) any {
 	f.mu.Unlock()
 	if len(res.Invalidated) > 0 {
 		f.invalidated(res.Invalidated)
+	}
+	if f.observe != nil {
+		// Only this goroutine writes f.state, so reading it unlocked here
+		// is safe; readers elsewhere hold the read lock.
+		f.observe(Change{Index: l.Index, Command: &cmd, Result: res, Before: prev, After: f.state})
 	}
 	return res
 }
@@ -115,10 +126,14 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	f.mu.Lock()
+	prev := f.state
 	f.state = s
 	f.notifyLocked()
 	f.mu.Unlock()
 	f.delays.reset()
+	if f.observe != nil {
+		f.observe(Change{Index: s.Index(), Before: prev, After: s})
+	}
 	return nil
 }
 

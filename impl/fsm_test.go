@@ -228,3 +228,55 @@ func TestFSMUsesApplySeam(t *testing.T) {
 		t.Fatal("the FSM kept its own state, not the one the seam returned")
 	}
 }
+
+// TestFSMObservesEveryIndex: Config.Observe sees each applied entry on its
+// own, failed ones included, with the states around it, and a restore as a
+// change without a command.
+func TestFSMObservesEveryIndex(t *testing.T) {
+	h := newFSMHarness(t)
+	var seen []Change
+	h.fsm.observe = func(c Change) {
+		c.After = c.After.Clone() // After is only valid during the call
+		seen = append(seen, c)
+	}
+	h.setup()
+	h.apply(model.Command{KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: "nobody"}}) // refused
+	h.mustApply(model.Command{DestroySession: &model.DestroySession{ID: "s1"}})
+	if len(seen) != 5 {
+		t.Fatalf("observed %d changes, want one per entry (5)", len(seen))
+	}
+	for i, c := range seen {
+		if c.Index != uint64(i+1) || c.Command == nil {
+			t.Fatalf("change %d: index %d, command %v", i, c.Index, c.Command)
+		}
+		if i > 0 && !c.Before.Equal(seen[i-1].After) {
+			t.Fatalf("change %d: Before is not the previous change's After", i)
+		}
+	}
+	last := seen[4]
+	if e, _ := last.Before.Get("k"); e.Session != "s1" {
+		t.Fatalf("before the destroy k is %+v, want held by s1", e)
+	}
+	if e, _ := last.After.Get("k"); e.Session != "" || !slices.Equal(last.Result.Invalidated, []string{"s1"}) {
+		t.Fatalf("after the destroy k is %+v, invalidated %v", e, last.Result.Invalidated)
+	}
+
+	snap, err := h.fsm.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink memSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
+	other := newFSMHarness(t)
+	var restored []Change
+	other.fsm.observe = func(c Change) { restored = append(restored, c) }
+	if err := other.fsm.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	if len(restored) != 1 || restored[0].Command != nil || restored[0].Index != h.fsm.state.Index() ||
+		!restored[0].After.Equal(h.fsm.state) || restored[0].Before.Index() != 0 {
+		t.Fatalf("restore observed as %+v", restored)
+	}
+}

@@ -100,7 +100,7 @@ func NewServer(cfg Config) (*Server, error) {
 		Expire:        s.sessionsExpired,
 	})
 	s.fsm = newFSM(s.codec, s.leader.delays, s.leader.SessionsInvalidated)
-	s.fsm.apply = cfg.Apply
+	s.fsm.apply, s.fsm.observe = cfg.Apply, cfg.Observe
 	s.fd = newFailureDetector(cfg.Clock, cfg.FailureThreshold, s.markCritical, s.markPassing)
 
 	if err := bootstrapIfNew(cfg, rc, st, trans); err != nil {

@@ -34,24 +34,12 @@ func armings(ix *traceIndex, first appliedTimes) []*arming {
 			if s.EffectiveLockDelay() <= 0 {
 				continue
 			}
-			// The key was released or deleted by the invalidation itself
-			// exactly when that index armed its lock-delay (DelayedAt): a
-			// lagging server may apply a client's release and a later
-			// destroy of the holder together. Traces without DelayedAt fall
-			// back to "the entry that last changed the sessions table".
-			var idx uint64
-			switch {
-			case kc.After == nil:
-				idx = kc.DeletedAt
-			case kc.After.Session == "":
-				idx = kc.After.ModifyIndex
-			}
-			armedAt := kc.DelayedAt
-			if armedAt == 0 {
-				armedAt = o.Obs.SessionsIndex
-			}
-			// An acquire hidden in the window would hide the real holder.
-			if idx == 0 || idx != armedAt || kc.Issued > kc.Before.LockIndex || seen[ki{kc.Key, idx}] {
+			// Each observation is one entry: a key whose holder it removed
+			// was released or deleted by the invalidation itself, which arms
+			// the key's lock-delay at this index (S22). A key left held is
+			// the behaviour check's finding, not an arming.
+			idx := o.Obs.Index
+			if (kc.After != nil && kc.After.Session != "") || seen[ki{kc.Key, idx}] {
 				continue
 			}
 			seen[ki{kc.Key, idx}] = true

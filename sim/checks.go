@@ -282,41 +282,27 @@ func checkBehaviour(ix *traceIndex) []Violation {
 		for _, k := range o.Obs.Orphans {
 			out = append(out, violation(o.At, "%s: key %q is held by a session that no longer exists", o.Server, k))
 		}
+		// Each observation is one entry, so every change to a key whose
+		// holder the entry removed is the invalidation's own doing.
 		for kc, s := range o.goneHolders() {
 			b, a := kc.Before, kc.After
-			if ix.clientWroteNear(kc.Key, o.At) {
-				continue // a client's own write in the same window explains the change
-			}
-			// A lagging server may apply several entries at once, so a
-			// client's own release, delete or a hidden acquire may share the
-			// window: only what no other entry can explain is judged.
-			noAcquire := kc.Issued <= b.LockIndex
 			switch s.Behavior {
 			case model.BehaviorDelete:
-				if a != nil && noAcquire && a.CreateIndex == b.CreateIndex && a.ModifyIndex == o.Obs.SessionsIndex {
+				if a != nil {
 					out = append(out, violation(o.At, "%s: delete-behaviour session %s was invalidated but its key %q still exists (S17)", o.Server, s.ID, kc.Key))
 				}
 			default:
 				switch {
-				case a == nil && noAcquire && o.Obs.SessionsIndex == o.Obs.Index && kc.DeletedAt == o.Obs.SessionsIndex:
+				case a == nil:
 					out = append(out, violation(o.At, "%s: release-behaviour session %s was invalidated and its key %q vanished (S16)", o.Server, s.ID, kc.Key))
-				case a != nil && noAcquire && a.CreateIndex == b.CreateIndex && a.LockIndex != b.LockIndex:
-					out = append(out, violation(o.At, "%s: release of %q changed its lock index %d to %d with no acquire (S16)", o.Server, kc.Key, b.LockIndex, a.LockIndex))
+				case a.CreateIndex != b.CreateIndex || a.LockIndex != b.LockIndex:
+					out = append(out, violation(o.At, "%s: release of %q changed its lock index %d to %d or its create index %d to %d (S16)",
+						o.Server, kc.Key, b.LockIndex, a.LockIndex, b.CreateIndex, a.CreateIndex))
 				}
 			}
 		}
 	}
 	return out
-}
-
-// clientWroteNear reports whether some client write to key was in flight at t.
-func (ix *traceIndex) clientWroteNear(key string, t time.Duration) bool {
-	for _, op := range ix.ops {
-		if op.CallAt <= t && (op.RetAt < 0 || op.RetAt >= t || op.Ret.Outcome == OutUnknown) && op.writesKey(key) {
-			return true
-		}
-	}
-	return false
 }
 
 // checkDurable: no acknowledged write is lost across crashes and leader

@@ -7,7 +7,9 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -35,9 +37,10 @@ type server struct {
 	srv         *impl.Server
 	hs          *http.Server
 	incarnation int
-	watchStop   chan struct{}
-	watchDone   chan struct{}
-	ids         int
+	// stopped is set when the running incarnation is crashed, so that
+	// whatever it applies while shutting down is not recorded.
+	stopped *atomic.Bool
+	ids     int
 }
 
 func (s *server) httpAddr() string { return s.name + ":" + httpPort }
@@ -98,7 +101,7 @@ func newCluster(n *simnet.Network, rec *Recorder, names []string, clocks map[str
 }
 
 // start boots s on its stores with a fresh transport, HTTP listener, leader
-// observer and state watcher.
+// observer and apply hook.
 func (c *cluster) start(s *server) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -110,6 +113,13 @@ func (c *cluster) start(s *server) error {
 		return fmt.Errorf("start %s: %w", s.name, err)
 	}
 	name, inc := s.name, s.incarnation
+	c.appliedMu.Lock()
+	replayUntil := c.applied
+	c.appliedMu.Unlock()
+	if inc == 0 {
+		replayUntil = 0
+	}
+	var leader, stopped atomic.Bool
 	cfg := impl.Config{
 		NodeName: s.name, HTTPAddr: s.httpAddr(), Clock: s.gate,
 		Transport: trans, LogStore: s.logs, StableStore: s.logs, SnapshotStore: s.snaps,
@@ -120,6 +130,20 @@ func (c *cluster) start(s *server) error {
 			s.ids++
 			return fmt.Sprintf("%d.%s.%d", s.ids, name, inc)
 		},
+		// Runs on the applying goroutine, before virtual time moves on:
+		// each observation carries the exact instant of its entry.
+		Observe: func(ch impl.Change) {
+			if stopped.Load() || ch.After.Index() == ch.Before.Index() {
+				return // a crashed incarnation, or an entry that changed nothing
+			}
+			obs := observe(ch)
+			obs.Leader, obs.Clock, obs.Incarnation = leader.Load(), s.clock.Now(), inc
+			obs.Replay = obs.Index <= replayUntil || obs.Restored
+			c.rec.Add(Event{Kind: KindState, Node: name, State: obs})
+			c.appliedMu.Lock()
+			c.applied = max(c.applied, obs.Index)
+			c.appliedMu.Unlock()
+		},
 	}
 	if c.variant != nil && c.variant.Config != nil {
 		c.variant.Config(&cfg)
@@ -128,13 +152,12 @@ func (c *cluster) start(s *server) error {
 	if err != nil {
 		return fmt.Errorf("start %s: %w", s.name, err)
 	}
-	leader := false
 	srv.Raft().RegisterObserver(raft.NewObserver(nil, false, func(o *raft.Observation) bool {
 		// Runs synchronously inside raft: the time is the exact virtual
 		// instant of the change.
-		if st, ok := o.Data.(raft.RaftState); ok && (st == raft.Leader) != leader {
-			leader = st == raft.Leader
-			is := leader // the event needs its own copy; leader changes later
+		if st, ok := o.Data.(raft.RaftState); ok && (st == raft.Leader) != leader.Load() {
+			is := st == raft.Leader
+			leader.Store(is)
 			c.rec.Add(Event{Kind: KindLeader, Node: name, Leader: &is})
 		}
 		return false
@@ -145,15 +168,7 @@ func (c *cluster) start(s *server) error {
 	}
 	hs := &http.Server{Handler: httpapi.New(srv, httpapi.Options{Forward: simTransport(c.net, s.name)})}
 	go func() { _ = hs.Serve(ln) }()
-	s.srv, s.hs = srv, hs
-	s.watchStop, s.watchDone = make(chan struct{}), make(chan struct{})
-	c.appliedMu.Lock()
-	replayUntil := c.applied
-	c.appliedMu.Unlock()
-	if s.incarnation == 0 {
-		replayUntil = 0
-	}
-	go c.watch(s, srv, s.incarnation, replayUntil, s.watchStop, s.watchDone)
+	s.srv, s.hs, s.stopped = srv, hs, &stopped
 	return nil
 }
 
@@ -161,8 +176,7 @@ func (c *cluster) start(s *server) error {
 // are kept for a restart.
 func (c *cluster) crash(s *server) error {
 	s.mu.Lock()
-	srv, hs := s.srv, s.hs
-	stop, done := s.watchStop, s.watchDone
+	srv, hs, stopped := s.srv, s.hs, s.stopped
 	s.srv, s.hs = nil, nil
 	if srv != nil {
 		s.incarnation++
@@ -171,8 +185,7 @@ func (c *cluster) crash(s *server) error {
 	if srv == nil {
 		return nil
 	}
-	close(stop)
-	<-done
+	stopped.Store(true)
 	err := hs.Close()
 	if serr := srv.Shutdown(); serr != nil {
 		err = errors.Join(err, fmt.Errorf("shutdown %s: %w", s.name, serr))
@@ -223,108 +236,62 @@ func (c *cluster) applyOnLeader(ctx context.Context, cmd model.Command) error {
 	}
 }
 
-// snapshotState copies what the watcher diffs.
-type stateCopy struct {
-	index    uint64
-	sessions map[string]model.Session
-	kv       map[string]model.KVEntry
-	checks   map[model.CheckKey]model.Check
-	tombs    map[string]uint64
-	issued   map[string]uint64
-	delayed  map[string]uint64
-	sessIdx  uint64
-}
+// observe is what one state-machine change did: the sessions it created
+// and removed, the keys it changed, the checks whose status it changed, and
+// the keys it left held by a session that no longer exists.
+func observe(ch impl.Change) *StateObs {
+	before, after := ch.Before, ch.After
+	obs := &StateObs{Index: after.Index(), Restored: ch.Command == nil}
+	for id, se := range after.Sessions() {
+		if _, ok := before.Session(id); !ok {
+			obs.NewSess = append(obs.NewSess, se)
+		}
+	}
+	for id, se := range before.Sessions() {
+		if _, ok := after.Session(id); !ok {
+			obs.GoneSess = append(obs.GoneSess, se)
+		}
+	}
+	bySessionID := func(a, b model.Session) int { return strings.Compare(a.ID, b.ID) }
+	slices.SortFunc(obs.NewSess, bySessionID)
+	slices.SortFunc(obs.GoneSess, bySessionID)
 
-func copyState(st *model.State) stateCopy {
-	snap := st.Snapshot()
-	for k, v := range snap.KV {
-		v.Value = append([]byte(nil), v.Value...)
-		snap.KV[k] = v
-	}
-	return stateCopy{index: st.Index(), sessIdx: snap.Tables.Sessions, tombs: snap.Tombstones, issued: snap.LockIssued,
-		delayed: snap.DelayedAt, sessions: snap.Sessions, kv: snap.KV, checks: snap.Checks}
-}
-
-// watch records every applied change of one server incarnation. synctest
-// runs it before virtual time moves on, so each observation carries the
-// exact virtual instant of the apply; several entries applied back to back
-// may be seen as one change.
-func (c *cluster) watch(s *server, srv *impl.Server, inc int, replayUntil uint64, stop, done chan struct{}) {
-	defer close(done)
-	prev := stateCopy{sessions: map[string]model.Session{}, kv: map[string]model.KVEntry{}, checks: map[model.CheckKey]model.Check{}}
-	for {
-		ch := srv.Changed()
-		var cur stateCopy
-		srv.Read(func(st *model.State) { cur = copyState(st) })
-		if cur.index != prev.index || len(cur.sessions) != len(prev.sessions) {
-			isLeader, _, _ := srv.Leader()
-			obs := diffStates(prev, cur)
-			obs.Leader, obs.Clock, obs.Incarnation = isLeader, s.clock.Now(), inc
-			obs.Replay = cur.index <= replayUntil
-			c.rec.Add(Event{Kind: KindState, Node: s.name, State: obs})
-			c.appliedMu.Lock()
-			c.applied = max(c.applied, cur.index)
-			c.appliedMu.Unlock()
-			prev = cur
+	var keys []string
+	for k, a := range after.Entries() {
+		if b, ok := before.Get(k); !ok || !entriesEqual(a, b) {
+			keys = append(keys, k)
 		}
-		select {
-		case <-ch:
-		case <-stop:
-			return
-		}
-	}
-}
-
-func diffStates(prev, cur stateCopy) *StateObs {
-	obs := &StateObs{Index: cur.index, SessionsIndex: cur.sessIdx}
-	for _, id := range sortedMapKeys(cur.sessions) {
-		if _, ok := prev.sessions[id]; !ok {
-			obs.NewSess = append(obs.NewSess, cur.sessions[id])
-		}
-	}
-	for _, id := range sortedMapKeys(prev.sessions) {
-		if _, ok := cur.sessions[id]; !ok {
-			obs.GoneSess = append(obs.GoneSess, prev.sessions[id])
-		}
-	}
-	keys := map[string]bool{}
-	for k := range prev.kv {
-		keys[k] = true
-	}
-	for k := range cur.kv {
-		keys[k] = true
-	}
-	for _, k := range sortedMapKeys(keys) {
-		b, hadB := prev.kv[k]
-		a, hasA := cur.kv[k]
-		if hadB && hasA && entriesEqual(a, b) {
-			continue
-		}
-		kc := KeyChange{Key: k, Issued: cur.issued[k], DelayedAt: cur.delayed[k]}
-		if hadB {
-			kc.Before = &b
-		}
-		if hasA {
-			kc.After = &a
-		} else {
-			kc.DeletedAt = cur.tombs[k]
-		}
-		obs.Keys = append(obs.Keys, kc)
-	}
-	for _, k := range sortedMapKeys(cur.kv) {
-		if e := cur.kv[k]; e.Session != "" {
-			if _, live := cur.sessions[e.Session]; !live {
+		if a.Session != "" {
+			if _, live := after.Session(a.Session); !live {
 				obs.Orphans = append(obs.Orphans, k)
 			}
 		}
 	}
-	for ck, c := range cur.checks {
-		if prev.checks[ck].Status != c.Status {
+	for k := range before.Entries() {
+		if _, ok := after.Get(k); !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	slices.Sort(obs.Orphans)
+	for _, k := range keys {
+		kc := KeyChange{Key: k}
+		if b, ok := before.Get(k); ok {
+			kc.Before = &b
+		}
+		if a, ok := after.Get(k); ok {
+			kc.After = &a
+		} else {
+			kc.DeletedAt, _ = after.Tombstone(k)
+		}
+		obs.Keys = append(obs.Keys, kc)
+	}
+	for _, c := range after.CheckList("", "") {
+		if b, _ := before.Check(model.CheckKey{Node: c.Node, CheckID: c.CheckID}); b.Status != c.Status {
 			if obs.Checks == nil {
-				obs.Checks, obs.CheckIndex = map[string]model.Health{}, map[string]uint64{}
+				obs.Checks = map[string]model.Health{}
 			}
-			obs.Checks[ck.Node+"/"+ck.CheckID] = c.Status
-			obs.CheckIndex[ck.Node+"/"+ck.CheckID] = c.ModifyIndex
+			obs.Checks[c.Node+"/"+c.CheckID] = c.Status
 		}
 	}
 	return obs

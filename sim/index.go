@@ -70,7 +70,7 @@ type obsAt struct {
 // arming reconstruction, the behaviour check and holdings.
 func (o obsAt) goneHolders() iter.Seq2[KeyChange, model.Session] {
 	return func(yield func(KeyChange, model.Session) bool) {
-		if len(o.Obs.GoneSess) == 0 {
+		if len(o.Obs.GoneSess) == 0 || o.Obs.Restored {
 			return
 		}
 		for _, kc := range o.Obs.Keys {

@@ -83,11 +83,7 @@ func history(ix *traceIndex) (linearizability.History, int) {
 			if check != model.SerfHealthCheckID {
 				continue
 			}
-			idx := o.Obs.CheckIndex[nc]
-			if idx == 0 {
-				idx = o.Obs.Index // traces recorded before CheckIndex
-			}
-			cc := checkChange{node, st, idx}
+			cc := checkChange{node, st, o.Obs.Index}
 			if !seenCheck[cc] {
 				seenCheck[cc] = true
 				changes = append(changes, cc)
@@ -131,7 +127,7 @@ func history(ix *traceIndex) (linearizability.History, int) {
 			}) {
 				continue
 			}
-			at := first.at(o.Obs.SessionsIndex)
+			at := first.at(o.Obs.Index)
 			h.Events = append(h.Events, linearizability.Event{Kind: "ttl-expiry",
 				Earliest: nanos(at - invalidationWindow), Latest: nanos(at), Sessions: []string{s.ID}})
 		}

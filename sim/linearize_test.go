@@ -16,26 +16,22 @@ func checkHistory(t *testing.T, ev []Event) error {
 
 // serfTrace: n2's serfHealth goes critical at index 20 (first applied by n1
 // at 10s, invalidating s1) and passing at 22; a client then creates s2 bound
-// to it and locks k at 16s. n3 lags: it applies index 20 only at 15s, in a
-// batch that stops before 22. againCritical adds a real second critical
+// to it and locks k at 16s. n3 lags: it applies index 20 only at 15s, and
+// 22 not before the lock. againCritical adds a real second critical
 // (index 26) before the lock, which invalidates s2.
 func serfTrace(againCritical bool) []Event {
 	b := newTB()
 	b.ev[0].Run.Servers = []string{"n1", "n2", "n3"}
 	serf := []string{model.SerfHealthCheckID}
 	b.op(sec(1), sec(1.1), "c1", Call{Req: ReqCreate, Create: &model.CreateSession{Node: "n2", Checks: serf, Behavior: model.BehaviorRelease}}, Ret{SessionID: "s1"})
-	crit := StateObs{Index: 20, SessionsIndex: 20, Checks: map[string]model.Health{"n2/serfHealth": model.HealthCritical},
-		CheckIndex: map[string]uint64{"n2/serfHealth": 20}, GoneSess: []model.Session{{ID: "s1", Node: "n2", Checks: serf, CreateIndex: 5}}}
-	pass := StateObs{Index: 22, Checks: map[string]model.Health{"n2/serfHealth": model.HealthPassing}, CheckIndex: map[string]uint64{"n2/serfHealth": 22}}
+	crit := StateObs{Index: 20, Checks: map[string]model.Health{"n2/serfHealth": model.HealthCritical}, GoneSess: []model.Session{{ID: "s1", Node: "n2", Checks: serf, CreateIndex: 5}}}
+	pass := StateObs{Index: 22, Checks: map[string]model.Health{"n2/serfHealth": model.HealthPassing}}
 	b.obs(sec(10), "n1", true, crit)
 	b.obs(sec(10.01), "n1", true, pass)
 	b.op(sec(12), sec(12.1), "c2", Call{Req: ReqCreate, Create: &model.CreateSession{Node: "n2", Checks: serf, Behavior: model.BehaviorRelease}}, Ret{SessionID: "s2"})
-	lagging := crit
-	lagging.Index = 21
-	b.obs(sec(15), "n3", false, lagging)
+	b.obs(sec(15), "n3", false, crit)
 	if againCritical {
-		b.obs(sec(15.5), "n1", true, StateObs{Index: 26, SessionsIndex: 26, Checks: map[string]model.Health{"n2/serfHealth": model.HealthCritical},
-			CheckIndex: map[string]uint64{"n2/serfHealth": 26}, GoneSess: []model.Session{{ID: "s2", Node: "n2", Checks: serf, CreateIndex: 24}}})
+		b.obs(sec(15.5), "n1", true, StateObs{Index: 26, Checks: map[string]model.Health{"n2/serfHealth": model.HealthCritical}, GoneSess: []model.Session{{ID: "s2", Node: "n2", Checks: serf, CreateIndex: 24}}})
 	}
 	b.op(sec(16), sec(16.1), "c2", Call{Req: ReqKV, KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: "s2"}}, Ret{OK: true})
 	return b.ev
@@ -76,7 +72,7 @@ func lateTrace(replayAt, refuseAt time.Duration, leads bool) []Event {
 	b.op(sec(2), sec(2.1), "c1", Call{Req: ReqKV, KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: "a"}}, Ret{OK: true})
 	released := entry("k", "", 1, 5)
 	released.ModifyIndex = 9
-	inv := StateObs{Index: 9, SessionsIndex: 9, GoneSess: []model.Session{sa}, Keys: []KeyChange{{Key: "k", Issued: 1, Before: entry("k", "a", 1, 5), After: released}}}
+	inv := StateObs{Index: 9, GoneSess: []model.Session{sa}, Keys: []KeyChange{{Key: "k", Before: entry("k", "a", 1, 5), After: released}}}
 	b.op(sec(9.99), sec(10.02), "c1", Call{Req: ReqDestroy, ID: "a"}, Ret{})
 	b.obs(sec(10), "n1", true, inv)
 	b.obs(sec(10.01), "n2", false, inv)
@@ -125,38 +121,38 @@ func TestLateLockDelayRefusals(t *testing.T) {
 	}
 }
 
-// TestArmingsOnlyFromInvalidations: a lagging server that applies a
-// client's release (index 11) and a later destroy of the holder (12) in one
-// batch shows the key released and the holder gone; that is no arming.
+// TestArmingsOnlyFromInvalidations: a client's release (index 11) before
+// the destroy of the holder (12) arms nothing; a destroy that releases the
+// key itself, or deletes it (delete behaviour), arms at its own index with
+// the holder's LockIndex.
 func TestArmingsOnlyFromInvalidations(t *testing.T) {
 	b := newTB()
 	sa := model.Session{ID: "a", LockDelay: 15 * time.Second}
 	rel := entry("k", "", 1, 5)
 	rel.ModifyIndex = 11
-	b.obs(sec(3), "n3", false, StateObs{Index: 12, SessionsIndex: 12, GoneSess: []model.Session{sa},
-		Keys: []KeyChange{{Key: "k", Issued: 1, Before: entry("k", "a", 1, 5), After: rel}}})
+	b.obs(sec(3), "n3", false, StateObs{Index: 11, Keys: []KeyChange{{Key: "k", Before: entry("k", "a", 1, 5), After: rel}}})
+	b.obs(sec(3), "n3", false, StateObs{Index: 12, GoneSess: []model.Session{sa}})
 	ix := newIndex(b.ev)
 	if arms := armings(ix, firstApplies(ix)); len(arms) != 0 {
 		t.Fatalf("a release before the destroy counted as an arming: %+v", *arms[0])
 	}
-	rel.ModifyIndex = 12 // now the destroy itself released it
+
+	b = newTB()
+	rel.ModifyIndex = 12
+	b.obs(sec(3), "n3", false, StateObs{Index: 12, GoneSess: []model.Session{sa},
+		Keys: []KeyChange{{Key: "k", Before: entry("k", "a", 1, 5), After: rel}}})
 	ix = newIndex(b.ev)
-	if arms := armings(ix, firstApplies(ix)); len(arms) != 1 || arms[0].index != 12 {
+	if arms := armings(ix, firstApplies(ix)); len(arms) != 1 || arms[0].index != 12 || arms[0].holderLI != 1 {
 		t.Fatalf("the destroy's release is not an arming: %v", arms)
 	}
-}
 
-// TestArmingCoalescedWithCreate: the leader applied a delete-behaviour
-// invalidation (index 135) and a session create (136) in one batch; the
-// key's DelayedAt still names the invalidation as the arming.
-func TestArmingCoalescedWithCreate(t *testing.T) {
-	b := newTB()
-	sa := model.Session{ID: "a", LockDelay: 15 * time.Second, Behavior: model.BehaviorDelete}
-	b.obs(sec(3), "n1", true, StateObs{Index: 136, SessionsIndex: 136, GoneSess: []model.Session{sa}, NewSess: []model.Session{{ID: "c"}},
-		Keys: []KeyChange{{Key: "k", Issued: 5, Before: entry("k", "a", 5, 100), DeletedAt: 135, DelayedAt: 135}}})
-	ix := newIndex(b.ev)
+	b = newTB()
+	sd := model.Session{ID: "d", LockDelay: 15 * time.Second, Behavior: model.BehaviorDelete}
+	b.obs(sec(3), "n1", true, StateObs{Index: 135, GoneSess: []model.Session{sd},
+		Keys: []KeyChange{{Key: "k", Before: entry("k", "d", 5, 100), DeletedAt: 135}}})
+	ix = newIndex(b.ev)
 	if arms := armings(ix, firstApplies(ix)); len(arms) != 1 || arms[0].index != 135 || arms[0].holderLI != 5 {
-		t.Fatalf("armings = %v, want the invalidation at 135", arms)
+		t.Fatalf("the delete-behaviour invalidation is not an arming at 135: %v", arms)
 	}
 }
 
@@ -179,7 +175,7 @@ func TestHistoryExpiryAfterNotAppliedDestroy(t *testing.T) {
 	b := newTB()
 	b.op(sec(1), sec(1.1), "c1", Call{Req: ReqCreate, Create: &model.CreateSession{TTL: "10s", Checks: []string{}}}, Ret{SessionID: "s1"})
 	b.op(sec(2), sec(2.1), "c1", Call{Req: ReqDestroy, ID: "s1"}, Ret{Outcome: OutNotApplied})
-	b.obs(sec(25), "n1", true, StateObs{Index: 30, SessionsIndex: 30, GoneSess: []model.Session{{ID: "s1", TTL: "10s"}}})
+	b.obs(sec(25), "n1", true, StateObs{Index: 30, GoneSess: []model.Session{{ID: "s1", TTL: "10s"}}})
 	h := History(b.ev)
 	if len(h.Events) != 1 || h.Events[0].Kind != "ttl-expiry" {
 		t.Fatalf("events = %+v, want one ttl-expiry", h.Events)

@@ -25,7 +25,7 @@ const (
 	KindFault  Kind = "fault"  // a fault starts or ends
 	KindCall   Kind = "call"   // a client sends a request
 	KindRet    Kind = "ret"    // the request's outcome reaches the client
-	KindState  Kind = "state"  // a server's applied state changed (watcher)
+	KindState  Kind = "state"  // one raft entry changed a server's state (apply hook)
 	KindLeader Kind = "leader" // a server gained or lost leadership
 	KindWrite  Kind = "write"  // a resource accepted or rejected a write
 	KindNet    Kind = "net"    // a simulated-network event
@@ -147,23 +147,23 @@ type Ret struct {
 	Err       string           `json:"err,omitempty"`
 }
 
-// StateObs is one server's applied state change, seen by the sim's watcher at
-// the virtual instant of the apply (synctest runs the watcher before time moves).
+// StateObs is what one raft entry did to one server's state, recorded by
+// the server's apply hook (impl.Config.Observe) at the virtual instant of
+// the apply. Entries that changed nothing are not recorded.
 type StateObs struct {
+	// Index is the entry's raft index (the state's index after it).
 	Index  uint64    `json:"index"`
 	Leader bool      `json:"leader"`
 	Clock  time.Time `json:"clock"` // the server's own clock
-	// Incarnation counts the server's restarts; each incarnation's
-	// observations are diffs from its own previous one (the first from empty).
+	// Incarnation counts the server's restarts; each incarnation starts
+	// from an empty state.
 	Incarnation int `json:"incarnation,omitempty"`
 	// Replay is set while a restarted server re-applies entries the cluster
 	// had already applied before the restart: their timing says nothing.
 	Replay bool `json:"replay,omitempty"`
-	// SessionsIndex is the index of the sessions table's last change: a key
-	// change at this index belongs to the entry that removed GoneSess (when
-	// several entries were applied back to back, only such changes are
-	// attributed to the removal).
-	SessionsIndex uint64 `json:"sessions_index,omitempty"`
+	// Restored is set for a snapshot restore: the change spans every entry
+	// the snapshot covers, so it says nothing about any one of them.
+	Restored bool `json:"restored,omitempty"`
 	// Orphans are keys held by a session that does not exist (S15, S40).
 	Orphans  []string        `json:"orphans,omitempty"`
 	NewSess  []model.Session `json:"new_sessions,omitempty"`
@@ -171,10 +171,6 @@ type StateObs struct {
 	Keys     []KeyChange     `json:"keys,omitempty"`
 	// Checks lists check statuses that changed (node/checkID → status).
 	Checks map[string]model.Health `json:"checks,omitempty"`
-	// CheckIndex is each changed check's ModifyIndex: the entry that made
-	// the change, which a lagging server may apply long after the others
-	// and together with later entries.
-	CheckIndex map[string]uint64 `json:"check_index,omitempty"`
 }
 
 // KeyChange is one key's entry before and after; nil means absent.
@@ -184,12 +180,6 @@ type KeyChange struct {
 	After  *model.KVEntry `json:"after,omitempty"`
 	// DeletedAt is the index of the key's deletion when After is nil.
 	DeletedAt uint64 `json:"deleted_at,omitempty"`
-	// Issued is the highest LockIndex ever issued for the key afterwards: a
-	// value above Before.LockIndex means an acquire happened in the window.
-	Issued uint64 `json:"issued,omitempty"`
-	// DelayedAt is the index of the last invalidation that armed a
-	// lock-delay on the key (model.State.DelayedAt), afterwards.
-	DelayedAt uint64 `json:"delayed_at,omitempty"`
 }
 
 // ResWrite is a write that reached a resource.
