@@ -172,10 +172,10 @@ func TestCheckTTLLowerBound(t *testing.T) {
 	// S18 is measured on the leader's own clock: a wall-clock step counts.
 	stepped := func(inv, by time.Duration) []Event {
 		ev := ttlTrace(inv, 0, false)
-		ev[0].Run.Faults = []Fault{{ID: 7, Kind: FaultClockSkew, Param: by}}
+		ev[0].Run.Faults = []Fault{{ID: 7, Kind: FaultServerClockStep, Param: by}}
 		b := &tb{ev: ev}
-		b.add(sec(5), Event{Kind: KindFault, Fault: &FaultMark{ID: 7, Kind: FaultClockSkew, Phase: "start", Targets: []string{"n1"}, Note: "wall clock step " + by.String()}})
-		b.add(sec(40), Event{Kind: KindFault, Fault: &FaultMark{ID: 7, Kind: FaultClockSkew, Phase: "end"}})
+		b.add(sec(5), Event{Kind: KindFault, Fault: &FaultMark{ID: 7, Kind: FaultServerClockStep, Phase: "start", Targets: []string{"n1"}, Note: "wall clock step " + by.String()}})
+		b.add(sec(40), Event{Kind: KindFault, Fault: &FaultMark{ID: 7, Kind: FaultServerClockStep, Phase: "end"}})
 		slices.SortStableFunc(b.ev, func(x, y Event) int { return cmp.Compare(x.At, y.At) })
 		return b.ev
 	}

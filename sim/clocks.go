@@ -58,7 +58,7 @@ func (p *pauseClock) resume() {
 }
 
 // clientClock is a client's notion of time. Unlike a server clock its rate
-// can change mid-run (the clock-skew fault), which is what makes a client's
+// can change mid-run (the client-clock-rate fault), which is what makes a client's
 // estimate of its TTL wrong.
 type clientClock struct {
 	mu       sync.Mutex

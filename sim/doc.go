@@ -10,7 +10,7 @@
 // uses the time package, i.e. the bubble clock: it cannot be skewed or
 // paused per node. A paused server therefore has its network and its
 // server timers frozen, while raft's internal timers keep running. The
-// clock-skew fault steps a server's clock, which production Go code would
+// server-clock-step fault steps a server's clock, which production Go code would
 // not feel (its deadlines use the monotonic clock); the checks measure
 // every duration on the deciding server's own clock, as the spec defines.
 //
@@ -36,18 +36,16 @@
 // defaultConfig/defaultRecipeConfig, newSchedule/newRecipeSchedule,
 // AllFaultKinds/RecipeFaultKinds, injector/recipeInjector,
 // Bounds/RecipeBounds, and the seeded checks beside the recipe ones.
-// Observations are diffs of whole states (cluster.go
-// watch/diffStates), which can merge entries applied back to back.
+// Observations were diffs of whole states, which could merge entries
+// applied back to back.
 //
 // Done so far: one check registry (registry.go) for both kinds of run; one
-// helper for the keys of a removed session (obsAt.goneHolders, once
-// copied in armings.go, checks.go and index.go); simlong reads JSON lines
-// (sim/internal/seedlog); constructors nothing outside sim calls are
-// unexported; the recipe injector's slow-link and clock-skew, which meant
-// other things than the seeded kinds of those names, are holder-slow-link
-// and holder-clock-rate. Seeded clock-skew still means either a server's
-// wall-clock step or a client's clock rate (told apart by its note in
-// index.go clockSteps); splitting it changes every seed's schedule.
+// helper for the keys of a removed session (obsAt.goneHolders); simlong
+// reads JSON lines (sim/internal/seedlog); observations come from
+// impl.Config.Observe, one per raft entry (cluster.go observe), so no rule
+// guesses which of several entries did what; every fault kind has one
+// meaning (the old clock-skew is server-clock-step and client-clock-rate;
+// the recipe kinds that aim at the holder are named holder-*).
 //
 // Target, reached one green commit at a time:
 //

@@ -20,9 +20,13 @@ const (
 	FaultLeaderIsolation FaultKind = "leader-isolation"
 	// FaultFlapping cuts and heals one server's links repeatedly.
 	FaultFlapping FaultKind = "flapping"
-	// FaultClockSkew makes one node's clock wrong for a while: a server's
-	// wall clock steps, or a client's clock runs at a wrong rate.
-	FaultClockSkew FaultKind = "clock-skew"
+	// FaultServerClockStep steps one server's wall clock by ±(1..20) s for
+	// a while. Its timers measure on that clock (S18, S22), so a step can
+	// shorten a TTL or a lock-delay as that server sees them.
+	FaultServerClockStep FaultKind = "server-clock-step"
+	// FaultClientClockRate makes one client's clock run fast or slow for a
+	// while, so its belief in its own TTL drifts from the servers'.
+	FaultClientClockRate FaultKind = "client-clock-rate"
 	// FaultFalsePositive keeps marking a live node's serfHealth critical
 	// for a while, invalidating the sessions bound to it.
 	FaultFalsePositive FaultKind = "false-positive"
@@ -44,8 +48,8 @@ const (
 
 // AllFaultKinds lists every kind, in a fixed order.
 var AllFaultKinds = []FaultKind{
-	FaultPartition, FaultLeaderIsolation, FaultFlapping, FaultClockSkew,
-	FaultFalsePositive, FaultClientPause, FaultServerPause, FaultCrashRestart,
+	FaultPartition, FaultLeaderIsolation, FaultFlapping, FaultServerClockStep,
+	FaultClientClockRate, FaultFalsePositive, FaultClientPause, FaultServerPause, FaultCrashRestart,
 	FaultLeaderKill, FaultClientCrash, FaultSlowLink,
 }
 
@@ -80,8 +84,9 @@ type Fault struct {
 	At   time.Duration `json:"at"`
 	Dur  time.Duration `json:"dur"`
 	Pick uint64        `json:"pick"`
-	// Param is a kind-specific magnitude: the clock step or rate for skew,
-	// the one-way delay for a slow link, the flap period for flapping.
+	// Param is a kind-specific magnitude: the step of a server clock step,
+	// the one-way delay for a slow link, the flap period for flapping. Rate
+	// is a client clock rate's.
 	Param time.Duration `json:"param,omitempty"`
 	Rate  float64       `json:"rate,omitempty"`
 }
@@ -99,7 +104,8 @@ var faultDurations = map[FaultKind][2]time.Duration{
 	FaultPartition:       {3 * time.Second, 15 * time.Second},
 	FaultLeaderIsolation: {3 * time.Second, 12 * time.Second},
 	FaultFlapping:        {6 * time.Second, 16 * time.Second},
-	FaultClockSkew:       {10 * time.Second, 30 * time.Second},
+	FaultServerClockStep: {10 * time.Second, 30 * time.Second},
+	FaultClientClockRate: {10 * time.Second, 30 * time.Second},
 	FaultFalsePositive:   {2 * time.Second, 8 * time.Second},
 	FaultClientPause:     {5 * time.Second, 50 * time.Second},
 	FaultServerPause:     {2 * time.Second, 10 * time.Second},
@@ -125,13 +131,13 @@ func newSchedule(seed uint64, kinds []FaultKind, from, until time.Duration) []Fa
 		lim := faultDurations[k]
 		f := Fault{ID: len(out) + 1, Kind: k, At: t, Dur: between(r, lim[0], lim[1]), Pick: r.Uint64()}
 		switch k {
-		case FaultClockSkew:
-			// Server: a wall-clock step of ±(1..20)s. Client: a rate in
-			// [0.5, 0.9] ∪ [1.1, 2]; which one depends on Pick.
+		case FaultServerClockStep:
 			f.Param = between(r, time.Second, 20*time.Second)
 			if r.IntN(2) == 0 {
 				f.Param = -f.Param
 			}
+		case FaultClientClockRate:
+			// A rate in [0.5, 0.9] ∪ [1.1, 2].
 			if r.IntN(2) == 0 {
 				f.Rate = 0.5 + 0.4*r.Float64()
 			} else {

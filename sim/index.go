@@ -2,7 +2,6 @@ package sim
 
 import (
 	"iter"
-	"strings"
 	"time"
 
 	"github.com/tenurekv/tenure/model"
@@ -283,7 +282,7 @@ func (ix *traceIndex) holdings() map[model.Sequencer]*holding {
 	return out
 }
 
-// clockStep is a wall-clock step the clock-skew fault made on a server,
+// clockStep is a wall-clock step a server-clock-step fault made,
 // undone when the fault ended.
 type clockStep struct {
 	start, end time.Duration
@@ -300,11 +299,11 @@ func clockSteps(ix *traceIndex) map[string][]clockStep {
 	starts := map[int]*Event{}
 	out := map[string][]clockStep{}
 	for _, e := range ix.faults {
-		if e.Fault.Kind != FaultClockSkew {
+		if e.Fault.Kind != FaultServerClockStep {
 			continue
 		}
 		switch s := starts[e.Fault.ID]; {
-		case e.Fault.Phase == "start" && strings.HasPrefix(e.Fault.Note, "wall clock step") && len(e.Fault.Targets) == 1:
+		case e.Fault.Phase == "start" && len(e.Fault.Targets) == 1:
 			starts[e.Fault.ID] = e
 		case e.Fault.Phase == "end" && s != nil:
 			// Every fault ends before the liveness phase.

@@ -88,14 +88,13 @@ func (in *injector) start(f Fault) func() {
 			time.Sleep(period)
 		}
 		return in.net.Heal
-	case FaultClockSkew:
-		if f.Pick%2 == 0 {
-			s := in.serverByPick(f.Pick / 2)
-			s.clock.Step(f.Param)
-			in.mark(f, "start", []string{s.name}, "wall clock step "+f.Param.String())
-			return func() { s.clock.Step(-f.Param) }
-		}
-		w := in.workerByPick(f.Pick / 2)
+	case FaultServerClockStep:
+		s := in.serverByPick(f.Pick)
+		s.clock.Step(f.Param)
+		in.mark(f, "start", []string{s.name}, "wall clock step "+f.Param.String())
+		return func() { s.clock.Step(-f.Param) }
+	case FaultClientClockRate:
+		w := in.workerByPick(f.Pick)
 		w.clock.setRate(f.Rate)
 		in.mark(f, "start", []string{w.name}, "client clock rate")
 		return func() { w.clock.setRate(0) }

@@ -134,7 +134,7 @@ func history(ix *traceIndex) (linearizability.History, int) {
 	}
 	h.Faults = append(h.Faults, faultSpans(ix)...)
 	for _, e := range ix.faults {
-		if e.Fault.Kind == FaultClockSkew && e.Fault.Phase == "start" {
+		if e.Fault.Kind == FaultServerClockStep && e.Fault.Phase == "start" {
 			h.LockDelayMayBeLost = true // a server's wall clock stepped
 		}
 	}

@@ -25,8 +25,8 @@ const (
 	// FaultHolderSlowLink slows the holder's link to the resources by Param.
 	FaultHolderSlowLink FaultKind = "holder-slow-link"
 	// FaultHolderClockRate runs the holder's own clock at Rate (slow: its
-	// belief in its TTL outlives the server's). It is not FaultClockSkew,
-	// which in seeded runs may also step a server's wall clock.
+	// belief in its TTL outlives the server's): FaultClientClockRate aimed
+	// at whoever holds the lock when it fires.
 	FaultHolderClockRate FaultKind = "holder-clock-rate"
 )
 

@@ -202,9 +202,12 @@ func planRun(cfg Config) RunHeader {
 	if cfg.Variant != nil {
 		hdr.Variant = cfg.Variant.Name
 	}
-	skew := slices.Contains(cfg.Faults, FaultClockSkew)
+	// Runs with a clock fault also start with clocks that disagree: servers
+	// off and drifting, clients off by seconds.
+	serverSkew := slices.Contains(cfg.Faults, FaultServerClockStep)
+	clientSkew := slices.Contains(cfg.Faults, FaultClientClockRate)
 	r := stream(cfg.Seed, "clocks")
-	minRate := planServerClocks(&hdr, cfg.Servers, skew, r)
+	minRate := planServerClocks(&hdr, cfg.Servers, serverSkew, r)
 	groups := cfg.Groups
 	if groups == nil {
 		groups = newLockGroups(cfg.Seed, cfg.MaxTTL)
@@ -218,7 +221,7 @@ func planRun(cfg Config) RunHeader {
 			agent := hdr.Servers[(len(hdr.Clients))%len(hdr.Servers)]
 			hdr.Clients = append(hdr.Clients, ClientInfo{Name: name, Group: g.Name, Agent: agent})
 			ck := ClockSkew{Rate: 1}
-			if skew {
+			if clientSkew {
 				ck = ClockSkew{Offset: between(r, -5*time.Second, 5*time.Second), Rate: 1}
 			}
 			hdr.Clocks[name] = ck
