@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -99,7 +100,9 @@ func (f Fault) String() string {
 }
 
 // faultDurations bounds each kind's length. Pauses run past the largest TTL
-// (and 2×TTL) so that sessions expire under a paused holder.
+// (and 2×TTL) so that sessions expire under a paused holder; holder pauses
+// and partitions range from shorter than the TTL (the holder should
+// survive) to well past TTL×2 plus lock-delay (a takeover must happen).
 var faultDurations = map[FaultKind][2]time.Duration{
 	FaultPartition:       {3 * time.Second, 15 * time.Second},
 	FaultLeaderIsolation: {3 * time.Second, 12 * time.Second},
@@ -113,41 +116,77 @@ var faultDurations = map[FaultKind][2]time.Duration{
 	FaultLeaderKill:      {3 * time.Second, 15 * time.Second},
 	FaultClientCrash:     {1 * time.Second, 1 * time.Second},
 	FaultSlowLink:        {5 * time.Second, 20 * time.Second},
+	FaultHolderPause:     {3 * time.Second, 45 * time.Second},
+	FaultHolderPartition: {5 * time.Second, 40 * time.Second},
+	FaultHolderCrash:     {time.Second, time.Second},
+	FaultHolderSlowLink:  {5 * time.Second, 25 * time.Second},
+	FaultHolderClockRate: {10 * time.Second, 30 * time.Second},
 }
 
-// newSchedule draws a fault schedule from the seed: faults of the given kinds,
-// one after another with gaps, all starting at or after from and healed by
-// until. The same arguments always give the same schedule.
-func newSchedule(seed uint64, kinds []FaultKind, from, until time.Duration) []Fault {
+// drawParams draws a fault's kind-specific magnitudes.
+func drawParams(r *rand.Rand, f *Fault) {
+	switch f.Kind {
+	case FaultServerClockStep:
+		f.Param = between(r, time.Second, 20*time.Second)
+		if r.IntN(2) == 0 {
+			f.Param = -f.Param
+		}
+	case FaultClientClockRate:
+		// A rate in [0.5, 0.9] ∪ [1.1, 2].
+		if r.IntN(2) == 0 {
+			f.Rate = 0.5 + 0.4*r.Float64()
+		} else {
+			f.Rate = 1.1 + 0.9*r.Float64()
+		}
+	case FaultSlowLink:
+		f.Param = between(r, 2*time.Second, 12*time.Second)
+	case FaultFlapping:
+		f.Param = between(r, 300*time.Millisecond, 2*time.Second)
+	case FaultHolderPartition:
+		if r.IntN(2) == 0 {
+			f.Param = between(r, 5*time.Second, 20*time.Second)
+		}
+		if r.IntN(3) == 0 {
+			f.Rate = 0.2 + 0.3*r.Float64()
+		}
+	case FaultHolderSlowLink:
+		f.Param = between(r, 5*time.Second, 20*time.Second)
+	case FaultHolderClockRate:
+		f.Rate = 0.5 + 0.4*r.Float64()
+	}
+}
+
+// seededSchedule is how seeded workload runs draw their faults.
+var seededSchedule = schedulePlan{stream: "faults", gap: [2]time.Duration{time.Second, 6 * time.Second}}
+
+// schedulePlan is how a driver's runs draw their faults: the seed stream,
+// the gap between faults, and an optional veto that swaps a drawn kind for
+// another (a recipe run keeps someone alive to take over).
+type schedulePlan struct {
+	stream string
+	gap    [2]time.Duration
+	swap   func(k FaultKind) FaultKind
+}
+
+// newSchedule draws a fault schedule from the seed: faults of the given
+// kinds, one after another with gaps, all starting at or after from and
+// healed by until. The same arguments always give the same schedule.
+func newSchedule(seed uint64, plan schedulePlan, kinds []FaultKind, from, until time.Duration) []Fault {
 	if len(kinds) == 0 || until <= from {
 		return nil
 	}
-	r := stream(seed, "faults")
+	r := stream(seed, plan.stream)
 	var out []Fault
 	t := from
 	for {
-		t += between(r, 1*time.Second, 6*time.Second)
+		t += between(r, plan.gap[0], plan.gap[1])
 		k := kinds[r.IntN(len(kinds))]
+		if plan.swap != nil {
+			k = plan.swap(k)
+		}
 		lim := faultDurations[k]
 		f := Fault{ID: len(out) + 1, Kind: k, At: t, Dur: between(r, lim[0], lim[1]), Pick: r.Uint64()}
-		switch k {
-		case FaultServerClockStep:
-			f.Param = between(r, time.Second, 20*time.Second)
-			if r.IntN(2) == 0 {
-				f.Param = -f.Param
-			}
-		case FaultClientClockRate:
-			// A rate in [0.5, 0.9] ∪ [1.1, 2].
-			if r.IntN(2) == 0 {
-				f.Rate = 0.5 + 0.4*r.Float64()
-			} else {
-				f.Rate = 1.1 + 0.9*r.Float64()
-			}
-		case FaultSlowLink:
-			f.Param = between(r, 2*time.Second, 12*time.Second)
-		case FaultFlapping:
-			f.Param = between(r, 300*time.Millisecond, 2*time.Second)
-		}
+		drawParams(r, &f)
 		if f.End() > until {
 			return out
 		}

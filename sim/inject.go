@@ -11,13 +11,23 @@ import (
 // injector carries out a fault schedule on a running cluster. Each fault runs
 // in its own goroutine: it sleeps until its start, acts, sleeps until its
 // end, and heals. Targets come from the fault's Pick, or from the cluster's
-// state at the start (the current leader).
+// state at the start (the current leader). Faults on servers and the
+// network are its own; faults on clients go to the driver (clients).
 type injector struct {
 	cl      *cluster
 	net     *simnet.Network
 	rec     *Recorder
-	workers []*worker
+	clients clientFaults // nil: client faults are ignored
 	t0      time.Duration
+}
+
+// clientFaults carries out the fault kinds aimed at a driver's clients:
+// which client a fault hits is the one thing that differs between drivers
+// (any client by the fault's pick, or whoever holds the lock).
+type clientFaults interface {
+	// startClientFault applies f and returns how to heal it (nil: nothing
+	// to heal); ok is false for a kind that is not a client fault.
+	startClientFault(in *injector, f Fault) (heal func(), ok bool)
 }
 
 func (in *injector) sleepUntil(t time.Duration) {
@@ -33,8 +43,6 @@ func (in *injector) mark(f Fault, phase string, targets []string, note string) {
 func (in *injector) serverByPick(p uint64) *server {
 	return in.cl.servers[p%uint64(len(in.cl.servers))]
 }
-
-func (in *injector) workerByPick(p uint64) *worker { return in.workers[p%uint64(len(in.workers))] }
 
 // leaderOrPick is the current leader, or a seeded server if there is none.
 func (in *injector) leaderOrPick(p uint64) *server {
@@ -93,11 +101,6 @@ func (in *injector) start(f Fault) func() {
 		s.clock.Step(f.Param)
 		in.mark(f, "start", []string{s.name}, "wall clock step "+f.Param.String())
 		return func() { s.clock.Step(-f.Param) }
-	case FaultClientClockRate:
-		w := in.workerByPick(f.Pick)
-		w.clock.setRate(f.Rate)
-		in.mark(f, "start", []string{w.name}, "client clock rate")
-		return func() { w.clock.setRate(0) }
 	case FaultFalsePositive:
 		// The node re-registers itself passing within milliseconds (its
 		// anti-entropy), so one critical write would be a blip: the fault
@@ -122,12 +125,6 @@ func (in *injector) start(f Fault) func() {
 			<-done
 			in.setSerf(s, model.HealthPassing, 10*time.Second)
 		}
-	case FaultClientPause:
-		w := in.workerByPick(f.Pick)
-		_ = in.net.Pause(w.name)
-		w.pause(in.t0 + f.End())
-		in.mark(f, "start", []string{w.name}, "")
-		return func() { _ = in.net.Resume(w.name) }
 	case FaultServerPause:
 		s := in.serverByPick(f.Pick)
 		_ = in.net.Pause(s.name)
@@ -145,16 +142,11 @@ func (in *injector) start(f Fault) func() {
 		in.mark(f, "start", []string{s.name}, "")
 		in.crash(s)
 		return func() { in.restart(s) }
-	case FaultClientCrash:
-		w := in.workerByPick(f.Pick)
-		w.kill()
-		in.mark(f, "start", []string{w.name}, "")
-		return nil
-	case FaultSlowLink:
-		w := in.workerByPick(f.Pick)
-		_ = in.net.SetLink(w.name, resNode, simnet.Link{Latency: f.Param})
-		in.mark(f, "start", []string{w.name}, "to "+resNode+" "+f.Param.String())
-		return in.net.ResetLinks
+	}
+	if in.clients != nil {
+		if heal, ok := in.clients.startClientFault(in, f); ok {
+			return heal
+		}
 	}
 	in.mark(f, "start", nil, "unknown fault kind: ignored")
 	return nil

@@ -244,7 +244,7 @@ func planRecipeRun(cfg RecipeConfig) (RunHeader, RecipeBounds) {
 	}
 	hdr.Faults = cfg.Schedule
 	if hdr.Faults == nil {
-		hdr.Faults = newRecipeSchedule(cfg.Seed, cfg.Faults, cfg.Contenders, 5*time.Second, cfg.Duration)
+		hdr.Faults = newSchedule(cfg.Seed, recipeSchedule(cfg.Contenders), cfg.Faults, 5*time.Second, cfg.Duration)
 	}
 	b := deriveRecipeBounds(cfg.TTL, cfg.LockDelay, minRate)
 	return hdr, b
@@ -300,7 +300,7 @@ func runRecipe(cfg RecipeConfig) (*RecipeResult, error) {
 		wg.Add(1)
 		go func() { defer wg.Done(); p.run(ctx) }()
 	}
-	inj := &recipeInjector{cl: cl, net: network, rec: rec, log: log, procs: procs, t0: t0}
+	inj := &injector{cl: cl, net: network, rec: rec, clients: procFaults{cl: cl, log: log, procs: procs}, t0: t0}
 	var fwg sync.WaitGroup
 	for _, f := range hdr.Faults {
 		fwg.Add(1)

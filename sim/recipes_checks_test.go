@@ -228,8 +228,8 @@ func TestRecipeConfigRejected(t *testing.T) {
 }
 
 func TestRecipeScheduleSeeded(t *testing.T) {
-	a := newRecipeSchedule(7, RecipeFaultKinds, 3, 5*time.Second, 10*time.Minute)
-	b := newRecipeSchedule(7, RecipeFaultKinds, 3, 5*time.Second, 10*time.Minute)
+	a := newSchedule(7, recipeSchedule(3), RecipeFaultKinds, 5*time.Second, 10*time.Minute)
+	b := newSchedule(7, recipeSchedule(3), RecipeFaultKinds, 5*time.Second, 10*time.Minute)
 	if len(a) == 0 || len(a) != len(b) {
 		t.Fatalf("schedules of one seed differ in length: %d, %d", len(a), len(b))
 	}

@@ -52,96 +52,37 @@ func deathFault(k FaultKind) bool {
 	return k == FaultHolderPause || k == FaultHolderPartition || k == FaultHolderCrash
 }
 
-// recipeFaultDurations: holder pauses and partitions range from shorter than
-// the TTL (the holder should survive) to well past TTL×2 plus lock-delay (a
-// takeover must happen).
-var recipeFaultDurations = map[FaultKind][2]time.Duration{
-	FaultHolderPause:     {3 * time.Second, 45 * time.Second},
-	FaultHolderPartition: {5 * time.Second, 40 * time.Second},
-	FaultHolderCrash:     {time.Second, time.Second},
-	FaultHolderSlowLink:  {5 * time.Second, 25 * time.Second},
-	FaultHolderClockRate: {10 * time.Second, 30 * time.Second},
-}
-
-// newRecipeSchedule draws a recipe run's faults: one after another with
-// gaps, starting at or after from and healed by until. At most
-// contenders-2 crashes, so that someone is always left to take over.
-func newRecipeSchedule(seed uint64, kinds []FaultKind, contenders int, from, until time.Duration) []Fault {
-	if len(kinds) == 0 || until <= from {
-		return nil
-	}
-	r := stream(seed, "recipe-faults")
-	var out []Fault
+// recipeSchedule draws a recipe run's faults: at most contenders-2
+// crashes, so that someone is always left to take over (a crash past that
+// becomes a pause).
+func recipeSchedule(contenders int) schedulePlan {
 	crashes := 0
-	t := from
-	for {
-		t += between(r, 2*time.Second, 8*time.Second)
-		k := kinds[r.IntN(len(kinds))]
-		if k == FaultHolderCrash {
+	return schedulePlan{stream: "recipe-faults", gap: [2]time.Duration{2 * time.Second, 8 * time.Second},
+		swap: func(k FaultKind) FaultKind {
+			if k != FaultHolderCrash {
+				return k
+			}
 			if crashes >= contenders-2 {
-				k = FaultHolderPause
-			} else {
-				crashes++
+				return FaultHolderPause
 			}
-		}
-		lim, ok := recipeFaultDurations[k]
-		if !ok {
-			lim = faultDurations[k]
-		}
-		f := Fault{ID: len(out) + 1, Kind: k, At: t, Dur: between(r, lim[0], lim[1]), Pick: r.Uint64()}
-		switch k {
-		case FaultHolderPartition:
-			if r.IntN(2) == 0 {
-				f.Param = between(r, 5*time.Second, 20*time.Second)
-			}
-			if r.IntN(3) == 0 {
-				f.Rate = 0.2 + 0.3*r.Float64()
-			}
-		case FaultHolderSlowLink:
-			f.Param = between(r, 5*time.Second, 20*time.Second)
-		case FaultHolderClockRate:
-			f.Rate = 0.5 + 0.4*r.Float64()
-		case FaultFlapping:
-			f.Param = between(r, 300*time.Millisecond, 2*time.Second)
-		}
-		if f.End() > until {
-			return out
-		}
-		out = append(out, f)
-		t = f.End()
-	}
+			crashes++
+			return k
+		}}
 }
 
-// recipeInjector carries out a recipe run's schedule: holder faults on the
-// processes, server faults through the sim's injector.
-type recipeInjector struct {
+// procFaults are a recipe run's processes as fault targets: each holder
+// fault hits whoever holds the lock when it fires.
+type procFaults struct {
 	cl    *cluster
-	net   *simnet.Network
-	rec   *Recorder
 	log   *recipeLog
 	procs []*recipeProc
-	t0    time.Duration
-}
-
-func (in *recipeInjector) servers() *injector {
-	return &injector{cl: in.cl, net: in.net, rec: in.rec, t0: in.t0}
-}
-
-func (in *recipeInjector) run(f Fault) {
-	in.servers().sleepUntil(f.At)
-	heal := in.start(f)
-	in.servers().sleepUntil(f.End())
-	if heal != nil {
-		heal()
-	}
-	in.servers().mark(f, "end", nil, "")
 }
 
 // target picks, by p, one of the processes that hold now, or failing that
 // one that is alive; nil if every process has crashed.
-func (in *recipeInjector) target(p uint64) (*recipeProc, bool) {
+func (pf procFaults) target(p uint64) (*recipeProc, bool) {
 	var holders, alive []*recipeProc
-	for _, pr := range in.procs {
+	for _, pr := range pf.procs {
 		if pr.isCrashed() {
 			continue
 		}
@@ -159,36 +100,35 @@ func (in *recipeInjector) target(p uint64) (*recipeProc, bool) {
 	return nil, false
 }
 
-func (in *recipeInjector) start(f Fault) func() {
+func (pf procFaults) startClientFault(in *injector, f Fault) (func(), bool) {
 	if !holderFault(f.Kind) {
-		return in.servers().start(f)
+		return nil, false
 	}
-	m := in.servers()
-	p, holding := in.target(f.Pick)
+	p, holding := pf.target(f.Pick)
 	if p == nil {
-		m.mark(f, "start", nil, "no live process: ignored")
-		return nil
+		in.mark(f, "start", nil, "no live process: ignored")
+		return nil, true
 	}
 	note := "not holding"
 	if seq, ok := p.current(); ok && holding {
 		note = fmt.Sprintf("holds %s@%d/%s", seq.Key, seq.LockIndex, seq.Session)
 		if deathFault(f.Kind) {
-			in.log.death(Death{Fault: f.ID, Kind: f.Kind, At: in.rec.Elapsed(), End: -1, Client: p.name, Seq: seq})
+			pf.log.death(Death{Fault: f.ID, Kind: f.Kind, At: in.rec.Elapsed(), End: -1, Client: p.name, Seq: seq})
 		}
 	}
-	ended := func() { in.log.deathEnded(f.ID) }
+	ended := func() { pf.log.deathEnded(f.ID) }
 	switch f.Kind {
 	case FaultHolderPause:
 		_ = in.net.Pause(p.name)
 		p.freeze()
-		m.mark(f, "start", []string{p.name}, note)
+		in.mark(f, "start", []string{p.name}, note)
 		return func() {
 			_ = in.net.Resume(p.name)
 			p.thaw()
 			ended()
-		}
+		}, true
 	case FaultHolderPartition:
-		_ = in.net.Partition([]string{p.name}, slices.Clone(in.cl.peersNames()))
+		_ = in.net.Partition([]string{p.name}, slices.Clone(pf.cl.peersNames()))
 		if f.Param > 0 {
 			_ = in.net.SetLink(p.name, resNode, simnet.Link{Latency: f.Param})
 			note += "; link to " + resNode + " " + f.Param.String()
@@ -197,29 +137,29 @@ func (in *recipeInjector) start(f Fault) func() {
 			p.clock.setRate(f.Rate)
 			note += fmt.Sprintf("; clock rate %.2f", f.Rate)
 		}
-		m.mark(f, "start", []string{p.name}, note)
+		in.mark(f, "start", []string{p.name}, note)
 		return func() {
 			in.net.Heal()
 			in.net.ResetLinks()
 			p.clock.setRate(0)
 			ended()
-		}
+		}, true
 	case FaultHolderCrash:
 		p.crash()
 		if i := p.holdIndex(); i >= 0 {
-			in.log.ended(i, "crashed")
+			pf.log.ended(i, "crashed")
 		}
 		_ = in.net.Pause(p.name)
-		m.mark(f, "start", []string{p.name}, note)
-		return nil
+		in.mark(f, "start", []string{p.name}, note)
+		return nil, true
 	case FaultHolderSlowLink:
 		_ = in.net.SetLink(p.name, resNode, simnet.Link{Latency: f.Param})
-		m.mark(f, "start", []string{p.name}, note+"; link to "+resNode+" "+f.Param.String())
-		return in.net.ResetLinks
+		in.mark(f, "start", []string{p.name}, note+"; link to "+resNode+" "+f.Param.String())
+		return in.net.ResetLinks, true
 	case FaultHolderClockRate:
 		p.clock.setRate(f.Rate)
-		m.mark(f, "start", []string{p.name}, fmt.Sprintf("%s; clock rate %.2f", note, f.Rate))
-		return func() { p.clock.setRate(0) }
+		in.mark(f, "start", []string{p.name}, fmt.Sprintf("%s; clock rate %.2f", note, f.Rate))
+		return func() { p.clock.setRate(0) }, true
 	}
-	return nil
+	return nil, true
 }

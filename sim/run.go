@@ -84,7 +84,7 @@ func Run(cfg Config) (*Result, error) {
 		wg.Add(1)
 		go func() { defer wg.Done(); w.run() }()
 	}
-	inj := &injector{cl: cl, net: network, rec: rec, workers: workers, t0: t0}
+	inj := &injector{cl: cl, net: network, rec: rec, clients: workerFaults(workers), t0: t0}
 	var fwg sync.WaitGroup
 	for _, f := range hdr.Faults {
 		fwg.Add(1)
@@ -229,7 +229,7 @@ func planRun(cfg Config) RunHeader {
 	}
 	hdr.Faults = cfg.Schedule
 	if hdr.Faults == nil {
-		hdr.Faults = newSchedule(cfg.Seed, cfg.Faults, 5*time.Second, cfg.Duration)
+		hdr.Faults = newSchedule(cfg.Seed, seededSchedule, cfg.Faults, 5*time.Second, cfg.Duration)
 	}
 	b, err := deriveBounds(Bounds{Election: 10 * time.Second, Detect: failureThresh, MaxTTL: maxTTL,
 		TTLMultiplier: model.DefaultTTLMultiplier, MaxLockDelay: maxLD, MinRate: minRate, Slack: 5 * time.Second})
