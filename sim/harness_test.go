@@ -12,6 +12,10 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/tenurekv/tenure/sim/internal/checks"
+	"github.com/tenurekv/tenure/sim/internal/core"
+	"github.com/tenurekv/tenure/sim/internal/workload"
 )
 
 // Flags: `go test ./sim -seed 42` runs one seed; -seeds N a batch.
@@ -30,14 +34,14 @@ var (
 
 // runSeed runs cfg inside a fresh bubble, with raft's global math/rand
 // seeded from cfg.Seed, and returns the result.
-func runSeed(t *testing.T, cfg Config) *Result {
+func runSeed(t *testing.T, cfg workload.Config) *workload.Result {
 	t.Helper()
-	var res *Result
+	var res *workload.Result
 	var err error
 	synctest.Test(t, func(t *testing.T) {
 		//lint:ignore SA1019 raft draws election jitter from the global source; seeding it is the only way to make runs repeat.
 		rand.Seed(int64(cfg.Seed))
-		res, err = Run(cfg)
+		res, err = workload.Run(cfg)
 	})
 	if err != nil {
 		t.Fatalf("seed %d: %v", cfg.Seed, err)
@@ -45,13 +49,13 @@ func runSeed(t *testing.T, cfg Config) *Result {
 	return res
 }
 
-func configFromFlags(t *testing.T, seed uint64) Config {
+func configFromFlags(t *testing.T, seed uint64) workload.Config {
 	t.Helper()
-	kinds, err := parseFaultKinds(*flagFaults)
+	kinds, err := core.ParseFaultKinds(*flagFaults)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := defaultConfig(seed)
+	cfg := workload.DefaultConfig(seed)
 	cfg.Servers, cfg.Duration, cfg.Faults = *flagNodes, *flagDuration, kinds
 	return cfg
 }
@@ -64,12 +68,12 @@ func artifactRoot() string {
 }
 
 // artifactDir is where a failing seed's artifacts go.
-func artifactDir(cfg Config) string {
+func artifactDir(cfg workload.Config) string {
 	return filepath.Join(artifactRoot(), fmt.Sprintf("seed-%d", cfg.Seed))
 }
 
 // replayCommand is the one line that reruns a seed.
-func replayCommand(cfg Config) string {
+func replayCommand(cfg workload.Config) string {
 	var kinds []string
 	for _, k := range cfg.Faults {
 		kinds = append(kinds, string(k))
@@ -83,14 +87,14 @@ func replayCommand(cfg Config) string {
 
 // checkResult runs every check; on failure it writes artifacts and reports
 // the seed and the replay command.
-func checkResult(t *testing.T, res *Result) Evaluation {
+func checkResult(t *testing.T, res *workload.Result) checks.Evaluation {
 	t.Helper()
-	out := Evaluate(res, *flagLinTime)
+	out := checks.Evaluate(res, *flagLinTime)
 	if len(out.Violations) == 0 {
 		return out
 	}
 	dir := artifactDir(res.Config)
-	if err := writeArtifacts(dir, res, out); err != nil {
+	if err := checks.WriteArtifacts(dir, res, out); err != nil {
 		t.Errorf("write artifacts: %v", err)
 	}
 	var b strings.Builder

@@ -9,18 +9,22 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/tenurekv/tenure/sim/internal/checks"
+	"github.com/tenurekv/tenure/sim/internal/core"
+	"github.com/tenurekv/tenure/sim/internal/recipes"
 )
 
 // runRecipeSeed runs cfg in a fresh bubble with raft's global math/rand
 // seeded from cfg.Seed.
-func runRecipeSeed(t *testing.T, cfg RecipeConfig) *RecipeResult {
+func runRecipeSeed(t *testing.T, cfg recipes.RecipeConfig) *recipes.RecipeResult {
 	t.Helper()
-	var res *RecipeResult
+	var res *recipes.RecipeResult
 	var err error
 	synctest.Test(t, func(t *testing.T) {
 		//lint:ignore SA1019 raft draws election jitter from the global source; seeding it is the only way to make runs repeat.
 		rand.Seed(int64(cfg.Seed))
-		res, err = runRecipe(cfg)
+		res, err = recipes.RunRecipe(cfg)
 	})
 	if err != nil {
 		t.Fatalf("seed %d: %v", cfg.Seed, err)
@@ -29,12 +33,12 @@ func runRecipeSeed(t *testing.T, cfg RecipeConfig) *RecipeResult {
 }
 
 // expectClean fails the test on any violation and logs the run's numbers.
-func expectClean(t *testing.T, res *RecipeResult) RecipeStats {
+func expectClean(t *testing.T, res *recipes.RecipeResult) checks.RecipeStats {
 	t.Helper()
-	for _, v := range CheckRecipeRun(res) {
+	for _, v := range checks.CheckRecipeRun(res) {
 		t.Errorf("seed %d: %v", res.Config.Seed, v)
 	}
-	st := statsOf(res)
+	st := checks.StatsOf(res)
 	t.Logf("seed %d %s: virtual %v, %d events, %d holds; fenced %d accepted / %d refused; unfenced %d accepted, %d stale, %d overlapping (max %d open); fence-kv %d ok / %d stale",
 		res.Config.Seed, res.Config.Recipe, res.Virtual.Round(time.Second), len(res.Events), st.Holds, st.FencedAccepted, st.FencedRefused,
 		st.UnfencedAccepted, st.UnfencedStale, st.UnfencedOverlap, st.UnfencedMaxOpen, st.FenceKVOK, st.FenceKVStale)
@@ -54,21 +58,21 @@ func at(d time.Duration) string {
 }
 
 // scenario is a named single-fault run.
-func scenario(seed uint64, kind string, f Fault) RecipeConfig {
-	cfg := defaultRecipeConfig(seed, kind)
+func scenario(seed uint64, kind string, f core.Fault) recipes.RecipeConfig {
+	cfg := recipes.DefaultRecipeConfig(seed, kind)
 	f.ID = 1
-	cfg.Schedule = []Fault{f}
+	cfg.Schedule = []core.Fault{f}
 	cfg.Faults = nil
 	cfg.Duration = f.End() + 10*time.Second
 	// A leader steps down only because of the fault; slot holders come and
 	// go, so that the paused one's slot is wanted.
-	cfg.NoResign = kind == RecipeElection
+	cfg.NoResign = kind == recipes.RecipeElection
 	return cfg
 }
 
 // oneDeath returns the run's only death, which must have needed a takeover
 // that came within the bound.
-func oneDeath(t *testing.T, st RecipeStats) Takeover {
+func oneDeath(t *testing.T, st checks.RecipeStats) checks.Takeover {
 	t.Helper()
 	if len(st.Takeovers) != 1 {
 		t.Fatalf("want one holder death, got %+v", st.Takeovers)
@@ -81,9 +85,9 @@ func oneDeath(t *testing.T, st RecipeStats) Takeover {
 }
 
 // writesBy lists the writes to resource by seq's session after t.
-func writesBy(res *RecipeResult, resource, session string, after time.Duration) (accepted, refused int) {
+func writesBy(res *recipes.RecipeResult, resource, session string, after time.Duration) (accepted, refused int) {
 	for _, e := range res.Events {
-		if e.Kind == KindWrite && e.Write.Resource == resource && e.Write.Seq.Session == session && e.At > after {
+		if e.Kind == core.KindWrite && e.Write.Resource == resource && e.Write.Seq.Session == session && e.At > after {
 			if e.Write.Accepted {
 				accepted++
 			} else {
@@ -100,15 +104,15 @@ func writesBy(res *RecipeResult, resource, session string, after time.Duration) 
 // with its stale sequencer: the fenced resource and recipe.Fence refuse it,
 // the unfenced resource accepts it over the new leader's writes (S50).
 func TestRecipeElectionPausedLeader(t *testing.T) {
-	res := runRecipeSeed(t, scenario(11, RecipeElection, Fault{Kind: FaultHolderPause, At: 10 * time.Second, Dur: 35 * time.Second}))
+	res := runRecipeSeed(t, scenario(11, recipes.RecipeElection, core.Fault{Kind: core.FaultHolderPause, At: 10 * time.Second, Dur: 35 * time.Second}))
 	st := expectClean(t, res)
 	tk := oneDeath(t, st)
 	old := tk.Death.Seq.Session
 	resumed := res.Start + 45*time.Second
-	if acc, ref := writesBy(res, ResFenced, old, resumed); acc != 0 || ref == 0 {
+	if acc, ref := writesBy(res, core.ResFenced, old, resumed); acc != 0 || ref == 0 {
 		t.Errorf("fenced resource after the resume: %d accepted, %d refused from the old leader; want 0 and at least 1", acc, ref)
 	}
-	if acc, _ := writesBy(res, ResUnfenced, old, resumed); acc == 0 {
+	if acc, _ := writesBy(res, core.ResUnfenced, old, resumed); acc == 0 {
 		t.Errorf("unfenced resource accepted nothing from the resumed old leader")
 	}
 	if st.UnfencedOverlap == 0 || st.UnfencedStale == 0 || st.FenceKVStale == 0 {
@@ -117,13 +121,13 @@ func TestRecipeElectionPausedLeader(t *testing.T) {
 
 	// Teeth: the same checks fail on the resource that does not check
 	// sequencers, relabelled as the fenced one.
-	if vs := checkExclusive(resourceWrites(res, ResUnfenced), 1); len(vs) == 0 {
+	if vs := checks.CheckExclusive(checks.ResourceWrites(res, core.ResUnfenced), 1); len(vs) == 0 {
 		t.Error("exclusive check passed the unfenced resource's writes")
 	} else {
 		t.Logf("unfenced resource, as the checks see it: %s", vs[0].Msg)
 	}
 	relabelled := unfencedAsFenced(res.Events)
-	if vs, err := RunCheck(CheckFenced, relabelled); err != nil || len(vs) == 0 {
+	if vs, err := checks.RunCheck(checks.CheckFenced, relabelled); err != nil || len(vs) == 0 {
 		t.Errorf("fenced-resource check passed the unfenced resource's writes (%v)", err)
 	} else {
 		t.Logf("%d stale acceptances, first: %v", len(vs), vs[0])
@@ -132,15 +136,15 @@ func TestRecipeElectionPausedLeader(t *testing.T) {
 
 // unfencedAsFenced turns the unfenced resource's writes into a fenced
 // resource's that claims to have checked each sequencer as it accepted it.
-func unfencedAsFenced(events []Event) []Event {
-	var out []Event
+func unfencedAsFenced(events []core.Event) []core.Event {
+	var out []core.Event
 	for _, e := range events {
 		switch {
-		case e.Kind == KindWrite && e.Write.Resource == ResFenced:
+		case e.Kind == core.KindWrite && e.Write.Resource == core.ResFenced:
 			continue
-		case e.Kind == KindWrite && e.Write.Resource == ResUnfenced:
+		case e.Kind == core.KindWrite && e.Write.Resource == core.ResUnfenced:
 			w := *e.Write
-			w.Resource, w.Mode, w.CheckCall = ResFenced, FenceTxn, e.At
+			w.Resource, w.Mode, w.CheckCall = core.ResFenced, core.FenceTxn, e.At
 			e.Write = &w
 		}
 		out = append(out, e)
@@ -155,11 +159,11 @@ func unfencedAsFenced(events []Event) []Event {
 // takes over within the bound; the old leader's late fenced writes are
 // refused, its unfenced ones accepted.
 func TestRecipeElectionPartitionedLeader(t *testing.T) {
-	res := runRecipeSeed(t, scenario(12, RecipeElection, Fault{Kind: FaultHolderPartition, At: 10 * time.Second, Dur: 40 * time.Second, Param: 15 * time.Second}))
+	res := runRecipeSeed(t, scenario(12, recipes.RecipeElection, core.Fault{Kind: core.FaultHolderPartition, At: 10 * time.Second, Dur: 40 * time.Second, Param: 15 * time.Second}))
 	st := expectClean(t, res)
 	tk := oneDeath(t, st)
 	old := tk.Death.Seq
-	held := newIndex(res.Events).holdings()[old]
+	held := checks.NewIndex(res.Events).Holdings()[old]
 	if held == nil || held.End < 0 {
 		t.Fatalf("old leader's holding %+v never ended", held)
 	}
@@ -171,7 +175,7 @@ func TestRecipeElectionPartitionedLeader(t *testing.T) {
 			}
 		}
 	}
-	if acc, ref := writesBy(res, ResFenced, old.Session, held.End); acc != 0 || ref == 0 {
+	if acc, ref := writesBy(res, core.ResFenced, old.Session, held.End); acc != 0 || ref == 0 {
 		t.Errorf("fenced resource after the holding ended: %d accepted, %d refused from the old leader; want 0 and at least 1", acc, ref)
 	}
 	if st.UnfencedStale == 0 {
@@ -186,10 +190,10 @@ func TestRecipeElectionPartitionedLeader(t *testing.T) {
 // the refusal is what makes it step down); the unfenced one's acceptance
 // of such writes is counted.
 func TestRecipeElectionSlowClockPartitionedLeader(t *testing.T) {
-	res := runRecipeSeed(t, scenario(15, RecipeElection, Fault{Kind: FaultHolderPartition, At: 10 * time.Second, Dur: 40 * time.Second, Rate: 0.25}))
+	res := runRecipeSeed(t, scenario(15, recipes.RecipeElection, core.Fault{Kind: core.FaultHolderPartition, At: 10 * time.Second, Dur: 40 * time.Second, Rate: 0.25}))
 	st := expectClean(t, res)
 	old := oneDeath(t, st).Death.Seq
-	held := newIndex(res.Events).holdings()[old]
+	held := checks.NewIndex(res.Events).Holdings()[old]
 	if held == nil || held.End < 0 {
 		t.Fatalf("old leader's holding %+v never ended", held)
 	}
@@ -198,7 +202,7 @@ func TestRecipeElectionSlowClockPartitionedLeader(t *testing.T) {
 			t.Logf("old leader: Lost closed %s, stopped %s (%s); holding ended on the servers %s", at(h.Lost), at(h.Ended), h.Why, at(held.End))
 		}
 	}
-	if acc, ref := writesBy(res, ResFenced, old.Session, held.End); acc != 0 || ref == 0 {
+	if acc, ref := writesBy(res, core.ResFenced, old.Session, held.End); acc != 0 || ref == 0 {
 		t.Errorf("fenced resource after the holding ended: %d accepted, %d refused from the old leader; want 0 and at least 1", acc, ref)
 	}
 }
@@ -207,7 +211,7 @@ func TestRecipeElectionSlowClockPartitionedLeader(t *testing.T) {
 // without releasing; its TTL session ends and another candidate leads
 // within the bound.
 func TestRecipeElectionCrashedLeader(t *testing.T) {
-	res := runRecipeSeed(t, scenario(13, RecipeElection, Fault{Kind: FaultHolderCrash, At: 10 * time.Second, Dur: time.Second}))
+	res := runRecipeSeed(t, scenario(13, recipes.RecipeElection, core.Fault{Kind: core.FaultHolderCrash, At: 10 * time.Second, Dur: time.Second}))
 	oneDeath(t, expectClean(t, res))
 }
 
@@ -216,13 +220,13 @@ func TestRecipeElectionCrashedLeader(t *testing.T) {
 // again. The verified resource refuses it and never serves more than two
 // holders at once; the unverified one serves three.
 func TestRecipeSemaphorePausedHolder(t *testing.T) {
-	res := runRecipeSeed(t, scenario(14, RecipeSemaphore, Fault{Kind: FaultHolderPause, At: 10 * time.Second, Dur: 35 * time.Second}))
+	res := runRecipeSeed(t, scenario(14, recipes.RecipeSemaphore, core.Fault{Kind: core.FaultHolderPause, At: 10 * time.Second, Dur: 35 * time.Second}))
 	st := expectClean(t, res)
 	tk := oneDeath(t, st)
 	resumed := res.Start + 45*time.Second
 	refused := 0
 	for _, w := range res.SemWrites {
-		if w.Resource == SemVerified && w.Seq.Session == tk.Death.Seq.Session && w.At > resumed && !w.Accepted {
+		if w.Resource == recipes.SemVerified && w.Seq.Session == tk.Death.Seq.Session && w.At > resumed && !w.Accepted {
 			refused++
 		}
 	}
@@ -232,7 +236,7 @@ func TestRecipeSemaphorePausedHolder(t *testing.T) {
 	if st.UnfencedMaxOpen <= res.Config.Limit {
 		t.Errorf("unverified resource served at most %d at once; want more than the limit %d", st.UnfencedMaxOpen, res.Config.Limit)
 	}
-	if vs := checkExclusive(resourceWrites(res, SemUnverified), res.Config.Limit); len(vs) == 0 {
+	if vs := checks.CheckExclusive(checks.ResourceWrites(res, recipes.SemUnverified), res.Config.Limit); len(vs) == 0 {
 		t.Error("exclusive check passed the unverified resource")
 	} else {
 		t.Logf("unverified resource, as the checks see it: %s", vs[0].Msg)
@@ -256,10 +260,10 @@ func TestRecipeSeeds(t *testing.T) {
 	start := time.Now()
 	var tks []time.Duration
 	overlaps := 0
-	for _, kind := range []string{RecipeElection, RecipeSemaphore} {
+	for _, kind := range []string{recipes.RecipeElection, recipes.RecipeSemaphore} {
 		for i := range n {
 			seed := *flagRecipeFirst + uint64(i)
-			res := runRecipeSeed(t, defaultRecipeConfig(seed, kind))
+			res := runRecipeSeed(t, recipes.DefaultRecipeConfig(seed, kind))
 			st := expectClean(t, res)
 			overlaps += st.UnfencedOverlap
 			for _, tk := range st.Takeovers {
@@ -283,7 +287,7 @@ func TestRecipeReplay(t *testing.T) {
 	var header string
 	const runs = 3
 	for i := range runs {
-		res := runRecipeSeed(t, defaultRecipeConfig(3, RecipeElection))
+		res := runRecipeSeed(t, recipes.DefaultRecipeConfig(3, recipes.RecipeElection))
 		h, err := json.Marshal(res.Header)
 		if err != nil {
 			t.Fatal(err)
@@ -293,7 +297,7 @@ func TestRecipeReplay(t *testing.T) {
 		} else if string(h) != header {
 			t.Fatalf("run %d drew a different schedule or clocks", i)
 		}
-		digests[Digest(res.Events)]++
+		digests[core.Digest(res.Events)]++
 	}
 	best := 0
 	for _, c := range digests {

@@ -5,6 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenurekv/tenure/sim/internal/checks"
+	"github.com/tenurekv/tenure/sim/internal/core"
+	"github.com/tenurekv/tenure/sim/internal/workload"
+
 	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/model"
 )
@@ -13,10 +17,10 @@ import (
 // watch a reap happen; reapNoFloor is the same servers with a reap that
 // forgets a key's watermark without raising the floor.
 var (
-	shortReap = &Variant{Name: "short-reap-window", Config: func(cfg *impl.Config) {
+	shortReap = &core.Variant{Name: "short-reap-window", Config: func(cfg *impl.Config) {
 		cfg.ReapWindow, cfg.ReapInterval = 20*time.Second, 5*time.Second
 	}}
-	reapNoFloor = &Variant{Name: "reap-without-floor", Config: func(cfg *impl.Config) {
+	reapNoFloor = &core.Variant{Name: "reap-without-floor", Config: func(cfg *impl.Config) {
 		shortReap.Config(cfg)
 		cfg.Apply = func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
 			floor := st.LockFloor()
@@ -33,22 +37,22 @@ var (
 
 // reapScene: A locks k and releases it, k is deleted, the servers reap the
 // deletion, and B locks the re-created k. It returns B's sequencer.
-func reapScene(t *testing.T, v *Variant) (*Result, model.Sequencer, model.Sequencer) {
-	g := sceneGroup("reaped", ChecksNone, 0, 0)
+func reapScene(t *testing.T, v *core.Variant) (*workload.Result, model.Sequencer, model.Sequencer) {
+	g := sceneGroup("reaped", core.ChecksNone, 0, 0)
 	var first, second model.Sequencer
-	res := runSceneOn(t, 11, []lockGroup{g}, v, func(s *scene) {
+	res := runSceneOn(t, 11, []workload.LockGroup{g}, v, func(s *scene) {
 		a, b := s.actor("A", "n1"), s.actor("B", "n2")
-		a.create(g)
-		b.create(g)
+		a.Create(g)
+		b.Create(g)
 		a.lockRetry(time.Second, 10*time.Second)
-		first = a.w.seq
+		first = a.w.Seq
 		a.release()
-		if r := a.w.api.kv(model.KVOp{Verb: model.KVDelete, Key: g.Key}); r.Outcome != OutOK {
+		if r := a.w.Api.Kv(model.KVOp{Verb: model.KVDelete, Key: g.Key}); r.Outcome != core.OutOK {
 			t.Fatalf("delete: %+v", r)
 		}
 		time.Sleep(40 * time.Second) // window plus interval, with room for a slow apply
 		b.lockRetry(time.Second, 10*time.Second)
-		second = b.w.seq
+		second = b.w.Seq
 		b.release()
 	})
 	return res, first, second
@@ -71,8 +75,8 @@ func TestSceneReapWithoutFloorIsCaught(t *testing.T) {
 	if second.LockIndex != first.LockIndex {
 		t.Fatalf("the broken reap did not reissue: A %+v, B %+v", first, second)
 	}
-	vs := RunChecks(res.Events)
-	if !slices.ContainsFunc(vs, func(v Violation) bool { return v.Check == CheckSequencer }) {
-		t.Fatalf("%s did not catch a reissued sequencer; violations: %v", CheckSequencer, vs)
+	vs := checks.RunChecks(res.Events)
+	if !slices.ContainsFunc(vs, func(v checks.Violation) bool { return v.Check == checks.CheckSequencer }) {
+		t.Fatalf("%s did not catch a reissued sequencer; violations: %v", checks.CheckSequencer, vs)
 	}
 }

@@ -5,6 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenurekv/tenure/sim/internal/checks"
+	"github.com/tenurekv/tenure/sim/internal/core"
+	"github.com/tenurekv/tenure/sim/internal/workload"
+
 	"github.com/tenurekv/tenure/model"
 	"github.com/tenurekv/tenure/sim/simnet"
 )
@@ -15,7 +19,7 @@ import (
 // check passes on the trace.
 
 // shared returns g and a second configuration contending for the same key.
-func shared(g lockGroup, name string, mode CheckMode, ttl, lockDelay time.Duration) (lockGroup, lockGroup) {
+func shared(g workload.LockGroup, name string, mode core.CheckMode, ttl, lockDelay time.Duration) (workload.LockGroup, workload.LockGroup) {
 	o := sceneGroup(name, mode, ttl, lockDelay)
 	o.Key = g.Key
 	return g, o
@@ -27,31 +31,31 @@ func shared(g lockGroup, name string, mode CheckMode, ttl, lockDelay time.Durati
 // happened: the unfenced resource takes the stale write, the fenced one
 // refuses it in both modes.
 func TestSceneGCPausePastTTL(t *testing.T) {
-	ga, gb := shared(sceneGroup("gc", ChecksTTL, 10*time.Second, 15*time.Second), "gc-b", ChecksNone, 0, 0)
+	ga, gb := shared(sceneGroup("gc", core.ChecksTTL, 10*time.Second, 15*time.Second), "gc-b", core.ChecksNone, 0, 0)
 	var aFirst, aUnf, aTok, aTxn, bTok string
 	var aSeq, bSeq model.Sequencer
 	var believed bool
-	res := runScene(t, 1, []lockGroup{ga, gb}, func(s *scene) {
+	res := runScene(t, 1, []workload.LockGroup{ga, gb}, func(s *scene) {
 		a, b := s.actor("A", "n1"), s.actor("B", "n2")
-		a.create(ga)
+		a.Create(ga)
 		a.lockRetry(time.Second, 10*time.Second)
-		aSeq = a.w.seq
-		aFirst = a.write(ResFenced, FenceTxn)
+		aSeq = a.w.Seq
+		aFirst = a.write(core.ResFenced, core.FenceTxn)
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			time.Sleep(5 * time.Second)
-			b.create(gb)
+			b.Create(gb)
 			b.lockRetry(time.Second, 60*time.Second)
-			bSeq = b.w.seq
-			bTok = b.write(ResFenced, FenceToken)
+			bSeq = b.w.Seq
+			bTok = b.write(core.ResFenced, core.FenceToken)
 		}()
-		believed = a.w.believes() // the check...
+		believed = a.w.Believes() // the check...
 		a.pause(45 * time.Second) // ...the pause...
-		aUnf = a.write(ResUnfenced, "")
-		aTok = a.write(ResFenced, FenceToken) // ...and the act
-		aTxn = a.write(ResFenced, FenceTxn)
+		aUnf = a.write(core.ResUnfenced, "")
+		aTok = a.write(core.ResFenced, core.FenceToken) // ...and the act
+		aTxn = a.write(core.ResFenced, core.FenceTxn)
 		wg.Wait()
 	})
 	if !believed {
@@ -60,10 +64,10 @@ func TestSceneGCPausePastTTL(t *testing.T) {
 	if bSeq.LockIndex <= aSeq.LockIndex {
 		t.Fatalf("B's sequencer %+v does not follow A's %+v", bSeq, aSeq)
 	}
-	expectWrites(t, res, ResFenced, true, aFirst, bTok)
-	expectWrites(t, res, ResFenced, false, aTok, aTxn)
-	expectWrites(t, res, ResUnfenced, true, aUnf)
-	if !staleAt(res, aSeq, writeAt(t, res, ResUnfenced, aUnf)) {
+	expectWrites(t, res, core.ResFenced, true, aFirst, bTok)
+	expectWrites(t, res, core.ResFenced, false, aTok, aTxn)
+	expectWrites(t, res, core.ResUnfenced, true, aUnf)
+	if !staleAt(res, aSeq, writeAt(t, res, core.ResUnfenced, aUnf)) {
 		t.Error("A's write after the pause was not stale: its holding had not ended")
 	}
 	sceneClean(t, res)
@@ -74,32 +78,32 @@ func TestSceneGCPausePastTTL(t *testing.T) {
 // lands: the unfenced resource takes a write from a finished holding, older
 // than one it already has (an overlap); the fenced one refuses it.
 func TestSceneDelayedPacket(t *testing.T) {
-	g := sceneGroup("delay", ChecksNone, 0, 0)
+	g := sceneGroup("delay", core.ChecksNone, 0, 0)
 	var aUnf, aTok, bUnf, bTok string
 	var aSeq model.Sequencer
-	res := runScene(t, 2, []lockGroup{g}, func(s *scene) {
+	res := runScene(t, 2, []workload.LockGroup{g}, func(s *scene) {
 		a, b := s.actor("A", "n1"), s.actor("B", "n2")
-		a.create(g)
+		a.Create(g)
 		a.lockRetry(time.Second, 10*time.Second)
-		aSeq = a.w.seq
-		_ = s.net.SetLink("A", resNode, simnet.Link{Latency: 10 * time.Second})
-		aUnf, aTok = a.w.value(), a.w.value()
+		aSeq = a.w.Seq
+		_ = s.Net.SetLink("A", core.ResNode, simnet.Link{Latency: 10 * time.Second})
+		aUnf, aTok = a.w.Value(), a.w.Value()
 		var wg sync.WaitGroup
 		wg.Add(2)
-		go func() { defer wg.Done(); a.w.writeRes(ResUnfenced, "", aUnf) }()
-		go func() { defer wg.Done(); a.w.writeRes(ResFenced, FenceToken, aTok) }()
+		go func() { defer wg.Done(); a.w.WriteRes(core.ResUnfenced, "", aUnf) }()
+		go func() { defer wg.Done(); a.w.WriteRes(core.ResFenced, core.FenceToken, aTok) }()
 		time.Sleep(100 * time.Millisecond)
 		a.release()
-		b.create(g)
+		b.Create(g)
 		b.lockRetry(time.Second, 10*time.Second)
-		bUnf = b.write(ResUnfenced, "")
-		bTok = b.write(ResFenced, FenceToken)
+		bUnf = b.write(core.ResUnfenced, "")
+		bTok = b.write(core.ResFenced, core.FenceToken)
 		wg.Wait()
 	})
-	expectWrites(t, res, ResFenced, true, bTok)
-	expectWrites(t, res, ResFenced, false, aTok)
-	expectWrites(t, res, ResUnfenced, true, aUnf, bUnf)
-	if at := writeAt(t, res, ResUnfenced, aUnf); !staleAt(res, aSeq, at) || at < writeAt(t, res, ResUnfenced, bUnf) {
+	expectWrites(t, res, core.ResFenced, true, bTok)
+	expectWrites(t, res, core.ResFenced, false, aTok)
+	expectWrites(t, res, core.ResUnfenced, true, aUnf, bUnf)
+	if at := writeAt(t, res, core.ResUnfenced, aUnf); !staleAt(res, aSeq, at) || at < writeAt(t, res, core.ResUnfenced, bUnf) {
 		t.Error("A's delayed write did not land stale, after B's")
 	}
 	sceneClean(t, res)
@@ -112,38 +116,38 @@ func TestSceneDelayedPacket(t *testing.T) {
 // accepts it (a token orders writes, it does not prove the holder is
 // current); after B writes, A's next token write is refused.
 func TestSceneCheckThenAct(t *testing.T) {
-	ga, gb := shared(sceneGroup("cta", ChecksTTL, 10*time.Second, 0), "cta-b", ChecksNone, 0, 0)
+	ga, gb := shared(sceneGroup("cta", core.ChecksTTL, 10*time.Second, 0), "cta-b", core.ChecksNone, 0, 0)
 	var aTxn, aTok, aTok2, bTok string
 	var aSeq model.Sequencer
 	var checked bool
-	res := runScene(t, 3, []lockGroup{ga, gb}, func(s *scene) {
+	res := runScene(t, 3, []workload.LockGroup{ga, gb}, func(s *scene) {
 		a, b := s.actor("A", "n1"), s.actor("B", "n2")
-		a.create(ga)
+		a.Create(ga)
 		a.lockRetry(time.Second, 10*time.Second)
-		aSeq = a.w.seq
-		r := a.w.api.get(ga.Key) // the check
-		checked = r.Outcome == OutOK && r.Found && r.Entries[0].Session == aSeq.Session
+		aSeq = a.w.Seq
+		r := a.w.Api.Get(ga.Key) // the check
+		checked = r.Outcome == core.OutOK && r.Found && r.Entries[0].Session == aSeq.Session
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			time.Sleep(5 * time.Second)
-			b.create(gb)
+			b.Create(gb)
 			b.lockRetry(time.Second, 40*time.Second)
 		}()
 		a.pause(30 * time.Second)
-		aTxn = a.write(ResFenced, FenceTxn) // the act
-		aTok = a.write(ResFenced, FenceToken)
+		aTxn = a.write(core.ResFenced, core.FenceTxn) // the act
+		aTok = a.write(core.ResFenced, core.FenceToken)
 		wg.Wait()
-		bTok = b.write(ResFenced, FenceToken)
-		aTok2 = a.write(ResFenced, FenceToken)
+		bTok = b.write(core.ResFenced, core.FenceToken)
+		aTok2 = a.write(core.ResFenced, core.FenceToken)
 	})
 	if !checked {
 		t.Fatal("A's check did not show it holding the lock")
 	}
-	expectWrites(t, res, ResFenced, false, aTxn, aTok2)
-	expectWrites(t, res, ResFenced, true, aTok, bTok)
-	if !staleAt(res, aSeq, writeAt(t, res, ResFenced, aTok)) {
+	expectWrites(t, res, core.ResFenced, false, aTxn, aTok2)
+	expectWrites(t, res, core.ResFenced, true, aTok, bTok)
+	if !staleAt(res, aSeq, writeAt(t, res, core.ResFenced, aTok)) {
 		t.Error("A's token write was not stale")
 	}
 	sceneClean(t, res)
@@ -155,51 +159,51 @@ func TestSceneCheckThenAct(t *testing.T) {
 // unfenced resource takes them, the fenced one refuses them. A's late
 // renew then answers 404 (S20).
 func TestSceneClientClockSkew(t *testing.T) {
-	ga, gb := shared(sceneGroup("skew", ChecksTTL, 10*time.Second, 0), "skew-b", ChecksNone, 0, 0)
+	ga, gb := shared(sceneGroup("skew", core.ChecksTTL, 10*time.Second, 0), "skew-b", core.ChecksNone, 0, 0)
 	var staleUnf, refusedTok []string
 	var aSeq model.Sequencer
-	var renew *Ret
-	res := runScene(t, 4, []lockGroup{ga, gb}, func(s *scene) {
+	var renew *core.Ret
+	res := runScene(t, 4, []workload.LockGroup{ga, gb}, func(s *scene) {
 		a, b := s.actor("A", "n1"), s.actor("B", "n2")
-		a.w.clock.setRate(0.2)
-		a.create(ga)
+		a.w.Clock.SetRate(0.2)
+		a.Create(ga)
 		a.lockRetry(time.Second, 10*time.Second)
-		aSeq = a.w.seq
+		aSeq = a.w.Seq
 		var wg sync.WaitGroup
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			time.Sleep(10 * time.Second)
-			b.create(gb)
+			b.Create(gb)
 			b.lockRetry(time.Second, 30*time.Second)
-			b.write(ResFenced, FenceToken)
+			b.write(core.ResFenced, core.FenceToken)
 		}()
 		// A's loop: renew at TTL/2 and write every second, both by its
 		// own clock, while it believes it holds the lock.
-		for a.w.believes() {
-			if !a.w.clock.Now().Before(a.w.lastRenew.Add(5 * time.Second)) {
-				if renew = a.renew(); !renew.Found {
+		for a.w.Believes() {
+			if !a.w.Clock.Now().Before(a.w.LastRenew.Add(5 * time.Second)) {
+				if renew = a.Renew(); !renew.Found {
 					break
 				}
 			}
-			if s.rec.Elapsed()-s.t0 > 22*time.Second {
-				staleUnf = append(staleUnf, a.write(ResUnfenced, ""))
-				refusedTok = append(refusedTok, a.write(ResFenced, FenceToken))
+			if s.Rec.Elapsed()-s.T0 > 22*time.Second {
+				staleUnf = append(staleUnf, a.write(core.ResUnfenced, ""))
+				refusedTok = append(refusedTok, a.write(core.ResFenced, core.FenceToken))
 			}
-			a.w.clock.sleep(200 * time.Millisecond)
+			a.w.Clock.Sleep(200 * time.Millisecond)
 		}
 		wg.Wait()
 	})
-	if renew == nil || renew.Outcome != OutOK || renew.Found {
+	if renew == nil || renew.Outcome != core.OutOK || renew.Found {
 		t.Fatalf("A's late renew: %+v, want a 404", renew)
 	}
 	if len(staleUnf) == 0 {
 		t.Fatal("A never wrote under its wrong belief")
 	}
-	expectWrites(t, res, ResUnfenced, true, staleUnf...)
-	expectWrites(t, res, ResFenced, false, refusedTok...)
+	expectWrites(t, res, core.ResUnfenced, true, staleUnf...)
+	expectWrites(t, res, core.ResFenced, false, refusedTok...)
 	for _, v := range staleUnf {
-		if !staleAt(res, aSeq, writeAt(t, res, ResUnfenced, v)) {
+		if !staleAt(res, aSeq, writeAt(t, res, core.ResUnfenced, v)) {
 			t.Errorf("write %s was not stale", v)
 		}
 	}
@@ -210,26 +214,26 @@ func TestSceneClientClockSkew(t *testing.T) {
 // released at once (S23), but a key whose holder was invalidated only after
 // the delay, every earlier try refused for lock-delay (S22, S25).
 func TestSceneLockDelayVersusRelease(t *testing.T) {
-	gRel := sceneGroup("released", ChecksNone, 0, 15*time.Second)
-	gInv := sceneGroup("invalidated", ChecksNone, 0, 15*time.Second)
-	bRel, bInv := sceneGroup("b-rel", ChecksNone, 0, 0), sceneGroup("b-inv", ChecksNone, 0, 0)
+	gRel := sceneGroup("released", core.ChecksNone, 0, 15*time.Second)
+	gInv := sceneGroup("invalidated", core.ChecksNone, 0, 15*time.Second)
+	bRel, bInv := sceneGroup("b-rel", core.ChecksNone, 0, 0), sceneGroup("b-inv", core.ChecksNone, 0, 0)
 	bRel.Key, bInv.Key = gRel.Key, gInv.Key
-	var relRefused, invRefused []*Ret
+	var relRefused, invRefused []*core.Ret
 	var destroyAt, invAt time.Duration
-	res := runScene(t, 5, []lockGroup{gRel, gInv, bRel, bInv}, func(s *scene) {
+	res := runScene(t, 5, []workload.LockGroup{gRel, gInv, bRel, bInv}, func(s *scene) {
 		a1, a2, b1, b2 := s.actor("A1", "n1"), s.actor("A2", "n1"), s.actor("B1", "n2"), s.actor("B2", "n2")
-		a1.create(gRel)
-		a2.create(gInv)
+		a1.Create(gRel)
+		a2.Create(gInv)
 		a1.lockRetry(time.Second, 10*time.Second)
 		a2.lockRetry(time.Second, 10*time.Second)
-		b1.create(bRel)
-		b2.create(bInv)
+		b1.Create(bRel)
+		b2.Create(bInv)
 		a1.release()
 		relRefused = b1.lockRetry(time.Second, 5*time.Second)
-		destroyAt = s.rec.Elapsed()
-		a2.w.api.destroy(a2.w.session)
+		destroyAt = s.Rec.Elapsed()
+		a2.w.Api.Destroy(a2.w.Session)
 		invRefused = b2.lockRetry(500*time.Millisecond, 30*time.Second)
-		invAt = s.rec.Elapsed()
+		invAt = s.Rec.Elapsed()
 	})
 	if len(relRefused) != 0 {
 		t.Errorf("acquire after an explicit release refused %d times", len(relRefused))
@@ -254,37 +258,37 @@ func TestSceneLockDelayVersusRelease(t *testing.T) {
 // the invalidating leader's clock since it took office (S18). B then gets
 // the lock.
 func TestSceneFailoverMidTTL(t *testing.T) {
-	ga, gb := shared(sceneGroup("failover", ChecksTTL, 10*time.Second, 0), "failover-b", ChecksNone, 0, 0)
+	ga, gb := shared(sceneGroup("failover", core.ChecksTTL, 10*time.Second, 0), "failover-b", core.ChecksNone, 0, 0)
 	var renewedAt, killedAt time.Duration
 	var sid string
-	res := runScene(t, 6, []lockGroup{ga, gb}, func(s *scene) {
+	res := runScene(t, 6, []workload.LockGroup{ga, gb}, func(s *scene) {
 		a, b := s.actor("A", "n1"), s.actor("B", "n2")
-		sid = a.create(ga)
+		sid = a.Create(ga)
 		a.lockRetry(time.Second, 10*time.Second)
-		a.renew()
-		renewedAt = s.rec.Elapsed()
+		a.Renew()
+		renewedAt = s.Rec.Elapsed()
 		time.Sleep(10 * time.Second)
-		l := s.cl.leader()
+		l := s.Cl.Leader()
 		if l == nil {
 			panic("no leader")
 		}
-		killedAt = s.rec.Elapsed()
-		s.inj.crash(l)
+		killedAt = s.Rec.Elapsed()
+		s.inj.Crash(l)
 		time.Sleep(5 * time.Second)
-		s.inj.restart(l)
-		b.create(gb)
+		s.inj.Restart(l)
+		b.Create(gb)
 		b.lockRetry(time.Second, 60*time.Second)
 	})
-	ix := newIndex(res.Events)
+	ix := checks.NewIndex(res.Events)
 	var goneAt, newLeader time.Duration = -1, -1
-	for _, o := range ix.obs {
+	for _, o := range ix.Obs {
 		for _, g := range o.Obs.GoneSess {
 			if g.ID == sid && goneAt < 0 {
 				goneAt = o.At
 			}
 		}
 	}
-	for _, spans := range ix.leader {
+	for _, spans := range ix.Leader {
 		for _, iv := range spans {
 			if iv.Start > killedAt && (newLeader < 0 || iv.Start < newLeader) {
 				newLeader = iv.Start
@@ -309,14 +313,14 @@ func TestSceneFailoverMidTTL(t *testing.T) {
 // gone: its acquire is an error (invalid session, S30), not a false, and B
 // must create a new session to take the lock.
 func TestSceneWaiterExpires(t *testing.T) {
-	ga, gb := shared(sceneGroup("waiter-a", ChecksNone, 0, 0), "waiter-b", ChecksTTL, 10*time.Second, 0)
-	var held, stale *Ret
+	ga, gb := shared(sceneGroup("waiter-a", core.ChecksNone, 0, 0), "waiter-b", core.ChecksTTL, 10*time.Second, 0)
+	var held, stale *core.Ret
 	var bWrite string
-	res := runScene(t, 7, []lockGroup{ga, gb}, func(s *scene) {
+	res := runScene(t, 7, []workload.LockGroup{ga, gb}, func(s *scene) {
 		a, b := s.actor("A", "n1"), s.actor("B", "n2")
-		a.create(ga)
+		a.Create(ga)
 		a.lockRetry(time.Second, 10*time.Second)
-		b.create(gb)
+		b.Create(gb)
 		held = b.lock()
 		var wg sync.WaitGroup
 		wg.Add(1)
@@ -325,23 +329,23 @@ func TestSceneWaiterExpires(t *testing.T) {
 			time.Sleep(40 * time.Second)
 			a.release()
 		}()
-		g := b.w.api.get(gb.Key)
-		slow := *b.w.api
-		slow.timeout = 90 * time.Second
-		slow.getBlocking(gb.Key, g.Entries[0].ModifyIndex, 60*time.Second)
+		g := b.w.Api.Get(gb.Key)
+		slow := *b.w.Api
+		slow.Timeout = 90 * time.Second
+		slow.GetBlocking(gb.Key, g.Entries[0].ModifyIndex, 60*time.Second)
 		stale = b.lock()
 		wg.Wait()
-		b.create(gb)
+		b.Create(gb)
 		b.lockRetry(time.Second, 10*time.Second)
-		bWrite = b.write(ResFenced, FenceTxn)
+		bWrite = b.write(core.ResFenced, core.FenceTxn)
 	})
-	if held.Outcome != OutOK || held.OK || held.LockDelay {
+	if held.Outcome != core.OutOK || held.OK || held.LockDelay {
 		t.Fatalf("B's first acquire: %+v, want refused as held", held)
 	}
-	if stale.Outcome != OutOK || len(stale.TxnErrors) == 0 || !isInvalidSession(stale.TxnErrors[0].What) {
+	if stale.Outcome != core.OutOK || len(stale.TxnErrors) == 0 || !workload.IsInvalidSession(stale.TxnErrors[0].What) {
 		t.Fatalf("B's acquire after its session expired: %+v, want invalid session", stale)
 	}
-	expectWrites(t, res, ResFenced, true, bWrite)
+	expectWrites(t, res, core.ResFenced, true, bWrite)
 	sceneClean(t, res)
 }
 
@@ -351,35 +355,35 @@ func TestSceneWaiterExpires(t *testing.T) {
 // writes; A, unaware, writes too: the unfenced resource takes the stale
 // write, the fenced one refuses it. A's next renew answers 404.
 func TestSceneFalsePositive(t *testing.T) {
-	ga, gb := shared(sceneGroup("fp", ChecksSerf, 0, 0), "fp-b", ChecksNone, 0, 0)
+	ga, gb := shared(sceneGroup("fp", core.ChecksSerf, 0, 0), "fp-b", core.ChecksNone, 0, 0)
 	var aUnf, aTok, bTok string
 	var aSeq model.Sequencer
-	var renew *Ret
-	res := runScene(t, 8, []lockGroup{ga, gb}, func(s *scene) {
+	var renew *core.Ret
+	res := runScene(t, 8, []workload.LockGroup{ga, gb}, func(s *scene) {
 		a, b := s.actor("A", "n2"), s.actor("B", "n1")
-		a.create(ga)
+		a.Create(ga)
 		a.lockRetry(time.Second, 10*time.Second)
-		aSeq = a.w.seq
-		a.write(ResFenced, FenceToken)
-		f := Fault{ID: 1, Kind: FaultFalsePositive, Dur: 3 * time.Second, Pick: 1} // n2
-		heal := s.inj.start(f)
-		b.create(gb)
+		aSeq = a.w.Seq
+		a.write(core.ResFenced, core.FenceToken)
+		f := core.Fault{ID: 1, Kind: core.FaultFalsePositive, Dur: 3 * time.Second, Pick: 1} // n2
+		heal := s.inj.Start(f)
+		b.Create(gb)
 		b.lockRetry(500*time.Millisecond, 10*time.Second)
-		bTok = b.write(ResFenced, FenceToken)
-		aUnf = a.write(ResUnfenced, "")
-		aTok = a.write(ResFenced, FenceToken)
+		bTok = b.write(core.ResFenced, core.FenceToken)
+		aUnf = a.write(core.ResUnfenced, "")
+		aTok = a.write(core.ResFenced, core.FenceToken)
 		time.Sleep(3 * time.Second)
 		heal()
-		s.inj.mark(f, "end", nil, "")
-		renew = a.renew()
+		s.inj.Mark(f, "end", nil, "")
+		renew = a.Renew()
 	})
-	expectWrites(t, res, ResFenced, true, bTok)
-	expectWrites(t, res, ResFenced, false, aTok)
-	expectWrites(t, res, ResUnfenced, true, aUnf)
-	if !staleAt(res, aSeq, writeAt(t, res, ResUnfenced, aUnf)) {
+	expectWrites(t, res, core.ResFenced, true, bTok)
+	expectWrites(t, res, core.ResFenced, false, aTok)
+	expectWrites(t, res, core.ResUnfenced, true, aUnf)
+	if !staleAt(res, aSeq, writeAt(t, res, core.ResUnfenced, aUnf)) {
 		t.Error("A's write after the false positive was not stale")
 	}
-	if renew.Outcome != OutOK || renew.Found {
+	if renew.Outcome != core.OutOK || renew.Found {
 		t.Errorf("A's renew after the false positive: %+v, want 404", renew)
 	}
 	sceneClean(t, res)

@@ -10,6 +10,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tenurekv/tenure/sim/internal/checks"
+	"github.com/tenurekv/tenure/sim/internal/core"
+	"github.com/tenurekv/tenure/sim/internal/workload"
+
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -18,39 +22,39 @@ import (
 // the script says, when it says, and faults applied by the script. The
 // trace is checked by the same checks as a seeded run.
 type scene struct {
-	*env
-	inj *injector
+	*workload.Env
+	inj *core.Injector
 }
 
 // runScene runs script in a fresh bubble on a 3-server cluster whose
 // sessions are described by groups, and returns the finished run.
-func runScene(t *testing.T, seed uint64, groups []lockGroup, script func(s *scene)) *Result {
+func runScene(t *testing.T, seed uint64, groups []workload.LockGroup, script func(s *scene)) *workload.Result {
 	t.Helper()
 	return runSceneOn(t, seed, groups, nil, script)
 }
 
 // runSceneOn is runScene on servers adjusted (or deliberately broken) by v.
-func runSceneOn(t *testing.T, seed uint64, groups []lockGroup, v *Variant, script func(s *scene)) *Result {
+func runSceneOn(t *testing.T, seed uint64, groups []workload.LockGroup, v *core.Variant, script func(s *scene)) *workload.Result {
 	t.Helper()
-	cfg := defaultConfig(seed)
+	cfg := workload.DefaultConfig(seed)
 	cfg.Variant = v
 	// No fault kinds: server clocks are exact unless the script skews one.
-	cfg.Groups, cfg.Schedule, cfg.Faults = groups, []Fault{}, nil
-	var res *Result
+	cfg.Groups, cfg.Schedule, cfg.Faults = groups, []core.Fault{}, nil
+	var res *workload.Result
 	var err error
 	synctest.Test(t, func(t *testing.T) {
 		//lint:ignore SA1019 raft draws election jitter from the global source; seeding it makes the scene repeat.
 		rand.Seed(int64(seed))
-		var e *env
-		if e, err = startEnv(cfg); err != nil {
+		var e *workload.Env
+		if e, err = workload.StartEnv(cfg); err != nil {
 			return
 		}
-		defer e.close()
-		s := &scene{env: e, inj: &injector{cl: e.cl, net: e.net, rec: e.rec, t0: e.t0}}
+		defer e.Close()
+		s := &scene{Env: e, inj: &core.Injector{Cl: e.Cl, Net: e.Net, Rec: e.Rec, T0: e.T0}}
 		script(s)
-		e.net.Heal()
-		e.net.ResetLinks()
-		res, err = e.finish(cfg)
+		e.Net.Heal()
+		e.Net.ResetLinks()
+		res, err = e.Finish(cfg)
 	})
 	if err != nil {
 		t.Fatalf("scene: %v", err)
@@ -62,74 +66,74 @@ func runSceneOn(t *testing.T, seed uint64, groups []lockGroup, v *Variant, scrip
 // to the resources through its own network node, like a worker.
 type actor struct {
 	s     *scene
-	w     *worker
+	w     *workload.Worker
 	agent string
 }
 
 func (s *scene) actor(name, agent string) *actor {
-	i := slices.Index(s.hdr.Servers, agent)
-	clk := newClientClock(0, 1)
-	w := &worker{
-		name:   name,
-		api:    &apiClient{name: name, rec: s.rec, http: &http.Client{Transport: simTransport(s.net, name)}, servers: s.hdr.Servers, agent: max(i, 0), clock: clk, timeout: 5 * time.Second},
-		node:   agent,
-		res:    &http.Client{Transport: simTransport(s.net, name)},
-		rec:    s.rec,
-		clock:  clk,
-		modIdx: map[string]uint64{},
+	i := slices.Index(s.Hdr.Servers, agent)
+	clk := core.NewClientClock(0, 1)
+	w := &workload.Worker{
+		Name:   name,
+		Api:    &workload.ApiClient{Name: name, Rec: s.Rec, Http: &http.Client{Transport: core.SimTransport(s.Net, name)}, Servers: s.Hdr.Servers, Agent: max(i, 0), Clock: clk, Timeout: 5 * time.Second},
+		Node:   agent,
+		Res:    &http.Client{Transport: core.SimTransport(s.Net, name)},
+		Rec:    s.Rec,
+		Clock:  clk,
+		ModIdx: map[string]uint64{},
 	}
 	return &actor{s: s, w: w, agent: agent}
 }
 
 // create makes the actor's session from a group's configuration, retrying
 // while the cluster has no leader (for up to 30s).
-func (a *actor) create(g lockGroup) string {
-	r := a.w.api.create(g.Config.Create(a.agent, a.w.name, model.BehaviorRelease))
-	for try := 0; (r.Outcome == OutUnknown || r.Outcome == OutNotApplied) && try < 30; try++ {
+func (a *actor) Create(g workload.LockGroup) string {
+	r := a.w.Api.Create(g.Config.Create(a.agent, a.w.Name, model.BehaviorRelease))
+	for try := 0; (r.Outcome == core.OutUnknown || r.Outcome == core.OutNotApplied) && try < 30; try++ {
 		time.Sleep(time.Second)
-		r = a.w.api.create(g.Config.Create(a.agent, a.w.name, model.BehaviorRelease))
+		r = a.w.Api.Create(g.Config.Create(a.agent, a.w.Name, model.BehaviorRelease))
 	}
-	if r.Outcome != OutOK {
-		panic(fmt.Sprintf("%s: create: %+v", a.w.name, r))
+	if r.Outcome != core.OutOK {
+		panic(fmt.Sprintf("%s: create: %+v", a.w.Name, r))
 	}
-	a.w.group, a.w.session, a.w.lastRenew = g, r.SessionID, a.w.clock.Now()
+	a.w.Group, a.w.Session, a.w.LastRenew = g, r.SessionID, a.w.Clock.Now()
 	return r.SessionID
 }
 
 // lock tries a txn lock of the actor's group key once; on success the
 // actor holds the sequencer it got.
-func (a *actor) lock() *Ret {
-	r := a.w.api.txn([]model.KVOp{{Verb: model.KVLock, Key: a.w.group.Key, Session: a.w.session, Value: []byte(a.w.value())}})
-	if r.Outcome == OutOK && r.OK && len(r.Entries) == 1 {
-		a.w.holding, a.w.seq = true, r.Entries[0].Sequencer()
+func (a *actor) lock() *core.Ret {
+	r := a.w.Api.Txn([]model.KVOp{{Verb: model.KVLock, Key: a.w.Group.Key, Session: a.w.Session, Value: []byte(a.w.Value())}})
+	if r.Outcome == core.OutOK && r.OK && len(r.Entries) == 1 {
+		a.w.Holding, a.w.Seq = true, r.Entries[0].Sequencer()
 	}
 	return r
 }
 
 // lockRetry retries lock every period until it succeeds or limit passes,
 // and returns the refusals it got on the way.
-func (a *actor) lockRetry(period, limit time.Duration) []*Ret {
-	var refused []*Ret
-	for end := a.s.rec.Elapsed() + limit; a.s.rec.Elapsed() < end; time.Sleep(period) {
+func (a *actor) lockRetry(period, limit time.Duration) []*core.Ret {
+	var refused []*core.Ret
+	for end := a.s.Rec.Elapsed() + limit; a.s.Rec.Elapsed() < end; time.Sleep(period) {
 		r := a.lock()
-		if a.w.holding {
+		if a.w.Holding {
 			return refused
 		}
 		refused = append(refused, r)
 	}
-	panic(fmt.Sprintf("%s: no lock within %v", a.w.name, limit))
+	panic(fmt.Sprintf("%s: no lock within %v", a.w.Name, limit))
 }
 
-func (a *actor) release() *Ret {
-	r := a.w.api.kv(model.KVOp{Verb: model.KVUnlock, Key: a.w.group.Key, Session: a.w.session, Value: []byte(a.w.value())})
-	a.w.holding = false
+func (a *actor) release() *core.Ret {
+	r := a.w.Api.Kv(model.KVOp{Verb: model.KVUnlock, Key: a.w.Group.Key, Session: a.w.Session, Value: []byte(a.w.Value())})
+	a.w.Holding = false
 	return r
 }
 
-func (a *actor) renew() *Ret {
-	r := a.w.api.renew(a.w.session)
-	if r.Outcome == OutOK && r.Found {
-		a.w.lastRenew = a.w.clock.Now()
+func (a *actor) Renew() *core.Ret {
+	r := a.w.Api.Renew(a.w.Session)
+	if r.Outcome == core.OutOK && r.Found {
+		a.w.LastRenew = a.w.Clock.Now()
 	}
 	return r
 }
@@ -137,36 +141,36 @@ func (a *actor) renew() *Ret {
 // write sends one value to a resource with the actor's sequencer and
 // returns the value, to find the write in the trace.
 func (a *actor) write(res, mode string) string {
-	v := a.w.value()
-	a.w.writeRes(res, mode, v)
+	v := a.w.Value()
+	a.w.WriteRes(res, mode, v)
 	return v
 }
 
 // pause stops the actor's network for d (its process sleeps meanwhile in
 // the script: a GC pause or a SIGSTOP).
 func (a *actor) pause(d time.Duration) {
-	_ = a.s.net.Pause(a.w.name)
+	_ = a.s.Net.Pause(a.w.Name)
 	time.Sleep(d)
-	_ = a.s.net.Resume(a.w.name)
+	_ = a.s.Net.Resume(a.w.Name)
 }
 
 // sceneWrite finds the resource write of value.
-func sceneWrite(t *testing.T, res *Result, resource, value string) ResWrite {
+func sceneWrite(t *testing.T, res *workload.Result, resource, value string) core.ResWrite {
 	t.Helper()
 	for _, e := range res.Events {
-		if e.Kind == KindWrite && e.Write.Resource == resource && e.Write.Value == value {
+		if e.Kind == core.KindWrite && e.Write.Resource == resource && e.Write.Value == value {
 			return *e.Write
 		}
 	}
 	t.Fatalf("no %s write of %q in the trace", resource, value)
-	return ResWrite{}
+	return core.ResWrite{}
 }
 
 // writeAt is when the write of value reached resource.
-func writeAt(t *testing.T, res *Result, resource, value string) time.Duration {
+func writeAt(t *testing.T, res *workload.Result, resource, value string) time.Duration {
 	t.Helper()
 	for _, e := range res.Events {
-		if e.Kind == KindWrite && e.Write.Resource == resource && e.Write.Value == value {
+		if e.Kind == core.KindWrite && e.Write.Resource == resource && e.Write.Value == value {
 			return e.At
 		}
 	}
@@ -175,7 +179,7 @@ func writeAt(t *testing.T, res *Result, resource, value string) time.Duration {
 }
 
 // expectWrites asserts each write's verdict.
-func expectWrites(t *testing.T, res *Result, resource string, accepted bool, values ...string) {
+func expectWrites(t *testing.T, res *workload.Result, resource string, accepted bool, values ...string) {
 	t.Helper()
 	for _, v := range values {
 		if w := sceneWrite(t, res, resource, v); w.Accepted != accepted {
@@ -185,21 +189,21 @@ func expectWrites(t *testing.T, res *Result, resource string, accepted bool, val
 }
 
 // staleAt reports whether seq's holding (by the servers) had ended by t.
-func staleAt(res *Result, seq model.Sequencer, t time.Duration) bool {
-	tn := newIndex(res.Events).holdings()[seq]
+func staleAt(res *workload.Result, seq model.Sequencer, t time.Duration) bool {
+	tn := checks.NewIndex(res.Events).Holdings()[seq]
 	return tn != nil && tn.End >= 0 && tn.End < t
 }
 
 // sceneClean runs every check (linearizability included) and fails on any
 // violation; it logs which checks ran.
-func sceneClean(t *testing.T, res *Result) Evaluation {
+func sceneClean(t *testing.T, res *workload.Result) checks.Evaluation {
 	t.Helper()
-	ev := Evaluate(res, 20*time.Second)
+	ev := checks.Evaluate(res, 20*time.Second)
 	var names []string
-	for _, c := range checksFor(seededRun) {
-		names = append(names, c.name)
+	for _, c := range checks.ChecksFor(checks.SeededRun) {
+		names = append(names, c.Name)
 	}
-	names = append(names, CheckLinearizable)
+	names = append(names, checks.CheckLinearizable)
 	if len(ev.Violations) > 0 {
 		var b strings.Builder
 		for _, v := range ev.Violations {
@@ -212,6 +216,6 @@ func sceneClean(t *testing.T, res *Result) Evaluation {
 }
 
 // sceneGroup is a one-key session configuration for a scene.
-func sceneGroup(name string, mode CheckMode, ttl, lockDelay time.Duration) lockGroup {
-	return lockGroup{Name: name, Config: SessionConfig{Checks: mode, TTL: ttl, LockDelay: lockDelay}, Key: "lock/" + name}
+func sceneGroup(name string, mode core.CheckMode, ttl, lockDelay time.Duration) workload.LockGroup {
+	return workload.LockGroup{Name: name, Config: core.SessionConfig{Checks: mode, TTL: ttl, LockDelay: lockDelay}, Key: "lock/" + name}
 }

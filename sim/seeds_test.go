@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenurekv/tenure/sim/internal/checks"
+	"github.com/tenurekv/tenure/sim/internal/workload"
+
 	"github.com/tenurekv/tenure/sim/internal/seedlog"
 )
 
@@ -35,7 +38,7 @@ func TestSeeds(t *testing.T) {
 		defer f.Close()
 		results = f
 	}
-	table := newTradeoff()
+	table := checks.NewTradeoff()
 	start := time.Now()
 	for _, seed := range seeds {
 		res := runSeed(t, configFromFlags(t, seed))
@@ -84,7 +87,7 @@ func TestReplay(t *testing.T) {
 }
 
 // seedLine is one seed's structured result, for sim/cmd/simlong.
-func seedLine(res *Result, ev Evaluation) seedlog.Line {
+func seedLine(res *workload.Result, ev checks.Evaluation) seedlog.Line {
 	l := seedlog.Line{Seed: res.Config.Seed, Events: len(res.Events), Virtual: res.Virtual, Digest: res.Digest,
 		Violations: len(ev.Violations), Lin: string(ev.Lin.Verdict), Ops: ev.Lin.Ops, Excused: ev.Excused}
 	for _, v := range ev.Violations[:min(len(ev.Violations), seedlog.MaxFirst)] {

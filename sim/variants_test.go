@@ -9,6 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenurekv/tenure/sim/internal/checks"
+	"github.com/tenurekv/tenure/sim/internal/core"
+	"github.com/tenurekv/tenure/sim/internal/workload"
+
 	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/model"
 	"github.com/tenurekv/tenure/sim/simclock"
@@ -34,7 +38,7 @@ func calledFrom(suffix string) bool {
 
 // lockDelayIgnored: the leader's lock-delay check sees a clock a minute
 // ahead, so no delay ever blocks an acquire.
-var lockDelayIgnored = &Variant{Name: "lock-delay-ignored", Clock: func(c *simclock.Clock) func() time.Time {
+var lockDelayIgnored = &core.Variant{Name: "lock-delay-ignored", Clock: func(c *simclock.Clock) func() time.Time {
 	return func() time.Time {
 		if calledFrom("(*lockDelayGuard).check") {
 			return c.Now().Add(2 * model.MaxLockDelay)
@@ -46,7 +50,7 @@ var lockDelayIgnored = &Variant{Name: "lock-delay-ignored", Clock: func(c *simcl
 // ttlNotRearmed: a new leader arms its TTL book a century ahead, as if it
 // kept no timers for the sessions it inherited; creates and renews under it
 // still arm normally.
-var ttlNotRearmed = &Variant{Name: "ttl-not-rearmed-on-failover", Clock: func(c *simclock.Clock) func() time.Time {
+var ttlNotRearmed = &core.Variant{Name: "ttl-not-rearmed-on-failover", Clock: func(c *simclock.Clock) func() time.Time {
 	return func() time.Time {
 		if calledFrom("(*ttlTimers).start") {
 			return c.Now().Add(100 * 365 * 24 * time.Hour)
@@ -58,7 +62,7 @@ var ttlNotRearmed = &Variant{Name: "ttl-not-rearmed-on-failover", Clock: func(c 
 // lockIndexNotBumped: an acquire that changes a key's holder keeps the
 // key's LockIndex, so a sequencer is issued again to another session (S41).
 // The server reports what it stored, txn results included.
-var lockIndexNotBumped = &Variant{Name: "lock-index-not-bumped", Config: func(cfg *impl.Config) {
+var lockIndexNotBumped = &core.Variant{Name: "lock-index-not-bumped", Config: func(cfg *impl.Config) {
 	cfg.Apply = func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
 		before := st.Snapshot().KV
 		res := st.Apply(index, cmd)
@@ -87,7 +91,7 @@ var lockIndexNotBumped = &Variant{Name: "lock-index-not-bumped", Config: func(cf
 // invalidationNotAtomic: an invalidation removes the session at once but
 // releases (or deletes) its keys one entry later, so in between a key is
 // held by a session that no longer exists (S15).
-var invalidationNotAtomic = &Variant{Name: "invalidation-not-atomic", Config: func(cfg *impl.Config) {
+var invalidationNotAtomic = &core.Variant{Name: "invalidation-not-atomic", Config: func(cfg *impl.Config) {
 	type late struct {
 		orphan model.KVEntry  // what the key shows meanwhile
 		want   *model.KVEntry // what the invalidation left; nil: deleted
@@ -137,16 +141,16 @@ var invalidationNotAtomic = &Variant{Name: "invalidation-not-atomic", Config: fu
 
 // calmConfig is a short run with no faults: contention and destroys alone
 // exercise acquire and invalidation.
-func calmConfig(seed uint64) Config {
-	cfg := defaultConfig(seed)
-	cfg.Duration, cfg.Schedule = 30*time.Second, []Fault{}
+func calmConfig(seed uint64) workload.Config {
+	cfg := workload.DefaultConfig(seed)
+	cfg.Duration, cfg.Schedule = 30*time.Second, []core.Fault{}
 	return cfg
 }
 
-func teethGroups(ttl bool) []lockGroup {
-	var out []lockGroup
-	for _, g := range newLockGroups(1, 10*time.Second) {
-		if (g.Config.Checks == ChecksTTL) == ttl && g.Config.LockDelay > 0 {
+func teethGroups(ttl bool) []workload.LockGroup {
+	var out []workload.LockGroup
+	for _, g := range workload.NewLockGroups(1, 10*time.Second) {
+		if (g.Config.Checks == core.ChecksTTL) == ttl && g.Config.LockDelay > 0 {
 			out = append(out, g)
 		}
 	}
@@ -156,29 +160,29 @@ func teethGroups(ttl bool) []lockGroup {
 // TestTeeth runs broken servers and asserts each is caught by the named check.
 func TestTeeth(t *testing.T) {
 	cases := []struct {
-		v      *Variant
+		v      *core.Variant
 		expect string
-		cfg    func(seed uint64) Config
+		cfg    func(seed uint64) workload.Config
 	}{
-		{lockDelayIgnored, CheckLockDelay, func(seed uint64) Config {
-			cfg := defaultConfig(seed)
+		{lockDelayIgnored, checks.CheckLockDelay, func(seed uint64) workload.Config {
+			cfg := workload.DefaultConfig(seed)
 			cfg.Groups = append(teethGroups(true), teethGroups(false)...)
 			cfg.ClientsPerGroup, cfg.Duration = 3, 40*time.Second
-			cfg.Schedule = []Fault{
-				{ID: 1, Kind: FaultClientPause, At: 8 * time.Second, Dur: 30 * time.Second, Pick: 0},
-				{ID: 2, Kind: FaultFalsePositive, At: 5 * time.Second, Dur: 2 * time.Second, Pick: 1},
+			cfg.Schedule = []core.Fault{
+				{ID: 1, Kind: core.FaultClientPause, At: 8 * time.Second, Dur: 30 * time.Second, Pick: 0},
+				{ID: 2, Kind: core.FaultFalsePositive, At: 5 * time.Second, Dur: 2 * time.Second, Pick: 1},
 			}
 			return cfg
 		}},
-		{lockIndexNotBumped, CheckSequencer, calmConfig},
-		{invalidationNotAtomic, CheckBehaviour, calmConfig},
-		{ttlNotRearmed, CheckLiveness, func(seed uint64) Config {
-			cfg := defaultConfig(seed)
+		{lockIndexNotBumped, checks.CheckSequencer, calmConfig},
+		{invalidationNotAtomic, checks.CheckBehaviour, calmConfig},
+		{ttlNotRearmed, checks.CheckLiveness, func(seed uint64) workload.Config {
+			cfg := workload.DefaultConfig(seed)
 			cfg.Groups = teethGroups(true)
 			cfg.ClientsPerGroup, cfg.Duration = 2, 40*time.Second
-			cfg.Schedule = []Fault{
-				{ID: 1, Kind: FaultClientCrash, At: 6 * time.Second, Dur: time.Second, Pick: 0},
-				{ID: 2, Kind: FaultLeaderKill, At: 12 * time.Second, Dur: 5 * time.Second},
+			cfg.Schedule = []core.Fault{
+				{ID: 1, Kind: core.FaultClientCrash, At: 6 * time.Second, Dur: time.Second, Pick: 0},
+				{ID: 2, Kind: core.FaultLeaderKill, At: 12 * time.Second, Dur: 5 * time.Second},
 			}
 			return cfg
 		}},
@@ -186,13 +190,13 @@ func TestTeeth(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.v.Name, func(t *testing.T) {
 			var caught []string
-			var res *Result
-			var ev Evaluation
+			var res *workload.Result
+			var ev checks.Evaluation
 			for seed := uint64(1); seed <= 3 && !slices.Contains(caught, tc.expect); seed++ {
 				cfg := tc.cfg(seed)
 				cfg.Variant = tc.v
 				res = runSeed(t, cfg)
-				ev = Evaluate(res, 10*time.Second)
+				ev = checks.Evaluate(res, 10*time.Second)
 				caught = ev.Caught()
 				t.Logf("seed %d: caught by %v", seed, caught)
 			}
@@ -202,7 +206,7 @@ func TestTeeth(t *testing.T) {
 			// Whichever check caught it, the artifacts hold the schedule, the
 			// trace and porcupine's visualisation with the faults.
 			dir := t.TempDir()
-			if err := writeArtifacts(dir, res, ev); err != nil {
+			if err := checks.WriteArtifacts(dir, res, ev); err != nil {
 				t.Fatalf("write artifacts: %v", err)
 			}
 			for _, f := range []string{"schedule.json", "trace.jsonl", "violations.txt", "linearizability.html"} {
@@ -211,7 +215,7 @@ func TestTeeth(t *testing.T) {
 				}
 			}
 			// The same schedule on the real server is clean.
-			clean := Evaluate(runSeed(t, tc.cfg(1)), 10*time.Second)
+			clean := checks.Evaluate(runSeed(t, tc.cfg(1)), 10*time.Second)
 			if len(clean.Violations) > 0 {
 				t.Fatalf("real server fails the teeth scenario: %v", clean.Violations)
 			}

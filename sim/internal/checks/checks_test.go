@@ -1,0 +1,370 @@
+package checks
+
+import (
+	"bytes"
+	"cmp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenurekv/tenure/sim/internal/core"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// tb builds synthetic traces: each helper appends an event at a given time.
+type tb struct {
+	ev    []core.Event
+	clock time.Time
+}
+
+func newTB() *tb {
+	b := &tb{clock: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)}
+	b.add(0, core.Event{Kind: core.KindRun, Run: &core.RunHeader{
+		Clocks: map[string]core.ClockSkew{"n1": {Rate: 1}, "n2": {Rate: 1}},
+		Bounds: core.Bounds{Invalidate: 60 * time.Second, Acquire: 80 * time.Second, DeadNode: 20 * time.Second},
+	}})
+	return b
+}
+
+func (b *tb) add(at time.Duration, e core.Event) {
+	e.At, e.Seq = at, len(b.ev)
+	b.ev = append(b.ev, e)
+}
+
+func sec(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+func (b *tb) Leader(at time.Duration, server string, on bool) {
+	b.add(at, core.Event{Kind: core.KindLeader, Node: server, Leader: &on})
+}
+
+// op records a call at a and its return at r (r < 0: never returned).
+func (b *tb) op(a, r time.Duration, client string, c core.Call, ret core.Ret) {
+	c.Op = len(b.ev) + 1000
+	ret.Op = c.Op
+	b.add(a, core.Event{Kind: core.KindCall, Node: client, Call: &c})
+	if r >= 0 {
+		if ret.Outcome == "" {
+			ret.Outcome = core.OutOK
+		}
+		b.add(r, core.Event{Kind: core.KindRet, Node: client, Ret: &ret})
+	}
+}
+
+func (b *tb) obs(at time.Duration, server string, leader bool, o core.StateObs) {
+	o.Leader = leader
+	o.Clock = b.clock.Add(at)
+	b.add(at, core.Event{Kind: core.KindState, Node: server, State: &o})
+}
+
+func (b *tb) fenced(at time.Duration, client, mode string, seq model.Sequencer, checkCall time.Duration) {
+	b.add(at, core.Event{Kind: core.KindWrite, Node: client, Write: &core.ResWrite{Resource: core.ResFenced, Client: client, Mode: mode, Seq: seq, Accepted: true, CheckCall: checkCall}})
+}
+
+func entry(key, session string, li, create uint64) *model.KVEntry {
+	return &model.KVEntry{Key: key, Session: session, LockIndex: li, CreateIndex: create, ModifyIndex: create}
+}
+
+func mustCheck(t *testing.T, name string, events []core.Event, wantViolations int) []Violation {
+	t.Helper()
+	vs, err := RunCheck(name, events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(vs) != wantViolations {
+		t.Fatalf("%s: got %d violations, want %d: %v", name, len(vs), wantViolations, vs)
+	}
+	for _, v := range vs {
+		if v.Check != name || len(v.Clauses) == 0 {
+			t.Fatalf("violation not labelled with its check and clauses: %+v", v)
+		}
+	}
+	return vs
+}
+
+func TestCheckFencedToken(t *testing.T) {
+	good := newTB()
+	good.fenced(sec(1), "c1", core.FenceToken, model.Sequencer{Key: "k", LockIndex: 1, Session: "a"}, 0)
+	good.fenced(sec(2), "c2", core.FenceToken, model.Sequencer{Key: "k", LockIndex: 2, Session: "b"}, 0)
+	good.fenced(sec(3), "c2", core.FenceToken, model.Sequencer{Key: "k", LockIndex: 2, Session: "b"}, 0)
+	mustCheck(t, CheckFenced, good.ev, 0)
+
+	stale := newTB()
+	stale.fenced(sec(1), "c2", core.FenceToken, model.Sequencer{Key: "k", LockIndex: 2, Session: "b"}, 0)
+	stale.fenced(sec(2), "c1", core.FenceToken, model.Sequencer{Key: "k", LockIndex: 1, Session: "a"}, 0)
+	mustCheck(t, CheckFenced, stale.ev, 1)
+
+	twice := newTB()
+	twice.fenced(sec(1), "c1", core.FenceToken, model.Sequencer{Key: "k", LockIndex: 1, Session: "a"}, 0)
+	twice.fenced(sec(2), "c2", core.FenceToken, model.Sequencer{Key: "k", LockIndex: 1, Session: "b"}, 0)
+	mustCheck(t, CheckFenced, twice.ev, 1)
+}
+
+func TestCheckFencedTxnAgainstTenures(t *testing.T) {
+	mk := func(checkCall time.Duration) []core.Event {
+		b := newTB()
+		b.obs(sec(1), "n1", true, core.StateObs{Keys: []core.KeyChange{{Key: "k", After: entry("k", "a", 1, 5)}}})
+		b.obs(sec(5), "n1", true, core.StateObs{
+			GoneSess: []model.Session{{ID: "a"}},
+			Keys:     []core.KeyChange{{Key: "k", Before: entry("k", "a", 1, 5), After: entry("k", "", 1, 5)}}})
+		b.fenced(sec(7), "c1", core.FenceTxn, model.Sequencer{Key: "k", LockIndex: 1, Session: "a"}, checkCall)
+		return b.ev
+	}
+	mustCheck(t, CheckFenced, mk(sec(4)), 0) // checked while valid, accepted later: fine
+	vs := mustCheck(t, CheckFenced, mk(sec(6)), 1)
+	if !strings.Contains(vs[0].Msg, "holding ended") {
+		t.Fatalf("unexpected message: %v", vs[0])
+	}
+	never := newTB()
+	never.obs(sec(1), "n1", true, core.StateObs{Keys: []core.KeyChange{{Key: "k", After: entry("k", "a", 1, 5)}}})
+	never.fenced(sec(2), "c9", core.FenceTxn, model.Sequencer{Key: "k", LockIndex: 7, Session: "zz"}, sec(1.5))
+	mustCheck(t, CheckFenced, never.ev, 1)
+}
+
+func TestCheckSequencer(t *testing.T) {
+	good := newTB()
+	good.obs(sec(1), "n1", true, core.StateObs{Keys: []core.KeyChange{{Key: "k", After: entry("k", "a", 1, 5)}}})
+	good.obs(sec(2), "n1", true, core.StateObs{Keys: []core.KeyChange{{Key: "k", Before: entry("k", "a", 1, 5), After: entry("k", "", 1, 5)}}})
+	good.obs(sec(3), "n1", true, core.StateObs{Keys: []core.KeyChange{{Key: "k", Before: entry("k", "", 1, 5), After: entry("k", "b", 2, 5)}}})
+	good.op(sec(3), sec(3.1), "c2", core.Call{Req: core.ReqGet, Key: "k"}, core.Ret{Found: true, Entries: []model.KVEntry{*entry("k", "b", 2, 5)}})
+	mustCheck(t, CheckSequencer, good.ev, 0)
+
+	// LockIndex not bumped: b acquires with a's index. Caught twice: the
+	// server's change is not above what was issued, and (k,1) names two sessions.
+	bad := newTB()
+	bad.obs(sec(1), "n1", true, core.StateObs{Keys: []core.KeyChange{{Key: "k", After: entry("k", "a", 1, 5)}}})
+	bad.obs(sec(2), "n1", true, core.StateObs{Keys: []core.KeyChange{{Key: "k", Before: entry("k", "a", 1, 5), After: entry("k", "", 1, 5)}}})
+	bad.obs(sec(3), "n1", true, core.StateObs{Keys: []core.KeyChange{{Key: "k", Before: entry("k", "", 1, 5), After: entry("k", "b", 1, 5)}}})
+	mustCheck(t, CheckSequencer, bad.ev, 2)
+
+	// Client-observed only (no server observations): two sessions seen with index 1.
+	cl := newTB()
+	cl.op(sec(1), sec(1.1), "c1", core.Call{Req: core.ReqTxn}, core.Ret{Entries: []model.KVEntry{*entry("k", "a", 1, 5)}})
+	cl.op(sec(2), sec(2.1), "c2", core.Call{Req: core.ReqGet, Key: "k"}, core.Ret{Found: true, Entries: []model.KVEntry{*entry("k", "b", 1, 5)}})
+	mustCheck(t, CheckSequencer, cl.ev, 1)
+
+	down := newTB()
+	down.obs(sec(1), "n1", true, core.StateObs{Keys: []core.KeyChange{{Key: "k", Before: entry("k", "", 4, 5), After: entry("k", "", 3, 5)}}})
+	mustCheck(t, CheckSequencer, down.ev, 1)
+}
+
+func ttlTrace(invalidateAt time.Duration, renewAt time.Duration, destroyed bool) []core.Event {
+	b := newTB()
+	b.Leader(0, "n1", true)
+	b.op(sec(1), sec(1.1), "c1", core.Call{Req: core.ReqCreate, Server: "n1", Create: &model.CreateSession{TTL: "10s", Checks: []string{}}}, core.Ret{SessionID: "s1"})
+	if renewAt > 0 {
+		b.op(renewAt, renewAt+sec(0.1), "c1", core.Call{Req: core.ReqRenew, ID: "s1"}, core.Ret{})
+	}
+	if destroyed {
+		b.op(sec(2), -1, "c1", core.Call{Req: core.ReqDestroy, ID: "s1"}, core.Ret{})
+	}
+	b.obs(invalidateAt, "n1", true, core.StateObs{GoneSess: []model.Session{{ID: "s1", TTL: "10s"}}})
+	return b.ev
+}
+
+func TestCheckTTLLowerBound(t *testing.T) {
+	mustCheck(t, CheckTTL, ttlTrace(sec(21), 0, false), 0)
+	mustCheck(t, CheckTTL, ttlTrace(sec(10.5), 0, false), 1)       // 9.5s after create
+	mustCheck(t, CheckTTL, ttlTrace(sec(15), sec(8), false), 1)    // 7s after a renew
+	mustCheck(t, CheckTTL, ttlTrace(sec(5), 0, true), 0)           // destroyed, not TTL
+	mustCheck(t, CheckTTL, ttlTrace(sec(29), sec(8), false), 0)    // 21s after the renew
+	mustCheck(t, CheckTTL, ttlTrace(sec(12), sec(11.5), false), 1) // renew just before
+
+	// S18 is measured on the leader's own clock: a wall-clock step counts.
+	stepped := func(inv, by time.Duration) []core.Event {
+		ev := ttlTrace(inv, 0, false)
+		ev[0].Run.Faults = []core.Fault{{ID: 7, Kind: core.FaultServerClockStep, Param: by}}
+		b := &tb{ev: ev}
+		b.add(sec(5), core.Event{Kind: core.KindFault, Fault: &core.FaultMark{ID: 7, Kind: core.FaultServerClockStep, Phase: "start", Targets: []string{"n1"}, Note: "wall clock step " + by.String()}})
+		b.add(sec(40), core.Event{Kind: core.KindFault, Fault: &core.FaultMark{ID: 7, Kind: core.FaultServerClockStep, Phase: "end"}})
+		slices.SortStableFunc(b.ev, func(x, y core.Event) int { return cmp.Compare(x.At, y.At) })
+		return b.ev
+	}
+	mustCheck(t, CheckTTL, stepped(sec(10.5), 5*time.Second), 0) // 9.5s + 5s on n1's clock
+	mustCheck(t, CheckTTL, stepped(sec(21), -15*time.Second), 1) // 20s - 15s on n1's clock
+
+	// A new leader must wait a full TTL from its own election (S21).
+	b := newTB()
+	b.Leader(0, "n1", true)
+	b.op(sec(1), sec(1.1), "c1", core.Call{Req: core.ReqCreate, Create: &model.CreateSession{TTL: "10s"}}, core.Ret{SessionID: "s1"})
+	b.Leader(sec(20), "n1", false)
+	b.Leader(sec(22), "n2", true)
+	b.obs(sec(25), "n2", true, core.StateObs{GoneSess: []model.Session{{ID: "s1", TTL: "10s"}}})
+	mustCheck(t, CheckTTL, b.ev, 1)
+}
+
+func lockDelayTrace(gapLeader, gapFollower time.Duration, delay time.Duration) []core.Event {
+	b := newTB()
+	sA := model.Session{ID: "a", LockDelay: delay}
+	released := entry("k", "", 1, 5)
+	released.ModifyIndex = 9
+	inv := core.StateObs{Index: 9, GoneSess: []model.Session{sA}, Keys: []core.KeyChange{{Key: "k", Before: entry("k", "a", 1, 5), After: released}}}
+	acquired := entry("k", "b", 2, 5)
+	acquired.ModifyIndex = 10
+	acq := core.StateObs{Index: 10, Keys: []core.KeyChange{{Key: "k", Before: released, After: acquired}}}
+	b.obs(sec(10), "n1", true, inv)
+	b.obs(sec(10.01), "n2", false, inv)
+	b.obs(sec(10)+gapLeader, "n1", true, acq)
+	b.obs(sec(10.01)+gapFollower, "n2", false, acq)
+	return b.ev
+}
+
+func TestCheckLockDelay(t *testing.T) {
+	mustCheck(t, CheckLockDelay, lockDelayTrace(sec(15), sec(14.99), 15*time.Second), 0)
+	// A lagging follower applying the acquire right after the
+	// invalidation is not a violation: the accepting leader's clock decides.
+	mustCheck(t, CheckLockDelay, lockDelayTrace(sec(16), sec(0.001), 15*time.Second), 0)
+	mustCheck(t, CheckLockDelay, lockDelayTrace(sec(1), sec(1), 15*time.Second), 1)
+	mustCheck(t, CheckLockDelay, lockDelayTrace(sec(1), sec(1), 0), 0)
+	// An explicit release (index 8) before the session's removal (9) arms
+	// nothing, so a quick acquire is fine.
+	b := newTB()
+	rel := entry("k", "", 1, 5)
+	rel.ModifyIndex = 8
+	b.obs(sec(3), "n2", false, core.StateObs{Index: 8, Keys: []core.KeyChange{{Key: "k", Before: entry("k", "a", 1, 5), After: rel}}})
+	b.obs(sec(3), "n2", false, core.StateObs{Index: 9, GoneSess: []model.Session{{ID: "a", LockDelay: 15 * time.Second}}})
+	acquired := entry("k", "b", 2, 5)
+	acquired.ModifyIndex = 10
+	b.obs(sec(3.5), "n2", false, core.StateObs{Index: 10, Keys: []core.KeyChange{{Key: "k", Before: rel, After: acquired}}})
+	mustCheck(t, CheckLockDelay, b.ev, 0)
+
+	// The leader that accepted the acquire decides: a follower that armed
+	// late (it lagged) may see a long gap, the leader a short one.
+	ev := lockDelayTrace(sec(1), sec(16), 15*time.Second)
+	mustCheck(t, CheckLockDelay, ev, 1)
+	// A restart's replay re-arms: measured from the replay, the leader's
+	// gap is short although its first apply was long before.
+	b = newTB()
+	sA := model.Session{ID: "a", LockDelay: 15 * time.Second}
+	released := entry("k", "", 1, 5)
+	released.ModifyIndex = 9
+	b.obs(sec(10), "n1", true, core.StateObs{Index: 9, GoneSess: []model.Session{sA}, Keys: []core.KeyChange{{Key: "k", Before: entry("k", "a", 1, 5), After: released}}})
+	b.obs(sec(30), "n1", false, core.StateObs{Index: 9, Incarnation: 1, Replay: true, Keys: []core.KeyChange{{Key: "k", After: released}}})
+	b.obs(sec(31), "n1", true, core.StateObs{Index: 10, Incarnation: 1, Keys: []core.KeyChange{{Key: "k", Before: released, After: acquired}}})
+	mustCheck(t, CheckLockDelay, b.ev, 1)
+}
+
+func TestCheckBehaviour(t *testing.T) {
+	rel := model.Session{ID: "a", Behavior: model.BehaviorRelease}
+	del := model.Session{ID: "d", Behavior: model.BehaviorDelete}
+	at := func(e *model.KVEntry, idx uint64) *model.KVEntry { e.ModifyIndex = idx; return e }
+	good := newTB()
+	good.obs(sec(1), "n1", true, core.StateObs{Index: 10, GoneSess: []model.Session{rel}, Keys: []core.KeyChange{{Key: "k", Before: entry("k", "a", 3, 5), After: at(entry("k", "", 3, 5), 10)}}})
+	good.obs(sec(2), "n1", true, core.StateObs{Index: 11, GoneSess: []model.Session{del}, Keys: []core.KeyChange{{Key: "j", Before: entry("j", "d", 1, 6), DeletedAt: 11}}})
+	// The client released (index 12), then destroyed (13): each is its
+	// own entry, and the destroy finds nothing left to release.
+	good.obs(sec(3), "n2", false, core.StateObs{Index: 12, Keys: []core.KeyChange{{Key: "j", Before: entry("j", "d", 1, 6), After: at(entry("j", "", 1, 6), 12)}}})
+	good.obs(sec(3), "n2", false, core.StateObs{Index: 13, GoneSess: []model.Session{del}})
+	mustCheck(t, CheckBehaviour, good.ev, 0)
+
+	bad := newTB()
+	bad.obs(sec(1), "n1", true, core.StateObs{Index: 10, GoneSess: []model.Session{rel}, Keys: []core.KeyChange{{Key: "k", Before: entry("k", "a", 3, 5), After: at(entry("k", "", 4, 5), 10)}}})
+	bad.obs(sec(2), "n1", true, core.StateObs{Index: 11, GoneSess: []model.Session{del}, Keys: []core.KeyChange{{Key: "j", Before: entry("j", "d", 1, 6), After: at(entry("j", "", 1, 6), 11)}}})
+	// A release that re-creates the key (new CreateIndex) is no release.
+	bad.obs(sec(2.5), "n1", true, core.StateObs{Index: 20, GoneSess: []model.Session{rel}, Keys: []core.KeyChange{{Key: "k", Before: entry("k", "a", 3, 5), After: at(entry("k", "", 3, 20), 20)}}})
+	bad.obs(sec(3), "n1", true, core.StateObs{Index: 12, GoneSess: []model.Session{{ID: "x"}}, Orphans: []string{"m"}})
+	bad.obs(sec(4), "n1", true, core.StateObs{Index: 13, GoneSess: []model.Session{{ID: "r2", Behavior: model.BehaviorRelease}}, Keys: []core.KeyChange{{Key: "q", Before: entry("q", "r2", 1, 9), DeletedAt: 13}}})
+	mustCheck(t, CheckBehaviour, bad.ev, 5)
+
+	// A snapshot restore spans many entries: it says nothing about which
+	// of them released or deleted a key.
+	restored := newTB()
+	restored.obs(sec(4), "n1", false, core.StateObs{Index: 13, Restored: true, Replay: true, GoneSess: []model.Session{{ID: "r2", Behavior: model.BehaviorRelease}},
+		Keys: []core.KeyChange{{Key: "q", Before: entry("q", "r2", 1, 9), DeletedAt: 13}}})
+	mustCheck(t, CheckBehaviour, restored.ev, 0)
+}
+
+func durableTrace(final string, found bool, extra bool) []core.Event {
+	b := newTB()
+	b.op(sec(1), sec(1.1), "c1", core.Call{Req: core.ReqKV, KV: &model.KVOp{Verb: model.KVSet, Key: "kv/a", Value: []byte("v1")}}, core.Ret{OK: true})
+	b.op(sec(2), sec(2.1), "c2", core.Call{Req: core.ReqKV, KV: &model.KVOp{Verb: model.KVSet, Key: "kv/a", Value: []byte("v2")}}, core.Ret{OK: true})
+	if extra {
+		b.op(sec(2.05), -1, "c3", core.Call{Req: core.ReqKV, KV: &model.KVOp{Verb: model.KVSet, Key: "kv/a", Value: []byte("v3")}}, core.Ret{})
+	}
+	ret := core.Ret{Found: found}
+	if found {
+		ret.Entries = []model.KVEntry{{Key: "kv/a", Value: []byte(final)}}
+	}
+	b.op(sec(50), sec(50.1), core.FinalClient, core.Call{Req: core.ReqGet, Key: "kv/a"}, ret)
+	return b.ev
+}
+
+func TestCheckDurable(t *testing.T) {
+	mustCheck(t, CheckDurable, durableTrace("v2", true, false), 0)
+	mustCheck(t, CheckDurable, durableTrace("v1", true, false), 1)
+	mustCheck(t, CheckDurable, durableTrace("", false, false), 1)
+	// An overlapping write of unknown outcome makes the last value ambiguous.
+	mustCheck(t, CheckDurable, durableTrace("v3", true, true), 0)
+	mustCheck(t, CheckDurable, durableTrace("v1", true, true), 0)
+}
+
+func TestCheckLiveness(t *testing.T) {
+	mk := func(goneAt, acquiredAt time.Duration) []core.Event {
+		b := newTB()
+		b.op(sec(1), sec(1.1), "c1", core.Call{Req: core.ReqCreate, Server: "n1", Create: &model.CreateSession{TTL: "10s"}}, core.Ret{SessionID: "s1"})
+		b.add(sec(10), core.Event{Kind: core.KindNote, Msg: core.NoteLiveness})
+		if goneAt > 0 {
+			b.obs(goneAt, "n1", true, core.StateObs{GoneSess: []model.Session{{ID: "s1", TTL: "10s"}}})
+		}
+		lock := core.Call{Req: core.ReqKV, KV: &model.KVOp{Verb: model.KVLock, Key: "lock/x", Session: "p"}}
+		b.op(sec(11), sec(11.1), core.ProberClient, lock, core.Ret{OK: false})
+		if acquiredAt > 0 {
+			b.op(acquiredAt, acquiredAt+sec(0.1), core.ProberClient, lock, core.Ret{OK: true})
+		}
+		b.add(sec(200), core.Event{Kind: core.KindNote, Msg: "end"})
+		return b.ev
+	}
+	mustCheck(t, CheckLiveness, mk(sec(30), sec(40)), 0)
+	mustCheck(t, CheckLiveness, mk(0, sec(40)), 1)       // TTL session never invalidated
+	mustCheck(t, CheckLiveness, mk(sec(30), 0), 1)       // key never acquired
+	mustCheck(t, CheckLiveness, mk(sec(30), sec(95)), 1) // acquired too late
+
+	// A crashed server's serf-bound sessions must go within DeadNode.
+	dn := func(goneAt time.Duration) []core.Event {
+		b := newTB()
+		b.op(sec(1), sec(1.1), "c1", core.Call{Req: core.ReqCreate, Server: "n2", Create: &model.CreateSession{Checks: []string{"serfHealth"}}}, core.Ret{SessionID: "s2"})
+		b.add(sec(5), core.Event{Kind: core.KindNote, Msg: core.NoteCrashPrefix + "n2"})
+		if goneAt > 0 {
+			b.obs(goneAt, "n1", true, core.StateObs{GoneSess: []model.Session{{ID: "s2"}}})
+		}
+		b.add(sec(60), core.Event{Kind: core.KindNote, Msg: core.NoteRestartPrefix + "n2"})
+		return b.ev
+	}
+	mustCheck(t, CheckLiveness, dn(sec(15)), 0)
+	mustCheck(t, CheckLiveness, dn(0), 1)
+}
+
+func TestTraceRoundTrip(t *testing.T) {
+	ev := lockDelayTrace(sec(1), sec(1), 15*time.Second)
+	var buf bytes.Buffer
+	if err := core.WriteJSONL(&buf, ev); err != nil {
+		t.Fatal(err)
+	}
+	back, err := core.ReadJSONL(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if core.Digest(back) != core.Digest(ev) {
+		t.Fatal("digest changed across a JSON round trip")
+	}
+	mustCheck(t, CheckLockDelay, back, 1)
+	if _, err := core.ReadJSONL(strings.NewReader("{\"seq\":1}\n{bad")); err == nil {
+		t.Fatal("bad JSON line accepted")
+	}
+}
+
+// TestRegistryRows: each row names its clauses and what it checks, applies
+// to some run, and no name is registered twice for the same kind of run.
+func TestRegistryRows(t *testing.T) {
+	seen := map[string]runKind{}
+	for _, c := range registry {
+		if len(c.clauses) == 0 || c.what == "" || c.runs == 0 || c.fn == nil {
+			t.Errorf("%s: incomplete row %+v", c.Name, c)
+		}
+		if seen[c.Name]&c.runs != 0 {
+			t.Errorf("%s: registered twice for the same kind of run", c.Name)
+		}
+		seen[c.Name] |= c.runs
+	}
+}

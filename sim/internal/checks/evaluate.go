@@ -1,0 +1,101 @@
+package checks
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tenurekv/tenure/sim/internal/core"
+	"github.com/tenurekv/tenure/sim/internal/workload"
+
+	"github.com/tenurekv/tenure/linearizability"
+)
+
+// Evaluation is every check's verdict on one run.
+type Evaluation struct {
+	Violations []Violation
+	Lin        linearizability.Report
+	LinErr     error
+	// Excused counts lock-delay refusals left out of the history because
+	// only a server's late arming explains them (latedelay.go).
+	Excused int
+}
+
+// Evaluate runs the property checks and the linearizability check over a
+// finished run. Call it outside the synctest bubble: porcupine's time budget
+// is wall time.
+func Evaluate(res *workload.Result, linTimeout time.Duration) Evaluation {
+	ev := Evaluation{Violations: RunChecks(res.Events)}
+	h, excused := history(NewIndex(res.Events))
+	ev.Excused = excused
+	ev.Lin, ev.LinErr = linearizability.Check(h, linearizability.Options{Timeout: linTimeout})
+	if ev.LinErr != nil {
+		ev.Violations = append(ev.Violations, Violation{Check: CheckLinearizable,
+			Clauses: []string{"S15", "S16", "S17", "S26", "S31", "S40", "S44"}, Msg: ev.LinErr.Error()})
+	}
+	return ev
+}
+
+// Caught reports the names of the checks that found something.
+func (e Evaluation) Caught() []string {
+	var out []string
+	for _, v := range e.Violations {
+		if !contains1(out, v.Check) {
+			out = append(out, v.Check)
+		}
+	}
+	return out
+}
+
+func contains1(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// writeArtifacts writes a failed run's evidence to dir: the fault schedule,
+// the full event trace (JSON lines, virtual timestamps), the violations, the
+// linearizability history and, when linearizability failed, porcupine's
+// HTML visualisation annotated with the faults.
+func WriteArtifacts(dir string, res *workload.Result, ev Evaluation) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("artifacts: %w", err)
+	}
+	sched, err := json.MarshalIndent(res.Header.Faults, "", " ")
+	if err != nil {
+		return fmt.Errorf("artifacts: schedule: %w", err)
+	}
+	var errs []error
+	errs = append(errs, os.WriteFile(filepath.Join(dir, "schedule.json"), append(sched, '\n'), 0o644))
+	f, err := os.Create(filepath.Join(dir, "trace.jsonl"))
+	if err == nil {
+		errs = append(errs, core.WriteJSONL(f, res.Events), f.Close())
+	} else {
+		errs = append(errs, err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d, digest %s, virtual %v\n", res.Config.Seed, res.Digest, res.Virtual)
+	for _, v := range ev.Violations {
+		fmt.Fprintln(&b, v)
+	}
+	errs = append(errs, os.WriteFile(filepath.Join(dir, "violations.txt"), []byte(b.String()), 0o644))
+	h := historyOf(res.Events)
+	errs = append(errs, h.WriteFile(filepath.Join(dir, "history.json")))
+	if !errors.Is(ev.LinErr, linearizability.ErrBadHistory) {
+		// Re-run with an artifact folder for porcupine's HTML, annotated
+		// with the faults, whichever check failed; the verdict is known.
+		_, _ = linearizability.Check(h, linearizability.Options{Timeout: time.Minute, ArtifactDir: dir,
+			Name: "linearizability", Visualize: true})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("artifacts in %s: %w", dir, err)
+	}
+	return nil
+}

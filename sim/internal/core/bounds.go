@@ -1,0 +1,72 @@
+package core
+
+import (
+	"fmt"
+	"time"
+)
+
+// Bounds are the timing assumptions the liveness checks rest on. Derive
+// them with deriveBounds; the run records them in its header so a saved
+// trace is re-checked against the same numbers.
+type Bounds struct {
+	// Election is how long after the last heal a stable leader exists. raft's
+	// election (1-2.5 s measured) plus pre-vote rounds and a split vote or
+	// two fit well inside it.
+	Election time.Duration `json:"election"`
+	// Detect is the leader's failure-detector threshold (impl
+	// Config.FailureThreshold): heartbeats failing this long mark a server's
+	// serfHealth critical.
+	Detect time.Duration `json:"detect"`
+	// MaxTTL and TTLMultiplier: a TTL session expires at most TTL×multiplier
+	// after its last reset on a stable leader (S19, S21).
+	MaxTTL        time.Duration `json:"max_ttl"`
+	TTLMultiplier float64       `json:"ttl_multiplier"`
+	// MaxLockDelay is the largest lock-delay any session uses.
+	MaxLockDelay time.Duration `json:"max_lock_delay"`
+	// MinRate is the slowest server clock rate: server timers measure their
+	// durations on their own clocks, so a slow clock stretches them.
+	MinRate float64 `json:"min_rate"`
+	// Slack covers raft commits, a failed first attempt's retry backoff and
+	// the prober's own retry period.
+	Slack time.Duration `json:"slack"`
+
+	// Derived (deriveBounds fills them in):
+	// Invalidate: after the last heal, every session whose owner is gone for
+	// good (a crashed client's TTL session) is invalidated within it.
+	Invalidate time.Duration `json:"invalidate"`
+	// DeadNode: after a server crashes (the others keeping a quorum), every
+	// session bound to its serfHealth is invalidated within it.
+	DeadNode time.Duration `json:"dead_node"`
+	// Acquire: after the last heal, every key not held by a live owner can be
+	// acquired within it (invalidation, then the lock-delay).
+	Acquire time.Duration `json:"acquire"`
+}
+
+// deriveBounds fills in the derived bounds:
+//
+//	DeadNode   = Election + Detect/MinRate + Slack
+//	Invalidate = Election + max(TTL×multiplier, Detect)/MinRate + Slack
+//	Acquire    = Invalidate + MaxLockDelay/MinRate + Slack
+//
+// The leader that exists Election after the heal re-arms every TTL with a
+// full TTL×multiplier (S21) and starts its failure detector from scratch;
+// either fires within the longer of the two on its own clock, which a clock
+// of rate MinRate stretches by 1/MinRate in virtual time. The invalidation
+// then arms the lock-delay on that leader's clock (S22).
+func DeriveBounds(b Bounds) (Bounds, error) {
+	if b.MinRate <= 0 || b.TTLMultiplier < 1 || b.Election <= 0 {
+		return b, fmt.Errorf("bounds: need MinRate > 0, TTLMultiplier >= 1, Election > 0; got %+v", b)
+	}
+	stretch := func(d time.Duration) time.Duration { return time.Duration(float64(d) / b.MinRate) }
+	ttl := time.Duration(float64(b.MaxTTL) * b.TTLMultiplier)
+	b.DeadNode = b.Election + stretch(b.Detect) + b.Slack
+	b.Invalidate = b.Election + stretch(max(ttl, b.Detect)) + b.Slack
+	b.Acquire = b.Invalidate + stretch(b.MaxLockDelay) + b.Slack
+	return b, nil
+}
+
+func (b Bounds) String() string {
+	return fmt.Sprintf("election %v + max(%v×TTL %v, detect %v)/rate %.2f + slack %v = invalidate %v; + lock-delay %v/%.2f + slack = acquire %v; dead node %v",
+		b.Election, b.TTLMultiplier, b.MaxTTL, b.Detect, b.MinRate, b.Slack, b.Invalidate.Round(time.Millisecond),
+		b.MaxLockDelay, b.MinRate, b.Acquire.Round(time.Millisecond), b.DeadNode.Round(time.Millisecond))
+}

@@ -1,0 +1,317 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/httpapi"
+	"github.com/tenurekv/tenure/model"
+	"github.com/tenurekv/tenure/sim/simclock"
+	"github.com/tenurekv/tenure/sim/simnet"
+)
+
+// httpPort is every server's HTTP port on the simulated network.
+const HttpPort = "8500"
+
+// server is one simulated server across its incarnations: the stores survive
+// a crash (the in-memory equivalent of its disk), everything else is rebuilt.
+type server struct {
+	Name  string
+	clock *simclock.Clock // the node's true (skewed) clock
+	gate  *pauseClock     // what the server is given
+	logs  *raft.InmemStore
+	snaps *raft.InmemSnapshotStore
+
+	mu          sync.Mutex
+	srv         *impl.Server
+	hs          *http.Server
+	incarnation int
+	// stopped is set when the running incarnation is crashed, so that
+	// whatever it applies while shutting down is not recorded.
+	stopped *atomic.Bool
+	ids     int
+}
+
+func (s *server) httpAddr() string { return s.Name + ":" + HttpPort }
+
+// current returns the running server, nil while crashed.
+func (s *server) Current() *impl.Server {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.srv
+}
+
+// cluster runs the servers inside the bubble.
+type Cluster struct {
+	net     *simnet.Network
+	rec     *Recorder
+	Servers []*server
+	peers   []impl.Peer
+	variant *Variant
+	// applied is the highest index any server has applied, so a restarted
+	// server's replay of older entries is marked as such.
+	appliedMu sync.Mutex
+	applied   uint64
+}
+
+// simTransport is an HTTP transport whose connections travel on the
+// simulated network from node from. Keep-alives are off, so every request
+// dials afresh: a pooled connection would make which request uses which
+// connection depend on goroutine scheduling.
+func SimTransport(n *simnet.Network, from string) *http.Transport {
+	return &http.Transport{DialContext: n.Dialer(from), DisableKeepAlives: true}
+}
+
+func NewCluster(n *simnet.Network, rec *Recorder, names []string, clocks map[string]ClockSkew, v *Variant) (*Cluster, error) {
+	c := &Cluster{net: n, rec: rec, variant: v}
+	for _, name := range names {
+		c.peers = append(c.peers, impl.Peer{Name: name, RaftAddr: name})
+	}
+	for _, name := range names {
+		sk := clocks[name]
+		clk, err := simclock.New(sk.Offset, sk.Rate)
+		if err != nil {
+			return nil, fmt.Errorf("clock of %s: %w", name, err)
+		}
+		s := &server{Name: name, clock: clk, gate: &pauseClock{inner: clk},
+			logs: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore()}
+		if v != nil && v.Clock != nil {
+			s.gate.now = v.Clock(clk)
+		}
+		c.Servers = append(c.Servers, s)
+	}
+	for _, s := range c.Servers {
+		if err := c.Start(s); err != nil {
+			c.Shutdown()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// start boots s on its stores with a fresh transport, HTTP listener, leader
+// observer and apply hook.
+func (c *Cluster) Start(s *server) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.srv != nil {
+		return fmt.Errorf("start %s: already running", s.Name)
+	}
+	trans, err := c.net.NewTransport(raft.ServerAddress(s.Name))
+	if err != nil {
+		return fmt.Errorf("start %s: %w", s.Name, err)
+	}
+	name, inc := s.Name, s.incarnation
+	c.appliedMu.Lock()
+	replayUntil := c.applied
+	c.appliedMu.Unlock()
+	if inc == 0 {
+		replayUntil = 0
+	}
+	var leader, stopped atomic.Bool
+	cfg := impl.Config{
+		NodeName: s.Name, HTTPAddr: s.httpAddr(), Clock: s.gate,
+		Transport: trans, LogStore: s.logs, StableStore: s.logs, SnapshotStore: s.snaps,
+		Peers: c.peers, RoundTripper: SimTransport(c.net, s.Name),
+		// Session IDs must not depend on crypto/rand, or no run replays.
+		// Counter first: failure reports show IDs cut to 8 characters.
+		NewID: func() string {
+			s.ids++
+			return fmt.Sprintf("%d.%s.%d", s.ids, name, inc)
+		},
+		// Runs on the applying goroutine, before virtual time moves on:
+		// each observation carries the exact instant of its entry.
+		Observe: func(ch impl.Change) {
+			if stopped.Load() || ch.After.Index() == ch.Before.Index() {
+				return // a crashed incarnation, or an entry that changed nothing
+			}
+			obs := observe(ch)
+			obs.Leader, obs.Clock, obs.Incarnation = leader.Load(), s.clock.Now(), inc
+			obs.Replay = obs.Index <= replayUntil || obs.Restored
+			c.rec.Add(Event{Kind: KindState, Node: name, State: obs})
+			c.appliedMu.Lock()
+			c.applied = max(c.applied, obs.Index)
+			c.appliedMu.Unlock()
+		},
+	}
+	if c.variant != nil && c.variant.Config != nil {
+		c.variant.Config(&cfg)
+	}
+	srv, err := impl.NewServer(cfg)
+	if err != nil {
+		return fmt.Errorf("start %s: %w", s.Name, err)
+	}
+	srv.Raft().RegisterObserver(raft.NewObserver(nil, false, func(o *raft.Observation) bool {
+		// Runs synchronously inside raft: the time is the exact virtual
+		// instant of the change.
+		if st, ok := o.Data.(raft.RaftState); ok && (st == raft.Leader) != leader.Load() {
+			is := st == raft.Leader
+			leader.Store(is)
+			c.rec.Add(Event{Kind: KindLeader, Node: name, Leader: &is})
+		}
+		return false
+	}))
+	ln, err := c.net.Listen(s.httpAddr())
+	if err != nil {
+		return errors.Join(fmt.Errorf("listen %s: %w", s.httpAddr(), err), srv.Shutdown())
+	}
+	hs := &http.Server{Handler: httpapi.New(srv, httpapi.Options{Forward: SimTransport(c.net, s.Name)})}
+	go func() { _ = hs.Serve(ln) }()
+	s.srv, s.hs, s.stopped = srv, hs, &stopped
+	return nil
+}
+
+// crash stops s as a kill would: HTTP and raft go down at once; the stores
+// are kept for a restart.
+func (c *Cluster) Crash(s *server) error {
+	s.mu.Lock()
+	srv, hs, stopped := s.srv, s.hs, s.stopped
+	s.srv, s.hs = nil, nil
+	if srv != nil {
+		s.incarnation++
+	}
+	s.mu.Unlock()
+	if srv == nil {
+		return nil
+	}
+	stopped.Store(true)
+	err := hs.Close()
+	if serr := srv.Shutdown(); serr != nil {
+		err = errors.Join(err, fmt.Errorf("shutdown %s: %w", s.Name, serr))
+	}
+	s.gate.resume()
+	return err
+}
+
+func (c *Cluster) Shutdown() error {
+	var errs []error
+	for _, s := range c.Servers {
+		errs = append(errs, c.Crash(s))
+	}
+	return errors.Join(errs...)
+}
+
+// leader returns a running server that currently leads, or nil.
+func (c *Cluster) Leader() *server {
+	for _, s := range c.Servers {
+		if srv := s.Current(); srv != nil {
+			if is, _, _ := srv.Leader(); is {
+				return s
+			}
+		}
+	}
+	return nil
+}
+
+// applyOnLeader proposes cmd on whichever server leads, retrying until ctx
+// ends: the simulator's stand-in for a catalog write made by Consul's serf.
+func (c *Cluster) applyOnLeader(ctx context.Context, cmd model.Command) error {
+	for {
+		if l := c.Leader(); l != nil {
+			if srv := l.Current(); srv != nil {
+				actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				_, err := srv.Apply(actx, cmd)
+				cancel()
+				if err == nil {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("apply %v: %w", cmd, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// observe is what one state-machine change did: the sessions it created
+// and removed, the keys it changed, the checks whose status it changed, and
+// the keys it left held by a session that no longer exists.
+func observe(ch impl.Change) *StateObs {
+	before, after := ch.Before, ch.After
+	obs := &StateObs{Index: after.Index(), Restored: ch.Command == nil}
+	for id, se := range after.Sessions() {
+		if _, ok := before.Session(id); !ok {
+			obs.NewSess = append(obs.NewSess, se)
+		}
+	}
+	for id, se := range before.Sessions() {
+		if _, ok := after.Session(id); !ok {
+			obs.GoneSess = append(obs.GoneSess, se)
+		}
+	}
+	bySessionID := func(a, b model.Session) int { return strings.Compare(a.ID, b.ID) }
+	slices.SortFunc(obs.NewSess, bySessionID)
+	slices.SortFunc(obs.GoneSess, bySessionID)
+
+	var keys []string
+	for k, a := range after.Entries() {
+		if b, ok := before.Get(k); !ok || !entriesEqual(a, b) {
+			keys = append(keys, k)
+		}
+		if a.Session != "" {
+			if _, live := after.Session(a.Session); !live {
+				obs.Orphans = append(obs.Orphans, k)
+			}
+		}
+	}
+	for k := range before.Entries() {
+		if _, ok := after.Get(k); !ok {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	slices.Sort(obs.Orphans)
+	for _, k := range keys {
+		kc := KeyChange{Key: k}
+		if b, ok := before.Get(k); ok {
+			kc.Before = &b
+		}
+		if a, ok := after.Get(k); ok {
+			kc.After = &a
+		} else {
+			kc.DeletedAt, _ = after.Tombstone(k)
+		}
+		obs.Keys = append(obs.Keys, kc)
+	}
+	for _, c := range after.CheckList("", "") {
+		if b, _ := before.Check(model.CheckKey{Node: c.Node, CheckID: c.CheckID}); b.Status != c.Status {
+			if obs.Checks == nil {
+				obs.Checks = map[string]model.Health{}
+			}
+			obs.Checks[c.Node+"/"+c.CheckID] = c.Status
+		}
+	}
+	return obs
+}
+
+func entriesEqual(a, b model.KVEntry) bool {
+	return a.LockIndex == b.LockIndex && a.Session == b.Session && a.ModifyIndex == b.ModifyIndex &&
+		a.CreateIndex == b.CreateIndex && a.Flags == b.Flags && string(a.Value) == string(b.Value)
+}
+
+func SortedMapKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// Variant is a deliberately broken server, for the teeth tests. Variants are
+// built in test code only; the runner just applies them.
+type Variant struct {
+	Name string
+	// Config adjusts each server's configuration (test-only hooks).
+	Config func(*impl.Config)
+	// Clock, if set, replaces the server's Now (its timers keep the true clock).
+	Clock func(true *simclock.Clock) func() time.Time
+}

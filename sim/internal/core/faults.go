@@ -1,0 +1,232 @@
+package core
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+)
+
+// FaultKind names a kind of fault the schedule can inject.
+type FaultKind string
+
+// Fault kinds. Targets that depend on the run (the current leader) are
+// resolved when the fault fires; everything else comes from the seed.
+const (
+	// FaultPartition splits the servers into a majority and a minority; the
+	// leader may land on either side.
+	FaultPartition FaultKind = "partition"
+	// FaultLeaderIsolation cuts the current leader off from every node.
+	FaultLeaderIsolation FaultKind = "leader-isolation"
+	// FaultFlapping cuts and heals one server's links repeatedly.
+	FaultFlapping FaultKind = "flapping"
+	// FaultServerClockStep steps one server's wall clock by ±(1..20) s for
+	// a while. Its timers measure on that clock (S18, S22), so a step can
+	// shorten a TTL or a lock-delay as that server sees them.
+	FaultServerClockStep FaultKind = "server-clock-step"
+	// FaultClientClockRate makes one client's clock run fast or slow for a
+	// while, so its belief in its own TTL drifts from the servers'.
+	FaultClientClockRate FaultKind = "client-clock-rate"
+	// FaultFalsePositive keeps marking a live node's serfHealth critical
+	// for a while, invalidating the sessions bound to it.
+	FaultFalsePositive FaultKind = "false-positive"
+	// FaultClientPause stops a client (process and network) for a while,
+	// typically longer than its TTL; it resumes as if nothing happened.
+	FaultClientPause FaultKind = "client-pause"
+	// FaultServerPause stops a server's network and timers, then resumes it.
+	FaultServerPause FaultKind = "server-pause"
+	// FaultCrashRestart crashes a server and restarts it from its stores.
+	FaultCrashRestart FaultKind = "crash-restart"
+	// FaultLeaderKill crashes the current leader and restarts it later.
+	FaultLeaderKill FaultKind = "leader-kill"
+	// FaultClientCrash stops a client forever without releasing anything;
+	// the failure detector then marks its node critical.
+	FaultClientCrash FaultKind = "client-crash"
+	// FaultSlowLink delays a client's packets to the resources by seconds.
+	FaultSlowLink FaultKind = "slow-link"
+)
+
+// Fault kinds aimed at a recipe's current holder (the leader, or one slot
+// holder). The target is whoever holds when the fault fires.
+const (
+	// FaultHolderPause stops the holder's process and network (a GC pause,
+	// a stopped VM) and resumes it as if nothing happened.
+	FaultHolderPause FaultKind = "holder-pause"
+	// FaultHolderPartition cuts the holder's host off from every server;
+	// the resources stay reachable, over a link slowed by Param if set, and
+	// the host's clock runs at Rate meanwhile if set (a slow clock makes the
+	// recipe believe in its session longer than the server keeps it).
+	FaultHolderPartition FaultKind = "holder-partition"
+	// FaultHolderCrash stops the holder's process for good without
+	// releasing anything.
+	FaultHolderCrash FaultKind = "holder-crash"
+	// FaultHolderSlowLink slows the holder's link to the resources by Param.
+	FaultHolderSlowLink FaultKind = "holder-slow-link"
+	// FaultHolderClockRate runs the holder's own clock at Rate (slow: its
+	// belief in its TTL outlives the server's): FaultClientClockRate aimed
+	// at whoever holds the lock when it fires.
+	FaultHolderClockRate FaultKind = "holder-clock-rate"
+)
+
+// holderFault reports whether k targets a recipe holder (else a server).
+func HolderFault(k FaultKind) bool {
+	switch k {
+	case FaultHolderPause, FaultHolderPartition, FaultHolderCrash, FaultHolderSlowLink, FaultHolderClockRate:
+		return true
+	}
+	return false
+}
+
+// deathFault reports whether k leaves the holder unable to act.
+func DeathFault(k FaultKind) bool {
+	return k == FaultHolderPause || k == FaultHolderPartition || k == FaultHolderCrash
+}
+
+// AllFaultKinds lists every kind, in a fixed order.
+var AllFaultKinds = []FaultKind{
+	FaultPartition, FaultLeaderIsolation, FaultFlapping, FaultServerClockStep,
+	FaultClientClockRate, FaultFalsePositive, FaultClientPause, FaultServerPause, FaultCrashRestart,
+	FaultLeaderKill, FaultClientCrash, FaultSlowLink,
+}
+
+// parseFaultKinds reads a comma-separated list; "all" means every kind and
+// "none" (or "") no faults.
+func ParseFaultKinds(s string) ([]FaultKind, error) {
+	s = strings.TrimSpace(s)
+	switch s {
+	case "", "none":
+		return nil, nil
+	case "all":
+		return slices.Clone(AllFaultKinds), nil
+	}
+	var out []FaultKind
+	for _, part := range strings.Split(s, ",") {
+		k := FaultKind(strings.TrimSpace(part))
+		if !slices.Contains(AllFaultKinds, k) {
+			return nil, fmt.Errorf("unknown fault kind %q (known: %v)", k, AllFaultKinds)
+		}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// Fault is one scheduled fault. Pick is a seed-derived number the runner
+// uses to choose targets (which server, which client, which side).
+type Fault struct {
+	ID   int           `json:"id"`
+	Kind FaultKind     `json:"kind"`
+	At   time.Duration `json:"at"`
+	Dur  time.Duration `json:"dur"`
+	Pick uint64        `json:"pick"`
+	// Param is a kind-specific magnitude: the step of a server clock step,
+	// the one-way delay for a slow link, the flap period for flapping. Rate
+	// is a client clock rate's.
+	Param time.Duration `json:"param,omitempty"`
+	Rate  float64       `json:"rate,omitempty"`
+}
+
+// End is when the fault is healed.
+func (f Fault) End() time.Duration { return f.At + f.Dur }
+
+func (f Fault) String() string {
+	return fmt.Sprintf("#%d %s at %v for %v", f.ID, f.Kind, f.At, f.Dur)
+}
+
+// faultDurations bounds each kind's length. Pauses run past the largest TTL
+// (and 2×TTL) so that sessions expire under a paused holder; holder pauses
+// and partitions range from shorter than the TTL (the holder should
+// survive) to well past TTL×2 plus lock-delay (a takeover must happen).
+var faultDurations = map[FaultKind][2]time.Duration{
+	FaultPartition:       {3 * time.Second, 15 * time.Second},
+	FaultLeaderIsolation: {3 * time.Second, 12 * time.Second},
+	FaultFlapping:        {6 * time.Second, 16 * time.Second},
+	FaultServerClockStep: {10 * time.Second, 30 * time.Second},
+	FaultClientClockRate: {10 * time.Second, 30 * time.Second},
+	FaultFalsePositive:   {2 * time.Second, 8 * time.Second},
+	FaultClientPause:     {5 * time.Second, 50 * time.Second},
+	FaultServerPause:     {2 * time.Second, 10 * time.Second},
+	FaultCrashRestart:    {2 * time.Second, 15 * time.Second},
+	FaultLeaderKill:      {3 * time.Second, 15 * time.Second},
+	FaultClientCrash:     {1 * time.Second, 1 * time.Second},
+	FaultSlowLink:        {5 * time.Second, 20 * time.Second},
+	FaultHolderPause:     {3 * time.Second, 45 * time.Second},
+	FaultHolderPartition: {5 * time.Second, 40 * time.Second},
+	FaultHolderCrash:     {time.Second, time.Second},
+	FaultHolderSlowLink:  {5 * time.Second, 25 * time.Second},
+	FaultHolderClockRate: {10 * time.Second, 30 * time.Second},
+}
+
+// drawParams draws a fault's kind-specific magnitudes.
+func drawParams(r *rand.Rand, f *Fault) {
+	switch f.Kind {
+	case FaultServerClockStep:
+		f.Param = Between(r, time.Second, 20*time.Second)
+		if r.IntN(2) == 0 {
+			f.Param = -f.Param
+		}
+	case FaultClientClockRate:
+		// A rate in [0.5, 0.9] ∪ [1.1, 2].
+		if r.IntN(2) == 0 {
+			f.Rate = 0.5 + 0.4*r.Float64()
+		} else {
+			f.Rate = 1.1 + 0.9*r.Float64()
+		}
+	case FaultSlowLink:
+		f.Param = Between(r, 2*time.Second, 12*time.Second)
+	case FaultFlapping:
+		f.Param = Between(r, 300*time.Millisecond, 2*time.Second)
+	case FaultHolderPartition:
+		if r.IntN(2) == 0 {
+			f.Param = Between(r, 5*time.Second, 20*time.Second)
+		}
+		if r.IntN(3) == 0 {
+			f.Rate = 0.2 + 0.3*r.Float64()
+		}
+	case FaultHolderSlowLink:
+		f.Param = Between(r, 5*time.Second, 20*time.Second)
+	case FaultHolderClockRate:
+		f.Rate = 0.5 + 0.4*r.Float64()
+	}
+}
+
+// seededSchedule is how seeded workload runs draw their faults.
+var SeededSchedule = SchedulePlan{Stream: "faults", Gap: [2]time.Duration{time.Second, 6 * time.Second}}
+
+// schedulePlan is how a driver's runs draw their faults: the seed stream,
+// the gap between faults, and an optional veto that swaps a drawn kind for
+// another (a recipe run keeps someone alive to take over).
+type SchedulePlan struct {
+	Stream string
+	Gap    [2]time.Duration
+	Swap   func(k FaultKind) FaultKind
+}
+
+// newSchedule draws a fault schedule from the seed: faults of the given
+// kinds, one after another with gaps, all starting at or after from and
+// healed by until. The same arguments always give the same schedule.
+func NewSchedule(seed uint64, plan SchedulePlan, kinds []FaultKind, from, until time.Duration) []Fault {
+	if len(kinds) == 0 || until <= from {
+		return nil
+	}
+	r := Stream(seed, plan.Stream)
+	var out []Fault
+	t := from
+	for {
+		t += Between(r, plan.Gap[0], plan.Gap[1])
+		k := kinds[r.IntN(len(kinds))]
+		if plan.Swap != nil {
+			k = plan.Swap(k)
+		}
+		lim := faultDurations[k]
+		f := Fault{ID: len(out) + 1, Kind: k, At: t, Dur: Between(r, lim[0], lim[1]), Pick: r.Uint64()}
+		drawParams(r, &f)
+		if f.End() > until {
+			return out
+		}
+		out = append(out, f)
+		t = f.End()
+	}
+}

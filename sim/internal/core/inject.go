@@ -1,0 +1,188 @@
+package core
+
+import (
+	"context"
+	"time"
+
+	"github.com/tenurekv/tenure/model"
+	"github.com/tenurekv/tenure/sim/simnet"
+)
+
+// injector carries out a fault schedule on a running cluster. Each fault runs
+// in its own goroutine: it sleeps until its start, acts, sleeps until its
+// end, and heals. Targets come from the fault's Pick, or from the cluster's
+// state at the start (the current leader). Faults on servers and the
+// network are its own; faults on clients go to the driver (clients).
+type Injector struct {
+	Cl      *Cluster
+	Net     *simnet.Network
+	Rec     *Recorder
+	Clients ClientFaults // nil: client faults are ignored
+	T0      time.Duration
+}
+
+// ClientFaults carries out the fault kinds aimed at a driver's clients:
+// which client a fault hits is the one thing that differs between drivers
+// (any client by the fault's pick, or whoever holds the lock).
+type ClientFaults interface {
+	// StartClientFault applies f and returns how to heal it (nil: nothing
+	// to heal); ok is false for a kind that is not a client fault.
+	StartClientFault(in *Injector, f Fault) (heal func(), ok bool)
+}
+
+func (in *Injector) sleepUntil(t time.Duration) {
+	if d := in.T0 + t - in.Rec.Elapsed(); d > 0 {
+		time.Sleep(d)
+	}
+}
+
+func (in *Injector) Mark(f Fault, phase string, targets []string, note string) {
+	in.Rec.Add(Event{Kind: KindFault, Fault: &FaultMark{ID: f.ID, Kind: f.Kind, Phase: phase, Targets: targets, Note: note}})
+}
+
+func (in *Injector) serverByPick(p uint64) *server {
+	return in.Cl.Servers[p%uint64(len(in.Cl.Servers))]
+}
+
+// leaderOrPick is the current leader, or a seeded server if there is none.
+func (in *Injector) leaderOrPick(p uint64) *server {
+	if l := in.Cl.Leader(); l != nil {
+		return l
+	}
+	return in.serverByPick(p)
+}
+
+// falsePositiveEvery is how often a false positive re-marks its node critical.
+const falsePositiveEvery = 500 * time.Millisecond
+
+func (in *Injector) Run(f Fault) {
+	in.sleepUntil(f.At)
+	heal := in.Start(f)
+	in.sleepUntil(f.End())
+	if heal != nil {
+		heal()
+	}
+	in.Mark(f, "end", nil, "")
+}
+
+// start applies the fault and returns how to heal it.
+func (in *Injector) Start(f Fault) func() {
+	switch f.Kind {
+	case FaultPartition:
+		names := in.Cl.PeersNames()
+		// Rotate by Pick, then cut off the first (n-1)/2 (at least one).
+		k := max(1, (len(names)-1)/2)
+		off := int(f.Pick % uint64(len(names)))
+		rot := append(append([]string(nil), names[off:]...), names[:off]...)
+		minority, majority := rot[:k], rot[k:]
+		_ = in.Net.Partition(minority, majority)
+		in.Mark(f, "start", minority, "minority side")
+		return in.Net.Heal
+	case FaultLeaderIsolation:
+		l := in.leaderOrPick(f.Pick)
+		_ = in.Net.Isolate(l.Name)
+		in.Mark(f, "start", []string{l.Name}, "")
+		return in.Net.Heal
+	case FaultFlapping:
+		s := in.serverByPick(f.Pick)
+		in.Mark(f, "start", []string{s.Name}, "")
+		period := max(f.Param, 100*time.Millisecond)
+		for cut := true; in.Rec.Elapsed()+period < in.T0+f.End(); cut = !cut {
+			if cut {
+				_ = in.Net.Isolate(s.Name)
+			} else {
+				in.Net.Heal()
+			}
+			time.Sleep(period)
+		}
+		return in.Net.Heal
+	case FaultServerClockStep:
+		s := in.serverByPick(f.Pick)
+		s.clock.Step(f.Param)
+		in.Mark(f, "start", []string{s.Name}, "wall clock step "+f.Param.String())
+		return func() { s.clock.Step(-f.Param) }
+	case FaultFalsePositive:
+		// The node re-registers itself passing within milliseconds (its
+		// anti-entropy), so one critical write would be a blip: the fault
+		// keeps re-marking it for its whole length, as a failure detector
+		// that keeps suspecting a live node would.
+		s := in.serverByPick(f.Pick)
+		in.Mark(f, "start", []string{s.Name}, "serfHealth critical while alive, re-marked every "+falsePositiveEvery.String())
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				in.setSerf(s, model.HealthCritical, falsePositiveEvery)
+				select {
+				case <-stop:
+					return
+				case <-time.After(falsePositiveEvery):
+				}
+			}
+		}()
+		return func() {
+			close(stop)
+			<-done
+			in.setSerf(s, model.HealthPassing, 10*time.Second)
+		}
+	case FaultServerPause:
+		s := in.serverByPick(f.Pick)
+		_ = in.Net.Pause(s.Name)
+		s.gate.pause()
+		in.Mark(f, "start", []string{s.Name}, "")
+		return func() {
+			s.gate.resume()
+			_ = in.Net.Resume(s.Name)
+		}
+	case FaultCrashRestart, FaultLeaderKill:
+		s := in.serverByPick(f.Pick)
+		if f.Kind == FaultLeaderKill {
+			s = in.leaderOrPick(f.Pick)
+		}
+		in.Mark(f, "start", []string{s.Name}, "")
+		in.Crash(s)
+		return func() { in.Restart(s) }
+	}
+	if in.Clients != nil {
+		if heal, ok := in.Clients.StartClientFault(in, f); ok {
+			return heal
+		}
+	}
+	in.Mark(f, "start", nil, "unknown fault kind: ignored")
+	return nil
+}
+
+func (in *Injector) Crash(s *server) {
+	if err := in.Cl.Crash(s); err != nil {
+		in.Rec.Add(Event{Kind: KindNote, Node: s.Name, Msg: "crash error: " + err.Error()})
+	}
+	in.Rec.Add(Event{Kind: KindNote, Node: s.Name, Msg: NoteCrashPrefix + s.Name})
+}
+
+func (in *Injector) Restart(s *server) {
+	if err := in.Cl.Start(s); err != nil {
+		in.Rec.Add(Event{Kind: KindNote, Node: s.Name, Msg: "restart error: " + err.Error()})
+		return
+	}
+	in.Rec.Add(Event{Kind: KindNote, Node: s.Name, Msg: NoteRestartPrefix + s.Name})
+}
+
+// setSerf writes s's serfHealth status through the leader, as Consul's serf
+// reconciliation would; it gives up after limit.
+func (in *Injector) setSerf(s *server, status model.Health, limit time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
+	defer cancel()
+	cmd := model.Command{Register: &model.Register{Node: s.Name, Address: s.httpAddr(),
+		Checks: []model.CheckSpec{{CheckID: model.SerfHealthCheckID, Name: "Serf Health Status", Status: status}}}}
+	if err := in.Cl.applyOnLeader(ctx, cmd); err != nil {
+		in.Rec.Add(Event{Kind: KindNote, Node: s.Name, Msg: "serfHealth " + string(status) + " not written: " + err.Error()})
+	}
+}
+
+func (c *Cluster) PeersNames() []string {
+	var out []string
+	for _, p := range c.peers {
+		out = append(out, p.Name)
+	}
+	return out
+}
