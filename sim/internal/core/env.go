@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tenurekv/tenure/model"
+	"github.com/tenurekv/tenure/sim/simnet"
 )
 
 // Startup timing shared by every driver, in virtual time.
@@ -14,6 +15,54 @@ const (
 	startupLimit  = 30 * time.Second // the cluster must elect and register by then
 	WorkloadDelay = 2 * time.Second  // after registration, before clients start
 )
+
+// Base is what every run starts from: the simulated network, the recorder
+// whose first event is the run's header, and the cluster, every server
+// registered. T0 is when the driver's clients may start.
+type Base struct {
+	Net *simnet.Network
+	Rec *Recorder
+	Hdr RunHeader
+	Cl  *Cluster
+	T0  time.Duration
+}
+
+// Start boots the cluster hdr describes (servers adjusted or deliberately
+// broken by v, if set) and waits until every server has registered itself.
+// netTrace records every network message in the trace (large). Call Close
+// when done.
+func Start(hdr RunHeader, v *Variant, netTrace bool) (*Base, error) {
+	rec := NewRecorder()
+	netOpts := simnet.Options{Seed: hdr.Seed, Link: simnet.Link{Latency: time.Millisecond, Jitter: 2 * time.Millisecond}}
+	if netTrace {
+		netOpts.OnEvent = func(e simnet.Event) { rec.Add(Event{Kind: KindNet, Msg: e.String()}) }
+	}
+	network, err := simnet.New(netOpts)
+	if err != nil {
+		return nil, fmt.Errorf("sim: network: %w", err)
+	}
+	b := &Base{Net: network, Rec: rec, Hdr: hdr}
+	rec.Add(Event{Kind: KindRun, Run: &b.Hdr})
+	if b.Cl, err = NewCluster(network, rec, hdr.Servers, hdr.Clocks, v); err != nil {
+		network.Close()
+		return nil, err
+	}
+	if err := WaitRegistered(b.Cl); err != nil {
+		b.Close()
+		return nil, err
+	}
+	time.Sleep(WorkloadDelay)
+	b.T0 = rec.Elapsed()
+	return b, nil
+}
+
+// Close shuts down whatever is still running; safe after a shutdown.
+func (b *Base) Close() {
+	if b.Cl != nil {
+		_ = b.Cl.Shutdown()
+	}
+	b.Net.Close()
+}
 
 // PlanServerClocks names the servers n1…nN and draws their clocks: exact
 // without skew, otherwise off by up to ±5 s and drifting up to ±5 %. It

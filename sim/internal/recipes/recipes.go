@@ -260,25 +260,13 @@ func RunRecipe(cfg RecipeConfig) (*RecipeResult, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	rec := core.NewRecorder()
-	network, err := simnet.New(simnet.Options{Seed: cfg.Seed, Link: simnet.Link{Latency: time.Millisecond, Jitter: 2 * time.Millisecond}})
-	if err != nil {
-		return nil, fmt.Errorf("sim: network: %w", err)
-	}
-	defer network.Close()
-
 	hdr, bounds := planRecipeRun(cfg)
-	rec.Add(core.Event{Kind: core.KindRun, Run: &hdr})
-	cl, err := core.NewCluster(network, rec, hdr.Servers, hdr.Clocks, nil)
+	base, err := core.Start(hdr, nil, false)
 	if err != nil {
 		return nil, err
 	}
-	defer cl.Shutdown()
-	if err := core.WaitRegistered(cl); err != nil {
-		return nil, err
-	}
-	time.Sleep(core.WorkloadDelay)
-	t0 := rec.Elapsed()
+	defer base.Close()
+	rec, network, cl, t0 := base.Rec, base.Net, base.Cl, base.T0
 	log := &recipeLog{rec: rec}
 
 	stopRes, err := startRecipeResources(cfg, rec, log, network, hdr.Servers)

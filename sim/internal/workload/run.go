@@ -109,40 +109,20 @@ func Run(cfg Config) (*Result, error) {
 // env is a running cluster with its network, recorder and resources: what
 // a seeded run and a scripted scenario share.
 type Env struct {
-	Net    *simnet.Network
-	Rec    *core.Recorder
-	Hdr    core.RunHeader
-	Cl     *core.Cluster
+	*core.Base
 	res    *core.Resources
 	resSrv *http.Server
-	// t0 is when the workload may start: every server is registered.
-	T0 time.Duration
 }
 
 // startEnv plans the run, boots the cluster, waits until every server has
 // registered itself and serves the resources. Call close when done.
 func StartEnv(cfg Config) (*Env, error) {
-	rec := core.NewRecorder()
-	netOpts := simnet.Options{Seed: cfg.Seed, Link: simnet.Link{Latency: time.Millisecond, Jitter: 2 * time.Millisecond}}
-	if cfg.NetTrace {
-		netOpts.OnEvent = func(e simnet.Event) { rec.Add(core.Event{Kind: core.KindNet, Msg: e.String()}) }
-	}
-	network, err := simnet.New(netOpts)
+	base, err := core.Start(planRun(cfg), cfg.Variant, cfg.NetTrace)
 	if err != nil {
-		return nil, fmt.Errorf("sim: network: %w", err)
-	}
-	e := &Env{Net: network, Rec: rec, Hdr: planRun(cfg)}
-	rec.Add(core.Event{Kind: core.KindRun, Run: &e.Hdr})
-	if e.Cl, err = core.NewCluster(network, rec, e.Hdr.Servers, e.Hdr.Clocks, cfg.Variant); err != nil {
-		network.Close()
 		return nil, err
 	}
-	if err := core.WaitRegistered(e.Cl); err != nil {
-		e.Close()
-		return nil, err
-	}
-	time.Sleep(core.WorkloadDelay)
-	e.T0 = rec.Elapsed()
+	e := &Env{Base: base}
+	rec, network := e.Rec, e.Net
 
 	e.res = core.NewResources(rec, nil)
 	e.res.Check = resourceChecker(rec, network, e.Hdr.Servers)
@@ -170,10 +150,7 @@ func (e *Env) Close() {
 	if e.resSrv != nil {
 		e.resSrv.Close()
 	}
-	if e.Cl != nil {
-		_ = e.Cl.Shutdown()
-	}
-	e.Net.Close()
+	e.Base.Close()
 }
 
 // planRun draws everything the seed decides before the run starts.
