@@ -1,0 +1,99 @@
+package reconcile
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// Status is a member's gossip status, as serf reports it.
+type Status int
+
+// Serf's member statuses, plus Reaped for a member serf has forgotten.
+const (
+	Alive Status = iota + 1
+	Leaving
+	Left
+	Failed
+	Reaped
+)
+
+func (s Status) String() string {
+	switch s {
+	case Alive:
+		return "alive"
+	case Leaving:
+		return "leaving"
+	case Left:
+		return "left"
+	case Failed:
+		return "failed"
+	case Reaped:
+		return "reaped"
+	}
+	return "unknown"
+}
+
+// Member is one gossip member as the leader sees it.
+type Member struct {
+	Name string
+	// Address is what the catalog records for the node: the address the
+	// agent advertises for its HTTP API.
+	Address string
+	Status  Status
+}
+
+// CheckName is the name Consul gives the gossip health check.
+const CheckName = "Serf Health Status"
+
+// Decide returns the catalog write that brings the catalog in line with m,
+// or false when the catalog already agrees. self is the leader's own node
+// name: like Consul, the leader never deregisters itself (a follower's
+// leader does that once it has stepped down).
+func Decide(st *model.State, m Member, self string) (model.Command, bool) {
+	node, known := st.Node(m.Name)
+	check, hasCheck := st.Check(model.CheckKey{Node: m.Name, CheckID: model.SerfHealthCheckID})
+	switch m.Status {
+	case Alive:
+		if known && node.Address == m.Address && hasCheck && check.Status == model.HealthPassing {
+			return model.Command{}, false
+		}
+		return register(m.Name, m.Address, model.HealthPassing), true
+	case Failed:
+		// A member that never made it into the catalog has nothing to fail.
+		if !known || (hasCheck && check.Status == model.HealthCritical) {
+			return model.Command{}, false
+		}
+		return register(m.Name, node.Address, model.HealthCritical), true
+	case Left, Reaped:
+		if !known || m.Name == self {
+			return model.Command{}, false
+		}
+		return model.Command{Deregister: &model.Deregister{Node: m.Name}}, true
+	}
+	// Leaving: the leave completes as Left; nothing to write meanwhile.
+	return model.Command{}, false
+}
+
+// Unknown lists the catalog nodes that carry a serfHealth check but that
+// gossip does not know at all (member reports whether it does), sorted:
+// serf has reaped them, or they were registered by hand with a gossip check
+// they cannot keep. Each is to be decided as Reaped.
+func Unknown(st *model.State, member func(name string) bool) []Member {
+	var out []Member
+	for _, c := range st.CheckList("", "") {
+		if c.CheckID != model.SerfHealthCheckID || member(c.Node) {
+			continue
+		}
+		out = append(out, Member{Name: c.Node, Status: Reaped})
+	}
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func register(node, address string, status model.Health) model.Command {
+	return model.Command{Register: &model.Register{Node: node, Address: address, Checks: []model.CheckSpec{
+		{CheckID: model.SerfHealthCheckID, Name: CheckName, Status: status},
+	}}}
+}

@@ -1,0 +1,122 @@
+package reconcile
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// TestReconcile runs testdata/*.txt. Commands:
+//
+//	node name=N [addr=A] [serf=passing|critical]  register a node directly
+//	session id=S node=N [checks=c1,c2]             create a session
+//	member name=N [addr=A] status=S [self=L]       decide for one member and
+//	                                               apply the write, if any
+//	unknown [members=a,b]                          nodes gossip does not know
+func TestReconcile(t *testing.T) {
+	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
+		st := model.New()
+		var index uint64
+		apply := func(d *datadriven.TestData, cmd model.Command) model.Result {
+			index++
+			res := st.Apply(index, cmd)
+			if res.Failed() {
+				d.Fatalf(t, "apply %+v: %v", cmd, res.Err)
+			}
+			return res
+		}
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			arg := func(key, def string) string {
+				for _, a := range d.CmdArgs {
+					if a.Key == key && len(a.Vals) > 0 {
+						return strings.Join(a.Vals, ",")
+					}
+				}
+				return def
+			}
+			switch d.Cmd {
+			case "node":
+				reg := &model.Register{Node: arg("name", ""), Address: arg("addr", "")}
+				if s := arg("serf", ""); s != "" {
+					reg.Checks = []model.CheckSpec{{CheckID: model.SerfHealthCheckID, Name: CheckName, Status: model.Health(s)}}
+				}
+				apply(d, model.Command{Register: reg})
+				return ""
+			case "session":
+				cs := &model.CreateSession{ID: arg("id", ""), Node: arg("node", ""), Checks: []string{}}
+				if c := arg("checks", ""); c != "" {
+					cs.Checks = strings.Split(c, ",")
+				}
+				apply(d, model.Command{CreateSession: cs})
+				return ""
+			case "member":
+				m := Member{Name: arg("name", ""), Address: arg("addr", ""), Status: parseStatus(t, d, arg("status", ""))}
+				cmd, ok := Decide(st, m, arg("self", ""))
+				if !ok {
+					return "no write\n"
+				}
+				res := apply(d, cmd)
+				out := describe(cmd)
+				if len(res.Invalidated) > 0 {
+					out += fmt.Sprintf("invalidated %s\n", strings.Join(res.Invalidated, ","))
+				}
+				return out
+			case "unknown":
+				known := map[string]bool{}
+				for _, n := range strings.Split(arg("members", ""), ",") {
+					known[n] = true
+				}
+				var b strings.Builder
+				for _, m := range Unknown(st, func(n string) bool { return known[n] }) {
+					fmt.Fprintf(&b, "%s %s\n", m.Name, m.Status)
+				}
+				if b.Len() == 0 {
+					return "none\n"
+				}
+				return b.String()
+			}
+			d.Fatalf(t, "unknown command %q", d.Cmd)
+			return ""
+		})
+	})
+}
+
+func parseStatus(t *testing.T, d *datadriven.TestData, s string) Status {
+	for _, st := range []Status{Alive, Leaving, Left, Failed, Reaped} {
+		if st.String() == s {
+			return st
+		}
+	}
+	d.Fatalf(t, "unknown status %q", s)
+	return 0
+}
+
+func describe(cmd model.Command) string {
+	switch {
+	case cmd.Register != nil:
+		r := cmd.Register
+		var checks []string
+		for _, c := range r.Checks {
+			checks = append(checks, fmt.Sprintf("%s=%s (%s)", c.CheckID, c.Status, c.Name))
+		}
+		return fmt.Sprintf("register %s address=%q %s\n", r.Node, r.Address, strings.Join(checks, " "))
+	case cmd.Deregister != nil:
+		return fmt.Sprintf("deregister %s\n", cmd.Deregister.Node)
+	}
+	return fmt.Sprintf("%+v\n", cmd)
+}
+
+// TestStatusNames: every status prints as serf names it, and an unknown
+// value is not mistaken for one.
+func TestStatusNames(t *testing.T) {
+	want := map[Status]string{Alive: "alive", Leaving: "leaving", Left: "left", Failed: "failed", Reaped: "reaped", 0: "unknown"}
+	for s, name := range want {
+		if s.String() != name {
+			t.Errorf("%d prints %q, want %q", int(s), s.String(), name)
+		}
+	}
+}
