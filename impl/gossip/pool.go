@@ -1,0 +1,270 @@
+package gossip
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/memberlist"
+	"github.com/hashicorp/serf/serf"
+
+	"github.com/tenurekv/tenure/impl/reconcile"
+)
+
+// Tags every agent advertises. Role and DC are Consul's, so that a member
+// list reads the same; HTTP is tenure's own: the address of the agent's
+// HTTP API, which the catalog records as the node's address.
+const (
+	TagRole = "role"
+	TagDC   = "dc"
+	TagHTTP = "http"
+	TagPort = "port" // servers: the raft (server) port
+
+	RoleServer = "consul"
+	RoleClient = "node"
+)
+
+// Config is one agent's membership.
+type Config struct {
+	NodeName string
+	// BindAddr and BindPort are where gossip listens (UDP and TCP);
+	// AdvertiseAddr and AdvertisePort what other members dial (default: the
+	// bind address, which then must not be 0.0.0.0).
+	BindAddr      string
+	BindPort      int
+	AdvertiseAddr string
+	AdvertisePort int
+	// Tags are the member's tags (TagRole, TagDC, TagHTTP, …).
+	Tags map[string]string
+	// EncryptKey, if set, is the 16, 24 or 32-byte gossip key (-encrypt).
+	EncryptKey []byte
+	// DataDir, if set, keeps serf's snapshot of the pool in
+	// DataDir/serf/local.snapshot, so that a restarted agent rejoins on
+	// its own, as Consul's does.
+	DataDir string
+	// Transport replaces memberlist's UDP and TCP transport (the
+	// simulator's network).
+	Transport memberlist.Transport
+	// Timing adjusts memberlist's LAN timings after Consul's defaults are
+	// set (tests and dev mode shorten them).
+	Timing func(*memberlist.Config)
+	// ReconnectTimeout is how long a failed member is kept before serf
+	// reaps it; default 72 h, Consul's.
+	ReconnectTimeout time.Duration
+	Logger           hclog.Logger
+}
+
+// Pool is a running membership.
+type Pool struct {
+	serf    *serf.Serf
+	events  chan serf.Event
+	changes chan reconcile.Member
+	done    chan struct{}
+	logger  hclog.Logger
+}
+
+// changeBuffer bounds the changes waiting for the leader; like Consul's, a
+// change that does not fit is dropped, and the next full reconcile repairs it.
+const changeBuffer = 256
+
+// Start joins no one yet: it starts this agent's membership of a pool of
+// one. Join adds it to an existing pool.
+func Start(cfg Config) (*Pool, error) {
+	if cfg.NodeName == "" {
+		return nil, errors.New("gossip: node name is required")
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	ml := memberlist.DefaultLANConfig()
+	ml.Name = cfg.NodeName
+	ml.BindAddr, ml.BindPort = cfg.BindAddr, cfg.BindPort
+	ml.AdvertiseAddr, ml.AdvertisePort = cfg.AdvertiseAddr, cfg.AdvertisePort
+	ml.DeadNodeReclaimTime = 30 * time.Second // Consul's override
+	ml.Transport = cfg.Transport
+	if len(cfg.EncryptKey) > 0 {
+		if err := memberlist.ValidateKey(cfg.EncryptKey); err != nil {
+			return nil, fmt.Errorf("gossip: encrypt key: %w", err)
+		}
+		keyring, err := memberlist.NewKeyring(nil, cfg.EncryptKey)
+		if err != nil {
+			return nil, fmt.Errorf("gossip: keyring: %w", err)
+		}
+		ml.Keyring = keyring
+	}
+	if cfg.Timing != nil {
+		cfg.Timing(ml)
+	}
+	std := cfg.Logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+	ml.Logger = std
+
+	sc := serf.DefaultConfig()
+	sc.NodeName = cfg.NodeName
+	sc.Tags = cfg.Tags
+	sc.MemberlistConfig = ml
+	sc.Logger = std
+	sc.LeavePropagateDelay = 3 * time.Second // Consul's
+	sc.ReconnectTimeout = 72 * time.Hour
+	if cfg.ReconnectTimeout > 0 {
+		sc.ReconnectTimeout = cfg.ReconnectTimeout
+	}
+	sc.EnableNameConflictResolution = false
+	if cfg.DataDir != "" {
+		dir := filepath.Join(cfg.DataDir, "serf")
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("gossip: %w", err)
+		}
+		sc.SnapshotPath = filepath.Join(dir, "local.snapshot")
+	}
+	p := &Pool{
+		events:  make(chan serf.Event, 512),
+		changes: make(chan reconcile.Member, changeBuffer),
+		done:    make(chan struct{}),
+		logger:  cfg.Logger,
+	}
+	sc.EventCh = p.events
+	s, err := serf.Create(sc)
+	if err != nil {
+		return nil, fmt.Errorf("gossip: start: %w", err)
+	}
+	p.serf = s
+	go p.forward()
+	return p, nil
+}
+
+// forward turns serf's member events into changes for the leader.
+func (p *Pool) forward() {
+	defer close(p.done)
+	for {
+		select {
+		case e := <-p.events:
+			me, ok := e.(serf.MemberEvent)
+			if !ok {
+				continue
+			}
+			for _, m := range me.Members {
+				if me.Type == serf.EventMemberReap {
+					m.Status = statusReaped
+				}
+				select {
+				case p.changes <- toMember(m):
+				default:
+					p.logger.Warn("membership change dropped; the next full reconcile repairs it", "member", m.Name)
+				}
+			}
+		case <-p.serf.ShutdownCh():
+			return
+		}
+	}
+}
+
+// statusReaped marks a member serf reaped, as Consul does (serf has no
+// status of its own for it).
+const statusReaped serf.MemberStatus = -1
+
+func toMember(m serf.Member) reconcile.Member {
+	out := reconcile.Member{Name: m.Name, Address: m.Tags[TagHTTP]}
+	if out.Address == "" {
+		out.Address = m.Addr.String()
+	}
+	switch m.Status {
+	case serf.StatusAlive:
+		out.Status = reconcile.Alive
+	case serf.StatusLeaving:
+		out.Status = reconcile.Leaving
+	case serf.StatusLeft:
+		out.Status = reconcile.Left
+	case serf.StatusFailed:
+		out.Status = reconcile.Failed
+	case statusReaped:
+		out.Status = reconcile.Reaped
+	}
+	return out
+}
+
+// Changes delivers every membership change, one member at a time.
+func (p *Pool) Changes() <-chan reconcile.Member { return p.changes }
+
+// Members is every member serf knows, alive or not (left and failed ones
+// until serf reaps them).
+func (p *Pool) Members() []Member {
+	var out []Member
+	for _, m := range p.serf.Members() {
+		out = append(out, fromSerf(m))
+	}
+	return out
+}
+
+// Member is a member with what `consul members` shows.
+type Member struct {
+	reconcile.Member
+	Addr   string // gossip address, host:port
+	Tags   map[string]string
+	Server bool
+}
+
+func fromSerf(m serf.Member) Member {
+	return Member{Member: toMember(m), Addr: memberAddr(m), Tags: m.Tags, Server: m.Tags[TagRole] == RoleServer}
+}
+
+func memberAddr(m serf.Member) string {
+	return m.Addr.String() + ":" + strconv.Itoa(int(m.Port))
+}
+
+// Local is this agent's own member.
+func (p *Pool) Local() Member { return fromSerf(p.serf.LocalMember()) }
+
+// Join contacts the given gossip addresses and returns how many it reached.
+func (p *Pool) Join(addrs []string) (int, error) {
+	n, err := p.serf.Join(addrs, true)
+	if err != nil {
+		return n, fmt.Errorf("gossip: join %v: %w", addrs, err)
+	}
+	return n, nil
+}
+
+// Leave leaves the pool gracefully: the others see this member as left.
+func (p *Pool) Leave() error {
+	if err := p.serf.Leave(); err != nil {
+		return fmt.Errorf("gossip: leave: %w", err)
+	}
+	return nil
+}
+
+// ForceLeave marks a failed member as left (prune: forget it at once).
+func (p *Pool) ForceLeave(node string, prune bool) error {
+	known := false
+	for _, m := range p.serf.Members() {
+		known = known || m.Name == node
+	}
+	if !known {
+		return fmt.Errorf("agent: No node found with name '%s'", node)
+	}
+	var err error
+	if prune {
+		err = p.serf.RemoveFailedNodePrune(node)
+	} else {
+		err = p.serf.RemoveFailedNode(node)
+	}
+	if err != nil {
+		return fmt.Errorf("gossip: force-leave %s: %w", node, err)
+	}
+	return nil
+}
+
+// Stats are serf's counters, for /v1/agent/self.
+func (p *Pool) Stats() map[string]string { return p.serf.Stats() }
+
+// Shutdown stops gossip without leaving: the others see this member fail.
+func (p *Pool) Shutdown() error {
+	err := p.serf.Shutdown()
+	<-p.done
+	if err != nil {
+		return fmt.Errorf("gossip: shutdown: %w", err)
+	}
+	return nil
+}
