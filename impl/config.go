@@ -93,6 +93,9 @@ type Config struct {
 	// leaves it nil.
 	Apply func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result)
 
+	// Membership, if set, is this server's gossip pool; see Membership.
+	Membership Membership
+
 	// Observe, if set, is told every change of the state machine, in
 	// order, on the goroutine that applies them: one call per applied raft
 	// entry and one per snapshot restore. It is how the simulator sees

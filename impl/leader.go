@@ -25,6 +25,8 @@ type leaderTerm struct {
 	stop  chan struct{}
 	ready chan struct{}
 	done  chan struct{}
+	// members names the members whose gossip status changed (Membership).
+	members chan string
 }
 
 // monitorLeadership starts a leader loop for each term and stops it on
@@ -46,7 +48,8 @@ func (s *Server) monitorLeadership() {
 }
 
 func (s *Server) beginTerm() {
-	t := &leaderTerm{stop: make(chan struct{}), ready: make(chan struct{}), done: make(chan struct{})}
+	t := &leaderTerm{stop: make(chan struct{}), ready: make(chan struct{}), done: make(chan struct{}),
+		members: make(chan string, 256)}
 	s.lead.mu.Lock()
 	s.lead.term = t
 	close(s.lead.changed)
@@ -98,10 +101,17 @@ func (s *Server) leaderLoop(t *leaderTerm) {
 	default:
 	}
 	s.leader.StartTerm()
-	s.fd.start()
+	if s.cfg.Membership == nil {
+		s.fd.start()
+	}
 	close(t.ready)
 	s.logger.Info("leadership established", "ttl_sessions", s.ttlCount())
 	s.kickSync()
+	if s.cfg.Membership != nil {
+		if !s.goTracked(func() { s.reconcileLoop(t) }) {
+			return
+		}
+	}
 	s.reapLoop(t.stop)
 }
 

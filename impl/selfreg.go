@@ -17,7 +17,9 @@ import (
 )
 
 // syncLoop keeps this server's own node registered with its HTTP address and
-// a passing serfHealth check (S47), like a Consul agent's anti-entropy. It
+// a passing serfHealth check (S47), like a Consul agent's anti-entropy. With
+// a gossip Membership the leader registers every member, this one included,
+// and the loop only notes when that has happened. It
 // re-checks whenever the applied state changes (so a serfHealth the leader
 // marked critical is restored as soon as this node hears of it), retries
 // failures, and a registration sent but not yet seen here, with backoff,
@@ -32,6 +34,15 @@ func (s *Server) syncLoop() {
 			select {
 			case <-changed:
 			case <-s.syncKick:
+			case <-s.shutdownCh:
+				return
+			}
+			continue
+		}
+		if s.cfg.Membership != nil {
+			// The leader registers this node from gossip: only wait.
+			select {
+			case <-changed:
 			case <-s.shutdownCh:
 				return
 			}

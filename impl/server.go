@@ -127,6 +127,9 @@ func NewServer(cfg Config) (*Server, error) {
 	s.goTracked(s.consumeObservations)
 	s.goTracked(s.monitorLeadership)
 	s.goTracked(s.syncLoop)
+	if cfg.Membership != nil {
+		s.goTracked(s.consumeMembership)
+	}
 	return s, nil
 }
 

@@ -189,12 +189,21 @@ func toMember(m serf.Member) reconcile.Member {
 // Changes delivers every membership change, one member at a time.
 func (p *Pool) Changes() <-chan reconcile.Member { return p.changes }
 
-// Members is every member serf knows, alive or not (left and failed ones
-// until serf reaps them).
-func (p *Pool) Members() []Member {
+// List is every member serf knows, alive or not (left and failed ones
+// until serf reaps them), with what `consul members` shows.
+func (p *Pool) List() []Member {
 	var out []Member
 	for _, m := range p.serf.Members() {
 		out = append(out, fromSerf(m))
+	}
+	return out
+}
+
+// Members is List in the form the leader's reconcile reads (impl.Membership).
+func (p *Pool) Members() []reconcile.Member {
+	var out []reconcile.Member
+	for _, m := range p.serf.Members() {
+		out = append(out, toMember(m))
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/impl/reconcile"
 )
 
@@ -58,8 +59,8 @@ func TestPoolMembership(t *testing.T) {
 	if m := waitChange(t, a, "c", reconcile.Alive); m.Address != "c.http:8500" {
 		t.Fatalf("c's catalog address %q, want its HTTP tag", m.Address)
 	}
-	if len(a.Members()) != 3 {
-		t.Fatalf("a knows %d members, want 3", len(a.Members()))
+	if len(a.List()) != 3 || len(a.Members()) != 3 {
+		t.Fatalf("a knows %d members, want 3", len(a.List()))
 	}
 
 	if err := c.Shutdown(); err != nil {
@@ -91,3 +92,5 @@ func TestStartRejectsBadInput(t *testing.T) {
 		t.Errorf("a 5-byte key: %v", err)
 	}
 }
+
+var _ impl.Membership = (*Pool)(nil)

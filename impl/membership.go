@@ -1,0 +1,116 @@
+package impl
+
+import (
+	"time"
+
+	"github.com/tenurekv/tenure/impl/reconcile"
+	"github.com/tenurekv/tenure/model"
+)
+
+// Membership is the gossip pool a server belongs to (package gossip). With
+// one, the leader registers nodes and sets their serfHealth from gossip
+// (package reconcile, CONSUL.md §13), and the raft-heartbeat failure
+// detector and self-registration are off.
+type Membership interface {
+	// Members is every member gossip knows, failed and left ones included
+	// until they are reaped.
+	Members() []reconcile.Member
+	// Changes delivers membership changes as they happen; a change only
+	// names the member to look at again, its status is read afresh.
+	Changes() <-chan reconcile.Member
+}
+
+// fullReconcileEvery is how often the leader goes over every member even
+// without a change, repairing any change that was dropped; Consul's is 60 s.
+const fullReconcileEvery = 60 * time.Second
+
+// consumeMembership drains membership changes for as long as the server
+// runs, handing each to the current term's reconcile (and dropping it when
+// this server does not lead: a new leader starts with a full pass).
+func (s *Server) consumeMembership() {
+	for {
+		select {
+		case m := <-s.cfg.Membership.Changes():
+			s.lead.mu.Lock()
+			t := s.lead.term
+			s.lead.mu.Unlock()
+			if t == nil {
+				continue
+			}
+			select {
+			case t.members <- m.Name:
+			default:
+				s.logger.Warn("membership change dropped; the next full reconcile repairs it", "member", m.Name)
+			}
+		case <-s.shutdownCh:
+			return
+		}
+	}
+}
+
+// reconcileLoop is the leader's side of membership for one term: a full
+// pass at once, then each change as it comes, and a full pass every
+// fullReconcileEvery.
+func (s *Server) reconcileLoop(t *leaderTerm) {
+	for {
+		s.reconcileAll(t)
+		// The period runs from the end of a full pass, whatever changes
+		// arrive meanwhile, so a steady stream of them cannot starve it.
+		tick := make(chan struct{})
+		timer := s.clock.AfterFunc(fullReconcileEvery, func() { close(tick) })
+	changes:
+		for {
+			select {
+			case name := <-t.members:
+				s.reconcileOne(t, name)
+			case <-tick:
+				break changes
+			case <-t.stop:
+				timer.Stop()
+				return
+			}
+		}
+	}
+}
+
+// reconcileAll decides every member, then reaps catalog nodes gossip no
+// longer knows.
+func (s *Server) reconcileAll(t *leaderTerm) {
+	members := s.cfg.Membership.Members()
+	known := make(map[string]bool, len(members))
+	for _, m := range members {
+		known[m.Name] = true
+		s.reconcileMember(t, m)
+	}
+	var unknown []reconcile.Member
+	s.fsm.read(func(st *model.State) { unknown = reconcile.Unknown(st, func(n string) bool { return known[n] }) })
+	for _, m := range unknown {
+		s.reconcileMember(t, m)
+	}
+}
+
+// reconcileOne looks at one member afresh: its status now, not the one its
+// change carried, so a change that waited in the channel cannot undo a
+// later one.
+func (s *Server) reconcileOne(t *leaderTerm, name string) {
+	m := reconcile.Member{Name: name, Status: reconcile.Reaped}
+	for _, cur := range s.cfg.Membership.Members() {
+		if cur.Name == name {
+			m = cur
+		}
+	}
+	s.reconcileMember(t, m)
+}
+
+// reconcileMember writes what reconcile.Decide says, retrying until the
+// catalog agrees or the term ends.
+func (s *Server) reconcileMember(t *leaderTerm, m reconcile.Member) {
+	s.leaderWrite(t, "reconcile member "+m.Name+" ("+m.Status.String()+")", func() (model.Command, bool) {
+		var (
+			cmd model.Command
+			ok  bool
+		)
+		s.fsm.read(func(st *model.State) { cmd, ok = reconcile.Decide(st, m, s.cfg.NodeName) })
+		return cmd, ok
+	})
+}
