@@ -95,6 +95,10 @@ type Config struct {
 
 	// Membership, if set, is this server's gossip pool; see Membership.
 	Membership Membership
+	// BootstrapExpect, with a Membership and no Peers, forms the cluster
+	// once this many servers have joined the pool (-bootstrap-expect); 0
+	// waits to be added to an existing cluster.
+	BootstrapExpect int
 
 	// Observe, if set, is told every change of the state machine, in
 	// order, on the goroutine that applies them: one call per applied raft

@@ -3,6 +3,8 @@ package impl
 import (
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/tenurekv/tenure/impl/reconcile"
 	"github.com/tenurekv/tenure/model"
 )
@@ -18,6 +20,10 @@ type Membership interface {
 	// Changes delivers membership changes as they happen; a change only
 	// names the member to look at again, its status is read afresh.
 	Changes() <-chan reconcile.Member
+	// MarkBootstrapped tells the pool that this server belongs to a raft
+	// cluster, so that servers joining later wait to be added instead of
+	// bootstrapping one of their own.
+	MarkBootstrapped() error
 }
 
 // fullReconcileEvery is how often the leader goes over every member even
@@ -31,6 +37,10 @@ func (s *Server) consumeMembership() {
 	for {
 		select {
 		case m := <-s.cfg.Membership.Changes():
+			select {
+			case s.bootstrapWake <- struct{}{}:
+			default:
+			}
 			s.lead.mu.Lock()
 			t := s.lead.term
 			s.lead.mu.Unlock()
@@ -102,9 +112,43 @@ func (s *Server) reconcileOne(t *leaderTerm, name string) {
 	s.reconcileMember(t, m)
 }
 
-// reconcileMember writes what reconcile.Decide says, retrying until the
-// catalog agrees or the term ends.
+// reconcileMember brings raft's configuration and then the catalog in line
+// with m: servers first, as Consul does, so that a new server is a voter
+// before it is a catalog node.
 func (s *Server) reconcileMember(t *leaderTerm, m reconcile.Member) {
+	s.reconcileVoter(m)
+	s.reconcileCatalog(t, m)
+}
+
+// reconcileVoter adds or removes m as a raft voter when reconcile says so.
+// A failure is logged and left to the next pass.
+func (s *Server) reconcileVoter(m reconcile.Member) {
+	fut := s.raft.GetConfiguration()
+	if err := fut.Error(); err != nil {
+		s.logger.Warn("reading the raft configuration failed", "error", err)
+		return
+	}
+	var voters []reconcile.Voter
+	for _, srv := range fut.Configuration().Servers {
+		voters = append(voters, reconcile.Voter{ID: string(srv.ID), Address: string(srv.Address)})
+	}
+	switch reconcile.DecideVoter(voters, m, s.cfg.NodeName) {
+	case reconcile.AddVoter:
+		s.logger.Info("adding server as a raft voter", "server", m.Name, "raft_addr", m.RaftAddr)
+		if err := s.raft.AddVoter(raft.ServerID(m.Name), raft.ServerAddress(m.RaftAddr), 0, 10*time.Second).Error(); err != nil {
+			s.logger.Warn("adding a raft voter failed; the next pass retries", "server", m.Name, "error", err)
+		}
+	case reconcile.RemoveVoter:
+		s.logger.Info("removing server from raft", "server", m.Name, "status", m.Status.String())
+		if err := s.raft.RemoveServer(raft.ServerID(m.Name), 0, 10*time.Second).Error(); err != nil {
+			s.logger.Warn("removing a raft server failed; the next pass retries", "server", m.Name, "error", err)
+		}
+	}
+}
+
+// reconcileCatalog writes what reconcile.Decide says, retrying until the
+// catalog agrees or the term ends.
+func (s *Server) reconcileCatalog(t *leaderTerm, m reconcile.Member) {
 	s.leaderWrite(t, "reconcile member "+m.Name+" ("+m.Status.String()+")", func() (model.Command, bool) {
 		var (
 			cmd model.Command

@@ -2,31 +2,49 @@ package impl
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/tenurekv/tenure/impl/reconcile"
 	"github.com/tenurekv/tenure/model"
 )
 
 // fakeMembership is an in-memory gossip pool: the test sets each member's
-// status and the change is announced as serf would announce it.
+// status and the change is announced to every server, as serf would
+// announce it on each agent. A fakeMembership is the first server's view;
+// view adds another.
 type fakeMembership struct {
-	mu      sync.Mutex
-	members map[string]reconcile.Member
+	*fakePool
 	changes chan reconcile.Member
 }
 
-func newFakeMembership(ms ...reconcile.Member) *fakeMembership {
-	f := &fakeMembership{members: map[string]reconcile.Member{}, changes: make(chan reconcile.Member, 16)}
-	for _, m := range ms {
-		f.members[m.Name] = m
-	}
-	return f
+type fakePool struct {
+	mu           sync.Mutex
+	members      map[string]reconcile.Member
+	views        []chan reconcile.Member
+	bootstrapped bool
 }
 
-func (f *fakeMembership) Members() []reconcile.Member {
+func newFakeMembership(ms ...reconcile.Member) *fakeMembership {
+	p := &fakePool{members: map[string]reconcile.Member{}}
+	for _, m := range ms {
+		p.members[m.Name] = m
+	}
+	return p.view()
+}
+
+func (p *fakePool) view() *fakeMembership {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v := &fakeMembership{fakePool: p, changes: make(chan reconcile.Member, 64)}
+	p.views = append(p.views, v.changes)
+	return v
+}
+
+func (f *fakePool) Members() []reconcile.Member {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []reconcile.Member
@@ -38,17 +56,30 @@ func (f *fakeMembership) Members() []reconcile.Member {
 
 func (f *fakeMembership) Changes() <-chan reconcile.Member { return f.changes }
 
+func (f *fakePool) MarkBootstrapped() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.bootstrapped = true
+	return nil
+}
+
 // set changes a member (forget removes it, as a reap does) and announces
 // announced, which may differ from the truth to model a stale change.
-func (f *fakeMembership) set(m reconcile.Member, forget bool, announced reconcile.Member) {
+func (f *fakePool) set(m reconcile.Member, forget bool, announced reconcile.Member) {
 	f.mu.Lock()
 	if forget {
 		delete(f.members, m.Name)
 	} else {
 		f.members[m.Name] = m
 	}
+	views := slices.Clone(f.views)
 	f.mu.Unlock()
-	f.changes <- announced
+	for _, v := range views {
+		select {
+		case v <- announced:
+		default: // a full view drops it, as a full gossip channel would
+		}
+	}
 }
 
 // waitState polls the server's state until ok holds.
@@ -140,5 +171,122 @@ func TestLeaderReconcilesMembership(t *testing.T) {
 		_, ghost := st.Node("ghost")
 		_, external := st.Node("external")
 		return !ghost && external
+	})
+}
+
+// gossipCluster is servers on raft's in-memory transport that share one
+// fake gossip pool and have no static peer list.
+type gossipCluster struct {
+	t     *testing.T
+	pool  *fakePool
+	nodes map[string]*testNode
+}
+
+func (g *gossipCluster) start(name string, expect int) *Server {
+	g.t.Helper()
+	nd := &testNode{name: name, logs: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore()}
+	_, nd.trans = raft.NewInmemTransportWithTimeout(raft.ServerAddress(name), 100*time.Millisecond)
+	for _, o := range g.nodes {
+		nd.trans.Connect(raft.ServerAddress(o.name), o.trans)
+		o.trans.Connect(raft.ServerAddress(name), nd.trans)
+	}
+	srv, err := NewServer(Config{NodeName: name, HTTPAddr: name + ".http", Transport: nd.trans,
+		LogStore: nd.logs, StableStore: nd.logs, SnapshotStore: nd.snaps, Raft: fastRaft,
+		Membership: g.pool.view(), BootstrapExpect: expect})
+	if err != nil {
+		g.t.Fatal(err)
+	}
+	g.t.Cleanup(func() { _ = srv.Shutdown() })
+	nd.srv = srv
+	g.nodes[name] = nd
+	m := reconcile.Member{Name: name, Address: name + ".http", Status: reconcile.Alive, Server: true, RaftAddr: name, Expect: expect}
+	g.pool.set(m, false, m)
+	return srv
+}
+
+func (g *gossipCluster) voters(s *Server) []string {
+	fut := s.raft.GetConfiguration()
+	if fut.Error() != nil {
+		return nil
+	}
+	var out []string
+	for _, v := range fut.Configuration().Servers {
+		out = append(out, string(v.ID))
+	}
+	slices.Sort(out)
+	return out
+}
+
+func (g *gossipCluster) leader() *Server {
+	for _, nd := range g.nodes {
+		if nd.srv.raft.State() == raft.Leader {
+			return nd.srv
+		}
+	}
+	return nil
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestBootstrapExpectAndDynamicVoters (S53, CONSUL.md §13): three servers
+// expecting 3 form a cluster only once all three have joined; a fourth
+// server that joins later is added as a voter by the leader, and removed
+// when it leaves; a server that merely fails stays a voter.
+func TestBootstrapExpectAndDynamicVoters(t *testing.T) {
+	g := &gossipCluster{t: t, pool: newFakeMembership().fakePool, nodes: map[string]*testNode{}}
+	s1 := g.start("s1", 3)
+	g.start("s2", 3)
+	time.Sleep(300 * time.Millisecond) // several election timeouts
+	if s1.inCluster() {
+		t.Fatal("two servers expecting 3 formed a cluster")
+	}
+	g.start("s3", 3)
+	waitUntil(t, "the three form a cluster with a leader", func() bool {
+		l := g.leader()
+		return l != nil && slices.Equal(g.voters(l), []string{"s1", "s2", "s3"})
+	})
+	waitUntil(t, "every server told the pool it is in a cluster", func() bool {
+		g.pool.mu.Lock()
+		defer g.pool.mu.Unlock()
+		return g.pool.bootstrapped
+	})
+
+	g.start("s4", 0)
+	waitUntil(t, "the leader adds s4 as a voter", func() bool {
+		l := g.leader()
+		return l != nil && slices.Contains(g.voters(l), "s4")
+	})
+
+	failed := reconcile.Member{Name: "s4", Address: "s4.http", Status: reconcile.Failed, Server: true, RaftAddr: "s4"}
+	g.pool.set(failed, false, failed)
+	waitUntil(t, "failed s4 is critical", func() bool {
+		var st model.Health
+		g.leader().Read(func(s *model.State) { st = serfStatus(s, "s4") })
+		return st == model.HealthCritical
+	})
+	if !slices.Contains(g.voters(g.leader()), "s4") {
+		t.Fatal("a failed server was removed from raft")
+	}
+
+	left := failed
+	left.Status = reconcile.Left
+	g.pool.set(left, false, left)
+	waitUntil(t, "s4, which left, is no voter and no node", func() bool {
+		l := g.leader()
+		if l == nil || slices.Contains(g.voters(l), "s4") {
+			return false
+		}
+		var known bool
+		l.Read(func(s *model.State) { _, known = s.Node("s4") })
+		return !known
 	})
 }

@@ -40,7 +40,10 @@ type Server struct {
 
 	syncKick   chan struct{} // wakes self-registration (buffered 1)
 	registered chan struct{} // closed once this node is registered and passing
-	regOnce    sync.Once
+	// bootstrapWake is poked at every membership change while the server
+	// waits to form or join a cluster (bootstrapLoop).
+	bootstrapWake chan struct{}
+	regOnce       sync.Once
 
 	shutdownCh   chan struct{}
 	raftDone     chan struct{} // closed once raft has shut down
@@ -79,16 +82,17 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, errors.Join(err, st.close())
 	}
 	s := &Server{
-		cfg:        cfg,
-		logger:     cfg.Logger,
-		clock:      cfg.Clock,
-		codec:      newWireCodec(),
-		stores:     st,
-		http:       &http.Client{Transport: cfg.RoundTripper},
-		syncKick:   make(chan struct{}, 1),
-		registered: make(chan struct{}),
-		shutdownCh: make(chan struct{}),
-		raftDone:   make(chan struct{}),
+		cfg:           cfg,
+		logger:        cfg.Logger,
+		clock:         cfg.Clock,
+		codec:         newWireCodec(),
+		stores:        st,
+		http:          &http.Client{Transport: cfg.RoundTripper},
+		syncKick:      make(chan struct{}, 1),
+		registered:    make(chan struct{}),
+		bootstrapWake: make(chan struct{}, 1),
+		shutdownCh:    make(chan struct{}),
+		raftDone:      make(chan struct{}),
 	}
 	s.lead.changed = make(chan struct{})
 	s.leader = NewLeaderCore(LeaderConfig{
@@ -129,6 +133,7 @@ func NewServer(cfg Config) (*Server, error) {
 	s.goTracked(s.syncLoop)
 	if cfg.Membership != nil {
 		s.goTracked(s.consumeMembership)
+		s.goTracked(s.bootstrapLoop)
 	}
 	return s, nil
 }

@@ -7,14 +7,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/gossip"
 	"github.com/tenurekv/tenure/impl/httpapi"
 )
 
@@ -41,11 +44,22 @@ type Config struct {
 	// RegisterWait bounds how long a session create waits for this node's
 	// own registration (S47) before it is served anyway. Default 10s.
 	RegisterWait time.Duration
+	// Gossip, if set, makes the agent a member of a LAN gossip pool: the
+	// server then takes its catalog registrations and serfHealth from
+	// gossip (impl.Membership) and the membership endpoints answer. Its
+	// node name and tags (role, HTTP address, raft port) are filled in.
+	Gossip *gossip.Config
+	// Join lists gossip addresses to join at start; a failure is logged
+	// and retried every RetryInterval (default 30 s, Consul's
+	// retry_interval) until one succeeds.
+	Join          []string
+	RetryInterval time.Duration
 }
 
 // Agent is a running server and its HTTP API.
 type Agent struct {
 	srv      *impl.Server
+	pool     *gossip.Pool // nil without gossip
 	http     *http.Server
 	ln       net.Listener
 	addr     string
@@ -87,12 +101,26 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Server.HTTPAddr == "" {
 		cfg.Server.HTTPAddr = ln.Addr().String()
 	}
+	var pool *gossip.Pool
+	if cfg.Gossip != nil {
+		var err error
+		if pool, err = startGossip(cfg); err != nil {
+			return nil, errors.Join(err, ln.Close())
+		}
+		cfg.Server.Membership = pool
+		cfg.HTTP.Members = pool
+	}
 	srv, err := impl.NewServer(cfg.Server)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("agent: %w", err), ln.Close())
+		err = fmt.Errorf("agent: %w", err)
+		if pool != nil {
+			err = errors.Join(err, pool.Shutdown())
+		}
+		return nil, errors.Join(err, ln.Close())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &Agent{
+		pool:   pool,
 		srv:    srv,
 		ln:     ln,
 		addr:   cfg.Server.HTTPAddr,
@@ -108,8 +136,64 @@ func New(cfg Config) (*Agent, error) {
 	}
 	limits.server(a.http)
 	go func() { a.served <- a.http.Serve(ln) }()
+	if pool != nil && len(cfg.Join) > 0 {
+		go a.retryJoin(ctx, cfg)
+	}
 	return a, nil
 }
+
+// startGossip starts the agent's pool with the tags a server advertises.
+func startGossip(cfg Config) (*gossip.Pool, error) {
+	g := *cfg.Gossip
+	g.NodeName = cfg.Server.NodeName
+	tags := maps.Clone(g.Tags)
+	if tags == nil {
+		tags = map[string]string{}
+	}
+	tags[gossip.TagRole] = gossip.RoleServer
+	tags[gossip.TagHTTP] = cfg.Server.HTTPAddr
+	if cfg.Server.BootstrapExpect > 0 {
+		tags[gossip.TagExpect] = strconv.Itoa(cfg.Server.BootstrapExpect)
+	}
+	if _, port, err := net.SplitHostPort(cfg.Server.RaftAddr); err == nil {
+		tags[gossip.TagPort] = port
+	}
+	g.Tags = tags
+	if g.Logger == nil && cfg.Server.Logger != nil {
+		g.Logger = cfg.Server.Logger.Named("gossip")
+	}
+	pool, err := gossip.Start(g)
+	if err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	return pool, nil
+}
+
+// retryJoin joins cfg.Join, retrying until it reaches someone or the agent
+// stops, as Consul's -retry-join does.
+func (a *Agent) retryJoin(ctx context.Context, cfg Config) {
+	every := cfg.RetryInterval
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	log := logger(cfg.Server.Logger)
+	for {
+		n, err := a.pool.Join(cfg.Join)
+		if err == nil && n > 0 {
+			log.Info("joined the gossip pool", "reached", n)
+			return
+		}
+		log.Warn("Join cluster failed, will retry", "addresses", cfg.Join, "retry_interval", every, "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(every):
+		}
+	}
+}
+
+// Members is the agent's gossip pool, nil without one.
+func (a *Agent) Members() *gossip.Pool { return a.pool }
 
 func logger(l hclog.Logger) hclog.Logger {
 	if l == nil {
@@ -145,6 +229,9 @@ func (a *Agent) Shutdown() error {
 			errs = append(errs, fmt.Errorf("agent: serve HTTP: %w", err))
 		}
 		errs = append(errs, a.srv.Shutdown())
+		if a.pool != nil {
+			errs = append(errs, a.pool.Shutdown())
+		}
 		a.shutdown = errors.Join(errs...)
 	})
 	return a.shutdown

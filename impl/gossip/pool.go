@@ -3,6 +3,8 @@ package gossip
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,6 +25,11 @@ const (
 	TagDC   = "dc"
 	TagHTTP = "http"
 	TagPort = "port" // servers: the raft (server) port
+	// TagExpect is a server's -bootstrap-expect; TagRaft is set once the
+	// server belongs to a raft cluster (tenure's stand-in for Consul's
+	// asking every server for its peers before bootstrapping).
+	TagExpect = "expect"
+	TagRaft   = "raft"
 
 	RoleServer = "consul"
 	RoleClient = "node"
@@ -171,6 +178,14 @@ func toMember(m serf.Member) reconcile.Member {
 	if out.Address == "" {
 		out.Address = m.Addr.String()
 	}
+	if m.Tags[TagRole] == RoleServer {
+		out.Server = true
+		if port := m.Tags[TagPort]; port != "" {
+			out.RaftAddr = net.JoinHostPort(m.Addr.String(), port)
+		}
+		out.Expect, _ = strconv.Atoi(m.Tags[TagExpect])
+		out.Bootstrapped = m.Tags[TagRaft] == "1"
+	}
 	switch m.Status {
 	case serf.StatusAlive:
 		out.Status = reconcile.Alive
@@ -211,17 +226,23 @@ func (p *Pool) Members() []reconcile.Member {
 // Member is a member with what `consul members` shows.
 type Member struct {
 	reconcile.Member
-	Addr   string // gossip address, host:port
-	Tags   map[string]string
-	Server bool
+	IP   string // gossip address
+	Port uint16 // gossip port
+	Tags map[string]string
+	// SerfStatus is serf's own number for the status (1 alive, 2 leaving,
+	// 3 left, 4 failed), which /v1/agent/members reports.
+	SerfStatus int
+	// Protocol and delegate versions: minimum, maximum, current.
+	Protocol, Delegate [3]uint8
 }
+
+// Addr is the member's gossip host:port.
+func (m Member) Addr() string { return net.JoinHostPort(m.IP, strconv.Itoa(int(m.Port))) }
 
 func fromSerf(m serf.Member) Member {
-	return Member{Member: toMember(m), Addr: memberAddr(m), Tags: m.Tags, Server: m.Tags[TagRole] == RoleServer}
-}
-
-func memberAddr(m serf.Member) string {
-	return m.Addr.String() + ":" + strconv.Itoa(int(m.Port))
+	return Member{Member: toMember(m), IP: m.Addr.String(), Port: m.Port, Tags: m.Tags, SerfStatus: int(m.Status),
+		Protocol: [3]uint8{m.ProtocolMin, m.ProtocolMax, m.ProtocolCur},
+		Delegate: [3]uint8{m.DelegateMin, m.DelegateMax, m.DelegateCur}}
 }
 
 // Local is this agent's own member.
@@ -265,6 +286,20 @@ func (p *Pool) ForceLeave(node string, prune bool) error {
 	return nil
 }
 
+// MarkBootstrapped tags this server as belonging to a raft cluster
+// (impl.Membership).
+func (p *Pool) MarkBootstrapped() error {
+	tags := maps.Clone(p.serf.LocalMember().Tags)
+	if tags[TagRaft] == "1" {
+		return nil
+	}
+	tags[TagRaft] = "1"
+	if err := p.serf.SetTags(tags); err != nil {
+		return fmt.Errorf("gossip: set tags: %w", err)
+	}
+	return nil
+}
+
 // Stats are serf's counters, for /v1/agent/self.
 func (p *Pool) Stats() map[string]string { return p.serf.Stats() }
 
@@ -276,4 +311,12 @@ func (p *Pool) Shutdown() error {
 		return fmt.Errorf("gossip: shutdown: %w", err)
 	}
 	return nil
+}
+
+// DevTiming is Consul's -dev gossip timing: 100 ms probes and gossip and a
+// suspicion multiplier of 3, so that a dead member is noticed in well under
+// a second on loopback.
+func DevTiming(c *memberlist.Config) {
+	c.ProbeInterval, c.ProbeTimeout, c.GossipInterval = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
+	c.SuspicionMult = 3
 }

@@ -5,22 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/memberlist"
-
 	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/impl/reconcile"
 )
 
-// fast are dev-mode timings (Consul's -dev uses 100 ms probes and gossip),
-// so that a failure is detected in well under a second.
-func fast(c *memberlist.Config) {
-	c.ProbeInterval, c.ProbeTimeout, c.GossipInterval = 100*time.Millisecond, 100*time.Millisecond, 100*time.Millisecond
-	c.SuspicionMult = 3
-}
-
 func startPool(t *testing.T, name string) *Pool {
 	t.Helper()
-	p, err := Start(Config{NodeName: name, BindAddr: "127.0.0.1", BindPort: 0, Timing: fast,
+	p, err := Start(Config{NodeName: name, BindAddr: "127.0.0.1", BindPort: 0, Timing: DevTiming,
 		Tags: map[string]string{TagRole: RoleClient, TagHTTP: name + ".http:8500"}})
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +43,7 @@ func waitChange(t *testing.T, p *Pool, name string, status reconcile.Status) rec
 func TestPoolMembership(t *testing.T) {
 	a, b, c := startPool(t, "a"), startPool(t, "b"), startPool(t, "c")
 	for _, p := range []*Pool{b, c} {
-		if n, err := p.Join([]string{a.Local().Addr}); err != nil || n != 1 {
+		if n, err := p.Join([]string{a.Local().Addr()}); err != nil || n != 1 {
 			t.Fatalf("join: %d %v", n, err)
 		}
 	}

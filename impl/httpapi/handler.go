@@ -36,6 +36,8 @@ type Options struct {
 	Compat bool
 	// Datacenter is shown in catalog answers; default "dc1".
 	Datacenter string
+	// Members is the agent's gossip pool, for the membership endpoints.
+	Members Members
 }
 
 // Defaults taken from Consul's agent configuration (CONSUL.md §7).
@@ -116,6 +118,11 @@ func (h *handler) routeTable() []route {
 		{"/v1/health/node/", true, []string{get}, h.healthNode},
 		{"/v1/health/state/", true, []string{get}, h.healthState},
 		{"/v1/agent/self", false, []string{get}, h.agentSelf},
+		{"/v1/agent/members", false, []string{get}, h.agentMembers},
+		{"/v1/operator/autopilot/configuration", false, []string{get}, h.autopilotConfiguration},
+		{"/v1/agent/join/", true, []string{put}, h.agentJoin},
+		{"/v1/agent/leave", false, []string{put}, h.agentLeave},
+		{"/v1/agent/force-leave/", true, []string{put}, h.agentForceLeave},
 		{"/v1/agent/check/pass/", true, []string{put}, h.agentCheck("passing")},
 		{"/v1/agent/check/warn/", true, []string{put}, h.agentCheck("warning")},
 		{"/v1/agent/check/fail/", true, []string{put}, h.agentCheck("critical")},

@@ -42,6 +42,13 @@ type Member struct {
 	// agent advertises for its HTTP API.
 	Address string
 	Status  Status
+	// Server is set for a server; RaftAddr is where its raft listens,
+	// Expect its -bootstrap-expect (0 if none) and Bootstrapped whether it
+	// already belongs to a raft cluster.
+	Server       bool
+	RaftAddr     string
+	Expect       int
+	Bootstrapped bool
 }
 
 // CheckName is the name Consul gives the gossip health check.

@@ -88,6 +88,8 @@ var Clauses = []Clause{
 	{"S50", Contract, "stale holders can act; sequencer checks protect"},
 	{"S51", Contract, "semaphore admits at most Limit holders"},
 	{"S52", Tenure, "a reap never lets a sequencer be issued twice"},
+	{"S53", Contract, "gossip membership reaches the catalog through the leader"},
+	{"S54", Tenure, "servers join raft as voters and leave it only by leave or force-leave"},
 }
 
 // clauseByID returns the clause with the given ID.

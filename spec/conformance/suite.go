@@ -12,6 +12,7 @@ func Suite() []Case {
 		sequencerCases(),
 		blockingCases(),
 		recipeCases(),
+		membershipCases(),
 	} {
 		all = append(all, group...)
 	}

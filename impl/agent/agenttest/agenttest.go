@@ -16,6 +16,7 @@ import (
 
 	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/impl/agent"
+	"github.com/tenurekv/tenure/impl/gossip"
 )
 
 // StartDev starts a dev agent (single in-memory node) on 127.0.0.1 with a
@@ -46,10 +47,11 @@ func StartDevAgent(tb testing.TB, mod func(*agent.Config)) *agent.Agent {
 	return a
 }
 
-// devConfig is a single in-memory node named node, HTTP on a free
-// 127.0.0.1 port.
+// devConfig is a single in-memory node named node, HTTP and gossip on free
+// 127.0.0.1 ports, with Consul's dev gossip timing.
 func devConfig(node string) agent.Config {
-	return agent.Config{Server: impl.Config{NodeName: node, HTTPAddr: "127.0.0.1:0", Dev: true}}
+	return agent.Config{Server: impl.Config{NodeName: node, HTTPAddr: "127.0.0.1:0", Dev: true},
+		Gossip: &gossip.Config{BindAddr: "127.0.0.1", Timing: gossip.DevTiming}}
 }
 
 // NewReady starts an agent and waits until it is ready (see awaitReady);
