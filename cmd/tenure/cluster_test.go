@@ -7,7 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -68,8 +68,8 @@ func TestMultiProcessCluster(t *testing.T) {
 		t.Fatalf("renew after failover: %v", err)
 	}
 	cl.checkIntact(follower, acked, ttlSession, nodeSession, false)
-	// The new leader's heartbeats to the dead node fail; after the 2s
-	// threshold its serfHealth goes critical.
+	// Gossip declares the killed node failed and the new leader sets its
+	// serfHealth critical.
 	dead := cl.nodes[lead].name
 	cl.eventually(dead+" marked critical", func() error {
 		checks, _, err := fc.Health().Node(dead, nil)
@@ -96,13 +96,12 @@ type procCluster struct {
 	t     *testing.T
 	bin   string
 	nodes []*procNode
-	peers string
 }
 
 type procNode struct {
-	name, raft, http, dir string
-	cmd                   *exec.Cmd
-	log                   *os.File
+	name, raft, http, serf, dir string
+	cmd                         *exec.Cmd
+	log                         *os.File
 	// exited, when set, already waits on cmd (see waitRunning).
 	exited chan error
 }
@@ -145,16 +144,22 @@ func freePort(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// port is the port of a host:port.
+func port(addr string) string {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
 func newProcCluster(t *testing.T, bin string, n int) *procCluster {
 	c := &procCluster{t: t, bin: bin}
-	var peers []string
 	for i := range n {
-		nd := &procNode{name: fmt.Sprintf("n%d", i+1), raft: freePort(t), http: freePort(t),
+		nd := &procNode{name: fmt.Sprintf("n%d", i+1), raft: freePort(t), http: freePort(t), serf: freePort(t),
 			dir: filepath.Join(t.TempDir(), "data")}
 		c.nodes = append(c.nodes, nd)
-		peers = append(peers, nd.name+"="+nd.raft)
 	}
-	c.peers = strings.Join(peers, ",")
 	t.Cleanup(func() {
 		for i, nd := range c.nodes {
 			if nd.cmd != nil {
@@ -181,9 +186,17 @@ func (c *procCluster) start(i int) {
 		nd.log = f
 		c.t.Cleanup(func() { f.Close() })
 	}
-	nd.cmd = exec.Command(c.bin, "agent", "-server", "-node", nd.name, "-data-dir", nd.dir,
-		"-raft-addr", nd.raft, "-http-addr", nd.http, "-peers", c.peers,
-		"-failure-threshold", "2s", "-log-level", "debug")
+	// Consul's flags: the servers find each other through gossip and form
+	// the cluster once all of them are in (-bootstrap-expect).
+	args := []string{"agent", "-server", "-bootstrap-expect", strconv.Itoa(len(c.nodes)), "-node", nd.name,
+		"-data-dir", nd.dir, "-bind", "127.0.0.1", "-client", "127.0.0.1", "-http-port", port(nd.http),
+		"-server-port", port(nd.raft), "-serf-lan-port", port(nd.serf), "-retry-interval", "1s", "-log-level", "debug"}
+	for _, o := range c.nodes {
+		if o != nd {
+			args = append(args, "-retry-join", o.serf)
+		}
+	}
+	nd.cmd = exec.Command(c.bin, args...)
 	nd.cmd.Stdout, nd.cmd.Stderr = nd.log, nd.log
 	if err := nd.cmd.Start(); err != nil {
 		c.t.Fatalf("start %s: %v", nd.name, err)

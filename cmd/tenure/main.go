@@ -20,9 +20,10 @@ func main() {
 const usage = `usage: tenure <command> [flags]
 
 commands:
-  agent     run a server (tenure agent -dev, or -server ... -peers ...)
+  agent     run an agent with Consul's flags (tenure agent -dev; tenure agent -h)
   conform   check a Consul-API server against the contract (tenure conform -h)
   lock      run a command while holding a lock or semaphore slot (tenure lock -h)
+  version   print the version (-format=json as consul version)
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -37,6 +38,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return conformance.Main(args[1:], stdout, stderr)
 	case "lock":
 		return lockcmd.LockMain(args[1:], stdout, stderr)
+	case "version":
+		return runVersion(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -2,40 +2,142 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/tenurekv/tenure/impl"
+	"time"
 )
 
-func TestParseAgentFlags(t *testing.T) {
-	good := []string{"-server", "-node", "n1", "-data-dir", "/d", "-raft-addr", "127.0.0.1:8300",
-		"-http-addr", "127.0.0.1:8500", "-peers", "n1=127.0.0.1:8300, n2=127.0.0.1:8301"}
-	f, err := parseAgentFlags(good, &bytes.Buffer{})
+func settingsFrom(t *testing.T, args ...string) (settings, []string, error) {
+	t.Helper()
+	var warnings []string
+	s, err := agentSettings(args, &bytes.Buffer{}, func(w string) { warnings = append(warnings, w) })
+	return s, warnings, err
+}
+
+// TestAgentSettingsFromFlags: Consul's flags with Consul's meaning.
+func TestAgentSettingsFromFlags(t *testing.T) {
+	s, warnings, err := settingsFrom(t, "-server", "-bootstrap-expect", "3", "-node", "n1", "-data-dir", "/d",
+		"-bind", "10.0.0.1", "-client", "0.0.0.0", "-http-port", "18500", "-server-port", "18300", "-serf-lan-port", "18301",
+		"-retry-join", "10.0.0.2", "-join", "10.0.0.3:18301", "-dns-port=-1", "-grpc-port", "-1", "-grpc-tls-port=-1",
+		"-serf-wan-port=-1", "-https-port=-1", "-encrypt", "pUqJrVyVRj5jsiYEkM/tFQYfWyJIv4s3XkvDwy7Cu5s=", "-log-level", "debug")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []impl.Peer{{Name: "n1", RaftAddr: "127.0.0.1:8300"}, {Name: "n2", RaftAddr: "127.0.0.1:8301"}}
-	if !slices.Equal(f.peers, want) || f.node != "n1" || f.http != "127.0.0.1:8500" {
-		t.Fatalf("parsed %+v", f)
+	if !s.Server || s.BootstrapExpect != 3 || s.NodeName != "n1" || s.AdvertiseAddr != "10.0.0.1" ||
+		s.Ports != (ports{HTTP: 18500, Server: 18300, SerfLAN: 18301, DNS: -1, GRPC: -1, GRPCTLS: -1, SerfWAN: -1, HTTPS: -1,
+			dnsSet: true, grpcSet: true, grpcTLSSet: true, wanSet: true, httpsSet: true}) ||
+		!slices.Equal(s.RetryJoin, []string{"10.0.0.2", "10.0.0.3:18301"}) || s.LogLevel != "debug" {
+		t.Fatalf("parsed %+v", s)
 	}
-	if f, err := parseAgentFlags([]string{"-dev"}, &bytes.Buffer{}); err != nil || f.node == "" || f.http != "127.0.0.1:8500" {
-		t.Fatalf("-dev: %+v %v", f, err)
+	if s.httpAdvertise() != "10.0.0.1:18500" {
+		t.Errorf("HTTP on every interface advertises %s, want the advertise address", s.httpAdvertise())
 	}
-	bad := map[string][]string{
-		"neither mode":    {},
-		"both modes":      {"-dev", "-server"},
-		"dev with peers":  {"-dev", "-peers", "a=b"},
-		"server no peers": {"-server", "-node", "n1", "-data-dir", "/d", "-raft-addr", "x:1"},
-		"bad peer":        {"-server", "-node", "n1", "-data-dir", "/d", "-raft-addr", "x:1", "-peers", "n1"},
-		"empty peer name": {"-server", "-node", "n1", "-data-dir", "/d", "-raft-addr", "x:1", "-peers", "=x:1"},
-		"bad log level":   {"-dev", "-log-level", "loud"},
-		"stray argument":  {"-dev", "extra"},
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "'-join' is deprecated") {
+		t.Errorf("warnings %q, want the -join deprecation", warnings)
 	}
-	for name, args := range bad {
-		if _, err := parseAgentFlags(args, &bytes.Buffer{}); err == nil {
-			t.Errorf("%s: accepted %q", name, args)
+
+	dev, _, err := settingsFrom(t, "-dev")
+	if err != nil || dev.NodeName == "" || dev.BindAddr != "127.0.0.1" || dev.httpAdvertise() != "127.0.0.1:8500" {
+		t.Fatalf("-dev: %+v %v", dev, err)
+	}
+	if _, warnings, _ := settingsFrom(t, "-server", "-bootstrap-expect", "1", "-data-dir", "/d", "-bind", "127.0.0.1"); len(warnings) != 1 ||
+		!strings.Contains(warnings[0], "Bootstrap mode") {
+		t.Errorf("-bootstrap-expect 1 warnings %q", warnings)
+	}
+}
+
+// TestAgentSettingsRejectBadInput: each bad command line is refused with
+// a message naming the problem, Consul's where Consul has one.
+func TestAgentSettingsRejectBadInput(t *testing.T) {
+	server := []string{"-server", "-data-dir", "/d", "-bind", "127.0.0.1"}
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"unknown flag":               {[]string{"-dev", "-frobnicate"}, "flag provided but not defined"},
+		"stray argument":             {[]string{"-dev", "extra"}, "unexpected arguments"},
+		"client agent":               {[]string{"-data-dir", "/d"}, "client agents"},
+		"server without data dir":    {[]string{"-server", "-bind", "127.0.0.1"}, "data_dir cannot be empty"},
+		"negative bootstrap-expect":  {append(server, "-bootstrap-expect", "-1"), "bootstrap_expect cannot be -1"},
+		"bootstrap-expect in dev":    {[]string{"-dev", "-bootstrap-expect", "3"}, "not allowed in dev mode"},
+		"bootstrap-expect no server": {[]string{"-data-dir", "/d", "-bootstrap-expect", "3"}, "requires 'server = true'"},
+		"dns port enabled":           {append(server, "-dns-port", "8600"), "no dns listener"},
+		"grpc port enabled":          {append(server, "-grpc-port", "8502"), "no grpc listener"},
+		"http port out of range":     {append(server, "-http-port", "70000"), "not a port"},
+		"bind not an ip":             {[]string{"-server", "-data-dir", "/d", "-bind", "example.com"}, "bind_addr must be an ip address"},
+		"advertise any":              {append(server, "-advertise", "0.0.0.0"), "Advertise address cannot be 0.0.0.0"},
+		"bad encrypt key":            {append(server, "-encrypt", "c2hvcnQ="), "encrypt has invalid key"},
+		"bad log level":              {[]string{"-dev", "-log-level", "loud"}, "unknown log level"},
+		"ttl multiplier below 1":     {[]string{"-dev", "-ttl-multiplier", "0.5"}, "at least 1"},
+	} {
+		if _, _, err := settingsFrom(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %q gave %v, want %q", name, tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestAgentConfigFiles: JSON and HCL agent configs (files and a directory,
+// in order, flags last) set the same settings; keys for subsystems tenure
+// lacks are warned about once and ignored; a misspelled key is an error.
+func TestAgentConfigFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	confDir := filepath.Join(dir, "conf.d")
+	if err := os.Mkdir(confDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{
+		"a.json": `{"server": true, "bootstrap_expect": 3, "data_dir": "/var/lib/x", "bind_addr": "127.0.0.1",
+			"ports": {"http": 18500, "dns": 8600}, "ui_config": {"enabled": true}, "telemetry": {}, "retry_join": ["a"]}`,
+		"b.hcl":       "node_name = \"from-hcl\"\nretry_interval = \"5s\"\nports {\n  serf_lan = 18301\n}\nconnect {\n  enabled = true\n}\nui_config {\n  enabled = false\n}\n",
+		"ignored.txt": "not a config",
+	} {
+		if err := os.WriteFile(filepath.Join(confDir, name), []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	extra := write("extra.json", `{"log_level": "warn", "start_join": ["b"]}`)
+	s, warnings, err := settingsFrom(t, "-config-dir", confDir, "-config-file", extra, "-node", "from-flag", "-retry-join", "c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !s.Server || s.BootstrapExpect != 3 || s.DataDir != "/var/lib/x" || s.Ports.HTTP != 18500 || s.Ports.SerfLAN != 18301 ||
+		s.NodeName != "from-flag" || s.RetryInterval != 5*time.Second || s.LogLevel != "warn" ||
+		!slices.Equal(s.RetryJoin, []string{"a", "b", "c"}) {
+		t.Fatalf("settings %+v", s)
+	}
+	joined := strings.Join(warnings, "\n")
+	for _, want := range []string{`"ports.dns"`, `"ui_config"`, `"telemetry"`, `"connect"`, "start_join is deprecated"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("no warning for %s in %q", want, joined)
+		}
+	}
+	if strings.Count(joined, `"ui_config"`) != 1 {
+		t.Errorf("ui_config, set in two files, warned %d times: %q", strings.Count(joined, `"ui_config"`), joined)
+	}
+
+	for name, tc := range map[string]struct{ file, want string }{
+		"misspelled key":     {write("typo.json", `{"bootstrap_expct": 3}`), "invalid config key bootstrap_expct"},
+		"misspelled port":    {write("port.json", `{"ports": {"htp": 1}}`), "invalid config key ports.htp"},
+		"wrong type":         {write("type.json", `{"server": "yes"}`), "server: want true or false"},
+		"bad duration":       {write("dur.hcl", "retry_interval = \"soon\"\n"), "retry_interval"},
+		"broken json":        {write("broken.json", `{"server": `), "broken.json"},
+		"unknown extension":  {write("conf.yaml", "server: true"), "must end in .json or .hcl"},
+		"missing file":       {filepath.Join(dir, "nope.json"), "no such file"},
+		"bad value via file": {write("neg.json", `{"server": true, "data_dir": "/d", "bootstrap_expect": -2}`), "bootstrap_expect cannot be -2"},
+	} {
+		if _, _, err := settingsFrom(t, "-config-file", tc.file); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", name, err, tc.want)
 		}
 	}
 }
@@ -49,10 +151,31 @@ func TestRunDispatch(t *testing.T) {
 	if code := run([]string{"frobnicate"}, &out, &errOut); code != 2 || !strings.Contains(errOut.String(), "unknown command") {
 		t.Errorf("unknown command: exit %d, stderr %q", code, errOut.String())
 	}
-	if code := run([]string{"agent", "-dev", "-server"}, &out, &errOut); code != 2 {
+	if code := run([]string{"agent", "-dev", "-frobnicate"}, &out, &errOut); code != 2 {
 		t.Errorf("bad agent flags: exit %d", code)
 	}
 	if code := run([]string{"help"}, &out, &errOut); code != 0 || !strings.Contains(out.String(), "conform") {
 		t.Errorf("help: exit %d, stdout %q", code, out.String())
+	}
+}
+
+// TestVersion: `tenure version` answers as `consul version` does.
+func TestVersion(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run([]string{"version"}, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "tenure v"+version+"\n") ||
+		!strings.Contains(out.String(), "Protocol 2 spoken by default") {
+		t.Errorf("version: exit %d, %q", code, out.String())
+	}
+	out.Reset()
+	if code := run([]string{"version", "-format=json"}, &out, &errOut); code != 0 {
+		t.Fatalf("version -format=json: exit %d", code)
+	}
+	var v versionInfo
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v.Version != version || v.RPCProtocol != 2 {
+		t.Errorf("version json %q: %+v %v", out.String(), v, err)
+	}
+	errOut.Reset()
+	if code := run([]string{"version", "-format=yaml"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "Invalid format") {
+		t.Errorf("bad format: exit %d, %q", code, errOut.String())
 	}
 }

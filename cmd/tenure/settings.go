@@ -1,0 +1,202 @@
+package main
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	sockaddr "github.com/hashicorp/go-sockaddr"
+
+	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/agent"
+	"github.com/tenurekv/tenure/impl/gossip"
+	"github.com/tenurekv/tenure/impl/httpapi"
+	"github.com/tenurekv/tenure/model"
+)
+
+// settings are an agent's settings under Consul's names, from config files
+// and then flags (flags win), before they become an agent.Config.
+type settings struct {
+	Server          bool
+	Dev             bool
+	BootstrapExpect int
+	NodeName        string
+	DataDir         string
+	Datacenter      string
+	BindAddr        string
+	AdvertiseAddr   string
+	ClientAddr      string
+	Ports           ports
+	RetryJoin       []string
+	RetryInterval   time.Duration
+	Encrypt         string
+	LogLevel        string
+	// TTLMultiplier is tenure's own: the session TTL grace factor (S19).
+	TTLMultiplier float64
+}
+
+// ports are Consul's port settings. tenure serves HTTP, its server port
+// (raft) and LAN gossip; the others name subsystems it does not have and
+// may only be disabled (-1).
+type ports struct {
+	HTTP, Server, SerfLAN              int
+	DNS, GRPC, GRPCTLS, SerfWAN, HTTPS int
+	// Set when a flag gave the port: only a flag may not enable a
+	// subsystem tenure lacks (a config file's value is warned about).
+	dnsSet, grpcSet, grpcTLSSet, wanSet, httpsSet bool
+}
+
+// defaultSettings are Consul's defaults (CONSUL.md §13 for gossip).
+func defaultSettings() settings {
+	return settings{
+		Datacenter: "dc1", BindAddr: "0.0.0.0", ClientAddr: "127.0.0.1",
+		Ports:         ports{HTTP: 8500, Server: 8300, SerfLAN: 8301, DNS: -1, GRPC: -1, GRPCTLS: -1, SerfWAN: -1, HTTPS: -1},
+		RetryInterval: 30 * time.Second, LogLevel: "info", TTLMultiplier: model.DefaultTTLMultiplier,
+	}
+}
+
+// validate checks the settings as Consul's config builder does, with its
+// messages where it has them, and fills in what follows from others.
+func (s *settings) validate(warn func(string)) error {
+	if hclog.LevelFromString(s.LogLevel) == hclog.NoLevel {
+		return fmt.Errorf("unknown log level %q (trace, debug, info, warn, error)", s.LogLevel)
+	}
+	for _, p := range []struct {
+		name string
+		v    int
+		set  bool
+	}{{"dns", s.Ports.DNS, s.Ports.dnsSet}, {"grpc", s.Ports.GRPC, s.Ports.grpcSet}, {"grpc_tls", s.Ports.GRPCTLS, s.Ports.grpcTLSSet},
+		{"serf_wan", s.Ports.SerfWAN, s.Ports.wanSet}, {"https", s.Ports.HTTPS, s.Ports.httpsSet}} {
+		if p.set && p.v != -1 {
+			return fmt.Errorf("tenure has no %s listener: its port may only be -1 (disabled), not %d", p.name, p.v)
+		}
+	}
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{"http", s.Ports.HTTP}, {"server", s.Ports.Server}, {"serf_lan", s.Ports.SerfLAN}} {
+		if p.v < 1 || p.v > 65535 {
+			return fmt.Errorf("ports.%s %d is not a port", p.name, p.v)
+		}
+	}
+	switch {
+	case s.BootstrapExpect < 0:
+		return fmt.Errorf("bootstrap_expect cannot be %d. Must be greater than or equal to zero", s.BootstrapExpect)
+	case s.BootstrapExpect > 0 && s.Dev:
+		return errors.New("'bootstrap_expect > 0' not allowed in dev mode")
+	case s.BootstrapExpect > 0 && !s.Server:
+		return errors.New("'bootstrap_expect > 0' requires 'server = true'")
+	case !s.Dev && !s.Server:
+		return errors.New("client agents (no -server) are not supported yet: run with -server or -dev")
+	case !s.Dev && s.DataDir == "":
+		return errors.New("data_dir cannot be empty")
+	case s.TTLMultiplier < 1:
+		return fmt.Errorf("ttl multiplier %v must be at least 1", s.TTLMultiplier)
+	}
+	if s.BootstrapExpect == 1 {
+		warn("BootstrapExpect is set to 1; this is the same as Bootstrap mode.")
+	}
+	if s.BootstrapExpect == 2 {
+		warn("A cluster with 2 servers will provide no failure tolerance.")
+	}
+	if s.Dev {
+		// Consul's -dev: everything on loopback, in memory.
+		if s.BindAddr == "0.0.0.0" {
+			s.BindAddr = "127.0.0.1"
+		}
+	}
+	if s.NodeName == "" {
+		s.NodeName, _ = os.Hostname()
+		if s.NodeName == "" {
+			return errors.New("node name is empty and the host name is unknown: set -node")
+		}
+	}
+	if ip := net.ParseIP(s.BindAddr); ip == nil {
+		return errors.New("bind_addr must be an ip address")
+	}
+	if s.AdvertiseAddr == "" {
+		s.AdvertiseAddr = s.BindAddr
+		if ip := net.ParseIP(s.BindAddr); ip.IsUnspecified() {
+			priv, err := sockaddr.GetPrivateIP()
+			if err != nil || priv == "" {
+				//lint:ignore ST1005 Consul's message, word for word
+				return errors.New("No private IPv4 address found")
+			}
+			s.AdvertiseAddr = priv
+		}
+	}
+	if ip := net.ParseIP(s.AdvertiseAddr); ip == nil {
+		return fmt.Errorf("advertise address %q is not an ip address", s.AdvertiseAddr)
+	} else if ip.IsUnspecified() {
+		//lint:ignore ST1005 Consul's message, word for word
+		return errors.New("Advertise address cannot be 0.0.0.0, :: or [::]")
+	}
+	if ip := net.ParseIP(s.ClientAddr); ip == nil {
+		return fmt.Errorf("client_addr %q is not an ip address", s.ClientAddr)
+	}
+	if s.Encrypt != "" {
+		if _, err := s.encryptKey(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *settings) encryptKey() ([]byte, error) {
+	key, err := base64.StdEncoding.DecodeString(s.Encrypt)
+	if err == nil {
+		switch len(key) {
+		case 16, 24, 32:
+			return key, nil
+		}
+		err = fmt.Errorf("key size %d is not 16, 24 or 32 bytes", len(key))
+	}
+	return nil, fmt.Errorf("encrypt has invalid key: %w", err)
+}
+
+// httpAdvertise is the HTTP address the agent advertises (and the catalog
+// records): the client address, or the advertise address when HTTP
+// listens on every interface.
+func (s *settings) httpAdvertise() string {
+	host := s.ClientAddr
+	if net.ParseIP(host).IsUnspecified() {
+		host = s.AdvertiseAddr
+	}
+	return net.JoinHostPort(host, strconv.Itoa(s.Ports.HTTP))
+}
+
+// agentConfig turns validated settings into an agent.
+func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
+	srv := impl.Config{
+		NodeName: s.NodeName, HTTPAddr: s.httpAdvertise(), Logger: logger, Dev: s.Dev, DataDir: s.DataDir,
+		RaftAddr: net.JoinHostPort(s.AdvertiseAddr, strconv.Itoa(s.Ports.Server)), TTLMultiplier: s.TTLMultiplier,
+		BootstrapExpect: s.BootstrapExpect,
+	}
+	g := &gossip.Config{
+		BindAddr: s.BindAddr, BindPort: s.Ports.SerfLAN, AdvertiseAddr: s.AdvertiseAddr, AdvertisePort: s.Ports.SerfLAN,
+		Tags: map[string]string{gossip.TagDC: s.Datacenter},
+	}
+	if s.Dev {
+		g.Timing = gossip.DevTiming
+	} else {
+		g.DataDir = s.DataDir
+	}
+	if s.Encrypt != "" {
+		key, err := s.encryptKey()
+		if err != nil {
+			return agent.Config{}, err
+		}
+		g.EncryptKey = key
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.ClientAddr, strconv.Itoa(s.Ports.HTTP)))
+	if err != nil {
+		return agent.Config{}, fmt.Errorf("listen for HTTP: %w", err)
+	}
+	return agent.Config{Server: srv, Listener: ln, Gossip: g, Join: s.RetryJoin, RetryInterval: s.RetryInterval,
+		HTTP: httpapi.Options{Datacenter: s.Datacenter}}, nil
+}
