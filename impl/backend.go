@@ -66,3 +66,16 @@ type LockDelayError struct {
 func (e *LockDelayError) Error() string {
 	return fmt.Sprintf("failed to lock key %q due to lock delay", e.Key)
 }
+
+// RaftOperator is what a Backend that runs raft offers the operator
+// endpoints (/v1/operator/raft/*): an optional capability, so that an
+// in-memory Backend need not pretend to have raft.
+type RaftOperator interface {
+	RaftConfiguration() ([]RaftServer, uint64, error)
+	LastIndex() uint64
+	RemovePeer(id, address string) error
+	// RaftStats are raft's counters, for /v1/agent/self and consul info.
+	RaftStats() map[string]string
+}
+
+var _ RaftOperator = (*Server)(nil)

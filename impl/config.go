@@ -174,7 +174,14 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("config: durations must not be negative")
 	}
 	if c.Dev {
-		c.Peers = []Peer{{Name: c.NodeName, RaftAddr: c.NodeName}}
+		// The in-memory transport's address is what /v1/status/leader and
+		// /v1/status/peers report: the advertised server address when
+		// there is one, as Consul's dev agent reports 127.0.0.1:8300.
+		addr := c.RaftAddr
+		if addr == "" {
+			addr = c.NodeName
+		}
+		c.Peers = []Peer{{Name: c.NodeName, RaftAddr: addr}}
 	}
 	if !c.Dev {
 		if c.Transport == nil && c.RaftAddr == "" {

@@ -143,7 +143,7 @@ func openTransport(cfg Config) (raft.Transport, error) {
 	case cfg.Transport != nil:
 		return cfg.Transport, nil
 	case cfg.Dev:
-		_, t := raft.NewInmemTransport(raft.ServerAddress(cfg.NodeName))
+		_, t := raft.NewInmemTransport(raft.ServerAddress(cfg.Peers[0].RaftAddr))
 		return t, nil
 	}
 	ln, err := net.Listen("tcp", cfg.RaftAddr)

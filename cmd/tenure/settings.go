@@ -198,5 +198,5 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 		return agent.Config{}, fmt.Errorf("listen for HTTP: %w", err)
 	}
 	return agent.Config{Server: srv, Listener: ln, Gossip: g, Join: s.RetryJoin, RetryInterval: s.RetryInterval,
-		HTTP: httpapi.Options{Datacenter: s.Datacenter}}, nil
+		HTTP: httpapi.Options{Datacenter: s.Datacenter, Version: version}}, nil
 }

@@ -1,21 +1,52 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
+	"runtime"
+
+	"github.com/tenurekv/tenure/impl"
 
 	"github.com/tenurekv/tenure/model"
 )
 
 // The agent endpoints describe and act on the server the client talks to.
 
-// agentSelf is GET /v1/agent/self, reduced to the fields clients read to
-// learn the agent's node (api.Agent.NodeName). Always answered locally.
+// agentSelf is GET /v1/agent/self in Consul's shape: Config, Member (the
+// agent's gossip member) and Stats, the sections `consul info` prints.
+// Always answered locally.
 func (h *handler) agentSelf(c *call) error {
 	node := h.origin(c)
-	return writeJSON(c, http.StatusOK, map[string]map[string]any{
-		"Config": {"Datacenter": h.opts.Datacenter, "NodeName": node, "Server": true, "Version": "tenure"},
-		"Member": {"Name": node},
-	})
+	version := h.opts.Version
+	if version == "" {
+		version = "tenure"
+	}
+	out := map[string]any{
+		"Config": map[string]any{"Datacenter": h.opts.Datacenter, "PrimaryDatacenter": h.opts.Datacenter,
+			"NodeName": node, "Server": true, "Version": version, "Revision": "", "BuildDate": ""},
+		"Member": map[string]any{"Name": node},
+		"Meta":   map[string]string{},
+	}
+	isLeader, _, _ := h.b.Leader()
+	consul := map[string]string{"server": "true", "leader": fmt.Sprint(isLeader), "leader_addr": h.b.RaftLeaderAddr(),
+		"known_datacenters": "1", "bootstrap": "false", "acl": "disabled"}
+	stats := map[string]map[string]string{
+		"agent":   {"check_monitors": "0", "check_ttls": "0", "checks": "0", "services": "0"},
+		"build":   {"version": version, "revision": "", "prerelease": "", "version_metadata": ""},
+		"consul":  consul,
+		"runtime": {"os": runtime.GOOS, "arch": runtime.GOARCH, "version": runtime.Version(), "max_procs": fmt.Sprint(runtime.GOMAXPROCS(0)), "goroutines": fmt.Sprint(runtime.NumGoroutine()), "cpu_count": fmt.Sprint(runtime.NumCPU())},
+	}
+	if ro, ok := h.b.(impl.RaftOperator); ok {
+		stats["raft"] = ro.RaftStats()
+	}
+	if h.opts.Members != nil {
+		local := h.opts.Members.Local()
+		out["Member"] = toMemberJSON(local)
+		out["Config"].(map[string]any)["BindAddr"] = local.IP
+		stats["serf_lan"] = h.opts.Members.Stats()
+	}
+	out["Stats"] = stats
+	return writeJSON(c, http.StatusOK, out)
 }
 
 // agentCheck is PUT /v1/agent/check/{pass,warn,fail}/<id>: a catalog write

@@ -38,6 +38,8 @@ type Options struct {
 	Datacenter string
 	// Members is the agent's gossip pool, for the membership endpoints.
 	Members Members
+	// Version is what /v1/agent/self reports; default "tenure".
+	Version string
 }
 
 // Defaults taken from Consul's agent configuration (CONSUL.md §7).
@@ -120,6 +122,9 @@ func (h *handler) routeTable() []route {
 		{"/v1/agent/self", false, []string{get}, h.agentSelf},
 		{"/v1/agent/members", false, []string{get}, h.agentMembers},
 		{"/v1/operator/autopilot/configuration", false, []string{get}, h.autopilotConfiguration},
+		{"/v1/operator/raft/configuration", false, []string{get}, h.raftConfiguration},
+		{"/v1/operator/raft/peer", false, []string{del}, h.raftRemovePeer},
+		{"/v1/catalog/datacenters", false, []string{get}, h.catalogDatacenters},
 		{"/v1/agent/join/", true, []string{put}, h.agentJoin},
 		{"/v1/agent/leave", false, []string{put}, h.agentLeave},
 		{"/v1/agent/force-leave/", true, []string{put}, h.agentForceLeave},

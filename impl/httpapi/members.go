@@ -15,6 +15,7 @@ type Members interface {
 	Join(addrs []string) (int, error)
 	Leave() error
 	ForceLeave(node string, prune bool) error
+	Stats() map[string]string
 }
 
 // memberJSON is one element of /v1/agent/members, in Consul's shape.
