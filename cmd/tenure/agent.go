@@ -64,12 +64,16 @@ func runAgent(args []string, stderr io.Writer) int {
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	got := <-sig
+	select {
+	case got := <-sig:
+		// Servers do not leave on a signal (Consul's skip_leave_on_interrupt
+		// and leave_on_terminate server defaults): a restarted server
+		// rejoins as itself, and its sessions are kept meanwhile.
+		logger.Info("shutting down", "signal", got.String())
+	case <-a.Left():
+		logger.Info("left the cluster; shutting down")
+	}
 	signal.Stop(sig)
-	// Servers do not leave on a signal (Consul's skip_leave_on_interrupt
-	// and leave_on_terminate server defaults): a restarted server rejoins
-	// as itself, and its sessions are kept meanwhile.
-	logger.Info("shutting down", "signal", got.String())
 	if err := a.Shutdown(); err != nil {
 		logger.Error("shutdown", "error", err)
 		return 1

@@ -87,8 +87,43 @@ func TestMultiProcessCluster(t *testing.T) {
 	cl.start(lead)
 	cl.waitHealthy(lead, 3)
 	cl.checkIntact(lead, acked, ttlSession, nodeSession, true)
+
+	// A graceful leave (consul leave): the agent exits, the leader removes
+	// it from raft and deregisters its node (S53, S54).
+	now := cl.leader(follower)
+	leaver := (now + 1) % 3
+	name := cl.nodes[leaver].name
+	if err := cl.client(leaver).Agent().Leave(); err != nil {
+		t.Fatalf("leave %s: %v", name, err)
+	}
+	if err := cl.nodes[leaver].wait(); err != nil {
+		t.Errorf("%s exited uncleanly after leaving: %v", name, err)
+	}
+	cl.nodes[leaver].cmd = nil
+	lc = cl.client(now)
+	cl.eventually(name+" out of raft and the catalog", func() error {
+		conf, err := lc.Operator().RaftGetConfiguration(nil)
+		if err != nil {
+			return err
+		}
+		for _, s := range conf.Servers {
+			if s.Node == name {
+				return fmt.Errorf("still a raft server: %+v", conf.Servers)
+			}
+		}
+		node, _, err := lc.Catalog().Node(name, nil)
+		if err != nil {
+			return err
+		}
+		if node != nil {
+			return fmt.Errorf("node still registered: %+v", node.Node)
+		}
+		return nil
+	})
 	for i := range cl.nodes {
-		cl.stop(i)
+		if cl.nodes[i].cmd != nil {
+			cl.stop(i)
+		}
 	}
 }
 

@@ -60,6 +60,7 @@ type Config struct {
 type Agent struct {
 	srv      *impl.Server
 	pool     *gossip.Pool // nil without gossip
+	left     chan struct{}
 	http     *http.Server
 	ln       net.Listener
 	addr     string
@@ -102,13 +103,14 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Server.HTTPAddr = ln.Addr().String()
 	}
 	var pool *gossip.Pool
+	left := make(chan struct{})
 	if cfg.Gossip != nil {
 		var err error
 		if pool, err = startGossip(cfg); err != nil {
 			return nil, errors.Join(err, ln.Close())
 		}
 		cfg.Server.Membership = pool
-		cfg.HTTP.Members = pool
+		cfg.HTTP.Members = &leavingPool{Pool: pool, left: left}
 	}
 	srv, err := impl.NewServer(cfg.Server)
 	if err != nil {
@@ -120,6 +122,7 @@ func New(cfg Config) (*Agent, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &Agent{
+		left:   left,
 		pool:   pool,
 		srv:    srv,
 		ln:     ln,
@@ -191,6 +194,26 @@ func (a *Agent) retryJoin(ctx context.Context, cfg Config) {
 		}
 	}
 }
+
+// leavingPool is the pool as the HTTP API sees it: a graceful leave
+// (PUT /v1/agent/leave) also tells the agent to stop, as Consul's does.
+type leavingPool struct {
+	*gossip.Pool
+	left chan struct{}
+	once sync.Once
+}
+
+func (p *leavingPool) Leave() error {
+	if err := p.Pool.Leave(); err != nil {
+		return err
+	}
+	p.once.Do(func() { close(p.left) })
+	return nil
+}
+
+// Left closes once the agent has left its gossip pool through the API; the
+// process then shuts the agent down.
+func (a *Agent) Left() <-chan struct{} { return a.left }
 
 // Members is the agent's gossip pool, nil without one.
 func (a *Agent) Members() *gossip.Pool { return a.pool }
