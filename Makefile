@@ -65,6 +65,15 @@ mutants:
 test-cluster:
 	TENURE_CLUSTER_TEST=1 $(GO) test -count=1 -v -run MultiProcess ./cmd/tenure
 
+## bench-detect: 3 servers and 2 client agents as processes; how long after the lock holder's client
+## is killed, stopped (SIGSTOP) or leaves its session is invalidated. AGENT is any binary with
+## Consul's agent flags (default: tenure built fresh), e.g. make bench-detect AGENT=/path/to/consul
+AGENT  ?=
+ROUNDS ?= 3
+.PHONY: bench-detect
+bench-detect:
+	TENURE_DETECT=1 TENURE_DETECT_AGENT=$(AGENT) TENURE_DETECT_ROUNDS=$(ROUNDS) $(GO) test -count=1 -v -timeout 0 -run '^TestDetection$$' ./cmd/tenure
+
 ## chaos: kill -9 and restart leaders and followers of a durable 3-process cluster under
 ## writes and lock traffic, then check every acknowledged write on every node, e.g.
 ##   make chaos KILLS=200 SEED=7

@@ -10,8 +10,6 @@ import (
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
-
-	"github.com/tenurekv/tenure/impl/agent"
 )
 
 // agentSettings reads config files, then flags, and validates the result.
@@ -49,12 +47,7 @@ func runAgent(args []string, stderr io.Writer) int {
 	for _, w := range warnings {
 		logger.Warn(w)
 	}
-	cfg, err := s.agentConfig(logger)
-	if err != nil {
-		logger.Error("start failed", "error", err)
-		return 1
-	}
-	a, err := agent.New(cfg)
+	a, err := s.start(logger)
 	if err != nil {
 		logger.Error("start failed", "error", err)
 		return 1
@@ -68,8 +61,14 @@ func runAgent(args []string, stderr io.Writer) int {
 	case got := <-sig:
 		// Servers do not leave on a signal (Consul's skip_leave_on_interrupt
 		// and leave_on_terminate server defaults): a restarted server
-		// rejoins as itself, and its sessions are kept meanwhile.
+		// rejoins as itself, and its sessions are kept meanwhile. A client
+		// leaves gracefully, as Consul's clients do by default.
 		logger.Info("shutting down", "signal", got.String())
+		if !s.Server && !s.Dev {
+			if err := a.Members().Leave(); err != nil {
+				logger.Warn("leave", "error", err)
+			}
+		}
 	case <-a.Left():
 		logger.Info("left the cluster; shutting down")
 	}

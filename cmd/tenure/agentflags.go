@@ -19,8 +19,10 @@ a consul agent command line or unit file carries over:
 -dev runs one in-memory server on 127.0.0.1, as consul agent -dev does.
 -server runs a server; -bootstrap-expect N forms the cluster once N servers
 have joined the gossip pool (-retry-join), and a server that joins an
-existing cluster later is added as a voter. Client agents (no -server) are
-not supported yet. -config-file and -config-dir read Consul's JSON or HCL
+existing cluster later is added as a voter. Without -server the agent is a
+client: a gossip member serving the HTTP API on its own address and sending
+requests to the servers; sessions created through it are bound to its own
+gossip health. -config-file and -config-dir read Consul's JSON or HCL
 agent configuration for the same settings (flags win).
 
 flags:

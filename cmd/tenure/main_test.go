@@ -60,7 +60,6 @@ func TestAgentSettingsRejectBadInput(t *testing.T) {
 	}{
 		"unknown flag":               {[]string{"-dev", "-frobnicate"}, "flag provided but not defined"},
 		"stray argument":             {[]string{"-dev", "extra"}, "unexpected arguments"},
-		"client agent":               {[]string{"-data-dir", "/d"}, "client agents"},
 		"server without data dir":    {[]string{"-server", "-bind", "127.0.0.1"}, "data_dir cannot be empty"},
 		"negative bootstrap-expect":  {append(server, "-bootstrap-expect", "-1"), "bootstrap_expect cannot be -1"},
 		"bootstrap-expect in dev":    {[]string{"-dev", "-bootstrap-expect", "3"}, "not allowed in dev mode"},

@@ -91,8 +91,6 @@ func (s *settings) validate(warn func(string)) error {
 		return errors.New("'bootstrap_expect > 0' not allowed in dev mode")
 	case s.BootstrapExpect > 0 && !s.Server:
 		return errors.New("'bootstrap_expect > 0' requires 'server = true'")
-	case !s.Dev && !s.Server:
-		return errors.New("client agents (no -server) are not supported yet: run with -server or -dev")
 	case !s.Dev && s.DataDir == "":
 		return errors.New("data_dir cannot be empty")
 	case s.TTLMultiplier < 1:
@@ -168,6 +166,29 @@ func (s *settings) httpAdvertise() string {
 		host = s.AdvertiseAddr
 	}
 	return net.JoinHostPort(host, strconv.Itoa(s.Ports.HTTP))
+}
+
+// runningAgent is a started server or client agent.
+type runningAgent interface {
+	HTTPAddr() string
+	Members() *gossip.Pool
+	Left() <-chan struct{}
+	Shutdown() error
+}
+
+// start starts the agent the settings describe: a server with -server or
+// -dev, a client agent otherwise.
+func (s *settings) start(logger hclog.Logger) (runningAgent, error) {
+	cfg, err := s.agentConfig(logger)
+	if err != nil {
+		return nil, err
+	}
+	if s.Server || s.Dev {
+		return agent.New(cfg)
+	}
+	return agent.NewClient(agent.ClientConfig{NodeName: s.NodeName, Listener: cfg.Listener, HTTPAddr: cfg.Server.HTTPAddr,
+		Gossip: *cfg.Gossip, Join: cfg.Join, RetryInterval: cfg.RetryInterval, Datacenter: s.Datacenter, Version: version,
+		Logger: logger})
 }
 
 // agentConfig turns validated settings into an agent.

@@ -140,7 +140,7 @@ func New(cfg Config) (*Agent, error) {
 	limits.server(a.http)
 	go func() { a.served <- a.http.Serve(ln) }()
 	if pool != nil && len(cfg.Join) > 0 {
-		go a.retryJoin(ctx, cfg)
+		go retryJoin(ctx, pool, cfg.Join, cfg.RetryInterval, logger(cfg.Server.Logger))
 	}
 	return a, nil
 }
@@ -172,25 +172,24 @@ func startGossip(cfg Config) (*gossip.Pool, error) {
 	return pool, nil
 }
 
-// retryJoin joins cfg.Join, retrying until it reaches someone or the agent
-// stops, as Consul's -retry-join does.
-func (a *Agent) retryJoin(ctx context.Context, cfg Config) {
-	every := cfg.RetryInterval
-	if every <= 0 {
-		every = 30 * time.Second
+// retryJoin joins addrs, retrying every interval (default 30 s, Consul's
+// retry_interval) until it reaches someone or ctx ends, as Consul's
+// -retry-join does.
+func retryJoin(ctx context.Context, pool *gossip.Pool, addrs []string, interval time.Duration, log hclog.Logger) {
+	if interval <= 0 {
+		interval = 30 * time.Second
 	}
-	log := logger(cfg.Server.Logger)
 	for {
-		n, err := a.pool.Join(cfg.Join)
+		n, err := pool.Join(addrs)
 		if err == nil && n > 0 {
 			log.Info("joined the gossip pool", "reached", n)
 			return
 		}
-		log.Warn("Join cluster failed, will retry", "addresses", cfg.Join, "retry_interval", every, "error", err)
+		log.Warn("Join cluster failed, will retry", "addresses", addrs, "retry_interval", interval, "error", err)
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(every):
+		case <-time.After(interval):
 		}
 	}
 }

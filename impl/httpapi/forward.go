@@ -17,9 +17,13 @@ import (
 // believe the other leads cannot bounce a request forever.
 const forwardedHeader = "X-Tenure-Forwarded-By"
 
-// origin is the node of the server the client talked to.
+// origin is the node of the agent the client talked to: a client agent
+// (agentHeader), a follower that forwarded (forwardedHeader), or this server.
 func (h *handler) origin(c *call) string {
 	if n := c.r.Header.Get(forwardedHeader); n != "" {
+		return n
+	}
+	if n := c.r.Header.Get(agentHeader); n != "" {
 		return n
 	}
 	return h.b.NodeName()

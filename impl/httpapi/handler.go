@@ -144,38 +144,46 @@ type call struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !serveRoute(h.routes, w, r, h.opts.Logger) {
+		http.NotFound(w, r)
+	}
+}
+
+// serveRoute answers r by the first route that matches its path and says
+// whether one did.
+func serveRoute(routes []route, w http.ResponseWriter, r *http.Request, logger hclog.Logger) bool {
 	path := r.URL.Path
 	var rt *route
-	for i := range h.routes {
-		cand := &h.routes[i]
+	for i := range routes {
+		cand := &routes[i]
 		if path == cand.path || (cand.prefix && strings.HasPrefix(path, cand.path)) {
 			rt = cand
 			break
 		}
 	}
 	if rt == nil {
-		http.NotFound(w, r)
-		return
+		return false
 	}
 	// Consul lists OPTIONS first in Allow and answers it with the header only.
 	allow := append([]string{http.MethodOptions}, rt.methods...)
 	if r.Method == http.MethodOptions {
 		w.Header().Set("Allow", strings.Join(allow, ","))
-		return
+		return true
 	}
 	if !slices.Contains(rt.methods, r.Method) {
 		writeError(w, &apiError{status: http.StatusMethodNotAllowed,
 			msg: fmt.Sprintf("method %s not allowed", r.Method), allow: allow})
-		return
+		return true
 	}
 	c := &call{w: w, r: r, arg: strings.TrimPrefix(path, rt.path)}
 	if err := rt.serve(c); err != nil {
 		var ae *apiError
 		if !errors.As(err, &ae) || ae.status >= 500 {
-			h.opts.Logger.Warn("request failed", "method", r.Method, "path", path, "error", err)
+			logger.Warn("request failed", "method", r.Method, "path", path, "error", err)
 		}
 		writeError(w, err)
 	}
+	return true
 }
 
 // writeJSON answers 200 (or status) with v as JSON; ?pretty indents it as Consul does.

@@ -177,3 +177,26 @@ func awaitReady(a *agent.Agent) error {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// StartClient starts a client agent named node on free 127.0.0.1 ports with
+// dev gossip timing, joined to the gossip pool of server (an agent started
+// here with gossip); it stops through tb.Cleanup.
+func StartClient(tb testing.TB, node string, server *agent.Agent) *agent.Client {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := agent.NewClient(agent.ClientConfig{NodeName: node, Listener: ln,
+		Gossip: gossip.Config{BindAddr: "127.0.0.1", Timing: gossip.DevTiming},
+		Join:   []string{server.Members().Local().Addr()}, RetryInterval: 100 * time.Millisecond})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		if err := c.Shutdown(); err != nil {
+			tb.Errorf("stop client agent %s: %v", node, err)
+		}
+	})
+	return c
+}

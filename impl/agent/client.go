@@ -1,0 +1,130 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tenurekv/tenure/impl/gossip"
+	"github.com/tenurekv/tenure/impl/httpapi"
+)
+
+// ClientConfig is a client agent: a gossip member without raft that serves
+// Consul's HTTP API on its own address and sends everything but its own
+// membership endpoints to a server. Sessions created through it belong to
+// its node, which the leader registers from gossip, so by default they are
+// bound to this agent's serfHealth: Consul's default failure detector.
+type ClientConfig struct {
+	NodeName string
+	// Listener serves the HTTP API; HTTPAddr is what the agent advertises.
+	Listener net.Listener
+	HTTPAddr string
+	Gossip   gossip.Config
+	// Join and RetryInterval as for a server agent.
+	Join          []string
+	RetryInterval time.Duration
+	// Forward carries requests to servers; default a pooled transport.
+	Forward    http.RoundTripper
+	Datacenter string
+	Version    string
+	Logger     hclog.Logger
+	Limits     HTTPLimits
+}
+
+// Client is a running client agent.
+type Client struct {
+	pool   *gossip.Pool
+	http   *http.Server
+	addr   string
+	left   chan struct{}
+	cancel context.CancelFunc
+	served chan error
+	once   sync.Once
+	err    error
+}
+
+// NewClient starts a client agent. On error nothing is left running.
+func NewClient(cfg ClientConfig) (*Client, error) {
+	if cfg.Listener == nil {
+		return nil, errors.New("agent: a client agent needs a Listener")
+	}
+	if cfg.HTTPAddr == "" {
+		cfg.HTTPAddr = cfg.Listener.Addr().String()
+	}
+	if cfg.Forward == nil {
+		cfg.Forward = &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = hclog.NewNullLogger()
+	}
+	g := cfg.Gossip
+	g.NodeName = cfg.NodeName
+	g.Tags = maps.Clone(g.Tags)
+	if g.Tags == nil {
+		g.Tags = map[string]string{}
+	}
+	g.Tags[gossip.TagRole] = gossip.RoleClient
+	g.Tags[gossip.TagHTTP] = cfg.HTTPAddr
+	if g.Logger == nil {
+		g.Logger = log.Named("gossip")
+	}
+	pool, err := gossip.Start(g)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("agent: %w", err), cfg.Listener.Close())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Client{pool: pool, addr: cfg.HTTPAddr, left: make(chan struct{}), cancel: cancel, served: make(chan error, 1)}
+	api := httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName, Members: &leavingPool{Pool: pool, left: c.left},
+		Forward: cfg.Forward, Datacenter: cfg.Datacenter, Version: cfg.Version, Logger: log.Named("http")})
+	limits := cfg.Limits.withDefaults()
+	c.http = &http.Server{
+		Handler:     limits.writeDeadline(api, httpapi.Options{}.LongestBlock()),
+		BaseContext: func(net.Listener) context.Context { return ctx },
+		ErrorLog:    log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+	}
+	limits.server(c.http)
+	go func() { c.served <- c.http.Serve(cfg.Listener) }()
+	if len(cfg.Join) > 0 {
+		go retryJoin(ctx, pool, cfg.Join, cfg.RetryInterval, log)
+	}
+	return c, nil
+}
+
+// HTTPAddr is the advertised host:port of the API.
+func (c *Client) HTTPAddr() string { return c.addr }
+
+// Members is the agent's gossip pool.
+func (c *Client) Members() *gossip.Pool { return c.pool }
+
+// Left closes once the agent has left its pool through the API.
+func (c *Client) Left() <-chan struct{} { return c.left }
+
+// Shutdown stops serving and stops gossip without leaving (the others see
+// this agent fail). Safe to call more than once.
+func (c *Client) Shutdown() error {
+	c.once.Do(func() {
+		c.cancel()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		var errs []error
+		if err := c.http.Shutdown(ctx); err != nil {
+			if cerr := c.http.Close(); cerr != nil {
+				errs = append(errs, fmt.Errorf("agent: close HTTP after %v: %w", err, cerr))
+			}
+		}
+		if err := <-c.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errs = append(errs, fmt.Errorf("agent: serve HTTP: %w", err))
+		}
+		errs = append(errs, c.pool.Shutdown())
+		c.err = errors.Join(errs...)
+	})
+	return c.err
+}
