@@ -119,6 +119,8 @@ func describe(m any) string {
 		return fmt.Sprintf("InstallSnapshot t=%d last=%d/%d size=%d", m.Term, m.LastLogIndex, m.LastLogTerm, m.Size)
 	case *raft.TimeoutNowRequest:
 		return "TimeoutNow"
+	case packetMsg:
+		return fmt.Sprintf("packet %dB", m.size)
 	case replyMsg:
 		if m.resp.Error != nil {
 			return "re error: " + m.resp.Error.Error()

@@ -84,6 +84,7 @@ type Network struct {
 
 	transports map[raft.ServerAddress]*Transport
 	listeners  map[string]*listener
+	packets    map[string]*PacketEndpoint
 	pairs      map[*connPair]struct{}
 	ports      map[string]int
 
@@ -165,6 +166,9 @@ func (n *Network) Close() {
 	}
 	for _, a := range slices.Sorted(maps.Keys(n.listeners)) {
 		n.listeners[a].closeLocked()
+	}
+	for _, a := range slices.Sorted(maps.Keys(n.packets)) {
+		n.packets[a].closeLocked()
 	}
 	for _, p := range n.sortedPairsLocked() {
 		n.breakPairLocked(p, "network closed")

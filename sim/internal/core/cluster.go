@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/gossip"
 	"github.com/tenurekv/tenure/impl/httpapi"
 	"github.com/tenurekv/tenure/model"
 	"github.com/tenurekv/tenure/sim/simclock"
@@ -36,6 +37,7 @@ type server struct {
 	mu          sync.Mutex
 	srv         *impl.Server
 	hs          *http.Server
+	pool        *gossip.Pool // with Gossip: this incarnation's membership
 	incarnation int
 	// stopped is set when the running incarnation is crashed, so that
 	// whatever it applies while shutting down is not recorded.
@@ -59,6 +61,10 @@ type Cluster struct {
 	Servers []*server
 	peers   []impl.Peer
 	variant *Variant
+	// gossip, when set, runs LAN gossip (serf over memberlist) among the
+	// servers over the simulated network: the leader then takes
+	// registrations and serfHealth from gossip instead of raft heartbeats.
+	gossip *gossipNames
 	// applied is the highest index any server has applied, so a restarted
 	// server's replay of older entries is marked as such.
 	appliedMu sync.Mutex
@@ -73,8 +79,11 @@ func SimTransport(n *simnet.Network, from string) *http.Transport {
 	return &http.Transport{DialContext: n.Dialer(from), DisableKeepAlives: true}
 }
 
-func NewCluster(n *simnet.Network, rec *Recorder, names []string, clocks map[string]ClockSkew, v *Variant) (*Cluster, error) {
+func NewCluster(n *simnet.Network, rec *Recorder, names []string, clocks map[string]ClockSkew, v *Variant, withGossip bool) (*Cluster, error) {
 	c := &Cluster{net: n, rec: rec, variant: v}
+	if withGossip {
+		c.gossip = newGossipNames(names)
+	}
 	for _, name := range names {
 		c.peers = append(c.peers, impl.Peer{Name: name, RaftAddr: name})
 	}
@@ -103,6 +112,17 @@ func NewCluster(n *simnet.Network, rec *Recorder, names []string, clocks map[str
 // start boots s on its stores with a fresh transport, HTTP listener, leader
 // observer and apply hook.
 func (c *Cluster) Start(s *server) error {
+	if err := c.boot(s); err != nil {
+		return err
+	}
+	if c.gossip != nil {
+		c.joinGossip(s)
+	}
+	return nil
+}
+
+// boot is Start without joining gossip, under s's lock.
+func (c *Cluster) boot(s *server) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.srv != nil {
@@ -145,12 +165,23 @@ func (c *Cluster) Start(s *server) error {
 			c.appliedMu.Unlock()
 		},
 	}
+	var pool *gossip.Pool
+	if c.gossip != nil {
+		if pool, err = c.startGossip(s); err != nil {
+			return err
+		}
+		cfg.Membership = pool
+	}
 	if c.variant != nil && c.variant.Config != nil {
 		c.variant.Config(&cfg)
 	}
 	srv, err := impl.NewServer(cfg)
 	if err != nil {
-		return fmt.Errorf("start %s: %w", s.Name, err)
+		err = fmt.Errorf("start %s: %w", s.Name, err)
+		if pool != nil {
+			err = errors.Join(err, pool.Shutdown())
+		}
+		return err
 	}
 	srv.Raft().RegisterObserver(raft.NewObserver(nil, false, func(o *raft.Observation) bool {
 		// Runs synchronously inside raft: the time is the exact virtual
@@ -168,16 +199,55 @@ func (c *Cluster) Start(s *server) error {
 	}
 	hs := &http.Server{Handler: httpapi.New(srv, httpapi.Options{Forward: SimTransport(c.net, s.Name)})}
 	go func() { _ = hs.Serve(ln) }()
-	s.srv, s.hs, s.stopped = srv, hs, &stopped
+	s.srv, s.hs, s.stopped, s.pool = srv, hs, &stopped, pool
 	return nil
+}
+
+// startGossip starts s's membership on the simulated network. Its tags
+// carry no raft port: the simulator's raft addresses are node names, and
+// the cluster's voters are fixed (Peers).
+func (c *Cluster) startGossip(s *server) (*gossip.Pool, error) {
+	t, err := newGossipTransport(c.net, c.gossip, s.Name)
+	if err != nil {
+		return nil, fmt.Errorf("start %s gossip: %w", s.Name, err)
+	}
+	pool, err := gossip.Start(gossip.Config{NodeName: s.Name, Transport: t,
+		Tags: map[string]string{gossip.TagRole: gossip.RoleServer, gossip.TagHTTP: s.httpAddr()}})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("start %s gossip: %w", s.Name, err), t.Shutdown())
+	}
+	return pool, nil
+}
+
+// joinGossip joins s to every other running server's pool; a server that
+// finds nobody is joined by the next one to start.
+func (c *Cluster) joinGossip(s *server) {
+	pool := func(o *server) *gossip.Pool {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		return o.pool
+	}
+	var addrs []string
+	for _, o := range c.Servers {
+		if o != s && pool(o) != nil {
+			addrs = append(addrs, c.gossip.addr(o.Name))
+		}
+	}
+	own := pool(s)
+	if len(addrs) == 0 || own == nil {
+		return
+	}
+	if _, err := own.Join(addrs); err != nil {
+		c.rec.Add(Event{Kind: KindNote, Node: s.Name, Msg: "gossip join: " + err.Error()})
+	}
 }
 
 // crash stops s as a kill would: HTTP and raft go down at once; the stores
 // are kept for a restart.
 func (c *Cluster) Crash(s *server) error {
 	s.mu.Lock()
-	srv, hs, stopped := s.srv, s.hs, s.stopped
-	s.srv, s.hs = nil, nil
+	srv, hs, stopped, pool := s.srv, s.hs, s.stopped, s.pool
+	s.srv, s.hs, s.pool = nil, nil, nil
 	if srv != nil {
 		s.incarnation++
 	}
@@ -190,6 +260,10 @@ func (c *Cluster) Crash(s *server) error {
 	if serr := srv.Shutdown(); serr != nil {
 		err = errors.Join(err, fmt.Errorf("shutdown %s: %w", s.Name, serr))
 	}
+	if pool != nil {
+		// A crash: no leave, so the others see the member fail.
+		err = errors.Join(err, pool.Shutdown())
+	}
 	s.gate.resume()
 	return err
 }
@@ -199,8 +273,18 @@ func (c *Cluster) Shutdown() error {
 	for _, s := range c.Servers {
 		errs = append(errs, c.Crash(s))
 	}
+	if c.gossip != nil {
+		// memberlist leaves probe goroutines waiting on their timeouts after
+		// Shutdown; virtual time only passes while the bubble's main
+		// goroutine lives, so let it pass here until they have returned.
+		time.Sleep(gossipDrain)
+	}
 	return errors.Join(errs...)
 }
+
+// gossipDrain outlasts memberlist's longest probe timeout (the TCP fallback
+// ping's, one probe interval) with room to spare.
+const gossipDrain = 5 * time.Second
 
 // leader returns a running server that currently leads, or nil.
 func (c *Cluster) Leader() *server {

@@ -36,6 +36,9 @@ type Config struct {
 	Groups []LockGroup
 	// NetTrace records every network message in the trace (large).
 	NetTrace bool
+	// Gossip runs LAN gossip among the servers over the simulated network
+	// (failure detection by memberlist instead of raft heartbeats).
+	Gossip bool
 }
 
 // defaultConfig is what `go test ./sim -seed N` runs.
@@ -155,7 +158,7 @@ func (e *Env) Close() {
 
 // planRun draws everything the seed decides before the run starts.
 func planRun(cfg Config) core.RunHeader {
-	hdr := core.RunHeader{Seed: cfg.Seed, Clocks: map[string]core.ClockSkew{}, Groups: map[string]core.GroupInfo{}}
+	hdr := core.RunHeader{Seed: cfg.Seed, Clocks: map[string]core.ClockSkew{}, Groups: map[string]core.GroupInfo{}, Gossip: cfg.Gossip}
 	if cfg.Variant != nil {
 		hdr.Variant = cfg.Variant.Name
 	}

@@ -1,0 +1,86 @@
+package simnet
+
+import (
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// TestPackets: datagrams arrive after the link's latency with their
+// sender's address; they are lost across a cut, at DropRate, with no
+// listener, and after the receiver closes; paused receivers get them on
+// resume; a closed endpoint cannot send.
+func TestPackets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n, tr := newNet(t, Options{Seed: 1, Link: Link{Latency: 5 * time.Millisecond}})
+		a, err := n.ListenPacket("a:8301")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := n.ListenPacket("b:8301")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n.ListenPacket("b:8301"); err == nil {
+			t.Fatal("an address was bound twice")
+		}
+		start := time.Now()
+		if err := a.SendTo([]byte("ping"), "b:8301"); err != nil {
+			t.Fatal(err)
+		}
+		p := <-b.Packets()
+		if string(p.Data) != "ping" || p.From != "a:8301" || time.Since(start) != 5*time.Millisecond {
+			t.Fatalf("got %+v after %v", p, time.Since(start))
+		}
+
+		expectLost := func(what string) {
+			t.Helper()
+			time.Sleep(time.Second)
+			select {
+			case p := <-b.Packets():
+				t.Fatalf("%s: packet %+v delivered", what, p)
+			default:
+			}
+		}
+		if err := n.Partition([]string{"a"}, []string{"b"}); err != nil {
+			t.Fatal(err)
+		}
+		_ = a.SendTo([]byte("cut"), "b:8301")
+		expectLost("across a partition")
+		n.Heal()
+
+		if err := n.SetLink("a", "b", Link{Latency: time.Millisecond, DropRate: 1}); err != nil {
+			t.Fatal(err)
+		}
+		_ = a.SendTo([]byte("dropped"), "b:8301")
+		expectLost("at DropRate 1")
+		n.ResetLinks()
+
+		_ = a.SendTo([]byte("nobody"), "c:8301")
+		time.Sleep(time.Second)
+		if tr.count(Drop, "no packet listener on c:8301") != 1 {
+			t.Fatal("a packet to an unbound address was not lost as such")
+		}
+
+		if err := n.Pause("b"); err != nil {
+			t.Fatal(err)
+		}
+		_ = a.SendTo([]byte("held"), "b:8301")
+		expectLost("to a paused receiver, before resume")
+		if err := n.Resume("b"); err != nil {
+			t.Fatal(err)
+		}
+		if p := <-b.Packets(); string(p.Data) != "held" {
+			t.Fatalf("after resume got %q", p.Data)
+		}
+
+		b.Close()
+		_ = a.SendTo([]byte("closed"), "b:8301")
+		time.Sleep(time.Second)
+		a.Close()
+		if err := a.SendTo([]byte("x"), "b:8301"); err == nil {
+			t.Fatal("a closed endpoint sent")
+		}
+		n.Close()
+	})
+}
