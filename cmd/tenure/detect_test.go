@@ -42,7 +42,19 @@ func TestDetection(t *testing.T) {
 	results := map[string][]time.Duration{}
 	for round := range rounds {
 		for _, how := range []string{"kill -9", "SIGSTOP", "leave"} {
-			d := detectOnce(t, bin, how)
+			var d time.Duration
+			var err error
+			// A fresh cluster each time; one whose processes could not
+			// start (a port taken meanwhile) is tried again.
+			for try := 0; try < 3; try++ {
+				if d, err = detectOnce(t, bin, how); err == nil {
+					break
+				}
+				t.Logf("round %d (%s): setting up failed, trying again: %v", round+1, how, err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
 			results[how] = append(results[how], d)
 			t.Logf("round %d: %s → session invalidated after %v", round+1, how, d.Round(10*time.Millisecond))
 		}
@@ -59,9 +71,17 @@ func TestDetection(t *testing.T) {
 
 // detectOnce starts 3 servers and 2 clients, has client A's session (the
 // default: bound to A's serfHealth) hold a lock, applies the fault to A and
-// returns how long until a server no longer lists the session.
-func detectOnce(t *testing.T, bin, how string) time.Duration {
+// returns how long until a server no longer lists the session. Every
+// process it started is gone when it returns; an error means the cluster
+// never came up.
+func detectOnce(t *testing.T, bin, how string) (time.Duration, error) {
 	t.Helper()
+	var cleanups []func()
+	defer func() {
+		for _, c := range cleanups {
+			c()
+		}
+	}()
 	type proc struct {
 		name, http, serf, server string
 		cmd                      *exec.Cmd
@@ -74,7 +94,10 @@ func detectOnce(t *testing.T, bin, how string) time.Duration {
 		}
 		procs = append(procs, &proc{name: name, http: freePort(t), serf: freePort(t), server: freePort(t)})
 	}
-	logDir := t.TempDir()
+	logDir, err := os.MkdirTemp("", "detect-logs")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i, p := range procs {
 		args := []string{"agent", "-node", p.name, "-data-dir", filepath.Join(t.TempDir(), p.name), "-bind", "127.0.0.1",
 			"-client", "127.0.0.1", "-http-port", port(p.http), "-serf-lan-port", port(p.serf), "-server-port", port(p.server),
@@ -92,16 +115,11 @@ func detectOnce(t *testing.T, bin, how string) time.Duration {
 		if err := p.cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() {
+		cleanups = append(cleanups, func() {
 			_ = p.cmd.Process.Signal(syscall.SIGCONT)
 			_ = p.cmd.Process.Kill()
 			_ = p.cmd.Wait()
 			f.Close()
-			if t.Failed() {
-				if b, err := os.ReadFile(f.Name()); err == nil {
-					t.Logf("%s log:\n%s", p.name, b)
-				}
-			}
 		})
 	}
 	apiOf := func(p *proc) *api.Client {
@@ -113,11 +131,13 @@ func detectOnce(t *testing.T, bin, how string) time.Duration {
 	}
 	holder, observer := apiOf(procs[3]), apiOf(procs[0])
 	var sid string
-	waitFor(t, 60*time.Second, "a session through client c1", func() error {
+	if err := poll(60*time.Second, func() error {
 		var err error
 		sid, _, err = holder.Session().Create(&api.SessionEntry{LockDelay: time.Millisecond}, nil)
 		return err
-	})
+	}); err != nil {
+		return 0, fmt.Errorf("no session through client c1 (logs in %s): %w", logDir, err)
+	}
 	if ok, _, err := holder.KV().Acquire(&api.KVPair{Key: "detect/lock", Session: sid}, nil); err != nil || !ok {
 		t.Fatalf("acquire: %v %v", ok, err)
 	}
@@ -132,7 +152,7 @@ func detectOnce(t *testing.T, bin, how string) time.Duration {
 		// default (leave_on_terminate).
 		_ = procs[3].cmd.Process.Signal(syscall.SIGTERM)
 	}
-	waitFor(t, 120*time.Second, "the holder's session to be invalidated ("+how+")", func() error {
+	if err := poll(120*time.Second, func() error {
 		s, _, err := observer.Session().Info(sid, &api.QueryOptions{AllowStale: false})
 		if err != nil {
 			return err
@@ -141,20 +161,19 @@ func detectOnce(t *testing.T, bin, how string) time.Duration {
 			return fmt.Errorf("session %s still there", sid)
 		}
 		return nil
-	})
-	return time.Since(start)
+	}); err != nil {
+		t.Fatalf("the holder's session was not invalidated (%s; logs in %s): %v", how, logDir, err)
+	}
+	return time.Since(start), nil
 }
 
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() error) {
-	t.Helper()
+// poll calls cond every 10 ms until it succeeds or limit passes.
+func poll(limit time.Duration, cond func() error) error {
 	deadline := time.Now().Add(limit)
 	for {
 		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s: %v", what, err)
+		if err == nil || time.Now().After(deadline) {
+			return err
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
