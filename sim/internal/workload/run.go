@@ -44,7 +44,7 @@ type Config struct {
 // defaultConfig is what `go test ./sim -seed N` runs.
 func DefaultConfig(seed uint64) Config {
 	return Config{Seed: seed, Servers: 3, ClientsPerGroup: 2, Duration: 60 * time.Second,
-		Faults: core.AllFaultKinds, MaxTTL: 15 * time.Second}
+		Faults: core.AllFaultKinds, MaxTTL: 15 * time.Second, Gossip: true}
 }
 
 // Result is what a run produced.
@@ -61,6 +61,10 @@ type Result struct {
 const (
 	probeEvery    = time.Second
 	failureThresh = 5 * time.Second
+	// gossipDetect bounds memberlist's LAN detection among three servers:
+	// a probe every 1 s, a 500 ms probe timeout, then at least 4 s of
+	// suspicion (CONSUL.md §13); measured 5.5-7.8 s in the simulator.
+	gossipDetect = 10 * time.Second
 )
 
 // Run executes one simulation. It must be called inside a testing/synctest
@@ -191,7 +195,11 @@ func planRun(cfg Config) core.RunHeader {
 	if hdr.Faults == nil {
 		hdr.Faults = core.NewSchedule(cfg.Seed, core.SeededSchedule, cfg.Faults, 5*time.Second, cfg.Duration)
 	}
-	b, err := core.DeriveBounds(core.Bounds{Election: 10 * time.Second, Detect: failureThresh, MaxTTL: maxTTL,
+	detect := failureThresh
+	if cfg.Gossip {
+		detect = gossipDetect
+	}
+	b, err := core.DeriveBounds(core.Bounds{Election: 10 * time.Second, Detect: detect, MaxTTL: maxTTL,
 		TTLMultiplier: model.DefaultTTLMultiplier, MaxLockDelay: maxLD, MinRate: minRate, Slack: 5 * time.Second})
 	if err == nil {
 		hdr.Bounds = b
