@@ -13,17 +13,21 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/impl/reconcile"
 	"github.com/tenurekv/tenure/model"
 )
 
 // testCluster is n in-process servers on raft's in-memory transport, sharing
-// one fake clock. Followers' self-registration reaches the leader through
-// catalogRouter, a stand-in for the HTTP API (httpapi imports impl, so impl's
+// one fake clock and one in-memory gossip pool (fakePool): a stopped server
+// is announced failed, a started one alive, and the leader reconciles that
+// into the catalog. Requests a server makes to another's HTTP API go
+// through catalogRouter, a stand-in for it (httpapi imports impl, so impl's
 // own tests cannot use it).
 type testCluster struct {
 	t      *testing.T
 	clock  *ManualClock
 	router *catalogRouter
+	pool   *fakePool
 	nodes  []*testNode
 }
 
@@ -44,7 +48,8 @@ func fastRaft(c *raft.Config) {
 
 func newTestCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, clock: NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), router: &catalogRouter{servers: map[string]*Server{}}}
+	c := &testCluster{t: t, clock: NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), router: &catalogRouter{servers: map[string]*Server{}},
+		pool: newFakeMembership().fakePool}
 	var peers []Peer
 	for i := range n {
 		name := fmt.Sprintf("n%d", i+1)
@@ -76,14 +81,20 @@ func (c *testCluster) start(i int, peers []Peer) {
 	srv, err := NewServer(Config{
 		NodeName: nd.name, HTTPAddr: nd.name + ".http", Clock: c.clock,
 		Transport: nd.trans, LogStore: nd.logs, StableStore: nd.logs, SnapshotStore: nd.snaps,
-		Raft: fastRaft, Peers: peers, RoundTripper: c.router,
-		FailureThreshold: 5 * time.Second,
+		Raft: fastRaft, Peers: peers, RoundTripper: c.router, Membership: c.pool.view(),
 	})
 	if err != nil {
 		c.t.Fatalf("start %s: %v", nd.name, err)
 	}
 	nd.srv = srv
 	c.router.set(nd.name+".http", srv)
+	c.announce(nd.name, reconcile.Alive)
+}
+
+// announce tells every server's pool that node's gossip status changed.
+func (c *testCluster) announce(node string, status reconcile.Status) {
+	m := reconcile.Member{Name: node, Address: node + ".http", Status: status}
+	c.pool.set(m, false, m)
 }
 
 // stop shuts node i down and cuts it off, as a crash would.
@@ -102,6 +113,7 @@ func (c *testCluster) stop(i int) {
 		c.t.Errorf("shutdown %s: %v", nd.name, err)
 	}
 	nd.srv = nil
+	c.announce(nd.name, reconcile.Failed)
 }
 
 // waitFor polls cond (real time) until it holds; the wait is for raft's own

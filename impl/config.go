@@ -68,10 +68,6 @@ type Config struct {
 	// (self-registration from a follower). Default: a private http.Transport.
 	RoundTripper http.RoundTripper
 
-	// FailureThreshold is how long the leader lets raft heartbeats to a peer
-	// fail before it marks the peer's serfHealth critical (S10-S12).
-	// Default 5s, about Consul's gossip detection time.
-	FailureThreshold time.Duration
 	// ReapWindow is how old a deletion must be before the leader reaps it
 	// (S52); ReapInterval is how often it looks. Defaults: 15 minutes and
 	// 30 s, Consul's tombstone TTL and granularity. A window under 61 s can
@@ -161,16 +157,13 @@ func (c Config) withDefaults() (Config, error) {
 	if c.RoundTripper == nil {
 		c.RoundTripper = &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}
 	}
-	if c.FailureThreshold == 0 {
-		c.FailureThreshold = 5 * time.Second
-	}
 	if c.SyncRetry == 0 {
 		c.SyncRetry = 250 * time.Millisecond
 	}
 	if c.RetryBackoff == 0 {
 		c.RetryBackoff = 500 * time.Millisecond
 	}
-	if c.FailureThreshold < 0 || c.SyncRetry < 0 || c.RetryBackoff < 0 {
+	if c.SyncRetry < 0 || c.RetryBackoff < 0 {
 		return c, errors.New("config: durations must not be negative")
 	}
 	if c.Dev {

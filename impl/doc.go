@@ -15,16 +15,15 @@
 //     renew, re-armed for every session after each new leader's barrier
 //     (S21), dropped on step-down; expiry proposes a destroy, retried with
 //     backoff while the term lasts.
-//   - Each server keeps its own node registered with its HTTP address and a
-//     passing serfHealth (S47): directly when it leads, otherwise through the
-//     leader's PUT /v1/catalog/register. The catalog address is how
-//     followers find the leader's HTTP API.
-//   - Failure detection replaces Consul's gossip: the leader watches raft's
-//     heartbeat observations and marks a peer's serfHealth critical after
-//     FailureThreshold of continuous failure, passing when heartbeats resume.
-//     Both are ordinary catalog writes, so invalidation follows S12/S48.
-//   - Membership is static: every server starts with the full peer list and
-//     bootstraps it if its stores are empty (like -bootstrap-expect N).
+//   - Membership comes from gossip (Config.Membership, package gossip): the
+//     leader registers alive members with serfHealth passing, sets failed
+//     ones critical and deregisters those that left (package reconcile,
+//     S53), adds joining servers as raft voters and removes those that
+//     left (S54); -bootstrap-expect forms the cluster from gossip. These are
+//     ordinary catalog writes, so invalidation follows S12/S48. The catalog
+//     address (a member's HTTP address) is how followers find the leader's
+//     HTTP API. A server without a Membership (tests) registers itself
+//     through the leader (S47) and has no failure detection.
 //   - The durable log and stable store is raft-wal (BenchmarkLogStore: an
 //     fsynced one-entry append 101 µs vs 280 µs for raft-boltdb v1),
 //     snapshots are raft's file store; DataDir is flock-ed against a second

@@ -75,8 +75,7 @@ func (s *Server) endTerm() {
 	close(t.stop)
 	<-t.done
 	s.leader.EndTerm()
-	s.fd.stop()
-	s.logger.Info("leadership lost: TTL timers and failure detection stopped")
+	s.logger.Info("leadership lost: TTL timers stopped")
 }
 
 // leaderLoop establishes a term: a barrier so that every earlier entry is
@@ -101,9 +100,6 @@ func (s *Server) leaderLoop(t *leaderTerm) {
 	default:
 	}
 	s.leader.StartTerm()
-	if s.cfg.Membership == nil {
-		s.fd.start()
-	}
 	close(t.ready)
 	s.logger.Info("leadership established", "ttl_sessions", s.ttlCount())
 	s.kickSync()

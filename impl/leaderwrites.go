@@ -8,9 +8,6 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// serfHealthName is the check name Consul gives its gossip health check.
-const serfHealthName = "Serf Health Status"
-
 // sessionsExpired is the TTL book's expiry hook: each session is destroyed
 // through raft, exactly as an explicit destroy (S14, lock-delay included).
 func (s *Server) sessionsExpired(ids []string) {
@@ -27,52 +24,6 @@ func (s *Server) sessionsExpired(ids []string) {
 			})
 		})
 	}
-}
-
-// markCritical is the failure detector's hook: the peer's serfHealth goes
-// critical through an ordinary catalog write, so its sessions are
-// invalidated atomically with it (S12, S48).
-func (s *Server) markCritical(peer string) {
-	s.setSerfHealth(peer, model.HealthCritical, func() bool { return s.fd.isFailing(peer) })
-}
-
-// markPassing restores a peer whose heartbeats resumed.
-func (s *Server) markPassing(peer string) {
-	s.setSerfHealth(peer, model.HealthPassing, func() bool { return !s.fd.isFailing(peer) })
-}
-
-// setSerfHealth writes peer's serfHealth status while wanted() holds. The
-// node keeps the address it registered; a node never registered is left to
-// register itself.
-func (s *Server) setSerfHealth(peer string, status model.Health, wanted func() bool) {
-	t := s.currentTerm()
-	if t == nil {
-		return
-	}
-	s.logger.Info("setting peer health from raft heartbeats", "peer", peer, "status", status)
-	s.goTracked(func() {
-		s.leaderWrite(t, "set serfHealth of "+peer+" to "+string(status), func() (model.Command, bool) {
-			if !wanted() {
-				return model.Command{}, false
-			}
-			var (
-				node model.Node
-				ok   bool
-				cur  model.Check
-				has  bool
-			)
-			s.fsm.read(func(st *model.State) {
-				node, ok = st.Node(peer)
-				cur, has = st.Check(model.CheckKey{Node: peer, CheckID: model.SerfHealthCheckID})
-			})
-			if !ok || (has && cur.Status == status) {
-				return model.Command{}, false
-			}
-			return model.Command{Register: &model.Register{Node: peer, Address: node.Address, Checks: []model.CheckSpec{
-				{CheckID: model.SerfHealthCheckID, Name: serfHealthName, Status: status},
-			}}}, true
-		})
-	})
 }
 
 // leaderWrite proposes next() until it succeeds, next says there is nothing

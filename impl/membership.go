@@ -1,6 +1,8 @@
 package impl
 
 import (
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -11,8 +13,7 @@ import (
 
 // Membership is the gossip pool a server belongs to (package gossip). With
 // one, the leader registers nodes and sets their serfHealth from gossip
-// (package reconcile, CONSUL.md §13), and the raft-heartbeat failure
-// detector and self-registration are off.
+// (package reconcile, CONSUL.md §13), and self-registration is off.
 type Membership interface {
 	// Members is every member gossip knows, failed and left ones included
 	// until they are reaped.
@@ -86,7 +87,11 @@ func (s *Server) reconcileLoop(t *leaderTerm) {
 // reconcileAll decides every member, then reaps catalog nodes gossip no
 // longer knows.
 func (s *Server) reconcileAll(t *leaderTerm) {
-	members := s.cfg.Membership.Members()
+	// In name order, so that the entries a pass proposes do not depend on
+	// map order (the simulator replays runs).
+	members := slices.SortedFunc(slices.Values(s.cfg.Membership.Members()), func(a, b reconcile.Member) int {
+		return strings.Compare(a.Name, b.Name)
+	})
 	known := make(map[string]bool, len(members))
 	for _, m := range members {
 		known[m.Name] = true

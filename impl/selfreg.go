@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/impl/reconcile"
 	"github.com/tenurekv/tenure/internal/backoff"
 	"github.com/tenurekv/tenure/model"
 )
@@ -107,7 +108,7 @@ func (s *Server) registeredHere() bool {
 
 func (s *Server) selfRegistration() model.Register {
 	return model.Register{Node: s.cfg.NodeName, Address: s.cfg.HTTPAddr, Checks: []model.CheckSpec{
-		{CheckID: model.SerfHealthCheckID, Name: serfHealthName, Status: model.HealthPassing},
+		{CheckID: model.SerfHealthCheckID, Name: reconcile.CheckName, Status: model.HealthPassing},
 	}}
 }
 

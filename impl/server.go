@@ -28,15 +28,11 @@ type Server struct {
 	codec  *wireCodec
 	leader *LeaderCore
 	fsm    *fsm
-	fd     *failureDetector
 	raft   *raft.Raft
 	stores *stores
 	http   *http.Client
 
 	lead leadership
-
-	observer *raft.Observer
-	obsCh    chan raft.Observation
 
 	syncKick   chan struct{} // wakes self-registration (buffered 1)
 	registered chan struct{} // closed once this node is registered and passing
@@ -105,7 +101,6 @@ func NewServer(cfg Config) (*Server, error) {
 	})
 	s.fsm = newFSM(s.codec, s.leader.delays, s.leader.SessionsInvalidated)
 	s.fsm.apply, s.fsm.observe = cfg.Apply, cfg.Observe
-	s.fd = newFailureDetector(cfg.Clock, cfg.FailureThreshold, s.markCritical, s.markPassing)
 
 	if err := bootstrapIfNew(cfg, rc, st, trans); err != nil {
 		return nil, errors.Join(err, closeTransport(trans), st.close())
@@ -116,19 +111,6 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s.raft = r
 
-	// Blocking, so that no heartbeat observation is lost; the consumer only
-	// updates the detector's map and runs until raft has shut down.
-	s.obsCh = make(chan raft.Observation, 64)
-	s.observer = raft.NewObserver(s.obsCh, true, func(o *raft.Observation) bool {
-		switch o.Data.(type) {
-		case raft.FailedHeartbeatObservation, raft.ResumedHeartbeatObservation:
-			return true
-		}
-		return false
-	})
-	r.RegisterObserver(s.observer)
-
-	s.goTracked(s.consumeObservations)
 	s.goTracked(s.monitorLeadership)
 	s.goTracked(s.syncLoop)
 	if cfg.Membership != nil {
@@ -202,23 +184,6 @@ func (s *Server) goTracked(f func()) bool {
 	return true
 }
 
-// consumeObservations feeds raft's heartbeat reports to the failure detector.
-func (s *Server) consumeObservations() {
-	for {
-		select {
-		case o := <-s.obsCh:
-			switch d := o.Data.(type) {
-			case raft.FailedHeartbeatObservation:
-				s.fd.heartbeatFailed(string(d.PeerID))
-			case raft.ResumedHeartbeatObservation:
-				s.fd.heartbeatResumed(string(d.PeerID))
-			}
-		case <-s.raftDone:
-			return
-		}
-	}
-}
-
 // Shutdown stops raft, every goroutine and timer of this server, and closes
 // the stores it opened. It is safe to call more than once.
 func (s *Server) Shutdown() error {
@@ -226,13 +191,11 @@ func (s *Server) Shutdown() error {
 		close(s.shutdownCh)
 		err := s.raft.Shutdown().Error()
 		close(s.raftDone)
-		s.raft.DeregisterObserver(s.observer)
 		s.goMu.Lock()
 		s.closing = true
 		s.goMu.Unlock()
 		s.wg.Wait()
 		s.leader.EndTerm()
-		s.fd.stop()
 		if t, ok := s.cfg.RoundTripper.(interface{ CloseIdleConnections() }); ok {
 			t.CloseIdleConnections()
 		}

@@ -17,12 +17,14 @@ var targets = []target{
 	{name: "model", dir: "model"},
 	{name: "linearizability", dir: "linearizability"},
 	{name: "recipe", dir: "recipe"},
+	{name: "reconcile", dir: "impl/reconcile"},
 	{name: "impl", dir: "impl", files: []string{
 		"apply.go",      // proposing a command on the leader
 		"leadercore.go", // leader-side lock-delay check, ID assignment, TTL book
 		"fsm.go",        // what a committed entry does to the state
 		"lockdelays.go", // lock-delay arming on the leader
 		"ttltimers.go",  // TTL expiry that invalidates sessions
-		"failure.go",    // serfHealth from failure detection
+		"membership.go", // the leader's gossip reconcile and voter changes
+		"bootstrap.go",  // -bootstrap-expect
 	}},
 }

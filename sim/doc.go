@@ -28,11 +28,12 @@
 // A driver owns only what differs: its clients, which client a client
 // fault hits (core.ClientFaults), its schedule plan and its bounds.
 //
-// Time: every server gets a per-node skewed clock for its TTL timers,
-// lock-delay and failure detector, and every client its own clock for its
-// TTL belief. raft's own timing (elections, heartbeats, leases) uses the
-// time package, i.e. the bubble clock: it cannot be skewed or paused per
-// node. A paused server therefore has its network and its server timers
+// Time: every server gets a per-node skewed clock for its TTL timers and
+// lock-delay, and every client its own clock for its TTL belief. raft's
+// own timing (elections, heartbeats, leases) and gossip's (memberlist's
+// probes and suspicion, over the simulated network: core/gossipnet.go) use
+// the time package, i.e. the bubble clock: they cannot be skewed or paused
+// per node. A paused server therefore has its network and its server timers
 // frozen, while raft's internal timers keep running. The server-clock-step
 // fault steps a server's clock, which production Go code would not feel
 // (its deadlines use the monotonic clock); the checks measure every

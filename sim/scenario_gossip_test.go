@@ -11,14 +11,14 @@ import (
 	"github.com/tenurekv/tenure/sim/internal/workload"
 )
 
-// TestSceneGossipDetectsCrashedServer (S53): with LAN gossip over the
-// simulated network, a crashed follower is declared failed by memberlist
+// TestSceneGossipDetectsCrashedServer (S53): servers run LAN gossip over
+// the simulated network, and a crashed follower is declared failed by memberlist
 // and the leader sets its serfHealth critical within memberlist's LAN
 // detection time (probe 1 s, suspicion at least 4 s with three members,
 // CONSUL.md §13); once restarted and rejoined it is passing again.
 func TestSceneGossipDetectsCrashedServer(t *testing.T) {
 	cfg := workload.DefaultConfig(7)
-	cfg.Gossip, cfg.Schedule, cfg.Faults = true, []core.Fault{}, nil
+	cfg.Schedule, cfg.Faults = []core.Fault{}, nil
 	cfg.Groups = []workload.LockGroup{sceneGroup("g", core.ChecksSerf, 0, 0)}
 	synctest.Test(t, func(t *testing.T) {
 		//lint:ignore SA1019 raft and memberlist draw from the global source; seeding it makes the scene repeat.

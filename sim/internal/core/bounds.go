@@ -13,9 +13,8 @@ type Bounds struct {
 	// election (1-2.5 s measured) plus pre-vote rounds and a split vote or
 	// two fit well inside it.
 	Election time.Duration `json:"election"`
-	// Detect is the leader's failure-detector threshold (impl
-	// Config.FailureThreshold): heartbeats failing this long mark a server's
-	// serfHealth critical.
+	// Detect bounds gossip's failure detection: a server silent this long
+	// is declared failed by memberlist and its serfHealth set critical.
 	Detect time.Duration `json:"detect"`
 	// MaxTTL and TTLMultiplier: a TTL session expires at most TTL×multiplier
 	// after its last reset on a stable leader (S19, S21).

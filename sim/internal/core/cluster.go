@@ -61,9 +61,9 @@ type Cluster struct {
 	Servers []*server
 	peers   []impl.Peer
 	variant *Variant
-	// gossip, when set, runs LAN gossip (serf over memberlist) among the
-	// servers over the simulated network: the leader then takes
-	// registrations and serfHealth from gossip instead of raft heartbeats.
+	// gossip names the servers' LAN gossip addresses: they run serf over
+	// memberlist on the simulated network, and the leader takes
+	// registrations and serfHealth from it, as in production.
 	gossip *gossipNames
 	// applied is the highest index any server has applied, so a restarted
 	// server's replay of older entries is marked as such.
@@ -79,11 +79,8 @@ func SimTransport(n *simnet.Network, from string) *http.Transport {
 	return &http.Transport{DialContext: n.Dialer(from), DisableKeepAlives: true}
 }
 
-func NewCluster(n *simnet.Network, rec *Recorder, names []string, clocks map[string]ClockSkew, v *Variant, withGossip bool) (*Cluster, error) {
-	c := &Cluster{net: n, rec: rec, variant: v}
-	if withGossip {
-		c.gossip = newGossipNames(names)
-	}
+func NewCluster(n *simnet.Network, rec *Recorder, names []string, clocks map[string]ClockSkew, v *Variant) (*Cluster, error) {
+	c := &Cluster{net: n, rec: rec, variant: v, gossip: newGossipNames(names)}
 	for _, name := range names {
 		c.peers = append(c.peers, impl.Peer{Name: name, RaftAddr: name})
 	}

@@ -43,7 +43,7 @@ func Start(hdr RunHeader, v *Variant, netTrace bool) (*Base, error) {
 	}
 	b := &Base{Net: network, Rec: rec, Hdr: hdr}
 	rec.Add(Event{Kind: KindRun, Run: &b.Hdr})
-	if b.Cl, err = NewCluster(network, rec, hdr.Servers, hdr.Clocks, v, hdr.Gossip); err != nil {
+	if b.Cl, err = NewCluster(network, rec, hdr.Servers, hdr.Clocks, v); err != nil {
 		network.Close()
 		return nil, err
 	}

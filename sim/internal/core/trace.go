@@ -80,9 +80,6 @@ type RunHeader struct {
 	Groups  map[string]GroupInfo `json:"groups"`
 	// Variant names a deliberately broken server, "" for the real one.
 	Variant string `json:"variant,omitempty"`
-	// Gossip is set when the servers run LAN gossip over the simulated
-	// network (failure detection by memberlist, membership by serf).
-	Gossip bool `json:"gossip,omitempty"`
 }
 
 // ClientInfo names a client, its session group and the server it talks to first.

@@ -36,15 +36,12 @@ type Config struct {
 	Groups []LockGroup
 	// NetTrace records every network message in the trace (large).
 	NetTrace bool
-	// Gossip runs LAN gossip among the servers over the simulated network
-	// (failure detection by memberlist instead of raft heartbeats).
-	Gossip bool
 }
 
 // defaultConfig is what `go test ./sim -seed N` runs.
 func DefaultConfig(seed uint64) Config {
 	return Config{Seed: seed, Servers: 3, ClientsPerGroup: 2, Duration: 60 * time.Second,
-		Faults: core.AllFaultKinds, MaxTTL: 15 * time.Second, Gossip: true}
+		Faults: core.AllFaultKinds, MaxTTL: 15 * time.Second}
 }
 
 // Result is what a run produced.
@@ -60,7 +57,6 @@ type Result struct {
 // Timing of a run, in virtual time.
 const (
 	probeEvery    = time.Second
-	failureThresh = 5 * time.Second
 	// gossipDetect bounds memberlist's LAN detection among three servers:
 	// a probe every 1 s, a 500 ms probe timeout, then at least 4 s of
 	// suspicion (CONSUL.md §13); measured 5.5-7.8 s in the simulator.
@@ -162,7 +158,7 @@ func (e *Env) Close() {
 
 // planRun draws everything the seed decides before the run starts.
 func planRun(cfg Config) core.RunHeader {
-	hdr := core.RunHeader{Seed: cfg.Seed, Clocks: map[string]core.ClockSkew{}, Groups: map[string]core.GroupInfo{}, Gossip: cfg.Gossip}
+	hdr := core.RunHeader{Seed: cfg.Seed, Clocks: map[string]core.ClockSkew{}, Groups: map[string]core.GroupInfo{}}
 	if cfg.Variant != nil {
 		hdr.Variant = cfg.Variant.Name
 	}
@@ -195,11 +191,7 @@ func planRun(cfg Config) core.RunHeader {
 	if hdr.Faults == nil {
 		hdr.Faults = core.NewSchedule(cfg.Seed, core.SeededSchedule, cfg.Faults, 5*time.Second, cfg.Duration)
 	}
-	detect := failureThresh
-	if cfg.Gossip {
-		detect = gossipDetect
-	}
-	b, err := core.DeriveBounds(core.Bounds{Election: 10 * time.Second, Detect: detect, MaxTTL: maxTTL,
+	b, err := core.DeriveBounds(core.Bounds{Election: 10 * time.Second, Detect: gossipDetect, MaxTTL: maxTTL,
 		TTLMultiplier: model.DefaultTTLMultiplier, MaxLockDelay: maxLD, MinRate: minRate, Slack: 5 * time.Second})
 	if err == nil {
 		hdr.Bounds = b
