@@ -56,7 +56,7 @@ type Result struct {
 
 // Timing of a run, in virtual time.
 const (
-	probeEvery    = time.Second
+	probeEvery = time.Second
 	// gossipDetect bounds memberlist's LAN detection among three servers:
 	// a probe every 1 s, a 500 ms probe timeout, then at least 4 s of
 	// suspicion (CONSUL.md §13); measured 5.5-7.8 s in the simulator.
