@@ -84,10 +84,17 @@ func oneDeath(t *testing.T, st checks.RecipeStats) checks.Takeover {
 	return tk
 }
 
-// writesBy lists the writes to resource by seq's session after t.
+// writesBy counts the writes to resource by session after t: those it
+// accepted after a sequencer check sent after t (a check sent before may
+// legitimately let a write in a moment after t, S50), and those it refused
+// after t.
 func writesBy(res *recipes.RecipeResult, resource, session string, after time.Duration) (accepted, refused int) {
 	for _, e := range res.Events {
-		if e.Kind == core.KindWrite && e.Write.Resource == resource && e.Write.Seq.Session == session && e.At > after {
+		at := e.At
+		if e.Kind == core.KindWrite && e.Write.Accepted && e.Write.CheckCall > 0 {
+			at = e.Write.CheckCall
+		}
+		if e.Kind == core.KindWrite && e.Write.Resource == resource && e.Write.Seq.Session == session && at > after {
 			if e.Write.Accepted {
 				accepted++
 			} else {

@@ -63,7 +63,8 @@ type Cluster struct {
 	variant *Variant
 	// gossip names the servers' LAN gossip addresses: they run serf over
 	// memberlist on the simulated network, and the leader takes
-	// registrations and serfHealth from it, as in production.
+	// registrations and serfHealth from it, as in production. Nil: no
+	// gossip, each server registers itself and nothing detects failures.
 	gossip *gossipNames
 	// applied is the highest index any server has applied, so a restarted
 	// server's replay of older entries is marked as such.
@@ -79,8 +80,11 @@ func SimTransport(n *simnet.Network, from string) *http.Transport {
 	return &http.Transport{DialContext: n.Dialer(from), DisableKeepAlives: true}
 }
 
-func NewCluster(n *simnet.Network, rec *Recorder, names []string, clocks map[string]ClockSkew, v *Variant) (*Cluster, error) {
-	c := &Cluster{net: n, rec: rec, variant: v, gossip: newGossipNames(names)}
+func NewCluster(n *simnet.Network, rec *Recorder, names []string, clocks map[string]ClockSkew, v *Variant, withGossip bool) (*Cluster, error) {
+	c := &Cluster{net: n, rec: rec, variant: v}
+	if withGossip {
+		c.gossip = newGossipNames(names)
+	}
 	for _, name := range names {
 		c.peers = append(c.peers, impl.Peer{Name: name, RaftAddr: name})
 	}

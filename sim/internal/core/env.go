@@ -29,9 +29,10 @@ type Base struct {
 
 // Start boots the cluster hdr describes (servers adjusted or deliberately
 // broken by v, if set) and waits until every server has registered itself.
-// netTrace records every network message in the trace (large). Call Close
-// when done.
-func Start(hdr RunHeader, v *Variant, netTrace bool) (*Base, error) {
+// netTrace records every network message in the trace (large); withGossip
+// runs LAN gossip among the servers (failure detection). Call Close when
+// done.
+func Start(hdr RunHeader, v *Variant, netTrace, withGossip bool) (*Base, error) {
 	rec := NewRecorder()
 	netOpts := simnet.Options{Seed: hdr.Seed, Link: simnet.Link{Latency: time.Millisecond, Jitter: 2 * time.Millisecond}}
 	if netTrace {
@@ -43,7 +44,7 @@ func Start(hdr RunHeader, v *Variant, netTrace bool) (*Base, error) {
 	}
 	b := &Base{Net: network, Rec: rec, Hdr: hdr}
 	rec.Add(Event{Kind: KindRun, Run: &b.Hdr})
-	if b.Cl, err = NewCluster(network, rec, hdr.Servers, hdr.Clocks, v); err != nil {
+	if b.Cl, err = NewCluster(network, rec, hdr.Servers, hdr.Clocks, v, withGossip); err != nil {
 		network.Close()
 		return nil, err
 	}

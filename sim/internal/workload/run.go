@@ -120,7 +120,7 @@ type Env struct {
 // startEnv plans the run, boots the cluster, waits until every server has
 // registered itself and serves the resources. Call close when done.
 func StartEnv(cfg Config) (*Env, error) {
-	base, err := core.Start(planRun(cfg), cfg.Variant, cfg.NetTrace)
+	base, err := core.Start(planRun(cfg), cfg.Variant, cfg.NetTrace, true)
 	if err != nil {
 		return nil, err
 	}
