@@ -28,10 +28,15 @@ func TestDecideVoter(t *testing.T) {
 		{"a server that left and was never a voter", server("s9", "10.0.0.9:8300", Left), NoVoterChange},
 		{"a client is never a voter", Member{Name: "c1", Status: Alive}, NoVoterChange},
 		{"a server without a raft address is not added", server("s4", "", Alive), NoVoterChange},
+		{"the first voter at its address is left alone", server("s1", "10.0.0.1:8300", Alive), NoVoterChange},
 	} {
 		if got := DecideVoter(voters, tc.m, "s1"); got != tc.want {
 			t.Errorf("%s: got %d, want %d", tc.name, got, tc.want)
 		}
+	}
+	// Seen from another leader, the first voter leaving is removed.
+	if got := DecideVoter(voters, server("s1", "10.0.0.1:8300", Left), "s2"); got != RemoveVoter {
+		t.Errorf("the first voter left: got %d, want RemoveVoter", got)
 	}
 }
 
