@@ -368,3 +368,42 @@ func TestRegistryRows(t *testing.T) {
 		seen[c.Name] |= c.runs
 	}
 }
+
+// TestCheckHealthyLinks (S53): a serfHealth going critical needs a fault
+// on the servers' links at the time or within Detect+Slack after it ended
+// (any node for a network or server fault, only its target for the
+// injected false positive); one with healthy links, long after a fault, or
+// during a client fault only, is a false positive.
+func TestCheckHealthyLinks(t *testing.T) {
+	critical := func(idx uint64) core.StateObs {
+		return core.StateObs{Index: idx, Checks: map[string]model.Health{"n2/serfHealth": model.HealthCritical}}
+	}
+	trace := func(kind core.FaultKind, faultStart, faultEnd, markAt time.Duration, target string) []core.Event {
+		b := newTB()
+		b.ev[0].Run.Bounds.Detect, b.ev[0].Run.Bounds.Slack = 10*time.Second, 5*time.Second
+		if kind != "" {
+			b.add(faultStart, core.Event{Kind: core.KindFault, Fault: &core.FaultMark{ID: 1, Kind: kind, Phase: "start", Targets: []string{target}}})
+			if faultEnd > 0 {
+				b.add(faultEnd, core.Event{Kind: core.KindFault, Fault: &core.FaultMark{ID: 1, Kind: kind, Phase: "end"}})
+			}
+		}
+		b.obs(markAt, "n1", true, critical(9))
+		b.obs(markAt+sec(0.01), "n3", false, critical(9)) // the same entry, applied elsewhere
+		return b.ev
+	}
+	mustCheck(t, CheckHealthyLinks, trace("", 0, 0, sec(30), ""), 1)                                   // no fault at all
+	mustCheck(t, CheckHealthyLinks, trace(core.FaultCrashRestart, sec(20), sec(25), sec(30), "n2"), 0) // after n2's crash
+	mustCheck(t, CheckHealthyLinks, trace(core.FaultLeaderIsolation, sec(20), sec(25), sec(22), "n1"), 0)
+	mustCheck(t, CheckHealthyLinks, trace(core.FaultCrashRestart, sec(20), 0, sec(60), "n2"), 0)       // never healed
+	mustCheck(t, CheckHealthyLinks, trace(core.FaultCrashRestart, sec(20), sec(25), sec(45), "n2"), 1) // long after the heal
+	mustCheck(t, CheckHealthyLinks, trace(core.FaultCrashRestart, sec(20), sec(25), sec(10), "n2"), 1) // before the fault
+	mustCheck(t, CheckHealthyLinks, trace(core.FaultClientPause, sec(20), sec(25), sec(22), "c-1"), 1) // a client fault only
+	mustCheck(t, CheckHealthyLinks, trace(core.FaultFalsePositive, sec(20), sec(25), sec(22), "n2"), 0)
+	mustCheck(t, CheckHealthyLinks, trace(core.FaultFalsePositive, sec(20), sec(25), sec(22), "n3"), 1) // another node's
+	// A critical mark replayed after a restart says nothing about when.
+	b := newTB()
+	replayed := critical(9)
+	replayed.Replay = true
+	b.obs(sec(30), "n1", false, replayed)
+	mustCheck(t, CheckHealthyLinks, b.ev, 0)
+}

@@ -25,6 +25,7 @@ const (
 	CheckRecipeTakeover  = "recipe-takeover"
 	CheckSemaphoreLimit  = "semaphore-limit"
 	CheckSemaphoreValid  = "semaphore-valid"
+	CheckHealthyLinks    = "no-failure-on-healthy-links"
 )
 
 // runKind is a set of the kinds of run a check applies to.
@@ -73,6 +74,8 @@ var registry = []check{
 		SeededRun, seeded(checkBehaviour)},
 	{CheckDurable, []string{"S37"}, "no acknowledged write is lost across crashes and leader changes",
 		SeededRun, seeded(checkDurable)},
+	{CheckHealthyLinks, []string{"S53"}, "gossip marks a server failed only while (or just after) servers' links are faulty",
+		SeededRun, seeded(checkNoFailureOnHealthyLinks)},
 	{CheckLiveness, []string{"S14", "S19", "S21", "S10", "S12"}, "once faults heal, dead owners' sessions go and free keys can be acquired, within Bounds",
 		SeededRun, seeded(checkLiveness)},
 	{CheckRecipeExclusive, []string{"S49", "S50"}, "the fenced resource never serves two leaders at once",
