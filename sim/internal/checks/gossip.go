@@ -26,7 +26,7 @@ func linkFaults(ix *traceIndex) []linkFault {
 	excuses := func(s *core.Event, end time.Duration) (linkFault, bool) {
 		switch s.Fault.Kind {
 		case core.FaultPartition, core.FaultLeaderIsolation, core.FaultFlapping, core.FaultServerPause,
-			core.FaultCrashRestart, core.FaultLeaderKill:
+			core.FaultCrashRestart, core.FaultLeaderKill, core.FaultPoolLoss, core.FaultOneWay:
 			return linkFault{start: s.At, end: end}, true
 		case core.FaultFalsePositive:
 			if len(s.Fault.Targets) == 1 {

@@ -45,6 +45,13 @@ const (
 	FaultClientCrash FaultKind = "client-crash"
 	// FaultSlowLink delays a client's packets to the resources by seconds.
 	FaultSlowLink FaultKind = "slow-link"
+	// FaultPoolLoss drops a share (Rate) of the messages between one server
+	// and part of the pool, both ways: gossip probes among them, and raft,
+	// fail now and then, as over a lossy link.
+	FaultPoolLoss FaultKind = "pool-loss"
+	// FaultOneWay stops one server's messages to part of the pool while it
+	// still hears them: it cannot answer their probes.
+	FaultOneWay FaultKind = "one-way-partition"
 )
 
 // Fault kinds aimed at a recipe's current holder (the leader, or one slot
@@ -87,7 +94,7 @@ func DeathFault(k FaultKind) bool {
 var AllFaultKinds = []FaultKind{
 	FaultPartition, FaultLeaderIsolation, FaultFlapping, FaultServerClockStep,
 	FaultClientClockRate, FaultFalsePositive, FaultClientPause, FaultServerPause, FaultCrashRestart,
-	FaultLeaderKill, FaultClientCrash, FaultSlowLink,
+	FaultLeaderKill, FaultClientCrash, FaultSlowLink, FaultPoolLoss, FaultOneWay,
 }
 
 // parseFaultKinds reads a comma-separated list; "all" means every kind and
@@ -152,6 +159,8 @@ var faultDurations = map[FaultKind][2]time.Duration{
 	FaultLeaderKill:      {3 * time.Second, 15 * time.Second},
 	FaultClientCrash:     {1 * time.Second, 1 * time.Second},
 	FaultSlowLink:        {5 * time.Second, 20 * time.Second},
+	FaultPoolLoss:        {5 * time.Second, 20 * time.Second},
+	FaultOneWay:          {3 * time.Second, 12 * time.Second},
 	FaultHolderPause:     {3 * time.Second, 45 * time.Second},
 	FaultHolderPartition: {5 * time.Second, 40 * time.Second},
 	FaultHolderCrash:     {time.Second, time.Second},
@@ -176,6 +185,9 @@ func drawParams(r *rand.Rand, f *Fault) {
 		}
 	case FaultSlowLink:
 		f.Param = Between(r, 2*time.Second, 12*time.Second)
+	case FaultPoolLoss:
+		// 5 %, 20 % or 50 % of messages lost.
+		f.Rate = []float64{0.05, 0.2, 0.5}[r.IntN(3)]
 	case FaultFlapping:
 		f.Param = Between(r, 300*time.Millisecond, 2*time.Second)
 	case FaultHolderPartition:

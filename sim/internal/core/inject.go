@@ -2,6 +2,8 @@ package core
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tenurekv/tenure/model"
@@ -78,6 +80,31 @@ func (in *Injector) Start(f Fault) func() {
 		_ = in.Net.Partition(minority, majority)
 		in.Mark(f, "start", minority, "minority side")
 		return in.Net.Heal
+	case FaultPoolLoss, FaultOneWay:
+		// One server and the part of the pool it loses: by Pick, the
+		// server and one or all of the others.
+		names := in.Cl.PeersNames()
+		s := names[f.Pick%uint64(len(names))]
+		var others []string
+		for _, n := range names {
+			if n != s {
+				others = append(others, n)
+			}
+		}
+		if (f.Pick/uint64(len(names)))%2 == 0 {
+			others = others[:1]
+		}
+		if f.Kind == FaultOneWay {
+			_ = in.Net.PartitionOneWay([]string{s}, others)
+			in.Mark(f, "start", []string{s}, "cannot send to "+strings.Join(others, ","))
+			return in.Net.Heal
+		}
+		for _, o := range others {
+			_ = in.Net.SetLink(s, o, simnet.Link{Latency: time.Millisecond, Jitter: 2 * time.Millisecond, DropRate: f.Rate})
+			_ = in.Net.SetLink(o, s, simnet.Link{Latency: time.Millisecond, Jitter: 2 * time.Millisecond, DropRate: f.Rate})
+		}
+		in.Mark(f, "start", []string{s}, fmt.Sprintf("%.0f%% loss with %s", 100*f.Rate, strings.Join(others, ",")))
+		return in.Net.ResetLinks
 	case FaultLeaderIsolation:
 		l := in.leaderOrPick(f.Pick)
 		_ = in.Net.Isolate(l.Name)
