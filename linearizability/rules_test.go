@@ -328,8 +328,8 @@ func TestRejectionRules(t *testing.T) {
 			// base with the post-binding it made on the shared tracker map,
 			// a false alarm reported for step.go.
 			wholeOnly: "txnWith keeps a post-binding when another partition aborts the txn",
-			good: ruleHistory(setAt1, abortedOwnCheck, setW(3), getW(4, 0, 30)),
-			bad:  ruleHistory(setAt1, abortedOwnCheck, setW(3), getW(4, 0, 30), getW(5, 0, 29)),
+			good:      ruleHistory(setAt1, abortedOwnCheck, setW(3), getW(4, 0, 30)),
+			bad:       ruleHistory(setAt1, abortedOwnCheck, setW(3), getW(4, 0, 30), getW(5, 0, 29)),
 		},
 		{
 			name: "one version matches two indexes after an exact check of another key", clauses: "S37, S42",
