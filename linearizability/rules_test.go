@@ -158,6 +158,9 @@ func TestRejectionRules(t *testing.T) {
 			model.KVOp{Verb: model.KVCheckIndex, Key: "k", Index: a}, model.KVOp{Verb: model.KVCheckIndex, Key: "k", Index: b}),
 			Output{OK: true, Entries: []model.KVEntry{{Key: "j"}, {Key: "k"}, {Key: "k"}}})
 	}
+	casAt := func(t float64, index uint64, ok bool) Op {
+		return answered(0, secs(t), cmdIn(model.Command{KV: &model.KVOp{Verb: model.KVCAS, Key: "k", Value: []byte("w"), Index: index}}), Output{OK: ok})
+	}
 	unknownDestroy := invalidated()
 	unknownDestroy[3].Unknown = true
 
@@ -335,6 +338,13 @@ func TestRejectionRules(t *testing.T) {
 			name: "one version matches two indexes after an exact check of another key", clauses: "S37, S42",
 			good: ruleHistory(setJ, seenJ50, setAt1, threeChecks(100, 100)),
 			bad:  ruleHistory(setJ, seenJ50, setAt1, threeChecks(100, 200)),
+		},
+		{
+			// Nobody saw the index of the set's version, so a cas naming
+			// any index above what was seen may have matched it.
+			name: "cas matching a version whose index nobody saw", clauses: "S35, S37",
+			good: ruleHistory(setAt1, casAt(3, 77, true)),
+			bad:  ruleHistory(setAt1, getAt(2, 0, 80), casAt(3, 77, true)),
 		},
 		{
 			// An unknown destroy may apply at any later time, so its
