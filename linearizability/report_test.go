@@ -207,3 +207,17 @@ func TestNanosRejectsEmpty(t *testing.T) {
 		t.Fatal("empty time accepted")
 	}
 }
+
+// An event known to have happened at one instant has a window of zero
+// width; only a window ending before it starts is malformed.
+func TestEventInstantWindow(t *testing.T) {
+	h := ruleHistory(createAt(0, 0, "sess-A"))
+	h.Events = []Event{{Kind: "ttl-expiry", Earliest: secs(5), Latest: secs(5), Sessions: []string{"sess-A"}}}
+	if _, err := Check(h, Options{}); err != nil {
+		t.Fatalf("instant event: %v", err)
+	}
+	h.Events[0].Latest--
+	if _, err := Check(h, Options{}); !errors.Is(err, ErrBadHistory) {
+		t.Fatalf("event ending before it starts: %v", err)
+	}
+}

@@ -347,6 +347,11 @@ func TestRejectionRules(t *testing.T) {
 			bad:  ruleHistory(setAt1, getAt(2, 0, 80), casAt(3, 77, true)),
 		},
 		{
+			name: "one incarnation shows two CreateIndexes", clauses: "S37",
+			good: ruleHistory(setAt1, setW(2), getW(3, 10, 20), getW(4, 10, 20)),
+			bad:  ruleHistory(setAt1, setW(2), getW(3, 10, 20), getW(4, 11, 20)),
+		},
+		{
 			// An unknown destroy may apply at any later time, so its
 			// delay never surely ends; a known one's has ended by 17.1s.
 			name: "refusal long after an invalidation known to be over", clauses: "S22",
