@@ -1,6 +1,7 @@
 package linearizability
 
 import (
+	"maps"
 	"math"
 	"slices"
 
@@ -211,7 +212,9 @@ func (c *checker) txnWith(s *pstate, r *rec, sc *scope, ops []model.KVOp, orig [
 	if !bindAll(base.tr, keys, choice, false) {
 		return nil
 	}
-	ns := &pstate{m: s.m.Clone(), tr: base.tr}
+	// Its own trackers: the bindings a commit makes below must not leak
+	// into base, which the abort paths return.
+	ns := &pstate{m: s.m.Clone(), tr: maps.Clone(base.tr)}
 	res := ns.m.Apply(idx, model.Command{Txn: &model.Txn{Ops: ops}})
 	committed := !res.Failed()
 	if committed && !bindAll(ns.tr, keys, choice, true) {

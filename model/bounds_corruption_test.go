@@ -1,6 +1,8 @@
 package model_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/tenurekv/tenure/model"
@@ -81,6 +83,83 @@ func TestReleaseEffectsEachField(t *testing.T) {
 				n.KV["k"] = e
 			})
 			wantViolation(t, model.CheckTransition(prev, next, res), model.InvInvalidationEffects)
+		})
+	}
+}
+
+// TestInvariantErrorText: a violation reads "<name>: <detail>", so a log line
+// names the broken invariant before describing it.
+func TestInvariantErrorText(t *testing.T) {
+	s := edit(healthy(t), func(s *model.Snapshot) { s.Tombstones["k"] = 1 })
+	err := s.CheckInvariants()
+	var inv *model.InvariantError
+	if !errors.As(err, &inv) {
+		t.Fatalf("want an InvariantError, got %v", err)
+	}
+	if want := inv.Name + ": " + inv.Detail; err.Error() != want || inv.Detail == "" {
+		t.Fatalf("error text %q, want %q", err.Error(), want)
+	}
+}
+
+// TestChangeAtAnOldIndexIsCaught (S37): a key rewritten with the index of the
+// state it was already in has not advanced, even though its ModifyIndex
+// equals the command's index and the state index does not move.
+func TestChangeAtAnOldIndexIsCaught(t *testing.T) {
+	prev := healthy(t)
+	next := edit(prev, func(s *model.Snapshot) {
+		e := s.KV["k"]
+		e.Value, e.ModifyIndex = []byte("rewritten"), prev.Index()
+		s.KV["k"] = e
+	})
+	wantViolation(t, model.CheckTransition(prev, next, model.Result{Index: prev.Index()}), model.InvIndexAdvances)
+}
+
+// TestDeleteBehaviourChecksEveryKey (S17): the invalidation of a
+// delete-behaviour session is checked for each key it held, not only up to
+// the first one that was correctly deleted.
+func TestDeleteBehaviourChecksEveryKey(t *testing.T) {
+	prev := healthy(t)
+	if res := prev.Apply(8, model.Command{KV: &model.KVOp{Verb: model.KVLock, Key: "dk2", Session: "d"}}); !res.OK {
+		t.Fatalf("lock dk2: %+v", res)
+	}
+	next := prev.Clone()
+	res := next.Apply(9, model.Command{DestroySession: &model.DestroySession{ID: "d"}})
+	if err := model.CheckTransition(prev, next, res); err != nil {
+		t.Fatalf("uncorrupted destroy already fails: %v", err)
+	}
+	// dk is deleted as it should be; dk2, which sorts after it, is left behind.
+	next = edit(next, func(s *model.Snapshot) {
+		s.KV["dk2"] = prev.Snapshot().KV["dk2"]
+		delete(s.Tombstones, "dk2")
+	})
+	wantViolation(t, model.CheckTransition(prev, next, res), model.InvInvalidationEffects)
+}
+
+// TestRejectedChangeNamesTheRejection (S39, S44): when a rejected command or
+// an aborted txn changed the state, the report says which: the rejection's
+// own text, or the number of failed txn ops.
+func TestRejectedChangeNamesTheRejection(t *testing.T) {
+	for name, tc := range map[string]struct {
+		cmd  model.Command
+		want string
+	}{
+		"rejected": {model.Command{KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: "ghost"}}, `invalid session "ghost"`},
+		"aborted": {model.Command{Txn: &model.Txn{Ops: []model.KVOp{{Verb: model.KVCAS, Key: "k", Index: 99}}}},
+			"1 txn errors"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			prev := healthy(t)
+			next := prev.Clone()
+			res := next.Apply(8, tc.cmd)
+			if !res.Failed() {
+				t.Fatalf("command was not refused: %+v", res)
+			}
+			next = edit(next, func(s *model.Snapshot) { s.Tables.Nodes = 8 })
+			err := model.CheckTransition(prev, next, res)
+			wantViolation(t, err, model.InvRejectNoChange)
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("report %q does not name the rejection %q", err, tc.want)
+			}
 		})
 	}
 }

@@ -25,6 +25,7 @@ var swaps = map[string]map[string]string{
 	"CONDITIONALS_BOUNDARY": {"<": "<=", "<=": "<", ">": ">=", ">=": ">"},
 	"INVERT_LOGICAL":        {"&&": "||", "||": "&&"},
 	"ARITHMETIC_BASE":       {"+": "-", "-": "+", "*": "/", "/": "*", "%": "*"},
+	"INVERT_NEGATIVES":      {"-": "+"},
 }
 
 // inCaseClause reports whether gremlins cannot map m to coverage because it
