@@ -234,3 +234,34 @@ func TestRenewerRetryPause(t *testing.T) {
 		}
 	})
 }
+
+// stoppedClock is a Clock whose timers never fire: a simulator that has
+// not advanced.
+type stoppedClock struct{}
+
+func (stoppedClock) Now() time.Time { return time.Time{} }
+
+func (stoppedClock) AfterFunc(time.Duration, func()) func() bool { return func() bool { return true } }
+
+// TestSleepZero: a pause of zero returns at once without arming a timer,
+// so it does not wait for a simulated clock to advance; a negative one is
+// the same, and a positive one waits for the clock or ctx.
+func TestSleepZero(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		for _, d := range []time.Duration{0, -time.Second} {
+			if err := sleep(context.Background(), stoppedClock{}, d); err != nil {
+				t.Errorf("sleep(%v) = %v", d, err)
+			}
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		if err := sleep(ctx, stoppedClock{}, 0); !errors.Is(err, context.Canceled) {
+			t.Errorf("sleep(0) with a cancelled ctx = %v", err)
+		}
+		ctx, cancel = context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := sleep(ctx, stoppedClock{}, time.Minute); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("sleep on a stopped clock = %v, want ctx's deadline", err)
+		}
+	})
+}
