@@ -342,3 +342,103 @@ func TestSemaphoreAdmission(t *testing.T) {
 		}
 	})
 }
+
+// TestSemaphoreVerify: Verify passes for an admitted slot, fails with
+// ErrStaleSequencer once .lock no longer lists the session, and calls an
+// answer without .lock's entry a protocol error, not a stale sequencer.
+func TestSemaphoreVerify(t *testing.T) {
+	admin := testClient(t, nil)
+	ctx := context.Background()
+	odd := "" // made-up answer body to Verify's txn, "" = the server's
+	c := faultClient(t, func(r *http.Request) (*http.Response, func(*http.Response) *http.Response) {
+		if ops := txnOf(t, r); odd != "" && len(ops) > 0 && ops[len(ops)-1].KV.Verb == api.KVGetOrEmpty {
+			return answer(r, 200, odd), nil
+		}
+		return nil, nil
+	})
+	prefix := uniq("semverify")
+	s, err := c.Semaphore(SemaphoreOptions{Prefix: prefix, Limit: 1, Session: shortSession()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot, err := s.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slot.Release(ctx)
+	if err := slot.Verify(ctx); err != nil {
+		t.Fatalf("Verify of an admitted slot: %v", err)
+	}
+	guard := `{"KV":{"Key":"k"}}`
+	for _, body := range []string{`{"Results":[` + guard + `]}`, `{"Results":[` + guard + `,{"KV":null}]}`} {
+		odd = body
+		if err := slot.Verify(ctx); err == nil || errors.Is(err, ErrStaleSequencer) {
+			t.Errorf("Verify answered %s: %v, want a protocol error", body, err)
+		}
+	}
+	odd = ""
+	_, p := holdersOf(t, admin, prefix)
+	p.Value = []byte(`{"Limit":1,"Holders":{}}`)
+	if ok, _, err := admin.API.KV().CAS(p, nil); err != nil || !ok {
+		t.Fatalf("rewrite .lock: %v %v", ok, err)
+	}
+	var fe *FenceError
+	if err := slot.Verify(ctx); !errors.As(err, &fe) || !strings.Contains(fe.What, "not among the holders") {
+		t.Errorf("Verify after .lock dropped the session: %v, want a FenceError", err)
+	}
+}
+
+// TestSemaphoreReleaseAndCleanup: Release takes the session out of Holders
+// (leaving the others), also when .lock was emptied meanwhile; Cleanup
+// then deletes .lock, and refuses one with foreign flags.
+func TestSemaphoreReleaseAndCleanup(t *testing.T) {
+	c := testClient(t, nil)
+	ctx := context.Background()
+	prefix := uniq("semrelease")
+	s, err := c.Semaphore(SemaphoreOptions{Prefix: prefix, Limit: 2, Session: shortSession()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, sb := a.Sequencer().Session, b.Sequencer().Session
+	if err := a.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rec, _ := holdersOf(t, c, prefix); rec.Holders[sa] || !rec.Holders[sb] || len(rec.Holders) != 1 {
+		t.Errorf("Holders after a's release: %v, want b's %s only", rec.Holders, sb)
+	}
+	if err := s.Cleanup(ctx); !errors.Is(err, ErrInUse) {
+		t.Errorf("Cleanup while b holds: %v, want ErrInUse", err)
+	}
+	// Emptied under b (api.Semaphore reads an empty .lock as no holders).
+	_, p := holdersOf(t, c, prefix)
+	p.Value = nil
+	if ok, _, err := c.API.KV().CAS(p, nil); err != nil || !ok {
+		t.Fatalf("empty .lock: %v %v", ok, err)
+	}
+	if err := b.Release(ctx); err != nil {
+		t.Errorf("Release with an empty .lock: %v", err)
+	}
+	if err := s.Cleanup(ctx); err != nil {
+		t.Errorf("Cleanup after all released: %v", err)
+	}
+	if _, p := holdersOf(t, c, prefix); p != nil {
+		t.Errorf(".lock left by Cleanup: %+v", p)
+	}
+	if err := s.Cleanup(ctx); err != nil {
+		t.Errorf("Cleanup without .lock: %v", err)
+	}
+	if _, err := c.API.KV().Put(&api.KVPair{Key: prefix + "/" + SemaphoreKey, Flags: 7}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Cleanup(ctx); !errors.Is(err, ErrConflict) {
+		t.Errorf("Cleanup of a .lock with foreign flags: %v, want ErrConflict", err)
+	}
+}
