@@ -61,6 +61,15 @@ func faultClient(t *testing.T, hook faultHook) *Client {
 	return c
 }
 
+// hookLocked runs f holding c's hook lock: a test reads or changes its
+// hook's state this way while a Hold's watcher may be sending requests.
+func hookLocked(c *Client, f func()) {
+	mu := c.cfg.HttpClient.Transport.(faultTransport).mu
+	mu.Lock()
+	defer mu.Unlock()
+	f()
+}
+
 // txnOf decodes r's ops if r is a txn, leaving its body readable.
 func txnOf(t *testing.T, r *http.Request) api.TxnOps {
 	if r.URL.Path != "/v1/txn" {
@@ -152,9 +161,11 @@ func TestSemaphoreEnterRetries(t *testing.T) {
 				t.Fatal(err)
 			}
 			slot, err := s.Acquire(context.Background())
-			if failed != 1 {
-				t.Fatalf("the scripted failure was not met (%d)", failed)
-			}
+			hookLocked(c, func() {
+				if failed != 1 {
+					t.Errorf("the scripted failure was met %d times, want once", failed)
+				}
+			})
 			if !tc.admit {
 				var se api.StatusError
 				if !errors.As(err, &se) || se.Code != tc.code {
@@ -223,9 +234,11 @@ func TestSemaphoreContenderRefused(t *testing.T) {
 			if tc.sessionID != "" && strings.HasSuffix(err.Error(), ": refused") {
 				t.Errorf("Acquire = %v, want the server's reason", err)
 			}
-			if lockReads != 1 {
-				t.Errorf("leaving read the absent .lock %d times, want once", lockReads)
-			}
+			hookLocked(c, func() {
+				if lockReads != 1 {
+					t.Errorf("leaving read the absent .lock %d times, want once", lockReads)
+				}
+			})
 		})
 	}
 }
@@ -282,12 +295,15 @@ func TestSemaphoreAdmission(t *testing.T) {
 		if _, _, err := c.API.KV().List(prefix+"/", nil); err != nil { // rewrites .lock if nothing did yet
 			t.Fatal(err)
 		}
-		if _, p := holdersOf(t, admin, prefix); !touched || admitted == 0 || p.ModifyIndex <= admitted {
-			t.Fatalf(".lock at %d after admission at %d: the rewrite did not happen", p.ModifyIndex, admitted)
-		}
-		if slot.AdmitIndex() != admitted {
-			t.Errorf("AdmitIndex %d, want the admitting write's %d", slot.AdmitIndex(), admitted)
-		}
+		_, p := holdersOf(t, admin, prefix)
+		hookLocked(c, func() {
+			if !touched || admitted == 0 || p.ModifyIndex <= admitted {
+				t.Fatalf(".lock at %d after admission at %d: the rewrite did not happen", p.ModifyIndex, admitted)
+			}
+			if slot.AdmitIndex() != admitted {
+				t.Errorf("AdmitIndex %d, want the admitting write's %d", slot.AdmitIndex(), admitted)
+			}
+		})
 	})
 	t.Run("success without the entry", func(t *testing.T) {
 		prefix := uniq("semodd")
@@ -314,9 +330,14 @@ func TestSemaphoreAdmission(t *testing.T) {
 		}
 		defer slot.Release(ctx)
 		rec, p := holdersOf(t, admin, prefix)
-		if odd != 1 || !rec.Holders[slot.Sequencer().Session] || slot.AdmitIndex() != p.ModifyIndex {
+		if !rec.Holders[slot.Sequencer().Session] || slot.AdmitIndex() != p.ModifyIndex {
 			t.Errorf("admitted at %d; .lock %+v at %d", slot.AdmitIndex(), rec, p.ModifyIndex)
 		}
+		hookLocked(c, func() {
+			if odd != 1 {
+				t.Errorf("the odd answer was given %d times, want once", odd)
+			}
+		})
 	})
 	t.Run("session check fails", func(t *testing.T) {
 		prefix := uniq("semgone")
@@ -337,9 +358,11 @@ func TestSemaphoreAdmission(t *testing.T) {
 		if err == nil {
 			slot.Release(ctx)
 		}
-		if !errors.Is(err, ErrSessionGone) || !strings.Contains(err.Error(), "failed session check here") || tries != 1 {
-			t.Errorf("Acquire = %v after %d admission txns, want ErrSessionGone from the first", err, tries)
-		}
+		hookLocked(c, func() {
+			if !errors.Is(err, ErrSessionGone) || !strings.Contains(err.Error(), "failed session check here") || tries != 1 {
+				t.Errorf("Acquire = %v after %d admission txns, want ErrSessionGone from the first", err, tries)
+			}
+		})
 	})
 }
 
@@ -371,12 +394,12 @@ func TestSemaphoreVerify(t *testing.T) {
 	}
 	guard := `{"KV":{"Key":"k"}}`
 	for _, body := range []string{`{"Results":[` + guard + `]}`, `{"Results":[` + guard + `,{"KV":null}]}`} {
-		odd = body
+		hookLocked(c, func() { odd = body })
 		if err := slot.Verify(ctx); err == nil || errors.Is(err, ErrStaleSequencer) {
 			t.Errorf("Verify answered %s: %v, want a protocol error", body, err)
 		}
 	}
-	odd = ""
+	hookLocked(c, func() { odd = "" })
 	_, p := holdersOf(t, admin, prefix)
 	p.Value = []byte(`{"Limit":1,"Holders":{}}`)
 	if ok, _, err := admin.API.KV().CAS(p, nil); err != nil || !ok {
@@ -441,4 +464,41 @@ func TestSemaphoreReleaseAndCleanup(t *testing.T) {
 	if err := s.Cleanup(ctx); !errors.Is(err, ErrConflict) {
 		t.Errorf("Cleanup of a .lock with foreign flags: %v, want ErrConflict", err)
 	}
+}
+
+// TestSemaphoreLeaveReadsOnce: releasing an uncontended slot reads .lock
+// once and writes it once; it does not go round again after its cas landed.
+func TestSemaphoreLeaveReadsOnce(t *testing.T) {
+	ctx := context.Background()
+	prefix := uniq("semleave")
+	counting := false
+	reads, writes := 0, 0
+	c := faultClient(t, func(r *http.Request) (*http.Response, func(*http.Response) *http.Response) {
+		if counting && r.URL.Path == "/v1/kv/"+prefix+"/"+SemaphoreKey {
+			switch r.Method {
+			case "GET":
+				reads++
+			case "PUT":
+				writes++
+			}
+		}
+		return nil, nil
+	})
+	s, err := c.Semaphore(SemaphoreOptions{Prefix: prefix, Limit: 1, Session: shortSession()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot, err := s.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hookLocked(c, func() { counting = true })
+	if err := slot.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hookLocked(c, func() {
+		if reads != 1 || writes != 1 {
+			t.Errorf("Release read .lock %d times and wrote it %d times, want once each", reads, writes)
+		}
+	})
 }
