@@ -3,6 +3,7 @@ package recipe
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/hashicorp/consul/api"
 )
 
 // oneKey is a fake server holding one free key whose first refusals
@@ -23,6 +26,26 @@ type oneKey struct {
 	session string
 	index   uint64
 	waits   []time.Duration // ?wait of each blocking acquire-loop read
+
+	// Scripted failures: the statuses of the next acquire-loop reads, of
+	// the next acquire PUTs, and of the next consistent reads (the Hold's
+	// monitor once Acquire has returned).
+	readFail, putFail, monitorFail []int
+	reads, puts                    int // acquire-loop reads and acquire PUTs seen
+	// stop, if set, is called instead of answering acquire-loop read
+	// number stopAt (a hang guard for tests that never acquire).
+	stop   func()
+	stopAt int
+}
+
+// fail answers r with the first of *codes, if any, and drops it.
+func fail(w http.ResponseWriter, codes *[]int) bool {
+	if len(*codes) == 0 {
+		return false
+	}
+	http.Error(w, "scripted failure", (*codes)[0])
+	*codes = (*codes)[1:]
+	return true
 }
 
 func (k *oneKey) handle(w http.ResponseWriter, r *http.Request) {
@@ -37,6 +60,21 @@ func (k *oneKey) handle(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(r.URL.Path, "/v1/session/destroy/"):
 		fmt.Fprint(w, `true`)
 	case r.URL.Path == "/v1/kv/k" && r.Method == "GET":
+		if q.Has("consistent") {
+			if fail(w, &k.monitorFail) {
+				return
+			}
+		} else {
+			k.reads++
+			if k.stop != nil && k.reads == k.stopAt {
+				k.stop()
+				http.Error(w, "test over", 500)
+				return
+			}
+			if fail(w, &k.readFail) {
+				return
+			}
+		}
 		if idx, _ := strconv.ParseUint(q.Get("index"), 10, 64); idx != 0 && idx == k.index {
 			d, _ := time.ParseDuration(q.Get("wait"))
 			if !q.Has("consistent") { // the Hold's monitor reads consistently
@@ -53,6 +91,10 @@ func (k *oneKey) handle(w http.ResponseWriter, r *http.Request) {
 		}
 		_ = json.NewEncoder(w).Encode([]any{e})
 	case r.URL.Path == "/v1/kv/k" && q.Has("acquire"):
+		k.puts++
+		if fail(w, &k.putFail) {
+			return
+		}
 		if len(k.refuse) > 0 {
 			if h := k.refuse[0]; h != "" {
 				w.Header().Set(LockDelayHeader, h)
@@ -75,18 +117,16 @@ func (k *oneKey) handle(w http.ResponseWriter, r *http.Request) {
 // the virtual time the acquire took.
 func acquireAt(t *testing.T, k *oneKey) ([]Refusal, time.Duration) {
 	t.Helper()
-	c := fakeClient(t, k.handle)
-	var refusals []Refusal
-	l, err := c.Lock(LockOptions{Key: "k", OnRefused: func(r Refusal) { refusals = append(refusals, r) }})
+	return acquireWith(t, k, LockOptions{})
+}
+
+// acquireWith is acquireAt with options o (Key and OnRefused are set here).
+func acquireWith(t *testing.T, k *oneKey, o LockOptions) ([]Refusal, time.Duration) {
+	t.Helper()
+	h, refusals, took, err := tryAcquireAt(t, k, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	h, err := l.Acquire(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	took := time.Since(start)
 	if s := h.Sequencer(); s.Session != "s1" || s.LockIndex != 7 || s.Key != "k" {
 		t.Errorf("sequencer %+v", s)
 	}
@@ -94,6 +134,22 @@ func acquireAt(t *testing.T, k *oneKey) ([]Refusal, time.Duration) {
 		t.Fatal(err)
 	}
 	return refusals, took
+}
+
+// tryAcquireAt runs one Acquire with o against k and returns what it gave,
+// the refusals seen and the virtual time it took.
+func tryAcquireAt(t *testing.T, k *oneKey, o LockOptions) (*Hold, []Refusal, time.Duration, error) {
+	t.Helper()
+	c := fakeClient(t, k.handle)
+	var refusals []Refusal
+	o.Key, o.OnRefused = "k", func(r Refusal) { refusals = append(refusals, r) }
+	l, err := c.Lock(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	h, err := l.Acquire(context.Background())
+	return h, refusals, time.Since(start), err
 }
 
 // TestAcquireSleepsExactlyTheHeader: with X-Tenure-Lock-Delay the recipe
@@ -145,13 +201,142 @@ func TestAcquireConsulFallback(t *testing.T) {
 }
 
 // TestAcquireMalformedHeaderFallsBack: a header that is not a positive
-// duration counts as absent.
+// duration (0s included) counts as absent.
 func TestAcquireMalformedHeaderFallsBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		k := &oneKey{refuse: []string{"soon", "-1s"}, index: 3}
+		k := &oneKey{refuse: []string{"soon", "-1s", "0s"}, index: 3}
 		refusals, _ := acquireAt(t, k)
-		if len(refusals) != 2 || refusals[0].FromHeader || refusals[1].FromHeader {
+		if len(refusals) != 3 || refusals[0].FromHeader || refusals[1].FromHeader || refusals[2].FromHeader {
 			t.Errorf("refusals %+v", refusals)
+		}
+	})
+}
+
+// TestAcquireEqualRetryBounds: RetryMin == RetryMax is a fixed pause, not
+// a bad range: every bare refusal waits exactly that.
+func TestAcquireEqualRetryBounds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := &oneKey{refuse: []string{"", "", ""}, index: 3}
+		refusals, took := acquireWith(t, k, LockOptions{RetryMin: time.Second, RetryMax: time.Second})
+		if len(refusals) != 3 || took != 3*time.Second {
+			t.Errorf("refusals %+v in %v, want three 1s waits", refusals, took)
+		}
+		for _, r := range refusals {
+			if r.Wait != time.Second {
+				t.Errorf("refusal %+v, want a 1s wait", r)
+			}
+		}
+	})
+}
+
+// TestAcquireRetriesServerErrors: a read or an acquire answered 5xx is
+// retried after the backoff pause (100ms, then 200ms), not returned.
+func TestAcquireRetriesServerErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		k         *oneKey
+		wantReads int
+		wantPuts  int
+		took      time.Duration
+	}{
+		// Reads: the failed one, the retry, the read-back is consistent.
+		{"read 500", &oneKey{readFail: []int{500}}, 2, 1, 100 * time.Millisecond},
+		{"acquire 500 then 503", &oneKey{putFail: []int{500, 503}}, 3, 3, 300 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				k := tc.k
+				k.index = 3
+				_, took := acquireAt(t, k)
+				if took != tc.took || k.reads != tc.wantReads || k.puts != tc.wantPuts {
+					t.Errorf("took %v with %d reads and %d acquires, want %v, %d, %d", took, k.reads, k.puts, tc.took, tc.wantReads, tc.wantPuts)
+				}
+			})
+		})
+	}
+}
+
+// TestAcquireGivesUpOnClientErrors: a 4xx answer to the read or the
+// acquire cannot improve by retrying, so Acquire returns it at once.
+func TestAcquireGivesUpOnClientErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		k    *oneKey
+		code int
+	}{
+		{"read 403", &oneKey{readFail: []int{403}}, 403},
+		{"acquire 400", &oneKey{putFail: []int{400}}, 400},
+		{"acquire 404", &oneKey{putFail: []int{404}}, 404},
+		{"acquire 499", &oneKey{putFail: []int{499}}, 499},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				k := tc.k
+				k.index = 3
+				h, _, took, err := tryAcquireAt(t, k, LockOptions{})
+				var se api.StatusError
+				if h != nil || !errors.As(err, &se) || se.Code != tc.code {
+					t.Fatalf("Acquire = %v, %v; want the %d", h, err, tc.code)
+				}
+				if took != 0 || k.reads+k.puts > 2 {
+					t.Errorf("gave up after %v, %d reads, %d acquires; want at once", took, k.reads, k.puts)
+				}
+			})
+		})
+	}
+}
+
+// TestLockWaitTime: each blocking read on a held key asks for WaitTime,
+// DefaultWaitTime when it is zero or negative.
+func TestLockWaitTime(t *testing.T) {
+	for _, tc := range []struct {
+		set, want time.Duration
+	}{
+		{0, DefaultWaitTime},
+		{-time.Second, DefaultWaitTime},
+		{5 * time.Second, 5 * time.Second},
+	} {
+		t.Run(fmt.Sprint(tc.set), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, cancel := context.WithCancel(context.Background())
+				k := &oneKey{session: "other", index: 3, stop: cancel, stopAt: 4}
+				c := fakeClient(t, k.handle)
+				l, err := c.Lock(LockOptions{Key: "k", WaitTime: tc.set})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := l.Acquire(ctx); !errors.Is(err, context.Canceled) {
+					t.Fatalf("Acquire on a held key: %v", err)
+				}
+				// Read 1 is not blocking, 2 and 3 block, 4 ends the test.
+				if want := fmt.Sprint([]time.Duration{tc.want, tc.want}); fmt.Sprint(k.waits) != want {
+					t.Errorf("blocking reads waited %v, want %v", k.waits, want)
+				}
+			})
+		})
+	}
+}
+
+// TestHoldSurvivesMonitorErrors: a failed read of the Hold's monitor is
+// retried; it is the renewer's business to decide that contact is lost.
+func TestHoldSurvivesMonitorErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := &oneKey{index: 3}
+		h, _, _, err := tryAcquireAt(t, k, LockOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.mu.Lock()
+		k.monitorFail = []int{500, 500}
+		k.mu.Unlock()
+		time.Sleep(time.Hour)
+		select {
+		case <-h.Lost():
+			t.Fatalf("hold lost after monitor read errors: %v", h.Err())
+		default:
+		}
+		if err := h.Release(context.Background()); err != nil || !errors.Is(h.Err(), ErrReleased) {
+			t.Errorf("Release = %v, Err = %v", err, h.Err())
 		}
 	})
 }

@@ -145,3 +145,31 @@ func TestElectionResignHandsOverWithoutDelay(t *testing.T) {
 		t.Errorf("%d refusals after a voluntary release", refused)
 	}
 }
+
+// TestElectionLeaderWhenNobodyLeads: before the first campaign (no key) and
+// after the leader resigns (key left without a session) Leader reports
+// nobody; while a candidate leads it reports that candidate's sequencer.
+func TestElectionLeaderWhenNobodyLeads(t *testing.T) {
+	c := testClient(t, nil)
+	ctx := context.Background()
+	e, err := c.Election(uniq("leaderless"), LockOptions{Value: []byte("me"), Session: shortSession()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, ok, _, err := e.Leader(ctx, 0); err != nil || ok {
+		t.Fatalf("Leader before any campaign = %+v, %v, %v; want nobody", l, ok, err)
+	}
+	h, err := e.Campaign(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, ok, _, err := e.Leader(ctx, 0); err != nil || !ok || l.Sequencer != h.Sequencer() || string(l.Value) != "me" {
+		t.Fatalf("Leader while leading = %+v, %v, %v; want %v", l, ok, err, h.Sequencer())
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if l, ok, _, err := e.Leader(ctx, 0); err != nil || ok {
+		t.Fatalf("Leader after resigning = %+v, %v, %v; want nobody", l, ok, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,6 +63,9 @@ func TestFenceRejectsStaleSequencer(t *testing.T) {
 		t.Fatalf("stale sequencer %v: err = %v, want ErrStaleSequencer", old, err)
 	}
 	t.Logf("refusal: %v (fallback %v)", err, fe.Fallback)
+	if fe.Fallback == isTenure(t, c) {
+		t.Errorf("Fallback = %v: the guard must be check-sequencer exactly when the server knows it", fe.Fallback)
+	}
 	if got := readValue(t, c, res); got != "one" {
 		t.Fatalf("resource = %q after a refused write, want %q", got, "one")
 	}
@@ -184,11 +188,100 @@ func TestFenceLearnsTheServer(t *testing.T) {
 	if !errors.As(err, &te) || errors.Is(err, ErrStaleSequencer) || te.Errors[0].OpIndex != 0 {
 		t.Fatalf("failed guarded op: %v, want a TxnError at the caller's op 0", err)
 	}
+	if want := `recipe: fenced txn failed: op 0: failed to set key "bad", index is stale`; err.Error() != want {
+		t.Errorf("TxnError says %q, want %q", err, want)
+	}
 	want := "[[check-sequencer:3 set:0] [check-session:0 check-index:42 set:0] [check-session:0 check-index:42 cas:1]]"
 	if got := fmt.Sprint(sent); got != want {
 		t.Errorf("txns sent %s, want %s", got, want)
 	}
 	if _, err := c.Fence(context.Background(), Sequencer{Key: "k", LockIndex: 3, Session: "s"}, nil); err == nil {
 		t.Error("fallback fence without a ModifyIndex succeeded")
+	}
+}
+
+// txnFake is a client whose txns are answered by answer (status, body);
+// the ops of every txn sent are kept in the returned slice.
+func txnFake(t *testing.T, answer func(ops api.TxnOps) (int, string)) (*Client, *[]api.TxnOps) {
+	sent := &[]api.TxnOps{}
+	c := fakeClient(t, func(w http.ResponseWriter, r *http.Request) {
+		var ops api.TxnOps
+		if r.URL.Path != "/v1/txn" || json.NewDecoder(r.Body).Decode(&ops) != nil {
+			http.Error(w, "unexpected "+r.URL.Path, 400)
+			return
+		}
+		*sent = append(*sent, ops)
+		code, body := answer(ops)
+		w.WriteHeader(code)
+		fmt.Fprint(w, body)
+	})
+	return c, sent
+}
+
+// TestFenceAnswers: how Fence reads a tenure-style server's answers. The
+// guard takes one op, so 126 of the caller's ops still fit beside the
+// fallback's two; a guard-only txn returns no results and no error; null
+// entries in Errors are skipped; and a guard failure that names
+// check-sequencer without calling it unknown is a stale sequencer, not a
+// sign of Consul.
+func TestFenceAnswers(t *testing.T) {
+	seq := Sequencer{Key: "k", LockIndex: 3, Session: "s", ModifyIndex: 9}
+	ok := func(ops api.TxnOps) (int, string) {
+		return 200, `{"Results":[` + strings.Repeat(`{"KV":{"Key":"k"}},`, len(ops)-1) + `{"KV":{"Key":"k"}}]}`
+	}
+	t.Run("most ops", func(t *testing.T) {
+		c, sent := txnFake(t, ok)
+		ops := make(api.TxnOps, maxTxnOps-2)
+		for i := range ops {
+			ops[i] = setOp("r", "v")[0]
+		}
+		res, err := c.Fence(context.Background(), seq, ops)
+		if err != nil || len(res) != len(ops) || len(*sent) != 1 || len((*sent)[0]) != maxTxnOps-1 {
+			t.Fatalf("Fence with %d ops = %d results, %v; sent %d txns", len(ops), len(res), err, len(*sent))
+		}
+	})
+	t.Run("guard only", func(t *testing.T) {
+		c, sent := txnFake(t, ok)
+		res, err := c.Fence(context.Background(), seq, nil)
+		if err != nil || len(res) != 0 || len(*sent) != 1 {
+			t.Fatalf("Fence without ops = %+v, %v; sent %v", res, err, *sent)
+		}
+	})
+	t.Run("null errors", func(t *testing.T) {
+		c, _ := txnFake(t, func(api.TxnOps) (int, string) {
+			return 409, `{"Errors":[null,{"OpIndex":0,"What":"failed sequencer check for key \"k\""}]}`
+		})
+		_, err := c.Fence(context.Background(), seq, setOp("r", "v"))
+		var fe *FenceError
+		if !errors.As(err, &fe) || fe.Fallback || !strings.Contains(fe.What, "failed sequencer check") {
+			t.Fatalf("Fence = %v, want the guard's FenceError", err)
+		}
+	})
+	t.Run("failure naming the verb", func(t *testing.T) {
+		c, sent := txnFake(t, func(api.TxnOps) (int, string) {
+			return 409, `{"Errors":[{"OpIndex":0,"What":"check-sequencer: lock index 4 != 3"}]}`
+		})
+		_, err := c.Fence(context.Background(), seq, setOp("r", "v"))
+		var fe *FenceError
+		if !errors.As(err, &fe) || fe.Fallback || len(*sent) != 1 {
+			t.Fatalf("Fence = %v after %d txns, want one check-sequencer refusal", err, len(*sent))
+		}
+	})
+}
+
+// TestUnknownVerb: only a refusal that calls check-sequencer unknown marks
+// a server without it.
+func TestUnknownVerb(t *testing.T) {
+	for what, want := range map[string]bool{
+		"unknown KV operation: check-sequencer":   true,
+		`unknown KV verb "check-sequencer"`:       true,
+		`failed sequencer check for key "k"`:      false,
+		"check-sequencer: lock index 4 != 3":      false,
+		"unknown KV operation: check-lockindex":   false,
+		`failed to set key "bad", index is stale`: false,
+	} {
+		if got := unknownVerb(what); got != want {
+			t.Errorf("unknownVerb(%q) = %v", what, got)
+		}
 	}
 }

@@ -19,6 +19,8 @@ func TestSequencerEnvRoundTrip(t *testing.T) {
 	for _, bad := range []map[string]string{
 		{},
 		{EnvKey: "k", EnvSession: "s"},
+		{EnvKey: "k", EnvLockIndex: "1"},
+		{EnvSession: "s", EnvLockIndex: "1"},
 		{EnvKey: "k", EnvSession: "s", EnvLockIndex: "x"},
 		{EnvKey: "k", EnvSession: "s", EnvLockIndex: "1", EnvModifyIndex: "-1"},
 	} {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
@@ -172,7 +173,7 @@ func TestLockTimeoutAndInterrupt(t *testing.T) {
 	if code := Run(context.Background(), []string{"-http-addr", addr, "-timeout", "300ms", prefix, "echo ran"}, out2, err2); code != 1 {
 		t.Errorf("contended lock exit %d, want 1", code)
 	}
-	if strings.Contains(out2.String(), "ran") || !strings.Contains(err2.String(), "timeout") {
+	if strings.Contains(out2.String(), "ran") || !strings.Contains(err2.String(), "shutdown triggered or timeout during lock acquisition") {
 		t.Errorf("contended run: stdout %q stderr %q", out2.String(), err2.String())
 	}
 
@@ -186,6 +187,108 @@ func TestLockTimeoutAndInterrupt(t *testing.T) {
 	// Released and cleaned up: the prefix is free again at once.
 	if code := Run(context.Background(), []string{"-http-addr", addr, "-timeout", "5s", prefix, "true"}, newOutput(), newOutput()); code != 0 {
 		t.Errorf("lock after release exit %d, want 0", code)
+	}
+}
+
+// TestLockAcquisitionFailure: an acquire that fails for another reason
+// than -timeout or an interrupt says so, with the reason: here the prefix's
+// .lock exists with flags that are not a lock's. No -timeout: Run cancels
+// the acquire's context before asking why it failed, so with -timeout every
+// failure currently reads as a timeout.
+func TestLockAcquisitionFailure(t *testing.T) {
+	addr := agenttest.Addr(t)
+	prefix := uniq("conflict")
+	c, err := api.NewClient(&api.Config{Address: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.KV().Put(&api.KVPair{Key: prefix + "/.lock", Flags: 7}, nil); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut := newOutput(), newOutput()
+	if code := Run(context.Background(), []string{"-http-addr", addr, prefix, "echo ran"}, out, errOut); code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	if got := errOut.String(); out.String() != "" || !strings.Contains(got, "lock acquisition failed") || !strings.Contains(got, "flags") || strings.Contains(got, "shutdown triggered") {
+		t.Errorf("stdout %q, stderr %q: want the acquisition failure and its reason", out.String(), got)
+	}
+}
+
+// TestLockVerbose: -verbose reports the sequencer held and the child's
+// end on stderr; without it tenure lock is silent.
+func TestLockVerbose(t *testing.T) {
+	addr := agenttest.Addr(t)
+	for _, verbose := range []bool{true, false} {
+		prefix := uniq("verbose")
+		args := []string{"-http-addr", addr, "-lock-delay", "0s", prefix, "true"}
+		if verbose {
+			args = append([]string{"-verbose"}, args...)
+		}
+		out, errOut := newOutput(), newOutput()
+		if code := Run(context.Background(), args, out, errOut); code != 0 {
+			t.Fatalf("exit %d; stderr %q", code, errOut.String())
+		}
+		held := regexp.MustCompile(`(?m)^tenure lock: lock held: TENURE_LOCK_KEY=` + regexp.QuoteMeta(prefix) + `/\.lock TENURE_LOCK_INDEX=\d+ TENURE_LOCK_SESSION=\S+ TENURE_LOCK_MODIFY_INDEX=\d+\ntenure lock: child exited: <nil>\n$`)
+		if got := errOut.String(); verbose != held.MatchString(got) || !verbose && got != "" {
+			t.Errorf("verbose=%v: stderr %q", verbose, got)
+		}
+	}
+}
+
+// TestLockDelayFlag: the session carries -lock-delay, 15s by default (as
+// consul lock), and none at all for 0s (not the server's 15s default).
+func TestLockDelayFlag(t *testing.T) {
+	addr := agenttest.Addr(t)
+	c, err := api.NewClient(&api.Config{Address: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, 15 * time.Second},
+		{[]string{"-lock-delay", "0s"}, 0},
+		{[]string{"-lock-delay", "3s"}, 3 * time.Second},
+	} {
+		t.Run(fmt.Sprint(tc.want), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			args := append(append([]string{"-http-addr", addr}, tc.args...), uniq("delay"), loopChild)
+			done, stdout, stderr := start(ctx, args...)
+			m := stdout.await(t, envLine, 30*time.Second)
+			e, _, err := c.Session().Info(m[4], nil)
+			if err != nil || e == nil {
+				t.Fatalf("session %s: %+v, %v", m[4], e, err)
+			}
+			if e.LockDelay != tc.want {
+				t.Errorf("%q: session lock-delay %v, want %v", tc.args, e.LockDelay, tc.want)
+			}
+			cancel()
+			wait(t, done, 15*time.Second, stderr)
+		})
+	}
+}
+
+// TestLockChildAgentAddress: the child reaches the same agent as tenure
+// lock: CONSUL_HTTP_ADDR is -http-addr when given, else inherited.
+func TestLockChildAgentAddress(t *testing.T) {
+	addr := agenttest.Addr(t)
+	for _, flag := range []bool{true, false} {
+		args := []string{"-lock-delay", "0s", uniq("addr"), `echo "addr=$CONSUL_HTTP_ADDR"`}
+		if flag {
+			args = append([]string{"-http-addr", addr}, args...)
+			t.Setenv("CONSUL_HTTP_ADDR", "127.0.0.1:1")
+		} else {
+			t.Setenv("CONSUL_HTTP_ADDR", addr)
+		}
+		out, errOut := newOutput(), newOutput()
+		if code := Run(context.Background(), args, out, errOut); code != 0 {
+			t.Fatalf("exit %d; stderr %q", code, errOut.String())
+		}
+		if got := out.String(); got != "addr="+addr+"\n" {
+			t.Errorf("-http-addr given %v: child saw %q, want %s", flag, got, addr)
+		}
 	}
 }
 
