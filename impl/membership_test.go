@@ -166,7 +166,15 @@ func TestLeaderReconcilesMembership(t *testing.T) {
 			t.Fatalf("register %s: %v %v", reg.Node, err, res.Err)
 		}
 	}
-	clock.Advance(fullReconcileEvery)
+	// Consul's period: no full pass a second before 60 s, one at 60 s.
+	clock.Advance(59 * time.Second)
+	time.Sleep(50 * time.Millisecond)
+	s.Read(func(st *model.State) {
+		if _, ghost := st.Node("ghost"); !ghost {
+			t.Fatal("a full pass ran before 60 s")
+		}
+	})
+	clock.Advance(time.Second)
 	waitState(t, s, "the full pass reaps ghost and keeps external", func(st *model.State) bool {
 		_, ghost := st.Node("ghost")
 		_, external := st.Node("external")
@@ -234,6 +242,18 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting until %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestLoneServerWithoutExpectWaits (S54): a server with no
+// -bootstrap-expect never forms a cluster of its own; it waits for a
+// leader to add it.
+func TestLoneServerWithoutExpectWaits(t *testing.T) {
+	g := &gossipCluster{t: t, pool: newFakeMembership().fakePool, nodes: map[string]*testNode{}}
+	s := g.start("alone", 0)
+	time.Sleep(300 * time.Millisecond) // several election timeouts and bootstrap rechecks
+	if s.inCluster() {
+		t.Fatal("a server without -bootstrap-expect formed a cluster alone")
 	}
 }
 

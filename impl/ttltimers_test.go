@@ -92,6 +92,10 @@ func TestTTLTimersStopRemoveAndLiveness(t *testing.T) {
 	if _, ok := tt.deadline("dead"); ok {
 		t.Fatal("armed a deadline for a session that is already gone")
 	}
+	tt.reset("no-ttl", 0, func(string) bool { return true })
+	if _, ok := tt.deadline("no-ttl"); ok {
+		t.Fatal("a session without a TTL got a deadline")
+	}
 	tt.reset("a", 10*time.Second, func(string) bool { return true })
 	tt.reset("b", 10*time.Second, func(string) bool { return true })
 	tt.remove([]string{"a"})
