@@ -224,6 +224,26 @@ func logger(l hclog.Logger) hclog.Logger {
 	return l.Named("http")
 }
 
+// stopHTTP stops serving and waits for the serve loop to end. Shutdown
+// waits for active connections; a client that dialed but never sent a
+// request keeps one "new" for up to 5 s, so past a 2 s grace the remaining
+// connections are closed outright. That is the intended way down, not a
+// failure.
+func stopHTTP(hs *http.Server, served <-chan error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var errs []error
+	if err := hs.Shutdown(ctx); err != nil {
+		if cerr := hs.Close(); cerr != nil {
+			errs = append(errs, fmt.Errorf("agent: close HTTP after %v: %w", err, cerr))
+		}
+	}
+	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		errs = append(errs, fmt.Errorf("agent: serve HTTP: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
 // Server is the raft server behind the API.
 func (a *Agent) Server() *impl.Server { return a.srv }
 
@@ -235,21 +255,7 @@ func (a *Agent) HTTPAddr() string { return a.addr }
 func (a *Agent) Shutdown() error {
 	a.once.Do(func() {
 		a.cancel()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		var errs []error
-		// Shutdown waits for active connections; a client that dialed but
-		// never sent a request keeps one "new" for up to 5 s, so past the
-		// grace period the remaining connections are closed outright. That
-		// is the intended way down, not a failure.
-		if err := a.http.Shutdown(ctx); err != nil {
-			if cerr := a.http.Close(); cerr != nil {
-				errs = append(errs, fmt.Errorf("agent: close HTTP after %v: %w", err, cerr))
-			}
-		}
-		if err := <-a.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errs = append(errs, fmt.Errorf("agent: serve HTTP: %w", err))
-		}
+		errs := []error{stopHTTP(a.http, a.served)}
 		errs = append(errs, a.srv.Shutdown())
 		if a.pool != nil {
 			errs = append(errs, a.pool.Shutdown())

@@ -112,19 +112,7 @@ func (c *Client) Left() <-chan struct{} { return c.left }
 func (c *Client) Shutdown() error {
 	c.once.Do(func() {
 		c.cancel()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		var errs []error
-		if err := c.http.Shutdown(ctx); err != nil {
-			if cerr := c.http.Close(); cerr != nil {
-				errs = append(errs, fmt.Errorf("agent: close HTTP after %v: %w", err, cerr))
-			}
-		}
-		if err := <-c.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errs = append(errs, fmt.Errorf("agent: serve HTTP: %w", err))
-		}
-		errs = append(errs, c.pool.Shutdown())
-		c.err = errors.Join(errs...)
+		c.err = errors.Join(stopHTTP(c.http, c.served), c.pool.Shutdown())
 	})
 	return c.err
 }
