@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os"
 	"os/exec"
@@ -32,6 +35,65 @@ var swaps = map[string]map[string]string{
 // sits in a case clause's condition.
 func inCaseClause(m mutant) bool {
 	return m.status == statusNotCovered && strings.HasPrefix(m.text, "case ")
+}
+
+// mutateSource applies m to a whole file. An INVERT_LOGICAL swap is made
+// on the syntax tree and the changed expression is put in parentheses, as
+// gremlins prints it: in a && b && c the first && belongs to (a && b), so
+// its mutant is (a || b) && c, not a || b && c. Every other swap is made on
+// the line's text.
+func mutateSource(src []byte, m mutant) ([]byte, error) {
+	if m.kind == "INVERT_LOGICAL" {
+		return invertLogical(src, m)
+	}
+	lines := strings.Split(string(src), "\n")
+	if m.line < 1 || m.line > len(lines) {
+		return nil, fmt.Errorf("line %d outside the file", m.line)
+	}
+	mutated, err := mutateLine(lines[m.line-1], m)
+	if err != nil {
+		return nil, err
+	}
+	lines[m.line-1] = mutated
+	return []byte(strings.Join(lines, "\n")), nil
+}
+
+// invertLogical swaps the && or || at m's position and parenthesizes the
+// expression it joins.
+func invertLogical(src []byte, m mutant) ([]byte, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, m.file, src, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", m.file, err)
+	}
+	var found *ast.BinaryExpr
+	ast.Inspect(f, func(n ast.Node) bool {
+		b, ok := n.(*ast.BinaryExpr)
+		if !ok || found != nil {
+			return found == nil
+		}
+		p := fset.Position(b.OpPos)
+		if p.Line == m.line && p.Column == m.column && (b.Op == token.LAND || b.Op == token.LOR) {
+			found = b
+		}
+		return true
+	})
+	if found == nil {
+		return nil, fmt.Errorf("no && or || at %d:%d", m.line, m.column)
+	}
+	start, op, end := fset.Position(found.Pos()).Offset, fset.Position(found.OpPos).Offset, fset.Position(found.End()).Offset
+	swap := "||"
+	if found.Op == token.LOR {
+		swap = "&&"
+	}
+	out := make([]byte, 0, len(src)+2)
+	out = append(out, src[:start]...)
+	out = append(out, '(')
+	out = append(out, src[start:op]...)
+	out = append(out, swap...)
+	out = append(out, src[op+2:end]...)
+	out = append(out, ')')
+	return append(out, src[end:]...), nil
 }
 
 // mutateLine applies m's operator swap at its column (1-based, in bytes of
@@ -97,14 +159,12 @@ func runOverlayMutant(root, tmp string, m mutant, timeout time.Duration) (string
 	if err != nil {
 		return "", fmt.Errorf("read source: %w", err)
 	}
-	lines := strings.Split(string(data), "\n")
-	mutated, err := mutateLine(lines[m.line-1], m)
+	mutated, err := mutateSource(data, m)
 	if err != nil {
 		return "", err
 	}
-	lines[m.line-1] = mutated
 	file := filepath.Join(tmp, "mutant.go")
-	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")), 0o600); err != nil {
+	if err := os.WriteFile(file, mutated, 0o600); err != nil {
 		return "", fmt.Errorf("write mutant: %w", err)
 	}
 	abs, err := filepath.Abs(src)

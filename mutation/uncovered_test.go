@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -68,5 +69,31 @@ func TestCaseClauseMutantsAreRun(t *testing.T) {
 		if m.status != want[i] {
 			t.Errorf("mutant %d (%s at line %d): %s, want %s", i, m.kind, m.line, m.status, want[i])
 		}
+	}
+}
+
+// TestInvertLogicalKeepsTheTree: the swapped operator's own expression is
+// parenthesized, as gremlins prints it, so a chain keeps its shape.
+func TestInvertLogicalKeepsTheTree(t *testing.T) {
+	src := "package p\n\nfunc f(a, b, c bool) bool {\n\tswitch {\n\tcase a && b && c:\n\t\treturn true\n\t}\n\treturn a || b && c\n}\n"
+	for _, tc := range []struct {
+		line, col int
+		want      string
+	}{
+		{5, 9, "\tcase (a || b) && c:"},  // the first && joins a and b
+		{5, 14, "\tcase (a && b || c):"}, // the second joins (a && b) and c
+		{8, 11, "\treturn (a && b && c)"},
+		{8, 16, "\treturn a || (b || c)"},
+	} {
+		got, err := mutateSource([]byte(src), mutant{file: "p.go", kind: "INVERT_LOGICAL", line: tc.line, column: tc.col})
+		if err != nil {
+			t.Fatalf("%d:%d: %v", tc.line, tc.col, err)
+		}
+		if line := strings.Split(string(got), "\n")[tc.line-1]; line != tc.want {
+			t.Errorf("%d:%d: %q, want %q", tc.line, tc.col, line, tc.want)
+		}
+	}
+	if _, err := mutateSource([]byte(src), mutant{file: "p.go", kind: "INVERT_LOGICAL", line: 5, column: 2}); err == nil {
+		t.Error("a position without && or || was mutated")
 	}
 }
