@@ -3,6 +3,7 @@ package impl
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/tenurekv/tenure/model"
 )
@@ -35,4 +36,28 @@ func TestApplyOutlivesCallerCancelledAfterPropose(t *testing.T) {
 			t.Fatalf("key %+v (present %v), want it written at %d", e, ok, res.Index)
 		}
 	})
+}
+
+// TestTxnLockAfterLockDelayPasses (S22, S24): once a key's lock-delay has
+// passed, a txn lock on it succeeds. The leader stamps each txn lock op
+// with the index its lock-delay check saw; an op left unstamped would be
+// refused by the state machine for the invalidation that armed the delay.
+func TestTxnLockAfterLockDelayPasses(t *testing.T) {
+	s, clock := startDev(t, Config{})
+	node := s.NodeName()
+	first := mustApply(t, s, model.Command{CreateSession: &model.CreateSession{Node: node, Checks: []string{}, LockDelay: time.Second}}).SessionID
+	mustApply(t, s, model.Command{KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: first}})
+	mustApply(t, s, model.Command{DestroySession: &model.DestroySession{ID: first}})
+	clock.Advance(2 * time.Second)
+	second := mustApply(t, s, model.Command{CreateSession: &model.CreateSession{Node: node, Checks: []string{}}}).SessionID
+	res := mustApply(t, s, model.Command{Txn: &model.Txn{Ops: []model.KVOp{
+		{Verb: model.KVSet, Key: "other", Value: []byte("v")},
+		{Verb: model.KVLock, Key: "k", Session: second},
+	}}})
+	if res.Failed() || len(res.TxnErrors) > 0 {
+		t.Fatalf("txn lock after the lock-delay: %+v", res)
+	}
+	if len(res.TxnResults) != 2 || res.TxnResults[1].Session != second {
+		t.Fatalf("txn results %+v, want k held by %s", res.TxnResults, second)
+	}
 }

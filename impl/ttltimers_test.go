@@ -96,6 +96,11 @@ func TestTTLTimersStopRemoveAndLiveness(t *testing.T) {
 	if _, ok := tt.deadline("no-ttl"); ok {
 		t.Fatal("a session without a TTL got a deadline")
 	}
+	tt.reset("only", 10*time.Second, func(string) bool { return true })
+	tt.remove([]string{"only"})
+	if n := clock.Pending(); n != 0 {
+		t.Fatalf("%d timers armed for an empty book, want none", n)
+	}
 	tt.reset("a", 10*time.Second, func(string) bool { return true })
 	tt.reset("b", 10*time.Second, func(string) bool { return true })
 	tt.remove([]string{"a"})
