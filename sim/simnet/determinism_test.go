@@ -89,8 +89,11 @@ func replayRate(t *testing.T, sc scenario, seed uint64, runs int) (same, events 
 }
 
 // TestReplayDeterminism measures how often a seed replays its canonical trace
-// exactly at GOMAXPROCS=1 and asserts floors well below what was measured
-// (partition 150/150, lossy 149/150, burst 134/150 over seeds 11-13).
+// exactly at GOMAXPROCS=1 and asserts floors well below what was measured on
+// a quiet machine (partition 150/150, lossy 149/150, burst 134/150 over
+// seeds 11-13). Other processes competing for the CPU lower the rate (17 of
+// 20 for partition was seen under load), so the floors only catch a run
+// that has stopped replaying at all.
 func TestReplayDeterminism(t *testing.T) {
 	const runs = 20
 	for _, tc := range []struct {
@@ -98,8 +101,8 @@ func TestReplayDeterminism(t *testing.T) {
 		sc   scenario
 		min  int
 	}{
-		{"partition", partitionScenario, 18},
-		{"lossy-1ms-apart", lossyScenario, 15},
+		{"partition", partitionScenario, 10},
+		{"lossy-1ms-apart", lossyScenario, 10},
 		{"burst-same-instant", burstScenario, 0}, // reported, not asserted
 	} {
 		same, events := replayRate(t, tc.sc, 11, runs)
