@@ -173,9 +173,12 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		actx, cancel = context.WithTimeout(ctx, o.timeout)
 	}
 	h, env, cleanup, err := acquire(actx, c, o, sess)
+	// Read whether the wait ran out before cancel marks it ended either way:
+	// a refused acquire within -timeout is a failure, not a timeout.
+	timedOut := actx.Err() != nil
 	cancel()
 	if err != nil {
-		if actx.Err() != nil {
+		if timedOut {
 			fmt.Fprintln(stderr, "tenure lock: shutdown triggered or timeout during lock acquisition")
 		} else {
 			fmt.Fprintf(stderr, "tenure lock: lock acquisition failed: %v\n", err)

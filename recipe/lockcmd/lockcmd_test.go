@@ -205,12 +205,17 @@ func TestLockAcquisitionFailure(t *testing.T) {
 	if _, err := c.KV().Put(&api.KVPair{Key: prefix + "/.lock", Flags: 7}, nil); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut := newOutput(), newOutput()
-	if code := Run(context.Background(), []string{"-http-addr", addr, prefix, "echo ran"}, out, errOut); code != 1 {
-		t.Errorf("exit %d, want 1", code)
-	}
-	if got := errOut.String(); out.String() != "" || !strings.Contains(got, "lock acquisition failed") || !strings.Contains(got, "flags") || strings.Contains(got, "shutdown triggered") {
-		t.Errorf("stdout %q, stderr %q: want the acquisition failure and its reason", out.String(), got)
+	// With and without -timeout: a refusal well inside the timeout is
+	// reported as the failure it is, not as the timeout.
+	for _, extra := range [][]string{nil, {"-timeout", "1m"}} {
+		out, errOut := newOutput(), newOutput()
+		args := append(append([]string{"-http-addr", addr}, extra...), prefix, "echo ran")
+		if code := Run(context.Background(), args, out, errOut); code != 1 {
+			t.Errorf("%v: exit %d, want 1", extra, code)
+		}
+		if got := errOut.String(); out.String() != "" || !strings.Contains(got, "lock acquisition failed") || !strings.Contains(got, "flags") || strings.Contains(got, "shutdown triggered") {
+			t.Errorf("%v: stdout %q, stderr %q: want the acquisition failure and its reason", extra, out.String(), got)
+		}
 	}
 }
 
