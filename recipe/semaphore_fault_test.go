@@ -283,14 +283,7 @@ func TestSemaphoreAdmission(t *testing.T) {
 			}
 			return nil, nil
 		})
-		s, err := c.Semaphore(SemaphoreOptions{Prefix: prefix, Limit: 1, Session: shortSession()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		slot, err := s.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		slot := acquireOne(t, c, prefix)
 		defer slot.Release(ctx)
 		if _, _, err := c.API.KV().List(prefix+"/", nil); err != nil { // rewrites .lock if nothing did yet
 			t.Fatal(err)
@@ -320,14 +313,7 @@ func TestSemaphoreAdmission(t *testing.T) {
 			}
 			return nil, nil
 		})
-		s, err := c.Semaphore(SemaphoreOptions{Prefix: prefix, Limit: 1, Session: shortSession()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		slot, err := s.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		slot := acquireOne(t, c, prefix)
 		defer slot.Release(ctx)
 		rec, p := holdersOf(t, admin, prefix)
 		if !rec.Holders[slot.Sequencer().Session] || slot.AdmitIndex() != p.ModifyIndex {
@@ -380,14 +366,7 @@ func TestSemaphoreVerify(t *testing.T) {
 		return nil, nil
 	})
 	prefix := uniq("semverify")
-	s, err := c.Semaphore(SemaphoreOptions{Prefix: prefix, Limit: 1, Session: shortSession()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	slot, err := s.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	slot := acquireOne(t, c, prefix)
 	defer slot.Release(ctx)
 	if err := slot.Verify(ctx); err != nil {
 		t.Fatalf("Verify of an admitted slot: %v", err)
@@ -484,14 +463,7 @@ func TestSemaphoreLeaveReadsOnce(t *testing.T) {
 		}
 		return nil, nil
 	})
-	s, err := c.Semaphore(SemaphoreOptions{Prefix: prefix, Limit: 1, Session: shortSession()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	slot, err := s.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	slot := acquireOne(t, c, prefix)
 	hookLocked(c, func() { counting = true })
 	if err := slot.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -501,4 +473,18 @@ func TestSemaphoreLeaveReadsOnce(t *testing.T) {
 			t.Errorf("Release read .lock %d times and wrote it %d times, want once each", reads, writes)
 		}
 	})
+}
+
+// acquireOne makes a one-slot semaphore on prefix and takes its slot.
+func acquireOne(t *testing.T, c *Client, prefix string) *Slot {
+	t.Helper()
+	s, err := c.Semaphore(SemaphoreOptions{Prefix: prefix, Limit: 1, Session: shortSession()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot, err := s.Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return slot
 }
