@@ -2,9 +2,12 @@ package impl
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -59,5 +62,56 @@ func TestTxnLockAfterLockDelayPasses(t *testing.T) {
 	}
 	if len(res.TxnResults) != 2 || res.TxnResults[1].Session != second {
 		t.Fatalf("txn results %+v, want k held by %s", res.TxnResults, second)
+	}
+}
+
+// endsAfterFirstWait is a context that ends the second time anyone asks
+// for its Done channel: after the leader-ready wait, before the quorum
+// round. It makes that ordering deterministic.
+type endsAfterFirstWait struct {
+	context.Context
+	calls atomic.Int32
+	open  chan struct{}
+	ended chan struct{}
+}
+
+func newEndsAfterFirstWait() *endsAfterFirstWait {
+	c := &endsAfterFirstWait{Context: context.Background(), open: make(chan struct{}), ended: make(chan struct{})}
+	close(c.ended)
+	return c
+}
+
+func (c *endsAfterFirstWait) Done() <-chan struct{} {
+	if c.calls.Add(1) >= 2 {
+		return c.ended
+	}
+	return c.open
+}
+
+func (c *endsAfterFirstWait) Err() error {
+	if c.calls.Load() >= 2 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestVerifyLeaderHonoursItsCaller: a ?consistent read's quorum round
+// gives up when the caller leaves, and says so with the caller's reason.
+// The leader is cut off from its followers so the round cannot finish on
+// its own first.
+func TestVerifyLeaderHonoursItsCaller(t *testing.T) {
+	c := newTestCluster(t, 3)
+	c.waitRegistered()
+	lead := c.leader()
+	srv := c.nodes[lead].srv
+	for i, nd := range c.nodes {
+		if i != lead {
+			nd.trans.Disconnect(raft.ServerAddress(c.nodes[lead].name))
+			c.nodes[lead].trans.Disconnect(raft.ServerAddress(nd.name))
+		}
+	}
+	err := srv.VerifyLeader(newEndsAfterFirstWait())
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("VerifyLeader with the caller gone: %v, want the caller's context.Canceled", err)
 	}
 }
