@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/tenurekv/tenure/model"
 	"github.com/tenurekv/tenure/sim/simnet"
 )
 
@@ -94,21 +93,4 @@ func WaitRegistered(cl *Cluster) error {
 		}
 	}
 	return nil
-}
-
-// KvJSON is Consul's KV entry on the wire.
-type KvJSON struct {
-	Key         string
-	Value       []byte
-	Flags       uint64
-	LockIndex   uint64
-	Session     string
-	CreateIndex uint64
-	ModifyIndex uint64
-}
-
-// Entry is the model's form of the entry.
-func (k KvJSON) Entry() model.KVEntry {
-	return model.KVEntry{Key: k.Key, Value: k.Value, Flags: k.Flags, LockIndex: k.LockIndex,
-		Session: k.Session, CreateIndex: k.CreateIndex, ModifyIndex: k.ModifyIndex}
 }

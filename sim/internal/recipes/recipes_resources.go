@@ -93,7 +93,7 @@ func (r *clusterReader) Txn(ctx context.Context, ops []model.KVOp) (ok bool, res
 		return false, nil, nil, fmt.Errorf("txn: %d: %s", resp.StatusCode, bytes.TrimSpace(b))
 	}
 	var out struct {
-		Results []struct{ KV *core.KvJSON }
+		Results []struct{ KV *model.KVEntry }
 		Errors  []model.TxnError
 	}
 	if err := json.Unmarshal(b, &out); err != nil {
@@ -101,7 +101,7 @@ func (r *clusterReader) Txn(ctx context.Context, ops []model.KVOp) (ok bool, res
 	}
 	for _, res := range out.Results {
 		if res.KV != nil {
-			results = append(results, res.KV.Entry())
+			results = append(results, *res.KV)
 		}
 	}
 	if resp.StatusCode == http.StatusConflict && len(out.Errors) == 0 {

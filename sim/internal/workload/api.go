@@ -144,7 +144,7 @@ func (c *ApiClient) Renew(id string) *core.Ret {
 
 // decodeOneEntry reads a single-key GET answer into ret.
 func decodeOneEntry(_ int, _ http.Header, b []byte, ret *core.Ret) error {
-	var out []core.KvJSON
+	var out []model.KVEntry
 	if err := json.Unmarshal(b, &out); err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ func decodeOneEntry(_ int, _ http.Header, b []byte, ret *core.Ret) error {
 		return fmt.Errorf("get answered %d entries", len(out))
 	}
 	ret.Found, ret.OK = true, true
-	ret.Entries = []model.KVEntry{out[0].Entry()}
+	ret.Entries = []model.KVEntry{out[0]}
 	return nil
 }
 
@@ -220,7 +220,7 @@ func (c *ApiClient) Txn(ops []model.KVOp) *core.Ret {
 	return c.do(core.Call{Req: core.ReqTxn, Txn: ops}, http.MethodPut, "/v1/txn", b,
 		func(status int, _ http.Header, b []byte, ret *core.Ret) error {
 			var out struct {
-				Results []struct{ KV *core.KvJSON }
+				Results []struct{ KV *model.KVEntry }
 				Errors  []model.TxnError
 			}
 			if err := json.Unmarshal(b, &out); err != nil {
@@ -228,7 +228,7 @@ func (c *ApiClient) Txn(ops []model.KVOp) *core.Ret {
 			}
 			for _, r := range out.Results {
 				if r.KV != nil {
-					ret.Entries = append(ret.Entries, r.KV.Entry())
+					ret.Entries = append(ret.Entries, *r.KV)
 				}
 			}
 			ret.TxnErrors = out.Errors
