@@ -18,7 +18,7 @@ import (
 )
 
 // testCluster is n in-process servers on raft's in-memory transport, sharing
-// one fake clock and one in-memory gossip pool (fakePool): a stopped server
+// one fake clock and one in-memory gossip pool (fakePool; nil: no gossip): a stopped server
 // is announced failed, a started one alive, and the leader reconciles that
 // into the catalog. Requests a server makes to another's HTTP API go
 // through catalogRouter, a stand-in for it (httpapi imports impl, so impl's
@@ -48,8 +48,15 @@ func fastRaft(c *raft.Config) {
 
 func newTestCluster(t *testing.T, n int) *testCluster {
 	t.Helper()
+	return newTestClusterOf(t, n, newFakeMembership().fakePool)
+}
+
+// newTestClusterOf is newTestCluster with the given pool; nil runs the
+// servers without gossip, so each registers itself through the leader.
+func newTestClusterOf(t *testing.T, n int, pool *fakePool) *testCluster {
+	t.Helper()
 	c := &testCluster{t: t, clock: NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), router: &catalogRouter{servers: map[string]*Server{}},
-		pool: newFakeMembership().fakePool}
+		pool: pool}
 	var peers []Peer
 	for i := range n {
 		name := fmt.Sprintf("n%d", i+1)
@@ -78,11 +85,15 @@ func (c *testCluster) start(i int, peers []Peer) {
 			o.trans.Connect(raft.ServerAddress(nd.name), nd.trans)
 		}
 	}
-	srv, err := NewServer(Config{
+	cfg := Config{
 		NodeName: nd.name, HTTPAddr: nd.name + ".http", Clock: c.clock,
 		Transport: nd.trans, LogStore: nd.logs, StableStore: nd.logs, SnapshotStore: nd.snaps,
-		Raft: fastRaft, Peers: peers, RoundTripper: c.router, Membership: c.pool.view(),
-	})
+		Raft: fastRaft, Peers: peers, RoundTripper: c.router,
+	}
+	if c.pool != nil {
+		cfg.Membership = c.pool.view()
+	}
+	srv, err := NewServer(cfg)
 	if err != nil {
 		c.t.Fatalf("start %s: %v", nd.name, err)
 	}
@@ -93,6 +104,9 @@ func (c *testCluster) start(i int, peers []Peer) {
 
 // announce tells every server's pool that node's gossip status changed.
 func (c *testCluster) announce(node string, status reconcile.Status) {
+	if c.pool == nil {
+		return
+	}
 	m := reconcile.Member{Name: node, Address: node + ".http", Status: status}
 	c.pool.set(m, false, m)
 }

@@ -310,3 +310,24 @@ func TestBootstrapExpectAndDynamicVoters(t *testing.T) {
 		return !known
 	})
 }
+
+// TestFollowersRegisterThemselvesWithoutGossip (S47): servers run without a
+// membership (as the simulator's recipe runs do) register their own nodes,
+// followers through the leader's catalog API.
+func TestFollowersRegisterThemselvesWithoutGossip(t *testing.T) {
+	c := newTestClusterOf(t, 3, nil)
+	c.waitRegistered()
+	c.router.mu.Lock()
+	calls := c.router.calls
+	c.router.mu.Unlock()
+	if calls == 0 {
+		t.Fatal("no follower registered itself through the leader's catalog API")
+	}
+	c.read(c.leader(), func(st *model.State) {
+		for _, nd := range c.nodes {
+			if serfStatus(st, nd.name) != model.HealthPassing {
+				t.Errorf("%s's serfHealth is %q, want passing", nd.name, serfStatus(st, nd.name))
+			}
+		}
+	})
+}

@@ -43,7 +43,7 @@ func toMemberJSON(m gossip.Member) memberJSON {
 		DelegateMin: m.Delegate[0], DelegateMax: m.Delegate[1], DelegateCur: m.Delegate[2]}
 }
 
-func (h *handler) members(c *call) (Members, error) {
+func (h *handler) members() (Members, error) {
 	if h.opts.Members == nil {
 		return nil, errorf(http.StatusNotImplemented, "this agent has no gossip pool")
 	}
@@ -53,7 +53,7 @@ func (h *handler) members(c *call) (Members, error) {
 // agentMembers is GET /v1/agent/members: every member this agent's pool
 // knows, failed and left ones included, as `consul members` lists them.
 func (h *handler) agentMembers(c *call) error {
-	ms, err := h.members(c)
+	ms, err := h.members()
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (h *handler) agentMembers(c *call) error {
 // agentJoin is PUT /v1/agent/join/<address>: join the pool that address
 // belongs to.
 func (h *handler) agentJoin(c *call) error {
-	ms, err := h.members(c)
+	ms, err := h.members()
 	if err != nil {
 		return err
 	}
@@ -83,7 +83,7 @@ func (h *handler) agentJoin(c *call) error {
 // agentLeave is PUT /v1/agent/leave: leave the pool gracefully, so the
 // leader deregisters this node (and, for a server, removes it from raft).
 func (h *handler) agentLeave(c *call) error {
-	ms, err := h.members(c)
+	ms, err := h.members()
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func (h *handler) agentLeave(c *call) error {
 // agentForceLeave is PUT /v1/agent/force-leave/<node>[?prune]: mark a
 // failed member as left. An unknown node answers 500 with Consul's text.
 func (h *handler) agentForceLeave(c *call) error {
-	ms, err := h.members(c)
+	ms, err := h.members()
 	if err != nil {
 		return err
 	}
