@@ -56,11 +56,9 @@ func (t *ttlTimers) stop() {
 // reset (re)starts id's deadline after a create or renew, if this server
 // leads and live(id) still holds. Checking liveness under the book's lock
 // orders the reset against the FSM's removal of an invalidated session, so
-// no stale deadline is left behind.
+// no stale deadline is left behind. A session without a TTL gets no
+// deadline: model.TTLDeadlines.Reset decides that, here as everywhere.
 func (t *ttlTimers) reset(id string, ttl time.Duration, live func(id string) bool) {
-	if ttl <= 0 {
-		return
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !t.active || !live(id) {
