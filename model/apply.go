@@ -1,6 +1,7 @@
 package model
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -35,11 +36,14 @@ func (s *State) Apply(index uint64, cmd Command) Result {
 		a.txn(*cmd.Txn)
 	case cmd.Reap != nil:
 		a.reap(*cmd.Reap)
+	case cmd.Query != nil:
+		a.query(*cmd.Query)
 	}
 	if !res.Failed() {
 		res.OK = res.OK || !a.boolAnswer
 	}
 	slices.Sort(res.Invalidated)
+	slices.Sort(res.QueriesDeleted)
 	slices.SortFunc(res.LockDelays, func(x, y LockDelay) int { return strings.Compare(x.Key, y.Key) })
 	return res
 }
@@ -60,24 +64,9 @@ type applier struct {
 func (a *applier) fail(err *Error) { a.res.Err = err }
 
 func (a *applier) register(r Register) {
-	if r.Node == "" {
-		a.fail(errorf(ErrInvalid, "Must provide node"))
+	if err := a.validateRegister(&r); err != nil {
+		a.fail(err)
 		return
-	}
-	seen := map[string]bool{}
-	for _, c := range r.Checks {
-		switch {
-		case c.CheckID == "":
-			a.fail(errorf(ErrInvalid, "Must provide check ID"))
-			return
-		case !c.Status.Valid():
-			a.fail(errorf(ErrInvalid, "Invalid check status '%s'", c.Status))
-			return
-		case seen[c.CheckID]:
-			a.fail(errorf(ErrInvalid, "Duplicate check '%s'", c.CheckID))
-			return
-		}
-		seen[c.CheckID] = true
 	}
 	s := a.s
 	old, exists := s.nodes[r.Node]
@@ -89,23 +78,103 @@ func (a *applier) register(r Register) {
 		s.nodes[r.Node] = n
 		s.tables.Nodes = a.idx
 	}
+	for _, sv := range r.Services {
+		a.putService(r.Node, sv)
+	}
 	for _, c := range r.Checks {
 		key := CheckKey{Node: r.Node, CheckID: c.CheckID}
 		prev, had := s.checks[key]
-		if had && prev.Name == c.Name && prev.Status == c.Status {
-			continue
+		check := Check{Node: r.Node, CheckID: c.CheckID, Name: c.Name, Status: c.Status,
+			Notes: c.Notes, Output: c.Output, ServiceID: c.ServiceID, Type: c.Type,
+			CreateIndex: a.idx, ModifyIndex: a.idx}
+		if c.ServiceID != "" {
+			check.ServiceName = s.services[ServiceKey{Node: r.Node, ServiceID: c.ServiceID}].Service
+		}
+		if had {
+			check.CreateIndex, check.ModifyIndex = prev.CreateIndex, prev.ModifyIndex
+			if check == prev {
+				continue
+			}
+			check.ModifyIndex = a.idx
 		}
 		// Invalidate before writing the check, as Consul does (S12).
 		if c.Status == HealthCritical {
 			a.invalidateBoundTo(key)
 		}
-		check := Check{Node: r.Node, CheckID: c.CheckID, Name: c.Name, Status: c.Status,
-			CreateIndex: a.idx, ModifyIndex: a.idx}
-		if had {
-			check.CreateIndex = prev.CreateIndex
-		}
 		s.checks[key] = check
 		s.tables.Checks = a.idx
+	}
+}
+
+// validateRegister refuses a register before anything is written, so that
+// one bad service or check changes nothing (S55). It fills in defaulted
+// service IDs.
+func (a *applier) validateRegister(r *Register) *Error {
+	if r.Node == "" {
+		return errorf(ErrInvalid, "Must provide node")
+	}
+	services := map[string]bool{}
+	for i := range r.Services {
+		sv := &r.Services[i]
+		if sv.ID == "" {
+			sv.ID = sv.Service
+		}
+		switch {
+		case sv.ID == "" && sv.Service == "":
+			return errorf(ErrInvalid, "Must provide service name")
+		case sv.Service == "":
+			return errorf(ErrInvalid, "Must provide service name with ID")
+		case services[sv.ID]:
+			return errorf(ErrInvalid, "Duplicate service '%s'", sv.ID)
+		}
+		services[sv.ID] = true
+	}
+	seen := map[string]bool{}
+	for _, c := range r.Checks {
+		switch {
+		case c.CheckID == "":
+			return errorf(ErrInvalid, "Must provide check ID")
+		case !c.Status.Valid():
+			return errorf(ErrInvalid, "Invalid check status '%s'", c.Status)
+		case seen[c.CheckID]:
+			return errorf(ErrInvalid, "Duplicate check '%s'", c.CheckID)
+		}
+		seen[c.CheckID] = true
+		if c.ServiceID == "" || services[c.ServiceID] {
+			continue
+		}
+		if _, ok := a.s.services[ServiceKey{Node: r.Node, ServiceID: c.ServiceID}]; !ok {
+			return errorf(ErrMissing, "Missing service registration")
+		}
+	}
+	return nil
+}
+
+// putService upserts one service; a write that changes nothing keeps its
+// indexes (S37's rule, applied to the catalog). A renamed service renames
+// its checks' ServiceName with it.
+func (a *applier) putService(node string, sv ServiceSpec) {
+	key := ServiceKey{Node: node, ServiceID: sv.ID}
+	prev, had := a.s.services[key]
+	next := Service{Node: node, ServiceID: sv.ID, Service: sv.Service, Tags: slices.Clone(sv.Tags),
+		Address: sv.Address, Port: sv.Port, Meta: maps.Clone(sv.Meta), CreateIndex: a.idx, ModifyIndex: a.idx}
+	if had {
+		next.CreateIndex, next.ModifyIndex = prev.CreateIndex, prev.ModifyIndex
+		if serviceEqual(prev, next) {
+			return
+		}
+		next.ModifyIndex = a.idx
+	}
+	a.s.services[key] = next
+	a.s.tables.Services = a.idx
+	if had && prev.Service != next.Service {
+		for _, c := range a.s.CheckList(node, "") {
+			if c.ServiceID == sv.ID {
+				c.ServiceName, c.ModifyIndex = next.Service, a.idx
+				a.s.checks[CheckKey{Node: node, CheckID: c.CheckID}] = c
+				a.s.tables.Checks = a.idx
+			}
+		}
 	}
 }
 
@@ -118,9 +187,16 @@ func (a *applier) deregister(d Deregister) {
 	if _, ok := s.nodes[d.Node]; !ok {
 		return // Consul treats deregistering a missing node as done.
 	}
-	if d.CheckID != "" {
-		a.deleteCheck(CheckKey(d))
+	switch {
+	case d.ServiceID != "":
+		a.deleteService(ServiceKey{Node: d.Node, ServiceID: d.ServiceID})
 		return
+	case d.CheckID != "":
+		a.deleteCheck(CheckKey{Node: d.Node, CheckID: d.CheckID})
+		return
+	}
+	for _, sv := range s.ServiceList(d.Node) {
+		a.deleteService(ServiceKey{Node: sv.Node, ServiceID: sv.ServiceID})
 	}
 	for _, c := range s.CheckList(d.Node, "") {
 		a.deleteCheck(CheckKey{Node: c.Node, CheckID: c.CheckID})
@@ -132,6 +208,22 @@ func (a *applier) deregister(d Deregister) {
 	}
 }
 
+// deleteService removes a service and every check of it, each check
+// invalidating its bound sessions as a check deregistration does (S55).
+// An unknown service is a no-op, as in Consul.
+func (a *applier) deleteService(key ServiceKey) {
+	if _, ok := a.s.services[key]; !ok {
+		return
+	}
+	for _, c := range a.s.CheckList(key.Node, "") {
+		if c.ServiceID == key.ServiceID {
+			a.deleteCheck(CheckKey{Node: c.Node, CheckID: c.CheckID})
+		}
+	}
+	delete(a.s.services, key)
+	a.s.tables.Services = a.idx
+}
+
 func (a *applier) deleteCheck(key CheckKey) {
 	if _, ok := a.s.checks[key]; !ok {
 		return
@@ -141,10 +233,11 @@ func (a *applier) deleteCheck(key CheckKey) {
 	a.invalidateBoundTo(key)
 }
 
-// invalidateBoundTo invalidates every session bound to the check (S11, S12).
+// invalidateBoundTo invalidates every session bound to the check, through
+// any of its three check lists (S11, S12, S56).
 func (a *applier) invalidateBoundTo(key CheckKey) {
 	for _, se := range a.s.SessionList(key.Node) {
-		if slices.Contains(se.Checks, key.CheckID) {
+		if slices.Contains(se.CheckIDs(), key.CheckID) {
 			a.invalidate(se.ID)
 		}
 	}
@@ -161,6 +254,7 @@ func (a *applier) createSession(c CreateSession) {
 	}
 	a.s.sessions[c.ID] = Session{
 		ID: c.ID, Name: c.Name, Node: c.Node, Checks: slices.Clone(c.Checks),
+		NodeChecks: slices.Clone(c.NodeChecks), ServiceChecks: slices.Clone(c.ServiceChecks),
 		LockDelay: c.LockDelay, Behavior: behavior, TTL: c.TTL,
 		CreateIndex: a.idx, ModifyIndex: a.idx,
 	}
@@ -169,7 +263,8 @@ func (a *applier) createSession(c CreateSession) {
 }
 
 // validateSession applies S3, S4 and S6 in Consul's order: request fields
-// first, then the catalog.
+// first, then the catalog. Every bound check, whichever list names it, is
+// checked by ID on the session's node (S56).
 func (a *applier) validateSession(c CreateSession) *Error {
 	switch {
 	case c.ID == "":
@@ -188,7 +283,7 @@ func (a *applier) validateSession(c CreateSession) *Error {
 	if _, ok := a.s.nodes[c.Node]; !ok {
 		return errorf(ErrMissing, "Missing node registration")
 	}
-	for _, id := range c.Checks {
+	for _, id := range checkUnion(c.Checks, c.NodeChecks, c.ServiceChecks) {
 		check, ok := a.s.checks[CheckKey{Node: c.Node, CheckID: id}]
 		if !ok {
 			return errorf(ErrMissing, "Missing check '%s' registration", id)
@@ -234,6 +329,14 @@ func (a *applier) invalidate(id string) {
 	delete(a.s.sessions, id)
 	a.s.tables.Sessions = a.idx
 	a.res.Invalidated = append(a.res.Invalidated, id)
+	// Queries bound to the session go in the same entry (S58).
+	for _, q := range a.s.QueryList() {
+		if q.Session == id {
+			delete(a.s.queries, q.ID)
+			a.s.tables.Queries = a.idx
+			a.res.QueriesDeleted = append(a.res.QueriesDeleted, q.ID)
+		}
+	}
 	delay := se.EffectiveLockDelay()
 	for _, key := range a.s.HeldBy(id) {
 		if se.Behavior == BehaviorDelete {

@@ -15,6 +15,7 @@ type Command struct {
 	KV             *KVOp           `json:",omitempty"`
 	Txn            *Txn            `json:",omitempty"`
 	Reap           *Reap           `json:",omitempty"`
+	Query          *QueryOp        `json:",omitempty"`
 }
 
 // Reap forgets the deleted keys whose deletion index is at most Index: their
@@ -25,38 +26,82 @@ type Reap struct {
 	Index uint64
 }
 
-// Register upserts a node and, atomically with it, any of its checks (like
-// Consul's catalog register). A check moving to critical invalidates the
-// sessions bound to it (S12, S48).
+// Register upserts a node and, atomically with it, any of its services and
+// checks (like Consul's catalog register). A check moving to critical
+// invalidates the sessions bound to it (S12, S48). All or nothing: one bad
+// service or check refuses the whole register (S55).
 type Register struct {
-	Node    string
-	Address string
-	Checks  []CheckSpec `json:",omitempty"`
+	Node     string
+	Address  string
+	Services []ServiceSpec `json:",omitempty"`
+	Checks   []CheckSpec   `json:",omitempty"`
 }
 
-// CheckSpec is a check as registered.
+// ServiceSpec is a service as registered. An empty ID defaults to the
+// name, as in Consul.
+type ServiceSpec struct {
+	ID      string
+	Service string
+	Tags    []string          `json:",omitempty"`
+	Address string            `json:",omitempty"`
+	Port    int               `json:",omitempty"`
+	Meta    map[string]string `json:",omitempty"`
+}
+
+// CheckSpec is a check as registered. A ServiceID names a service on the
+// same node, already registered or in the same register (S55).
 type CheckSpec struct {
-	CheckID string
-	Name    string
-	Status  Health
+	CheckID   string
+	Name      string
+	Status    Health
+	Notes     string `json:",omitempty"`
+	Output    string `json:",omitempty"`
+	ServiceID string `json:",omitempty"`
+	Type      string `json:",omitempty"`
 }
 
-// Deregister removes a whole node (CheckID "") or one of its checks (S10, S11).
+// Deregister removes one service of a node with its checks (ServiceID set),
+// one check (CheckID set), or else the whole node (S10, S11, S55). As in
+// Consul's state machine, ServiceID wins when both are set.
 type Deregister struct {
-	Node    string
-	CheckID string `json:",omitempty"`
+	Node      string
+	ServiceID string `json:",omitempty"`
+	CheckID   string `json:",omitempty"`
 }
 
 // CreateSession creates a session. ID is chosen by the leader before raft, so
-// that every replica applies the same ID (S1).
+// that every replica applies the same ID (S1). The session is bound to the
+// union of the three check lists (S56); the HTTP layer applies
+// FixupSessionChecks before it builds the command.
 type CreateSession struct {
-	ID        string
-	Name      string
-	Node      string
-	Checks    []string
-	LockDelay time.Duration
-	Behavior  Behavior
-	TTL       string
+	ID            string
+	Name          string
+	Node          string
+	Checks        []string
+	NodeChecks    []string       `json:",omitempty"`
+	ServiceChecks []ServiceCheck `json:",omitempty"`
+	LockDelay     time.Duration
+	Behavior      Behavior
+	TTL           string
+}
+
+// QueryVerb names a prepared-query write.
+type QueryVerb string
+
+// Prepared-query writes (S57).
+const (
+	QueryCreate QueryVerb = "create"
+	QueryUpdate QueryVerb = "update"
+	QueryDelete QueryVerb = "delete"
+)
+
+// QueryOp creates, replaces or deletes a prepared query, like Consul's
+// PreparedQuery.Apply. For a create the leader chooses Query.ID before raft,
+// as for sessions (S1); an update replaces the whole definition; a delete
+// reads only Query.ID. Indexes in Query are ignored.
+type QueryOp struct {
+	Op    QueryVerb
+	Query PreparedQuery
 }
 
 // DestroySession invalidates a session (S13); TTL expiry uses it too (S14).
@@ -135,6 +180,7 @@ func (c Command) Kind() (string, error) {
 		{c.KV != nil, "kv"},
 		{c.Txn != nil, "txn"},
 		{c.Reap != nil, "reap"},
+		{c.Query != nil, "query"},
 	}
 	name := ""
 	for _, k := range kinds {

@@ -48,12 +48,16 @@ type Result struct {
 	Err *Error
 	// SessionID is the created session's ID.
 	SessionID string
+	// QueryID is the prepared query a query write created, replaced or deleted.
+	QueryID string
 	// TxnResults are the entries a transaction returns, in op order.
 	TxnResults []KVEntry
 	// TxnErrors are a failed transaction's per-op reasons; the state is then unchanged.
 	TxnErrors []TxnError
 	// Invalidated lists the sessions this command invalidated, sorted.
 	Invalidated []string
+	// QueriesDeleted lists the prepared queries deleted with them, sorted (S58).
+	QueriesDeleted []string
 	// LockDelays lists the keys whose lock-delay the invalidations arm, sorted by key (S22).
 	LockDelays []LockDelay
 	// DelayRefused lists keys whose lock this command refused because an

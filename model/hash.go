@@ -23,8 +23,10 @@ func (s *State) Hash() uint64 {
 	}
 	t := s.tables
 	num(t.Nodes)
+	num(t.Services)
 	num(t.Checks)
 	num(t.Sessions)
+	num(t.Queries)
 	num(t.KV)
 	num(s.lockFloor)
 	num(s.reapedThrough)
@@ -35,6 +37,32 @@ func (s *State) Hash() uint64 {
 		str(n.Address)
 		num(n.CreateIndex)
 		num(n.ModifyIndex)
+	}
+	strs := func(vs []string) {
+		num(uint64(len(vs)))
+		for _, v := range vs {
+			str(v)
+		}
+	}
+	strMap := func(m map[string]string) {
+		num(uint64(len(m)))
+		for _, k := range sortedKeys(m) {
+			str(k)
+			str(m[k])
+		}
+	}
+	services := s.ServiceList("")
+	num(uint64(len(services)))
+	for _, sv := range services {
+		str(sv.Node)
+		str(sv.ServiceID)
+		str(sv.Service)
+		strs(sv.Tags)
+		str(sv.Address)
+		num(uint64(int64(sv.Port)))
+		strMap(sv.Meta)
+		num(sv.CreateIndex)
+		num(sv.ModifyIndex)
 	}
 	checkKeys := slices.SortedFunc(maps.Keys(s.checks), func(a, b CheckKey) int {
 		if c := strings.Compare(a.Node, b.Node); c != 0 {
@@ -49,6 +77,11 @@ func (s *State) Hash() uint64 {
 		str(c.CheckID)
 		str(c.Name)
 		str(string(c.Status))
+		str(c.Notes)
+		str(c.Output)
+		str(c.ServiceID)
+		str(c.ServiceName)
+		str(c.Type)
 		num(c.CreateIndex)
 		num(c.ModifyIndex)
 	}
@@ -58,15 +91,47 @@ func (s *State) Hash() uint64 {
 		str(se.ID)
 		str(se.Name)
 		str(se.Node)
-		num(uint64(len(se.Checks)))
-		for _, c := range se.Checks {
-			str(c)
+		strs(se.Checks)
+		strs(se.NodeChecks)
+		num(uint64(len(se.ServiceChecks)))
+		for _, sc := range se.ServiceChecks {
+			str(sc.ID)
+			str(sc.Namespace)
 		}
 		num(uint64(se.LockDelay))
 		str(string(se.Behavior))
 		str(se.TTL)
 		num(se.CreateIndex)
 		num(se.ModifyIndex)
+	}
+	num(uint64(len(s.queries)))
+	for _, q := range s.QueryList() {
+		sv := q.Service
+		str(q.ID)
+		str(q.Name)
+		str(q.Session)
+		str(q.Token)
+		str(sv.Service)
+		num(uint64(int64(sv.Failover.NearestN)))
+		strs(sv.Failover.Datacenters)
+		num(uint64(len(sv.Failover.Targets)))
+		for _, tg := range sv.Failover.Targets {
+			str(tg.Peer)
+			str(tg.Datacenter)
+		}
+		if sv.OnlyPassing {
+			num(1)
+		} else {
+			num(0)
+		}
+		strs(sv.IgnoreCheckIDs)
+		str(sv.Near)
+		strs(sv.Tags)
+		strMap(sv.NodeMeta)
+		strMap(sv.ServiceMeta)
+		str(q.DNS.TTL)
+		num(q.CreateIndex)
+		num(q.ModifyIndex)
 	}
 	num(uint64(len(s.kv)))
 	for _, k := range sortedKeys(s.kv) {

@@ -25,6 +25,9 @@ const (
 	InvSessionNode         = "session-outlives-node"
 	InvSessionChecks       = "session-outlives-checks"
 	InvCheckNode           = "check-has-node"
+	InvServiceNode         = "service-has-node"
+	InvCheckService        = "check-has-service"
+	InvQuerySession        = "query-outlives-session"
 	InvTombstone           = "tombstone-not-live"
 	InvRejectNoChange      = "rejected-changes-nothing"
 	InvIndexAdvances       = "index-advances"
@@ -75,9 +78,28 @@ func (s *State) CheckInvariants() error {
 			return violated(InvIndexBounds, "node %q: CreateIndex %d, ModifyIndex %d, nodes table %d", name, n.CreateIndex, n.ModifyIndex, t.Nodes)
 		}
 	}
+	for _, sv := range s.ServiceList("") {
+		if _, ok := s.nodes[sv.Node]; !ok {
+			return violated(InvServiceNode, "service %q is on missing node %q", sv.ServiceID, sv.Node)
+		}
+		if sv.CreateIndex == 0 || sv.CreateIndex > sv.ModifyIndex || sv.ModifyIndex > t.Services {
+			return violated(InvIndexBounds, "service %s/%s: CreateIndex %d, ModifyIndex %d, services table %d", sv.Node, sv.ServiceID, sv.CreateIndex, sv.ModifyIndex, t.Services)
+		}
+	}
 	for _, c := range s.CheckList("", "") {
 		if _, ok := s.nodes[c.Node]; !ok {
 			return violated(InvCheckNode, "check %q is on missing node %q", c.CheckID, c.Node)
+		}
+		if c.ServiceID != "" {
+			sv, ok := s.services[ServiceKey{Node: c.Node, ServiceID: c.ServiceID}]
+			if !ok {
+				return violated(InvCheckService, "check %s/%s outlives its service %q", c.Node, c.CheckID, c.ServiceID)
+			}
+			if sv.Service != c.ServiceName {
+				return violated(InvCheckService, "check %s/%s names service %q, but %q is named %q", c.Node, c.CheckID, c.ServiceName, c.ServiceID, sv.Service)
+			}
+		} else if c.ServiceName != "" {
+			return violated(InvCheckService, "node check %s/%s names service %q", c.Node, c.CheckID, c.ServiceName)
 		}
 		if c.CreateIndex == 0 || c.CreateIndex > c.ModifyIndex || c.ModifyIndex > t.Checks {
 			return violated(InvIndexBounds, "check %s/%s: CreateIndex %d, ModifyIndex %d, checks table %d", c.Node, c.CheckID, c.CreateIndex, c.ModifyIndex, t.Checks)
@@ -90,7 +112,7 @@ func (s *State) CheckInvariants() error {
 		if _, ok := s.nodes[se.Node]; !ok {
 			return violated(InvSessionNode, "session %q outlives its node %q", se.ID, se.Node)
 		}
-		for _, id := range se.Checks {
+		for _, id := range se.CheckIDs() {
 			c, ok := s.checks[CheckKey{Node: se.Node, CheckID: id}]
 			if !ok {
 				return violated(InvSessionChecks, "session %q outlives its check %q", se.ID, id)
@@ -98,6 +120,17 @@ func (s *State) CheckInvariants() error {
 			if c.Status == HealthCritical {
 				return violated(InvSessionChecks, "session %q outlives its critical check %q", se.ID, id)
 			}
+		}
+	}
+	for _, q := range s.QueryList() {
+		if q.CreateIndex == 0 || q.CreateIndex > q.ModifyIndex || q.ModifyIndex > t.Queries {
+			return violated(InvIndexBounds, "prepared query %q: CreateIndex %d, ModifyIndex %d, queries table %d", q.ID, q.CreateIndex, q.ModifyIndex, t.Queries)
+		}
+		if q.Session == "" {
+			continue
+		}
+		if _, ok := s.sessions[q.Session]; !ok {
+			return violated(InvQuerySession, "prepared query %q outlives its session %q", q.ID, q.Session)
 		}
 	}
 	return nil
@@ -140,6 +173,16 @@ func CheckTransition(prev, next *State, res Result) error {
 		reaped := !live && next.lockIssued[key] == 0 && next.lockFloor >= prev.lockIssued[key]
 		if next.lockIssued[key] < prev.lockIssued[key] && !reaped {
 			return violated(InvSequencerUnique, "key %q issued watermark fell from %d to %d", key, prev.lockIssued[key], next.lockIssued[key])
+		}
+	}
+	for _, id := range sortedKeys(prev.queries) {
+		q := prev.queries[id]
+		if _, kept := next.queries[id]; kept {
+			continue
+		}
+		bySession := q.Session != "" && slices.Contains(res.Invalidated, q.Session)
+		if bySession != slices.Contains(res.QueriesDeleted, id) || (!bySession && res.QueryID != id) {
+			return violated(InvInvalidationEffects, "prepared query %q vanished without its deletion or its session's invalidation being reported", id)
 		}
 	}
 	for _, id := range sortedKeys(prev.sessions) {

@@ -93,7 +93,7 @@ type KeyIndexes struct {
 
 // Renumber is for checkers that compare states up to a renaming of indexes,
 // so that states reached by commuting steps in either order are equal. It
-// zeroes the indexes of nodes, checks and sessions, which such checkers
+// zeroes the indexes of nodes, services, checks, sessions and queries, which such checkers
 // never compare, and hands rename every key that has an entry, tombstone or
 // lock-delay mark; rename returns the key's new indexes. The KV table index
 // becomes kvIndex, which the caller sets above every new index it gave out,
@@ -116,6 +116,18 @@ func (s *State) Renumber(rename func(key string, ix KeyIndexes) KeyIndexes, kvIn
 		if ch.CreateIndex|ch.ModifyIndex != 0 {
 			ch.CreateIndex, ch.ModifyIndex = 0, 0
 			s.checks[k] = ch
+		}
+	}
+	for k, sv := range s.services {
+		if sv.CreateIndex|sv.ModifyIndex != 0 {
+			sv.CreateIndex, sv.ModifyIndex = 0, 0
+			s.services[k] = sv
+		}
+	}
+	for id, q := range s.queries {
+		if q.CreateIndex|q.ModifyIndex != 0 {
+			q.CreateIndex, q.ModifyIndex = 0, 0
+			s.queries[id] = q
 		}
 	}
 	one := func(k string) {

@@ -10,8 +10,10 @@ import (
 // with the State it came from.
 type Snapshot struct {
 	Nodes    map[string]Node
+	Services map[ServiceKey]Service
 	Checks   map[CheckKey]Check
 	Sessions map[string]Session
+	Queries  map[string]PreparedQuery
 	KV       map[string]KVEntry
 	// Tombstones, LockIssued and DelayedAt are per key, as in State: the
 	// index of the key's deletion, the highest LockIndex it was issued
@@ -30,7 +32,8 @@ type Snapshot struct {
 func (s *State) Snapshot() Snapshot {
 	c := s.Clone()
 	return Snapshot{
-		Nodes: c.nodes, Checks: c.checks, Sessions: c.sessions, KV: c.kv,
+		Nodes: c.nodes, Services: c.services, Checks: c.checks, Sessions: c.sessions,
+		Queries: c.queries, KV: c.kv,
 		Tombstones: c.tombstones, LockIssued: c.lockIssued, DelayedAt: c.delayedAt,
 		LockFloor: c.lockFloor, ReapedThrough: c.reapedThrough, Tables: c.tables,
 	}
@@ -45,6 +48,11 @@ func Restore(snap Snapshot) (*State, error) {
 			return nil, fmt.Errorf("restore: node %q stored under %q", n.Name, name)
 		}
 	}
+	for k, sv := range snap.Services {
+		if (ServiceKey{Node: sv.Node, ServiceID: sv.ServiceID}) != k {
+			return nil, fmt.Errorf("restore: service %s/%s stored under %s/%s", sv.Node, sv.ServiceID, k.Node, k.ServiceID)
+		}
+	}
 	for k, c := range snap.Checks {
 		if (CheckKey{Node: c.Node, CheckID: c.CheckID}) != k {
 			return nil, fmt.Errorf("restore: check %s/%s stored under %s/%s", c.Node, c.CheckID, k.Node, k.CheckID)
@@ -53,6 +61,11 @@ func Restore(snap Snapshot) (*State, error) {
 	for id, se := range snap.Sessions {
 		if se.ID != id {
 			return nil, fmt.Errorf("restore: session %q stored under %q", se.ID, id)
+		}
+	}
+	for id, q := range snap.Queries {
+		if q.ID != id {
+			return nil, fmt.Errorf("restore: prepared query %q stored under %q", q.ID, id)
 		}
 	}
 	for key, e := range snap.KV {
@@ -73,8 +86,10 @@ func Restore(snap Snapshot) (*State, error) {
 func RestoreUnchecked(snap Snapshot) *State {
 	s := New()
 	maps.Copy(s.nodes, snap.Nodes)
+	maps.Copy(s.services, snap.Services)
 	maps.Copy(s.checks, snap.Checks)
 	maps.Copy(s.sessions, snap.Sessions)
+	maps.Copy(s.queries, snap.Queries)
 	maps.Copy(s.kv, snap.KV)
 	maps.Copy(s.tombstones, snap.Tombstones)
 	maps.Copy(s.lockIssued, snap.LockIssued)

@@ -12,12 +12,20 @@ type CheckKey struct {
 	CheckID string
 }
 
+// ServiceKey identifies a service instance: service IDs are unique per node only.
+type ServiceKey struct {
+	Node      string
+	ServiceID string
+}
+
 // TableIndexes are the highest index at which each table changed. Blocking
 // queries wait on them (S45, S46).
 type TableIndexes struct {
 	Nodes    uint64
+	Services uint64
 	Checks   uint64
 	Sessions uint64
+	Queries  uint64
 	// KV includes deletions, so a missing key's index moves when it is deleted.
 	KV uint64
 }
@@ -25,8 +33,10 @@ type TableIndexes struct {
 // State is the whole replicated state. Use New; the zero value is not usable.
 type State struct {
 	nodes    map[string]Node
+	services map[ServiceKey]Service
 	checks   map[CheckKey]Check
 	sessions map[string]Session
+	queries  map[string]PreparedQuery
 	kv       map[string]KVEntry
 	// Tombstones records the index at which each deleted key was deleted.
 	tombstones map[string]uint64
@@ -51,8 +61,10 @@ type State struct {
 func New() *State {
 	return &State{
 		nodes:      map[string]Node{},
+		services:   map[ServiceKey]Service{},
 		checks:     map[CheckKey]Check{},
 		sessions:   map[string]Session{},
+		queries:    map[string]PreparedQuery{},
 		kv:         map[string]KVEntry{},
 		tombstones: map[string]uint64{},
 		lockIssued: map[string]uint64{},
@@ -63,16 +75,18 @@ func New() *State {
 // Index is the highest index at which anything changed.
 func (s *State) Index() uint64 {
 	t := s.tables
-	return max(t.Nodes, t.Checks, t.Sessions, t.KV)
+	return max(t.Nodes, t.Services, t.Checks, t.Sessions, t.Queries, t.KV)
 }
 
-// Clone returns an independent copy. Byte slices and check lists are shared:
-// the model never mutates them in place.
+// Clone returns an independent copy. Byte slices, lists and meta maps
+// inside records are shared: the model never mutates them in place.
 func (s *State) Clone() *State {
 	return &State{
 		nodes:         maps.Clone(s.nodes),
+		services:      maps.Clone(s.services),
 		checks:        maps.Clone(s.checks),
 		sessions:      maps.Clone(s.sessions),
+		queries:       maps.Clone(s.queries),
 		kv:            maps.Clone(s.kv),
 		tombstones:    maps.Clone(s.tombstones),
 		lockIssued:    maps.Clone(s.lockIssued),
@@ -87,8 +101,10 @@ func (s *State) Clone() *State {
 func (s *State) Equal(o *State) bool {
 	return s.tables == o.tables && s.lockFloor == o.lockFloor && s.reapedThrough == o.reapedThrough &&
 		maps.Equal(s.nodes, o.nodes) &&
+		maps.EqualFunc(s.services, o.services, serviceEqual) &&
 		maps.Equal(s.checks, o.checks) &&
 		maps.EqualFunc(s.sessions, o.sessions, sessionEqual) &&
+		maps.EqualFunc(s.queries, o.queries, queryEqual) &&
 		maps.EqualFunc(s.kv, o.kv, entryEqual) &&
 		maps.Equal(s.tombstones, o.tombstones) &&
 		maps.Equal(s.lockIssued, o.lockIssued) &&
@@ -97,9 +113,31 @@ func (s *State) Equal(o *State) bool {
 
 func sessionEqual(a, b Session) bool {
 	return a.ID == b.ID && a.Name == b.Name && a.Node == b.Node &&
-		slices.Equal(a.Checks, b.Checks) && a.LockDelay == b.LockDelay &&
+		slices.Equal(a.Checks, b.Checks) && slices.Equal(a.NodeChecks, b.NodeChecks) &&
+		slices.Equal(a.ServiceChecks, b.ServiceChecks) && a.LockDelay == b.LockDelay &&
 		a.Behavior == b.Behavior && a.TTL == b.TTL &&
 		a.CreateIndex == b.CreateIndex && a.ModifyIndex == b.ModifyIndex
+}
+
+func serviceEqual(a, b Service) bool {
+	return a.Node == b.Node && a.ServiceID == b.ServiceID && a.Service == b.Service &&
+		slices.Equal(a.Tags, b.Tags) && a.Address == b.Address && a.Port == b.Port &&
+		maps.Equal(a.Meta, b.Meta) && a.CreateIndex == b.CreateIndex && a.ModifyIndex == b.ModifyIndex
+}
+
+func queryEqual(a, b PreparedQuery) bool {
+	return a.ID == b.ID && a.Name == b.Name && a.Session == b.Session && a.Token == b.Token &&
+		serviceQueryEqual(a.Service, b.Service) && a.DNS == b.DNS &&
+		a.CreateIndex == b.CreateIndex && a.ModifyIndex == b.ModifyIndex
+}
+
+func serviceQueryEqual(a, b ServiceQuery) bool {
+	return a.Service == b.Service && a.Failover.NearestN == b.Failover.NearestN &&
+		slices.Equal(a.Failover.Datacenters, b.Failover.Datacenters) &&
+		slices.Equal(a.Failover.Targets, b.Failover.Targets) &&
+		a.OnlyPassing == b.OnlyPassing && slices.Equal(a.IgnoreCheckIDs, b.IgnoreCheckIDs) &&
+		a.Near == b.Near && slices.Equal(a.Tags, b.Tags) &&
+		maps.Equal(a.NodeMeta, b.NodeMeta) && maps.Equal(a.ServiceMeta, b.ServiceMeta)
 }
 
 func entryEqual(a, b KVEntry) bool {

@@ -1,6 +1,9 @@
 package model
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Limits and defaults taken from Consul (spec/SPEC.md S2, S3, S5, S39, S44).
 const (
@@ -45,29 +48,115 @@ type Node struct {
 	ModifyIndex uint64
 }
 
-// Check is a health check registered on a node.
+// Check is a health check registered on a node. A check with a ServiceID
+// belongs to that service of the same node and goes with it (S55);
+// ServiceName is the service's name, kept in step by the model.
 type Check struct {
 	Node        string
 	CheckID     string
 	Name        string
 	Status      Health
+	Notes       string
+	Output      string
+	ServiceID   string
+	ServiceName string
+	// Type is the agent's check kind ("ttl", "http", ...) as the catalog
+	// stores it; the model gives it no meaning.
+	Type        string
 	CreateIndex uint64
 	ModifyIndex uint64
 }
 
-// Session binds a node and some of its checks to the locks it holds.
-// Sessions are immutable once created (S1).
-type Session struct {
+// Service is one service instance registered on a node (S55). Service IDs
+// are unique per node only.
+type Service struct {
+	Node        string
+	ServiceID   string
+	Service     string // the service's name, which queries look up
+	Tags        []string
+	Address     string
+	Port        int
+	Meta        map[string]string
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// ServiceCheck names a service check a session binds (Consul 1.7+). It is
+// bound by its check ID on the session's node, like a node check (S56).
+type ServiceCheck struct {
 	ID        string
-	Name      string
-	Node      string
-	Checks    []string // check IDs on Node; empty means bound to the node only (S7)
-	LockDelay time.Duration
-	Behavior  Behavior
+	Namespace string
+}
+
+// Session binds a node and some of its checks to the locks and prepared
+// queries it holds. Sessions are immutable once created (S1).
+//
+// The three check lists are kept as created, because Consul returns each
+// as it was stored; the session is bound to their union (CheckIDs, S56).
+// An empty union means bound to the node only (S7).
+type Session struct {
+	ID   string
+	Name string
+	Node string
+	// Checks is the legacy (before Consul 1.7) list, as left by
+	// FixupSessionChecks: nil in the default case.
+	Checks        []string
+	NodeChecks    []string
+	ServiceChecks []ServiceCheck
+	LockDelay     time.Duration
+	Behavior      Behavior
 	// TTL is kept as submitted ("30s", or "" for none) because Consul echoes it verbatim.
 	TTL         string
 	CreateIndex uint64
 	ModifyIndex uint64
+}
+
+// CheckIDs is the set of checks the session is bound to: Checks, then
+// NodeChecks, then the ServiceChecks' IDs, each ID once (S56).
+func (s Session) CheckIDs() []string {
+	return checkUnion(s.Checks, s.NodeChecks, s.ServiceChecks)
+}
+
+func checkUnion(checks, nodeChecks []string, serviceChecks []ServiceCheck) []string {
+	var out []string
+	add := func(id string) {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	for _, id := range checks {
+		add(id)
+	}
+	for _, id := range nodeChecks {
+		add(id)
+	}
+	for _, sc := range serviceChecks {
+		add(sc.ID)
+	}
+	return out
+}
+
+// FixupSessionChecks is what Consul's session-create endpoint does to the
+// two plain check lists after decoding the body over the defaults
+// (Checks = NodeChecks = ["serfHealth"]), before the create is proposed
+// (S56, S7):
+//   - Checks empty: NodeChecks is emptied too, so nothing but the
+//     ServiceChecks is bound;
+//   - Checks exactly ["serfHealth"]: Checks is dropped and NodeChecks decides;
+//   - NodeChecks empty: Checks is dropped;
+//   - otherwise both are kept.
+//
+// The returned Checks is the legacy field as sessions show it afterwards.
+func FixupSessionChecks(checks, nodeChecks []string) (legacy, node []string) {
+	switch {
+	case len(checks) == 0:
+		return nil, nil
+	case len(checks) == 1 && checks[0] == SerfHealthCheckID:
+		return nil, slices.Clone(nodeChecks)
+	case len(nodeChecks) == 0:
+		return nil, nil
+	}
+	return slices.Clone(checks), slices.Clone(nodeChecks)
 }
 
 // TTLDuration is the parsed TTL; 0 means the session has none. Create
@@ -116,4 +205,56 @@ func (e KVEntry) Sequencer() Sequencer {
 type LockDelay struct {
 	Key   string
 	Delay time.Duration
+}
+
+// PreparedQuery is a stored prepared query: the fields of Consul's
+// definition that tenure keeps (templates are not supported). A query with
+// a Session is deleted when that session is invalidated (S58).
+type PreparedQuery struct {
+	ID      string
+	Name    string `json:",omitempty"`
+	Session string `json:",omitempty"`
+	// Token is stored as given; the model does not check it (no ACLs).
+	Token       string `json:",omitempty"`
+	Service     ServiceQuery
+	DNS         QueryDNS
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// ServiceQuery says which service instances a query returns (S59).
+type ServiceQuery struct {
+	Service  string
+	Failover QueryFailover
+	// OnlyPassing drops instances with a warning check too; critical ones
+	// are always dropped.
+	OnlyPassing bool
+	// IgnoreCheckIDs are checks whose status the health filter skips.
+	IgnoreCheckIDs []string `json:",omitempty"`
+	// Near is kept for the HTTP layer, which sorts by it; the model does not.
+	Near string `json:",omitempty"`
+	// Tags must all be present on an instance, except those written "!tag",
+	// which must be absent; case-insensitive.
+	Tags        []string          `json:",omitempty"`
+	NodeMeta    map[string]string `json:",omitempty"`
+	ServiceMeta map[string]string `json:",omitempty"`
+}
+
+// QueryFailover is stored for round trips; with one datacenter it never
+// applies.
+type QueryFailover struct {
+	NearestN    int           `json:",omitempty"`
+	Datacenters []string      `json:",omitempty"`
+	Targets     []QueryTarget `json:",omitempty"`
+}
+
+// QueryTarget is one failover target.
+type QueryTarget struct {
+	Peer       string `json:",omitempty"`
+	Datacenter string `json:",omitempty"`
+}
+
+// QueryDNS holds a query's DNS options.
+type QueryDNS struct {
+	TTL string `json:",omitempty"`
 }
