@@ -141,6 +141,9 @@ func (h *harness) apply(cmd model.Command) (string, error) {
 		}
 	default:
 		fmt.Fprintf(&b, "%v @%d\n", res.OK, res.Index)
+		if res.QueryID != "" {
+			fmt.Fprintf(&b, "query %s\n", res.QueryID)
+		}
 	}
 	for _, e := range res.TxnResults {
 		fmt.Fprintf(&b, "result %s\n", fmtEntry(e))

@@ -35,10 +35,10 @@ func (a *applier) query(op QueryOp) {
 		a.fail(errorf(ErrInvalid, "Unknown prepared query operation: %s", op.Op))
 		return
 	}
-	a.res.QueryID = q.ID
 	if op.Op == QueryDelete {
 		delete(a.s.queries, q.ID)
 		a.s.tables.Queries = a.idx
+		a.res.QueryID = q.ID
 		return
 	}
 	if err := ValidateQuery(q); err != nil {
@@ -55,6 +55,7 @@ func (a *applier) query(op QueryOp) {
 	}
 	a.s.queries[q.ID] = cloneQuery(q)
 	a.s.tables.Queries = a.idx
+	a.res.QueryID = q.ID
 }
 
 // ValidateQuery checks a definition on its own, as Consul does before raft;

@@ -16,6 +16,9 @@ var (
 	checkIDs   = []string{"serfHealth", "web", ""}
 	sessionIDs = []string{"s1", "s2", "s3", "ghost", ""}
 	keys       = []string{"a", "a/b", "b", ""}
+	serviceIDs = []string{"web", "db", ""}
+	queryIDs   = []string{"q1", "q2", ""}
+	queryVerbs = []model.QueryVerb{model.QueryCreate, model.QueryUpdate, model.QueryDelete, "bogus"}
 	statuses   = []model.Health{model.HealthPassing, model.HealthWarning, model.HealthCritical, "bogus"}
 	ttls       = []string{"", "0s", "9s", "10s", "1h", "25h", "nope", "-10s"}
 	behaviors  = []model.Behavior{"", model.BehaviorRelease, model.BehaviorDelete, "destroy"}
@@ -39,29 +42,54 @@ func genKVOp(t *rapid.T, label string) model.KVOp {
 
 // genCommand draws any command, valid or not.
 func genCommand(t *rapid.T) model.Command {
-	switch rapid.IntRange(0, 6).Draw(t, "kind") {
+	switch rapid.IntRange(0, 7).Draw(t, "kind") {
 	case 0:
 		r := &model.Register{Node: rapid.SampledFrom(nodeNames).Draw(t, "node")}
+		for i := range rapid.IntRange(0, 2).Draw(t, "nservices") {
+			r.Services = append(r.Services, model.ServiceSpec{
+				ID:      rapid.SampledFrom(serviceIDs).Draw(t, fmt.Sprint("sid", i)),
+				Service: rapid.SampledFrom([]string{"web", "www", ""}).Draw(t, fmt.Sprint("sname", i)),
+				Tags:    rapid.SliceOfN(rapid.SampledFrom([]string{"a", "b"}), 0, 2).Draw(t, fmt.Sprint("tags", i)),
+			})
+		}
 		for i := range rapid.IntRange(0, 2).Draw(t, "nchecks") {
 			r.Checks = append(r.Checks, model.CheckSpec{
-				CheckID: rapid.SampledFrom(checkIDs).Draw(t, fmt.Sprint("check", i)),
-				Status:  rapid.SampledFrom(statuses).Draw(t, fmt.Sprint("status", i)),
+				CheckID:   rapid.SampledFrom(checkIDs).Draw(t, fmt.Sprint("check", i)),
+				Status:    rapid.SampledFrom(statuses).Draw(t, fmt.Sprint("status", i)),
+				ServiceID: rapid.SampledFrom(serviceIDs).Draw(t, fmt.Sprint("csid", i)),
 			})
 		}
 		return model.Command{Register: r}
 	case 1:
 		return model.Command{Deregister: &model.Deregister{
-			Node:    rapid.SampledFrom(nodeNames).Draw(t, "node"),
-			CheckID: rapid.SampledFrom(checkIDs).Draw(t, "check"),
+			Node:      rapid.SampledFrom(nodeNames).Draw(t, "node"),
+			ServiceID: rapid.SampledFrom(serviceIDs).Draw(t, "service"),
+			CheckID:   rapid.SampledFrom(checkIDs).Draw(t, "check"),
 		}}
 	case 2:
+		var svcChecks []model.ServiceCheck
+		for _, id := range rapid.SliceOfN(rapid.SampledFrom(checkIDs), 0, 1).Draw(t, "svcchecks") {
+			svcChecks = append(svcChecks, model.ServiceCheck{ID: id})
+		}
 		return model.Command{CreateSession: &model.CreateSession{
-			ID:        rapid.SampledFrom(sessionIDs).Draw(t, "id"),
-			Node:      rapid.SampledFrom(nodeNames).Draw(t, "node"),
-			Checks:    rapid.SliceOfN(rapid.SampledFrom(checkIDs), 0, 2).Draw(t, "checks"),
-			LockDelay: time.Duration(rapid.IntRange(-1, 90).Draw(t, "delay")) * time.Second,
-			Behavior:  rapid.SampledFrom(behaviors).Draw(t, "behavior"),
-			TTL:       rapid.SampledFrom(ttls).Draw(t, "ttl"),
+			ID:            rapid.SampledFrom(sessionIDs).Draw(t, "id"),
+			Node:          rapid.SampledFrom(nodeNames).Draw(t, "node"),
+			Checks:        rapid.SliceOfN(rapid.SampledFrom(checkIDs), 0, 2).Draw(t, "checks"),
+			NodeChecks:    rapid.SliceOfN(rapid.SampledFrom(checkIDs), 0, 1).Draw(t, "nodechecks"),
+			ServiceChecks: svcChecks,
+			LockDelay:     time.Duration(rapid.IntRange(-1, 90).Draw(t, "delay")) * time.Second,
+			Behavior:      rapid.SampledFrom(behaviors).Draw(t, "behavior"),
+			TTL:           rapid.SampledFrom(ttls).Draw(t, "ttl"),
+		}}
+	case 7:
+		return model.Command{Query: &model.QueryOp{
+			Op: rapid.SampledFrom(queryVerbs).Draw(t, "qop"),
+			Query: model.PreparedQuery{
+				ID:      rapid.SampledFrom(queryIDs).Draw(t, "qid"),
+				Name:    rapid.SampledFrom([]string{"", "web", "WEB", "q1"}).Draw(t, "qname"),
+				Session: rapid.SampledFrom(sessionIDs).Draw(t, "qsession"),
+				Service: model.ServiceQuery{Service: rapid.SampledFrom([]string{"", "web"}).Draw(t, "qservice")},
+			},
 		}}
 	case 3:
 		return model.Command{DestroySession: &model.DestroySession{ID: rapid.SampledFrom(sessionIDs).Draw(t, "id")}}
