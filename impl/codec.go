@@ -30,6 +30,7 @@ const (
 	cmdKV             byte = 5
 	cmdTxn            byte = 6
 	cmdReap           byte = 7
+	cmdQuery          byte = 8
 )
 
 // errUnknownCommand and errUnknownVersion let callers (and tests) tell a
@@ -78,6 +79,8 @@ func (c *wireCodec) encodeCommand(cmd model.Command) ([]byte, error) {
 		typ, payload = cmdTxn, cmd.Txn
 	case cmd.Reap != nil:
 		typ, payload = cmdReap, cmd.Reap
+	case cmd.Query != nil:
+		typ, payload = cmdQuery, cmd.Query
 	}
 	var buf bytes.Buffer
 	buf.Write([]byte{commandVersion, typ})
@@ -119,6 +122,9 @@ func (c *wireCodec) decodeCommand(data []byte) (cmd model.Command, err error) {
 	case cmdReap:
 		cmd.Reap = &model.Reap{}
 		target = cmd.Reap
+	case cmdQuery:
+		cmd.Query = &model.QueryOp{}
+		target = cmd.Query
 	default:
 		return model.Command{}, fmt.Errorf("decode command: %w %d", errUnknownCommand, data[1])
 	}
@@ -143,6 +149,10 @@ type snapshotV1 struct {
 	// before reaping existed decodes them as zero, which is what it meant.
 	LockFloor     uint64
 	ReapedThrough uint64
+	// Services and Queries came with services and prepared queries
+	// (S55, S58); an older snapshot decodes them as empty, which it meant.
+	Services []model.Service
+	Queries  []model.PreparedQuery
 }
 
 func (c *wireCodec) encodeSnapshot(s *model.State) ([]byte, error) {
@@ -157,6 +167,8 @@ func (c *wireCodec) encodeSnapshot(s *model.State) ([]byte, error) {
 		Tables:        st.Tables,
 		LockFloor:     st.LockFloor,
 		ReapedThrough: st.ReapedThrough,
+		Services:      s.ServiceList(""),
+		Queries:       s.QueryList(),
 	}
 	for _, k := range slices.Sorted(maps.Keys(st.KV)) {
 		snap.KV = append(snap.KV, st.KV[k])
@@ -182,8 +194,10 @@ func (c *wireCodec) decodeSnapshot(data []byte) (*model.State, error) {
 	}
 	st := model.Snapshot{
 		Nodes:      make(map[string]model.Node, len(snap.Nodes)),
+		Services:   make(map[model.ServiceKey]model.Service, len(snap.Services)),
 		Checks:     make(map[model.CheckKey]model.Check, len(snap.Checks)),
 		Sessions:   make(map[string]model.Session, len(snap.Sessions)),
+		Queries:    make(map[string]model.PreparedQuery, len(snap.Queries)),
 		KV:         make(map[string]model.KVEntry, len(snap.KV)),
 		Tombstones: snap.Tombstones, LockIssued: snap.LockIssued, DelayedAt: snap.DelayedAt,
 		Tables: snap.Tables, LockFloor: snap.LockFloor, ReapedThrough: snap.ReapedThrough,
@@ -194,6 +208,11 @@ func (c *wireCodec) decodeSnapshot(data []byte) (*model.State, error) {
 			return nil, err
 		}
 	}
+	for _, sv := range snap.Services {
+		if err := putOnce(st.Services, model.ServiceKey{Node: sv.Node, ServiceID: sv.ServiceID}, sv, "service"); err != nil {
+			return nil, err
+		}
+	}
 	for _, ch := range snap.Checks {
 		if err := putOnce(st.Checks, model.CheckKey{Node: ch.Node, CheckID: ch.CheckID}, ch, "check"); err != nil {
 			return nil, err
@@ -201,6 +220,11 @@ func (c *wireCodec) decodeSnapshot(data []byte) (*model.State, error) {
 	}
 	for _, se := range snap.Sessions {
 		if err := putOnce(st.Sessions, se.ID, se, "session"); err != nil {
+			return nil, err
+		}
+	}
+	for _, q := range snap.Queries {
+		if err := putOnce(st.Queries, q.ID, q, "prepared query"); err != nil {
 			return nil, err
 		}
 	}

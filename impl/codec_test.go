@@ -18,13 +18,18 @@ import (
 // field the codec forgot would show up as a round-trip difference.
 func everyCommand() []model.Command {
 	return []model.Command{
-		{Register: &model.Register{Node: "n1", Address: "127.0.0.1:8500", Checks: []model.CheckSpec{
-			{CheckID: "serfHealth", Name: "Serf Health Status", Status: model.HealthPassing},
-			{CheckID: "db", Name: "db", Status: model.HealthCritical},
-		}}},
-		{Deregister: &model.Deregister{Node: "n1", CheckID: "db"}},
+		{Register: &model.Register{Node: "n1", Address: "127.0.0.1:8500",
+			Services: []model.ServiceSpec{{ID: "db1", Service: "db", Tags: []string{"primary", "v2"},
+				Address: "10.0.0.5", Port: 5432, Meta: map[string]string{"zone": "a"}}},
+			Checks: []model.CheckSpec{
+				{CheckID: "serfHealth", Name: "Serf Health Status", Status: model.HealthPassing},
+				{CheckID: "db", Name: "db", Status: model.HealthCritical, Notes: "n", Output: "refused",
+					ServiceID: "db1", Type: "tcp"},
+			}}},
+		{Deregister: &model.Deregister{Node: "n1", ServiceID: "db1", CheckID: "db"}},
 		{CreateSession: &model.CreateSession{ID: "0b5d7c5e-0000-4000-8000-000000000001", Name: "lock",
-			Node: "n1", Checks: []string{"serfHealth", "db"}, LockDelay: 15 * time.Second,
+			Node: "n1", Checks: []string{"serfHealth", "db"}, NodeChecks: []string{"serfHealth"},
+			ServiceChecks: []model.ServiceCheck{{ID: "db", Namespace: "default"}}, LockDelay: 15 * time.Second,
 			Behavior: model.BehaviorDelete, TTL: "30s"}},
 		{DestroySession: &model.DestroySession{ID: "0b5d7c5e-0000-4000-8000-000000000001"}},
 		{KV: &model.KVOp{Verb: model.KVLock, Key: "a/b", Value: []byte{0, 1, 2, 255}, Flags: 1 << 63,
@@ -34,6 +39,32 @@ func everyCommand() []model.Command {
 			{Verb: model.KVSet, Key: "k", Value: []byte("v")},
 			{Verb: model.KVLock, Key: "k", Session: "s", LockDelaySeen: 9},
 		}}},
+		{Reap: &model.Reap{Index: 12}},
+		{Query: &model.QueryOp{Op: model.QueryUpdate, Query: model.PreparedQuery{
+			ID: "0b5d7c5e-0000-4000-8000-000000000002", Name: "db", Session: "s", Token: "t",
+			Service: model.ServiceQuery{Service: "db",
+				Failover:    model.QueryFailover{NearestN: 2, Datacenters: []string{"dc2"}, Targets: []model.QueryTarget{{Peer: "p", Datacenter: "dc3"}}},
+				OnlyPassing: true, IgnoreCheckIDs: []string{"serfHealth"}, Near: "_agent", Tags: []string{"!v1"},
+				NodeMeta: map[string]string{"rack": "1"}, ServiceMeta: map[string]string{"zone": "a"}},
+			DNS: model.QueryDNS{TTL: "10s"}, CreateIndex: 3, ModifyIndex: 4}}},
+	}
+}
+
+// TestEveryCommandKindIsCovered: everyCommand has each variant, so a new
+// command the codec does not know fails TestCommandRoundTrip.
+func TestEveryCommandKindIsCovered(t *testing.T) {
+	seen := map[string]bool{}
+	for _, cmd := range everyCommand() {
+		kind, err := cmd.Kind()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[kind] = true
+	}
+	for _, kind := range []string{"register", "deregister", "create-session", "destroy-session", "kv", "txn", "reap", "query"} {
+		if !seen[kind] {
+			t.Errorf("everyCommand has no %s command", kind)
+		}
 	}
 }
 
@@ -128,13 +159,21 @@ func buildState(t *testing.T) *model.State {
 		{CreateSession: &model.CreateSession{ID: "s3", Node: "n2", LockDelay: 5 * time.Second}},
 		{KV: &model.KVOp{Verb: model.KVLock, Key: "delayed", Session: "s3"}},
 		{DestroySession: &model.DestroySession{ID: "s3"}},
+		{Register: &model.Register{Node: "n1", Address: "a1",
+			Services: []model.ServiceSpec{{ID: "web1", Service: "web", Tags: []string{"v1"}, Port: 80, Meta: map[string]string{"z": "a"}}},
+			Checks:   []model.CheckSpec{{CheckID: "web-http", Name: "http", Status: model.HealthPassing, ServiceID: "web1", Type: "http", Output: "200 OK"}}}},
+		{CreateSession: &model.CreateSession{ID: "s4", Node: "n1", NodeChecks: []string{"serfHealth"},
+			ServiceChecks: []model.ServiceCheck{{ID: "web-http"}}}},
+		{Query: &model.QueryOp{Op: model.QueryCreate, Query: model.PreparedQuery{ID: "q1", Name: "web", Session: "s4",
+			Service: model.ServiceQuery{Service: "web", Tags: []string{"v1"}, OnlyPassing: true}, DNS: model.QueryDNS{TTL: "5s"}}}},
 	}
 	for i, cmd := range cmds {
 		if res := s.Apply(uint64(i+1)*3, cmd); res.Failed() {
 			t.Fatalf("setup command %d failed: %+v", i, res)
 		}
 	}
-	if snap := s.Snapshot(); len(snap.DelayedAt) == 0 || len(snap.Tombstones) == 0 || len(snap.LockIssued) == 0 {
+	if snap := s.Snapshot(); len(snap.DelayedAt) == 0 || len(snap.Tombstones) == 0 || len(snap.LockIssued) == 0 ||
+		len(snap.Services) == 0 || len(snap.Queries) == 0 {
 		t.Fatalf("setup does not cover every table: %+v", s)
 	}
 	return s
@@ -214,9 +253,11 @@ func TestDecodeSnapshotRejectsBadInput(t *testing.T) {
 		"check":   func(s *snapshotV1) { s.Checks = append(s.Checks, s.Checks[0]) },
 		"session": func(s *snapshotV1) { s.Sessions = append(s.Sessions, s.Sessions[0]) },
 		"key":     func(s *snapshotV1) { s.KV = append(s.KV, s.KV[0]) },
+		"service": func(s *snapshotV1) { s.Services = append(s.Services, s.Services[0]) },
+		"query":   func(s *snapshotV1) { s.Queries = append(s.Queries, s.Queries[0]) },
 	} {
 		raw := snapshotV1{Nodes: st.NodeList(), Checks: st.CheckList("", ""), Sessions: st.SessionList(""), KV: st.List(""),
-			Tables: st.Tables(), LockIssued: st.Snapshot().LockIssued}
+			Tables: st.Tables(), LockIssued: st.Snapshot().LockIssued, Services: st.ServiceList(""), Queries: st.QueryList()}
 		dup(&raw)
 		var buf bytes.Buffer
 		buf.WriteByte(snapshotVersion)
