@@ -1,6 +1,7 @@
 // Package model is tenure's contract as a pure, deterministic state machine.
 //
-// A State holds the catalog (nodes and checks), sessions and the KV store.
+// A State holds the catalog (nodes, services and checks), sessions,
+// prepared queries and the KV store.
 // Apply(index, cmd) is its only mutator: commands are plain data, and every
 // input that a real server would choose at random or read from a clock (the
 // session ID, the raft index) is a field of the call, so replaying the same
@@ -15,5 +16,5 @@
 // applies an invalidation) and TTLDeadlines (kept by the leader only). Both are
 // pure too; callers pass the time in.
 //
-// Clause IDs (S1…S52) refer to spec/SPEC.md.
+// Clause IDs (S1…S60) refer to spec/SPEC.md.
 package model

@@ -1,10 +1,11 @@
 ------------------------------ MODULE Sessions ------------------------------
 (***************************************************************************)
 (* The Consul session and lock contract as tenure states it (spec/SPEC.md,  *)
-(* clause IDs S1..S52), at the level of one replicated store seen from the  *)
+(* clause IDs S1..S59), at the level of one replicated store seen from the  *)
 (* leader, plus clients whose belief that they hold a lock can be stale.    *)
 (*                                                                          *)
-(* Store: a catalog (nodes, checks), sessions, KV keys with LockIndex,      *)
+(* Store: a catalog (nodes, services, checks), sessions, prepared queries  *)
+(* bound to sessions, KV keys with LockIndex,                               *)
 (* Session and ModifyIndex, and the per-key watermark of the highest        *)
 (* LockIndex ever issued, which survives delete (S41).  Every store action  *)
 (* that changes something is one raft entry at index+1; entries that        *)
@@ -30,16 +31,21 @@ EXTENDS Naturals, FiniteSets
 
 CONSTANTS
     Nodes,            \* node names
+    Services,         \* service IDs (unique across nodes here)
+    ServiceNode,      \* [Services -> Nodes]
     Checks,           \* check IDs (unique across nodes here)
     CheckNode,        \* [Checks -> Nodes]
+    CheckService,     \* [Checks -> Services \cup {None}]: the service a check belongs to (S55)
     Sessions,         \* session IDs; each is created at most once (S1)
     SessionNode,      \* [Sessions -> Nodes]
-    SessionChecks,    \* [Sessions -> SUBSET Checks], checks on the session's node
+    SessionChecks,    \* [Sessions -> SUBSET Checks], checks on the session's node, node or service ones (S56)
     SessionBehavior,  \* [Sessions -> {"release", "delete"}]
     SessionTTL,       \* [Sessions -> Nat]: ticks from a reset to expiry (TTL x multiplier); 0 = none
     SessionDelay,     \* [Sessions -> Nat]: lock-delay in ticks, already capped; 0 = none
     Clients,          \* client names
     ClientSession,    \* [Clients -> Sessions]
+    Queries,          \* prepared-query IDs; each is created at most once
+    QuerySession,     \* [Queries -> Sessions]: the session a query is bound to (S58)
     Keys,             \* KV keys
     MaxIndex          \* bound on raft entries that change the store
 
@@ -47,7 +53,11 @@ None == "none"
 Behaviors == {"release", "delete"}
 Healths == {"passing", "warning", "critical"}
 
-ASSUME /\ CheckNode \in [Checks -> Nodes]
+ASSUME /\ ServiceNode \in [Services -> Nodes]
+       /\ CheckNode \in [Checks -> Nodes]
+       /\ CheckService \in [Checks -> Services \cup {None}]
+       /\ \A ch \in Checks : CheckService[ch] # None => ServiceNode[CheckService[ch]] = CheckNode[ch]
+       /\ QuerySession \in [Queries -> Sessions]
        /\ SessionNode \in [Sessions -> Nodes]
        /\ SessionChecks \in [Sessions -> SUBSET Checks]
        /\ \A s \in Sessions : \A ch \in SessionChecks[s] : CheckNode[ch] = SessionNode[s]
@@ -56,14 +66,16 @@ ASSUME /\ CheckNode \in [Checks -> Nodes]
        /\ SessionDelay \in [Sessions -> Nat]
        /\ ClientSession \in [Clients -> Sessions]
        /\ MaxIndex \in Nat
-       /\ None \notin Sessions \cup Clients
+       /\ None \notin Sessions \cup Clients \cup Services
 
 VARIABLES
     index,        \* highest raft index at which the store changed
     nodeUp,       \* [Nodes -> BOOLEAN]: registered
+    serviceUp,    \* [Services -> BOOLEAN]: registered (S55)
     checkStatus,  \* [Checks -> Healths \cup {"gone"}]
     sessState,    \* [Sessions -> {"unborn", "live", "dead"}]
     ttlLeft,      \* [Sessions -> Nat]: ticks until the TTL deadline (leader memory, S18-S21)
+    queryState,   \* [Queries -> {"unborn", "live", "dead"}] (S57, S58)
     kv,           \* [Keys -> KV record]; exists = FALSE is an absent key
     issued,       \* [Keys -> Nat]: highest LockIndex ever issued, kept across delete (S41)
     floor,        \* highest watermark a reap dropped; absent keys lock above it (S52)
@@ -73,7 +85,7 @@ VARIABLES
     fenced,       \* [Keys -> last write accepted by the fenced resource]
     unfenced      \* [Keys -> last write accepted by the unfenced resource]
 
-store == <<index, nodeUp, checkStatus, sessState, ttlLeft, kv, issued, floor, delayLeft>>
+store == <<index, nodeUp, serviceUp, checkStatus, sessState, ttlLeft, queryState, kv, issued, floor, delayLeft>>
 vars == <<store, tenure, belief, fenced, unfenced>>
 
 Absent == [exists |-> FALSE, lockIndex |-> 0, session |-> None, modifyIndex |-> 0]
@@ -100,6 +112,8 @@ Legit(c, k) ==
 TypeOK ==
     /\ index \in 0..MaxIndex
     /\ nodeUp \in [Nodes -> BOOLEAN]
+    /\ serviceUp \in [Services -> BOOLEAN]
+    /\ queryState \in [Queries -> {"unborn", "live", "dead"}]
     /\ checkStatus \in [Checks -> Healths \cup {"gone"}]
     /\ sessState \in [Sessions -> {"unborn", "live", "dead"}]
     /\ ttlLeft \in [Sessions -> Nat]
@@ -115,6 +129,8 @@ TypeOK ==
 Init ==
     /\ index = 0
     /\ nodeUp = [n \in Nodes |-> TRUE]
+    /\ serviceUp = [sv \in Services |-> TRUE]
+    /\ queryState = [q \in Queries |-> "unborn"]
     /\ checkStatus = [ch \in Checks |-> "passing"]
     /\ sessState = [s \in Sessions |-> "unborn"]
     /\ ttlLeft = [s \in Sessions |-> 0]
@@ -129,13 +145,16 @@ Init ==
 
 (***************************************************************************)
 (* Invalidation of the sessions in S, atomically with its trigger, at       *)
-(* index+1 (S15): release or delete every key they hold (S16, S17) and arm  *)
-(* lock-delay on each (S22).  The caller sets index'.                       *)
+(* index+1 (S15): release or delete every key they hold (S16, S17), arm     *)
+(* lock-delay on each (S22) and delete the prepared queries bound to them   *)
+(* (S58).  The caller sets index'.                                          *)
 (***************************************************************************)
 Invalidate(S) ==
     LET Lost(k) == kv[k].exists /\ kv[k].session \in S
     IN /\ sessState' = [s \in Sessions |-> IF s \in S THEN "dead" ELSE sessState[s]]
        /\ ttlLeft' = [s \in Sessions |-> IF s \in S THEN 0 ELSE ttlLeft[s]]
+       /\ queryState' = [q \in Queries |->
+                   IF queryState[q] = "live" /\ QuerySession[q] \in S THEN "dead" ELSE queryState[q]]
        /\ kv' = [k \in Keys |->
                    IF ~Lost(k) THEN kv[k]
                    ELSE IF SessionBehavior[kv[k].session] = "delete" THEN Absent
@@ -157,7 +176,7 @@ CreateSession(s) ==
     /\ sessState' = [sessState EXCEPT ![s] = "live"]
     /\ ttlLeft' = [ttlLeft EXCEPT ![s] = SessionTTL[s]]
     /\ index' = index + 1
-    /\ UNCHANGED <<nodeUp, checkStatus, kv, issued, floor, delayLeft, tenure, belief, fenced, unfenced>>
+    /\ UNCHANGED <<nodeUp, serviceUp, checkStatus, queryState, kv, issued, floor, delayLeft, tenure, belief, fenced, unfenced>>
 
 \* Explicit destroy (S13).
 DestroySession(s) ==
@@ -165,7 +184,7 @@ DestroySession(s) ==
     /\ sessState[s] = "live"
     /\ Invalidate({s})
     /\ index' = index + 1
-    /\ UNCHANGED <<nodeUp, checkStatus, issued, floor, tenure, belief, fenced, unfenced>>
+    /\ UNCHANGED <<nodeUp, serviceUp, checkStatus, issued, floor, tenure, belief, fenced, unfenced>>
 
 \* The leader's TTL timer fires: the same raft entry as a destroy (S14).
 ExpireSession(s) ==
@@ -175,30 +194,57 @@ ExpireSession(s) ==
     /\ ttlLeft[s] = 0
     /\ Invalidate({s})
     /\ index' = index + 1
-    /\ UNCHANGED <<nodeUp, checkStatus, issued, floor, tenure, belief, fenced, unfenced>>
+    /\ UNCHANGED <<nodeUp, serviceUp, checkStatus, issued, floor, tenure, belief, fenced, unfenced>>
 
 \* A check changes status; critical invalidates the sessions bound to it in
-\* the same entry, warning does not (S12, S48).
+\* the same entry, warning does not (S12, S48, S56).  A check of a service
+\* that is gone cannot be written (S55).
 SetCheck(ch, st) ==
     /\ index < MaxIndex
     /\ nodeUp[CheckNode[ch]]
+    /\ CheckService[ch] = None \/ serviceUp[CheckService[ch]]
     /\ checkStatus[ch] # st
     /\ checkStatus' = [checkStatus EXCEPT ![ch] = st]
     /\ Invalidate(IF st = "critical"
                   THEN {s \in LiveSessions : ch \in SessionChecks[s]}
                   ELSE {})
     /\ index' = index + 1
-    /\ UNCHANGED <<nodeUp, issued, floor, tenure, belief, fenced, unfenced>>
+    /\ UNCHANGED <<nodeUp, serviceUp, issued, floor, tenure, belief, fenced, unfenced>>
 
-\* A node leaves the catalog with its checks and every session on it (S10).
+\* A node leaves the catalog with its services, its checks and every session
+\* on it (S10, S55).
 DeregisterNode(n) ==
     /\ index < MaxIndex
     /\ nodeUp[n]
     /\ nodeUp' = [nodeUp EXCEPT ![n] = FALSE]
+    /\ serviceUp' = [sv \in Services |-> IF ServiceNode[sv] = n THEN FALSE ELSE serviceUp[sv]]
     /\ checkStatus' = [ch \in Checks |-> IF CheckNode[ch] = n THEN "gone" ELSE checkStatus[ch]]
     /\ Invalidate({s \in LiveSessions : SessionNode[s] = n})
     /\ index' = index + 1
     /\ UNCHANGED <<issued, floor, tenure, belief, fenced, unfenced>>
+
+\* A service leaves the catalog with its checks; every session bound to one
+\* of them is invalidated in the same entry, as by a check deregistration
+\* (S11, S55, S56).
+DeregisterService(sv) ==
+    LET Gone == {ch \in Checks : CheckService[ch] = sv}
+    IN /\ index < MaxIndex
+       /\ serviceUp[sv]
+       /\ serviceUp' = [serviceUp EXCEPT ![sv] = FALSE]
+       /\ checkStatus' = [ch \in Checks |-> IF ch \in Gone THEN "gone" ELSE checkStatus[ch]]
+       /\ Invalidate({s \in LiveSessions : SessionChecks[s] \cap Gone # {}})
+       /\ index' = index + 1
+       /\ UNCHANGED <<nodeUp, issued, floor, tenure, belief, fenced, unfenced>>
+
+\* A prepared query bound to a live session is created (S57); it is deleted
+\* only with its session here (S58).
+CreateQuery(q) ==
+    /\ index < MaxIndex
+    /\ queryState[q] = "unborn"
+    /\ sessState[QuerySession[q]] = "live"
+    /\ queryState' = [queryState EXCEPT ![q] = "live"]
+    /\ index' = index + 1
+    /\ UNCHANGED <<nodeUp, serviceUp, checkStatus, sessState, ttlLeft, kv, issued, floor, delayLeft, tenure, belief, fenced, unfenced>>
 
 (***************************************************************************)
 (* Acquire by client c with its session (S26-S30).  The leader refuses it   *)
@@ -223,7 +269,7 @@ Acquire(c, k) ==
                /\ tenure' = [tenure EXCEPT ![k] = tenure[k] + 1]
                /\ belief' = [belief EXCEPT ![c][k] = [held |-> TRUE, lockIndex |-> li, tenure |-> tenure[k] + 1]]
                /\ index' = index + 1
-               /\ UNCHANGED <<nodeUp, checkStatus, sessState, ttlLeft, floor, delayLeft>>
+               /\ UNCHANGED <<nodeUp, serviceUp, checkStatus, sessState, ttlLeft, queryState, floor, delayLeft>>
           ELSE /\ belief' = [belief EXCEPT ![c][k] = [held |-> TRUE, lockIndex |-> e.lockIndex, tenure |-> tenure[k]]]
                /\ UNCHANGED <<store, tenure>>
        /\ UNCHANGED <<fenced, unfenced>>
@@ -238,7 +284,7 @@ Release(c, k) ==
     /\ kv' = [kv EXCEPT ![k].session = None, ![k].modifyIndex = index + 1]
     /\ belief' = [belief EXCEPT ![c][k] = NoBelief]
     /\ index' = index + 1
-    /\ UNCHANGED <<nodeUp, checkStatus, sessState, ttlLeft, issued, floor, delayLeft, tenure, fenced, unfenced>>
+    /\ UNCHANGED <<nodeUp, serviceUp, checkStatus, sessState, ttlLeft, queryState, issued, floor, delayLeft, tenure, fenced, unfenced>>
 
 \* A plain set by anyone.  Every write in this model carries the same value,
 \* so a set of an existing key changes nothing (S37); only creation remains.
@@ -248,7 +294,7 @@ SetKey(k) ==
     /\ ~kv[k].exists
     /\ kv' = [kv EXCEPT ![k] = [exists |-> TRUE, lockIndex |-> 0, session |-> None, modifyIndex |-> index + 1]]
     /\ index' = index + 1
-    /\ UNCHANGED <<nodeUp, checkStatus, sessState, ttlLeft, issued, floor, delayLeft, tenure, belief, fenced, unfenced>>
+    /\ UNCHANGED <<nodeUp, serviceUp, checkStatus, sessState, ttlLeft, queryState, issued, floor, delayLeft, tenure, belief, fenced, unfenced>>
 
 \* Delete by anyone, even of a locked key: no session check, no lock-delay,
 \* the session lives on, the watermark stays (S36, S23).
@@ -257,7 +303,7 @@ DeleteKey(k) ==
     /\ kv[k].exists
     /\ kv' = [kv EXCEPT ![k] = Absent]
     /\ index' = index + 1
-    /\ UNCHANGED <<nodeUp, checkStatus, sessState, ttlLeft, issued, floor, delayLeft, tenure, belief, fenced, unfenced>>
+    /\ UNCHANGED <<nodeUp, serviceUp, checkStatus, sessState, ttlLeft, queryState, issued, floor, delayLeft, tenure, belief, fenced, unfenced>>
 
 \* A reap forgets the watermarks of deleted keys, raising the floor to every
 \* one it drops (S52).  It is a raft entry that changes no table index, so
@@ -268,7 +314,7 @@ Reap ==
     IN /\ Gone # {}
        /\ floor' = Max(floor, CHOOSE m \in {issued[k] : k \in Gone} : \A k \in Gone : issued[k] <= m)
        /\ issued' = [k \in Keys |-> IF k \in Gone THEN 0 ELSE issued[k]]
-       /\ UNCHANGED <<index, nodeUp, checkStatus, sessState, ttlLeft, kv, delayLeft, tenure, belief, fenced, unfenced>>
+       /\ UNCHANGED <<index, nodeUp, serviceUp, checkStatus, sessState, ttlLeft, queryState, kv, delayLeft, tenure, belief, fenced, unfenced>>
 
 ----------------------------------------------------------------------------
 (* Actions outside raft: timers, renewals, clients and resources.           *)
@@ -279,7 +325,7 @@ RenewSession(s) ==
     /\ SessionTTL[s] > 0
     /\ ttlLeft[s] < SessionTTL[s]
     /\ ttlLeft' = [ttlLeft EXCEPT ![s] = SessionTTL[s]]
-    /\ UNCHANGED <<index, nodeUp, checkStatus, sessState, kv, issued, floor, delayLeft, tenure, belief, fenced, unfenced>>
+    /\ UNCHANGED <<index, nodeUp, serviceUp, checkStatus, sessState, queryState, kv, issued, floor, delayLeft, tenure, belief, fenced, unfenced>>
 
 \* One tick of the leader's clock, taken only while something counts down.
 Tick ==
@@ -287,7 +333,7 @@ Tick ==
        \/ \E k \in Keys : delayLeft[k] > 0
     /\ ttlLeft' = [s \in Sessions |-> IF ttlLeft[s] > 0 THEN ttlLeft[s] - 1 ELSE 0]
     /\ delayLeft' = [k \in Keys |-> IF delayLeft[k] > 0 THEN delayLeft[k] - 1 ELSE 0]
-    /\ UNCHANGED <<index, nodeUp, checkStatus, sessState, kv, issued, floor, tenure, belief, fenced, unfenced>>
+    /\ UNCHANGED <<index, nodeUp, serviceUp, checkStatus, sessState, queryState, kv, issued, floor, tenure, belief, fenced, unfenced>>
 
 \* A client learns (from its monitor) that its sequencer is stale and stops
 \* believing.  It may also never learn.
@@ -316,6 +362,8 @@ Next ==
     \/ \E s \in Sessions : ExpireSession(s)
     \/ \E ch \in Checks, st \in Healths : SetCheck(ch, st)
     \/ \E n \in Nodes : DeregisterNode(n)
+    \/ \E sv \in Services : DeregisterService(sv)
+    \/ \E q \in Queries : CreateQuery(q)
     \/ \E c \in Clients, k \in Keys : Acquire(c, k)
     \/ \E c \in Clients, k \in Keys : Release(c, k)
     \/ \E k \in Keys : SetKey(k)
@@ -340,6 +388,18 @@ MutualExclusion ==
 \* No lock is held by a session that is not live (S15-S17).
 HolderLive ==
     \A k \in Keys : Held(k) => sessState[kv[k].session] = "live"
+
+\* A live session's bound checks, node or service ones, are registered and
+\* not critical: a check that goes critical or is deregistered, alone or
+\* with its service or its node, takes its sessions in that step (S56).
+BoundChecksHealthy ==
+    \A s \in Sessions : sessState[s] = "live" =>
+        \A ch \in SessionChecks[s] : checkStatus[ch] \in {"passing", "warning"}
+
+\* A live prepared query is bound to a live session: invalidation deletes
+\* the session's queries in its own step (S58).
+QueryBoundLive ==
+    \A q \in Queries : queryState[q] = "live" => sessState[QuerySession[q]] = "live"
 
 \* A key's LockIndex was issued, and a held key has one (S41).
 LockIndexIssued ==

@@ -50,6 +50,8 @@ type Abs struct {
 	sc          *Scenario
 	Index       uint64
 	NodeUp      []bool
+	ServiceUp   []bool
+	QueryState  []string // sessUnborn, sessLive or sessDead
 	CheckStatus []string
 	SessState   []string
 	TTLLeft     []int
@@ -80,6 +82,12 @@ func (a *Abs) Key() string {
 	num(a.Floor)
 	for _, v := range a.NodeUp {
 		flag(v)
+	}
+	for _, v := range a.ServiceUp {
+		flag(v)
+	}
+	for _, v := range a.QueryState {
+		str(v)
 	}
 	for _, v := range a.CheckStatus {
 		str(v)
@@ -125,6 +133,8 @@ func (a *Abs) TLA() map[string]any {
 	return map[string]any{
 		"index":       a.Index,
 		"nodeUp":      byName(sc.Nodes, func(i int) any { return a.NodeUp[i] }),
+		"serviceUp":   byName(sc.Services, func(i int) any { return a.ServiceUp[i] }),
+		"queryState":  byName(sc.Queries, func(i int) any { return a.QueryState[i] }),
 		"checkStatus": byName(sc.Checks, func(i int) any { return a.CheckStatus[i] }),
 		"sessState":   byName(sc.Sessions, func(i int) any { return a.SessState[i] }),
 		"ttlLeft":     byName(sc.Sessions, func(i int) any { return a.TTLLeft[i] }),

@@ -62,6 +62,10 @@ type rules struct {
 // key and a re-acquire by the holder change nothing (S37), as in Sessions.tla.
 var value = []byte("v")
 
+// queryService is the service every prepared query of the explorer names;
+// execution is not modelled, only the query's life.
+const queryService = "svc"
+
 func domainNames(sc *Scenario, domain string) []string {
 	switch domain {
 	case "Sessions":
@@ -76,6 +80,10 @@ func domainNames(sc *Scenario, domain string) []string {
 		return sc.Keys
 	case "Healths":
 		return healths
+	case "Services":
+		return sc.Services
+	case "Queries":
+		return sc.Queries
 	}
 	return nil
 }
@@ -120,8 +128,9 @@ var actions = []actionDef{
 		if !r.room(a) || w.created[x[0]] { // an ID is never reused (S1)
 			return nil, nil, false
 		}
+		nodeChecks, serviceChecks := sc.sessionChecks(s)
 		n, res, ok := r.store(w, model.Command{CreateSession: &model.CreateSession{
-			ID: s, Name: s, Node: sc.SessionNode[s], Checks: sc.SessionChecks[s],
+			ID: s, Name: s, Node: sc.SessionNode[s], NodeChecks: nodeChecks, ServiceChecks: serviceChecks,
 			LockDelay: time.Duration(sc.SessionDelay[s]) * Tick,
 			Behavior:  sc.SessionBehavior[s], TTL: sc.ttlString(s),
 		}})
@@ -151,12 +160,14 @@ var actions = []actionDef{
 		ch := w.sc.Checks[x[0]]
 		node := w.sc.CheckNode[ch]
 		// Registering a check of a deregistered node would bring the node back.
+		// A check of a deregistered service is refused by the model (S55),
+		// which disables the action as Sessions.tla's guard does.
 		if !r.room(a) || !w.nodeUp(node) {
 			return nil, nil, false
 		}
 		return r.store(w, model.Command{Register: &model.Register{
 			Node: node, Address: nodeAddress(node),
-			Checks: []model.CheckSpec{{CheckID: ch, Name: ch, Status: model.Health(healths[x[1]])}},
+			Checks: []model.CheckSpec{{CheckID: ch, Name: ch, Status: model.Health(healths[x[1]]), ServiceID: w.sc.CheckService[ch]}},
 		}})
 	}},
 	{"DeregisterNode", []param{{"n", "Nodes"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
@@ -165,6 +176,28 @@ var actions = []actionDef{
 			return nil, nil, false
 		}
 		return r.store(w, model.Command{Deregister: &model.Deregister{Node: n}})
+	}},
+	{"DeregisterService", []param{{"sv", "Services"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
+		sv := w.sc.Services[x[0]]
+		if !r.room(a) || !a.ServiceUp[x[0]] {
+			return nil, nil, false
+		}
+		return r.store(w, model.Command{Deregister: &model.Deregister{Node: w.sc.ServiceNode[sv], ServiceID: sv}})
+	}},
+	{"CreateQuery", []param{{"q", "Queries"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
+		q := w.sc.Queries[x[0]]
+		if !r.room(a) || w.queried[x[0]] { // a query ID is never reused
+			return nil, nil, false
+		}
+		// The model refuses a query whose session is gone (S57).
+		n, res, ok := r.store(w, model.Command{Query: &model.QueryOp{Op: model.QueryCreate, Query: model.PreparedQuery{
+			ID: q, Session: w.sc.QuerySession[q], Service: model.ServiceQuery{Service: queryService},
+		}}})
+		if !ok {
+			return nil, nil, false
+		}
+		n.queried[x[0]] = true
+		return n, res, true
 	}},
 	{"Acquire", []param{{"c", "Clients"}, {"k", "Keys"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
 		c, k := x[0], x[1]

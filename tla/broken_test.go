@@ -109,6 +109,39 @@ func reapNoFloor(m *model.State, idx uint64, cmd model.Command) (*model.State, m
 	return edited(m, func(s *model.Snapshot) { s.LockFloor = floor }), res
 }
 
+// keepQueries: an invalidation leaves the session's prepared queries behind (S58).
+func keepQueries(m *model.State, idx uint64, cmd model.Command) (*model.State, model.Result) {
+	before := m.QueryList()
+	res := m.Apply(idx, cmd)
+	if len(res.QueriesDeleted) == 0 {
+		return m, res
+	}
+	res.QueriesDeleted = nil
+	return edited(m, func(s *model.Snapshot) {
+		for _, q := range before {
+			s.Queries[q.ID] = q
+		}
+	}), res
+}
+
+// silentServiceDeregister: deregistering a service removes it and its
+// checks but invalidates none of the sessions bound to them (S55, S56).
+func silentServiceDeregister(m *model.State, idx uint64, cmd model.Command) (*model.State, model.Result) {
+	if cmd.Deregister == nil || cmd.Deregister.ServiceID == "" {
+		return m, m.Apply(idx, cmd)
+	}
+	d := *cmd.Deregister
+	return edited(m, func(s *model.Snapshot) {
+		delete(s.Services, model.ServiceKey{Node: d.Node, ServiceID: d.ServiceID})
+		for k, c := range s.Checks {
+			if c.Node == d.Node && c.ServiceID == d.ServiceID {
+				delete(s.Checks, k)
+			}
+		}
+		s.Tables.Services, s.Tables.Checks = idx, idx
+	}), model.Result{Index: idx, OK: true}
+}
+
 // steal: an acquire of a key held by another session succeeds (S29).
 func steal(m *model.State, idx uint64, cmd model.Command) (*model.State, model.Result) {
 	if cmd.KV != nil && cmd.KV.Verb == model.KVLock {
@@ -138,6 +171,8 @@ func TestBrokenTransitionsAreCaught(t *testing.T) {
 		{"invalidation keeps the holder", "MCSessions_release.cfg", keepHolder, "InvalidationEffects", "HolderLive"},
 		{"acquire steals a held key", "MCSessions_release.cfg", steal, "MutualExclusion", ""},
 		{"reap forgets a watermark without the floor", "MCSessions_delete.cfg", reapNoFloor, "LockIndexMonotonic", "SequencerNeverReissued"},
+		{"invalidation keeps the session's queries", "MCSessions_release.cfg", keepQueries, "QueryBoundLive", ""},
+		{"service deregistration invalidates nothing", "MCSessions_release.cfg", silentServiceDeregister, "BoundChecksHealthy", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -22,8 +22,8 @@ type Config struct {
 // scenarioConstants are the Sessions constants a scenario supplies with
 // "<Constant> <- <Prefix>_<Constant>"; the catalog ones come from "MC_".
 var scenarioConstants = []string{"Sessions", "SessionNode", "SessionChecks", "SessionBehavior",
-	"SessionTTL", "SessionDelay", "Clients", "ClientSession", "Keys"}
-var catalogConstants = []string{"Nodes", "Checks", "CheckNode"}
+	"SessionTTL", "SessionDelay", "Clients", "ClientSession", "Queries", "QuerySession", "Keys"}
+var catalogConstants = []string{"Nodes", "Services", "ServiceNode", "Checks", "CheckNode", "CheckService"}
 
 // sections maps a config keyword to its section, singular or plural.
 var sections = map[string]string{

@@ -11,8 +11,11 @@ const goodConfig = `\* comment
 SPECIFICATION Spec
 CONSTANTS
     Nodes <- MC_Nodes
+    Services <- MC_Services
+    ServiceNode <- MC_ServiceNode
     Checks <- MC_Checks
     CheckNode <- MC_CheckNode
+    CheckService <- MC_CheckService
     Sessions <- Rel_Sessions
     SessionNode <- Rel_SessionNode
     SessionChecks <- Rel_SessionChecks
@@ -21,6 +24,8 @@ CONSTANTS
     SessionDelay <- Rel_SessionDelay
     Clients <- Rel_Clients
     ClientSession <- Rel_ClientSession
+    Queries <- Rel_Queries
+    QuerySession <- Rel_QuerySession
     Keys <- Rel_Keys
     MaxIndex = 4
 INVARIANTS
@@ -49,6 +54,8 @@ func TestParseConfigRejects(t *testing.T) {
 		"missing constant":    {"    Keys <- Rel_Keys\n", "", "Keys is not given"},
 		"swapped definitions": {"Keys <- Rel_Keys", "Keys <- Rel_Clients", "substituted by a definition for Clients"},
 		"catalog elsewhere":   {"Nodes <- MC_Nodes", "Nodes <- Rel_Nodes", "must come from MC_"},
+		"services elsewhere":  {"CheckService <- MC_CheckService", "CheckService <- Rel_CheckService", "must come from MC_"},
+		"missing queries":     {"    Queries <- Rel_Queries\n", "", "Queries is not given"},
 		"bad MaxIndex":        {"MaxIndex = 4", "MaxIndex = -1", "natural number"},
 		"no Go invariant":     {"TypeOK HolderLive", "TypeOK Liveness", "Liveness has no Go counterpart"},
 		"no Go property":      {"PROPERTY LockIndexMonotonic", "PROPERTY Termination", "Termination has no Go counterpart"},
@@ -91,6 +98,10 @@ func TestScenarioValidate(t *testing.T) {
 		},
 		"bad behaviour":  func(sc *Scenario) { sc.SessionBehavior = map[string]model.Behavior{"s1": "keep", "s2": "release"} },
 		"unknown client": func(sc *Scenario) { sc.ClientSession = map[string]string{"a": "s9", "b": "s2"} },
+		"service check on another node": func(sc *Scenario) {
+			sc.CheckService = map[string]string{"h1": "w2"}
+		},
+		"query of an unknown session": func(sc *Scenario) { sc.QuerySession = map[string]string{"q1": "s9"} },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -16,6 +16,12 @@ type Expected struct {
 	// TraceStates is the length of TLC's counterexample, initial state included.
 	TraceStates int    `json:"trace_states,omitempty"`
 	Trace       string `json:"trace,omitempty"` // path of TLC's JSON counterexample, relative to tla/
+	// MeasuredBy says where DistinctStates comes from: "tlc" (or empty, for
+	// older entries) when TLC produced it, "explorer" when only the Go
+	// explorer has measured the current spec. For a violation, the
+	// explorer's figure is the count at the end of the violation's BFS level,
+	// an upper bound for TLC's count at its stop.
+	MeasuredBy string `json:"measured_by,omitempty"`
 }
 
 // LoadExpected reads and checks expected.json.
@@ -53,6 +59,8 @@ func (e Expected) validate() error {
 		return fmt.Errorf(`result "violation" needs exit code 12, an invariant, a trace and its length`)
 	case e.Result != "ok" && e.Result != "violation":
 		return fmt.Errorf("unknown result %q", e.Result)
+	case e.MeasuredBy != "" && e.MeasuredBy != "tlc" && e.MeasuredBy != "explorer":
+		return fmt.Errorf("unknown measured_by %q", e.MeasuredBy)
 	}
 	return nil
 }

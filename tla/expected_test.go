@@ -16,6 +16,7 @@ func TestLoadExpectedRejects(t *testing.T) {
 		"ok with exit 12":  `{"configs": [{"config": "a.cfg", "result": "ok", "exit_code": 12, "distinct_states": 1}]}`,
 		"violation no inv": `{"configs": [{"config": "a.cfg", "result": "violation", "exit_code": 12, "distinct_states": 1, "trace": "t.json", "trace_states": 2}]}`,
 		"unknown result":   `{"configs": [{"config": "a.cfg", "result": "maybe", "exit_code": 0, "distinct_states": 1}]}`,
+		"unknown measurer": `{"configs": [{"config": "a.cfg", "result": "ok", "exit_code": 0, "distinct_states": 1, "measured_by": "guess"}]}`,
 	} {
 		path := filepath.Join(dir, "expected.json")
 		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {

@@ -25,6 +25,8 @@ var invariants = map[string]invariant{
 	"LockDelayRespected":     lockDelayRespected,
 	"ModifyIndexBounded":     modifyIndexBounded,
 	"FencedNoStaleWrite":     fencedNoStaleWrite,
+	"BoundChecksHealthy":     boundChecksHealthy,
+	"QueryBoundLive":         queryBoundLive,
 	"BeliefExclusive":        beliefExclusive,
 	"UnfencedNoStaleWrite":   unfencedNoStaleWrite,
 }
@@ -48,6 +50,11 @@ func typeOK(a *Abs, maxIndex uint64) error {
 	for i, st := range a.SessState {
 		if st != sessUnborn && st != sessLive && st != sessDead {
 			return fmt.Errorf("session %s in state %q", sc.Sessions[i], st)
+		}
+	}
+	for i, st := range a.QueryState {
+		if st != sessUnborn && st != sessLive && st != sessDead {
+			return fmt.Errorf("query %s in state %q", sc.Queries[i], st)
 		}
 	}
 	for i, e := range a.KV {
@@ -207,6 +214,40 @@ func invalidationEffects(prev, next *Abs) error {
 		}
 		if next.DelayLeft[k] < sc.SessionDelay[e.Session] {
 			return fmt.Errorf("key %s: lock-delay %d ticks after session %s died, want >= %d", key, next.DelayLeft[k], e.Session, sc.SessionDelay[e.Session])
+		}
+	}
+	return nil
+}
+
+// queryBoundLive: a live prepared query's session is live; invalidation
+// deletes the session's queries in its own step (S58).
+func queryBoundLive(a *Abs, _ uint64) error {
+	sc := a.sc
+	for i, q := range sc.Queries {
+		if a.QueryState[i] != sessLive {
+			continue
+		}
+		s := slices.Index(sc.Sessions, sc.QuerySession[q])
+		if s < 0 || a.SessState[s] != sessLive {
+			return fmt.Errorf("query %s is live but its session %s is not", q, sc.QuerySession[q])
+		}
+	}
+	return nil
+}
+
+// boundChecksHealthy: a live session's bound checks, node or service ones,
+// are registered and not critical (S56).
+func boundChecksHealthy(a *Abs, _ uint64) error {
+	sc := a.sc
+	for i, s := range sc.Sessions {
+		if a.SessState[i] != sessLive {
+			continue
+		}
+		for _, ch := range sc.SessionChecks[s] {
+			st := a.CheckStatus[slices.Index(sc.Checks, ch)]
+			if st != string(model.HealthPassing) && st != string(model.HealthWarning) {
+				return fmt.Errorf("session %s is live but its check %s is %s", s, ch, st)
+			}
 		}
 	}
 	return nil

@@ -28,6 +28,8 @@ func heldState(t *testing.T) *Abs {
 func copyAbs(a *Abs) *Abs {
 	c := *a
 	c.NodeUp = append([]bool(nil), a.NodeUp...)
+	c.ServiceUp = append([]bool(nil), a.ServiceUp...)
+	c.QueryState = append([]string(nil), a.QueryState...)
 	c.CheckStatus = append([]string(nil), a.CheckStatus...)
 	c.SessState = append([]string(nil), a.SessState...)
 	c.TTLLeft = append([]int(nil), a.TTLLeft...)
@@ -75,6 +77,11 @@ func TestEveryInvariantFails(t *testing.T) {
 		"FencedNoStaleWrite":   func(a *Abs) { a.Fenced[0] = Write{Writer: "b", Stale: true} },
 		"UnfencedNoStaleWrite": func(a *Abs) { a.Unfenced[0] = Write{Writer: "b", Stale: true} },
 		"BeliefExclusive":      func(a *Abs) { a.Belief[1][0] = Belief{Held: true, LockIndex: 1} },
+		"BoundChecksHealthy":   func(a *Abs) { a.CheckStatus[0] = "critical" }, // h1, bound by live s1
+		"QueryBoundLive": func(a *Abs) {
+			a.QueryState[0] = sessLive // q1, bound to s1
+			a.SessState[0] = sessDead
+		},
 	}
 	for name := range invariants {
 		if cases[name] == nil {

@@ -50,6 +50,7 @@ while IFS= read -r line; do
 	want_states=$(field "$line" distinct_states)
 	want_trace=$(field "$line" trace_states)
 	trace_file=$(field "$line" trace)
+	measured=$(field "$line" measured_by)
 	name=${cfg%.cfg}
 	log="$work/$name.log"
 
@@ -74,13 +75,22 @@ while IFS= read -r line; do
 	[ "$rc" = "$want_rc" ] || problems="$problems exit code $rc, want $want_rc;"
 	[ "$result" = "$want_result" ] || problems="$problems result $result, want $want_result;"
 	[ "$inv" = "$want_inv" ] || problems="$problems invariant '$inv', want '$want_inv';"
-	[ "$states" = "$want_states" ] || problems="$problems distinct states '$states', want $want_states;"
+	if [ "$want_result" = violation ] && [ "$measured" = explorer ]; then
+		# The explorer records the end of the violation's BFS level; TLC
+		# stops inside it, so only an upper bound can be checked.
+		[ -n "$states" ] && [ "$states" -le "$want_states" ] ||
+			problems="$problems distinct states '$states', want at most $want_states;"
+	else
+		[ "$states" = "$want_states" ] || problems="$problems distinct states '$states', want $want_states;"
+	fi
 	if [ "$want_result" = violation ]; then
 		[ "$trace" = "$want_trace" ] || problems="$problems trace of $trace states, want $want_trace;"
 	fi
 
 	if [ -z "$problems" ]; then
 		echo "ok   $cfg: $result${inv:+ ($inv)}, exit $rc, $states distinct states"
+		[ "$measured" = explorer ] &&
+			echo "     expected.json has the explorer's count: record $states with \"measured_by\": \"tlc\""
 		passed=$((passed + 1))
 		if [ "$write_traces" = 1 ] && [ -n "$trace_file" ]; then
 			cp "$work/$name.trace.json" "$here/$trace_file"

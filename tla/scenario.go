@@ -17,9 +17,13 @@ const Tick = 10 * time.Second
 // Two_ definitions plus the shared MC_ catalog). The distinct-state counts
 // and the trace replays are what show the two agree.
 type Scenario struct {
-	Nodes     []string
-	Checks    []string
-	CheckNode map[string]string
+	Nodes       []string
+	Services    []string
+	ServiceNode map[string]string
+	Checks      []string
+	CheckNode   map[string]string
+	// CheckService is the service a check belongs to; absent for a node check.
+	CheckService map[string]string
 
 	Sessions        []string
 	SessionNode     map[string]string
@@ -32,17 +36,24 @@ type Scenario struct {
 
 	Clients       []string
 	ClientSession map[string]string
-	Keys          []string
+	// Queries are prepared queries, each bound to QuerySession's session.
+	Queries      []string
+	QuerySession map[string]string
+	Keys         []string
 }
 
 var mcNodes = []string{"n1", "n2"}
+var mcServices = []string{"w2"}
+var mcServiceNode = map[string]string{"w2": "n2"}
 var mcChecks = []string{"h1", "h2"}
 var mcCheckNode = map[string]string{"h1": "n1", "h2": "n2"}
+var mcCheckService = map[string]string{"h2": "w2"}
 
 // scenarios are MCSessions.tla's scenarios by prefix.
 var scenarios = map[string]Scenario{
 	"Rel": {
-		Nodes: mcNodes, Checks: mcChecks, CheckNode: mcCheckNode,
+		Nodes: mcNodes, Services: mcServices, ServiceNode: mcServiceNode,
+		Checks: mcChecks, CheckNode: mcCheckNode, CheckService: mcCheckService,
 		Sessions:        []string{"s1", "s2"},
 		SessionNode:     map[string]string{"s1": "n1", "s2": "n2"},
 		SessionChecks:   map[string][]string{"s1": {"h1"}, "s2": {"h2"}},
@@ -51,10 +62,13 @@ var scenarios = map[string]Scenario{
 		SessionDelay:    map[string]int{"s1": 1, "s2": 0},
 		Clients:         []string{"a", "b"},
 		ClientSession:   map[string]string{"a": "s1", "b": "s2"},
+		Queries:         []string{"q1"},
+		QuerySession:    map[string]string{"q1": "s1"},
 		Keys:            []string{"k"},
 	},
 	"Del": {
-		Nodes: mcNodes, Checks: mcChecks, CheckNode: mcCheckNode,
+		Nodes: mcNodes, Services: mcServices, ServiceNode: mcServiceNode,
+		Checks: mcChecks, CheckNode: mcCheckNode, CheckService: mcCheckService,
 		Sessions:        []string{"s1", "s2"},
 		SessionNode:     map[string]string{"s1": "n1", "s2": "n2"},
 		SessionChecks:   map[string][]string{"s1": {"h1"}, "s2": {}},
@@ -63,10 +77,13 @@ var scenarios = map[string]Scenario{
 		SessionDelay:    map[string]int{"s1": 1, "s2": 0},
 		Clients:         []string{"a", "a2", "b"},
 		ClientSession:   map[string]string{"a": "s1", "a2": "s1", "b": "s2"},
+		Queries:         []string{"q1"},
+		QuerySession:    map[string]string{"q1": "s2"},
 		Keys:            []string{"k"},
 	},
 	"Two": {
-		Nodes: mcNodes, Checks: mcChecks, CheckNode: mcCheckNode,
+		Nodes: mcNodes, Services: mcServices, ServiceNode: mcServiceNode,
+		Checks: mcChecks, CheckNode: mcCheckNode, CheckService: mcCheckService,
 		Sessions:        []string{"s1", "s2"},
 		SessionNode:     map[string]string{"s1": "n1", "s2": "n2"},
 		SessionChecks:   map[string][]string{"s1": {"h1"}, "s2": {"h2"}},
@@ -83,14 +100,27 @@ var scenarios = map[string]Scenario{
 // a TTL of 2·n ticks is the model's TTL n·10 s, which must be at least 10 s,
 // and a lock-delay must stay under the 60 s cap so that ticks map one to one.
 func (sc Scenario) Validate() error {
-	for _, list := range [][]string{sc.Nodes, sc.Checks, sc.Sessions, sc.Clients, sc.Keys} {
+	for _, list := range [][]string{sc.Nodes, sc.Services, sc.Checks, sc.Sessions, sc.Clients, sc.Queries, sc.Keys} {
 		if !slices.IsSorted(list) || len(slices.Compact(slices.Clone(list))) != len(list) {
 			return fmt.Errorf("name list %v must be sorted and free of duplicates", list)
+		}
+	}
+	for _, sv := range sc.Services {
+		if sv == none || !slices.Contains(sc.Nodes, sc.ServiceNode[sv]) {
+			return fmt.Errorf("service %q is on unknown node %q", sv, sc.ServiceNode[sv])
 		}
 	}
 	for _, ch := range sc.Checks {
 		if !slices.Contains(sc.Nodes, sc.CheckNode[ch]) {
 			return fmt.Errorf("check %q is on unknown node %q", ch, sc.CheckNode[ch])
+		}
+		if sv, ok := sc.CheckService[ch]; ok && sc.ServiceNode[sv] != sc.CheckNode[ch] {
+			return fmt.Errorf("check %q of node %q belongs to service %q of node %q", ch, sc.CheckNode[ch], sv, sc.ServiceNode[sv])
+		}
+	}
+	for _, q := range sc.Queries {
+		if !slices.Contains(sc.Sessions, sc.QuerySession[q]) {
+			return fmt.Errorf("query %q is bound to unknown session %q", q, sc.QuerySession[q])
 		}
 	}
 	for _, s := range sc.Sessions {
@@ -125,6 +155,20 @@ func (sc Scenario) Validate() error {
 		}
 	}
 	return nil
+}
+
+// sessionChecks splits a session's checks the way a Consul 1.7+ client
+// sends them: node checks as NodeChecks, service checks as ServiceChecks
+// (S56). The legacy list stays empty.
+func (sc Scenario) sessionChecks(s string) (node []string, service []model.ServiceCheck) {
+	for _, ch := range sc.SessionChecks[s] {
+		if _, ok := sc.CheckService[ch]; ok {
+			service = append(service, model.ServiceCheck{ID: ch})
+		} else {
+			node = append(node, ch)
+		}
+	}
+	return node, service
 }
 
 // ttlString is the TTL the session is created with: its abstract deadline

@@ -23,14 +23,15 @@ type world struct {
 	delays  model.LockDelays
 	ttl     model.TTLDeadlines
 	created []bool
+	queried []bool // prepared queries ever created
 	tenure  []uint64
 	belief  [][]Belief
 	fenced  []Write
 	unfence []Write
 }
 
-// newWorld registers the scenario's nodes with their checks passing, as
-// Sessions.tla's Init has them, through the model.
+// newWorld registers the scenario's nodes with their services and their
+// checks passing, as Sessions.tla's Init has them, through the model.
 func newWorld(sc *Scenario) (*world, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
@@ -38,9 +39,14 @@ func newWorld(sc *Scenario) (*world, error) {
 	m := model.New()
 	for _, n := range sc.Nodes {
 		reg := model.Register{Node: n, Address: nodeAddress(n)}
+		for _, sv := range sc.Services {
+			if sc.ServiceNode[sv] == n {
+				reg.Services = append(reg.Services, model.ServiceSpec{ID: sv, Service: sv})
+			}
+		}
 		for _, ch := range sc.Checks {
 			if sc.CheckNode[ch] == n {
-				reg.Checks = append(reg.Checks, model.CheckSpec{CheckID: ch, Name: ch, Status: model.HealthPassing})
+				reg.Checks = append(reg.Checks, model.CheckSpec{CheckID: ch, Name: ch, Status: model.HealthPassing, ServiceID: sc.CheckService[ch]})
 			}
 		}
 		if res := m.Apply(m.Index()+1, model.Command{Register: &reg}); res.Failed() {
@@ -50,6 +56,7 @@ func newWorld(sc *Scenario) (*world, error) {
 	w := &world{
 		sc: sc, base: m.Index(), m: m, now: epoch,
 		created: make([]bool, len(sc.Sessions)),
+		queried: make([]bool, len(sc.Queries)),
 		tenure:  make([]uint64, len(sc.Keys)),
 		belief:  make([][]Belief, len(sc.Clients)),
 		fenced:  make([]Write, len(sc.Keys)),
@@ -75,6 +82,7 @@ func (w *world) clone() *world {
 	c := &world{
 		sc: w.sc, base: w.base, m: w.m, now: w.now,
 		created: append([]bool(nil), w.created...),
+		queried: append([]bool(nil), w.queried...),
 		tenure:  append([]uint64(nil), w.tenure...),
 		belief:  make([][]Belief, len(w.belief)),
 		fenced:  append([]Write(nil), w.fenced...),
@@ -113,6 +121,8 @@ func (w *world) abs() *Abs {
 		Index:       w.m.Index() - w.base,
 		Floor:       w.m.LockFloor(),
 		NodeUp:      make([]bool, len(sc.Nodes)),
+		ServiceUp:   make([]bool, len(sc.Services)),
+		QueryState:  make([]string, len(sc.Queries)),
 		CheckStatus: make([]string, len(sc.Checks)),
 		SessState:   make([]string, len(sc.Sessions)),
 		TTLLeft:     make([]int, len(sc.Sessions)),
@@ -126,6 +136,20 @@ func (w *world) abs() *Abs {
 	}
 	for i, n := range sc.Nodes {
 		_, a.NodeUp[i] = w.m.Node(n)
+	}
+	for i, sv := range sc.Services {
+		_, a.ServiceUp[i] = w.m.Service(model.ServiceKey{Node: sc.ServiceNode[sv], ServiceID: sv})
+	}
+	for i, q := range sc.Queries {
+		_, live := w.m.Query(q)
+		switch {
+		case live:
+			a.QueryState[i] = sessLive
+		case w.queried[i]:
+			a.QueryState[i] = sessDead
+		default:
+			a.QueryState[i] = sessUnborn
+		}
 	}
 	for i, ch := range sc.Checks {
 		a.CheckStatus[i] = checkGone
