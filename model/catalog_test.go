@@ -241,3 +241,26 @@ func TestSessionCheckIDs(t *testing.T) {
 		t.Fatalf("CheckIDs = %v, want %v", got, want)
 	}
 }
+
+// TestCatalogAccessors: the point reads return what the lists hold.
+func TestCatalogAccessors(t *testing.T) {
+	s := withCatalog(t)
+	sv, ok := s.Service(webKey)
+	if !ok || sv.Service != "web" || sv.Port != 0 || sv.Meta["z"] != "a" {
+		t.Fatalf("Service(%v) = %+v, %v", webKey, sv, ok)
+	}
+	if _, ok := s.Service(model.ServiceKey{Node: "n2", ServiceID: "web1"}); ok {
+		t.Fatal("a service ID is found on another node")
+	}
+	q, ok := s.Query("q")
+	if !ok || q.Session != "s" || q.CreateIndex != 3 {
+		t.Fatalf("Query(q) = %+v, %v", q, ok)
+	}
+	if r, ok := s.ResolveQuery("WEB"); !ok || r.ID != "named" {
+		t.Fatalf("ResolveQuery(WEB) = %+v, %v", r, ok)
+	}
+	c, ok := s.Check(httpKey)
+	if !ok || c.ServiceName != "web" || c.Type != "http" || c.Output != "ok" {
+		t.Fatalf("Check(%v) = %+v, %v", httpKey, c, ok)
+	}
+}

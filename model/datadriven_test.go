@@ -197,13 +197,8 @@ func parseCommand(d *datadriven.TestData) (model.Command, error) {
 		for _, t := range list(d, "target") {
 			q.Service.Failover.Targets = append(q.Service.Failover.Targets, model.QueryTarget{Peer: t})
 		}
-		for _, m := range list(d, "service-meta") {
-			k, v, _ := strings.Cut(m, ":")
-			if q.Service.ServiceMeta == nil {
-				q.Service.ServiceMeta = map[string]string{}
-			}
-			q.Service.ServiceMeta[k] = v
-		}
+		q.Service.ServiceMeta = metaArg(d, "service-meta")
+		q.Service.NodeMeta = metaArg(d, "node-meta")
 		return model.Command{Query: &model.QueryOp{Op: verb, Query: q}}, nil
 	case "create-session":
 		c := &model.CreateSession{ID: arg(d, "id"), Name: arg(d, "name"), Node: arg(d, "node"),
@@ -238,6 +233,19 @@ func parseCommand(d *datadriven.TestData) (model.Command, error) {
 		op.Value = make([]byte, uintArg(d, "size"))
 	}
 	return model.Command{KV: &op}, nil
+}
+
+// metaArg reads a repeatable "key:value" argument into a map; nil if absent.
+func metaArg(d *datadriven.TestData, key string) map[string]string {
+	var m map[string]string
+	for _, kv := range list(d, key) {
+		k, v, _ := strings.Cut(kv, ":")
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[k] = v
+	}
+	return m
 }
 
 // parseService reads "id=name" or "id=name/tag1+tag2/meta-key:value"; a bare
