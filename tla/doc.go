@@ -6,7 +6,9 @@
 // lock-delays by model.LockDelays, TTL deadlines by model.TTLDeadlines and
 // sequencer checks by model.State.CheckSequencer. Each reached state is
 // projected onto the TLA+ variables (Abs) and deduplicated there, so the
-// distinct-state count must equal TLC's (recorded in expected.json). Every
+// distinct-state count must equal TLC's (recorded in expected.json; an entry
+// marked "measured_by": "explorer" holds the explorer's own count for a spec
+// change TLC has not run on yet, see README.md). Every
 // state is checked against the Go versions of the config's invariants and
 // against model.CheckInvariants; every step against the action properties
 // and model.CheckTransition.
