@@ -25,7 +25,8 @@ type Backend interface {
 	// lock for an invalidation the leader's check could not yet see
 	// (Result.DelayRefused), Apply returns that applied Result together with
 	// a *LockDelayError, so both refusals are reported alike. A CreateSession
-	// with an empty ID is given a fresh unique ID first (S1).
+	// or a prepared-query create with an empty ID is given a fresh unique ID
+	// first (S1, S57).
 	Apply(ctx context.Context, cmd model.Command) (model.Result, error)
 	// Renew resets a session's TTL deadline (leader only) and returns the
 	// session; ErrSessionNotFound if it does not exist (S20).

@@ -54,11 +54,12 @@ func NewLeaderCore(cfg LeaderConfig) *LeaderCore {
 	}
 }
 
-// Apply proposes cmd as a leader must: a new session gets a fresh ID, an
-// acquire under lock-delay is refused before it is proposed, and a new TTL
-// session gets its deadline. See Backend.Apply for the errors.
+// Apply proposes cmd as a leader must: a new session or prepared query
+// gets a fresh ID, an acquire under lock-delay is refused before it is
+// proposed, and a new TTL session gets its deadline. See Backend.Apply for the errors.
 func (l *LeaderCore) Apply(ctx context.Context, cmd model.Command) (model.Result, error) {
 	cmd = l.withSessionID(cmd)
+	cmd = l.withQueryID(cmd)
 	cmd, err := l.checkLockDelay(cmd)
 	if err != nil {
 		return model.Result{}, err
@@ -143,6 +144,29 @@ func (l *LeaderCore) withSessionID(cmd model.Command) model.Command {
 		}
 	}
 	cmd.CreateSession = &c
+	return cmd
+}
+
+// withQueryID gives a prepared-query create without an ID a fresh one that
+// no stored query uses as its ID or name (S57): a query is found by ID
+// first, then by name, so an ID that equals a name would hide that query.
+// The caller's command is not modified.
+func (l *LeaderCore) withQueryID(cmd model.Command) model.Command {
+	if cmd.Query == nil || cmd.Query.Op != model.QueryCreate || cmd.Query.Query.ID != "" {
+		return cmd
+	}
+	op := *cmd.Query
+	l.idMu.Lock()
+	defer l.idMu.Unlock()
+	for {
+		op.Query.ID = l.newID()
+		var taken bool
+		l.read(func(st *model.State) { _, taken = st.ResolveQuery(op.Query.ID) })
+		if !taken {
+			break
+		}
+	}
+	cmd.Query = &op
 	return cmd
 }
 

@@ -166,3 +166,32 @@ func TestLeaderCoreTTLOnlyInTerm(t *testing.T) {
 		t.Fatalf("renew of unknown session: %v", err)
 	}
 }
+
+// TestLeaderCoreQueryIDs: a prepared-query create without an ID gets a fresh
+// one, skipping IDs a stored query has as its ID or (ignoring case) its
+// name; an update keeps the caller's ID (S57).
+func TestLeaderCoreQueryIDs(t *testing.T) {
+	h := newCoreHarness(t, "q1", "q1", "WEB", "q2")
+	create := func(name string) model.Command {
+		return model.Command{Query: &model.QueryOp{Op: model.QueryCreate,
+			Query: model.PreparedQuery{Name: name, Service: model.ServiceQuery{Service: "web"}}}}
+	}
+	if got := h.apply(t, create("web")).QueryID; got != "q1" {
+		t.Fatalf("first query ID %q, want q1", got)
+	}
+	// q1 is a query's ID and WEB a query's name: both are skipped.
+	if got := h.apply(t, create("db")).QueryID; got != "q2" {
+		t.Fatalf("second query ID %q, want q2", got)
+	}
+	update := model.Command{Query: &model.QueryOp{Op: model.QueryUpdate,
+		Query: model.PreparedQuery{ID: "q1", Name: "web", Service: model.ServiceQuery{Service: "api"}}}}
+	if got := h.apply(t, update).QueryID; got != "q1" {
+		t.Fatalf("update answered ID %q, want q1", got)
+	}
+	if q, ok := h.st.Query("q1"); !ok || q.Service.Service != "api" {
+		t.Fatalf("q1 after update: %+v %v", q, ok)
+	}
+	if len(h.ids) != 0 {
+		t.Fatalf("unused IDs left %v: the update drew an ID", h.ids)
+	}
+}
