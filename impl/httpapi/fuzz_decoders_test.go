@@ -83,25 +83,38 @@ func createProblem(parse func([]byte, string) (model.CreateSession, error), body
 	if err != nil {
 		return nil
 	}
-	if len(cs.Name) > maxNameLen || len(cs.Node) > maxNameLen || len(cs.TTL) > maxTTLLen || len(cs.Checks) > maxChecks {
+	lists := len(cs.Checks) + len(cs.NodeChecks) + len(cs.ServiceChecks)
+	if len(cs.Name) > maxNameLen || len(cs.Node) > maxNameLen || len(cs.TTL) > maxTTLLen || lists > maxChecks {
 		return fmt.Errorf("accepted a session over the limits: name %d, node %d, TTL %d bytes, %d checks",
-			len(cs.Name), len(cs.Node), len(cs.TTL), len(cs.Checks))
+			len(cs.Name), len(cs.Node), len(cs.TTL), lists)
 	}
-	for i, id := range cs.Checks {
+	ids := slices.Concat(cs.Checks, cs.NodeChecks)
+	for _, sc := range cs.ServiceChecks {
+		ids = append(ids, sc.ID, sc.Namespace)
+	}
+	for _, id := range ids {
 		if len(id) > maxNameLen {
 			return fmt.Errorf("accepted a %d-byte check ID", len(id))
 		}
-		if slices.Contains(cs.Checks[i+1:], id) {
-			return fmt.Errorf("check %q bound twice: %v", id, cs.Checks)
-		}
+	}
+	// The fixup leaves legacy Checks only beside a non-empty NodeChecks, and
+	// never as exactly [serfHealth] (S56).
+	if len(cs.Checks) > 0 && (len(cs.NodeChecks) == 0 || slices.Equal(cs.Checks, []string{model.SerfHealthCheckID})) {
+		return fmt.Errorf("legacy Checks %q kept beside NodeChecks %q", cs.Checks, cs.NodeChecks)
 	}
 	if ml := model.ValidateTTL(cs.TTL); ml != nil {
 		return fmt.Errorf("accepted TTL %q: %v", cs.TTL, ml)
 	}
-	// Round trip. Checks goes as both lists (an empty Checks means none);
-	// a LockDelay below 1000 is read as seconds, so only others compare.
+	// Round trip. A nil legacy list goes as [serfHealth], which lets
+	// NodeChecks decide; a LockDelay below 1000 is read as seconds, so only
+	// others compare.
+	legacy := cs.Checks
+	if len(legacy) == 0 {
+		legacy = []string{model.SerfHealthCheckID}
+	}
 	enc := map[string]any{"Name": cs.Name, "Node": cs.Node, "Behavior": cs.Behavior, "TTL": cs.TTL,
-		"Checks": append([]string{}, cs.Checks...), "NodeChecks": cs.Checks, "LockDelay": int64(cs.LockDelay)}
+		"Checks": legacy, "NodeChecks": append([]string{}, cs.NodeChecks...), "ServiceChecks": cs.ServiceChecks,
+		"LockDelay": int64(cs.LockDelay)}
 	again, err := json.Marshal(enc)
 	if err != nil {
 		return fmt.Errorf("re-encode: %v", err)
@@ -111,7 +124,9 @@ func createProblem(parse func([]byte, string) (model.CreateSession, error), body
 		return fmt.Errorf("re-encoded session %s refused: %v", again, err)
 	}
 	if cs.Name != cs2.Name || cs.Node != cs2.Node || cs.Behavior != cs2.Behavior || cs.TTL != cs2.TTL ||
-		!slices.Equal(cs.Checks, cs2.Checks) || (cs.LockDelay >= lockDelayMinThreshold && cs.LockDelay != cs2.LockDelay) {
+		!slices.Equal(cs.Checks, cs2.Checks) || !slices.Equal(cs.NodeChecks, cs2.NodeChecks) ||
+		!slices.Equal(cs.ServiceChecks, cs2.ServiceChecks) ||
+		(cs.LockDelay >= lockDelayMinThreshold && cs.LockDelay != cs2.LockDelay) {
 		return fmt.Errorf("round trip changed the session: %+v -> %+v", cs, cs2)
 	}
 	return nil

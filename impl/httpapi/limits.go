@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"slices"
 
 	"github.com/tenurekv/tenure/model"
 )
@@ -75,10 +76,15 @@ func createLimits(cs model.CreateSession) *model.Error {
 			return tooLargeErr(tooLong(f.what, len(f.value), f.limit))
 		}
 	}
-	if len(cs.Checks) > maxChecks {
-		return tooLargeErr(tooMany("session checks", len(cs.Checks), maxChecks))
+	// The three lists together: their union is what the session binds.
+	if n := len(cs.Checks) + len(cs.NodeChecks) + len(cs.ServiceChecks); n > maxChecks {
+		return tooLargeErr(tooMany("session checks", n, maxChecks))
 	}
-	for _, id := range cs.Checks {
+	ids := slices.Concat(cs.Checks, cs.NodeChecks)
+	for _, sc := range cs.ServiceChecks {
+		ids = append(ids, sc.ID, sc.Namespace)
+	}
+	for _, id := range ids {
 		if len(id) > maxNameLen {
 			return tooLargeErr(tooLong("Check ID", len(id), maxNameLen))
 		}

@@ -158,7 +158,9 @@ func TestSessionNodeAndList(t *testing.T) {
 	}
 }
 
-// Checks and NodeChecks fixups decide the bound checks (CONSUL.md §1, S7).
+// Checks and NodeChecks fixups decide the bound checks, and every read
+// shows the three lists as created, Checks only when the fixup kept it
+// (CONSUL.md §1, §14; S7, S56).
 func TestSessionCreateCheckLists(t *testing.T) {
 	f := newFixture(t)
 	want(t, "register checks", f.doJSON(http.MethodPut, "/v1/catalog/register", map[string]any{
@@ -166,16 +168,18 @@ func TestSessionCreateCheckLists(t *testing.T) {
 		"Checks": []map[string]any{{"CheckID": "a", "Status": "passing"}, {"CheckID": "w", "Status": "warning"}},
 	}), http.StatusOK, "true")
 	cases := []struct {
-		body string
-		want []string
+		body          string
+		checks, nodes []string
+		service       []api.ServiceCheck
 	}{
-		{`{"Checks":[]}`, []string{}},
-		{`{"NodeChecks":[]}`, []string{}},
-		{`{"Checks":null}`, []string{}},
-		{`{"NodeChecks":["a","w"]}`, []string{"a", "w"}},
-		{`{"Checks":["a"]}`, []string{"a", "serfHealth"}},
-		{`{"Checks":["a"],"NodeChecks":[]}`, []string{}},
-		{`{"checks":["serfHealth"],"nodechecks":["w"]}`, []string{"w"}},
+		{`{"Checks":[]}`, nil, nil, nil},
+		{`{"NodeChecks":[]}`, nil, nil, nil},
+		{`{"Checks":null}`, nil, nil, nil},
+		{`{"NodeChecks":["a","w"]}`, nil, []string{"a", "w"}, nil},
+		{`{"Checks":["a"]}`, []string{"a"}, []string{"serfHealth"}, nil},
+		{`{"Checks":["a"],"NodeChecks":[]}`, nil, nil, nil},
+		{`{"checks":["serfHealth"],"nodechecks":["w"]}`, nil, []string{"w"}, nil},
+		{`{"Checks":[],"ServiceChecks":[{"ID":"a","Namespace":"default"}]}`, nil, nil, []api.ServiceCheck{{ID: "a", Namespace: "default"}}},
 	}
 	for _, tc := range cases {
 		r := f.do(http.MethodPut, "/v1/session/create", []byte(tc.body))
@@ -185,8 +189,22 @@ func TestSessionCreateCheckLists(t *testing.T) {
 		if err != nil || se == nil {
 			t.Fatalf("%s: info: %v", tc.body, err)
 		}
-		if !slices.Equal(se.NodeChecks, tc.want) && !(len(se.NodeChecks) == 0 && len(tc.want) == 0) {
-			t.Fatalf("%s: NodeChecks %v, want %v", tc.body, se.NodeChecks, tc.want)
+		if !slices.Equal(se.NodeChecks, tc.nodes) || !slices.Equal(se.Checks, tc.checks) || !slices.Equal(se.ServiceChecks, tc.service) {
+			t.Fatalf("%s: Checks %v NodeChecks %v ServiceChecks %v, want %v %v %v", tc.body,
+				se.Checks, se.NodeChecks, se.ServiceChecks, tc.checks, tc.nodes, tc.service)
 		}
+		raw := f.do(http.MethodGet, "/v1/session/info/"+id, nil).text()
+		if strings.Contains(raw, `"Checks"`) != (tc.checks != nil) {
+			t.Fatalf("%s: read %s: legacy Checks shown iff kept", tc.body, raw)
+		}
+	}
+	// A session bound through ServiceChecks dies when that check goes
+	// critical, like one bound through NodeChecks (S56).
+	sid := f.session(&api.SessionEntry{Checks: []string{}, ServiceChecks: []api.ServiceCheck{{ID: "w"}}})
+	want(t, "w critical", f.doJSON(http.MethodPut, "/v1/catalog/register", map[string]any{
+		"Node": "node-a", "Address": "127.0.0.1", "Check": map[string]any{"CheckID": "w", "Status": "critical"},
+	}), http.StatusOK, "true")
+	if se, _, _ := f.client.Session().Info(sid, nil); se != nil {
+		t.Fatalf("session bound through ServiceChecks survived its check going critical: %+v", se)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/tenurekv/tenure/model"
@@ -54,10 +53,9 @@ func decodeSessionCreate(body []byte, node string) (model.CreateSession, error) 
 			lockDelay = d
 		}
 	}
-	return model.CreateSession{
-		Name: b.Name, Node: b.Node, Checks: effectiveChecks(b),
-		LockDelay: lockDelay, Behavior: b.Behavior, TTL: b.TTL,
-	}, nil
+	cs := model.CreateSession{Name: b.Name, Node: b.Node, LockDelay: lockDelay, Behavior: b.Behavior, TTL: b.TTL}
+	cs.Checks, cs.NodeChecks, cs.ServiceChecks = effectiveChecks(b)
+	return cs, nil
 }
 
 // parseLockDelay reads a duration string or a number of nanoseconds; any
@@ -99,39 +97,21 @@ func saturatingSeconds(d time.Duration) time.Duration {
 	return d * time.Second
 }
 
-// effectiveChecks applies fixupEmptySessionChecks and returns the checks the
-// session binds: Checks ∪ NodeChecks ∪ ServiceChecks' IDs, in that order,
-// without repeats (CONSUL.md §1).
-//   - Checks empty ([] or null): no checks at all, NodeChecks included (S7);
+// effectiveChecks applies Consul's check-list fixup (model.FixupSessionChecks,
+// S56, S7) and returns the three lists as the session keeps them; the
+// session binds their union (model.Session.CheckIDs):
+//   - Checks empty ([] or null): NodeChecks is emptied too (S7);
 //   - Checks exactly [serfHealth] (the default): NodeChecks decide;
 //   - NodeChecks empty: the legacy Checks are dropped too;
 //   - otherwise both lists count.
-func effectiveChecks(b createBody) []string {
-	checks, nodeChecks := b.Checks, b.NodeChecks
-	switch {
-	case len(checks) == 0:
-		nodeChecks = nil
-	case len(checks) == 1 && checks[0] == model.SerfHealthCheckID:
-		checks = nil
-	case len(nodeChecks) == 0:
-		checks = nil
-	}
-	var out []string
-	add := func(id string) {
-		if !slices.Contains(out, id) {
-			out = append(out, id)
-		}
-	}
-	for _, id := range checks {
-		add(id)
-	}
-	for _, id := range nodeChecks {
-		add(id)
-	}
+//
+// ServiceChecks are kept as sent, whatever the other two lists hold.
+func effectiveChecks(b createBody) (legacy, node []string, service []model.ServiceCheck) {
+	legacy, node = model.FixupSessionChecks(b.Checks, b.NodeChecks)
 	for _, sc := range b.ServiceChecks {
-		add(sc.ID)
+		service = append(service, model.ServiceCheck{ID: sc.ID, Namespace: sc.Namespace})
 	}
-	return out
+	return legacy, node, service
 }
 
 // validateCreate rejects what the model would reject from the request alone

@@ -9,7 +9,9 @@ import (
 // The answer shapes below follow Consul's field names and order (CONSUL.md §5,
 // §6, §8); encoding/json keeps struct order.
 
-// sessionJSON is structs.Session as Consul encodes it.
+// sessionJSON is structs.Session as Consul encodes it: NodeChecks and
+// ServiceChecks as created, the legacy Checks only when the create's fixup
+// kept it (S56).
 type sessionJSON struct {
 	ID            string
 	Name          string
@@ -18,7 +20,8 @@ type sessionJSON struct {
 	Behavior      model.Behavior
 	TTL           string
 	NodeChecks    []string
-	ServiceChecks []serviceCheckJSON // tenure has no service checks: always null
+	ServiceChecks []serviceCheckJSON // null when empty, as in Consul
+	Checks        []string           `json:",omitempty"`
 	CreateIndex   uint64
 	ModifyIndex   uint64
 }
@@ -28,15 +31,17 @@ type serviceCheckJSON struct {
 	Namespace string
 }
 
-// toSession shows every bound check as a node check: the model keeps one
-// list, the union Consul's CheckIDs() validates and binds.
 func toSession(s model.Session) sessionJSON {
-	checks := s.Checks
-	if checks == nil {
-		checks = []string{}
+	node := s.NodeChecks
+	if node == nil {
+		node = []string{}
+	}
+	var service []serviceCheckJSON
+	for _, sc := range s.ServiceChecks {
+		service = append(service, serviceCheckJSON(sc))
 	}
 	return sessionJSON{ID: s.ID, Name: s.Name, Node: s.Node, LockDelay: s.LockDelay,
-		Behavior: s.Behavior, TTL: s.TTL, NodeChecks: checks,
+		Behavior: s.Behavior, TTL: s.TTL, NodeChecks: node, ServiceChecks: service, Checks: s.Checks,
 		CreateIndex: s.CreateIndex, ModifyIndex: s.ModifyIndex}
 }
 
