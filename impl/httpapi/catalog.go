@@ -8,18 +8,28 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// The catalog and health endpoints cover what sessions depend on: nodes and their
-// checks (S47, S48). Services are outside tenure's scope, so a request
-// naming one is refused rather than half-applied.
+// The catalog and health endpoints cover what sessions depend on: nodes,
+// their services and the checks of both (S47, S48, S55). The service reads
+// are in services.go.
 
 // registerBody is the part of structs.RegisterRequest tenure reads. Unknown
 // fields (TaggedAddresses, NodeMeta, …) are ignored.
 type registerBody struct {
 	Node    string
 	Address string
-	Service any
+	Service *serviceBody
 	Check   *checkBody
 	Checks  []*checkBody
+}
+
+// serviceBody is the part of structs.NodeService tenure stores.
+type serviceBody struct {
+	ID      string
+	Service string
+	Tags    []string
+	Address string
+	Port    int
+	Meta    map[string]string
 }
 
 type checkBody struct {
@@ -27,7 +37,10 @@ type checkBody struct {
 	CheckID   string
 	Name      string
 	Status    model.Health
+	Notes     string
+	Output    string
 	ServiceID string
+	Type      string
 }
 
 type deregisterBody struct {
@@ -55,8 +68,18 @@ func toRegister(b registerBody) (model.Register, error) {
 		return reg, errorf(http.StatusBadRequest, "Must provide node")
 	case b.Address == "":
 		return reg, errorf(http.StatusBadRequest, "Must provide address")
-	case b.Service != nil:
-		return reg, errorf(http.StatusBadRequest, "Services are not supported: tenure models nodes and checks only")
+	}
+	if sv := b.Service; sv != nil {
+		// The model checks the name too (S55); checked here, a bad service
+		// costs no index. The ID defaults to the name in the model.
+		switch {
+		case sv.Service == "" && sv.ID != "":
+			return reg, errorf(http.StatusBadRequest, "Must provide service name with ID")
+		case sv.Service == "":
+			return reg, errorf(http.StatusBadRequest, "Must provide service name")
+		}
+		reg.Services = []model.ServiceSpec{{ID: sv.ID, Service: sv.Service, Tags: sv.Tags,
+			Address: sv.Address, Port: sv.Port, Meta: sv.Meta}}
 	}
 	checks := b.Checks
 	if b.Check != nil {
@@ -68,9 +91,6 @@ func toRegister(b registerBody) (model.Register, error) {
 		}
 		if ch.Node != "" && ch.Node != b.Node {
 			return reg, errorf(http.StatusBadRequest, "Check node %q does not match node %q", ch.Node, b.Node)
-		}
-		if ch.ServiceID != "" {
-			return reg, errorf(http.StatusBadRequest, "Service checks are not supported: tenure models node checks only")
 		}
 		id := ch.CheckID
 		if id == "" {
@@ -85,7 +105,8 @@ func toRegister(b registerBody) (model.Register, error) {
 		if !status.Valid() {
 			return reg, errorf(http.StatusBadRequest, "Invalid check status '%s'", status)
 		}
-		reg.Checks = append(reg.Checks, model.CheckSpec{CheckID: id, Name: ch.Name, Status: status})
+		reg.Checks = append(reg.Checks, model.CheckSpec{CheckID: id, Name: ch.Name, Status: status,
+			Notes: ch.Notes, Output: ch.Output, ServiceID: ch.ServiceID, Type: ch.Type})
 	}
 	return reg, nil
 }
@@ -93,7 +114,7 @@ func toRegister(b registerBody) (model.Register, error) {
 // catalogRegister is PUT /v1/catalog/register: true.
 func (h *handler) catalogRegister(c *call) error {
 	var b registerBody
-	body, err := decodeJSONBody(c, &b)
+	body, err := decodeRegisterBody(c, &b)
 	if err != nil {
 		return err
 	}
@@ -107,26 +128,25 @@ func (h *handler) catalogRegister(c *call) error {
 	return h.catalogWrite(c, body, model.Command{Register: &reg})
 }
 
-// catalogDeregister is PUT /v1/catalog/deregister (a node, or one check): true.
+// catalogDeregister is PUT /v1/catalog/deregister (a node, one service with
+// its checks, or one check): true. ServiceID wins over CheckID, as in Consul.
 func (h *handler) catalogDeregister(c *call) error {
 	var b deregisterBody
 	body, err := decodeJSONBody(c, &b)
 	if err != nil {
 		return err
 	}
-	switch {
-	case b.Node == "":
+	if b.Node == "" {
 		return errorf(http.StatusBadRequest, "Must provide node")
-	case b.ServiceID != "":
-		return errorf(http.StatusBadRequest, "Services are not supported: tenure models nodes and checks only")
 	}
-	if err := checkLen("Node name", b.Node, maxNameLen); err != nil {
-		return err
+	for _, f := range []struct{ what, value string }{
+		{"Node name", b.Node}, {"Check ID", b.CheckID}, {"Service ID", b.ServiceID},
+	} {
+		if err := checkLen(f.what, f.value, maxNameLen); err != nil {
+			return err
+		}
 	}
-	if err := checkLen("Check ID", b.CheckID, maxNameLen); err != nil {
-		return err
-	}
-	return h.catalogWrite(c, body, model.Command{Deregister: &model.Deregister{Node: b.Node, CheckID: b.CheckID}})
+	return h.catalogWrite(c, body, model.Command{Deregister: &model.Deregister{Node: b.Node, ServiceID: b.ServiceID, CheckID: b.CheckID}})
 }
 
 func (h *handler) catalogWrite(c *call, body []byte, cmd model.Command) error {
@@ -158,18 +178,20 @@ func (h *handler) catalogNodes(c *call) error {
 	})
 }
 
-// catalogNode is GET /v1/catalog/node/<node>: {"Node":…,"Services":{}}, or
-// null for an unknown node, as Consul answers.
+// catalogNode is GET /v1/catalog/node/<node>: {"Node":…,"Services":{ID:
+// service}}, or null for an unknown node, as Consul answers.
 func (h *handler) catalogNode(c *call) error {
 	return h.serveArgRead(c, "Missing node name", func(s *model.State) view {
+		index := max(s.Tables().Nodes, s.Tables().Services)
 		n, ok := s.Node(c.arg)
 		if !ok {
-			return view{index: s.Tables().Nodes, body: json.RawMessage("null")}
+			return view{index: index, body: json.RawMessage("null")}
 		}
-		return view{index: s.Tables().Nodes, body: nodeServicesJSON{
-			Node:     h.toNode(n),
-			Services: map[string]any{},
-		}}
+		services := map[string]nodeServiceJSON{}
+		for _, sv := range s.ServiceList(n.Name) {
+			services[sv.ServiceID] = toNodeService(sv)
+		}
+		return view{index: index, body: nodeServicesJSON{Node: h.toNode(n), Services: services}}
 	})
 }
 
@@ -181,7 +203,7 @@ func (h *handler) toNode(n model.Node) *nodeJSON {
 // healthNode is GET /v1/health/node/<node>.
 func (h *handler) healthNode(c *call) error {
 	return h.serveArgRead(c, "Missing node name", func(s *model.State) view {
-		return view{index: s.Tables().Checks, body: toChecks(s.CheckList(c.arg, ""))}
+		return view{index: s.Tables().Checks, body: toChecks(s, s.CheckList(c.arg, ""))}
 	})
 }
 
@@ -201,6 +223,6 @@ func (h *handler) healthState(c *call) error {
 		return errorf(http.StatusBadRequest, "Invalid check state '%s'", c.arg)
 	}
 	return h.serveRead(c, q, func(s *model.State) view {
-		return view{index: s.Tables().Checks, body: toChecks(s.CheckList("", state))}
+		return view{index: s.Tables().Checks, body: toChecks(s, s.CheckList("", state))}
 	})
 }

@@ -157,12 +157,26 @@ func registerProblem(parse func([]byte) (model.Register, error), body []byte) er
 	}
 	checks := make([]map[string]any, 0, len(reg.Checks))
 	for _, ch := range reg.Checks {
-		if len(ch.CheckID) > maxNameLen || len(ch.Name) > maxNameLen || !ch.Status.Valid() {
+		if len(ch.CheckID) > maxNameLen || len(ch.Name) > maxNameLen || len(ch.ServiceID) > maxNameLen ||
+			len(ch.Type) > maxNameLen || len(ch.Notes) > maxOutputLen || len(ch.Output) > maxOutputLen || !ch.Status.Valid() {
 			return fmt.Errorf("accepted check %d/%d bytes, status %q", len(ch.CheckID), len(ch.Name), ch.Status)
 		}
-		checks = append(checks, map[string]any{"CheckID": ch.CheckID, "Name": ch.Name, "Status": ch.Status})
+		checks = append(checks, map[string]any{"CheckID": ch.CheckID, "Name": ch.Name, "Status": ch.Status,
+			"Notes": ch.Notes, "Output": ch.Output, "ServiceID": ch.ServiceID, "Type": ch.Type})
 	}
-	again, err := json.Marshal(map[string]any{"Node": reg.Node, "Address": reg.Address, "Checks": checks})
+	enc := map[string]any{"Node": reg.Node, "Address": reg.Address, "Checks": checks}
+	if len(reg.Services) > 1 {
+		return fmt.Errorf("accepted %d services in one register", len(reg.Services))
+	}
+	for _, sv := range reg.Services {
+		if len(sv.ID) > maxNameLen || len(sv.Service) > maxNameLen || len(sv.Address) > maxNameLen ||
+			len(sv.Tags) > maxTags || len(sv.Meta) > maxTags {
+			return fmt.Errorf("accepted a service over the limits: %d tags, %d meta", len(sv.Tags), len(sv.Meta))
+		}
+		enc["Service"] = map[string]any{"ID": sv.ID, "Service": sv.Service, "Tags": sv.Tags,
+			"Address": sv.Address, "Port": sv.Port, "Meta": sv.Meta}
+	}
+	again, err := json.Marshal(enc)
 	if err != nil {
 		return fmt.Errorf("re-encode: %v", err)
 	}
@@ -170,10 +184,16 @@ func registerProblem(parse func([]byte) (model.Register, error), body []byte) er
 	if err != nil {
 		return fmt.Errorf("re-encoded register %s refused: %v", again, err)
 	}
-	if reg.Node != reg2.Node || reg.Address != reg2.Address || !slices.Equal(reg.Checks, reg2.Checks) {
+	if reg.Node != reg2.Node || reg.Address != reg2.Address || !slices.Equal(reg.Checks, reg2.Checks) ||
+		!slices.EqualFunc(reg.Services, reg2.Services, serviceSpecEqual) {
 		return fmt.Errorf("round trip changed the register: %+v -> %+v", reg, reg2)
 	}
 	return nil
+}
+
+func serviceSpecEqual(a, b model.ServiceSpec) bool {
+	return a.ID == b.ID && a.Service == b.Service && slices.Equal(a.Tags, b.Tags) && a.Address == b.Address &&
+		a.Port == b.Port && maps.Equal(a.Meta, b.Meta)
 }
 
 // queryProblem is the read-options property.
@@ -282,6 +302,8 @@ var registerSeeds = []string{
 	`{"Node":"n","Address":"a","Checks":[{"Name":"c"},null,{"CheckID":"d","Status":"bogus"}]}`,
 	`{"Node":"n","Address":"a","Check":{"Node":"m","CheckID":"c"}}`,
 	`{"Node":"n","Address":"a","Service":{"Service":"web"}}`,
+	`{"Node":"n","Address":"a","Service":{"ID":"w1","Service":"web","Tags":["a","B"],"Port":80,"Meta":{"k":"v"}},"Check":{"CheckID":"c","ServiceID":"w1","Notes":"n","Output":"o","Type":"ttl","Status":"passing"}}`,
+	`{"Node":"n","Address":"a","Service":{"ID":"w1"}}`, `{"Node":"n","Address":"a","Service":"web"}`, `{"Node":"n","Address":"a","Service":{"Tags":"x"}}`,
 	`{"Node":"n","Address":"a","Checks":[{"CheckID":"c","ServiceID":"s"}]}`,
 	`{"Node":"node-a","Address":"127.0.0.1","Check":{"CheckID":"serfHealth","Status":"critical"}}`,
 	`{"node":"n","address":"a","checks":[{"checkid":"x","status":"warning"}]}`,
@@ -305,7 +327,8 @@ func FuzzCatalogHandler(f *testing.F) {
 	for _, s := range registerSeeds {
 		f.Add(true, []byte(s))
 	}
-	for _, s := range []string{`{"Node":"node-a"}`, `{"Node":"node-a","CheckID":"serfHealth"}`, `{"Node":"x","ServiceID":"s"}`, `{}`} {
+	for _, s := range []string{`{"Node":"node-a"}`, `{"Node":"node-a","CheckID":"serfHealth"}`, `{"Node":"x","ServiceID":"s"}`, `{}`,
+		`{"Node":"node-a","ServiceID":"web","CheckID":"serfHealth"}`} {
 		f.Add(false, []byte(s))
 	}
 	f.Fuzz(func(t *testing.T, register bool, body []byte) {

@@ -100,7 +100,8 @@ type route struct {
 const (
 	get = http.MethodGet
 	put = http.MethodPut
-	del = http.MethodDelete
+	del  = http.MethodDelete
+	post = http.MethodPost
 )
 
 func (h *handler) routeTable() []route {
@@ -117,7 +118,14 @@ func (h *handler) routeTable() []route {
 		{"/v1/catalog/deregister", false, []string{put}, h.catalogDeregister},
 		{"/v1/catalog/nodes", false, []string{get}, h.catalogNodes},
 		{"/v1/catalog/node/", true, []string{get}, h.catalogNode},
+		{"/v1/catalog/services", false, []string{get}, h.catalogServices},
+		{"/v1/catalog/service/", true, []string{get}, h.catalogService},
+		{"/v1/catalog/node-services/", true, []string{get}, h.catalogNodeServices},
 		{"/v1/health/node/", true, []string{get}, h.healthNode},
+		{"/v1/health/service/", true, []string{get}, h.healthService},
+		{"/v1/health/checks/", true, []string{get}, h.healthChecks},
+		{"/v1/query", false, []string{get, post}, h.queryList},
+		{"/v1/query/", true, []string{get, put, del}, h.querySpecific},
 		{"/v1/health/state/", true, []string{get}, h.healthState},
 		{"/v1/agent/self", false, []string{get}, h.agentSelf},
 		{"/v1/agent/members", false, []string{get}, h.agentMembers},

@@ -35,6 +35,18 @@ const (
 	maxJSONBody = 256 << 10
 	// maxTxnBody is Consul's txn_max_req_len default.
 	maxTxnBody = 512 << 10
+	// maxOutputLen bounds a check's Notes and Output: Consul's agent keeps
+	// at most 4 KiB of a check's output (check_output_max_size).
+	maxOutputLen = 4 << 10
+	// maxTags bounds a service's tags and meta pairs, and a prepared query's
+	// tag, check and failover lists.
+	maxTags = 64
+	// maxRegisterBody bounds a catalog register's body, which may carry a
+	// service and 64 checks with their notes and output (about 800 KiB at
+	// every field's limit).
+	maxRegisterBody = 1 << 20
+	// maxQueryBody bounds a prepared-query definition.
+	maxQueryBody = 256 << 10
 )
 
 // tooLong is the 413 for a name or key over its limit. The value itself is
@@ -57,8 +69,13 @@ func tooMany(what string, n, limit int) *apiError {
 }
 
 // bodyTooLarge is the 413 text of a JSON endpoint's body over maxJSONBody.
-func bodyTooLarge(n int64) error {
-	return errorf(http.StatusRequestEntityTooLarge, "Request body(%d bytes) too large, max size: %d bytes.", n, maxJSONBody)
+func bodyTooLarge(n int64) error { return bodyOver(maxJSONBody)(n) }
+
+// bodyOver is the 413 of a body over limit.
+func bodyOver(limit int64) func(n int64) error {
+	return func(n int64) error {
+		return errorf(http.StatusRequestEntityTooLarge, "Request body(%d bytes) too large, max size: %d bytes.", n, limit)
+	}
 }
 
 // createLimits refuses a session create whose fields exceed the limits.
@@ -105,6 +122,11 @@ func registerLimits(b registerBody) error {
 	if err := checkLen("Node address", b.Address, maxNameLen); err != nil {
 		return err
 	}
+	if sv := b.Service; sv != nil {
+		if err := serviceLimits(sv); err != nil {
+			return err
+		}
+	}
 	checks := b.Checks
 	if b.Check != nil {
 		checks = append(checks[:len(checks):len(checks)], b.Check)
@@ -118,11 +140,61 @@ func registerLimits(b registerBody) error {
 		}
 		for _, f := range []struct{ what, value string }{
 			{"Check node", ch.Node}, {"Check ID", ch.CheckID}, {"Check name", ch.Name},
-			{"Check status", string(ch.Status)}, {"Check service ID", ch.ServiceID},
+			{"Check status", string(ch.Status)}, {"Check service ID", ch.ServiceID}, {"Check type", ch.Type},
 		} {
 			if err := checkLen(f.what, f.value, maxNameLen); err != nil {
 				return err
 			}
+		}
+		if err := checkLen("Check notes", ch.Notes, maxOutputLen); err != nil {
+			return err
+		}
+		if err := checkLen("Check output", ch.Output, maxOutputLen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serviceLimits refuses a service whose names, tags or meta exceed the limits.
+func serviceLimits(sv *serviceBody) error {
+	for _, f := range []struct{ what, value string }{
+		{"Service ID", sv.ID}, {"Service name", sv.Service}, {"Service address", sv.Address},
+	} {
+		if err := checkLen(f.what, f.value, maxNameLen); err != nil {
+			return err
+		}
+	}
+	if err := tagLimits("Service tag", sv.Tags); err != nil {
+		return err
+	}
+	return metaLimits("Service meta", sv.Meta)
+}
+
+// tagLimits bounds a list of short strings (tags, check IDs, datacenters).
+func tagLimits(what string, tags []string) error {
+	if len(tags) > maxTags {
+		return tooMany(what+"s", len(tags), maxTags)
+	}
+	for _, tag := range tags {
+		if err := checkLen(what, tag, maxNameLen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// metaLimits bounds a map of short strings.
+func metaLimits(what string, meta map[string]string) error {
+	if len(meta) > maxTags {
+		return tooMany(what+" pairs", len(meta), maxTags)
+	}
+	for k, v := range meta {
+		if err := checkLen(what+" key", k, maxNameLen); err != nil {
+			return err
+		}
+		if err := checkLen(what+" value", v, maxNameLen); err != nil {
+			return err
 		}
 	}
 	return nil

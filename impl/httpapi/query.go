@@ -108,6 +108,10 @@ type view struct {
 	body     any // JSON answer; nil sends no body
 	raw      []byte
 	isRaw    bool // ?raw: send raw as text/plain
+	// fail, if set, is the answer instead of a body: a read of something
+	// missing that Consul answers with an error (a prepared query), which
+	// never blocks.
+	fail error
 }
 
 // serveRead answers a read: locally when the mode allows, else through the
@@ -132,6 +136,9 @@ func (h *handler) serveRead(c *call, q queryOpts, read func(s *model.State) view
 	v, err := h.block(c.r.Context(), q, read)
 	if err != nil {
 		return err
+	}
+	if v.fail != nil {
+		return v.fail
 	}
 	h.setMeta(c.w, v.index, q.mode)
 	switch {
@@ -182,7 +189,7 @@ func (h *handler) block(ctx context.Context, q queryOpts, read func(s *model.Sta
 		if blocked && v.watchSet {
 			seen = v.watch
 		}
-		if seen > q.index {
+		if seen > q.index || v.fail != nil {
 			return v, nil
 		}
 		blocked = true

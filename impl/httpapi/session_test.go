@@ -200,7 +200,9 @@ func TestSessionCreateCheckLists(t *testing.T) {
 	}
 	// A session bound through ServiceChecks dies when that check goes
 	// critical, like one bound through NodeChecks (S56).
-	sid := f.session(&api.SessionEntry{Checks: []string{}, ServiceChecks: []api.ServiceCheck{{ID: "w"}}})
+	r := f.do(http.MethodPut, "/v1/session/create", []byte(`{"Checks":[],"ServiceChecks":[{"ID":"w"}]}`))
+	want(t, "create bound by ServiceChecks", r, http.StatusOK, "")
+	sid := decode[map[string]string](t, r)["ID"]
 	want(t, "w critical", f.doJSON(http.MethodPut, "/v1/catalog/register", map[string]any{
 		"Node": "node-a", "Address": "127.0.0.1", "Check": map[string]any{"CheckID": "w", "Status": "critical"},
 	}), http.StatusOK, "true")

@@ -95,14 +95,63 @@ type nodeJSON struct {
 	ModifyIndex     uint64
 }
 
-// nodeServicesJSON is structs.NodeServices; tenure has no services.
+// nodeServicesJSON is structs.NodeServices: a node and its services by ID.
 type nodeServicesJSON struct {
 	Node     *nodeJSON
-	Services map[string]any
+	Services map[string]nodeServiceJSON
 }
 
-// checkJSON is the part of structs.HealthCheck tenure models; the service
-// fields are always empty because tenure has node checks only.
+// weightsJSON is structs.Weights; tenure stores none, so every service shows
+// Consul's default.
+type weightsJSON struct {
+	Passing int
+	Warning int
+}
+
+var defaultWeights = weightsJSON{Passing: 1, Warning: 1}
+
+// nodeServiceJSON is the part of structs.NodeService tenure stores (S55).
+type nodeServiceJSON struct {
+	ID                string
+	Service           string
+	Tags              []string
+	Address           string
+	Meta              map[string]string
+	Port              int
+	Weights           weightsJSON
+	EnableTagOverride bool
+	CreateIndex       uint64
+	ModifyIndex       uint64
+}
+
+func toNodeService(sv model.Service) nodeServiceJSON {
+	return nodeServiceJSON{ID: sv.ServiceID, Service: sv.Service, Tags: orEmpty(sv.Tags),
+		Address: sv.Address, Meta: orEmptyMap(sv.Meta), Port: sv.Port, Weights: defaultWeights,
+		CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex}
+}
+
+// serviceNodeJSON is structs.ServiceNode, what /v1/catalog/service lists.
+type serviceNodeJSON struct {
+	ID                       string
+	Node                     string
+	Address                  string
+	Datacenter               string
+	TaggedAddresses          map[string]string
+	NodeMeta                 map[string]string
+	ServiceKind              string
+	ServiceID                string
+	ServiceName              string
+	ServiceTags              []string
+	ServiceAddress           string
+	ServiceWeights           weightsJSON
+	ServiceMeta              map[string]string
+	ServicePort              int
+	ServiceEnableTagOverride bool
+	CreateIndex              uint64
+	ModifyIndex              uint64
+}
+
+// checkJSON is the part of structs.HealthCheck tenure stores (S55).
 type checkJSON struct {
 	Node        string
 	CheckID     string
@@ -118,12 +167,36 @@ type checkJSON struct {
 	ModifyIndex uint64
 }
 
-func toChecks(cs []model.Check) []checkJSON {
+// toChecks shows checks as Consul does: a service check carries its
+// service's tags, which tenure reads from the service rather than copying.
+func toChecks(s *model.State, cs []model.Check) []checkJSON {
 	out := make([]checkJSON, 0, len(cs))
 	for _, c := range cs {
+		tags := []string{}
+		if c.ServiceID != "" {
+			if sv, ok := s.Service(model.ServiceKey{Node: c.Node, ServiceID: c.ServiceID}); ok {
+				tags = orEmpty(sv.Tags)
+			}
+		}
 		out = append(out, checkJSON{Node: c.Node, CheckID: c.CheckID, Name: c.Name,
-			Status: c.Status, ServiceTags: []string{},
+			Status: c.Status, Notes: c.Notes, Output: c.Output, ServiceID: c.ServiceID,
+			ServiceName: c.ServiceName, ServiceTags: tags, Type: c.Type,
 			CreateIndex: c.CreateIndex, ModifyIndex: c.ModifyIndex})
 	}
 	return out
+}
+
+// orEmpty shows a missing list as [], as Consul's health reads do.
+func orEmpty(l []string) []string {
+	if l == nil {
+		return []string{}
+	}
+	return l
+}
+
+func orEmptyMap(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }

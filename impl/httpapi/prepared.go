@@ -1,0 +1,340 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// Prepared queries (S57-S59): /v1/query creates and lists,
+// /v1/query/<id> reads, replaces and deletes, and
+// /v1/query/<id or name>/execute and /explain run one. The leader chooses a
+// new query's ID (impl.LeaderCore), as it does a session's.
+
+// queryBody is structs.PreparedQuery as a client sends it. Unknown fields
+// are ignored; a template is refused, as tenure does not support them.
+type queryBody struct {
+	ID       string
+	Name     string
+	Session  string
+	Token    string
+	Service  serviceQueryBody
+	Template struct {
+		Type            string
+		Regexp          string
+		RemoveEmptyTags bool
+	}
+	DNS model.QueryDNS
+}
+
+type serviceQueryBody struct {
+	Service        string
+	Failover       model.QueryFailover
+	OnlyPassing    bool
+	IgnoreCheckIDs []string
+	Near           string
+	Tags           []string
+	NodeMeta       map[string]string
+	ServiceMeta    map[string]string
+}
+
+// decodeQuery reads a definition: 400 for a body that is not one, 413 over
+// the limits. An empty body is an empty definition, which the validation
+// then refuses, as in Consul.
+func decodeQuery(body []byte) (queryBody, error) {
+	var b queryBody
+	if len(bytes.TrimSpace(body)) > 0 {
+		if err := json.Unmarshal(body, &b); err != nil {
+			return b, errorf(http.StatusBadRequest, "Request decode failed: %v", err)
+		}
+	}
+	if err := queryLimits(b); err != nil {
+		return b, err
+	}
+	if b.Template.Type != "" || b.Template.Regexp != "" {
+		return b, errorf(http.StatusBadRequest, "Prepared query templates are not supported")
+	}
+	return b, nil
+}
+
+// queryLimits bounds every name and list of a definition.
+func queryLimits(b queryBody) error {
+	sv := b.Service
+	for _, f := range []struct{ what, value string }{
+		{"Query ID", b.ID}, {"Query name", b.Name}, {"Query session", b.Session}, {"Query token", b.Token},
+		{"Query service", sv.Service}, {"Query near", sv.Near}, {"Query DNS TTL", b.DNS.TTL},
+		{"Query template type", b.Template.Type}, {"Query template regexp", b.Template.Regexp},
+	} {
+		if err := checkLen(f.what, f.value, maxNameLen); err != nil {
+			return err
+		}
+	}
+	for _, l := range []struct {
+		what string
+		list []string
+	}{{"Query tag", sv.Tags}, {"Query ignored check", sv.IgnoreCheckIDs}, {"Query failover datacenter", sv.Failover.Datacenters}} {
+		if err := tagLimits(l.what, l.list); err != nil {
+			return err
+		}
+	}
+	if n := len(sv.Failover.Targets); n > maxTags {
+		return tooMany("Query failover targets", n, maxTags)
+	}
+	for _, tg := range sv.Failover.Targets {
+		if err := checkLen("Query failover target", tg.Peer+tg.Datacenter, maxNameLen); err != nil {
+			return err
+		}
+	}
+	if err := metaLimits("Query node meta", sv.NodeMeta); err != nil {
+		return err
+	}
+	return metaLimits("Query service meta", sv.ServiceMeta)
+}
+
+func (b queryBody) toModel() model.PreparedQuery {
+	sv := b.Service
+	return model.PreparedQuery{ID: b.ID, Name: b.Name, Session: b.Session, Token: b.Token, DNS: b.DNS,
+		Service: model.ServiceQuery{Service: sv.Service, Failover: sv.Failover, OnlyPassing: sv.OnlyPassing,
+			IgnoreCheckIDs: sv.IgnoreCheckIDs, Near: sv.Near, Tags: sv.Tags, NodeMeta: sv.NodeMeta, ServiceMeta: sv.ServiceMeta}}
+}
+
+// queryList is /v1/query: POST creates ({"ID":…}), GET lists.
+func (h *handler) queryList(c *call) error {
+	if c.r.Method == get {
+		q, err := parseQuery(c.r.URL.Query())
+		if err != nil {
+			return err
+		}
+		return h.serveRead(c, q, func(s *model.State) view {
+			out := []queryJSON{}
+			for _, pq := range s.QueryList() {
+				out = append(out, toQuery(pq))
+			}
+			return view{index: s.Tables().Queries, body: out}
+		})
+	}
+	body, err := readBody(c, maxQueryBody, bodyOver(maxQueryBody))
+	if err != nil {
+		return err
+	}
+	b, err := decodeQuery(body)
+	if err != nil {
+		return err
+	}
+	if b.ID != "" {
+		return h.rejection(&model.Error{Kind: model.ErrInvalid, Msg: "ID must be empty when creating a new prepared query"})
+	}
+	pq := b.toModel()
+	// The definition is checked before raft, so a bad one costs no index;
+	// the state checks (name, session) run in the apply (S57).
+	if me := model.ValidateQuery(pq); me != nil {
+		return h.rejection(me)
+	}
+	res, err := h.queryWrite(c, body, model.QueryOp{Op: model.QueryCreate, Query: pq})
+	if err != nil || res == nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, struct{ ID string }{res.QueryID})
+}
+
+// queryWrite proposes op on the leader (forwarding from a follower, in which
+// case it answers nil, nil) and maps a refusal to its answer.
+func (h *handler) queryWrite(c *call, body []byte, op model.QueryOp) (*model.Result, error) {
+	if here, err := h.leaderHere(c, body); err != nil || !here {
+		return nil, err
+	}
+	res, err := h.b.Apply(c.r.Context(), model.Command{Query: &op})
+	if err != nil {
+		return nil, h.applyFailure(err)
+	}
+	if res.Err != nil {
+		return nil, h.rejection(res.Err)
+	}
+	return &res, nil
+}
+
+// querySpecific is /v1/query/<id> (GET, PUT, DELETE) and
+// /v1/query/<id or name>/execute and /explain (GET).
+func (h *handler) querySpecific(c *call) error {
+	id, verb, _ := strings.Cut(c.arg, "/")
+	if err := checkLen("Query ID", id, maxNameLen); err != nil {
+		return err
+	}
+	switch verb {
+	case "execute", "explain":
+		if c.r.Method != get {
+			return &apiError{status: http.StatusMethodNotAllowed, msg: "method " + c.r.Method + " not allowed",
+				allow: []string{http.MethodOptions, get}}
+		}
+		if verb == "execute" {
+			return h.queryExecute(c, id)
+		}
+		return h.queryExplain(c, id)
+	case "":
+	default:
+		return errorf(http.StatusNotFound, "Query not found")
+	}
+	if id == "" {
+		return errorf(http.StatusBadRequest, "Missing query ID")
+	}
+	switch c.r.Method {
+	case put:
+		return h.queryUpdate(c, id)
+	case del:
+		if _, err := h.queryWrite(c, nil, model.QueryOp{Op: model.QueryDelete, Query: model.PreparedQuery{ID: id}}); err != nil {
+			return err
+		}
+		return nil // 200, empty body, as Consul answers (also when forwarded)
+	}
+	q, err := parseQuery(c.r.URL.Query())
+	if err != nil {
+		return err
+	}
+	return h.serveRead(c, q, func(s *model.State) view {
+		pq, ok := s.Query(id)
+		if !ok {
+			return view{index: s.Tables().Queries, fail: errorf(http.StatusNotFound, "Query not found")}
+		}
+		return view{index: s.Tables().Queries, body: []queryJSON{toQuery(pq)}}
+	})
+}
+
+// queryUpdate is PUT /v1/query/<id>: the body replaces the whole
+// definition, and the ID is the URL's.
+func (h *handler) queryUpdate(c *call, id string) error {
+	body, err := readBody(c, maxQueryBody, bodyOver(maxQueryBody))
+	if err != nil {
+		return err
+	}
+	b, err := decodeQuery(body)
+	if err != nil {
+		return err
+	}
+	pq := b.toModel()
+	pq.ID = id
+	if here, err := h.leaderHere(c, body); err != nil || !here {
+		return err
+	}
+	// Consul looks the query up before it checks the definition; the apply
+	// repeats both checks against the state it writes.
+	var exists bool
+	h.b.Read(func(s *model.State) { _, exists = s.Query(id) })
+	if exists {
+		if me := model.ValidateQuery(pq); me != nil {
+			return h.rejection(me)
+		}
+	}
+	_, err = h.queryWrite(c, body, model.QueryOp{Op: model.QueryUpdate, Query: pq})
+	return err
+}
+
+// queryExecute is GET /v1/query/<id or name>/execute[?limit=n]: the
+// healthy instances, shuffled as Consul shuffles them (the model returns
+// them sorted), then cut to ?limit. ?near is accepted and ignored: tenure
+// keeps no coordinates (S59).
+func (h *handler) queryExecute(c *call, idOrName string) error {
+	v := c.r.URL.Query()
+	q, err := parseQuery(v)
+	if err != nil {
+		return err
+	}
+	limit := 0
+	if l := v.Get("limit"); l != "" {
+		if limit, err = strconv.Atoi(l); err != nil || limit < 0 {
+			return errorf(http.StatusBadRequest, "Bad limit: %q", l)
+		}
+	}
+	q.index = 0 // execute does not block (CONSUL.md §14)
+	return h.serveRead(c, q, func(s *model.State) view {
+		pq, ok := s.ResolveQuery(idOrName)
+		if !ok {
+			return view{index: s.Tables().Queries, fail: errorf(http.StatusNotFound, "Query not found")}
+		}
+		nodes := []healthEntryJSON{}
+		for _, in := range s.ExecuteQuery(pq) {
+			nodes = append(nodes, h.toHealthEntry(s, in))
+		}
+		rand.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+		if limit > 0 && len(nodes) > limit {
+			nodes = nodes[:limit]
+		}
+		return view{index: max(s.Tables().Queries, s.Tables().Nodes, s.Tables().Services, s.Tables().Checks),
+			body: executeJSON{Service: pq.Service.Service, Nodes: nodes, DNS: pq.DNS, Datacenter: h.opts.Datacenter}}
+	})
+}
+
+// queryExplain is GET /v1/query/<id or name>/explain: {"Query": …}.
+func (h *handler) queryExplain(c *call, idOrName string) error {
+	q, err := parseQuery(c.r.URL.Query())
+	if err != nil {
+		return err
+	}
+	q.index = 0
+	return h.serveRead(c, q, func(s *model.State) view {
+		pq, ok := s.ResolveQuery(idOrName)
+		if !ok {
+			return view{index: s.Tables().Queries, fail: errorf(http.StatusNotFound, "Query not found")}
+		}
+		return view{index: s.Tables().Queries, body: struct{ Query queryJSON }{toQuery(pq)}}
+	})
+}
+
+// executeJSON is structs.PreparedQueryExecuteResponse.
+type executeJSON struct {
+	Service    string
+	Nodes      []healthEntryJSON
+	DNS        model.QueryDNS
+	Datacenter string
+	Failovers  int
+}
+
+// queryJSON is structs.PreparedQuery as Consul shows it; tenure has no
+// ACLs, so the token is shown as stored, as Consul shows it to a caller
+// with acl:write.
+type queryJSON struct {
+	ID       string
+	Name     string
+	Session  string
+	Token    string
+	Template struct {
+		Type            string
+		Regexp          string
+		RemoveEmptyTags bool
+	}
+	Service     serviceQueryJSON
+	DNS         model.QueryDNS
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+type serviceQueryJSON struct {
+	Service        string
+	Failover       failoverJSON
+	OnlyPassing    bool
+	IgnoreCheckIDs []string
+	Near           string
+	Tags           []string
+	NodeMeta       map[string]string
+	ServiceMeta    map[string]string
+	Connect        struct{ Enabled bool }
+}
+
+type failoverJSON struct {
+	NearestN    int
+	Datacenters []string
+	Targets     []model.QueryTarget
+}
+
+func toQuery(q model.PreparedQuery) queryJSON {
+	sv := q.Service
+	return queryJSON{ID: q.ID, Name: q.Name, Session: q.Session, Token: q.Token, DNS: q.DNS,
+		Service: serviceQueryJSON{Service: sv.Service, OnlyPassing: sv.OnlyPassing, IgnoreCheckIDs: sv.IgnoreCheckIDs,
+			Near: sv.Near, Tags: sv.Tags, NodeMeta: sv.NodeMeta, ServiceMeta: sv.ServiceMeta,
+			Failover: failoverJSON{NearestN: sv.Failover.NearestN, Datacenters: sv.Failover.Datacenters, Targets: sv.Failover.Targets}},
+		CreateIndex: q.CreateIndex, ModifyIndex: q.ModifyIndex}
+}

@@ -1,0 +1,171 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// The service reads of the catalog and health endpoints (S55, S59). Each is
+// a blocking read served per consistency mode like every other read, and
+// answers [] (or {}) rather than null when nothing matches.
+
+// decodeRegisterBody reads a catalog register body, which may be larger
+// than other JSON bodies (a service and its checks' output).
+func decodeRegisterBody(c *call, v any) ([]byte, error) {
+	body, err := readBody(c, maxRegisterBody, bodyOver(maxRegisterBody))
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return nil, errorf(http.StatusBadRequest, "Request decode failed: %v", err)
+	}
+	return body, nil
+}
+
+// catalogServices is GET /v1/catalog/services: service name → its tags.
+func (h *handler) catalogServices(c *call) error {
+	q, err := parseQuery(c.r.URL.Query())
+	if err != nil {
+		return err
+	}
+	return h.serveRead(c, q, func(s *model.State) view {
+		return view{index: s.Tables().Services, body: s.ServiceNames()}
+	})
+}
+
+// catalogService is GET /v1/catalog/service/<name>[?tag=…]: its instances.
+func (h *handler) catalogService(c *call) error {
+	tags, err := tagParams(c.r.URL.Query())
+	if err != nil {
+		return err
+	}
+	return h.serveArgRead(c, "Missing service name", func(s *model.State) view {
+		out := []serviceNodeJSON{}
+		for _, in := range s.ServiceInstances(c.arg) {
+			if hasTags(in.Service.Tags, tags) {
+				out = append(out, h.toServiceNode(in))
+			}
+		}
+		return view{index: max(s.Tables().Nodes, s.Tables().Services), body: out}
+	})
+}
+
+// catalogNodeServices is GET /v1/catalog/node-services/<node>:
+// {"Node":…,"Services":[…]}, or null for an unknown node.
+func (h *handler) catalogNodeServices(c *call) error {
+	return h.serveArgRead(c, "Missing node name", func(s *model.State) view {
+		index := max(s.Tables().Nodes, s.Tables().Services)
+		n, ok := s.Node(c.arg)
+		if !ok {
+			return view{index: index, body: json.RawMessage("null")}
+		}
+		services := []nodeServiceJSON{}
+		for _, sv := range s.ServiceList(n.Name) {
+			services = append(services, toNodeService(sv))
+		}
+		return view{index: index, body: struct {
+			Node     *nodeJSON
+			Services []nodeServiceJSON
+		}{h.toNode(n), services}}
+	})
+}
+
+// healthService is GET /v1/health/service/<name>[?passing][&tag=…]: each
+// instance with its node and the checks that decide its health, node checks
+// included (CONSUL.md §14).
+func (h *handler) healthService(c *call) error {
+	v := c.r.URL.Query()
+	tags, err := tagParams(v)
+	if err != nil {
+		return err
+	}
+	passing := false
+	if vals, ok := v["passing"]; ok {
+		passing = true
+		if vals[0] != "" {
+			if passing, err = strconv.ParseBool(vals[0]); err != nil {
+				return errorf(http.StatusBadRequest, "Invalid value for ?passing")
+			}
+		}
+	}
+	return h.serveArgRead(c, "Missing service name", func(s *model.State) view {
+		out := []healthEntryJSON{}
+		for _, in := range s.ServiceInstances(c.arg) {
+			if hasTags(in.Service.Tags, tags) && (!passing || allPassing(in.Checks)) {
+				out = append(out, h.toHealthEntry(s, in))
+			}
+		}
+		return view{index: max(s.Tables().Nodes, s.Tables().Services, s.Tables().Checks), body: out}
+	})
+}
+
+// healthChecks is GET /v1/health/checks/<service>: the checks of the
+// service's instances, without node checks.
+func (h *handler) healthChecks(c *call) error {
+	return h.serveArgRead(c, "Missing service name", func(s *model.State) view {
+		return view{index: s.Tables().Checks, body: toChecks(s, s.ServiceChecks(c.arg))}
+	})
+}
+
+// healthEntryJSON is structs.CheckServiceNode.
+type healthEntryJSON struct {
+	Node    *nodeJSON
+	Service nodeServiceJSON
+	Checks  []checkJSON
+}
+
+func (h *handler) toHealthEntry(s *model.State, in model.ServiceInstance) healthEntryJSON {
+	return healthEntryJSON{Node: h.toNode(in.Node), Service: toNodeService(in.Service), Checks: toChecks(s, in.Checks)}
+}
+
+func (h *handler) toServiceNode(in model.ServiceInstance) serviceNodeJSON {
+	sv := in.Service
+	return serviceNodeJSON{Node: in.Node.Name, Address: in.Node.Address, Datacenter: h.opts.Datacenter,
+		TaggedAddresses: map[string]string{}, NodeMeta: map[string]string{},
+		ServiceID: sv.ServiceID, ServiceName: sv.Service, ServiceTags: orEmpty(sv.Tags),
+		ServiceAddress: sv.Address, ServiceWeights: defaultWeights, ServiceMeta: orEmptyMap(sv.Meta),
+		ServicePort: sv.Port, CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex}
+}
+
+// tagParams reads the repeatable ?tag filter, bounded like a service's tags.
+func tagParams(v url.Values) ([]string, error) {
+	tags := v["tag"]
+	if err := tagLimits("Tag filter", tags); err != nil {
+		return nil, err
+	}
+	return tags, nil
+}
+
+// hasTags: the instance carries every wanted tag, compared ignoring case as
+// Consul's tag filter does.
+func hasTags(have, want []string) bool {
+	for _, w := range want {
+		found := false
+		for _, t := range have {
+			if strings.EqualFold(t, w) {
+				found = true
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// allPassing is ?passing's filter: any check not passing, warning included,
+// drops the instance.
+func allPassing(checks []model.Check) bool {
+	for _, c := range checks {
+		if c.Status != model.HealthPassing {
+			return false
+		}
+	}
+	return true
+}
