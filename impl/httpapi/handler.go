@@ -98,8 +98,8 @@ type route struct {
 }
 
 const (
-	get = http.MethodGet
-	put = http.MethodPut
+	get  = http.MethodGet
+	put  = http.MethodPut
 	del  = http.MethodDelete
 	post = http.MethodPost
 )
