@@ -321,7 +321,7 @@ type serviceQueryJSON struct {
 	Tags           []string
 	NodeMeta       map[string]string
 	ServiceMeta    map[string]string
-	Connect        struct{ Enabled bool }
+	Connect        bool
 }
 
 type failoverJSON struct {
