@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/consul/api"
 )
@@ -178,4 +179,70 @@ func TestServiceRegisterAndDeregister(t *testing.T) {
 	// Deregistering a service the node does not have is done already.
 	want(t, "deregister unknown service", f.doJSON(http.MethodPut, "/v1/catalog/deregister",
 		map[string]any{"Node": "n1", "ServiceID": "nosuch"}), http.StatusOK, "true")
+}
+
+// A blocking health read of a service wakes when one of its checks
+// changes, and answers the new status at the new index (S46, S55); a
+// blocking query list wakes on a create.
+func TestBlockingServiceReads(t *testing.T) {
+	f := newFixture(t)
+	f.registerWeb("n1", "10.0.0.1", nil, "passing")
+	_, meta, err := f.client.Health().Service("web", "", false, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		entries []*api.ServiceEntry
+		index   uint64
+		err     error
+	}
+	ch := make(chan result, 1)
+	reads := f.b.Store().Reads()
+	go func() {
+		e, m, err := f.client.Health().Service("web", "", true, &api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: time.Minute})
+		if err != nil {
+			ch <- result{err: err}
+			return
+		}
+		ch <- result{e, m.LastIndex, nil}
+	}()
+	f.parkedAfter(reads)
+	want(t, "web-alive warning", f.doJSON(http.MethodPut, "/v1/catalog/register", map[string]any{
+		"Node": "n1", "Address": "10.0.0.1", "Check": map[string]any{"CheckID": "web-alive", "Status": "warning", "ServiceID": "web-n1"},
+	}), http.StatusOK, "true")
+	select {
+	case got := <-ch:
+		if got.err != nil || len(got.entries) != 0 || got.index <= meta.LastIndex {
+			t.Fatalf("woken ?passing read: %+v at %d (was %d), %v", got.entries, got.index, meta.LastIndex, got.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("blocked health read never answered")
+	}
+
+	_, qmeta, err := f.client.PreparedQuery().List(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads = f.b.Store().Reads()
+	qch := make(chan result, 1)
+	go func() {
+		l, m, err := f.client.PreparedQuery().List(&api.QueryOptions{WaitIndex: qmeta.LastIndex, WaitTime: time.Minute})
+		if err != nil {
+			qch <- result{err: err}
+			return
+		}
+		qch <- result{make([]*api.ServiceEntry, len(l)), m.LastIndex, nil}
+	}()
+	f.parkedAfter(reads)
+	if _, _, err := f.client.PreparedQuery().Create(&api.PreparedQueryDefinition{Name: "q", Service: api.ServiceQuery{Service: "web"}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-qch:
+		if got.err != nil || len(got.entries) != 1 || got.index <= qmeta.LastIndex {
+			t.Fatalf("woken query list: %d at %d, %v", len(got.entries), got.index, got.err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("blocked query list never answered")
+	}
 }
