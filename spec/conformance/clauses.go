@@ -90,6 +90,12 @@ var Clauses = []Clause{
 	{"S52", Tenure, "a reap never lets a sequencer be issued twice"},
 	{"S53", Contract, "gossip membership reaches the catalog through the leader"},
 	{"S54", Tenure, "servers join raft as voters and leave it only by leave or force-leave"},
+	{"S55", Contract, "register writes node, services and checks all or nothing; service deregistration takes its checks"},
+	{"S56", Contract, "sessions bind NodeChecks, ServiceChecks and legacy Checks; reads return them as created"},
+	{"S57", Contract, "prepared-query writes validated; state checks in the apply"},
+	{"S58", Contract, "invalidating a session deletes its prepared queries"},
+	{"S59", Contract, "execute filters by service, tags, meta and health"},
+	{"S60", Consul, "Consul answers refused prepared-query writes 500"},
 }
 
 // clauseByID returns the clause with the given ID.

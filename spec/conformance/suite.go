@@ -13,6 +13,8 @@ func Suite() []Case {
 		blockingCases(),
 		recipeCases(),
 		membershipCases(),
+		serviceCases(),
+		queryCases(),
 	} {
 		all = append(all, group...)
 	}
