@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tenurekv/tenure/model"
 )
@@ -250,6 +251,7 @@ func (h *handler) queryExecute(c *call, idOrName string) error {
 		}
 	}
 	q.index = 0 // execute does not block (CONSUL.md §14)
+	meta := h.queryMeta(q)
 	return h.serveRead(c, q, func(s *model.State) view {
 		pq, ok := s.ResolveQuery(idOrName)
 		if !ok {
@@ -263,8 +265,9 @@ func (h *handler) queryExecute(c *call, idOrName string) error {
 		if limit > 0 && len(nodes) > limit {
 			nodes = nodes[:limit]
 		}
-		return view{index: max(s.Tables().Queries, s.Tables().Nodes, s.Tables().Services, s.Tables().Checks),
-			body: executeJSON{Service: pq.Service.Service, Nodes: nodes, DNS: pq.DNS, Datacenter: h.opts.Datacenter}}
+		index := max(s.Tables().Queries, s.Tables().Nodes, s.Tables().Services, s.Tables().Checks)
+		return view{index: index, body: executeJSON{Service: pq.Service.Service, Nodes: nodes,
+			DNS: dnsJSON(pq.DNS), Datacenter: h.opts.Datacenter, queryMetaJSON: meta.at(index)}}
 	})
 }
 
@@ -275,12 +278,16 @@ func (h *handler) queryExplain(c *call, idOrName string) error {
 		return err
 	}
 	q.index = 0
+	meta := h.queryMeta(q)
 	return h.serveRead(c, q, func(s *model.State) view {
 		pq, ok := s.ResolveQuery(idOrName)
 		if !ok {
 			return view{index: s.Tables().Queries, fail: errorf(http.StatusNotFound, "Query not found")}
 		}
-		return view{index: s.Tables().Queries, body: struct{ Query queryJSON }{toQuery(pq)}}
+		return view{index: s.Tables().Queries, body: struct {
+			Query queryJSON
+			queryMetaJSON
+		}{toQuery(pq), meta.at(s.Tables().Queries)}}
 	})
 }
 
@@ -288,10 +295,40 @@ func (h *handler) queryExplain(c *call, idOrName string) error {
 type executeJSON struct {
 	Service    string
 	Nodes      []healthEntryJSON
-	DNS        model.QueryDNS
+	DNS        dnsJSON
 	Datacenter string
+	PeerName   string
 	Failovers  int
+	queryMetaJSON
 }
+
+// queryMetaJSON is structs.QueryMeta, which Consul's execute and explain
+// answers embed.
+type queryMetaJSON struct {
+	Index                 uint64
+	LastContact           time.Duration
+	KnownLeader           bool
+	ConsistencyLevel      string
+	NotModified           bool
+	Backend               int
+	ResultsFilteredByACLs bool
+}
+
+// queryMeta is taken before the read: Backend.Leader may read the state
+// itself, which must not happen under Backend.Read. The read sets Index.
+func (h *handler) queryMeta(q queryOpts) queryMetaJSON {
+	isLeader, _, known := h.b.Leader()
+	return queryMetaJSON{LastContact: max(h.b.LastContact(), 0),
+		KnownLeader: isLeader || known, ConsistencyLevel: q.mode.String()}
+}
+
+func (m queryMetaJSON) at(index uint64) queryMetaJSON {
+	m.Index = max(index, 1)
+	return m
+}
+
+// dnsJSON is structs.QueryDNSOptions: TTL shown even when empty.
+type dnsJSON struct{ TTL string }
 
 // queryJSON is structs.PreparedQuery as Consul shows it; tenure has no
 // ACLs, so the token is shown as stored, as Consul shows it to a caller
@@ -307,13 +344,14 @@ type queryJSON struct {
 		RemoveEmptyTags bool
 	}
 	Service     serviceQueryJSON
-	DNS         model.QueryDNS
+	DNS         dnsJSON
 	CreateIndex uint64
 	ModifyIndex uint64
 }
 
 type serviceQueryJSON struct {
 	Service        string
+	SamenessGroup  string
 	Failover       failoverJSON
 	OnlyPassing    bool
 	IgnoreCheckIDs []string
@@ -322,6 +360,7 @@ type serviceQueryJSON struct {
 	NodeMeta       map[string]string
 	ServiceMeta    map[string]string
 	Connect        bool
+	Peer           string
 }
 
 type failoverJSON struct {
@@ -332,7 +371,7 @@ type failoverJSON struct {
 
 func toQuery(q model.PreparedQuery) queryJSON {
 	sv := q.Service
-	return queryJSON{ID: q.ID, Name: q.Name, Session: q.Session, Token: q.Token, DNS: q.DNS,
+	return queryJSON{ID: q.ID, Name: q.Name, Session: q.Session, Token: q.Token, DNS: dnsJSON(q.DNS),
 		Service: serviceQueryJSON{Service: sv.Service, OnlyPassing: sv.OnlyPassing, IgnoreCheckIDs: sv.IgnoreCheckIDs,
 			Near: sv.Near, Tags: sv.Tags, NodeMeta: sv.NodeMeta, ServiceMeta: sv.ServiceMeta,
 			Failover: failoverJSON{NearestN: sv.Failover.NearestN, Datacenters: sv.Failover.Datacenters, Targets: sv.Failover.Targets}},

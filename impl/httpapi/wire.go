@@ -163,6 +163,13 @@ type checkJSON struct {
 	ServiceName string
 	ServiceTags []string
 	Type        string
+	// Interval, Timeout, ExposedPort and Definition describe how an agent
+	// runs the check; the catalog stores none of them, so they are always
+	// empty, as Consul shows a check registered through the catalog.
+	Interval    string
+	Timeout     string
+	ExposedPort int
+	Definition  struct{}
 	CreateIndex uint64
 	ModifyIndex uint64
 }
