@@ -56,22 +56,23 @@ func (h *handler) catalogService(c *call) error {
 }
 
 // catalogNodeServices is GET /v1/catalog/node-services/<node>:
-// {"Node":…,"Services":[…]}, or null for an unknown node.
+// {"Node":…,"Services":[…]}; both null for an unknown node, as Consul answers.
 func (h *handler) catalogNodeServices(c *call) error {
+	type answer struct {
+		Node     *nodeJSON
+		Services []nodeServiceJSON
+	}
 	return h.serveArgRead(c, "Missing node name", func(s *model.State) view {
 		index := max(s.Tables().Nodes, s.Tables().Services)
 		n, ok := s.Node(c.arg)
 		if !ok {
-			return view{index: index, body: json.RawMessage("null")}
+			return view{index: index, body: answer{}}
 		}
 		services := []nodeServiceJSON{}
 		for _, sv := range s.ServiceList(n.Name) {
 			services = append(services, toNodeService(sv))
 		}
-		return view{index: index, body: struct {
-			Node     *nodeJSON
-			Services []nodeServiceJSON
-		}{h.toNode(n), services}}
+		return view{index: index, body: answer{h.toNode(n), services}}
 	})
 }
 

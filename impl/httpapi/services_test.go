@@ -63,6 +63,8 @@ func TestServiceReads(t *testing.T) {
 	if ns.Node == nil || ns.Node.Node != "n2" || len(ns.Services) != 1 || ns.Services[0].ID != "web-n2" {
 		t.Fatalf("node-services n2: %s", r.text())
 	}
+	want(t, "node-services of an unknown node", f.do(http.MethodGet, "/v1/catalog/node-services/ghost", nil),
+		http.StatusOK, `{"Node":null,"Services":null}`)
 
 	entries, _, err := f.client.Health().Service("web", "", false, nil)
 	if err != nil || len(entries) != 2 {
