@@ -248,3 +248,50 @@ func TestBlockingServiceReads(t *testing.T) {
 		t.Fatal("blocked query list never answered")
 	}
 }
+
+// A follower forwards service and query writes and default reads to the
+// leader, and serves ?stale reads itself, like every other endpoint.
+func TestServiceAndQueryForwarding(t *testing.T) {
+	_, f, fwd := newPair(t)
+	step := func(what string, forwarded bool, do func()) {
+		t.Helper()
+		n := fwd.count()
+		do()
+		if got := fwd.count() - n; (got == 1) != forwarded || got > 1 {
+			t.Fatalf("%s: forwarded %d times, want forwarded=%v", what, got, forwarded)
+		}
+	}
+	step("register service", true, func() { f.registerWeb("n1", "10.0.0.1", nil, "passing") })
+	step("health service", true, func() {
+		if e, _, err := f.client.Health().Service("web", "", false, nil); err != nil || len(e) != 1 {
+			t.Fatalf("forwarded health read: %+v %v", e, err)
+		}
+	})
+	step("stale catalog service", false, func() {
+		if e, _, err := f.client.Catalog().Service("web", "", &api.QueryOptions{AllowStale: true}); err != nil || len(e) != 1 {
+			t.Fatalf("stale catalog read: %+v %v", e, err)
+		}
+	})
+	var id string
+	step("query create", true, func() {
+		var err error
+		if id, _, err = f.client.PreparedQuery().Create(&api.PreparedQueryDefinition{Name: "q", Service: api.ServiceQuery{Service: "web"}}, nil); err != nil || id == "" {
+			t.Fatalf("forwarded create: %q %v", id, err)
+		}
+	})
+	step("stale execute", false, func() {
+		if res, _, err := f.client.PreparedQuery().Execute("q", &api.QueryOptions{AllowStale: true}); err != nil || len(res.Nodes) != 1 {
+			t.Fatalf("stale execute: %+v %v", res, err)
+		}
+	})
+	step("query delete", true, func() {
+		if _, err := f.client.PreparedQuery().Delete(id, nil); err != nil {
+			t.Fatalf("forwarded delete: %v", err)
+		}
+	})
+	step("deregister service", true, func() {
+		if _, err := f.client.Catalog().Deregister(&api.CatalogDeregistration{Node: "n1", ServiceID: "web-n1"}, nil); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
