@@ -123,7 +123,7 @@ func (a *applier) validateRegister(r *Register) *Error {
 		case sv.ID == "" && sv.Service == "":
 			return errorf(ErrInvalid, "Must provide service name")
 		case sv.Service == "":
-			return errorf(ErrInvalid, "Must provide service name with ID")
+			return errorf(ErrInvalid, "Must provide service name (Service.Service) when service ID is provided")
 		case services[sv.ID]:
 			return errorf(ErrInvalid, "Duplicate service '%s'", sv.ID)
 		}
@@ -144,7 +144,7 @@ func (a *applier) validateRegister(r *Register) *Error {
 			continue
 		}
 		if _, ok := a.s.services[ServiceKey{Node: r.Node, ServiceID: c.ServiceID}]; !ok {
-			return errorf(ErrMissing, "Missing service registration")
+			return errorf(ErrMissing, "Unknown service ID '%s' for check ID '%s'", c.ServiceID, c.CheckID)
 		}
 	}
 	return nil

@@ -74,7 +74,7 @@ func toRegister(b registerBody) (model.Register, error) {
 		// costs no index. The ID defaults to the name in the model.
 		switch {
 		case sv.Service == "" && sv.ID != "":
-			return reg, errorf(http.StatusBadRequest, "Must provide service name with ID")
+			return reg, errorf(http.StatusBadRequest, "Must provide service name (Service.Service) when service ID is provided")
 		case sv.Service == "":
 			return reg, errorf(http.StatusBadRequest, "Must provide service name")
 		}

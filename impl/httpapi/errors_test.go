@@ -75,7 +75,7 @@ func TestRejectionsChangeNothing(t *testing.T) {
 		{"register garbage", put, "/v1/catalog/register", `[`, 400, "Request decode failed: unexpected end of JSON input", ""},
 		{"register without node", put, "/v1/catalog/register", `{"Address":"x"}`, 400, "Must provide node", ""},
 		{"register without address", put, "/v1/catalog/register", `{"Node":"n"}`, 400, "Must provide address", ""},
-		{"register a service without a name", put, "/v1/catalog/register", `{"Node":"n","Address":"x","Service":{"ID":"web"}}`, 400, "Must provide service name with ID", ""},
+		{"register a service without a name", put, "/v1/catalog/register", `{"Node":"n","Address":"x","Service":{"ID":"web"}}`, 400, "Must provide service name (Service.Service) when service ID is provided", ""},
 		{"register bad status", put, "/v1/catalog/register", `{"Node":"n","Address":"x","Check":{"CheckID":"c","Status":"sick"}}`, 400, "Invalid check status 'sick'", ""},
 		{"register check of another node", put, "/v1/catalog/register", `{"Node":"n","Address":"x","Check":{"Node":"m","CheckID":"c"}}`, 400, `Check node "m" does not match node "n"`, ""},
 		{"register check without id", put, "/v1/catalog/register", `{"Node":"n","Address":"x","Check":{"Status":"passing"}}`, 400, "Must provide check ID", ""},

@@ -132,9 +132,9 @@ func TestServiceRegisterAndDeregister(t *testing.T) {
 		text string
 	}{
 		{"check of an unknown service", map[string]any{"Node": "n1", "Address": "10.0.0.1",
-			"Check": map[string]any{"CheckID": "x", "Status": "passing", "ServiceID": "nosuch"}}, 400, "Missing service registration"},
+			"Check": map[string]any{"CheckID": "x", "Status": "passing", "ServiceID": "nosuch"}}, 400, "Unknown service ID 'nosuch' for check ID 'x'"},
 		{"service ID without a name", map[string]any{"Node": "n1", "Address": "10.0.0.1",
-			"Service": map[string]any{"ID": "db"}}, 400, "Must provide service name with ID"},
+			"Service": map[string]any{"ID": "db"}}, 400, "Must provide service name (Service.Service) when service ID is provided"},
 		{"too many tags", map[string]any{"Node": "n1", "Address": "10.0.0.1",
 			"Service": map[string]any{"Service": "db", "Tags": make([]string, 65)}}, 413, "Too many Service tags (65 > 64)"},
 		{"huge output", map[string]any{"Node": "n1", "Address": "10.0.0.1",
