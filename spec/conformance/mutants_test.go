@@ -611,6 +611,11 @@ func TestMutantsAreCaught(t *testing.T) {
 			t.Parallel()
 			rep := Run(context.Background(), Options{Addr: proxyFor(t, base, m), Token: *flagToken,
 				Profile: Tenure, Filter: m.filter, ReapWait: reapWait, Agent: agent})
+			if rep.Failed == 0 && rep.Passed == 0 && len(rep.Cases) > 0 {
+				// Against a real Consul, S52 needs -reap-wait: a mutant none
+				// of whose cases could run says nothing either way.
+				t.Skipf("every case of %s was skipped: %s", m.filter, rep.Cases[0].Reason)
+			}
 			if rep.Failed == 0 {
 				t.Errorf("mutant %s survived cases %s (%d passed)", m.name, m.filter, rep.Passed)
 			}
