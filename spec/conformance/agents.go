@@ -28,9 +28,10 @@ type Agent struct {
 	Node string // its node name, unique to the run and case
 	HTTP string // base URL of its HTTP API
 
-	t   *T
-	cmd *exec.Cmd
-	out *tailBuffer
+	t      *T
+	cmd    *exec.Cmd
+	out    *tailBuffer
+	exited chan struct{} // closed when the process has ended
 }
 
 // agentJoinTimeout bounds how long a started agent may take to be
@@ -58,19 +59,61 @@ func (t *T) StartAgent(name string) *Agent {
 	t.Require(self.Member.Addr != "" && self.Member.Port > 0, "agent self names no gossip address: %s", r)
 	join := net.JoinHostPort(self.Member.Addr, strconv.Itoa(self.Member.Port))
 
+	node := fmt.Sprintf("conf-%s-%d-%s", t.env.runID, t.seq, name)
+	// The free ports are only free when found: an agent that exits at once
+	// (most likely a port taken meanwhile, gossip's UDP one included) is
+	// started again on fresh ones.
+	const attempts = 3
+	for try := 1; ; try++ {
+		a := t.startAgentOnce(node, join, self.Config.Datacenter)
+		if t.awaitRegistered(a) {
+			return a
+		}
+		if try == attempts {
+			t.Fatalf("agent %s exited while starting, %d times; its output ends:\n%s", node, attempts, a.out.String())
+		}
+		t.Logf("agent %s exited while starting (attempt %d); its output ends:\n%s", node, try, a.out.String())
+	}
+}
+
+// awaitRegistered waits until the leader has registered a's node with
+// serfHealth passing; it reports false if a's process ended first.
+func (t *T) awaitRegistered(a *Agent) bool {
+	deadline := time.Now().Add(agentJoinTimeout)
+	for {
+		if serf := t.NodeChecks(a.Node)["serfHealth"]; serf != nil && serf.Status == "passing" {
+			t.Equal("serfHealth name of agent "+a.Node, serf.Name, "Serf Health Status")
+			return true
+		}
+		select {
+		case <-a.exited:
+			return false
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agent %s was not registered with serfHealth passing within %v; its output ends:\n%s",
+				a.Node, agentJoinTimeout, a.out.String())
+		}
+		t.Sleep(100 * time.Millisecond)
+	}
+}
+
+// startAgentOnce starts the agent process on fresh ports and registers its
+// cleanup.
+func (t *T) startAgentOnce(node, join, dc string) *Agent {
 	dir, err := os.MkdirTemp("", "conformance-agent-")
 	if err != nil {
 		t.Fatalf("agent data dir: %v", err)
 	}
-	a := &Agent{Node: fmt.Sprintf("conf-%s-%d-%s", t.env.runID, t.seq, name), t: t, out: &tailBuffer{max: 16 << 10}}
+	a := &Agent{Node: node, t: t, out: &tailBuffer{max: 16 << 10}, exited: make(chan struct{})}
 	httpPort, serfPort, serverPort := freePort(t), freePort(t), freePort(t)
 	a.HTTP = "http://127.0.0.1:" + httpPort
-	args := []string{"agent", "-node", a.Node, "-data-dir", dir, "-bind", "127.0.0.1", "-client", "127.0.0.1",
+	args := []string{"agent", "-node", node, "-data-dir", dir, "-bind", "127.0.0.1", "-client", "127.0.0.1",
 		"-http-port", httpPort, "-serf-lan-port", serfPort, "-server-port", serverPort,
 		"-dns-port=-1", "-grpc-port=-1", "-grpc-tls-port=-1", "-serf-wan-port=-1", "-https-port=-1",
 		"-retry-join", join, "-retry-interval", "1s"}
-	if self.Config.Datacenter != "" {
-		args = append(args, "-datacenter", self.Config.Datacenter)
+	if dc != "" {
+		args = append(args, "-datacenter", dc)
 	}
 	// Not tied to the case's context: a timed-out case must still be able
 	// to force-leave the agent in its cleanup before the process goes.
@@ -80,34 +123,26 @@ func (t *T) StartAgent(name string) *Agent {
 		_ = os.RemoveAll(dir)
 		t.Fatalf("start agent %s: %v", t.env.agentBin, err)
 	}
+	go func() {
+		_ = a.cmd.Wait() // its exit status says nothing: cases kill it
+		close(a.exited)
+	}()
 	t.Cleanup(func(ctx context.Context) error {
 		// The process first, then its membership: a force-left member that
 		// is still alive would refute the leave and stay registered.
 		_ = a.cmd.Process.Signal(syscall.SIGCONT)
 		_ = a.cmd.Process.Kill()
-		_ = a.cmd.Wait()
+		<-a.exited
 		_ = os.RemoveAll(dir)
 		// Both may fail harmlessly: the member may be gone from the pool
 		// already (Consul answers 500 for an unknown node), and the node
 		// from the catalog.
-		_, _ = t.env.do(ctx, http.MethodPut, "/v1/agent/force-leave/"+url.PathEscape(a.Node)+"?prune", nil)
-		b, _ := json.Marshal(map[string]any{"Node": a.Node})
+		_, _ = t.env.do(ctx, http.MethodPut, "/v1/agent/force-leave/"+url.PathEscape(node)+"?prune", nil)
+		b, _ := json.Marshal(map[string]any{"Node": node})
 		_, err := t.env.do(ctx, http.MethodPut, "/v1/catalog/deregister", b)
 		return err
 	})
-
-	deadline := time.Now().Add(agentJoinTimeout)
-	for {
-		if serf := t.NodeChecks(a.Node)["serfHealth"]; serf != nil && serf.Status == "passing" {
-			t.Equal("serfHealth name of agent "+a.Node, serf.Name, "Serf Health Status")
-			return a
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("agent %s was not registered with serfHealth passing within %v; its output ends:\n%s",
-				a.Node, agentJoinTimeout, a.out.String())
-		}
-		t.Sleep(100 * time.Millisecond)
-	}
+	return a
 }
 
 // Kill ends the agent's process with SIGKILL: it stops answering gossip
