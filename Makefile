@@ -48,12 +48,14 @@ tlc:
 
 ## conformance: the conformance suite against ADDR (any Consul-API server), e.g.
 ##   make conformance ADDR=http://127.0.0.1:8500 PROFILE=contract
+## AGENT=<binary of the server's kind> lets the cases that need gossip members of their own start
+## client agents and join them to the server's pool (they SKIP without it)
 ADDR    ?=
 PROFILE ?= contract
 .PHONY: conformance mutants test-cluster sim-long
 conformance: build
 	@if [ -z "$(ADDR)" ]; then echo "usage: make conformance ADDR=http://host:port [PROFILE=contract|consul|tenure]"; exit 2; fi
-	./bin/tenure conform -addr $(ADDR) -profile $(PROFILE)
+	./bin/tenure conform -addr $(ADDR) -profile $(PROFILE) $(if $(AGENT),-agent $(AGENT))
 
 ## mutants: the suite against deliberately broken servers (a rewriting proxy in front of ADDR,
 ## or of an in-process tenure without ADDR); prints the cases that killed each mutant

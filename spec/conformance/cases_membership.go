@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"net/http"
+	"net/url"
+	"time"
 )
 
 // Gossip membership: S53, S54.
@@ -9,6 +11,9 @@ import (
 func membershipCases() []Case {
 	return []Case{
 		{Clause: "S53", Name: "alive-member-registered-with-passing-serfhealth", Run: s53AliveMember},
+		{Clause: "S53", Name: "failed-member-invalidates-only-serfhealth-sessions-force-leave-the-rest", Slow: true, Agents: true,
+			Run: s53FailedThenForceLeft},
+		{Clause: "S53", Name: "left-member-deregistered-with-all-its-sessions", Slow: true, Agents: true, Run: s53Left},
 		{Clause: "S54", Name: "no-dead-server-cleanup", Run: s54NoDeadServerCleanup},
 	}
 }
@@ -61,4 +66,73 @@ func s53AliveMember(t *T) {
 	t.Require(serf != nil, "node %s has no serfHealth check", node)
 	t.Equal("serfHealth status", serf.Status, "passing")
 	t.Equal("serfHealth name", serf.Name, "Serf Health Status")
+}
+
+// memberTimeout bounds how long gossip and the leader may take to act on a
+// failure or a leave: failure detection plus one raft write (CONSUL.md §13).
+const memberTimeout = 90 * time.Second
+
+// heldPair is a member's two sessions, each holding a key: bound is the
+// default session (bound to the member's serfHealth), free is bound to no
+// check.
+type heldPair struct{ bound, free, boundKey, freeKey string }
+
+func holdTwo(t *T, a *Agent) heldPair {
+	h := heldPair{boundKey: t.Key("bound"), freeKey: t.Key("free")}
+	// The default check list, so bound to serfHealth as every session an
+	// agent creates for itself is (S2).
+	h.bound = t.CreateSession(map[string]any{"Node": a.Node})
+	h.free = t.CreateSessionOn(a.Node, nil, nil)
+	t.Require(t.Acquire(h.boundKey, h.bound, "b"), "acquire %s with the serfHealth session answered false", h.boundKey)
+	t.Require(t.Acquire(h.freeKey, h.free, "f"), "acquire %s with the unbound session answered false", h.freeKey)
+	return h
+}
+
+// s53FailedThenForceLeft: a member killed with -9 is declared failed: only
+// its serfHealth goes critical, taking the sessions bound to it and no
+// others, and the node stays registered. A force-leave of the failed
+// member then deregisters the node, taking every session left on it.
+func s53FailedThenForceLeft(t *T) {
+	a := t.StartAgent("failed")
+	h := holdTwo(t, a)
+	a.Kill()
+
+	t.WaitFor("serfHealth of the killed member to go critical", memberTimeout, 100*time.Millisecond, func() bool {
+		c := t.NodeChecks(a.Node)["serfHealth"]
+		return c != nil && c.Status == "critical"
+	})
+	t.Check(!t.Alive(h.bound), "session %s bound to serfHealth outlived the critical check", h.bound)
+	if kv := t.MustGet(h.boundKey); kv.Session != "" {
+		t.Errorf("key %s still held by %q after its session's check went critical", h.boundKey, kv.Session)
+	}
+	t.Check(t.Alive(h.free), "session %s bound to no check was invalidated by the failure", h.free)
+	t.Equal("holder of "+h.freeKey+" after the failure", t.MustGet(h.freeKey).Session, h.free)
+
+	r := t.Do(http.MethodPut, "/v1/agent/force-leave/"+url.PathEscape(a.Node), nil)
+	t.Require(r.Code == 200, "force-leave %s: want 200, got %s", a.Node, r)
+	t.WaitFor("the force-left member's unbound session to be invalidated", memberTimeout, 100*time.Millisecond,
+		func() bool { return !t.Alive(h.free) })
+	t.Equal("checks of the force-left node", len(t.NodeChecks(a.Node)), 0)
+	if kv := t.MustGet(h.freeKey); kv.Session != "" {
+		t.Errorf("key %s still held by %q after its node was deregistered", h.freeKey, kv.Session)
+	}
+}
+
+// s53Left: a member that leaves gracefully is deregistered, taking every
+// session on its node, bound to serfHealth or not.
+func s53Left(t *T) {
+	a := t.StartAgent("left")
+	h := holdTwo(t, a)
+	a.Leave()
+
+	t.WaitFor("the left member's node to be deregistered", memberTimeout, 100*time.Millisecond, func() bool {
+		return len(t.NodeChecks(a.Node)) == 0
+	})
+	t.Check(!t.Alive(h.bound), "session %s outlived its node's deregistration", h.bound)
+	t.Check(!t.Alive(h.free), "unbound session %s outlived its node's deregistration", h.free)
+	for _, k := range []string{h.boundKey, h.freeKey} {
+		if kv := t.MustGet(k); kv.Session != "" {
+			t.Errorf("key %s still held by %q after its node was deregistered", k, kv.Session)
+		}
+	}
 }

@@ -42,6 +42,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	skipSlow := fs.Bool("skip-slow", false, "skip cases that wait out real TTL and lock-delay timers (about a minute)")
 	list := fs.Bool("list", false, "list the cases and their status, run nothing")
 	reapWait := fs.Duration("reap-wait", 0, "how long the server takes to reap a deletion (reap window plus interval); 0 skips the S52 case")
+	agentBin := fs.String("agent", "", "agent binary of the server's kind (consul or tenure), with Consul's agent flags; the S53 cases that need gossip members of their own start client agents from it")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: tenure conform [-addr URL] [-token T] [-profile contract|consul|tenure] [-json] [-run REGEXP]\n\n")
 		fs.PrintDefaults()
@@ -74,7 +75,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return ExitUsage
 	}
 	opts := Options{Addr: *addr, Token: *token, Profile: p, Parallel: *parallel,
-		JSON: *asJSON, Filter: *run, SkipSlow: *skipSlow, ReapWait: *reapWait, Cases: mainCases()}
+		JSON: *asJSON, Filter: *run, SkipSlow: *skipSlow, ReapWait: *reapWait, Agent: *agentBin, Cases: mainCases()}
 	if *list {
 		return listCases(stdout, opts)
 	}
@@ -102,7 +103,7 @@ func listCases(w io.Writer, opts Options) int {
 			continue
 		}
 		what := "run"
-		if r := skipReason(c, opts.Profile, opts.SkipSlow); r != "" {
+		if r := skipReason(c, opts.Profile, opts.SkipSlow, opts.Agent); r != "" {
 			what = "skip: " + r
 		}
 		fmt.Fprintf(w, "%-55s %-9s %s\n", c.ID(), c.Status(), what)

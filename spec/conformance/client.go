@@ -24,6 +24,8 @@ type env struct {
 	runID string      // makes every key prefix and node name of the run unique
 	// reapWait is Options.ReapWait.
 	reapWait time.Duration
+	// agentBin is Options.Agent.
+	agentBin string
 }
 
 func newEnv(addr, token string) (*env, error) {

@@ -18,6 +18,7 @@ var (
 	flagFilter   = flag.String("filter", "", "regexp over case IDs, e.g. 'S2[0-9]/'")
 	flagParallel = flag.Int("workers", DefaultParallel, "cases run at once")
 	flagJSON     = flag.Bool("json", false, "log the report as JSON instead of a table")
+	flagAgent    = flag.String("agent", "", "agent binary of the -addr server's kind, for the cases that start gossip members (default with StartDev: DevAgent)")
 )
 
 // TestConformance runs the suite against -addr, or against an in-process
@@ -27,12 +28,13 @@ func TestConformance(t *testing.T) {
 	// lock-delay); running them side by side halves the package's wall time.
 	t.Parallel()
 	addr, profile, reapWait := serverUnderTest(t)
+	agent := agentUnderTest(t)
 	p, err := ParseStatus(profile)
 	if err != nil {
 		t.Fatalf("-profile: %v", err)
 	}
 	rep := Run(context.Background(), Options{Addr: addr, Token: *flagToken, Profile: p,
-		Parallel: *flagParallel, Filter: *flagFilter, SkipSlow: testing.Short(), ReapWait: reapWait})
+		Parallel: *flagParallel, Filter: *flagFilter, SkipSlow: testing.Short(), ReapWait: reapWait, Agent: agent})
 	var b strings.Builder
 	if *flagJSON {
 		err = rep.WriteJSON(&b)
@@ -56,6 +58,15 @@ func TestConformance(t *testing.T) {
 			}
 		})
 	}
+}
+
+// agentUnderTest is -agent, else DevAgent's binary for a StartDev server
+// when slow cases run (every case that starts agents is slow).
+func agentUnderTest(t *testing.T) string {
+	if *flagAgent == "" && *flagAddr == "" && DevAgent != nil && !testing.Short() {
+		return DevAgent(t)
+	}
+	return *flagAgent
 }
 
 // serverUnderTest picks -addr, else a StartDev server, else skips the test.

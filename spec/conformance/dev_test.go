@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -23,4 +25,13 @@ func init() {
 		return "http://" + a.HTTPAddr()
 	}
 	DevReapWait = devReapWait
+	// The S53 cases kill and stop agents, so they need processes: a tenure
+	// binary built for this run.
+	DevAgent = func(tb testing.TB) string {
+		bin := filepath.Join(tb.TempDir(), "tenure")
+		if out, err := exec.Command("go", "build", "-o", bin, "github.com/tenurekv/tenure/cmd/tenure").CombinedOutput(); err != nil {
+			tb.Fatalf("build tenure for the agent cases: %v\n%s", err, out)
+		}
+		return bin
+	}
 }

@@ -12,8 +12,14 @@
 // server. TTL and lock-delay cases wait on real timers (the slowest, the
 // 60s lock-delay cap, bounds a full run to about a minute).
 //
+// The S53 cases about failed, left and force-left members need gossip
+// members they may kill: they start client agents from -agent, a binary of
+// the server's kind with Consul's agent flags (consul for a Consul server,
+// tenure for tenure), join them to the server's pool, and report SKIP
+// without one.
+//
 // Entry points: Run (library), Main (the `tenure conform` command), and
-// `go test ./spec/conformance -addr URL -profile P [-filter RE]`; with no
-// -addr the test uses StartDev if an implementation linked one in, and
-// skips otherwise.
+// `go test ./spec/conformance -addr URL -profile P [-agent BIN] [-filter RE]`;
+// with no -addr the test uses StartDev (and DevAgent for -agent) if an
+// implementation linked one in, and skips otherwise.
 package conformance

@@ -22,7 +22,10 @@ type Case struct {
 	// Unobservable, when set, says why the clause cannot be checked by a
 	// client over HTTP; the case then always reports SKIP with that reason.
 	Unobservable string
-	Run          func(t *T)
+	// Agents marks cases that start gossip members of their own
+	// (T.StartAgent) from Options.Agent; without one they report SKIP.
+	Agents bool
+	Run    func(t *T)
 }
 
 // ID is the case's name as used in reports and by the filter.
@@ -52,6 +55,11 @@ type Options struct {
 	// window plus one interval). 0 skips the cases that need a reap (S52):
 	// a black-box suite cannot learn the window, and Consul's is 15 minutes.
 	ReapWait time.Duration
+	// Agent is an agent binary that takes Consul's agent flags and is of the
+	// server's own kind (consul for a Consul server, tenure for tenure). The
+	// cases that need gossip members of their own start client agents from
+	// it and join them to the server's pool; without it they are skipped.
+	Agent string
 }
 
 // Defaults for Options.
@@ -101,7 +109,7 @@ func Run(ctx context.Context, opts Options) Report {
 	var torun []int
 	for i, c := range selected {
 		results[i] = CaseResult{ID: c.ID(), Clause: c.Clause, Name: c.Name, Status: c.Status()}
-		if reason := skipReason(c, rep.Profile, opts.SkipSlow); reason != "" {
+		if reason := skipReason(c, rep.Profile, opts.SkipSlow, opts.Agent); reason != "" {
 			results[i].Outcome, results[i].Reason = Skip, reason
 			continue
 		}
@@ -112,6 +120,7 @@ func Run(ctx context.Context, opts Options) Report {
 		e, err := newEnv(opts.Addr, opts.Token)
 		if err == nil {
 			e.reapWait = opts.ReapWait
+			e.agentBin = opts.Agent
 			err = e.preflight(ctx)
 		}
 		if err != nil {
@@ -157,7 +166,8 @@ func Run(ctx context.Context, opts Options) Report {
 }
 
 // skipReason says why c is not run under profile p, or "" if it runs.
-func skipReason(c Case, p Status, skipSlow bool) string {
+// agent is Options.Agent.
+func skipReason(c Case, p Status, skipSlow bool, agent string) string {
 	st := c.Status()
 	switch {
 	case st == "":
@@ -170,6 +180,8 @@ func skipReason(c Case, p Status, skipSlow bool) string {
 		return "not observable over HTTP: " + c.Unobservable
 	case skipSlow && c.Slow:
 		return "slow case (waits on real TTL or lock-delay timers) skipped"
+	case c.Agents && agent == "":
+		return "starts gossip members of its own: needs an agent binary of the server's kind (-agent)"
 	}
 	return ""
 }

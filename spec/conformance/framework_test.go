@@ -103,6 +103,21 @@ func TestSkipReasons(t *testing.T) {
 	}
 }
 
+// TestAgentCasesNeedABinary: a case that starts agents is skipped, with
+// the reason, unless Options.Agent names a binary; with one it runs.
+func TestAgentCasesNeedABinary(t *testing.T) {
+	var ran atomic.Int32
+	cases := []Case{{Clause: "S53", Name: "agents", Agents: true, Run: func(*T) { ran.Add(1) }}}
+	c := byID(Run(context.Background(), Options{Addr: stub(t), Cases: cases}))["S53/agents"]
+	if c.Outcome != Skip || !strings.Contains(c.Reason, "needs an agent binary") || ran.Load() != 0 {
+		t.Errorf("without -agent: got %s %q (ran %d times), want SKIP naming the agent binary", c.Outcome, c.Reason, ran.Load())
+	}
+	c = byID(Run(context.Background(), Options{Addr: stub(t), Agent: "/bin/true", Cases: cases}))["S53/agents"]
+	if c.Outcome != Pass || ran.Load() != 1 {
+		t.Errorf("with -agent: got %s %q (ran %d times), want PASS, run once", c.Outcome, c.Reason, ran.Load())
+	}
+}
+
 func TestCaseOutcomes(t *testing.T) {
 	var cleaned atomic.Int32
 	cases := []Case{

@@ -75,6 +75,7 @@ type mutant struct {
 	name    string
 	filter  string // regexp of the cases that must catch it
 	slow    bool
+	agents  bool // its cases start agents (Options.Agent)
 	handle  func(m *mstate, x *exchange) (handled bool, err error)
 	prepare func(x *exchange) // optional request rewrite before forwarding
 }
@@ -87,6 +88,7 @@ type mstate struct {
 	lag      map[string]uint64      // LockIndex bumps hidden from clients
 	seen     map[string]uint64      // last LockIndex upstream answered, by key
 	timers   map[string]*time.Timer // pending early destroys, by session ID
+	kept     map[string][]byte      // last info answer of sessions bound to no check
 	stopped  bool
 }
 
@@ -103,7 +105,7 @@ func (m *mstate) stop() {
 func proxyFor(t *testing.T, base string, m mutant) string {
 	u := &upstream{base: strings.TrimSuffix(base, "/"), client: &http.Client{}}
 	st := &mstate{released: map[string]time.Time{}, freed: map[string]bool{},
-		lag: map[string]uint64{}, seen: map[string]uint64{}, timers: map[string]*time.Timer{}}
+		lag: map[string]uint64{}, seen: map[string]uint64{}, timers: map[string]*time.Timer{}, kept: map[string][]byte{}}
 	t.Cleanup(st.stop)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(r.Body)
@@ -322,7 +324,81 @@ func destroyTTLSessionsEarly(m *mstate, x *exchange) (bool, error) {
 	return true, nil
 }
 
+// sessionInfoID is the session ID of a session info read, "" for any
+// other request.
+func sessionInfoID(x *exchange) string {
+	if x.r.Method != http.MethodGet || !strings.HasPrefix(x.r.URL.Path, "/v1/session/info/") {
+		return ""
+	}
+	return strings.TrimPrefix(x.r.URL.Path, "/v1/session/info/")
+}
+
+// invalidateNodeOnFailure is a server whose failure handling takes every
+// session of a failed member's node, not only those bound to serfHealth
+// (S53): a session whose node's serfHealth is critical reads as gone.
+func invalidateNodeOnFailure(_ *mstate, x *exchange) (bool, error) {
+	if err := x.forward(); err != nil || x.code != 200 || sessionInfoID(x) == "" {
+		return true, err
+	}
+	var out []struct{ Node string }
+	if json.Unmarshal(x.out, &out) != nil || len(out) != 1 {
+		return true, nil
+	}
+	code, _, body, err := x.u.fwd(x.r.Context(), http.MethodGet, "/v1/health/node/"+url.PathEscape(out[0].Node), x.r.Header, nil)
+	if err != nil || code != 200 {
+		return true, err
+	}
+	var checks []struct{ CheckID, Status string }
+	if json.Unmarshal(body, &checks) != nil {
+		return true, nil
+	}
+	for _, c := range checks {
+		if c.CheckID == "serfHealth" && c.Status == "critical" {
+			x.out = []byte("[]")
+		}
+	}
+	return true, nil
+}
+
+// keepUnboundSessions is a server that deregisters a node but keeps its
+// sessions bound to no check (S53, S10): such a session, once created,
+// reads as alive forever.
+func keepUnboundSessions(m *mstate, x *exchange) (bool, error) {
+	if err := x.forward(); err != nil || x.code != 200 {
+		return true, err
+	}
+	if x.r.URL.Path == "/v1/session/create" {
+		var out struct{ ID string }
+		if json.Unmarshal(x.out, &out) != nil || out.ID == "" {
+			return true, nil
+		}
+		code, _, body, err := x.u.fwd(x.r.Context(), http.MethodGet, "/v1/session/info/"+out.ID, x.r.Header, nil)
+		if err != nil || code != 200 {
+			return true, err
+		}
+		var info []struct{ NodeChecks, Checks []string }
+		if json.Unmarshal(body, &info) == nil && len(info) == 1 && len(info[0].NodeChecks) == 0 && len(info[0].Checks) == 0 {
+			m.mu.Lock()
+			m.kept[out.ID] = body
+			m.mu.Unlock()
+		}
+		return true, nil
+	}
+	if id := sessionInfoID(x); id != "" && strings.TrimSpace(string(x.out)) == "[]" {
+		m.mu.Lock()
+		if kept := m.kept[id]; kept != nil {
+			x.out = kept
+		}
+		m.mu.Unlock()
+	}
+	return true, nil
+}
+
 var mutants = []mutant{
+	{name: "failure-invalidates-every-session-of-the-node", filter: `^S53/failed`, slow: true, agents: true,
+		handle: invalidateNodeOnFailure},
+	{name: "deregistration-keeps-unbound-sessions", filter: `^S53/left`, slow: true, agents: true,
+		handle: keepUnboundSessions},
 	// S41 would catch it too, but it is a tenure clause and mutants run the
 	// contract profile (so that -addr can point at a real Consul).
 	{name: "lockindex-not-bumped-after-release", filter: `^S27/`, handle: hideLockIndexBumps},
@@ -507,13 +583,21 @@ func TestMutantsAreCaught(t *testing.T) {
 	base, _, reapWait := serverUnderTest(t)
 	// The identity proxy must not break anything the mutants' cases check.
 	var all []string
+	needAgent := false
 	for _, m := range mutants {
 		if !m.slow || !testing.Short() {
 			all = append(all, m.filter)
+			needAgent = needAgent || m.agents
+		}
+	}
+	agent := ""
+	if needAgent {
+		if agent = agentUnderTest(t); agent == "" {
+			t.Errorf("the agent mutants need an agent binary: give -agent with -addr")
 		}
 	}
 	control := Run(context.Background(), Options{Addr: proxyFor(t, base, mutant{name: "identity"}),
-		Token: *flagToken, Profile: Tenure, Filter: strings.Join(all, "|"), ReapWait: reapWait})
+		Token: *flagToken, Profile: Tenure, Filter: strings.Join(all, "|"), ReapWait: reapWait, Agent: agent})
 	if !control.OK() || control.Passed == 0 {
 		var b strings.Builder
 		_ = control.WriteTable(&b) // writes to a strings.Builder cannot fail
@@ -526,7 +610,12 @@ func TestMutantsAreCaught(t *testing.T) {
 			}
 			t.Parallel()
 			rep := Run(context.Background(), Options{Addr: proxyFor(t, base, m), Token: *flagToken,
-				Profile: Tenure, Filter: m.filter, ReapWait: reapWait})
+				Profile: Tenure, Filter: m.filter, ReapWait: reapWait, Agent: agent})
+			if rep.Failed == 0 && rep.Passed == 0 && len(rep.Cases) > 0 {
+				// Against a real Consul, S52 needs -reap-wait: a mutant none
+				// of whose cases could run says nothing either way.
+				t.Skipf("every case of %s was skipped: %s", m.filter, rep.Cases[0].Reason)
+			}
 			if rep.Failed == 0 {
 				t.Errorf("mutant %s survived cases %s (%d passed)", m.name, m.filter, rep.Passed)
 			}

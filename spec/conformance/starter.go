@@ -13,3 +13,8 @@ var StartDev func(tb testing.TB) (addr string)
 
 // DevReapWait is Options.ReapWait for a StartDev server.
 var DevReapWait time.Duration
+
+// DevAgent, when set, returns an agent binary of StartDev's kind (for
+// Options.Agent), so that `go test` runs with no -addr also run the cases
+// that start gossip members of their own.
+var DevAgent func(tb testing.TB) (path string)
