@@ -205,6 +205,14 @@ func TestPrepareAcceptsAndNormalizes(t *testing.T) {
 	if dflt.OutputMaxSize != DefaultOutputMaxSize {
 		t.Fatalf("default output cap %d", dflt.OutputMaxSize)
 	}
+	if dflt.Interval != 0 || dflt.DeregisterCriticalServiceAfter != 0 {
+		t.Fatalf("unset Interval or DeregisterCriticalServiceAfter got a value: %+v", dflt)
+	}
+	long, _ := Prepare(Definition{Name: "t", TCP: "x:1", Interval: 10 * time.Second,
+		DeregisterCriticalServiceAfter: 5 * time.Minute}, Remote, Policy{})
+	if long.Interval != 10*time.Second || long.DeregisterCriticalServiceAfter != 5*time.Minute {
+		t.Fatalf("values above the minimums were changed: %+v", long)
+	}
 }
 
 func TestEffectiveTimeout(t *testing.T) {

@@ -331,3 +331,38 @@ func TestRunnerBoundsAndReplace(t *testing.T) {
 		}
 	})
 }
+
+// TestTTLLateTimerIsIgnored drives the two races a TTL timer can lose
+// directly: a timer from an earlier arming that fires after a set, and one
+// that fires after Stop. Neither may report.
+func TestTTLLateTimerIsIgnored(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := newRecorder()
+		c := newTTLCheck(ttlDef("t", time.Minute), func(s, o string) { rec.notify("t", s, o) })
+		stale := c.gen
+		c.set(Passing, "fresh")
+		c.expire(stale)
+		c.stop()
+		c.expire(c.gen)
+		want := []event{{0, "t", Passing, "fresh"}}
+		if diff := cmp.Diff(want, rec.take()); diff != "" {
+			t.Fatalf("a late timer reported (-want +got):\n%s", diff)
+		}
+		// A set after Stop changes nothing either.
+		c.set(Warning, "late")
+		if e := rec.take(); len(e) != 0 {
+			t.Fatalf("a stopped check reported a set: %v", e)
+		}
+	})
+}
+
+func TestTTLOutputAtTheCapIsKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c := newTTLCheck(ttlDef("t", time.Minute), func(string, string) {})
+		defer c.stop()
+		exact := strings.Repeat("y", 16) // ttlDef caps output at 16 bytes
+		if got := c.set(Passing, exact); got != exact {
+			t.Fatalf("output of exactly the cap became %q", got)
+		}
+	})
+}
