@@ -142,6 +142,7 @@ func TestPrepareRefusals(t *testing.T) {
 		{"udp unsupported", Definition{Name: "a", UDP: "x:1", Interval: time.Second}, Remote, Policy{}, 400, "Invalid check: udp checks are not supported by tenure"},
 		{"h2ping unsupported", Definition{Name: "a", H2PING: "x:1", Interval: time.Second}, Remote, Policy{}, 400, "Invalid check: h2ping checks are not supported by tenure"},
 		{"docker unsupported", Definition{Name: "a", DockerContainerID: "c", Args: []string{"x"}, Interval: time.Second}, Remote, Policy{EnableScriptChecks: true}, 400, "Invalid check: docker checks are not supported by tenure"},
+		{"OSService beside a Docker ID without args", Definition{Name: "a", OSService: "x", DockerContainerID: "c", Interval: time.Second}, Remote, Policy{}, 400, "Invalid check: os_service checks are not supported by tenure"},
 		{"os_service unsupported", Definition{Name: "a", OSService: "x", Interval: time.Second}, Remote, Policy{}, 400, "Invalid check: os_service checks are not supported by tenure"},
 		{"remote script, only local enabled", script, Remote, Policy{EnableLocalScriptChecks: true}, 500,
 			"Scripts are disabled on this agent from remote calls; to enable, configure 'enable_script_checks' to true"},

@@ -41,18 +41,22 @@ func probe(t *testing.T, d Definition) (string, string) {
 }
 
 func TestHTTPProbeStatuses(t *testing.T) {
-	code := map[string]int{"/ok": 200, "/created": 201, "/busy": 429, "/boom": 500, "/missing": 404}
+	code := map[string]int{"/ok": 200, "/created": 201, "/edge": 299, "/redirect": 300, "/busy": 429, "/boom": 500, "/missing": 404}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(code[r.URL.Path])
 		_, _ = io.WriteString(w, "body of "+r.URL.Path)
 	}))
 	defer srv.Close()
-	for path, want := range map[string]string{"/ok": Passing, "/created": Passing, "/busy": Warning, "/boom": Critical, "/missing": Critical} {
+	for path, want := range map[string]string{"/ok": Passing, "/created": Passing, "/edge": Passing, "/redirect": Critical, "/busy": Warning, "/boom": Critical, "/missing": Critical} {
 		st, out := probe(t, Definition{HTTP: srv.URL + path})
 		if st != want {
 			t.Errorf("%s: status %s, want %s (%s)", path, st, want, out)
 		}
-		wantOut := fmt.Sprintf("HTTP GET %s%s: %d %s Output: body of %s", srv.URL, path, code[path], http.StatusText(code[path]), path)
+		text := http.StatusText(code[path])
+		if text == "" { // net/http's status line for a code it has no name for
+			text = fmt.Sprintf("status code %d", code[path])
+		}
+		wantOut := fmt.Sprintf("HTTP GET %s%s: %d %s Output: body of %s", srv.URL, path, code[path], text, path)
 		if out != wantOut {
 			t.Errorf("%s: output %q", path, out)
 		}
