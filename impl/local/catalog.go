@@ -1,0 +1,228 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Catalog is what anti-entropy needs from the servers: reads of the node's
+// own entries for a full sync, and writes. Each write is one raft entry on
+// the leader, which is why the Syncer counts and coalesces them.
+type Catalog interface {
+	// Register writes svc (when non-nil) and checks for node in one write;
+	// the node itself is created if missing. Entries are replaced whole.
+	Register(node string, svc *Service, checks []Check) error
+	// DeregisterService deletes a service and its checks in one write.
+	DeregisterService(node, serviceID string) error
+	// DeregisterCheck deletes one check in one write.
+	DeregisterCheck(node, checkID string) error
+	// NodeServices and NodeChecks read the node's catalog entries.
+	NodeServices(node string) ([]Service, error)
+	NodeChecks(node string) ([]Check, error)
+}
+
+// ErrNotFound marks a deregistration of something the catalog does not
+// have; the Syncer counts it as done, as Consul's agent does with "Unknown
+// service"/"Unknown check".
+var ErrNotFound = errors.New("not found")
+
+// ErrPermissionDenied marks a write the catalog refused for ACLs; like
+// Consul, the Syncer then leaves the entry alone until the next full sync
+// rather than retrying it on every change.
+var ErrPermissionDenied = errors.New("Permission denied") //lint:ignore ST1005 Consul's word, matched by callers
+
+// MemCatalog is an in-memory Catalog for tests: it counts writes, can be
+// made to fail, and can be edited behind the agent's back to model drift.
+type MemCatalog struct {
+	mu       sync.Mutex
+	services map[string]map[string]Service // node → ID → service
+	checks   map[string]map[string]Check   // node → ID → check
+	writes   int
+	reads    int
+	failWith error // returned by every call while set
+}
+
+// NewMemCatalog returns an empty catalog.
+func NewMemCatalog() *MemCatalog {
+	return &MemCatalog{services: map[string]map[string]Service{}, checks: map[string]map[string]Check{}}
+}
+
+// Writes is the number of successful writes so far.
+func (m *MemCatalog) Writes() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.writes
+}
+
+// Reads is the number of reads so far.
+func (m *MemCatalog) Reads() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.reads
+}
+
+// Fail makes every call return err until Fail(nil).
+func (m *MemCatalog) Fail(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.failWith = err
+}
+
+func (m *MemCatalog) node(node string) (map[string]Service, map[string]Check) {
+	if m.services[node] == nil {
+		m.services[node] = map[string]Service{}
+		m.checks[node] = map[string]Check{}
+	}
+	return m.services[node], m.checks[node]
+}
+
+// Register implements Catalog. A check naming a service the node does not
+// have (after this write) is refused, as the catalog refuses it.
+func (m *MemCatalog) Register(node string, svc *Service, checks []Check) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failWith != nil {
+		return m.failWith
+	}
+	svcs, chks := m.node(node)
+	for _, c := range checks {
+		if c.ServiceID == "" {
+			continue
+		}
+		if _, ok := svcs[c.ServiceID]; !ok && (svc == nil || svc.ID != c.ServiceID) {
+			return fmt.Errorf("register check %q: unknown service ID %q", c.CheckID, c.ServiceID)
+		}
+	}
+	if svc != nil {
+		svcs[svc.ID] = svc.clone()
+	}
+	for _, c := range checks {
+		c = c.clone()
+		c.Node = node
+		chks[c.CheckID] = c
+	}
+	m.writes++
+	return nil
+}
+
+// DeregisterService implements Catalog.
+func (m *MemCatalog) DeregisterService(node, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failWith != nil {
+		return m.failWith
+	}
+	svcs, chks := m.node(node)
+	if _, ok := svcs[id]; !ok {
+		return fmt.Errorf("deregister service %q: %w", id, ErrNotFound)
+	}
+	delete(svcs, id)
+	for cid, c := range chks {
+		if c.ServiceID == id {
+			delete(chks, cid)
+		}
+	}
+	m.writes++
+	return nil
+}
+
+// DeregisterCheck implements Catalog.
+func (m *MemCatalog) DeregisterCheck(node, id string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failWith != nil {
+		return m.failWith
+	}
+	_, chks := m.node(node)
+	if _, ok := chks[id]; !ok {
+		return fmt.Errorf("deregister check %q: %w", id, ErrNotFound)
+	}
+	delete(chks, id)
+	m.writes++
+	return nil
+}
+
+// NodeServices implements Catalog; the result is sorted by ID.
+func (m *MemCatalog) NodeServices(node string) ([]Service, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failWith != nil {
+		return nil, m.failWith
+	}
+	m.reads++
+	out := make([]Service, 0, len(m.services[node]))
+	for _, s := range m.services[node] {
+		out = append(out, s.clone())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// NodeChecks implements Catalog; the result is sorted by ID.
+func (m *MemCatalog) NodeChecks(node string) ([]Check, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failWith != nil {
+		return nil, m.failWith
+	}
+	m.reads++
+	out := make([]Check, 0, len(m.checks[node]))
+	for _, c := range m.checks[node] {
+		out = append(out, c.clone())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CheckID < out[j].CheckID })
+	return out, nil
+}
+
+// Put writes a service or a check straight into the catalog without
+// counting a write: drift, as a /v1/catalog/register call would cause.
+func (m *MemCatalog) Put(node string, svc *Service, check *Check) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	svcs, chks := m.node(node)
+	if svc != nil {
+		svcs[svc.ID] = svc.clone()
+	}
+	if check != nil {
+		c := check.clone()
+		c.Node = node
+		chks[c.CheckID] = c
+	}
+}
+
+// Drop deletes a service (with its checks) or a check behind the agent's
+// back, without counting a write.
+func (m *MemCatalog) Drop(node, serviceID, checkID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	svcs, chks := m.node(node)
+	if serviceID != "" {
+		delete(svcs, serviceID)
+		for id, c := range chks {
+			if c.ServiceID == serviceID {
+				delete(chks, id)
+			}
+		}
+	}
+	delete(chks, checkID)
+}
+
+// Dump renders the node's catalog entries one per line, sorted, for
+// comparisons in tests.
+func (m *MemCatalog) Dump(node string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var lines []string
+	for _, s := range m.services[node] {
+		lines = append(lines, fmt.Sprintf("service %s %s tags=%v %s:%d", s.ID, s.Service, s.Tags, s.Address, s.Port))
+	}
+	for _, c := range m.checks[node] {
+		lines = append(lines, fmt.Sprintf("check %s svc=%s %s %q", c.CheckID, c.ServiceID, c.Status, c.Output))
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}

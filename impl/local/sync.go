@@ -1,0 +1,400 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Consul's anti-entropy timings (not user-settable there either).
+const (
+	DefaultSyncInterval    = time.Minute      // ae_interval: full sync period, before scaling
+	DefaultRetryInterval   = 15 * time.Second // after a failed sync
+	DefaultServerUpStagger = 3 * time.Second  // spread of full syncs after a new leader
+	// DefaultMinSyncGap is tenure's own bound on partial syncs: at most one
+	// per gap, whatever the checks do. Consul relies on checks running at
+	// most once a second; a client hammering a TTL check has no such limit,
+	// so the gap is what keeps a flapping check from flooding the leader.
+	DefaultMinSyncGap = time.Second
+)
+
+// The entries full syncs leave alone: the leader owns them.
+const (
+	consulServiceID = "consul"
+	serfHealthID    = "serfHealth"
+)
+
+// SyncConfig tunes a Syncer; zero values take the defaults above.
+type SyncConfig struct {
+	Interval        time.Duration
+	RetryInterval   time.Duration
+	ServerUpStagger time.Duration
+	MinSyncGap      time.Duration
+	// ClusterSize is the number of LAN members (failed and left included),
+	// which stretches the full-sync period on big clusters; nil means 1.
+	ClusterSize func() int
+	// Stagger draws a random duration in [0, d); nil means uniform.
+	Stagger func(d time.Duration) time.Duration
+	// OnError hears about failed syncs (for the agent's log); may be nil.
+	OnError func(error)
+}
+
+// Syncer is anti-entropy: it makes the catalog's copy of the node's services
+// and checks match the State. Partial syncs write what changed; periodic
+// full syncs also read the catalog and repair anything that drifted.
+type Syncer struct {
+	st  *State
+	cat Catalog
+	cfg SyncConfig
+
+	syncMu   sync.Mutex    // one sync at a time
+	serverUp chan struct{} // capacity 1
+}
+
+// NewSyncer returns a Syncer of st against cat.
+func NewSyncer(st *State, cat Catalog, cfg SyncConfig) *Syncer {
+	if cfg.Interval <= 0 {
+		cfg.Interval = DefaultSyncInterval
+	}
+	if cfg.RetryInterval <= 0 {
+		cfg.RetryInterval = DefaultRetryInterval
+	}
+	if cfg.ServerUpStagger <= 0 {
+		cfg.ServerUpStagger = DefaultServerUpStagger
+	}
+	if cfg.MinSyncGap < 0 {
+		cfg.MinSyncGap = 0
+	} else if cfg.MinSyncGap == 0 {
+		cfg.MinSyncGap = DefaultMinSyncGap
+	}
+	if cfg.ClusterSize == nil {
+		cfg.ClusterSize = func() int { return 1 }
+	}
+	if cfg.Stagger == nil {
+		cfg.Stagger = func(d time.Duration) time.Duration {
+			if d <= 0 {
+				return 0
+			}
+			return rand.N(d)
+		}
+	}
+	return &Syncer{st: st, cat: cat, cfg: cfg, serverUp: make(chan struct{}, 1)}
+}
+
+// ScaleFactor is how much Consul stretches sync periods with cluster size:
+// 1 up to 128 members, then one more per doubling.
+func ScaleFactor(n int) int {
+	const threshold = 128
+	if n <= threshold {
+		return 1
+	}
+	return int(math.Ceil(math.Log2(float64(n))-math.Log2(threshold))) + 1
+}
+
+func (s *Syncer) scaled(d time.Duration) time.Duration {
+	return time.Duration(ScaleFactor(s.cfg.ClusterSize())) * d
+}
+
+// ServerUp asks for a full sync soon (after a random stagger), as Consul
+// does when a server joins or a new leader announces itself.
+func (s *Syncer) ServerUp() {
+	select {
+	case s.serverUp <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Syncer) report(err error) {
+	if err != nil && s.cfg.OnError != nil {
+		s.cfg.OnError(err)
+	}
+}
+
+// Run syncs until ctx ends: a full sync first, then a full sync every
+// Interval plus a random scaled part of it (RetryInterval likewise after a
+// failure), and a partial sync for each batch of changes, at most one per
+// MinSyncGap.
+func (s *Syncer) Run(ctx context.Context) {
+	full := time.NewTimer(0)
+	defer full.Stop()
+	var gap, retry <-chan time.Time
+	pending := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-full.C:
+			err := s.SyncFull()
+			s.report(err)
+			if err != nil {
+				full.Reset(s.cfg.RetryInterval + s.cfg.Stagger(s.scaled(s.cfg.RetryInterval)))
+			} else {
+				full.Reset(s.cfg.Interval + s.cfg.Stagger(s.scaled(s.cfg.Interval)))
+			}
+		case <-s.serverUp:
+			full.Reset(s.cfg.Stagger(s.scaled(s.cfg.ServerUpStagger)))
+		case <-s.st.Changes():
+			pending = true
+		case <-gap:
+			gap = nil
+		case <-retry:
+			retry, pending = nil, true
+		}
+		if pending && gap == nil {
+			pending = false
+			if err := s.SyncChanges(); err != nil {
+				s.report(err)
+				if retry == nil {
+					retry = time.After(s.cfg.RetryInterval + s.cfg.Stagger(s.scaled(s.cfg.RetryInterval)))
+				}
+			}
+			if s.cfg.MinSyncGap > 0 {
+				gap = time.After(s.cfg.MinSyncGap)
+			}
+		}
+	}
+}
+
+// SyncFull reads the node's entries from the catalog, marks every local
+// entry the catalog lacks or has differently, marks for deletion what the
+// catalog has and the agent does not (except the leader's "consul" service
+// and "serfHealth" check), and then syncs the changes.
+func (s *Syncer) SyncFull() error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	node := s.st.node
+	rs, err := s.cat.NodeServices(node)
+	if err != nil {
+		return fmt.Errorf("full sync: read services: %w", err)
+	}
+	rc, err := s.cat.NodeChecks(node)
+	if err != nil {
+		return fmt.Errorf("full sync: read checks: %w", err)
+	}
+	remoteS := make(map[string]Service, len(rs))
+	for _, r := range rs {
+		remoteS[r.ID] = r
+	}
+	remoteC := make(map[string]Check, len(rc))
+	for _, r := range rc {
+		remoteC[r.CheckID] = r
+	}
+
+	st := s.st
+	st.mu.Lock()
+	for id, e := range st.services {
+		r, ok := remoteS[id]
+		if e.deleted {
+			if !ok {
+				delete(st.services, id)
+			}
+			continue
+		}
+		e.inSync = ok && e.svc.same(r)
+	}
+	for id, r := range remoteS {
+		if _, ok := st.services[id]; !ok && id != consulServiceID {
+			st.services[id] = &serviceEntry{svc: r, deleted: true, ver: st.bump()}
+		}
+	}
+	for id, e := range st.checks {
+		r, ok := remoteC[id]
+		if e.deleted {
+			if !ok {
+				delete(st.checks, id)
+			}
+			continue
+		}
+		local := e.check
+		if e.deferred != nil {
+			// An output change is waiting out its deferral; only a
+			// difference in anything else counts now.
+			local.Output, r.Output = "", ""
+		}
+		e.inSync = ok && local.same(r)
+	}
+	for id, r := range remoteC {
+		if _, ok := st.checks[id]; !ok && id != serfHealthID {
+			st.checks[id] = &checkEntry{check: r, deleted: true, ver: st.bump()}
+		}
+	}
+	st.mu.Unlock()
+	return s.syncChangesLocked()
+}
+
+// SyncChanges writes every out-of-sync entry now: one write per service
+// whose registration or checks changed (its changed checks ride along),
+// one for all changed node checks, one per deletion. The HTTP layer calls
+// it after a registration, as Consul's agent does, so the reply follows
+// the write.
+func (s *Syncer) SyncChanges() error {
+	s.syncMu.Lock()
+	defer s.syncMu.Unlock()
+	return s.syncChangesLocked()
+}
+
+type opKind int
+
+const (
+	opRegister opKind = iota
+	opDeregService
+	opDeregCheck
+)
+
+type covered struct {
+	svc   *serviceEntry
+	check *checkEntry
+	ver   uint64
+}
+
+type op struct {
+	kind    opKind
+	id      string // service or check ID for deregistrations
+	svc     *Service
+	checks  []Check
+	entries []covered
+}
+
+func (s *Syncer) syncChangesLocked() error {
+	var errs []error
+	for _, o := range s.plan() {
+		var err error
+		switch o.kind {
+		case opRegister:
+			err = s.cat.Register(s.st.node, o.svc, o.checks)
+		case opDeregService:
+			err = s.cat.DeregisterService(s.st.node, o.id)
+		case opDeregCheck:
+			err = s.cat.DeregisterCheck(s.st.node, o.id)
+		}
+		done := err == nil || errors.Is(err, ErrPermissionDenied) ||
+			(o.kind != opRegister && errors.Is(err, ErrNotFound))
+		if !done {
+			errs = append(errs, fmt.Errorf("sync %s: %w", o.describe(), err))
+			continue
+		}
+		s.markDone(o.entries)
+	}
+	return errors.Join(errs...)
+}
+
+func (o op) describe() string {
+	switch o.kind {
+	case opDeregService:
+		return "deregister service " + o.id
+	case opDeregCheck:
+		return "deregister check " + o.id
+	}
+	if o.svc != nil {
+		return "register service " + o.svc.ID
+	}
+	return "register node checks"
+}
+
+// markDone marks the entries a successful write covered as in sync, unless
+// they changed while it was in flight, and forgets deleted ones.
+func (s *Syncer) markDone(entries []covered) {
+	st := s.st
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, c := range entries {
+		switch {
+		case c.svc != nil && c.svc.ver == c.ver:
+			c.svc.inSync = true
+			if c.svc.deleted && st.services[c.svc.svc.ID] == c.svc {
+				delete(st.services, c.svc.svc.ID)
+			}
+		case c.check != nil && c.check.ver == c.ver:
+			c.check.inSync = true
+			stopTimer(c.check) // the write carried the latest output too
+			if c.check.deleted && st.checks[c.check.check.CheckID] == c.check {
+				delete(st.checks, c.check.check.CheckID)
+			}
+		}
+	}
+}
+
+// plan turns the out-of-sync marks into writes, in a fixed order (changed
+// services by ID, then services and node checks that only have changed
+// checks, by check ID, then lone check deletions) so runs repeat.
+func (s *Syncer) plan() []op {
+	st := s.st
+	st.mu.Lock()
+	defer st.mu.Unlock()
+
+	svcIDs := make([]string, 0, len(st.services))
+	for id := range st.services {
+		svcIDs = append(svcIDs, id)
+	}
+	sort.Strings(svcIDs)
+	checkIDs := make([]string, 0, len(st.checks))
+	for id := range st.checks {
+		checkIDs = append(checkIDs, id)
+	}
+	sort.Strings(checkIDs)
+
+	perService := map[string]*op{}
+	var order []*op
+	get := func(sid string) *op {
+		if o := perService[sid]; o != nil {
+			return o
+		}
+		o := &op{kind: opRegister}
+		if e := st.services[sid]; e != nil && e.deleted {
+			o = &op{kind: opDeregService, id: sid}
+		}
+		perService[sid] = o
+		order = append(order, o)
+		return o
+	}
+	for _, id := range svcIDs {
+		e := st.services[id]
+		if e.inSync {
+			continue
+		}
+		o := get(id)
+		if !e.deleted {
+			svc := e.svc.clone()
+			o.svc = &svc
+		}
+		o.entries = append(o.entries, covered{svc: e, ver: e.ver})
+	}
+	var lone []op
+	for _, id := range checkIDs {
+		e := st.checks[id]
+		if e.inSync {
+			continue
+		}
+		sid := e.check.ServiceID
+		se := st.services[sid]
+		switch {
+		case e.deleted && sid != "" && se != nil && se.deleted && !se.inSync:
+			// Deleting the service deletes its checks.
+			o := get(sid)
+			o.entries = append(o.entries, covered{check: e, ver: e.ver})
+		case e.deleted:
+			lone = append(lone, op{kind: opDeregCheck, id: id, entries: []covered{{check: e, ver: e.ver}}})
+		case sid != "" && (se == nil || se.deleted):
+			// A check whose service is gone is removed with it; nothing
+			// to write on its own.
+		default:
+			o := get(sid)
+			if sid != "" && o.svc == nil {
+				svc := se.svc.clone() // the catalog needs the service beside its check
+				o.svc = &svc
+			}
+			o.checks = append(o.checks, e.check.clone())
+			o.entries = append(o.entries, covered{check: e, ver: e.ver})
+		}
+	}
+	out := make([]op, 0, len(order)+len(lone))
+	for _, o := range order {
+		out = append(out, *o)
+	}
+	return append(out, lone...)
+}
