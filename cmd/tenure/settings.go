@@ -200,7 +200,8 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 	}
 	g := &gossip.Config{
 		BindAddr: s.BindAddr, BindPort: s.Ports.SerfLAN, AdvertiseAddr: s.AdvertiseAddr, AdvertisePort: s.Ports.SerfLAN,
-		Tags: map[string]string{gossip.TagDC: s.Datacenter},
+		Tags: map[string]string{gossip.TagDC: s.Datacenter, gossip.TagBuild: buildTag(),
+			gossip.TagVsn: "2", gossip.TagVsnMin: "2", gossip.TagVsnMax: "3"},
 	}
 	if s.Dev {
 		g.Timing = gossip.DevTiming

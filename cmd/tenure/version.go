@@ -37,6 +37,13 @@ func currentVersion() versionInfo {
 	return v
 }
 
+// buildTag is the gossip build tag, "<version>:<revision>" as Consul's, the
+// revision cut to 8 characters.
+func buildTag() string {
+	v := currentVersion()
+	return v.Version + ":" + v.Revision[:min(8, len(v.Revision))]
+}
+
 // runVersion answers like `consul version`: text by default, JSON with
 // -format=json.
 func runVersion(args []string, stdout, stderr io.Writer) int {

@@ -30,6 +30,13 @@ const (
 	// asking every server for its peers before bootstrapping).
 	TagExpect = "expect"
 	TagRaft   = "raft"
+	// TagBuild ("<version>:<revision>") and the protocol range TagVsn,
+	// TagVsnMin and TagVsnMax are what `consul members` prints in its Build
+	// and Protocol columns; tenure speaks Consul's protocol 2.
+	TagBuild  = "build"
+	TagVsn    = "vsn"
+	TagVsnMin = "vsn_min"
+	TagVsnMax = "vsn_max"
 
 	RoleServer = "consul"
 	RoleClient = "node"
