@@ -66,6 +66,9 @@ type Cluster struct {
 	// registrations and serfHealth from it, as in production. Nil: no
 	// gossip, each server registers itself and nothing detects failures.
 	gossip *gossipNames
+	// Agents are the client agents (agents.go), one per simulated client,
+	// members of the servers' gossip pool. Only with gossip.
+	Agents []*ClientAgent
 	// applied is the highest index any server has applied, so a restarted
 	// server's replay of older entries is marked as such.
 	appliedMu sync.Mutex
@@ -80,10 +83,17 @@ func SimTransport(n *simnet.Network, from string) *http.Transport {
 	return &http.Transport{DialContext: n.Dialer(from), DisableKeepAlives: true}
 }
 
-func NewCluster(n *simnet.Network, rec *Recorder, names []string, clocks map[string]ClockSkew, v *Variant, withGossip bool) (*Cluster, error) {
+// NewCluster boots the servers names (and, with gossip, the client agents
+// agents, once the servers run).
+func NewCluster(n *simnet.Network, rec *Recorder, names []string, clocks map[string]ClockSkew, v *Variant, withGossip bool, agents []string) (*Cluster, error) {
 	c := &Cluster{net: n, rec: rec, variant: v}
 	if withGossip {
-		c.gossip = newGossipNames(names)
+		c.gossip = newGossipNames(append(slices.Clone(names), agents...))
+		for _, a := range agents {
+			c.Agents = append(c.Agents, &ClientAgent{Name: a})
+		}
+	} else if len(agents) > 0 {
+		return nil, fmt.Errorf("sim: client agents %v need gossip", agents)
 	}
 	for _, name := range names {
 		c.peers = append(c.peers, impl.Peer{Name: name, RaftAddr: name})
@@ -103,6 +113,12 @@ func NewCluster(n *simnet.Network, rec *Recorder, names []string, clocks map[str
 	}
 	for _, s := range c.Servers {
 		if err := c.Start(s); err != nil {
+			c.Shutdown()
+			return nil, err
+		}
+	}
+	for _, a := range c.Agents {
+		if err := c.startAgent(a); err != nil {
 			c.Shutdown()
 			return nil, err
 		}
@@ -271,6 +287,9 @@ func (c *Cluster) Crash(s *server) error {
 
 func (c *Cluster) Shutdown() error {
 	var errs []error
+	for _, a := range c.Agents {
+		errs = append(errs, c.CrashAgent(a))
+	}
 	for _, s := range c.Servers {
 		errs = append(errs, c.Crash(s))
 	}

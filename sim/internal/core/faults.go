@@ -45,13 +45,19 @@ const (
 	FaultClientCrash FaultKind = "client-crash"
 	// FaultSlowLink delays a client's packets to the resources by seconds.
 	FaultSlowLink FaultKind = "slow-link"
-	// FaultPoolLoss drops a share (Rate) of the messages between one server
-	// and part of the pool, both ways: gossip probes among them, and raft,
-	// fail now and then, as over a lossy link.
+	// FaultPoolLoss drops a share (Rate) of the messages between one member
+	// of the gossip pool (a server or a client agent) and part of the pool,
+	// both ways: gossip probes among them, and raft or HTTP, fail now and
+	// then, as over a lossy link.
 	FaultPoolLoss FaultKind = "pool-loss"
-	// FaultOneWay stops one server's messages to part of the pool while it
+	// FaultOneWay stops one member's messages to part of the pool while it
 	// still hears them: it cannot answer their probes.
 	FaultOneWay FaultKind = "one-way-partition"
+	// FaultSlowAgent starves one client agent of CPU: every message between
+	// it and the rest of the pool is delayed by Param, so it answers
+	// probes late (Lifeguard's case: it should refute the suspicion in
+	// time and mostly not be declared failed).
+	FaultSlowAgent FaultKind = "slow-agent"
 )
 
 // Fault kinds aimed at a recipe's current holder (the leader, or one slot
@@ -94,7 +100,7 @@ func DeathFault(k FaultKind) bool {
 var AllFaultKinds = []FaultKind{
 	FaultPartition, FaultLeaderIsolation, FaultFlapping, FaultServerClockStep,
 	FaultClientClockRate, FaultFalsePositive, FaultClientPause, FaultServerPause, FaultCrashRestart,
-	FaultLeaderKill, FaultClientCrash, FaultSlowLink, FaultPoolLoss, FaultOneWay,
+	FaultLeaderKill, FaultClientCrash, FaultSlowLink, FaultPoolLoss, FaultOneWay, FaultSlowAgent,
 }
 
 // parseFaultKinds reads a comma-separated list; "all" means every kind and
@@ -161,6 +167,7 @@ var faultDurations = map[FaultKind][2]time.Duration{
 	FaultSlowLink:        {5 * time.Second, 20 * time.Second},
 	FaultPoolLoss:        {5 * time.Second, 20 * time.Second},
 	FaultOneWay:          {3 * time.Second, 12 * time.Second},
+	FaultSlowAgent:       {5 * time.Second, 30 * time.Second},
 	FaultHolderPause:     {3 * time.Second, 45 * time.Second},
 	FaultHolderPartition: {5 * time.Second, 40 * time.Second},
 	FaultHolderCrash:     {time.Second, time.Second},
@@ -190,6 +197,10 @@ func drawParams(r *rand.Rand, f *Fault) {
 		f.Rate = []float64{0.05, 0.2, 0.5}[r.IntN(3)]
 	case FaultFlapping:
 		f.Param = Between(r, 300*time.Millisecond, 2*time.Second)
+	case FaultSlowAgent:
+		// From a little late to past memberlist's probe interval (1 s) one
+		// way: direct, indirect and TCP probes all time out.
+		f.Param = Between(r, 200*time.Millisecond, 1500*time.Millisecond)
 	case FaultHolderPartition:
 		if r.IntN(2) == 0 {
 			f.Param = Between(r, 5*time.Second, 20*time.Second)
