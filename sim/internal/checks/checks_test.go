@@ -479,7 +479,9 @@ func TestCheckDeadHolderInvalidated(t *testing.T) {
 		b.add(end, core.Event{Kind: core.KindNote, Msg: "end"})
 		return b.ev
 	}
-	kill := func(b *tb) { b.add(sec(10), core.Event{Kind: core.KindNote, Node: "agent1", Msg: core.NoteCrashPrefix + "agent1"}) }
+	kill := func(b *tb) {
+		b.add(sec(10), core.Event{Kind: core.KindNote, Node: "agent1", Msg: core.NoteCrashPrefix + "agent1"})
+	}
 	pause := func(d time.Duration) func(b *tb) {
 		return func(b *tb) {
 			b.add(sec(10), core.Event{Kind: core.KindFault, Fault: &core.FaultMark{ID: 1, Kind: core.FaultClientPause, Phase: "start", Targets: []string{"c-1", "agent1"}}})
