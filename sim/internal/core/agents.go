@@ -64,7 +64,7 @@ func (c *Cluster) startAgent(a *ClientAgent) error {
 		join = append(join, c.gossip.addr(s.Name))
 	}
 	ag, err := agent.NewClient(agent.ClientConfig{NodeName: a.Name, Listener: ln, HTTPAddr: a.HTTPAddr(),
-		Gossip: gossip.Config{Transport: t}, Join: join, RetryInterval: agentRetryJoin,
+		Gossip: gossip.Config{Transport: t, Timing: simGossip}, Join: join, RetryInterval: agentRetryJoin,
 		Forward: SimTransport(c.net, a.Name)})
 	if err != nil {
 		// NewClient closed the listener; the transport is still ours.

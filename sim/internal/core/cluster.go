@@ -228,7 +228,7 @@ func (c *Cluster) startGossip(s *server) (*gossip.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s gossip: %w", s.Name, err)
 	}
-	pool, err := gossip.Start(gossip.Config{NodeName: s.Name, Transport: t,
+	pool, err := gossip.Start(gossip.Config{NodeName: s.Name, Transport: t, Timing: simGossip,
 		Tags: map[string]string{gossip.TagRole: gossip.RoleServer, gossip.TagHTTP: s.httpAddr()}})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("start %s gossip: %w", s.Name, err), t.Shutdown())
