@@ -13,6 +13,8 @@ import (
 	"github.com/tenurekv/tenure/sim/internal/core"
 	"github.com/tenurekv/tenure/sim/internal/workload"
 
+	"github.com/hashicorp/memberlist"
+
 	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/model"
 	"github.com/tenurekv/tenure/sim/simclock"
@@ -139,6 +141,62 @@ var invalidationNotAtomic = &core.Variant{Name: "invalidation-not-atomic", Confi
 	}
 }}
 
+// hastyDetector: one client agent's failure detector waits 5 ms for a
+// probe's answer (memberlist takes an ack until the probe interval ends, so
+// the interval is what it waits; a round trip here takes 2-6 ms), sends no
+// indirect or TCP probes and suspects for a few milliseconds, so on healthy
+// links it declares members it probes failed before they can refute; the
+// others take its word for it.
+var hastyDetector = &core.Variant{Name: "hasty-detector", Gossip: func(node string, c *memberlist.Config) {
+	if node != core.AgentName(0) {
+		return
+	}
+	c.ProbeInterval, c.ProbeTimeout, c.IndirectChecks, c.DisableTcpPings = 5*time.Millisecond, time.Millisecond, 0, true
+	c.SuspicionMult, c.SuspicionMaxTimeoutMult = 1, 1
+}}
+
+// deafDetector: every member's suspicion lasts a thousand times Consul's,
+// so a killed client agent is never declared failed within the bound.
+var deafDetector = &core.Variant{Name: "deaf-detector", Gossip: func(_ string, c *memberlist.Config) {
+	c.SuspicionMult = 1000
+}}
+
+// criticalKeepsSessions: a serfHealth going critical is recorded, but the
+// sessions bound to it survive with their locks (S12 broken): a holder
+// falsely declared dead keeps passing check-sequencer.
+var criticalKeepsSessions = &core.Variant{Name: "critical-keeps-sessions", Config: func(cfg *impl.Config) {
+	cfg.Apply = func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
+		before := st.Snapshot()
+		res := st.Apply(index, cmd)
+		if cmd.Register == nil || len(res.Invalidated) == 0 {
+			return st, res
+		}
+		after := st.Snapshot()
+		for _, id := range res.Invalidated {
+			after.Sessions[id] = before.Sessions[id]
+		}
+		for k, e := range before.KV {
+			if slices.Contains(res.Invalidated, e.Session) {
+				after.KV[k] = e
+				delete(after.Tombstones, k)
+				if d, ok := before.DelayedAt[k]; ok {
+					after.DelayedAt[k] = d
+				} else {
+					delete(after.DelayedAt, k)
+				}
+			}
+		}
+		res.Invalidated = nil
+		return model.RestoreUnchecked(after), res
+	}
+}}
+
+// serfGroup is one serf-bound session configuration without lock-delay.
+func serfGroup() workload.LockGroup {
+	c := core.SessionConfig{Checks: core.ChecksSerf}
+	return workload.LockGroup{Name: c.Name(), Config: c, Key: "lock/" + c.Name()}
+}
+
 // calmConfig is a short run with no faults: contention and destroys alone
 // exercise acquire and invalidation.
 func calmConfig(seed uint64) workload.Config {
@@ -176,6 +234,22 @@ func TestTeeth(t *testing.T) {
 		}},
 		{lockIndexNotBumped, checks.CheckSequencer, calmConfig},
 		{invalidationNotAtomic, checks.CheckBehaviour, calmConfig},
+		{hastyDetector, checks.CheckHealthyLinks, calmConfig},
+		{deafDetector, checks.CheckDeadHolder, func(seed uint64) workload.Config {
+			cfg := workload.DefaultConfig(seed)
+			cfg.Groups, cfg.ClientsPerGroup, cfg.Duration = []workload.LockGroup{serfGroup()}, 2, 90*time.Second
+			cfg.Schedule = []core.Fault{{ID: 1, Kind: core.FaultClientCrash, At: 6 * time.Second, Dur: time.Second, Pick: 0}}
+			return cfg
+		}},
+		{criticalKeepsSessions, checks.CheckFalseDeadFenced, func(seed uint64) workload.Config {
+			cfg := workload.DefaultConfig(seed)
+			cfg.Groups, cfg.ClientsPerGroup, cfg.Duration = []workload.LockGroup{serfGroup()}, 3, 40*time.Second
+			for i := range 4 {
+				cfg.Schedule = append(cfg.Schedule, core.Fault{ID: i + 1, Kind: core.FaultFalsePositive,
+					At: time.Duration(5+8*i) * time.Second, Dur: 6 * time.Second, Pick: uint64(i)})
+			}
+			return cfg
+		}},
 		{ttlNotRearmed, checks.CheckLiveness, func(seed uint64) workload.Config {
 			cfg := workload.DefaultConfig(seed)
 			cfg.Groups = teethGroups(true)

@@ -64,7 +64,7 @@ func (c *Cluster) startAgent(a *ClientAgent) error {
 		join = append(join, c.gossip.addr(s.Name))
 	}
 	ag, err := agent.NewClient(agent.ClientConfig{NodeName: a.Name, Listener: ln, HTTPAddr: a.HTTPAddr(),
-		Gossip: gossip.Config{Transport: t, Timing: simGossip}, Join: join, RetryInterval: agentRetryJoin,
+		Gossip: gossip.Config{Transport: t, Timing: c.gossipTiming(a.Name)}, Join: join, RetryInterval: agentRetryJoin,
 		Forward: SimTransport(c.net, a.Name)})
 	if err != nil {
 		// NewClient closed the listener; the transport is still ours.
@@ -109,30 +109,37 @@ func (c *Cluster) AgentNames() []string {
 	return out
 }
 
-// waitAgentsPassing waits until the leader has registered every client
-// agent's node with serfHealth passing (the reconcile of its gossip join).
+// waitAgentsPassing waits until the leader has registered each client
+// agent's node with serfHealth passing (the reconcile of its gossip join),
+// one after the other, as a client agent holds its first session create
+// until it sees its own.
 func (c *Cluster) waitAgentsPassing(limit time.Duration) error {
 	deadline := time.Now().Add(limit)
-	for {
-		missing := ""
-		if l := c.Leader(); l == nil {
-			missing = "a leader"
-		} else if srv := l.Current(); srv != nil {
-			srv.Read(func(st *model.State) {
-				for _, a := range c.Agents {
-					if ch, ok := st.Check(model.CheckKey{Node: a.Name, CheckID: model.SerfHealthCheckID}); !ok || ch.Status != model.HealthPassing {
-						missing = a.Name
-						return
-					}
-				}
-			})
+	for _, a := range c.Agents {
+		for !c.passing(a.Name) {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("sim: %s not registered passing within %v", a.Name, limit)
+			}
+			time.Sleep(100 * time.Millisecond)
 		}
-		if missing == "" {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("sim: %s not registered passing within %v", missing, limit)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
+	return nil
+}
+
+// passing reports whether the current leader has node's serfHealth passing.
+func (c *Cluster) passing(node string) bool {
+	l := c.Leader()
+	if l == nil {
+		return false
+	}
+	srv := l.Current()
+	if srv == nil {
+		return false
+	}
+	ok := false
+	srv.Read(func(st *model.State) {
+		ch, found := st.Check(model.CheckKey{Node: node, CheckID: model.SerfHealthCheckID})
+		ok = found && ch.Status == model.HealthPassing
+	})
+	return ok
 }

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
 
 	"github.com/tenurekv/tenure/impl"
@@ -228,7 +229,7 @@ func (c *Cluster) startGossip(s *server) (*gossip.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s gossip: %w", s.Name, err)
 	}
-	pool, err := gossip.Start(gossip.Config{NodeName: s.Name, Transport: t, Timing: simGossip,
+	pool, err := gossip.Start(gossip.Config{NodeName: s.Name, Transport: t, Timing: c.gossipTiming(s.Name),
 		Tags: map[string]string{gossip.TagRole: gossip.RoleServer, gossip.TagHTTP: s.httpAddr()}})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("start %s gossip: %w", s.Name, err), t.Shutdown())
@@ -418,4 +419,17 @@ type Variant struct {
 	Config func(*impl.Config)
 	// Clock, if set, replaces the server's Now (its timers keep the true clock).
 	Clock func(true *simclock.Clock) func() time.Time
+	// Gossip, if set, adjusts the memberlist configuration of the agent
+	// (server or client) on node: a broken failure detector.
+	Gossip func(node string, c *memberlist.Config)
+}
+
+// gossipTiming is the memberlist adjustment the agent on node gets.
+func (c *Cluster) gossipTiming(node string) func(*memberlist.Config) {
+	return func(mc *memberlist.Config) {
+		simGossip(mc)
+		if c.variant != nil && c.variant.Gossip != nil {
+			c.variant.Gossip(node, mc)
+		}
+	}
 }
