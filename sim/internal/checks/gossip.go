@@ -19,8 +19,8 @@ type linkFault struct {
 
 // linkFaults lists the faults that make links in the pool unhealthy. A
 // fault on a member's links (a partition, an isolation, flapping, a pause,
-// a crash of a server, loss or a one-way cut, a slow agent, a paused
-// client host) makes the others' links to it unhealthy, and its own stale
+// a crash of a server, loss or a one-way cut, a slow agent, a paused or
+// cut-off client host) makes the others' links to it unhealthy, and its own stale
 // view can reach the others after the heal (memberlist trusts a peer's
 // report that a node died until that node refutes it), so it excuses every
 // node. A crashed client agent says nothing more once dead, and the
@@ -36,7 +36,7 @@ func linkFaults(ix *traceIndex) []linkFault {
 		switch s.Fault.Kind {
 		case core.FaultPartition, core.FaultLeaderIsolation, core.FaultFlapping, core.FaultServerPause,
 			core.FaultCrashRestart, core.FaultLeaderKill, core.FaultPoolLoss, core.FaultOneWay,
-			core.FaultSlowAgent, core.FaultClientPause:
+			core.FaultSlowAgent, core.FaultClientPause, core.FaultClientPartition:
 			return linkFault{start: s.At, end: end}, true
 		case core.FaultFalsePositive:
 			if len(s.Fault.Targets) == 1 {

@@ -53,6 +53,11 @@ const (
 	// FaultOneWay stops one member's messages to part of the pool while it
 	// still hears them: it cannot answer their probes.
 	FaultOneWay FaultKind = "one-way-partition"
+	// FaultClientPartition cuts a client's host (the process and its
+	// agent) off from every server and every other agent; the resources
+	// stay reachable. Its agent is alive but unreachable: gossip declares
+	// it failed, a false positive for a holder that keeps working.
+	FaultClientPartition FaultKind = "client-partition"
 	// FaultSlowAgent starves one client agent of CPU: every message between
 	// it and the rest of the pool is delayed by Param, so it answers
 	// probes late (Lifeguard's case: it should refute the suspicion in
@@ -100,7 +105,7 @@ func DeathFault(k FaultKind) bool {
 var AllFaultKinds = []FaultKind{
 	FaultPartition, FaultLeaderIsolation, FaultFlapping, FaultServerClockStep,
 	FaultClientClockRate, FaultFalsePositive, FaultClientPause, FaultServerPause, FaultCrashRestart,
-	FaultLeaderKill, FaultClientCrash, FaultSlowLink, FaultPoolLoss, FaultOneWay, FaultSlowAgent,
+	FaultLeaderKill, FaultClientCrash, FaultSlowLink, FaultPoolLoss, FaultOneWay, FaultSlowAgent, FaultClientPartition,
 }
 
 // parseFaultKinds reads a comma-separated list; "all" means every kind and
@@ -168,6 +173,7 @@ var faultDurations = map[FaultKind][2]time.Duration{
 	FaultPoolLoss:        {5 * time.Second, 20 * time.Second},
 	FaultOneWay:          {3 * time.Second, 12 * time.Second},
 	FaultSlowAgent:       {5 * time.Second, 30 * time.Second},
+	FaultClientPartition: {5 * time.Second, 40 * time.Second},
 	FaultHolderPause:     {3 * time.Second, 45 * time.Second},
 	FaultHolderPartition: {5 * time.Second, 40 * time.Second},
 	FaultHolderCrash:     {time.Second, time.Second},

@@ -29,6 +29,17 @@ func (ws workerFaults) StartClientFault(in *core.Injector, f core.Fault) (func()
 		in.Mark(f, "start", []string{w.Name, w.Node}, "")
 		in.CrashAgent(w.Node)
 		return nil, true
+	case core.FaultClientPartition:
+		host := []string{w.Name, w.Node}
+		var rest []string
+		for _, n := range in.Cl.PoolNames() {
+			if n != w.Node {
+				rest = append(rest, n)
+			}
+		}
+		_ = in.Net.Partition(host, rest)
+		in.Mark(f, "start", host, "cut off from every server and agent")
+		return in.Net.Heal, true
 	case core.FaultSlowLink:
 		_ = in.Net.SetLink(w.Name, core.ResNode, simnet.Link{Latency: f.Param})
 		in.Mark(f, "start", []string{w.Name}, "to "+core.ResNode+" "+f.Param.String())
