@@ -39,8 +39,17 @@ func runSceneOn(t *testing.T, seed uint64, groups []workload.LockGroup, v *core.
 	t.Helper()
 	cfg := workload.DefaultConfig(seed)
 	cfg.Variant = v
+	cfg.Groups = groups
+	return runSceneCfg(t, cfg, script)
+}
+
+// runSceneCfg is runScene on cfg's cluster and client agents (its groups
+// and clients per group); cfg's faults are left to the script.
+func runSceneCfg(t *testing.T, cfg workload.Config, script func(s *scene)) *workload.Result {
+	t.Helper()
+	seed := cfg.Seed
 	// No fault kinds: server clocks are exact unless the script skews one.
-	cfg.Groups, cfg.Schedule, cfg.Faults = groups, []core.Fault{}, nil
+	cfg.Schedule, cfg.Faults = []core.Fault{}, nil
 	var res *workload.Result
 	var err error
 	synctest.Test(t, func(t *testing.T) {
