@@ -495,3 +495,37 @@ func TestCheckDeadHolderInvalidated(t *testing.T) {
 	mustCheck(t, CheckDeadHolder, mk(pause(60*time.Second), 0, sec(100)), 1)
 	mustCheck(t, CheckDeadHolder, mk(pause(20*time.Second), 0, sec(100)), 0) // back before the bound
 }
+
+// TestGossipTradeoff: the gossip rows measure from a host's stop to its
+// session's removal per configuration (never for one that stays), and
+// count false criticals and lost sessions under a condition.
+func TestGossipTradeoff(t *testing.T) {
+	serf := model.Session{ID: "s", Node: "agent1", Checks: []string{model.SerfHealthCheckID}, CreateIndex: 5}
+	ttl := model.Session{ID: "t", Node: "agent1", TTL: "10s", CreateIndex: 6}
+	none := model.Session{ID: "n", Node: "agent1", CreateIndex: 7}
+	other := model.Session{ID: "o", Node: "agent2", Checks: []string{model.SerfHealthCheckID}, CreateIndex: 8}
+	b := newTB()
+	b.ev[0].Run.Agents = []string{"agent1", "agent2"}
+	b.obs(sec(1), "n1", true, core.StateObs{Index: 8, NewSess: []model.Session{serf, ttl, none, other}})
+	b.add(sec(10), core.Event{Kind: core.KindFault, Fault: &core.FaultMark{ID: 1, Kind: core.FaultClientCrash, Phase: "start", Targets: []string{"h-1", "agent1"}}})
+	b.obs(sec(16.5), "n1", true, core.StateObs{Index: 9, Checks: map[string]model.Health{"agent1/serfHealth": model.HealthCritical}, GoneSess: []model.Session{serf}})
+	b.obs(sec(25), "n1", true, core.StateObs{Index: 10, GoneSess: []model.Session{ttl}})
+	b.obs(sec(30), "n1", true, core.StateObs{Index: 11, Checks: map[string]model.Health{"agent2/serfHealth": model.HealthCritical}, GoneSess: []model.Session{other}})
+	tr := NewGossipTradeoff()
+	tr.AddDetection(b.ev)
+	tr.AddLoss("loss 5%", b.ev, sec(20), sec(40))
+	var out bytes.Buffer
+	tr.Print(&out)
+	for _, want := range []string{
+		"client-crash       none        1         -         -         -         -      1",
+		"client-crash       serf        1      6.5s      6.5s      6.5s      6.5s      0",
+		"client-crash       ttl         1       15s       15s       15s       15s      0",
+		// From 20 s: agent2's critical (agent1's came before), the TTL
+		// session and agent2's lost; the serf one was gone already.
+		"loss 5%              1         0.01          1          1/1          1/1          0/1",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
