@@ -418,6 +418,14 @@ func TestCheckHealthyLinks(t *testing.T) {
 	mustCheck(t, CheckHealthyLinks, agentTrace(core.FaultClientCrash, crash, "agent2", sec(25)), 1)
 	mustCheck(t, CheckHealthyLinks, agentTrace(core.FaultSlowAgent, []string{"agent1"}, "agent2", sec(30)), 0)
 	mustCheck(t, CheckHealthyLinks, agentTrace(core.FaultSlowAgent, []string{"agent1"}, "agent1", sec(40)), 1)
+	// A suspicion begun during a fault may end StaleView after the heal.
+	stale := func(markAt time.Duration) []core.Event {
+		ev := agentTrace(core.FaultClientPartition, []string{"c-1", "agent1"}, "agent2", markAt)
+		ev[0].Run.Bounds.StaleView = 30 * time.Second
+		return ev
+	}
+	mustCheck(t, CheckHealthyLinks, stale(sec(21+25)), 0)
+	mustCheck(t, CheckHealthyLinks, stale(sec(21+36)), 1)
 	// A critical mark replayed after a restart says nothing about when.
 	b := newTB()
 	replayed := critical(9)

@@ -76,14 +76,16 @@ func linkFaults(ix *traceIndex) []linkFault {
 
 // checkNoFailureOnHealthyLinks (S53): gossip declares a member (a server,
 // or a client agent: a live holder's node) failed, and the leader sets its
-// serfHealth critical, only while links in the pool are faulty. Every change of a serfHealth to critical must fall inside a link
-// fault that excuses its node (linkFaults), or within Detect plus Slack
-// after it ended (memberlist may still be finishing its suspicion, or
-// spreading a stale report). One outside them is the detector failing a
-// server whose links are healthy.
+// serfHealth critical, only while links in the pool are faulty. Every
+// change of a serfHealth to critical must fall inside a link fault that
+// excuses its node (linkFaults), or within the longer of Detect and
+// StaleView, plus Slack, after it ended (memberlist may still be finishing
+// a suspicion it began during the fault, or spreading a stale report). One
+// outside them is the detector failing a member whose links are healthy.
 func checkNoFailureOnHealthyLinks(ix *traceIndex) []Violation {
 	faults := linkFaults(ix)
-	grace := ix.hdr.Bounds.Detect + ix.hdr.Bounds.Slack
+	b := ix.hdr.Bounds
+	grace := max(b.Detect, b.StaleView) + b.Slack
 	excused := func(node string, at time.Duration) bool {
 		for _, f := range faults {
 			if (f.only == "" || f.only == node) && f.start <= at && (f.end < 0 || at <= f.end+grace) {
