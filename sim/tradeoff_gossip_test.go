@@ -200,7 +200,7 @@ func slowRun(t *testing.T, seed uint64, delay time.Duration) (res *workload.Resu
 // TestTradeoffGossip measures the gossip rows of the trade-off table over a
 // seeded batch: detection of a killed, paused and partitioned holder per
 // session configuration, false positives at 0, 5, 20 (and 40) % loss on
-// every link, and with one agent slow by 0.2 to 1.5 s (Lifeguard's case).
+// every link, and with one agent slow by 0.2 to 5 s (Lifeguard's case).
 // Every run is also checked. Long; run it with
 //
 //	go test ./sim -run TestTradeoffGossip -tradeoff [-tradeoff-seeds N]
@@ -228,7 +228,7 @@ func TestTradeoffGossip(t *testing.T) {
 			check(res, fmt.Sprintf("seed %d loss %.2f", seed, loss))
 			table.AddLoss(fmt.Sprintf("loss %.0f%%", 100*loss), res.Events, from, to)
 		}
-		for _, d := range []time.Duration{200 * time.Millisecond, 500 * time.Millisecond, time.Second, 1500 * time.Millisecond} {
+		for _, d := range []time.Duration{200 * time.Millisecond, 500 * time.Millisecond, time.Second, 1500 * time.Millisecond, 3 * time.Second, 5 * time.Second} {
 			res, from, to := slowRun(t, seed, d)
 			check(res, fmt.Sprintf("seed %d slow agent %v", seed, d))
 			table.AddLoss("slow agent "+d.String(), res.Events, from, to)
