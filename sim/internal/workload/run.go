@@ -195,6 +195,7 @@ func planRun(cfg Config) core.RunHeader {
 	}
 	b, err := core.DeriveBounds(core.Bounds{Election: 10 * time.Second, Detect: gossipDetect, MaxTTL: maxTTL,
 		AgentDetect:   core.GossipDetectBound(len(hdr.Servers) + len(hdr.Agents)),
+		StaleView:     core.GossipStaleBound(len(hdr.Servers) + len(hdr.Agents)),
 		TTLMultiplier: model.DefaultTTLMultiplier, MaxLockDelay: maxLD, MinRate: minRate, Slack: 5 * time.Second})
 	if err == nil {
 		hdr.Bounds = b
