@@ -47,7 +47,10 @@
 // probes and suspicion, over the simulated network: core/gossipnet.go) use
 // the time package, i.e. the bubble clock: they cannot be skewed or paused
 // per node. A paused server therefore has its network and its server timers
-// frozen, while raft's internal timers keep running. The server-clock-step
+// frozen, while raft's internal timers keep running; a paused client host
+// freezes its agent's network while memberlist's timers run on, so it
+// suspects every member it cannot reach meanwhile and may declare one
+// failed after it resumes (Bounds.StaleView covers it). The server-clock-step
 // fault steps a server's clock, which production Go code would not feel
 // (its deadlines use the monotonic clock); the checks measure every
 // duration on the deciding server's own clock, as the spec defines.
