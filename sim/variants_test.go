@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/reconcile"
 	"github.com/tenurekv/tenure/model"
 	"github.com/tenurekv/tenure/sim/simclock"
 )
@@ -141,18 +142,37 @@ var invalidationNotAtomic = &core.Variant{Name: "invalidation-not-atomic", Confi
 	}
 }}
 
-// hastyDetector: one client agent's failure detector waits 5 ms for a
-// probe's answer (memberlist takes an ack until the probe interval ends, so
-// the interval is what it waits; a round trip here takes 2-6 ms), sends no
-// indirect or TCP probes and suspects for a few milliseconds, so on healthy
-// links it declares members it probes failed before they can refute; the
-// others take its word for it.
-var hastyDetector = &core.Variant{Name: "hasty-detector", Gossip: func(node string, c *memberlist.Config) {
-	if node != core.AgentName(0) {
+// lyingMembers is a failure detector that, as the servers read it, calls
+// one live member failed from one instant to another (the full reconcile
+// reads Members; a change only says whom to read again).
+type lyingMembers struct {
+	impl.Membership
+	node     string
+	from, to time.Time
+}
+
+func (l lyingMembers) Members() []reconcile.Member {
+	ms := l.Membership.Members()
+	if now := time.Now(); now.After(l.from) && now.Before(l.to) {
+		for i := range ms {
+			if ms[i].Name == l.node {
+				ms[i].Status = reconcile.Failed
+			}
+		}
+	}
+	return ms
+}
+
+// lyingDetector: from 20 s after boot the detector tells every server that
+// the first client agent failed, while it lives on healthy links; the
+// leader's next full reconcile (every 60 s) marks it critical.
+var lyingDetector = &core.Variant{Name: "lying-detector", Config: func(cfg *impl.Config) {
+	if cfg.Membership == nil {
 		return
 	}
-	c.ProbeInterval, c.ProbeTimeout, c.IndirectChecks, c.DisableTcpPings = 5*time.Millisecond, time.Millisecond, 0, true
-	c.SuspicionMult, c.SuspicionMaxTimeoutMult = 1, 1
+	boot := time.Now()
+	cfg.Membership = lyingMembers{Membership: cfg.Membership, node: core.AgentName(0),
+		from: boot.Add(20 * time.Second), to: boot.Add(time.Hour)}
 }}
 
 // deafDetector: every member's suspicion lasts a thousand times Consul's,
@@ -234,7 +254,12 @@ func TestTeeth(t *testing.T) {
 		}},
 		{lockIndexNotBumped, checks.CheckSequencer, calmConfig},
 		{invalidationNotAtomic, checks.CheckBehaviour, calmConfig},
-		{hastyDetector, checks.CheckHealthyLinks, calmConfig},
+		{lyingDetector, checks.CheckHealthyLinks, func(seed uint64) workload.Config {
+			// Long enough for a full reconcile inside the lie.
+			cfg := calmConfig(seed)
+			cfg.Groups, cfg.Duration = teethGroups(true), 70*time.Second
+			return cfg
+		}},
 		{deafDetector, checks.CheckDeadHolder, func(seed uint64) workload.Config {
 			cfg := workload.DefaultConfig(seed)
 			cfg.Groups, cfg.ClientsPerGroup, cfg.Duration = []workload.LockGroup{serfGroup()}, 2, 90*time.Second
