@@ -69,10 +69,13 @@
 // global math/rand, which each run seeds; it is one stream shared with
 // raft, so which node gets which draw depends on scheduling and cannot be
 // seeded per node. memberlist's crypto/rand is used only for encryption,
-// which the simulator leaves off. The run itself replays
-// identically only usually, since Go's scheduler is not seedable: 192 of
-// 200 runs (3 nodes, 10 seeds × 20) and 60 of 60 (5 nodes) at
-// GOMAXPROCS=1, up to the order of events at one virtual instant.
+// which the simulator leaves off. The run itself replays identically
+// only sometimes, since Go's scheduler is not seedable: before gossip,
+// 192 of 200 runs (3 nodes, 10 seeds × 20) and 60 of 60 (5 nodes) at
+// GOMAXPROCS=1, up to the order of events at one virtual instant; with
+// gossip on the servers, and as much with a client agent per client, 1
+// of 10 runs of seed 1 (TestReplay -replays 10): memberlist's timers and
+// packets interleave with everything else on one shared random stream.
 //
 // Tests: TestSeeds (a seeded batch with the trade-off table), TestTeeth
 // (broken servers and failure detectors, each caught by a named check),
