@@ -5,7 +5,9 @@
 // flag; the simulator itself is in sim/internal:
 //
 //	core      the cluster on the simulated network (sim/simnet) with
-//	          per-node clocks (clocks.go, sim/simclock), the trace (trace.go:
+//	          per-node clocks (clocks.go, sim/simclock), serf/memberlist on
+//	          every agent over simnet (gossipnet.go), a client agent per
+//	          simulated client (agents.go), the trace (trace.go:
 //	          Event, Recorder), the fault kinds and their one schedule
 //	          (faults.go), the one injector (inject.go), the resources a
 //	          holder writes to (resource.go) and the start-up every run
@@ -24,6 +26,17 @@
 //	          linearizability/ (linearize.go, evaluate.go); the trade-off
 //	          table (tradeoff.go).
 //
+// Client agents: every simulated client (a workload client, a recipe
+// process, a scene's actor) runs on its own node with its own client agent:
+// the production one (impl/agent.NewClient), its gossip on simnet, joined
+// to the servers' pool. The client talks HTTP only to that agent, so its
+// sessions default to the agent's node and, unless they opt out, are bound
+// to that node's serfHealth: the real detector decides. A client fault hits
+// the host: a crash kills the agent (no leave), a pause freezes the
+// agent's network too, client-partition cuts process and agent off from
+// the pool; pool-loss and one-way-partition may pick an agent, and
+// slow-agent delays one agent's traffic (Lifeguard's case).
+//
 // Imports flow one way: core ← workload, recipes ← checks ← sim's tests.
 // A driver owns only what differs: its clients, which client a client
 // fault hits (core.ClientFaults), its schedule plan and its bounds.
@@ -34,7 +47,10 @@
 // probes and suspicion, over the simulated network: core/gossipnet.go) use
 // the time package, i.e. the bubble clock: they cannot be skewed or paused
 // per node. A paused server therefore has its network and its server timers
-// frozen, while raft's internal timers keep running. The server-clock-step
+// frozen, while raft's internal timers keep running; a paused client host
+// freezes its agent's network while memberlist's timers run on, so it
+// suspects every member it cannot reach meanwhile and may declare one
+// failed after it resumes (Bounds.StaleView covers it). The server-clock-step
 // fault steps a server's clock, which production Go code would not feel
 // (its deadlines use the monotonic clock); the checks measure every
 // duration on the deciding server's own clock, as the spec defines.
@@ -48,15 +64,24 @@
 // leader").
 //
 // Determinism: the seed fixes the fault schedule, the clocks and every
-// client's choices exactly (TestReplay asserts it); the run itself replays
-// identically only usually, since Go's scheduler is not seedable: 192 of
-// 200 runs (3 nodes, 10 seeds × 20) and 60 of 60 (5 nodes) at
-// GOMAXPROCS=1, up to the order of events at one virtual instant.
+// client's choices exactly (TestReplay asserts it). memberlist and serf
+// draw their randomness (probe order, gossip targets, stagger) from the
+// global math/rand, which each run seeds; it is one stream shared with
+// raft, so which node gets which draw depends on scheduling and cannot be
+// seeded per node. memberlist's crypto/rand is used only for encryption,
+// which the simulator leaves off. The run itself replays identically
+// only sometimes, since Go's scheduler is not seedable: before gossip,
+// 192 of 200 runs (3 nodes, 10 seeds × 20) and 60 of 60 (5 nodes) at
+// GOMAXPROCS=1, up to the order of events at one virtual instant; with
+// gossip on the servers, and as much with a client agent per client, 1
+// of 10 runs of seed 1 (TestReplay -replays 10): memberlist's timers and
+// packets interleave with everything else on one shared random stream.
 //
 // Tests: TestSeeds (a seeded batch with the trade-off table), TestTeeth
-// (broken servers, each caught by a named check), TestScene* (scripted
-// scenarios on scene_test.go's actors), TestRecipe* (recipe runs). Run one
-// seed:
+// (broken servers and failure detectors, each caught by a named check),
+// TestScene* (scripted scenarios on scene_test.go's actors), TestRecipe*
+// (recipe runs), TestTradeoffGossip (the trade-off table's gossip rows;
+// minutes, only with -tradeoff). Run one seed:
 //
 //	go test ./sim -run 'TestSeeds$' -v -seed 42
 //

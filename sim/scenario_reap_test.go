@@ -41,7 +41,7 @@ func reapScene(t *testing.T, v *core.Variant) (*workload.Result, model.Sequencer
 	g := sceneGroup("reaped", core.ChecksNone, 0, 0)
 	var first, second model.Sequencer
 	res := runSceneOn(t, 11, []workload.LockGroup{g}, v, func(s *scene) {
-		a, b := s.actor("A", "n1"), s.actor("B", "n2")
+		a, b := s.actor("A"), s.actor("B")
 		a.Create(g)
 		b.Create(g)
 		a.lockRetry(time.Second, 10*time.Second)

@@ -36,7 +36,7 @@ func TestSceneGCPausePastTTL(t *testing.T) {
 	var aSeq, bSeq model.Sequencer
 	var believed bool
 	res := runScene(t, 1, []workload.LockGroup{ga, gb}, func(s *scene) {
-		a, b := s.actor("A", "n1"), s.actor("B", "n2")
+		a, b := s.actor("A"), s.actor("B")
 		a.Create(ga)
 		a.lockRetry(time.Second, 10*time.Second)
 		aSeq = a.w.Seq
@@ -82,7 +82,7 @@ func TestSceneDelayedPacket(t *testing.T) {
 	var aUnf, aTok, bUnf, bTok string
 	var aSeq model.Sequencer
 	res := runScene(t, 2, []workload.LockGroup{g}, func(s *scene) {
-		a, b := s.actor("A", "n1"), s.actor("B", "n2")
+		a, b := s.actor("A"), s.actor("B")
 		a.Create(g)
 		a.lockRetry(time.Second, 10*time.Second)
 		aSeq = a.w.Seq
@@ -121,7 +121,7 @@ func TestSceneCheckThenAct(t *testing.T) {
 	var aSeq model.Sequencer
 	var checked bool
 	res := runScene(t, 3, []workload.LockGroup{ga, gb}, func(s *scene) {
-		a, b := s.actor("A", "n1"), s.actor("B", "n2")
+		a, b := s.actor("A"), s.actor("B")
 		a.Create(ga)
 		a.lockRetry(time.Second, 10*time.Second)
 		aSeq = a.w.Seq
@@ -164,7 +164,7 @@ func TestSceneClientClockSkew(t *testing.T) {
 	var aSeq model.Sequencer
 	var renew *core.Ret
 	res := runScene(t, 4, []workload.LockGroup{ga, gb}, func(s *scene) {
-		a, b := s.actor("A", "n1"), s.actor("B", "n2")
+		a, b := s.actor("A"), s.actor("B")
 		a.w.Clock.SetRate(0.2)
 		a.Create(ga)
 		a.lockRetry(time.Second, 10*time.Second)
@@ -221,7 +221,7 @@ func TestSceneLockDelayVersusRelease(t *testing.T) {
 	var relRefused, invRefused []*core.Ret
 	var destroyAt, invAt time.Duration
 	res := runScene(t, 5, []workload.LockGroup{gRel, gInv, bRel, bInv}, func(s *scene) {
-		a1, a2, b1, b2 := s.actor("A1", "n1"), s.actor("A2", "n1"), s.actor("B1", "n2"), s.actor("B2", "n2")
+		a1, a2, b1, b2 := s.actor("A1"), s.actor("A2"), s.actor("B1"), s.actor("B2")
 		a1.Create(gRel)
 		a2.Create(gInv)
 		a1.lockRetry(time.Second, 10*time.Second)
@@ -262,7 +262,7 @@ func TestSceneFailoverMidTTL(t *testing.T) {
 	var renewedAt, killedAt time.Duration
 	var sid string
 	res := runScene(t, 6, []workload.LockGroup{ga, gb}, func(s *scene) {
-		a, b := s.actor("A", "n1"), s.actor("B", "n2")
+		a, b := s.actor("A"), s.actor("B")
 		sid = a.Create(ga)
 		a.lockRetry(time.Second, 10*time.Second)
 		a.Renew()
@@ -317,7 +317,7 @@ func TestSceneWaiterExpires(t *testing.T) {
 	var held, stale *core.Ret
 	var bWrite string
 	res := runScene(t, 7, []workload.LockGroup{ga, gb}, func(s *scene) {
-		a, b := s.actor("A", "n1"), s.actor("B", "n2")
+		a, b := s.actor("A"), s.actor("B")
 		a.Create(ga)
 		a.lockRetry(time.Second, 10*time.Second)
 		b.Create(gb)
@@ -360,12 +360,12 @@ func TestSceneFalsePositive(t *testing.T) {
 	var aSeq model.Sequencer
 	var renew *core.Ret
 	res := runScene(t, 8, []workload.LockGroup{ga, gb}, func(s *scene) {
-		a, b := s.actor("A", "n2"), s.actor("B", "n1")
+		a, b := s.actor("A"), s.actor("B")
 		a.Create(ga)
 		a.lockRetry(time.Second, 10*time.Second)
 		aSeq = a.w.Seq
 		a.write(core.ResFenced, core.FenceToken)
-		f := core.Fault{ID: 1, Kind: core.FaultFalsePositive, Dur: 3 * time.Second, Pick: 1} // n2
+		f := core.Fault{ID: 1, Kind: core.FaultFalsePositive, Dur: 3 * time.Second, Pick: 0} // A's agent
 		heal := s.inj.Start(f)
 		b.Create(gb)
 		b.lockRetry(500*time.Millisecond, 10*time.Second)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math/rand"
 	"net/http"
-	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -23,7 +22,9 @@ import (
 // trace is checked by the same checks as a seeded run.
 type scene struct {
 	*workload.Env
-	inj *core.Injector
+	inj    *core.Injector
+	agents int // client agents handed to actors so far
+	pauses int // scripted pauses so far (their fault IDs)
 }
 
 // runScene runs script in a fresh bubble on a 3-server cluster whose
@@ -38,8 +39,17 @@ func runSceneOn(t *testing.T, seed uint64, groups []workload.LockGroup, v *core.
 	t.Helper()
 	cfg := workload.DefaultConfig(seed)
 	cfg.Variant = v
+	cfg.Groups = groups
+	return runSceneCfg(t, cfg, script)
+}
+
+// runSceneCfg is runScene on cfg's cluster and client agents (its groups
+// and clients per group); cfg's faults are left to the script.
+func runSceneCfg(t *testing.T, cfg workload.Config, script func(s *scene)) *workload.Result {
+	t.Helper()
+	seed := cfg.Seed
 	// No fault kinds: server clocks are exact unless the script skews one.
-	cfg.Groups, cfg.Schedule, cfg.Faults = groups, []core.Fault{}, nil
+	cfg.Schedule, cfg.Faults = []core.Fault{}, nil
 	var res *workload.Result
 	var err error
 	synctest.Test(t, func(t *testing.T) {
@@ -62,20 +72,23 @@ func runSceneOn(t *testing.T, seed uint64, groups []workload.LockGroup, v *core.
 	return res
 }
 
-// actor is a scripted client. It talks to the servers through its agent and
-// to the resources through its own network node, like a worker.
+// actor is a scripted client. It runs on its own node with its own client
+// agent (the next of the run's, in the order actors are made), talks to the
+// servers through that agent and to the resources from its own node, like
+// a worker.
 type actor struct {
 	s     *scene
 	w     *workload.Worker
 	agent string
 }
 
-func (s *scene) actor(name, agent string) *actor {
-	i := slices.Index(s.Hdr.Servers, agent)
+func (s *scene) actor(name string) *actor {
+	agent := s.Hdr.Agents[s.agents]
+	s.agents++
 	clk := core.NewClientClock(0, 1)
 	w := &workload.Worker{
 		Name:   name,
-		Api:    &workload.ApiClient{Name: name, Rec: s.Rec, Http: &http.Client{Transport: core.SimTransport(s.Net, name)}, Servers: s.Hdr.Servers, Agent: max(i, 0), Clock: clk, Timeout: 5 * time.Second},
+		Api:    &workload.ApiClient{Name: name, Rec: s.Rec, Http: &http.Client{Transport: core.SimTransport(s.Net, name)}, Servers: []string{agent}, Clock: clk, Timeout: 5 * time.Second, AgentNode: agent},
 		Node:   agent,
 		Res:    &http.Client{Transport: core.SimTransport(s.Net, name)},
 		Rec:    s.Rec,
@@ -146,12 +159,20 @@ func (a *actor) write(res, mode string) string {
 	return v
 }
 
-// pause stops the actor's network for d (its process sleeps meanwhile in
-// the script: a GC pause or a SIGSTOP).
+// pause stops the actor's host for d: its network and its agent's (its
+// process sleeps meanwhile in the script: a stopped VM).
+// It is marked as a client-pause fault, for the checks that excuse what a
+// paused host's gossip does.
 func (a *actor) pause(d time.Duration) {
+	a.s.pauses++
+	f := core.Fault{ID: 1000 + a.s.pauses, Kind: core.FaultClientPause, Dur: d}
 	_ = a.s.Net.Pause(a.w.Name)
+	_ = a.s.Net.Pause(a.agent)
+	a.s.inj.Mark(f, "start", []string{a.w.Name, a.agent}, "scripted")
 	time.Sleep(d)
+	_ = a.s.Net.Resume(a.agent)
 	_ = a.s.Net.Resume(a.w.Name)
+	a.s.inj.Mark(f, "end", nil, "")
 }
 
 // sceneWrite finds the resource write of value.

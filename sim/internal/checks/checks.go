@@ -471,9 +471,13 @@ func checkLiveness(ix *traceIndex) []Violation {
 			out = append(out, violation(h+b.Acquire, "key %q not acquirable within %v after the last heal at %v", key, b.Acquire, h))
 		}
 	}
-	// (c) sessions on a crashed server, bound to its serfHealth.
+	// (c) sessions on a crashed server, bound to its serfHealth (client
+	// agents: checkDeadHolderInvalidated).
 	if b.DeadNode > 0 {
 		for server, crashes := range ix.crashes {
+			if slices.Contains(ix.hdr.Agents, server) {
+				continue
+			}
 			for _, c := range crashes {
 				if ix.restartAfter(server, c) < c+b.DeadNode || ix.end < c+b.DeadNode {
 					continue

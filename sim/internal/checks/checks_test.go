@@ -370,10 +370,11 @@ func TestRegistryRows(t *testing.T) {
 }
 
 // TestCheckHealthyLinks (S53): a serfHealth going critical needs a fault
-// on the servers' links at the time or within Detect+Slack after it ended
-// (any node for a network or server fault, only its target for the
-// injected false positive); one with healthy links, long after a fault, or
-// during a client fault only, is a false positive.
+// on the pool's links at the time or within Detect+Slack after it ended
+// (any node for a network, server or client-host fault, only its target
+// for the injected false positive or a killed agent); one with healthy
+// links, long after a fault, or during a fault that touches no pool link,
+// is a false positive.
 func TestCheckHealthyLinks(t *testing.T) {
 	critical := func(idx uint64) core.StateObs {
 		return core.StateObs{Index: idx, Checks: map[string]model.Health{"n2/serfHealth": model.HealthCritical}}
@@ -397,13 +398,142 @@ func TestCheckHealthyLinks(t *testing.T) {
 	mustCheck(t, CheckHealthyLinks, trace(core.FaultCrashRestart, sec(20), 0, sec(60), "n2"), 0)       // never healed
 	mustCheck(t, CheckHealthyLinks, trace(core.FaultCrashRestart, sec(20), sec(25), sec(45), "n2"), 1) // long after the heal
 	mustCheck(t, CheckHealthyLinks, trace(core.FaultCrashRestart, sec(20), sec(25), sec(10), "n2"), 1) // before the fault
-	mustCheck(t, CheckHealthyLinks, trace(core.FaultClientPause, sec(20), sec(25), sec(22), "c-1"), 1) // a client fault only
+	mustCheck(t, CheckHealthyLinks, trace(core.FaultSlowLink, sec(20), sec(25), sec(22), "c-1"), 1)    // no pool link touched
+	mustCheck(t, CheckHealthyLinks, trace(core.FaultClientPause, sec(20), sec(25), sec(22), "c-1"), 0) // a paused host's stale view
 	mustCheck(t, CheckHealthyLinks, trace(core.FaultFalsePositive, sec(20), sec(25), sec(22), "n2"), 0)
 	mustCheck(t, CheckHealthyLinks, trace(core.FaultFalsePositive, sec(20), sec(25), sec(22), "n3"), 1) // another node's
+	// Client agents: a killed agent excuses only itself, for good; a slow
+	// agent excuses every node while it lasts and Detect+Slack after.
+	agentTrace := func(kind core.FaultKind, targets []string, node string, markAt time.Duration) []core.Event {
+		b := newTB()
+		b.ev[0].Run.Agents = []string{"agent1", "agent2"}
+		b.ev[0].Run.Bounds.Detect, b.ev[0].Run.Bounds.Slack = 10*time.Second, 5*time.Second
+		b.add(sec(20), core.Event{Kind: core.KindFault, Fault: &core.FaultMark{ID: 1, Kind: kind, Phase: "start", Targets: targets}})
+		b.add(sec(21), core.Event{Kind: core.KindFault, Fault: &core.FaultMark{ID: 1, Kind: kind, Phase: "end"}})
+		b.obs(markAt, "n1", true, core.StateObs{Index: 9, Checks: map[string]model.Health{node + "/serfHealth": model.HealthCritical}})
+		return b.ev
+	}
+	crash := []string{"c-1", "agent1"}
+	mustCheck(t, CheckHealthyLinks, agentTrace(core.FaultClientCrash, crash, "agent1", sec(90)), 0)
+	mustCheck(t, CheckHealthyLinks, agentTrace(core.FaultClientCrash, crash, "agent2", sec(25)), 1)
+	mustCheck(t, CheckHealthyLinks, agentTrace(core.FaultSlowAgent, []string{"agent1"}, "agent2", sec(30)), 0)
+	mustCheck(t, CheckHealthyLinks, agentTrace(core.FaultSlowAgent, []string{"agent1"}, "agent1", sec(40)), 1)
+	// A suspicion begun during a fault may end StaleView after the heal.
+	stale := func(markAt time.Duration) []core.Event {
+		ev := agentTrace(core.FaultClientPartition, []string{"c-1", "agent1"}, "agent2", markAt)
+		ev[0].Run.Bounds.StaleView = 30 * time.Second
+		return ev
+	}
+	mustCheck(t, CheckHealthyLinks, stale(sec(21+25)), 0)
+	mustCheck(t, CheckHealthyLinks, stale(sec(21+36)), 1)
 	// A critical mark replayed after a restart says nothing about when.
 	b := newTB()
 	replayed := critical(9)
 	replayed.Replay = true
 	b.obs(sec(30), "n1", false, replayed)
 	mustCheck(t, CheckHealthyLinks, b.ev, 0)
+}
+
+// TestCheckFalseDeadFenced (S43, S53): once a live holder's node is marked
+// critical, a fenced write with its sequencer whose check was sent after
+// that, or below a lock index the resource already accepted, must be
+// refused; a holder whose agent was killed first is not a false positive.
+func TestCheckFalseDeadFenced(t *testing.T) {
+	seqA := model.Sequencer{Key: "k", LockIndex: 1, Session: "a"}
+	mk := func(crashAt time.Duration, write func(b *tb)) []core.Event {
+		b := newTB()
+		b.ev[0].Run.Agents = []string{"agent1"}
+		b.obs(sec(1), "n1", true, core.StateObs{Index: 5,
+			NewSess: []model.Session{{ID: "a", Node: "agent1", Checks: []string{model.SerfHealthCheckID}, CreateIndex: 5}},
+			Keys:    []core.KeyChange{{Key: "k", After: entry("k", "a", 1, 5)}}})
+		if crashAt > 0 {
+			b.add(crashAt, core.Event{Kind: core.KindNote, Node: "agent1", Msg: core.NoteCrashPrefix + "agent1"})
+		}
+		b.obs(sec(5), "n1", true, core.StateObs{Index: 9,
+			Checks:   map[string]model.Health{"agent1/serfHealth": model.HealthCritical},
+			GoneSess: []model.Session{{ID: "a", Node: "agent1", Checks: []string{model.SerfHealthCheckID}, CreateIndex: 5}},
+			Keys:     []core.KeyChange{{Key: "k", Before: entry("k", "a", 1, 5), After: entry("k", "", 1, 5)}}})
+		write(b)
+		return b.ev
+	}
+	late := func(b *tb) { b.fenced(sec(7), "c-1", core.FenceTxn, seqA, sec(6)) }
+	mustCheck(t, CheckFalseDeadFenced, mk(0, late), 1)
+	mustCheck(t, CheckFalseDeadFenced, mk(sec(3), late), 0) // killed: a true positive
+	mustCheck(t, CheckFalseDeadFenced, mk(0, func(b *tb) { b.fenced(sec(7), "c-1", core.FenceTxn, seqA, sec(4)) }), 0)
+	mustCheck(t, CheckFalseDeadFenced, mk(0, func(b *tb) {
+		b.add(sec(7), core.Event{Kind: core.KindWrite, Node: "c-1", Write: &core.ResWrite{Resource: core.ResFenced, Client: "c-1", Mode: core.FenceTxn, Seq: seqA, CheckCall: sec(6), Reason: "check-sequencer: invalid session"}})
+	}), 0) // refused, as it must be
+	mustCheck(t, CheckFalseDeadFenced, mk(0, func(b *tb) {
+		b.fenced(sec(6), "c-2", core.FenceToken, model.Sequencer{Key: "k", LockIndex: 2, Session: "b"}, 0)
+		b.fenced(sec(7), "c-1", core.FenceToken, seqA, 0)
+	}), 1)
+	mustCheck(t, CheckFalseDeadFenced, mk(0, func(b *tb) { b.fenced(sec(7), "c-1", core.FenceToken, seqA, 0) }), 0) // no later holder wrote yet
+}
+
+// TestCheckDeadHolderInvalidated (S12, S53): a killed agent's (or a host
+// paused past the bound's) serfHealth-bound sessions must be gone within
+// Bounds.DeadAgent; a run that ends before the bound says nothing.
+func TestCheckDeadHolderInvalidated(t *testing.T) {
+	sess := model.Session{ID: "a", Node: "agent1", Checks: []string{model.SerfHealthCheckID}, CreateIndex: 5}
+	mk := func(stop func(b *tb), goneAt, end time.Duration) []core.Event {
+		b := newTB()
+		b.ev[0].Run.Agents = []string{"agent1"}
+		b.ev[0].Run.Bounds.DeadAgent = 40 * time.Second
+		b.obs(sec(1), "n1", true, core.StateObs{Index: 5, NewSess: []model.Session{sess}})
+		stop(b)
+		if goneAt > 0 {
+			b.obs(goneAt, "n1", true, core.StateObs{Index: 20, GoneSess: []model.Session{sess}})
+		}
+		b.add(end, core.Event{Kind: core.KindNote, Msg: "end"})
+		return b.ev
+	}
+	kill := func(b *tb) {
+		b.add(sec(10), core.Event{Kind: core.KindNote, Node: "agent1", Msg: core.NoteCrashPrefix + "agent1"})
+	}
+	pause := func(d time.Duration) func(b *tb) {
+		return func(b *tb) {
+			b.add(sec(10), core.Event{Kind: core.KindFault, Fault: &core.FaultMark{ID: 1, Kind: core.FaultClientPause, Phase: "start", Targets: []string{"c-1", "agent1"}}})
+			b.add(sec(10)+d, core.Event{Kind: core.KindFault, Fault: &core.FaultMark{ID: 1, Kind: core.FaultClientPause, Phase: "end"}})
+		}
+	}
+	mustCheck(t, CheckDeadHolder, mk(kill, sec(30), sec(100)), 0)
+	mustCheck(t, CheckDeadHolder, mk(kill, sec(60), sec(100)), 1) // too late
+	mustCheck(t, CheckDeadHolder, mk(kill, 0, sec(100)), 1)       // never
+	mustCheck(t, CheckDeadHolder, mk(kill, 0, sec(40)), 0)        // the run ended first
+	mustCheck(t, CheckDeadHolder, mk(pause(60*time.Second), 0, sec(100)), 1)
+	mustCheck(t, CheckDeadHolder, mk(pause(20*time.Second), 0, sec(100)), 0) // back before the bound
+}
+
+// TestGossipTradeoff: the gossip rows measure from a host's stop to its
+// session's removal per configuration (never for one that stays), and
+// count false criticals and lost sessions under a condition.
+func TestGossipTradeoff(t *testing.T) {
+	serf := model.Session{ID: "s", Node: "agent1", Checks: []string{model.SerfHealthCheckID}, CreateIndex: 5}
+	ttl := model.Session{ID: "t", Node: "agent1", TTL: "10s", CreateIndex: 6}
+	none := model.Session{ID: "n", Node: "agent1", CreateIndex: 7}
+	other := model.Session{ID: "o", Node: "agent2", Checks: []string{model.SerfHealthCheckID}, CreateIndex: 8}
+	b := newTB()
+	b.ev[0].Run.Agents = []string{"agent1", "agent2"}
+	b.obs(sec(1), "n1", true, core.StateObs{Index: 8, NewSess: []model.Session{serf, ttl, none, other}})
+	b.add(sec(10), core.Event{Kind: core.KindFault, Fault: &core.FaultMark{ID: 1, Kind: core.FaultClientCrash, Phase: "start", Targets: []string{"h-1", "agent1"}}})
+	b.obs(sec(16.5), "n1", true, core.StateObs{Index: 9, Checks: map[string]model.Health{"agent1/serfHealth": model.HealthCritical}, GoneSess: []model.Session{serf}})
+	b.obs(sec(25), "n1", true, core.StateObs{Index: 10, GoneSess: []model.Session{ttl}})
+	b.obs(sec(30), "n1", true, core.StateObs{Index: 11, Checks: map[string]model.Health{"agent2/serfHealth": model.HealthCritical}, GoneSess: []model.Session{other}})
+	tr := NewGossipTradeoff()
+	tr.AddDetection(b.ev)
+	tr.AddLoss("loss 5%", b.ev, sec(20), sec(40))
+	var out bytes.Buffer
+	tr.Print(&out)
+	for _, want := range []string{
+		"client-crash       none        1         -         -         -         -      1",
+		"client-crash       serf        1      6.5s      6.5s      6.5s      6.5s      0",
+		"client-crash       ttl         1       15s       15s       15s       15s      0",
+		// From 20 s: agent2's critical (agent1's came before), the TTL
+		// session and agent2's lost; the serf one was gone already.
+		"loss 5%              1         0.01          1          1/1          1/1          0/1",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
 }

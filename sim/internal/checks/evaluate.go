@@ -23,13 +23,16 @@ type Evaluation struct {
 	// Excused counts lock-delay refusals left out of the history because
 	// only a server's late arming explains them (latedelay.go).
 	Excused int
+	// LinTimeout is the linearizability check's budget; the artifacts'
+	// re-run for the visualisation gets the same.
+	LinTimeout time.Duration
 }
 
 // Evaluate runs the property checks and the linearizability check over a
 // finished run. Call it outside the synctest bubble: porcupine's time budget
 // is wall time.
 func Evaluate(res *workload.Result, linTimeout time.Duration) Evaluation {
-	ev := Evaluation{Violations: RunChecks(res.Events)}
+	ev := Evaluation{Violations: RunChecks(res.Events), LinTimeout: linTimeout}
 	h, excused := history(NewIndex(res.Events))
 	ev.Excused = excused
 	ev.Lin, ev.LinErr = linearizability.Check(h, linearizability.Options{Timeout: linTimeout})
@@ -90,8 +93,14 @@ func WriteArtifacts(dir string, res *workload.Result, ev Evaluation) error {
 	errs = append(errs, h.WriteFile(filepath.Join(dir, "history.json")))
 	if !errors.Is(ev.LinErr, linearizability.ErrBadHistory) {
 		// Re-run with an artifact folder for porcupine's HTML, annotated
-		// with the faults, whichever check failed; the verdict is known.
-		_, _ = linearizability.Check(h, linearizability.Options{Timeout: time.Minute, ArtifactDir: dir,
+		// with the faults, whichever check failed; the verdict is known,
+		// so the re-run gets no more time than the check had (a minute if
+		// unknown): a broken server's history can keep porcupine busy.
+		budget := ev.LinTimeout
+		if budget <= 0 {
+			budget = time.Minute
+		}
+		_, _ = linearizability.Check(h, linearizability.Options{Timeout: budget, ArtifactDir: dir,
 			Name: "linearizability", Visualize: true})
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -26,6 +26,8 @@ const (
 	CheckSemaphoreLimit  = "semaphore-limit"
 	CheckSemaphoreValid  = "semaphore-valid"
 	CheckHealthyLinks    = "no-failure-on-healthy-links"
+	CheckFalseDeadFenced = "false-dead-holder-fenced"
+	CheckDeadHolder      = "dead-holder-invalidated"
 )
 
 // runKind is a set of the kinds of run a check applies to.
@@ -74,8 +76,12 @@ var registry = []check{
 		SeededRun, seeded(checkBehaviour)},
 	{CheckDurable, []string{"S37"}, "no acknowledged write is lost across crashes and leader changes",
 		SeededRun, seeded(checkDurable)},
-	{CheckHealthyLinks, []string{"S53"}, "gossip marks a server failed only while (or just after) servers' links are faulty",
+	{CheckHealthyLinks, []string{"S53"}, "gossip marks a server or a live holder's client agent failed only while (or just after) links in the pool are faulty",
 		SeededRun, seeded(checkNoFailureOnHealthyLinks)},
+	{CheckFalseDeadFenced, []string{"S43", "S53"}, "a holder whose live agent was declared failed has every later fenced write rejected",
+		SeededRun, seeded(checkFalseDeadFenced)},
+	{CheckDeadHolder, []string{"S12", "S53"}, "a killed (or long-paused) holder's serfHealth-bound session is invalidated within Bounds.DeadAgent",
+		SeededRun, seeded(checkDeadHolderInvalidated)},
 	{CheckLiveness, []string{"S14", "S19", "S21", "S10", "S12"}, "once faults heal, dead owners' sessions go and free keys can be acquired, within Bounds",
 		SeededRun, seeded(checkLiveness)},
 	{CheckRecipeExclusive, []string{"S49", "S50"}, "the fenced resource never serves two leaders at once",

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
 
 	"github.com/tenurekv/tenure/impl"
@@ -66,6 +67,9 @@ type Cluster struct {
 	// registrations and serfHealth from it, as in production. Nil: no
 	// gossip, each server registers itself and nothing detects failures.
 	gossip *gossipNames
+	// Agents are the client agents (agents.go), one per simulated client,
+	// members of the servers' gossip pool. Only with gossip.
+	Agents []*ClientAgent
 	// applied is the highest index any server has applied, so a restarted
 	// server's replay of older entries is marked as such.
 	appliedMu sync.Mutex
@@ -80,10 +84,17 @@ func SimTransport(n *simnet.Network, from string) *http.Transport {
 	return &http.Transport{DialContext: n.Dialer(from), DisableKeepAlives: true}
 }
 
-func NewCluster(n *simnet.Network, rec *Recorder, names []string, clocks map[string]ClockSkew, v *Variant, withGossip bool) (*Cluster, error) {
+// NewCluster boots the servers names (and, with gossip, the client agents
+// agents, once the servers run).
+func NewCluster(n *simnet.Network, rec *Recorder, names []string, clocks map[string]ClockSkew, v *Variant, withGossip bool, agents []string) (*Cluster, error) {
 	c := &Cluster{net: n, rec: rec, variant: v}
 	if withGossip {
-		c.gossip = newGossipNames(names)
+		c.gossip = newGossipNames(append(slices.Clone(names), agents...))
+		for _, a := range agents {
+			c.Agents = append(c.Agents, &ClientAgent{Name: a})
+		}
+	} else if len(agents) > 0 {
+		return nil, fmt.Errorf("sim: client agents %v need gossip", agents)
 	}
 	for _, name := range names {
 		c.peers = append(c.peers, impl.Peer{Name: name, RaftAddr: name})
@@ -103,6 +114,12 @@ func NewCluster(n *simnet.Network, rec *Recorder, names []string, clocks map[str
 	}
 	for _, s := range c.Servers {
 		if err := c.Start(s); err != nil {
+			c.Shutdown()
+			return nil, err
+		}
+	}
+	for _, a := range c.Agents {
+		if err := c.startAgent(a); err != nil {
 			c.Shutdown()
 			return nil, err
 		}
@@ -212,7 +229,7 @@ func (c *Cluster) startGossip(s *server) (*gossip.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s gossip: %w", s.Name, err)
 	}
-	pool, err := gossip.Start(gossip.Config{NodeName: s.Name, Transport: t,
+	pool, err := gossip.Start(gossip.Config{NodeName: s.Name, Transport: t, Timing: c.gossipTiming(s.Name),
 		Tags: map[string]string{gossip.TagRole: gossip.RoleServer, gossip.TagHTTP: s.httpAddr()}})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("start %s gossip: %w", s.Name, err), t.Shutdown())
@@ -271,6 +288,9 @@ func (c *Cluster) Crash(s *server) error {
 
 func (c *Cluster) Shutdown() error {
 	var errs []error
+	for _, a := range c.Agents {
+		errs = append(errs, c.CrashAgent(a))
+	}
 	for _, s := range c.Servers {
 		errs = append(errs, c.Crash(s))
 	}
@@ -399,4 +419,17 @@ type Variant struct {
 	Config func(*impl.Config)
 	// Clock, if set, replaces the server's Now (its timers keep the true clock).
 	Clock func(true *simclock.Clock) func() time.Time
+	// Gossip, if set, adjusts the memberlist configuration of the agent
+	// (server or client) on node: a broken failure detector.
+	Gossip func(node string, c *memberlist.Config)
+}
+
+// gossipTiming is the memberlist adjustment the agent on node gets.
+func (c *Cluster) gossipTiming(node string) func(*memberlist.Config) {
+	return func(mc *memberlist.Config) {
+		simGossip(mc)
+		if c.variant != nil && c.variant.Gossip != nil {
+			c.variant.Gossip(node, mc)
+		}
+	}
 }

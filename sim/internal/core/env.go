@@ -29,8 +29,9 @@ type Base struct {
 // Start boots the cluster hdr describes (servers adjusted or deliberately
 // broken by v, if set) and waits until every server has registered itself.
 // netTrace records every network message in the trace (large); withGossip
-// runs LAN gossip among the servers (failure detection). Call Close when
-// done.
+// runs LAN gossip among the servers (failure detection) and starts a client
+// agent for each of hdr.Agents, waiting until each is registered passing.
+// Call Close when done.
 func Start(hdr RunHeader, v *Variant, netTrace, withGossip bool) (*Base, error) {
 	rec := NewRecorder()
 	netOpts := simnet.Options{Seed: hdr.Seed, Link: simnet.Link{Latency: time.Millisecond, Jitter: 2 * time.Millisecond}}
@@ -43,11 +44,15 @@ func Start(hdr RunHeader, v *Variant, netTrace, withGossip bool) (*Base, error) 
 	}
 	b := &Base{Net: network, Rec: rec, Hdr: hdr}
 	rec.Add(Event{Kind: KindRun, Run: &b.Hdr})
-	if b.Cl, err = NewCluster(network, rec, hdr.Servers, hdr.Clocks, v, withGossip); err != nil {
+	if b.Cl, err = NewCluster(network, rec, hdr.Servers, hdr.Clocks, v, withGossip, hdr.Agents); err != nil {
 		network.Close()
 		return nil, err
 	}
 	if err := WaitRegistered(b.Cl); err != nil {
+		b.Close()
+		return nil, err
+	}
+	if err := b.Cl.waitAgentsPassing(startupLimit); err != nil {
 		b.Close()
 		return nil, err
 	}

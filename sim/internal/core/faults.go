@@ -45,13 +45,24 @@ const (
 	FaultClientCrash FaultKind = "client-crash"
 	// FaultSlowLink delays a client's packets to the resources by seconds.
 	FaultSlowLink FaultKind = "slow-link"
-	// FaultPoolLoss drops a share (Rate) of the messages between one server
-	// and part of the pool, both ways: gossip probes among them, and raft,
-	// fail now and then, as over a lossy link.
+	// FaultPoolLoss drops a share (Rate) of the messages between one member
+	// of the gossip pool (a server or a client agent) and part of the pool,
+	// both ways: gossip probes among them, and raft or HTTP, fail now and
+	// then, as over a lossy link.
 	FaultPoolLoss FaultKind = "pool-loss"
-	// FaultOneWay stops one server's messages to part of the pool while it
+	// FaultOneWay stops one member's messages to part of the pool while it
 	// still hears them: it cannot answer their probes.
 	FaultOneWay FaultKind = "one-way-partition"
+	// FaultClientPartition cuts a client's host (the process and its
+	// agent) off from every server and every other agent; the resources
+	// stay reachable. Its agent is alive but unreachable: gossip declares
+	// it failed, a false positive for a holder that keeps working.
+	FaultClientPartition FaultKind = "client-partition"
+	// FaultSlowAgent starves one client agent of CPU: every message between
+	// it and the rest of the pool is delayed by Param, so it answers
+	// probes late (Lifeguard's case: it should refute the suspicion in
+	// time and mostly not be declared failed).
+	FaultSlowAgent FaultKind = "slow-agent"
 )
 
 // Fault kinds aimed at a recipe's current holder (the leader, or one slot
@@ -94,7 +105,7 @@ func DeathFault(k FaultKind) bool {
 var AllFaultKinds = []FaultKind{
 	FaultPartition, FaultLeaderIsolation, FaultFlapping, FaultServerClockStep,
 	FaultClientClockRate, FaultFalsePositive, FaultClientPause, FaultServerPause, FaultCrashRestart,
-	FaultLeaderKill, FaultClientCrash, FaultSlowLink, FaultPoolLoss, FaultOneWay,
+	FaultLeaderKill, FaultClientCrash, FaultSlowLink, FaultPoolLoss, FaultOneWay, FaultSlowAgent, FaultClientPartition,
 }
 
 // parseFaultKinds reads a comma-separated list; "all" means every kind and
@@ -161,6 +172,8 @@ var faultDurations = map[FaultKind][2]time.Duration{
 	FaultSlowLink:        {5 * time.Second, 20 * time.Second},
 	FaultPoolLoss:        {5 * time.Second, 20 * time.Second},
 	FaultOneWay:          {3 * time.Second, 12 * time.Second},
+	FaultSlowAgent:       {5 * time.Second, 30 * time.Second},
+	FaultClientPartition: {5 * time.Second, 40 * time.Second},
 	FaultHolderPause:     {3 * time.Second, 45 * time.Second},
 	FaultHolderPartition: {5 * time.Second, 40 * time.Second},
 	FaultHolderCrash:     {time.Second, time.Second},
@@ -190,6 +203,11 @@ func drawParams(r *rand.Rand, f *Fault) {
 		f.Rate = []float64{0.05, 0.2, 0.5}[r.IntN(3)]
 	case FaultFlapping:
 		f.Param = Between(r, 300*time.Millisecond, 2*time.Second)
+	case FaultSlowAgent:
+		// From a little late to well past memberlist's probe interval (1 s)
+		// one way. Measured (TestTradeoffGossip): up to 1.5 s Lifeguard's
+		// refutation keeps the agent alive; from 3 s it flaps failed.
+		f.Param = Between(r, 200*time.Millisecond, 4*time.Second)
 	case FaultHolderPartition:
 		if r.IntN(2) == 0 {
 			f.Param = Between(r, 5*time.Second, 20*time.Second)

@@ -81,9 +81,10 @@ func (in *Injector) Start(f Fault) func() {
 		in.Mark(f, "start", minority, "minority side")
 		return in.Net.Heal
 	case FaultPoolLoss, FaultOneWay:
-		// One server and the part of the pool it loses: by Pick, the
-		// server and one or all of the others.
-		names := in.Cl.PeersNames()
+		// One member of the pool (a server or a running client agent) and
+		// the part of the pool it loses: by Pick, the member and the first
+		// server that is not it, or all the others.
+		names := in.Cl.PoolNames()
 		s := names[f.Pick%uint64(len(names))]
 		var others []string
 		for _, n := range names {
@@ -104,6 +105,22 @@ func (in *Injector) Start(f Fault) func() {
 			_ = in.Net.SetLink(o, s, simnet.Link{Latency: time.Millisecond, Jitter: 2 * time.Millisecond, DropRate: f.Rate})
 		}
 		in.Mark(f, "start", []string{s}, fmt.Sprintf("%.0f%% loss with %s", 100*f.Rate, strings.Join(others, ",")))
+		return in.Net.ResetLinks
+	case FaultSlowAgent:
+		agents := in.Cl.AliveAgentNames()
+		if len(agents) == 0 {
+			in.Mark(f, "start", nil, "no running client agent: ignored")
+			return nil
+		}
+		a := agents[f.Pick%uint64(len(agents))]
+		link := simnet.Link{Latency: f.Param, Jitter: 2 * time.Millisecond}
+		for _, o := range in.Cl.PoolNames() {
+			if o != a {
+				_ = in.Net.SetLink(a, o, link)
+				_ = in.Net.SetLink(o, a, link)
+			}
+		}
+		in.Mark(f, "start", []string{a}, "every message to and from the pool late by "+f.Param.String())
 		return in.Net.ResetLinks
 	case FaultLeaderIsolation:
 		l := in.leaderOrPick(f.Pick)
@@ -133,13 +150,21 @@ func (in *Injector) Start(f Fault) func() {
 		// anti-entropy), so one critical write would be a blip: the fault
 		// keeps re-marking it for its whole length, as a failure detector
 		// that keeps suspecting a live node would.
-		s := in.serverByPick(f.Pick)
-		in.Mark(f, "start", []string{s.Name}, "serfHealth critical while alive, re-marked every "+falsePositiveEvery.String())
+		// Clients' sessions are bound to their agents' nodes: with client
+		// agents the fault marks one of them, else a server.
+		node, addr := in.serverByPick(f.Pick).Name, ""
+		if agents := in.Cl.Agents; len(agents) > 0 {
+			a := agents[f.Pick%uint64(len(agents))]
+			node, addr = a.Name, a.HTTPAddr()
+		} else {
+			addr = in.serverByPick(f.Pick).httpAddr()
+		}
+		in.Mark(f, "start", []string{node}, "serfHealth critical while alive, re-marked every "+falsePositiveEvery.String())
 		stop, done := make(chan struct{}), make(chan struct{})
 		go func() {
 			defer close(done)
 			for {
-				in.setSerf(s, model.HealthCritical, falsePositiveEvery)
+				in.setSerf(node, addr, model.HealthCritical, falsePositiveEvery)
 				select {
 				case <-stop:
 					return
@@ -150,7 +175,7 @@ func (in *Injector) Start(f Fault) func() {
 		return func() {
 			close(stop)
 			<-done
-			in.setSerf(s, model.HealthPassing, 10*time.Second)
+			in.setSerf(node, addr, model.HealthPassing, 10*time.Second)
 		}
 	case FaultServerPause:
 		s := in.serverByPick(f.Pick)
@@ -186,6 +211,19 @@ func (in *Injector) Crash(s *server) {
 	in.Rec.Add(Event{Kind: KindNote, Node: s.Name, Msg: NoteCrashPrefix + s.Name})
 }
 
+// CrashAgent crashes the client agent named node (if it is one) and notes
+// it as a crash of that node, so the checks bound its sessions' end.
+func (in *Injector) CrashAgent(node string) {
+	a := in.Cl.Agent(node)
+	if a == nil {
+		return
+	}
+	if err := in.Cl.CrashAgent(a); err != nil {
+		in.Rec.Add(Event{Kind: KindNote, Node: node, Msg: "crash error: " + err.Error()})
+	}
+	in.Rec.Add(Event{Kind: KindNote, Node: node, Msg: NoteCrashPrefix + node})
+}
+
 func (in *Injector) Restart(s *server) {
 	if err := in.Cl.Start(s); err != nil {
 		in.Rec.Add(Event{Kind: KindNote, Node: s.Name, Msg: "restart error: " + err.Error()})
@@ -194,15 +232,15 @@ func (in *Injector) Restart(s *server) {
 	in.Rec.Add(Event{Kind: KindNote, Node: s.Name, Msg: NoteRestartPrefix + s.Name})
 }
 
-// setSerf writes s's serfHealth status through the leader, as Consul's serf
-// reconciliation would; it gives up after limit.
-func (in *Injector) setSerf(s *server, status model.Health, limit time.Duration) {
+// setSerf writes node's serfHealth status through the leader, as Consul's
+// serf reconciliation would; it gives up after limit.
+func (in *Injector) setSerf(node, addr string, status model.Health, limit time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	cmd := model.Command{Register: &model.Register{Node: s.Name, Address: s.httpAddr(),
+	cmd := model.Command{Register: &model.Register{Node: node, Address: addr,
 		Checks: []model.CheckSpec{{CheckID: model.SerfHealthCheckID, Name: "Serf Health Status", Status: status}}}}
 	if err := in.Cl.applyOnLeader(ctx, cmd); err != nil {
-		in.Rec.Add(Event{Kind: KindNote, Node: s.Name, Msg: "serfHealth " + string(status) + " not written: " + err.Error()})
+		in.Rec.Add(Event{Kind: KindNote, Node: node, Msg: "serfHealth " + string(status) + " not written: " + err.Error()})
 	}
 }
 
@@ -210,6 +248,23 @@ func (c *Cluster) PeersNames() []string {
 	var out []string
 	for _, p := range c.peers {
 		out = append(out, p.Name)
+	}
+	return out
+}
+
+// PoolNames lists the gossip pool's members a fault may pick: the servers,
+// then the client agents still running.
+func (c *Cluster) PoolNames() []string {
+	return append(c.PeersNames(), c.AliveAgentNames()...)
+}
+
+// AliveAgentNames lists the client agents that have not crashed.
+func (c *Cluster) AliveAgentNames() []string {
+	var out []string
+	for _, a := range c.Agents {
+		if a.Alive() {
+			out = append(out, a.Name)
+		}
 	}
 	return out
 }

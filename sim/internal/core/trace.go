@@ -71,18 +71,22 @@ type Event struct {
 
 // RunHeader is the first event: what a reader needs to interpret the rest.
 type RunHeader struct {
-	Seed    uint64               `json:"seed"`
-	Servers []string             `json:"servers"`
-	Clients []ClientInfo         `json:"clients"`
-	Clocks  map[string]ClockSkew `json:"clocks"`
-	Faults  []Fault              `json:"faults"`
-	Bounds  Bounds               `json:"bounds"`
-	Groups  map[string]GroupInfo `json:"groups"`
+	Seed    uint64       `json:"seed"`
+	Servers []string     `json:"servers"`
+	Clients []ClientInfo `json:"clients"`
+	// Agents are the client agents' nodes (with gossip); a client's Agent
+	// names its own.
+	Agents []string             `json:"agents,omitempty"`
+	Clocks map[string]ClockSkew `json:"clocks"`
+	Faults []Fault              `json:"faults"`
+	Bounds Bounds               `json:"bounds"`
+	Groups map[string]GroupInfo `json:"groups"`
 	// Variant names a deliberately broken server, "" for the real one.
 	Variant string `json:"variant,omitempty"`
 }
 
-// ClientInfo names a client, its session group and the server it talks to first.
+// ClientInfo names a client, its session group and the agent it talks to
+// (its own client agent with gossip, else the server it tries first).
 type ClientInfo struct {
 	Name  string `json:"name"`
 	Group string `json:"group"`

@@ -38,7 +38,7 @@ type RecipeConfig struct {
 	Servers int    // 3 or 5
 	Recipe  string // RecipeElection or RecipeSemaphore
 	// Contenders is how many processes take part, each on its own client
-	// host and talking to its own agent (servers in turn).
+	// host and talking to its own client agent.
 	Contenders int
 	// Limit is the semaphore's limit (RecipeSemaphore only).
 	Limit int
@@ -237,7 +237,10 @@ func planRecipeRun(cfg RecipeConfig) (core.RunHeader, RecipeBounds) {
 	hdr.Groups[cfg.Recipe] = core.GroupInfo{Config: core.SessionConfig{Checks: core.ChecksTTL, TTL: cfg.TTL, LockDelay: cfg.LockDelay}, Key: key}
 	for i := range cfg.Contenders {
 		name := fmt.Sprintf("%s-%d", cfg.Recipe, i+1)
-		hdr.Clients = append(hdr.Clients, core.ClientInfo{Name: name, Group: cfg.Recipe, Agent: hdr.Servers[i%len(hdr.Servers)]})
+		// Each process runs on its own host with its own client agent.
+		agent := core.AgentName(i)
+		hdr.Agents = append(hdr.Agents, agent)
+		hdr.Clients = append(hdr.Clients, core.ClientInfo{Name: name, Group: cfg.Recipe, Agent: agent})
 		ck := core.ClockSkew{Rate: 1}
 		if skew {
 			ck.Offset = core.Between(r, -5*time.Second, 5*time.Second)
@@ -261,10 +264,10 @@ func RunRecipe(cfg RecipeConfig) (*RecipeResult, error) {
 		return nil, err
 	}
 	hdr, bounds := planRecipeRun(cfg)
-	// No gossip: recipe sessions bind no checks (TTL only), so failure
-	// detection plays no part in what a recipe run checks, and leaving it
-	// out keeps the named scenarios' timing as they were written.
-	base, err := core.Start(hdr, nil, false, false)
+	// Gossip runs, for the client agents the processes talk to; recipe
+	// sessions bind no checks (TTL only), so what gossip decides about a
+	// node plays no part in what a recipe run checks.
+	base, err := core.Start(hdr, nil, false, true)
 	if err != nil {
 		return nil, err
 	}

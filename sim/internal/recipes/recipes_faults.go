@@ -85,16 +85,20 @@ func (pf procFaults) StartClientFault(in *core.Injector, f core.Fault) (func(), 
 	ended := func() { pf.log.deathEnded(f.ID) }
 	switch f.Kind {
 	case core.FaultHolderPause:
+		// The host stops: the process and its agent's network.
 		_ = in.Net.Pause(p.name)
+		_ = in.Net.Pause(p.agent)
 		p.freeze()
-		in.Mark(f, "start", []string{p.name}, note)
+		in.Mark(f, "start", []string{p.name, p.agent}, note)
 		return func() {
+			_ = in.Net.Resume(p.agent)
 			_ = in.Net.Resume(p.name)
 			p.thaw()
 			ended()
 		}, true
 	case core.FaultHolderPartition:
-		_ = in.Net.Partition([]string{p.name}, slices.Clone(pf.cl.PeersNames()))
+		// The host (process and agent) loses the servers.
+		_ = in.Net.Partition([]string{p.name, p.agent}, slices.Clone(pf.cl.PeersNames()))
 		if f.Param > 0 {
 			_ = in.Net.SetLink(p.name, core.ResNode, simnet.Link{Latency: f.Param})
 			note += "; link to " + core.ResNode + " " + f.Param.String()
@@ -116,7 +120,8 @@ func (pf procFaults) StartClientFault(in *core.Injector, f core.Fault) (func(), 
 			pf.log.ended(i, "crashed")
 		}
 		_ = in.Net.Pause(p.name)
-		in.Mark(f, "start", []string{p.name}, note)
+		in.Mark(f, "start", []string{p.name, p.agent}, note)
+		in.CrashAgent(p.agent)
 		return nil, true
 	case core.FaultHolderSlowLink:
 		_ = in.Net.SetLink(p.name, core.ResNode, simnet.Link{Latency: f.Param})

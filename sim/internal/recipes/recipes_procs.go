@@ -35,6 +35,7 @@ const resWriteTimeout = time.Minute
 // frozen (paused or crashed).
 type recipeProc struct {
 	name  string // also its network node
+	agent string // its client agent's node
 	cfg   RecipeConfig
 	rec   *core.Recorder
 	log   *recipeLog
@@ -52,7 +53,7 @@ type recipeProc struct {
 }
 
 func newRecipeProc(cfg RecipeConfig, ci core.ClientInfo, sk core.ClockSkew, network *simnet.Network, rec *core.Recorder, log *recipeLog) (*recipeProc, error) {
-	p := &recipeProc{name: ci.Name, cfg: cfg, rec: rec, log: log, clock: core.NewClientClock(sk.Offset, sk.Rate),
+	p := &recipeProc{name: ci.Name, agent: ci.Agent, cfg: cfg, rec: rec, log: log, clock: core.NewClientClock(sk.Offset, sk.Rate),
 		res: &http.Client{Transport: core.SimTransport(network, ci.Name)}, plan: core.Stream(cfg.Seed, "recipe/"+ci.Name), holding: -1}
 	c, err := recipe.NewClient(&api.Config{Address: ci.Agent + ":" + core.HttpPort, Scheme: "http",
 		HttpClient: &http.Client{Transport: core.SimTransport(network, ci.Name)}})

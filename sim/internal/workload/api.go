@@ -29,6 +29,10 @@ type ApiClient struct {
 	Agent   int
 	Clock   *core.ClientClock
 	Timeout time.Duration
+	// AgentNode, if set, is the client agent the client talks to: a create
+	// for that node leaves Node out of the body, so that the agent's
+	// default fills it in (the trace keeps the node it must come to).
+	AgentNode string
 }
 
 // noLeaderBody is the server's answer to a request no leader took
@@ -113,6 +117,9 @@ func (c *ApiClient) Create(cs model.CreateSession) *core.Ret {
 	body := map[string]any{
 		"Name": cs.Name, "Node": cs.Node, "Checks": cs.Checks, "NodeChecks": cs.Checks,
 		"LockDelay": cs.LockDelay.String(), "Behavior": cs.Behavior, "TTL": cs.TTL,
+	}
+	if c.AgentNode != "" && cs.Node == c.AgentNode {
+		delete(body, "Node")
 	}
 	b, _ := json.Marshal(body)
 	return c.do(core.Call{Req: core.ReqCreate, Create: &cs}, http.MethodPut, "/v1/session/create", b,

@@ -178,7 +178,9 @@ func planRun(cfg Config) core.RunHeader {
 		maxTTL, maxLD = max(maxTTL, g.Config.TTL), max(maxLD, g.Config.LockDelay)
 		for j := range cfg.ClientsPerGroup {
 			name := fmt.Sprintf("c-%s-%d", g.Name, j)
-			agent := hdr.Servers[(len(hdr.Clients))%len(hdr.Servers)]
+			// Each client runs on its own node, whose client agent it talks to.
+			agent := core.AgentName(len(hdr.Clients))
+			hdr.Agents = append(hdr.Agents, agent)
 			hdr.Clients = append(hdr.Clients, core.ClientInfo{Name: name, Group: g.Name, Agent: agent})
 			ck := core.ClockSkew{Rate: 1}
 			if clientSkew {
@@ -192,6 +194,8 @@ func planRun(cfg Config) core.RunHeader {
 		hdr.Faults = core.NewSchedule(cfg.Seed, core.SeededSchedule, cfg.Faults, 5*time.Second, cfg.Duration)
 	}
 	b, err := core.DeriveBounds(core.Bounds{Election: 10 * time.Second, Detect: gossipDetect, MaxTTL: maxTTL,
+		AgentDetect:   core.GossipDetectBound(len(hdr.Servers) + len(hdr.Agents)),
+		StaleView:     core.GossipStaleBound(len(hdr.Servers) + len(hdr.Agents)),
 		TTLMultiplier: model.DefaultTTLMultiplier, MaxLockDelay: maxLD, MinRate: minRate, Slack: 5 * time.Second})
 	if err == nil {
 		hdr.Bounds = b
@@ -201,14 +205,15 @@ func planRun(cfg Config) core.RunHeader {
 
 func newWorkers(cfg Config, hdr core.RunHeader, rec *core.Recorder, network *simnet.Network, t0 time.Duration) []*Worker {
 	var out []*Worker
-	for i, ci := range hdr.Clients {
+	for _, ci := range hdr.Clients {
 		gi := hdr.Groups[ci.Group]
 		sk := hdr.Clocks[ci.Name]
 		clk := core.NewClientClock(sk.Offset, sk.Rate)
-		agent := i % len(hdr.Servers)
 		w := &Worker{
-			Name:   ci.Name,
-			Api:    &ApiClient{Name: ci.Name, Rec: rec, Http: &http.Client{Transport: core.SimTransport(network, ci.Name)}, Servers: hdr.Servers, Agent: agent, Clock: clk, Timeout: 5 * time.Second},
+			Name: ci.Name,
+			// Only its own agent: the session's node is the agent's by
+			// default (the create body names none).
+			Api:    &ApiClient{Name: ci.Name, Rec: rec, Http: &http.Client{Transport: core.SimTransport(network, ci.Name)}, Servers: []string{ci.Agent}, Clock: clk, Timeout: 5 * time.Second, AgentNode: ci.Agent},
 			plan:   newClientPlan(cfg.Seed, ci.Name),
 			Group:  LockGroup{Name: ci.Group, Config: gi.Config, Key: gi.Key},
 			Node:   ci.Agent,
@@ -249,11 +254,12 @@ func resourceChecker(rec *core.Recorder, network *simnet.Network, servers []stri
 }
 
 // noteExclusions lists the keys nothing will ever free: held by a crashed
-// client's session that has no TTL (its node, the client's agent, is alive).
+// client's session that has neither a TTL nor its node's serfHealth (its
+// agent crashed with it, so a serf session goes).
 func noteExclusions(cl *core.Cluster, rec *core.Recorder, workers []*Worker, hdr core.RunHeader) {
 	crashed := map[string]bool{}
 	for _, w := range workers {
-		if w.isCrashed() && w.Session != "" && w.Group.Config.TTL == 0 {
+		if w.isCrashed() && w.Session != "" && w.Group.Config.TTL == 0 && w.Group.Config.Checks != core.ChecksSerf {
 			crashed[w.Session] = true
 		}
 	}

@@ -13,14 +13,33 @@ func (ws workerFaults) StartClientFault(in *core.Injector, f core.Fault) (func()
 	w := ws[f.Pick%uint64(len(ws))]
 	switch f.Kind {
 	case core.FaultClientPause:
+		// The whole host stops (a stopped VM): the process, and its
+		// agent's network, so the pool hears nothing from it meanwhile.
 		_ = in.Net.Pause(w.Name)
+		_ = in.Net.Pause(w.Node)
 		w.pause(in.T0 + f.End())
-		in.Mark(f, "start", []string{w.Name}, "")
-		return func() { _ = in.Net.Resume(w.Name) }, true
+		in.Mark(f, "start", []string{w.Name, w.Node}, "")
+		return func() {
+			_ = in.Net.Resume(w.Node)
+			_ = in.Net.Resume(w.Name)
+		}, true
 	case core.FaultClientCrash:
+		// The host dies: the process and its agent, which does not leave.
 		w.kill()
-		in.Mark(f, "start", []string{w.Name}, "")
+		in.Mark(f, "start", []string{w.Name, w.Node}, "")
+		in.CrashAgent(w.Node)
 		return nil, true
+	case core.FaultClientPartition:
+		host := []string{w.Name, w.Node}
+		var rest []string
+		for _, n := range in.Cl.PoolNames() {
+			if n != w.Node {
+				rest = append(rest, n)
+			}
+		}
+		_ = in.Net.Partition(host, rest)
+		in.Mark(f, "start", host, "cut off from every server and agent")
+		return in.Net.Heal, true
 	case core.FaultSlowLink:
 		_ = in.Net.SetLink(w.Name, core.ResNode, simnet.Link{Latency: f.Param})
 		in.Mark(f, "start", []string{w.Name}, "to "+core.ResNode+" "+f.Param.String())
