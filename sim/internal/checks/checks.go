@@ -172,7 +172,7 @@ func checkTTLLowerBound(ix *traceIndex) []Violation {
 		}
 		for _, s := range o.Obs.GoneSess {
 			ttl := s.TTLDuration()
-			if ttl == 0 || len(s.Checks) > 0 || seen[s.ID] {
+			if ttl == 0 || len(s.CheckIDs()) > 0 || seen[s.ID] {
 				continue
 			}
 			if t, ok := destroyed[s.ID]; ok && t <= o.At {

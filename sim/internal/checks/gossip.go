@@ -168,7 +168,7 @@ func serfSessions(ix *traceIndex) map[string][]model.Session {
 	seen := map[string]bool{}
 	for _, o := range ix.Obs {
 		for _, s := range o.Obs.NewSess {
-			if !seen[s.ID] && slices.Contains(s.Checks, model.SerfHealthCheckID) {
+			if !seen[s.ID] && slices.Contains(s.CheckIDs(), model.SerfHealthCheckID) {
 				seen[s.ID] = true
 				out[s.Node] = append(out[s.Node], s)
 			}

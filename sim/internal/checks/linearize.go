@@ -124,7 +124,7 @@ func history(ix *traceIndex) (linearizability.History, int) {
 			if t, ok := destroyCall[s.ID]; ok && t <= o.At {
 				continue // the client's destroy is in the history
 			}
-			if slices.Contains(s.Checks, model.SerfHealthCheckID) && slices.ContainsFunc(criticalAt[s.Node], func(i uint64) bool {
+			if slices.Contains(s.CheckIDs(), model.SerfHealthCheckID) && slices.ContainsFunc(criticalAt[s.Node], func(i uint64) bool {
 				return i > s.CreateIndex && i <= o.Obs.Index
 			}) {
 				continue
@@ -199,9 +199,9 @@ func historyOp(op *Op) (linearizability.Op, bool) {
 	case core.ReqCreate:
 		cs := *c.Create
 		cs.ID = ""
-		if cs.Checks == nil {
-			cs.Checks = []string{}
-		}
+		// The client sends its list as both Checks and NodeChecks
+		// (workload.ApiClient.Create); the server applies Consul's fixup.
+		cs.Checks, cs.NodeChecks = model.FixupSessionChecks(cs.Checks, cs.Checks)
 		if cs.Behavior == "" {
 			cs.Behavior = model.BehaviorRelease
 		}

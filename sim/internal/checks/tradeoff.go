@@ -228,7 +228,7 @@ func sessionModes(ix *traceIndex) map[string]model.Session {
 // modeOf is the check mode of a session, by what it is bound to.
 func modeOf(s model.Session) core.CheckMode {
 	switch {
-	case slices.Contains(s.Checks, model.SerfHealthCheckID):
+	case slices.Contains(s.CheckIDs(), model.SerfHealthCheckID):
 		return core.ChecksSerf
 	case s.TTLDuration() > 0:
 		return core.ChecksTTL
