@@ -333,7 +333,7 @@ func TestStateRemovalAndLateReports(t *testing.T) {
 	}
 	st.UpdateCheck("ghost", checks.Passing, "") // a runner's late report: ignored
 	st.AddService(Service{ID: "w", Service: "w"})
-	st.AddCheck(svcCheck("c", "w", checks.Passing), time.Minute)
+	st.AddCheck(svcCheck("c", "w", checks.Critical), time.Minute)
 	if !st.RemoveService("w") || st.RemoveService("w") {
 		t.Fatal("RemoveService twice: want true then false")
 	}
@@ -346,6 +346,47 @@ func TestStateRemovalAndLateReports(t *testing.T) {
 	}
 	if got := st.CriticalServices(time.Now().Add(time.Hour)); len(got) != 0 {
 		t.Fatalf("a deleted service is reported critical: %v", got)
+	}
+}
+
+// TestCriticalServicesLooksAtEveryCheck: checks without the setting, or
+// not critical, do not hide the ones that qualify.
+func TestCriticalServicesLooksAtEveryCheck(t *testing.T) {
+	st := NewState(node, 0, zero)
+	st.AddService(Service{ID: "s", Service: "s"})
+	st.AddService(Service{ID: "t", Service: "t"})
+	st.AddCheck(Check{CheckID: "a-node", Status: checks.Critical}, time.Minute)
+	st.AddCheck(svcCheck("b-plain", "s", checks.Critical), 0)
+	st.AddCheck(svcCheck("c-fine", "s", checks.Passing), time.Minute)
+	st.AddCheck(svcCheck("d-doomed", "s", checks.Critical), time.Minute)
+	st.AddCheck(svcCheck("e-doomed-too", "s", checks.Critical), time.Minute)
+	st.AddCheck(svcCheck("f-other", "t", checks.Critical), time.Minute)
+	if got := st.CriticalServices(time.Now().Add(time.Minute)); !cmp.Equal(got, []string{"s", "t"}) {
+		t.Fatalf("critical services %v, want [s t] once each", got)
+	}
+}
+
+// TestFullSyncPastPendingDeletions: a deletion still pending does not stop
+// the full sync from checking the entries after it.
+func TestFullSyncPastPendingDeletions(t *testing.T) {
+	cat := NewMemCatalog()
+	st, s := newSynced(cat)
+	st.AddService(Service{ID: "a", Service: "a"})
+	st.AddService(Service{ID: "b", Service: "b"})
+	st.AddCheck(Check{CheckID: "a", Status: checks.Passing}, 0)
+	st.AddCheck(Check{CheckID: "b", Status: checks.Passing}, 0)
+	mustSync(t, s)
+	cat.Fail(errors.New("down"))
+	st.RemoveService("a")
+	st.RemoveCheck("a")
+	_ = s.SyncChanges()
+	cat.Fail(nil)
+	cat.Put(node, &Service{ID: "b", Service: "drifted"}, &Check{CheckID: "b", Status: checks.Critical})
+	if err := s.SyncFull(); err != nil {
+		t.Fatal(err)
+	}
+	if got := cat.Dump(node); got != "check b svc= passing \"\"\nservice b b tags=[] :0" {
+		t.Fatalf("catalog:\n%s", got)
 	}
 }
 
@@ -390,7 +431,7 @@ func TestDeferralFollowsTheConfiguredInterval(t *testing.T) {
 
 func TestMemCatalog(t *testing.T) {
 	m := NewMemCatalog()
-	if err := m.Register(node, nil, []Check{{CheckID: "c", ServiceID: "w"}}); err == nil {
+	if err := m.Register(node, nil, []Check{{CheckID: "a"}, {CheckID: "c", ServiceID: "w"}}); err == nil {
 		t.Fatal("a check of an unknown service was accepted")
 	}
 	if err := m.Register(node, &Service{ID: "w"}, []Check{{CheckID: "c", ServiceID: "w"}, {CheckID: "n"}}); err != nil {
