@@ -366,3 +366,15 @@ func TestTTLOutputAtTheCapIsKept(t *testing.T) {
 		}
 	})
 }
+
+func TestStartRefusesKindsWithoutRunner(t *testing.T) {
+	r := NewRunner(Options{}, func(string, string, string) {})
+	defer r.Close()
+	err := r.Start(Definition{ID: "g", Name: "g", GRPC: "x:1", Interval: time.Second})
+	if err == nil || !strings.Contains(err.Error(), `no prober for a "grpc" check`) {
+		t.Fatalf("got %v", err)
+	}
+	if len(r.Running()) != 0 {
+		t.Fatal("a refused check is running")
+	}
+}

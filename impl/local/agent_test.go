@@ -553,9 +553,15 @@ func TestDecodeServiceRefuses(t *testing.T) {
 			t.Errorf("%s: %v, want %q", c.body, err, c.want)
 		}
 	}
-	d, err := DecodeService([]byte(`{"name":"x","check":{},"checks":[null],"enable_tag_override":true,"Kind":"","Connect":null}`))
-	if err != nil || d.Check != nil || len(d.Checks) != 0 || !d.EnableTagOverride || len(d.unsupported) != 0 {
+	d, err := DecodeService([]byte(`{"name":"x","check":{},"checks":[null,{"TTL":"1s"}],"enable_tag_override":true,"Kind":"","Connect":null}`))
+	if err != nil || d.Check != nil || len(d.Checks) != 1 || !d.EnableTagOverride || len(d.unsupported) != 0 {
 		t.Fatalf("%+v %v", d, err)
+	}
+	if d, err := DecodeService([]byte(`{"Name":"x","Check":{"CheckID":"only-an-id"}}`)); err != nil || d.Check == nil {
+		t.Fatalf("a check with only an ID was dropped as empty: %+v %v", d, err)
+	}
+	if _, err := DecodeService([]byte(`{"Name":"x"`)); err == nil {
+		t.Fatal("a truncated body decoded")
 	}
 }
 
@@ -565,18 +571,22 @@ func TestDecodeServiceRefuses(t *testing.T) {
 func TestFailedSyncIsRetried(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var errs []error
-		h := start(t, func(c *Config) { c.Sync.OnError = func(err error) { errs = append(errs, err) } })
+		h := start(t, func(c *Config) {
+			c.Sync.OnError = func(err error) { errs = append(errs, err) }
+			// The random part at its middle: retry after 15s + 7.5s.
+			c.Sync.Stagger = func(d time.Duration) time.Duration { return d / 2 }
+		})
 		ttlService(t, h, "web1", "1h", "")
 		h.cat.Fail(errors.New("no leader"))
 		if err := h.a.UpdateTTL("service:web1", checks.Passing, ""); err != nil {
 			t.Fatal(err)
 		}
 		settle()
-		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "no leader") {
+		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "sync register service web1: no leader") {
 			t.Fatalf("errors reported: %v", errs)
 		}
 		h.cat.Fail(nil)
-		time.Sleep(15*time.Second - time.Nanosecond)
+		time.Sleep(22500*time.Millisecond - time.Nanosecond)
 		settle()
 		if strings.Contains(h.cat.Dump(node), "passing") {
 			t.Fatal("retried before the retry interval")
@@ -585,6 +595,58 @@ func TestFailedSyncIsRetried(t *testing.T) {
 		settle()
 		if !strings.Contains(h.cat.Dump(node), "passing") {
 			t.Fatalf("not retried:\n%s", h.cat.Dump(node))
+		}
+	})
+}
+
+// TestReapReturnsWhatItRemoved calls the reaper by hand (its ticker set
+// out of the way).
+func TestReapReturnsWhatItRemoved(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, func(c *Config) { c.ReapInterval = time.Hour })
+		ttlService(t, h, "doomed", "10s", `,"DeregisterCriticalServiceAfter":"1m"`)
+		time.Sleep(time.Minute)
+		if got := h.a.Reap(); !cmp.Equal(got, []string{"doomed"}) {
+			t.Fatalf("reaped %v", got)
+		}
+		if got := h.a.Reap(); len(got) != 0 {
+			t.Fatalf("reaped again: %v", got)
+		}
+	})
+}
+
+// TestCheckLimitIsExact: the limit counts registered checks once each,
+// re-registration included, and is reachable exactly.
+func TestCheckLimitIsExact(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, func(c *Config) { c.MaxChecks = 3 })
+		reg := func(body string) error {
+			def, err := DecodeService([]byte(body))
+			if err != nil {
+				return err
+			}
+			return h.a.RegisterService(def, checks.Remote, false)
+		}
+		if err := reg(`{"Name":"a","Checks":[{"TTL":"1m"},{"TTL":"1m"}]}`); err != nil {
+			t.Fatal(err)
+		}
+		if err := reg(`{"Name":"a","Checks":[{"TTL":"1m"},{"TTL":"1m"}]}`); err != nil {
+			t.Fatalf("re-registering the same checks: %v", err)
+		}
+		if err := h.a.RegisterCheck(checks.Definition{Name: "third", TTL: time.Minute}, checks.Remote); err != nil {
+			t.Fatalf("the third check: %v", err)
+		}
+		if code, _ := codeOf(h.a.RegisterCheck(checks.Definition{Name: "fourth", TTL: time.Minute}, checks.Remote)); code != 500 {
+			t.Fatalf("the fourth check: %d", code)
+		}
+		if err := h.a.RegisterCheck(checks.Definition{Name: "third", TTL: time.Hour}, checks.Remote); err != nil {
+			t.Fatalf("re-registering a check at the limit: %v", err)
+		}
+		if err := h.a.DeregisterCheck("third"); err != nil {
+			t.Fatal(err)
+		}
+		if err := reg(`{"Name":"b","Check":{"TTL":"1m"}}`); err != nil {
+			t.Fatalf("a service check reaching the limit exactly: %v", err)
 		}
 	})
 }

@@ -1,7 +1,9 @@
 package local
 
 import (
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -287,7 +289,8 @@ func (s *State) CriticalServices(now time.Time) []string {
 	defer s.mu.Unlock()
 	seen := map[string]bool{}
 	var out []string
-	for _, e := range s.checks {
+	for _, id := range slices.Sorted(maps.Keys(s.checks)) {
+		e := s.checks[id]
 		c := e.check
 		if e.deleted || c.ServiceID == "" || e.dcsa <= 0 || e.criticalSince.IsZero() || seen[c.ServiceID] {
 			continue

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 )
@@ -187,7 +188,9 @@ func (s *Syncer) SyncFull() error {
 
 	st := s.st
 	st.mu.Lock()
-	for id, e := range st.services {
+	// Sorted walks keep full syncs repeatable from run to run.
+	for _, id := range slices.Sorted(maps.Keys(st.services)) {
+		e := st.services[id]
 		r, ok := remoteS[id]
 		if e.deleted {
 			if !ok {
@@ -202,7 +205,8 @@ func (s *Syncer) SyncFull() error {
 			st.services[id] = &serviceEntry{svc: r, deleted: true, ver: st.bump()}
 		}
 	}
-	for id, e := range st.checks {
+	for _, id := range slices.Sorted(maps.Keys(st.checks)) {
+		e := st.checks[id]
 		r, ok := remoteC[id]
 		if e.deleted {
 			if !ok {
@@ -327,16 +331,8 @@ func (s *Syncer) plan() []op {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 
-	svcIDs := make([]string, 0, len(st.services))
-	for id := range st.services {
-		svcIDs = append(svcIDs, id)
-	}
-	sort.Strings(svcIDs)
-	checkIDs := make([]string, 0, len(st.checks))
-	for id := range st.checks {
-		checkIDs = append(checkIDs, id)
-	}
-	sort.Strings(checkIDs)
+	svcIDs := slices.Sorted(maps.Keys(st.services))
+	checkIDs := slices.Sorted(maps.Keys(st.checks))
 
 	perService := map[string]*op{}
 	var order []*op
@@ -373,7 +369,7 @@ func (s *Syncer) plan() []op {
 		sid := e.check.ServiceID
 		se := st.services[sid]
 		switch {
-		case e.deleted && sid != "" && se != nil && se.deleted && !se.inSync:
+		case e.deleted && se != nil && se.deleted:
 			// Deleting the service deletes its checks.
 			o := get(sid)
 			o.entries = append(o.entries, covered{check: e, ver: e.ver})
