@@ -136,6 +136,9 @@ func (h *localHandler) checkUpdate(c *call) error {
 		return err
 	}
 	var u struct{ Status, Output string }
+	if len(body) == 0 {
+		return errorf(http.StatusBadRequest, "Request decode failed: EOF") // Consul's decoder's words
+	}
 	if err := json.Unmarshal(body, &u); err != nil {
 		return decodeFailed(err)
 	}
