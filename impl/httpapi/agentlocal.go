@@ -15,7 +15,7 @@ import (
 // The agent-local endpoints: the agent's own services and checks and its
 // maintenance mode. Each agent, server or client, answers them from its
 // local.Agent and never forwards them; what they change reaches the catalog
-// through the agent's anti-entropy (CONSUL.md §4–§6, S61).
+// through the agent's anti-entropy (CONSUL.md §15, S61).
 
 // WithLocalAgent serves the agent check, service and maintenance endpoints
 // from la and hands every other request to next. It replaces next's own
