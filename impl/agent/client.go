@@ -89,7 +89,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	c := &Client{pool: pool, addr: cfg.HTTPAddr, left: make(chan struct{}), cancel: cancel, served: make(chan error, 1)}
 	// Anti-entropy goes to a server gossip knows, as the agent's other
 	// forwarded requests do; it starts once one is known.
-	servers := func() []string { return gossipServers(pool) }
+	servers := func() []string { return gossipServers(pool, cfg.NodeName) }
 	c.local = startLocal(ctx, cfg.Local, cfg.NodeName, cfg.HTTPAddr, cfg.Forward, servers, pool,
 		serverKnown(ctx, servers, 200*time.Millisecond), log.Named("local"))
 	api := httpapi.WithLocalAgent(c.local.la, httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName,

@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"hash/fnv"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -70,15 +72,25 @@ func serverKnown(ctx context.Context, servers func() []string, poll time.Duratio
 	return ch
 }
 
-// gossipServers lists the HTTP addresses of the alive servers in pool.
-func gossipServers(pool *gossip.Pool) []string {
+// gossipServers lists the HTTP addresses of the alive servers in pool,
+// sorted and then rotated by a hash of node: gossip lists members in no
+// fixed order, and a fixed one keeps simulated runs reproducible, while the
+// rotation spreads clients over the servers.
+func gossipServers(pool *gossip.Pool, node string) []string {
 	var out []string
 	for _, m := range pool.List() {
 		if m.Server && m.SerfStatus == 1 && m.Address != "" {
 			out = append(out, m.Address)
 		}
 	}
-	return out
+	if len(out) < 2 {
+		return out
+	}
+	slices.Sort(out)
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(node))
+	k := int(h.Sum32() % uint32(len(out)))
+	return append(out[k:], out[:k]...)
 }
 
 // Local is the agent's own services and checks.
