@@ -158,7 +158,7 @@ func createBound(t *testing.T, c *api.Client, node string, nodeChecks []string, 
 		}
 		return nil
 	})
-	entry := &api.SessionEntry{NodeChecks: append([]string{"serfHealth"}, nodeChecks...), LockDelay: time.Millisecond}
+	entry := &api.SessionEntry{Node: node, NodeChecks: append([]string{"serfHealth"}, nodeChecks...), LockDelay: time.Millisecond}
 	for _, id := range svcChecks {
 		entry.ServiceChecks = append(entry.ServiceChecks, api.ServiceCheck{ID: id})
 	}
@@ -292,5 +292,36 @@ func TestMaintenanceModeAddsCriticalCheck(t *testing.T) {
 		if ch.Type == "maintenance" {
 			t.Fatalf("maintenance check left after disabling: %+v", ch)
 		}
+	}
+}
+
+// TestFollowerAgentChecksReachTheLeader (S61, S12): a server agent that
+// does not lead syncs its own checks through its API, which forwards the
+// writes to the leader, and its TTL check's expiry ends the session bound to
+// it like any other check's.
+func TestFollowerAgentChecksReachTheLeader(t *testing.T) {
+	c := agenttest.StartCluster(t, 3, agenttest.ClusterOptions{})
+	leader := c.Leader()
+	var follower *agent.Agent
+	for _, a := range c.Agents {
+		if a != leader {
+			follower = a
+			break
+		}
+	}
+	if leader == nil || follower == nil {
+		t.Fatal("no leader and follower")
+	}
+	fc := client(t, follower.HTTPAddr())
+	node := follower.Server().NodeName()
+	if err := fc.Agent().CheckRegister(&api.AgentCheckRegistration{ID: "app", Name: "app",
+		AgentServiceCheck: api.AgentServiceCheck{TTL: "1s", Status: api.HealthPassing}}); err != nil {
+		t.Fatal(err)
+	}
+	sid := createBound(t, client(t, leader.HTTPAddr()), node, []string{"app"}, nil)
+	sessionGone(t, fc, sid, "the follower's expired TTL check ends its session")
+	n, _, err := fc.Catalog().Node(node, nil)
+	if err != nil || n == nil || n.Node.Address != follower.HTTPAddr() {
+		t.Fatalf("the follower's node as anti-entropy left it: %+v %v (want address %s)", n, err, follower.HTTPAddr())
 	}
 }
