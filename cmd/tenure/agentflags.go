@@ -81,6 +81,8 @@ func parseAgentArgs(args []string, stderr io.Writer) (parsedAgentArgs, error) {
 	fs.Var(&files, "config-file", "JSON or HCL agent configuration file (repeatable)")
 	fs.Var(&dirs, "config-dir", "directory of .json and .hcl agent configuration files (repeatable)")
 	fs.Float64Var(&s.TTLMultiplier, "ttl-multiplier", s.TTLMultiplier, "tenure: session TTL grace factor, at least 1")
+	fs.BoolVar(&s.EnableScriptChecks, "enable-script-checks", false, "allow script checks, including ones registered over HTTP")
+	fs.BoolVar(&s.EnableLocalScriptChecks, "enable-local-script-checks", false, "allow script checks from configuration only")
 	if err := fs.Parse(args); err != nil {
 		return p, err
 	}
@@ -136,5 +138,9 @@ func (p parsedAgentArgs) apply(base settings) settings {
 	set("encrypt", func() { base.Encrypt = f.Encrypt })
 	set("log-level", func() { base.LogLevel = f.LogLevel })
 	set("ttl-multiplier", func() { base.TTLMultiplier = f.TTLMultiplier })
+	set("enable-script-checks", func() { base.EnableScriptChecks = f.EnableScriptChecks })
+	set("enable-local-script-checks", func() {
+		base.EnableLocalScriptChecks, base.localScriptChecksSet = f.EnableLocalScriptChecks, true
+	})
 	return base
 }

@@ -93,12 +93,11 @@ var unsupportedKeys = []string{
 	"addresses", "advertise_addr_ipv4", "advertise_addr_ipv6", "advertise_addr_wan", "advertise_addr_wan_ipv4",
 	"advertise_addr_wan_ipv6", "advertise_reconnect_timeout", "alt_domain", "audit", "auto_config",
 	"auto_encrypt", "auto_reload_config", "autopilot", "bootstrap", "ca_file", "ca_path", "cert_file", "check",
-	"check_update_interval", "checks", "cloud", "config_entries", "connect", "disable_anonymous_signature",
+	"checks", "cloud", "config_entries", "connect", "disable_anonymous_signature",
 	"disable_coordinates", "disable_host_node_id", "disable_http_unprintable_char_filter",
 	"disable_keyring_file", "disable_remote_exec", "disable_update_check", "discard_check_output",
 	"discovery_max_stale", "dns_config", "domain", "enable_acl_replication", "enable_agent_tls_for_checks",
-	"enable_central_service_config", "enable_debug", "enable_local_script_checks", "enable_script_checks",
-	"enable_syslog", "encrypt_verify_incoming", "encrypt_verify_outgoing", "experiments", "gossip_lan",
+	"enable_central_service_config", "enable_debug", "enable_syslog", "encrypt_verify_incoming", "encrypt_verify_outgoing", "experiments", "gossip_lan",
 	"gossip_wan", "http_config", "key_file", "leave_on_terminate", "license_path", "limits", "log_file",
 	"log_json", "log_rotate_bytes", "log_rotate_duration", "log_rotate_max_files", "node_id", "node_meta",
 	"peering", "performance", "pid_file", "primary_datacenter", "primary_gateways", "raft_boltdb",
@@ -159,6 +158,16 @@ func applyConfig(s *settings, raw map[string]any, warn func(string)) error {
 			}
 		case "ports":
 			err = applyPorts(s, v, warn)
+		case "enable_script_checks":
+			err = asBool(v, &s.EnableScriptChecks)
+		case "enable_local_script_checks":
+			err = asBool(v, &s.EnableLocalScriptChecks)
+			s.localScriptChecksSet = true
+		case "check_update_interval":
+			var d string
+			if err = asString(v, &d); err == nil {
+				s.CheckUpdateInterval, err = time.ParseDuration(d)
+			}
 		default:
 			if !slices.Contains(unsupportedKeys, k) {
 				return fmt.Errorf("invalid config key %s", k)

@@ -178,3 +178,41 @@ func TestVersion(t *testing.T) {
 		t.Errorf("bad format: exit %d, %q", code, errOut.String())
 	}
 }
+
+// TestAgentCheckSettings: the script-check switches and
+// check_update_interval, from flags and files, with Consul's defaults
+// (local script checks follow enable_script_checks unless set; an interval
+// of 0 means no deferral), and the warning for remote script checks.
+func TestAgentCheckSettings(t *testing.T) {
+	s, warnings, err := settingsFrom(t, "-dev")
+	if err != nil || s.EnableScriptChecks || s.EnableLocalScriptChecks || len(warnings) != 0 ||
+		s.localConfig().CheckUpdateInterval != 5*time.Minute {
+		t.Fatalf("defaults: %+v %q %v", s.localConfig(), warnings, err)
+	}
+	s, warnings, err = settingsFrom(t, "-dev", "-enable-script-checks")
+	if err != nil || !s.localConfig().Policy.EnableScriptChecks || !s.localConfig().Policy.EnableLocalScriptChecks ||
+		len(warnings) != 1 || !strings.Contains(warnings[0], "DANGEROUS") {
+		t.Fatalf("-enable-script-checks: %+v %q %v", s.localConfig().Policy, warnings, err)
+	}
+	s, _, err = settingsFrom(t, "-dev", "-enable-script-checks", "-enable-local-script-checks=false")
+	if err != nil || s.localConfig().Policy.EnableLocalScriptChecks {
+		t.Fatalf("explicit local off: %+v %v", s.localConfig().Policy, err)
+	}
+	dir := t.TempDir()
+	file := filepath.Join(dir, "c.json")
+	if err := os.WriteFile(file, []byte(`{"enable_local_script_checks": true, "check_update_interval": "0s"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, _, err = settingsFrom(t, "-dev", "-config-file", file)
+	if err != nil || s.localConfig().Policy.EnableScriptChecks || !s.localConfig().Policy.EnableLocalScriptChecks ||
+		s.localConfig().CheckUpdateInterval >= 0 {
+		t.Fatalf("from a file: %+v %v", s.localConfig(), err)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"check_update_interval": "-1s"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := settingsFrom(t, "-dev", "-config-file", bad); err == nil || !strings.Contains(err.Error(), "check_update_interval") {
+		t.Fatalf("negative check_update_interval: %v", err)
+	}
+}

@@ -14,8 +14,10 @@ import (
 
 	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/impl/agent"
+	"github.com/tenurekv/tenure/impl/checks"
 	"github.com/tenurekv/tenure/impl/gossip"
 	"github.com/tenurekv/tenure/impl/httpapi"
+	"github.com/tenurekv/tenure/impl/local"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -38,6 +40,13 @@ type settings struct {
 	LogLevel        string
 	// TTLMultiplier is tenure's own: the session TTL grace factor (S19).
 	TTLMultiplier float64
+	// Agent checks (CONSUL.md §4): script checks over HTTP, script checks
+	// from configuration (defaults to EnableScriptChecks, as in Consul),
+	// and how long an output-only check change may wait for the catalog.
+	EnableScriptChecks      bool
+	EnableLocalScriptChecks bool
+	localScriptChecksSet    bool
+	CheckUpdateInterval     time.Duration
 }
 
 // ports are Consul's port settings. tenure serves HTTP, its server port
@@ -57,6 +66,7 @@ func defaultSettings() settings {
 		Datacenter: "dc1", BindAddr: "0.0.0.0", ClientAddr: "127.0.0.1",
 		Ports:         ports{HTTP: 8500, Server: 8300, SerfLAN: 8301, DNS: -1, GRPC: -1, GRPCTLS: -1, SerfWAN: -1, HTTPS: -1},
 		RetryInterval: 30 * time.Second, LogLevel: "info", TTLMultiplier: model.DefaultTTLMultiplier,
+		CheckUpdateInterval: local.DefaultCheckUpdateInterval,
 	}
 }
 
@@ -95,6 +105,16 @@ func (s *settings) validate(warn func(string)) error {
 		return errors.New("data_dir cannot be empty")
 	case s.TTLMultiplier < 1:
 		return fmt.Errorf("ttl multiplier %v must be at least 1", s.TTLMultiplier)
+	case s.CheckUpdateInterval < 0:
+		return fmt.Errorf("check_update_interval %v cannot be negative", s.CheckUpdateInterval)
+	}
+	if !s.localScriptChecksSet {
+		s.EnableLocalScriptChecks = s.EnableScriptChecks
+	}
+	if s.EnableScriptChecks {
+		// tenure has no ACLs, so Consul's condition for this warning
+		// always holds.
+		warn("using enable-script-checks without ACLs and without allow_write_http_from is DANGEROUS, use enable-local-script-checks instead")
 	}
 	if s.BootstrapExpect == 1 {
 		warn("BootstrapExpect is set to 1; this is the same as Bootstrap mode.")
@@ -188,7 +208,7 @@ func (s *settings) start(logger hclog.Logger) (runningAgent, error) {
 	}
 	return agent.NewClient(agent.ClientConfig{NodeName: s.NodeName, Listener: cfg.Listener, HTTPAddr: cfg.Server.HTTPAddr,
 		Gossip: *cfg.Gossip, Join: cfg.Join, RetryInterval: cfg.RetryInterval, Datacenter: s.Datacenter, Version: version,
-		Logger: logger})
+		Logger: logger, Local: cfg.Local})
 }
 
 // agentConfig turns validated settings into an agent.
@@ -220,5 +240,15 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 		return agent.Config{}, fmt.Errorf("listen for HTTP: %w", err)
 	}
 	return agent.Config{Server: srv, Listener: ln, Gossip: g, Join: s.RetryJoin, RetryInterval: s.RetryInterval,
-		HTTP: httpapi.Options{Datacenter: s.Datacenter, Version: version}}, nil
+		HTTP: httpapi.Options{Datacenter: s.Datacenter, Version: version}, Local: s.localConfig()}, nil
+}
+
+// localConfig is the agent check settings as the local agent takes them.
+func (s *settings) localConfig() local.Config {
+	cui := s.CheckUpdateInterval
+	if cui == 0 {
+		cui = -1 // Consul's 0 writes every output change at once
+	}
+	return local.Config{CheckUpdateInterval: cui, Policy: checks.Policy{
+		EnableScriptChecks: s.EnableScriptChecks, EnableLocalScriptChecks: s.EnableLocalScriptChecks}}
 }

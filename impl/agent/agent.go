@@ -19,6 +19,7 @@ import (
 	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/impl/gossip"
 	"github.com/tenurekv/tenure/impl/httpapi"
+	"github.com/tenurekv/tenure/impl/local"
 )
 
 // Config is an agent: the server's configuration, where to serve HTTP, and
@@ -54,11 +55,17 @@ type Config struct {
 	// retry_interval) until one succeeds.
 	Join          []string
 	RetryInterval time.Duration
+	// Local configures the agent's own services and checks: the script
+	// check policy, check_update_interval, and every random or periodic
+	// part of checks and anti-entropy (staggers, intervals), which the
+	// simulator sets to seeded sources. Node is filled in.
+	Local local.Config
 }
 
 // Agent is a running server and its HTTP API.
 type Agent struct {
 	srv      *impl.Server
+	local    *localAgent
 	pool     *gossip.Pool // nil without gossip
 	left     chan struct{}
 	http     *http.Server
@@ -130,8 +137,14 @@ func New(cfg Config) (*Agent, error) {
 		cancel: cancel,
 		served: make(chan error, 1),
 	}
+	// Anti-entropy writes through this agent's own API, which forwards to
+	// the leader; it starts once the node is registered, so its first full
+	// sync finds the node.
+	a.local = startLocal(ctx, cfg.Local, cfg.Server.NodeName, cfg.Server.HTTPAddr, cfg.RoundTripper,
+		func() []string { return []string{a.addr} }, pool, srv.Registered(), logger(cfg.Server.Logger).Named("local"))
 	limits := cfg.Limits.withDefaults()
-	api := registeredGate(httpapi.New(srv, cfg.HTTP), srv, cfg.RegisterWait)
+	api := registeredGate(httpapi.WithLocalAgent(a.local.la, httpapi.New(srv, cfg.HTTP),
+		httpapi.LocalOptions{Datacenter: cfg.HTTP.Datacenter, Logger: cfg.HTTP.Logger}), srv, cfg.RegisterWait)
 	a.http = &http.Server{
 		Handler:     limits.writeDeadline(api, cfg.HTTP.LongestBlock()),
 		BaseContext: func(net.Listener) context.Context { return ctx },
@@ -256,6 +269,7 @@ func (a *Agent) Shutdown() error {
 	a.once.Do(func() {
 		a.cancel()
 		errs := []error{stopHTTP(a.http, a.served)}
+		a.local.stop()
 		errs = append(errs, a.srv.Shutdown())
 		if a.pool != nil {
 			errs = append(errs, a.pool.Shutdown())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenurekv/tenure/impl/gossip"
 	"github.com/tenurekv/tenure/impl/httpapi"
+	"github.com/tenurekv/tenure/impl/local"
 )
 
 // ClientConfig is a client agent: a gossip member without raft that serves
@@ -36,11 +37,15 @@ type ClientConfig struct {
 	Version    string
 	Logger     hclog.Logger
 	Limits     HTTPLimits
+	// Local configures the agent's own services and checks, as for a
+	// server agent (Config.Local).
+	Local local.Config
 }
 
 // Client is a running client agent.
 type Client struct {
 	pool   *gossip.Pool
+	local  *localAgent
 	http   *http.Server
 	addr   string
 	left   chan struct{}
@@ -82,8 +87,14 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{pool: pool, addr: cfg.HTTPAddr, left: make(chan struct{}), cancel: cancel, served: make(chan error, 1)}
-	api := httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName, Members: &leavingPool{Pool: pool, left: c.left},
-		Forward: cfg.Forward, Datacenter: cfg.Datacenter, Version: cfg.Version, Logger: log.Named("http")})
+	// Anti-entropy goes to a server gossip knows, as the agent's other
+	// forwarded requests do; it starts once one is known.
+	servers := func() []string { return gossipServers(pool, cfg.NodeName) }
+	c.local = startLocal(ctx, cfg.Local, cfg.NodeName, cfg.HTTPAddr, cfg.Forward, servers, pool,
+		serverKnown(ctx, servers, 200*time.Millisecond), log.Named("local"))
+	api := httpapi.WithLocalAgent(c.local.la, httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName,
+		Members: &leavingPool{Pool: pool, left: c.left}, Forward: cfg.Forward, Datacenter: cfg.Datacenter,
+		Version: cfg.Version, Logger: log.Named("http")}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: log.Named("http")})
 	limits := cfg.Limits.withDefaults()
 	c.http = &http.Server{
 		Handler:     limits.writeDeadline(api, httpapi.Options{}.LongestBlock()),
@@ -112,7 +123,9 @@ func (c *Client) Left() <-chan struct{} { return c.left }
 func (c *Client) Shutdown() error {
 	c.once.Do(func() {
 		c.cancel()
-		c.err = errors.Join(stopHTTP(c.http, c.served), c.pool.Shutdown())
+		err := stopHTTP(c.http, c.served)
+		c.local.stop()
+		c.err = errors.Join(err, c.pool.Shutdown())
 	})
 	return c.err
 }

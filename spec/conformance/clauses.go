@@ -96,6 +96,7 @@ var Clauses = []Clause{
 	{"S58", Contract, "invalidating a session deletes its prepared queries"},
 	{"S59", Contract, "execute filters by service, tags, meta and health"},
 	{"S60", Consul, "Consul answers refused prepared-query writes 500"},
+	{"S61", Consul, "agent check, service and maintenance endpoints answer from the agent with Consul's codes"},
 }
 
 // clauseByID returns the clause with the given ID.

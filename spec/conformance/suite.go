@@ -14,6 +14,7 @@ func Suite() []Case {
 		recipeCases(),
 		membershipCases(),
 		serviceCases(),
+		checkCases(),
 		queryCases(),
 	} {
 		all = append(all, group...)

@@ -183,13 +183,23 @@ func awaitReady(a *agent.Agent) error {
 // here with gossip); it stops through tb.Cleanup.
 func StartClient(tb testing.TB, node string, server *agent.Agent) *agent.Client {
 	tb.Helper()
+	return StartClientWith(tb, node, server, nil)
+}
+
+// StartClientWith is StartClient letting mod adjust the configuration first.
+func StartClientWith(tb testing.TB, node string, server *agent.Agent, mod func(*agent.ClientConfig)) *agent.Client {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c, err := agent.NewClient(agent.ClientConfig{NodeName: node, Listener: ln,
+	cfg := agent.ClientConfig{NodeName: node, Listener: ln,
 		Gossip: gossip.Config{BindAddr: "127.0.0.1", Timing: gossip.DevTiming},
-		Join:   []string{server.Members().Local().Addr()}, RetryInterval: 100 * time.Millisecond})
+		Join:   []string{server.Members().Local().Addr()}, RetryInterval: 100 * time.Millisecond}
+	if mod != nil {
+		mod(&cfg)
+	}
+	c, err := agent.NewClient(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

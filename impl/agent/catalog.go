@@ -1,0 +1,223 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/tenurekv/tenure/impl/local"
+)
+
+// apiCatalog is the local.Catalog of an agent: anti-entropy reaches the
+// servers through the same HTTP API a client uses, as Consul's agent reaches
+// them over RPC. A client agent sends it to a server it knows from gossip; a
+// server agent sends it to its own HTTP address, whose handler forwards
+// writes to the leader. Each write is one catalog register or deregister, so
+// one raft entry.
+type apiCatalog struct {
+	// address is what the catalog records for the node. It must be what
+	// the leader's gossip reconcile (or a gossip-less server's
+	// self-registration) records, the agent's advertised HTTP address, or
+	// each sync would rewrite the node and the reconcile would write it
+	// back.
+	address string
+	rt      http.RoundTripper
+	// servers lists where requests may go, in preference order; the first
+	// that answers at all is used.
+	servers func() []string
+	// local fills in what the catalog does not store (weights, tag
+	// override, check intervals) from the agent's own state, so that a full
+	// sync compares only what the catalog keeps and does not rewrite an
+	// unchanged entry every period.
+	local   func() *local.State
+	timeout time.Duration
+}
+
+// catalogTimeout bounds one anti-entropy request.
+const catalogTimeout = 10 * time.Second
+
+// errNoServers is a sync attempted before any server is known.
+var errNoServers = errors.New("No known Consul servers") //lint:ignore ST1005 Consul's words
+
+type regService struct {
+	ID      string
+	Service string
+	Tags    []string
+	Address string
+	Port    int
+	Meta    map[string]string
+}
+
+type regCheck struct {
+	Node      string
+	CheckID   string
+	Name      string
+	Status    string
+	Notes     string
+	Output    string
+	ServiceID string
+	Type      string
+}
+
+// Register implements local.Catalog.
+func (c *apiCatalog) Register(node string, svc *local.Service, checks []local.Check) error {
+	body := struct {
+		Node    string
+		Address string
+		Service *regService `json:",omitempty"`
+		Checks  []regCheck  `json:",omitempty"`
+	}{Node: node, Address: c.address}
+	if svc != nil {
+		body.Service = &regService{ID: svc.ID, Service: svc.Service, Tags: svc.Tags, Address: svc.Address,
+			Port: svc.Port, Meta: svc.Meta}
+	}
+	for _, ch := range checks {
+		body.Checks = append(body.Checks, regCheck{Node: node, CheckID: ch.CheckID, Name: ch.Name,
+			Status: ch.Status, Notes: ch.Notes, Output: ch.Output, ServiceID: ch.ServiceID, Type: ch.Type})
+	}
+	return c.write("/v1/catalog/register", body)
+}
+
+// DeregisterService implements local.Catalog.
+func (c *apiCatalog) DeregisterService(node, id string) error {
+	return c.write("/v1/catalog/deregister", map[string]string{"Node": node, "ServiceID": id})
+}
+
+// DeregisterCheck implements local.Catalog.
+func (c *apiCatalog) DeregisterCheck(node, id string) error {
+	return c.write("/v1/catalog/deregister", map[string]string{"Node": node, "CheckID": id})
+}
+
+// NodeServices implements local.Catalog.
+func (c *apiCatalog) NodeServices(node string) ([]local.Service, error) {
+	var ans struct {
+		Services []struct {
+			ID                string
+			Service           string
+			Tags              []string
+			Address           string
+			Port              int
+			Meta              map[string]string
+			EnableTagOverride bool
+			Weights           local.Weights
+		}
+	}
+	if err := c.read("/v1/catalog/node-services/"+url.PathEscape(node), &ans); err != nil {
+		return nil, err
+	}
+	st := c.local()
+	out := make([]local.Service, 0, len(ans.Services))
+	for _, s := range ans.Services {
+		svc := local.Service{ID: s.ID, Service: s.Service, Tags: s.Tags, Address: s.Address, Port: s.Port,
+			Meta: s.Meta, EnableTagOverride: s.EnableTagOverride, Weights: s.Weights}
+		if mine, ok := st.Service(s.ID); ok {
+			svc.Weights, svc.EnableTagOverride = mine.Weights, mine.EnableTagOverride
+		}
+		out = append(out, svc)
+	}
+	return out, nil
+}
+
+// NodeChecks implements local.Catalog.
+func (c *apiCatalog) NodeChecks(node string) ([]local.Check, error) {
+	var ans []local.Check
+	if err := c.read("/v1/health/node/"+url.PathEscape(node), &ans); err != nil {
+		return nil, err
+	}
+	st := c.local()
+	for i := range ans {
+		if mine, ok := st.Check(ans[i].CheckID); ok {
+			ans[i].Interval, ans[i].Timeout = mine.Interval, mine.Timeout
+		}
+	}
+	return ans, nil
+}
+
+func (c *apiCatalog) write(path string, body any) error {
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", path, err)
+	}
+	status, out, err := c.do(http.MethodPut, path, buf)
+	if err != nil {
+		return err
+	}
+	if status != http.StatusOK {
+		return answerError(path, status, out)
+	}
+	return nil
+}
+
+func (c *apiCatalog) read(path string, into any) error {
+	status, out, err := c.do(http.MethodGet, path, nil)
+	if err != nil {
+		return err
+	}
+	if status != http.StatusOK {
+		return answerError(path, status, out)
+	}
+	if err := json.Unmarshal(out, into); err != nil {
+		return fmt.Errorf("decode %s: %w", path, err)
+	}
+	return nil
+}
+
+// answerError maps a refusal to the errors the Syncer knows.
+func answerError(path string, status int, body []byte) error {
+	msg := strings.TrimSpace(string(body))
+	err := fmt.Errorf("%s: %d %s", path, status, msg)
+	switch {
+	case status == http.StatusForbidden || strings.HasPrefix(msg, "Permission denied"):
+		return fmt.Errorf("%w: %w", local.ErrPermissionDenied, err)
+	case strings.HasPrefix(msg, "Unknown service") || strings.HasPrefix(msg, "Unknown check"):
+		return fmt.Errorf("%w: %w", local.ErrNotFound, err)
+	}
+	return err
+}
+
+// do sends one request to the first server that answers.
+func (c *apiCatalog) do(method, path string, body []byte) (int, []byte, error) {
+	servers := c.servers()
+	if len(servers) == 0 {
+		return 0, nil, errNoServers
+	}
+	var errs []error
+	for _, addr := range servers {
+		status, out, err := c.once(addr, method, path, body)
+		if err == nil {
+			return status, out, nil
+		}
+		errs = append(errs, err)
+	}
+	return 0, nil, errors.Join(errs...)
+}
+
+func (c *apiCatalog) once(addr, method, path string, body []byte) (int, []byte, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
+	if err != nil {
+		return 0, nil, fmt.Errorf("anti-entropy request to %s: %w", addr, err)
+	}
+	resp, err := c.rt.RoundTrip(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("anti-entropy request to %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return 0, nil, fmt.Errorf("anti-entropy answer from %s: %w", addr, err)
+	}
+	return resp.StatusCode, out, nil
+}

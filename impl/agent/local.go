@@ -1,0 +1,100 @@
+package agent
+
+import (
+	"context"
+	"hash/fnv"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tenurekv/tenure/impl/gossip"
+	"github.com/tenurekv/tenure/impl/local"
+)
+
+// localAgent is an agent's own services and checks (impl/local) with the
+// anti-entropy loop that copies them to the catalog.
+type localAgent struct {
+	la   *local.Agent
+	done chan struct{} // closed when the loop has ended
+}
+
+// startLocal builds the local agent of node and starts its loop once ready
+// closes (or ctx ends first). cfg's random and periodic parts (Stagger,
+// Sync.Stagger, ReapInterval, Sync.Interval…) are the caller's, so the
+// simulator can pass seeded ones.
+func startLocal(ctx context.Context, cfg local.Config, node, httpAddr string, rt http.RoundTripper,
+	servers func() []string, pool *gossip.Pool, ready <-chan struct{}, log hclog.Logger) *localAgent {
+	cfg.Node = node
+	if cfg.Sync.ClusterSize == nil && pool != nil {
+		cfg.Sync.ClusterSize = func() int { return len(pool.List()) }
+	}
+	if cfg.Sync.OnError == nil {
+		cfg.Sync.OnError = func(err error) { log.Warn("anti-entropy sync failed", "error", err) }
+	}
+	cat := &apiCatalog{address: httpAddr, rt: rt, servers: servers, timeout: catalogTimeout}
+	la := local.NewAgent(cfg, cat)
+	cat.local = la.State
+	l := &localAgent{la: la, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return
+		}
+		la.Run(ctx)
+	}()
+	return l
+}
+
+// stop waits for the loop (its context must have ended) and stops the checks.
+func (l *localAgent) stop() {
+	<-l.done
+	l.la.Close()
+}
+
+// serverKnown closes the returned channel once servers lists one, looking
+// every poll: a client agent's first full sync has nowhere to go before.
+func serverKnown(ctx context.Context, servers func() []string, poll time.Duration) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		for len(servers()) == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(poll):
+			}
+		}
+	}()
+	return ch
+}
+
+// gossipServers lists the HTTP addresses of the alive servers in pool,
+// sorted and then rotated by a hash of node: gossip lists members in no
+// fixed order, and a fixed one keeps simulated runs reproducible, while the
+// rotation spreads clients over the servers.
+func gossipServers(pool *gossip.Pool, node string) []string {
+	var out []string
+	for _, m := range pool.List() {
+		if m.Server && m.SerfStatus == 1 && m.Address != "" {
+			out = append(out, m.Address)
+		}
+	}
+	if len(out) < 2 {
+		return out
+	}
+	slices.Sort(out)
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(node))
+	k := int(h.Sum32() % uint32(len(out)))
+	return append(out[k:], out[:k]...)
+}
+
+// Local is the agent's own services and checks.
+func (a *Agent) Local() *local.Agent { return a.local.la }
+
+// Local is the client agent's own services and checks.
+func (c *Client) Local() *local.Agent { return c.local.la }
