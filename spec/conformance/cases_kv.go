@@ -12,7 +12,7 @@ import (
 
 func kvCases() []Case {
 	return []Case{
-		{Clause: "S26", Name: "acquire-absent-creates-lockindex-1", Run: s26AcquireAbsent},
+		{Clause: "S26", Name: "acquire-absent-creates-held-key", Run: s26AcquireAbsent},
 		{Clause: "S27", Name: "acquire-unlocked-bumps-lockindex", Run: s27AcquireUnlocked},
 		{Clause: "S28", Name: "reacquire-by-holder-keeps-lockindex", Run: s28Reacquire},
 		{Clause: "S29", Name: "acquire-held-by-other-refused", Run: s29HeldByOther},
@@ -39,7 +39,10 @@ func s26AcquireAbsent(t *T) {
 	a := t.CreateUnboundSession(nil)
 	t.Require(t.PutBool(k, "v", "acquire="+a+"&flags=9"), "acquire of an absent key answered false")
 	p := t.MustGet(k)
-	t.Equal("LockIndex", p.LockIndex, uint64(1))
+	// 1 on Consul and on a tenure server that has reaped no locked key; after
+	// such a reap tenure starts above its lock floor (S52), which a suite
+	// run against a long-lived server cannot know.
+	t.Check(p.LockIndex >= 1, "want LockIndex >= 1 for a new lock, got %d", p.LockIndex)
 	t.Equal("Session", p.Session, a)
 	t.Equal("Value", string(p.Value), "v")
 	t.Equal("Flags", p.Flags, uint64(9))
@@ -55,7 +58,9 @@ func s27AcquireUnlocked(t *T) {
 	for i, sid := range []string{a, b, a} {
 		t.Require(t.Acquire(k, sid, fmt.Sprint("v", i)), "acquire %d of the unlocked key answered false", i)
 		p := t.MustGet(k)
-		t.Equal(fmt.Sprintf("acquire %d: LockIndex", i), p.LockIndex, prev.LockIndex+1)
+		// Consul adds 1; tenure takes max(LockIndex, watermark, lock floor) + 1,
+		// and a reap between two acquires can raise the floor (S52).
+		t.Check(p.LockIndex > prev.LockIndex, "acquire %d: LockIndex %d not above %d", i, p.LockIndex, prev.LockIndex)
 		t.Equal(fmt.Sprintf("acquire %d: Session", i), p.Session, sid)
 		t.Equal(fmt.Sprintf("acquire %d: CreateIndex", i), p.CreateIndex, prev.CreateIndex)
 		t.Check(p.ModifyIndex > prev.ModifyIndex, "acquire %d: ModifyIndex %d not above %d", i, p.ModifyIndex, prev.ModifyIndex)
