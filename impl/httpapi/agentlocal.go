@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"github.com/tenurekv/tenure/model"
 	"net/http"
 	"strconv"
 
@@ -156,36 +157,17 @@ func (h *localHandler) checkTTL(status string) func(c *call) error {
 	}
 }
 
-// agentCheckJSON is a check as GET /v1/agent/checks shows it.
-type agentCheckJSON struct {
-	Node        string
-	CheckID     string
-	Name        string
-	Status      string
-	Notes       string
-	Output      string
-	ServiceID   string
-	ServiceName string
-	ServiceTags []string
-	Type        string
-	Interval    string
-	Timeout     string
-	ExposedPort int
-	Definition  struct{}
-	CreateIndex uint64
-	ModifyIndex uint64
-}
-
-// checkList is GET /v1/agent/checks: check ID → check, from local state.
+// checkList is GET /v1/agent/checks: check ID → check, from local state, in
+// the catalog's check shape (checkJSON) with the agent's Interval and Timeout.
 func (h *localHandler) checkList(c *call) error {
 	st := h.la.State()
-	out := map[string]agentCheckJSON{}
+	out := map[string]checkJSON{}
 	for _, ch := range st.Checks() {
 		tags := ch.ServiceTags
 		if tags == nil {
 			tags = []string{}
 		}
-		out[ch.CheckID] = agentCheckJSON{Node: st.Node(), CheckID: ch.CheckID, Name: ch.Name, Status: ch.Status,
+		out[ch.CheckID] = checkJSON{Node: st.Node(), CheckID: ch.CheckID, Name: ch.Name, Status: model.Health(ch.Status),
 			Notes: ch.Notes, Output: ch.Output, ServiceID: ch.ServiceID, ServiceName: ch.ServiceName,
 			ServiceTags: tags, Type: ch.Type, Interval: ch.Interval, Timeout: ch.Timeout}
 	}

@@ -164,8 +164,9 @@ type checkJSON struct {
 	ServiceTags []string
 	Type        string
 	// Interval, Timeout, ExposedPort and Definition describe how an agent
-	// runs the check; the catalog stores none of them, so they are always
-	// empty, as Consul shows a check registered through the catalog.
+	// runs the check. The catalog stores none of them, so its reads leave
+	// them empty, as Consul does; the agent's own list fills Interval and
+	// Timeout.
 	Interval    string
 	Timeout     string
 	ExposedPort int
