@@ -345,6 +345,13 @@ func TestRejectionRules(t *testing.T) {
 			bad:  ruleHistory(setAt1, getAt(2, 0, 80), casAt(3, 77, true)),
 		},
 		{
+			// The cas could only succeed by matching the set's version at
+			// 77, so the version it wrote has an index above 77.
+			name: "version written by a cas shows the index the cas matched", clauses: "S35, S37",
+			good: ruleHistory(setAt1, casAt(3, 77, true), getW(4, 0, 78)),
+			bad:  ruleHistory(setAt1, casAt(3, 77, true), getW(4, 0, 77)),
+		},
+		{
 			name: "one incarnation shows two CreateIndexes", clauses: "S37",
 			good: ruleHistory(setAt1, setW(2), getW(3, 10, 20), getW(4, 10, 20)),
 			bad:  ruleHistory(setAt1, setW(2), getW(3, 10, 20), getW(4, 11, 20)),
