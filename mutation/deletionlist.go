@@ -161,6 +161,25 @@ var deletions = []deletion{
 		catch: []string{lockLoss + "taken by another session"},
 	},
 	{
+		name: "a hold survives its key released and taken again by its session",
+		file: lockGo, find: "\tcase e.LockIndex != seq.LockIndex:\n", repl: "\tcase false:\n",
+		catch: []string{
+			lockLoss + "released and taken again by its session",
+			lockLoss + "deleted and taken again by its session",
+			semLoss + "contender key released and taken again by its session",
+		},
+	},
+	{
+		name: "a hold survives its key deleted and taken again at the same LockIndex",
+		file: lockGo, find: "\tcase seq.ModifyIndex != 0 && e.CreateIndex > seq.ModifyIndex:\n", repl: "\tcase false:\n",
+		catch: []string{"TestHoldEndsWhenItsKeyIsRecreated"},
+	},
+	{
+		name: "a slot survives its contender key taken again by its session",
+		file: semGo, find: "\t\t\t\tif err := retaken(p, seq); err != nil {\n\t\t\t\t\treturn err\n\t\t\t\t}\n", repl: "\t\t\t\t_ = p\n",
+		catch: []string{semLoss + "contender key released and taken again by its session"},
+	},
+	{
 		name: "a slot survives losing its contender key",
 		file: semGo, find: "\t\tif !holds(pairs, seq.Key, seq.Session) {\n\t\t\treturn fmt.Errorf(\"%w: contender key %s is no longer held by %s\", ErrHolderChanged, seq.Key, seq.Session)\n\t\t}\n",
 		catch: []string{semLoss + "contender key deleted", semLoss + "contender key released"},

@@ -63,3 +63,39 @@ func TestHoldEndsWhenItsSessionIsLost(t *testing.T) {
 		})
 	}
 }
+
+// TestHoldEndsWhenItsKeyIsRecreated is the Consul form of "deleted and
+// taken again by its session": Consul may restart LockIndex for a new
+// incarnation of a key (S34), so the same session at the same LockIndex
+// can hold a newer key. Its CreateIndex, above the ModifyIndex seen at the
+// acquire, still gives the hold away.
+func TestHoldEndsWhenItsKeyIsRecreated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := &oneKey{index: 3}
+		h, _, _, err := tryAcquireAt(t, k, LockOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Release stops the renewer, which the bubble must see end.
+		defer func() { _ = h.Release(context.Background()) }()
+		time.Sleep(time.Minute)
+		select {
+		case <-h.Lost():
+			t.Fatalf("hold lost before the key changed: %v", h.Err())
+		default:
+		}
+		k.mu.Lock()
+		k.index++
+		k.createIndex = k.index
+		k.mu.Unlock()
+		time.Sleep(time.Minute)
+		select {
+		case <-h.Lost():
+		default:
+			t.Fatal("the hold outlived its key's incarnation")
+		}
+		if err := h.Err(); !errors.Is(err, ErrHolderChanged) || !strings.Contains(err.Error(), "deleted and taken again") {
+			t.Fatalf("hold ended with %v; want ErrHolderChanged saying the key was deleted and taken again", err)
+		}
+	})
+}
