@@ -82,6 +82,33 @@ func window(op Op, call, ret Nanos) Op {
 	return op
 }
 
+// armedBy is the history prefix in which A (bound to n1's serfHealth, on
+// n1) takes k at 1s and B (on n2) is created, followed by the ops and
+// events that invalidate A within [2s, 2.1s]: each way a lock-delay gets
+// armed (S10, S11, S12, S14, S16, S22). k's 15s lock-delay then surely
+// runs until 17s. grant is B's acquire answered at ret.
+func armedBy(invalidate []Op, events []Event, grant Op) History {
+	healthy := []model.CheckSpec{{CheckID: "serfHealth", Name: "Serf Health Status", Status: model.HealthPassing}}
+	create := func(c int, call Nanos, id, node string, checks []string) Op {
+		return answered(c, call, cmdIn(model.Command{CreateSession: &model.CreateSession{Name: "lock-" + id, Node: node,
+			Checks: checks, LockDelay: model.DefaultLockDelay, Behavior: model.BehaviorRelease}}), Output{OK: true, SessionID: id})
+	}
+	ops := []Op{
+		create(0, 0, "sess-A", "n1", []string{"serfHealth"}),
+		create(1, secs(0.5), "sess-B", "n2", []string{}),
+		answered(0, secs(1), lockIn("k", "sess-A"), Output{OK: true}),
+	}
+	ops = append(append(ops, invalidate...), grant)
+	return History{
+		Setup: []model.Command{
+			{Register: &model.Register{Node: "n1", Address: "10.0.0.1", Checks: healthy}},
+			{Register: &model.Register{Node: "n2", Address: "10.0.0.2", Checks: healthy}},
+		},
+		Ops:    ops,
+		Events: events,
+	}
+}
+
 type ruleCase struct {
 	name    string
 	clauses string
@@ -164,6 +191,29 @@ func TestRejectionRules(t *testing.T) {
 	unknownDestroy := invalidated()
 	unknownDestroy[3].Unknown = true
 
+	critical := model.Command{Register: &model.Register{Node: "n1", Address: "10.0.0.1",
+		Checks: []model.CheckSpec{{CheckID: "serfHealth", Name: "Serf Health Status", Status: model.HealthCritical}}}}
+	inTime := window(answered(1, 0, lockIn("k", "sess-B"), Output{OK: true}), secs(16.9), secs(17))
+	early := window(inTime, secs(16.9), secs(17)-1)
+	invalidatingOp := func(c model.Command) []Op { return []Op{answered(0, secs(2), cmdIn(c), Output{OK: true})} }
+	invalidatingEvent := func(ev Event) []Event {
+		ev.Earliest, ev.Latest = secs(2), secs(2.1)
+		return []Event{ev}
+	}
+	// Every way a lock-delay gets armed, each caught only by the rule
+	// that a free key's grant must come after the delay (lockOutcome).
+	arming := []struct {
+		name   string
+		ops    []Op
+		events []Event
+	}{
+		{"deregistering the holder's node", invalidatingOp(model.Command{Deregister: &model.Deregister{Node: "n1"}}), nil},
+		{"deregistering the holder's check", invalidatingOp(model.Command{Deregister: &model.Deregister{Node: "n1", CheckID: "serfHealth"}}), nil},
+		{"a client marking the holder's check critical", invalidatingOp(critical), nil},
+		{"an event destroying the holder (TTL expiry)", nil, invalidatingEvent(Event{Kind: "ttl-expiry", Sessions: []string{"sess-A"}})},
+		{"an event marking the holder's check critical", nil, invalidatingEvent(Event{Kind: "check-critical", Command: &critical})},
+	}
+
 	cases := []ruleCase{
 		{
 			name: "destroy answered an error", clauses: "S13",
@@ -195,6 +245,11 @@ func TestRejectionRules(t *testing.T) {
 			name: "acquire granted before the delay can have ended", clauses: "S22",
 			good: during(window(answered(1, 0, lockIn("k", "sess-B"), Output{OK: true}), secs(16.9), secs(17))),
 			bad:  during(window(answered(1, 0, lockIn("k", "sess-B"), Output{OK: true}), secs(16.9), secs(17)-1)),
+		},
+		{
+			name: "acquire re-creates a key deleted by invalidation inside its lock-delay", clauses: "S17, S22",
+			good: ruleHistory(append(deleted, window(answered(1, 0, lockIn("k", "sess-B"), Output{OK: true}), secs(16.9), secs(17)))...),
+			bad:  ruleHistory(append(deleted, window(answered(1, 0, lockIn("k", "sess-B"), Output{OK: true}), secs(16.9), secs(17)-1))...),
 		},
 		{
 			name: "txn lock granted inside the lock-delay of a released key", clauses: "S22",
@@ -345,6 +400,13 @@ func TestRejectionRules(t *testing.T) {
 			bad:  ruleHistory(setAt1, getAt(2, 0, 80), casAt(3, 77, true)),
 		},
 		{
+			// The cas could only succeed by matching the set's version at
+			// 77, so the version it wrote has an index above 77.
+			name: "version written by a cas shows the index the cas matched", clauses: "S35, S37",
+			good: ruleHistory(setAt1, casAt(3, 77, true), getW(4, 0, 78)),
+			bad:  ruleHistory(setAt1, casAt(3, 77, true), getW(4, 0, 77)),
+		},
+		{
 			name: "one incarnation shows two CreateIndexes", clauses: "S37",
 			good: ruleHistory(setAt1, setW(2), getW(3, 10, 20), getW(4, 10, 20)),
 			bad:  ruleHistory(setAt1, setW(2), getW(3, 10, 20), getW(4, 11, 20)),
@@ -356,6 +418,13 @@ func TestRejectionRules(t *testing.T) {
 			good: ruleHistory(append(unknownDestroy, answered(1, secs(1000), lockIn("k", "sess-B"), Output{LockDelayed: true}))...),
 			bad:  during(answered(1, secs(1000), lockIn("k", "sess-B"), Output{LockDelayed: true})),
 		},
+	}
+	for _, a := range arming {
+		cases = append(cases, ruleCase{
+			name: "acquire granted inside the lock-delay armed by " + a.name, clauses: "S22",
+			good: armedBy(a.ops, a.events, inTime),
+			bad:  armedBy(a.ops, a.events, early),
+		})
 	}
 	// S1: session-info shows the stored session; each field is compared.
 	info := func(g *model.Session) History {
@@ -385,20 +454,24 @@ func TestRejectionRules(t *testing.T) {
 			answered(0, secs(2), Input{Read: &Read{Kind: RenewSess, Session: "sess-A"}}, Output{OK: true})),
 	})
 
+	// Each case is a subtest, so that mutation/deletions.go can name the
+	// cases a deleted rule must fail.
 	for _, tc := range cases {
-		for _, whole := range []bool{false, true} {
-			if !whole && tc.wholeOnly != "" {
-				continue
+		t.Run(tc.name, func(t *testing.T) {
+			for _, whole := range []bool{false, true} {
+				if !whole && tc.wholeOnly != "" {
+					continue
+				}
+				mode := map[bool]string{false: "per-key", true: "whole"}[whole]
+				if _, err := Check(tc.good, Options{Timeout: 10 * time.Second, Whole: whole}); err != nil {
+					t.Errorf("%s (%s), good twin, %s: %v", tc.name, tc.clauses, mode, err)
+				}
+				rep, err := Check(tc.bad, Options{Timeout: 10 * time.Second, Whole: whole})
+				if !errors.Is(err, ErrIllegal) || rep.Verdict != VerdictIllegal {
+					t.Errorf("%s (%s), bad history, %s: verdict %q, err %v; want illegal", tc.name, tc.clauses, mode, rep.Verdict, err)
+				}
 			}
-			mode := map[bool]string{false: "per-key", true: "whole"}[whole]
-			if _, err := Check(tc.good, Options{Timeout: 10 * time.Second, Whole: whole}); err != nil {
-				t.Errorf("%s (%s), good twin, %s: %v", tc.name, tc.clauses, mode, err)
-			}
-			rep, err := Check(tc.bad, Options{Timeout: 10 * time.Second, Whole: whole})
-			if !errors.Is(err, ErrIllegal) || rep.Verdict != VerdictIllegal {
-				t.Errorf("%s (%s), bad history, %s: verdict %q, err %v; want illegal", tc.name, tc.clauses, mode, rep.Verdict, err)
-			}
-		}
+		})
 	}
 }
 

@@ -112,8 +112,14 @@ func (c *checker) stepKV(s *pstate, r *rec) []*pstate {
 
 func (c *checker) stepKVWith(s *pstate, r *rec, o model.KVOp, cd cand) *pstate {
 	ns := s.clone()
-	if cd.pre && !bindAll(ns.tr, []string{o.Key}, []cand{cd}, false) {
-		return nil
+	if cd.pre {
+		// modifyCands offers a pre reading only when the key's current
+		// version is newer than its newest bound one (a key's local
+		// indexes only grow, and canon keeps their order) and the read
+		// index is above the bound one, so binding it cannot conflict.
+		t := ns.tr[o.Key]
+		t.L, t.M = cd.l, cd.m
+		ns.tr[o.Key] = t
 	}
 	o.Index = cd.local
 	pre, had := ns.m.Get(o.Key)

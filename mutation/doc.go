@@ -12,6 +12,13 @@
 // 1 with its location, so a new survivor is either killed by a test or
 // argued away in review.
 //
+// gremlins only swaps operators. The deletions in deletionlist.go cut one
+// rule of a checker, or one path by which it applies, out of the source,
+// and name the tests (a bad history, a hold-loss scenario) that must fail
+// without it; the driver runs each through go test -overlay after the
+// target's gremlins run (-deletions-only runs just them). A deletion that
+// one of its tests survives fails the run; it cannot be explained away.
+//
 // A mutant is named by file, mutator and the source line's text (not its
 // number), so unrelated edits above it do not orphan its entry. An entry that
 // matches no mutant any more is reported as stale, so the file cannot rot.

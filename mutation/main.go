@@ -28,6 +28,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	workers := fs.Int("workers", 2, "gremlins workers")
 	coefficient := fs.Int("timeout-coefficient", 10, "gremlins timeout coefficient (see doc.go: #267)")
 	caseClauses := fs.Bool("case-clauses", true, "run the case-clause mutants gremlins cannot map to coverage (gremlins#298) with go test -overlay")
+	onlyDeletions := fs.Bool("deletions-only", false, "run only the named deletion mutants (deletionlist.go), not gremlins")
 	eqPath := fs.String("equivalents", "mutation/equivalents.txt", "the explained survivors")
 	out := fs.String("out", "bin/mutation", "directory for gremlins' JSON reports and the summary (report.txt)")
 	if err := fs.Parse(args); err != nil {
@@ -60,6 +61,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 
 	var all []mutant
+	var dels []deletionResult
 	mutated := map[string]bool{}
 	rows := map[string]tally{}
 	var errs []error
@@ -67,10 +69,23 @@ func run(args []string, stdout, stderr io.Writer) error {
 	for i, t := range chosen {
 		fmt.Fprintf(stderr, "[%d/%d] %s: mutating (%s elapsed)\n", i+1, len(chosen), t.name, time.Since(start).Round(time.Second))
 		tStart := time.Now()
-		ms, files, err := runTarget(root, t, *workers, *coefficient, *caseClauses, filepath.Join(*out, t.name+".json"), stderr)
+		var (
+			ms    []mutant
+			files []string
+		)
+		if *onlyDeletions {
+			files, err = targetFiles(root, t)
+		} else {
+			ms, files, err = runTarget(root, t, *workers, *coefficient, *caseClauses, filepath.Join(*out, t.name+".json"), stderr)
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", t.name, err)
 		}
+		rs, err := runDeletions(root, deletionsIn(files), 5*time.Minute, stderr)
+		if err != nil {
+			return fmt.Errorf("%s: %w", t.name, err)
+		}
+		dels = append(dels, rs...)
 		for _, f := range files {
 			mutated[f] = true
 		}
@@ -90,7 +105,15 @@ func run(args []string, stdout, stderr io.Writer) error {
 	defer summary.Close()
 	stdout = io.MultiWriter(stdout, summary)
 	unexplained, stale := triage(all, eqs, mutated)
-	printTable(stdout, chosen, rows, all, eqs)
+	if *onlyDeletions {
+		// No gremlins mutants: nothing to triage, and every entry would
+		// look stale.
+		unexplained, stale = nil, nil
+	}
+	if !*onlyDeletions {
+		printTable(stdout, chosen, rows, all, eqs)
+	}
+	lived := printDeletions(stdout, dels)
 	fmt.Fprintf(stdout, "took %s\n", time.Since(start).Round(time.Second))
 	for _, m := range unexplained {
 		fmt.Fprintf(stdout, "UNEXPLAINED %s\n", m)
@@ -104,6 +127,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if len(stale) > 0 {
 		errs = append(errs, fmt.Errorf("%d stale entries in %s", len(stale), *eqPath))
 	}
+	if lived > 0 {
+		errs = append(errs, fmt.Errorf("%d deletion mutants lived: a named test passed without its rule", lived))
+	}
 	return errors.Join(errs...)
 }
 
@@ -114,31 +140,11 @@ func runTarget(root string, t target, workers, coefficient int, caseClauses bool
 		"--workers", fmt.Sprint(workers), "--timeout-coefficient", fmt.Sprint(coefficient),
 		"--invert-logical", "--invert-loopctrl", "--remove-self-assignments",
 		"-o", report}
-	entries, err := os.ReadDir(filepath.Join(root, t.dir))
+	mutated, excludes, err := listTarget(root, t)
 	if err != nil {
-		return nil, nil, fmt.Errorf("list package files: %w", err)
+		return nil, nil, err
 	}
-	var mutated []string
-	for _, e := range entries {
-		base := e.Name()
-		if e.IsDir() {
-			// gremlins mutates the whole tree below its argument; a narrowed
-			// target keeps to its own directory.
-			if t.files != nil {
-				args = append(args, "-E", "^"+regexp.QuoteMeta(base)+"/")
-			}
-			continue
-		}
-		if !strings.HasSuffix(base, ".go") || strings.HasSuffix(base, "_test.go") {
-			continue
-		}
-		if t.files != nil && !slices.Contains(t.files, base) {
-			// gremlins matches -E against the path below the package.
-			args = append(args, "-E", "^"+regexp.QuoteMeta(base)+"$")
-			continue
-		}
-		mutated = append(mutated, filepath.ToSlash(filepath.Join(t.dir, base)))
-	}
+	args = append(args, excludes...)
 	args = append(args, "./"+t.dir)
 	cmd := exec.Command("go", args...)
 	cmd.Dir = root
@@ -182,4 +188,60 @@ func printTable(w io.Writer, chosen []target, rows map[string]tally, all []mutan
 		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %.2f %% | %.2f %% | %d of %d |\n",
 			t.name, r.killed, r.lived, r.notCovered, r.timedOut, r.efficacy(), r.coverage(), explained, r.lived+r.notCovered)
 	}
+}
+
+// listTarget returns the files target t mutates and the gremlins -E
+// arguments that keep it to them.
+func listTarget(root string, t target) (mutated, excludes []string, err error) {
+	entries, err := os.ReadDir(filepath.Join(root, t.dir))
+	if err != nil {
+		return nil, nil, fmt.Errorf("list package files: %w", err)
+	}
+	for _, e := range entries {
+		base := e.Name()
+		if e.IsDir() {
+			// gremlins mutates the whole tree below its argument; a narrowed
+			// target keeps to its own directory.
+			if t.files != nil {
+				excludes = append(excludes, "-E", "^"+regexp.QuoteMeta(base)+"/")
+			}
+			continue
+		}
+		if !strings.HasSuffix(base, ".go") || strings.HasSuffix(base, "_test.go") {
+			continue
+		}
+		if t.files != nil && !slices.Contains(t.files, base) {
+			// gremlins matches -E against the path below the package.
+			excludes = append(excludes, "-E", "^"+regexp.QuoteMeta(base)+"$")
+			continue
+		}
+		mutated = append(mutated, filepath.ToSlash(filepath.Join(t.dir, base)))
+	}
+	return mutated, excludes, nil
+}
+
+// targetFiles is the files target t mutates.
+func targetFiles(root string, t target) ([]string, error) {
+	files, _, err := listTarget(root, t)
+	return files, err
+}
+
+// printDeletions writes each deletion's result and returns how many lived.
+func printDeletions(w io.Writer, rs []deletionResult) int {
+	if len(rs) == 0 {
+		return 0
+	}
+	lived := 0
+	fmt.Fprintf(w, "\n| deletion | file | status |\n|---|---|---|\n")
+	for _, r := range rs {
+		fmt.Fprintf(w, "| %s | %s | %s |\n", r.d.name, r.d.file, r.status)
+	}
+	for _, r := range rs {
+		if r.status == deletionLived {
+			lived++
+			fmt.Fprintf(w, "LIVED deletion %q (%s): passed %s\n", r.d.name, r.d.file, strings.Join(r.passed, ", "))
+		}
+	}
+	fmt.Fprintf(w, "deletions: %d of %d killed\n", len(rs)-lived, len(rs))
+	return lived
 }

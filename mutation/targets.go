@@ -27,4 +27,9 @@ var targets = []target{
 		"membership.go", // the leader's gossip reconcile and voter changes
 		"bootstrap.go",  // -bootstrap-expect
 	}},
+	// impl/gossip is mostly serf and memberlist wiring (their failure
+	// detection is theirs), but toMember decides how a member reads for
+	// the leader's reconcile: its status, whether it is a server, its raft
+	// address and its bootstrap tags.
+	{name: "gossip", dir: "impl/gossip"},
 }

@@ -25,7 +25,9 @@ type oneKey struct {
 	refuse  []string
 	session string
 	index   uint64
-	waits   []time.Duration // ?wait of each blocking acquire-loop read
+	// createIndex is the key's CreateIndex (default 1).
+	createIndex uint64
+	waits       []time.Duration // ?wait of each blocking acquire-loop read
 
 	// Scripted failures: the statuses of the next acquire-loop reads, of
 	// the next acquire PUTs, and of the next consistent reads (the Hold's
@@ -85,7 +87,7 @@ func (k *oneKey) handle(w http.ResponseWriter, r *http.Request) {
 			k.mu.Lock()
 		}
 		w.Header().Set("X-Consul-Index", strconv.FormatUint(k.index, 10))
-		e := map[string]any{"Key": "k", "LockIndex": 7, "CreateIndex": 1, "ModifyIndex": k.index}
+		e := map[string]any{"Key": "k", "LockIndex": 7, "CreateIndex": max(k.createIndex, 1), "ModifyIndex": k.index}
 		if k.session != "" {
 			e["Session"] = k.session
 		}

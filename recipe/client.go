@@ -27,9 +27,10 @@ type Client struct {
 	Clock Clock
 
 	cfg api.Config // api.NewClient's view of the config, defaults filled in
-	// fence remembers whether the server knows check-sequencer (S43), so that
-	// Fence asks once per client rather than once per write.
-	fence atomic.Int32
+	// noSequencerCheck remembers that the server refused check-sequencer
+	// (S43) as unknown, so that Fence asks once per client rather than once
+	// per write.
+	noSequencerCheck atomic.Bool
 }
 
 // NewClient builds the api client from cfg and keeps cfg's HTTP client,

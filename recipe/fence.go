@@ -12,13 +12,6 @@ import (
 // maxTxnOps is the server's limit on one txn (S44).
 const maxTxnOps = 128
 
-// What Client.fence remembers about the server.
-const (
-	fenceUnknown int32 = iota
-	fenceSequencer
-	fenceConsul
-)
-
 // FenceError says the guard of a Fence failed: the sequencer is no longer
 // valid (or, on Consul, the key changed since the acquire). errors.Is(err,
 // ErrStaleSequencer) holds. Nothing in the txn was applied.
@@ -77,17 +70,14 @@ func (c *Client) Fence(ctx context.Context, seq Sequencer, ops api.TxnOps) (api.
 	if len(ops)+2 > maxTxnOps {
 		return nil, fmt.Errorf("recipe: fence: %d ops leave no room for the guard (limit %d)", len(ops), maxTxnOps)
 	}
-	if c.fence.Load() != fenceConsul {
+	if !c.noSequencerCheck.Load() {
 		guard := api.TxnOps{{KV: &api.KVTxnOp{Verb: "check-sequencer", Key: seq.Key, Session: seq.Session, Index: seq.LockIndex}}}
 		res, err := c.guardedTxn(ctx, seq, guard, ops, false)
 		var fe *FenceError
 		if !errors.As(err, &fe) || !unknownVerb(fe.What) {
-			if err == nil || fe != nil {
-				c.fence.Store(fenceSequencer)
-			}
 			return res, err
 		}
-		c.fence.Store(fenceConsul)
+		c.noSequencerCheck.Store(true)
 	}
 	if seq.ModifyIndex == 0 {
 		return nil, fmt.Errorf("recipe: fence: server lacks check-sequencer and sequencer %s has no ModifyIndex", seq)

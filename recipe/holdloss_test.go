@@ -11,9 +11,10 @@ import (
 )
 
 // TestLockHoldLossPaths covers every way the holder of a lock's key can
-// change between two reads of its watcher (S16, S31, S36): the key is
-// deleted, released, or (in one atomic txn) released and taken by another
-// session. Each must end the hold with ErrHolderChanged naming that path.
+// change between two reads of its watcher (S16, S27, S31, S36): the key is
+// deleted, released, or (in one atomic txn) released or deleted and taken
+// by another session or again by the hold's own. Each must end the hold
+// with ErrHolderChanged naming that path.
 func TestLockHoldLossPaths(t *testing.T) {
 	c := testClient(t, nil)
 	ctx := context.Background()
@@ -36,6 +37,25 @@ func TestLockHoldLossPaths(t *testing.T) {
 			ok, resp, _, err := c.API.Txn().Txn(api.TxnOps{
 				{KV: &api.KVTxnOp{Verb: api.KVUnlock, Key: key, Session: holder}},
 				{KV: &api.KVTxnOp{Verb: api.KVLock, Key: key, Session: other}},
+			}, nil)
+			if err != nil || !ok {
+				t.Fatalf("txn: %v %+v %v", ok, resp, err)
+			}
+		}},
+		{"released and taken again by its session", "was taken again by its session", func(t *testing.T, key, holder string) {
+			ok, resp, _, err := c.API.Txn().Txn(api.TxnOps{
+				{KV: &api.KVTxnOp{Verb: api.KVUnlock, Key: key, Session: holder}},
+				{KV: &api.KVTxnOp{Verb: api.KVLock, Key: key, Session: holder}},
+			}, nil)
+			if err != nil || !ok {
+				t.Fatalf("txn: %v %+v %v", ok, resp, err)
+			}
+		}},
+		{"deleted and taken again by its session", "was taken again by its session", func(t *testing.T, key, holder string) {
+			// tenure never reissues a LockIndex (S41), so the new one shows.
+			ok, resp, _, err := c.API.Txn().Txn(api.TxnOps{
+				{KV: &api.KVTxnOp{Verb: api.KVDelete, Key: key}},
+				{KV: &api.KVTxnOp{Verb: api.KVLock, Key: key, Session: holder}},
 			}, nil)
 			if err != nil || !ok {
 				t.Fatalf("txn: %v %+v %v", ok, resp, err)

@@ -286,8 +286,9 @@ func (c *Client) tryAcquire(ctx context.Context, key, sid string, value []byte, 
 	return false, 0, false, nil
 }
 
-// watchKey blocks until seq's session no longer holds seq.Key, or ctx ends,
-// and says which.
+// watchKey blocks until seq's holding period of seq.Key is over (the key
+// is gone, free, held by another session, or held again by seq's session
+// since), or ctx ends, and says which.
 func (c *Client) watchKey(ctx context.Context, seq Sequencer, waitTime, retryMin, retryMax time.Duration) error {
 	var e *api.KVPair
 	return c.watchUntilLost(ctx, waitTime, backoff.New(retryMin, retryMax), func(q *api.QueryOptions) (uint64, error) {
@@ -309,8 +310,25 @@ func (c *Client) watchKey(ctx context.Context, seq Sequencer, waitTime, retryMin
 		case e.Session != seq.Session:
 			return fmt.Errorf("%w: %s is held by session %s", ErrHolderChanged, seq.Key, e.Session)
 		}
-		return nil
+		return retaken(e, seq)
 	})
+}
+
+// retaken reports a key that seq's session holds again, in a holding
+// period after seq's: released and taken again (another Lock or Semaphore
+// sharing the session) between two reads of a watcher.
+func retaken(e *api.KVPair, seq Sequencer) error {
+	switch {
+	case e.LockIndex != seq.LockIndex:
+		// A new holding period has a new LockIndex (S27).
+		return fmt.Errorf("%w: %s was taken again by its session (LockIndex %d, held at %d)", ErrHolderChanged, seq.Key, e.LockIndex, seq.LockIndex)
+	case seq.ModifyIndex != 0 && e.CreateIndex > seq.ModifyIndex:
+		// Deleted and taken again: Consul may then restart LockIndex at
+		// the value held (S34), but the key's incarnation is newer than
+		// the acquire.
+		return fmt.Errorf("%w: %s was deleted and taken again by its session", ErrHolderChanged, seq.Key)
+	}
+	return nil
 }
 
 // watchUntilLost is the loop behind every Hold's Lost: consistent blocking

@@ -291,6 +291,13 @@ func (s *Semaphore) watch(ctx context.Context, seq Sequencer) error {
 		if !holds(pairs, seq.Key, seq.Session) {
 			return fmt.Errorf("%w: contender key %s is no longer held by %s", ErrHolderChanged, seq.Key, seq.Session)
 		}
+		for _, p := range pairs {
+			if p.Key == seq.Key {
+				if err := retaken(p, seq); err != nil {
+					return err
+				}
+			}
+		}
 		_, rec, err := s.state(pairs)
 		if err != nil {
 			return err

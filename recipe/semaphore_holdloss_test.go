@@ -13,7 +13,8 @@ import (
 
 // TestSemaphoreHoldLossPaths covers every way a semaphore slot can stop
 // being held between two reads of its watcher (S51): the contender key is
-// deleted or released, .lock stops listing the holder, or .lock becomes
+// deleted or released (or released and taken again by the slot's own
+// session), .lock stops listing the holder, or .lock becomes
 // unreadable (foreign flags, another limit, bad JSON). Each must end the
 // slot with an error naming that path.
 func TestSemaphoreHoldLossPaths(t *testing.T) {
@@ -44,6 +45,15 @@ func TestSemaphoreHoldLossPaths(t *testing.T) {
 		{"contender key released", ErrHolderChanged, "is no longer held by", func(t *testing.T, contender, _, holder string) {
 			if ok, _, err := c.API.KV().Release(&api.KVPair{Key: contender, Session: holder}, nil); err != nil || !ok {
 				t.Fatalf("release: %v %v", ok, err)
+			}
+		}},
+		{"contender key released and taken again by its session", ErrHolderChanged, "was taken again by its session", func(t *testing.T, contender, _, holder string) {
+			ok, resp, _, err := c.API.Txn().Txn(api.TxnOps{
+				{KV: &api.KVTxnOp{Verb: api.KVUnlock, Key: contender, Session: holder, Flags: api.SemaphoreFlagValue}},
+				{KV: &api.KVTxnOp{Verb: api.KVLock, Key: contender, Session: holder, Flags: api.SemaphoreFlagValue}},
+			}, nil)
+			if err != nil || !ok {
+				t.Fatalf("txn: %v %+v %v", ok, resp, err)
 			}
 		}},
 		{".lock drops the holder", ErrHolderChanged, "no longer lists", func(t *testing.T, _, lockKey, _ string) {

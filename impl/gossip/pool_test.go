@@ -50,8 +50,15 @@ func TestPoolMembership(t *testing.T) {
 	if m := waitChange(t, a, "c", reconcile.Alive); m.Address != "c.http:8500" {
 		t.Fatalf("c's catalog address %q, want its HTTP tag", m.Address)
 	}
-	if len(a.List()) != 3 || len(a.Members()) != 3 {
-		t.Fatalf("a knows %d members, want 3", len(a.List()))
+	// Under load a can report c alive before its list shows b (seen in a
+	// mutation run), so wait for the list rather than read it once.
+	for deadline := time.Now().Add(20 * time.Second); len(a.List()) != 3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a knows %d members, want 3", len(a.List()))
+		}
+	}
+	if len(a.Members()) != 3 {
+		t.Fatalf("a's reconcile view has %d members, want 3", len(a.Members()))
 	}
 
 	if err := c.Shutdown(); err != nil {

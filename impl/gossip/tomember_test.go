@@ -1,0 +1,74 @@
+package gossip
+
+import (
+	"net"
+	"testing"
+
+	"github.com/hashicorp/serf/serf"
+
+	"github.com/tenurekv/tenure/impl/reconcile"
+)
+
+// TestToMember pins how a serf member reads for the leader's reconcile: the
+// catalog address is the HTTP tag (the gossip address without one); only a
+// server has a raft address, an expect count and the bootstrapped flag;
+// every serf status, and a reap, map to their reconcile status (anything
+// else stays unknown).
+func TestToMember(t *testing.T) {
+	ip := net.ParseIP("10.0.0.7")
+	server := map[string]string{TagRole: RoleServer, TagHTTP: "s.http:8500", TagPort: "8300", TagExpect: "3", TagRaft: "1"}
+	for _, tc := range []struct {
+		name string
+		in   serf.Member
+		want reconcile.Member
+	}{
+		{
+			name: "client with an HTTP tag",
+			in:   serf.Member{Name: "c", Addr: ip, Tags: map[string]string{TagRole: RoleClient, TagHTTP: "c.http:8500", TagPort: "8300", TagExpect: "3", TagRaft: "1"}, Status: serf.StatusAlive},
+			want: reconcile.Member{Name: "c", Address: "c.http:8500", Status: reconcile.Alive},
+		},
+		{
+			name: "client without an HTTP tag",
+			in:   serf.Member{Name: "c", Addr: ip, Tags: map[string]string{TagRole: RoleClient}, Status: serf.StatusFailed},
+			want: reconcile.Member{Name: "c", Address: "10.0.0.7", Status: reconcile.Failed},
+		},
+		{
+			name: "bootstrapped server",
+			in:   serf.Member{Name: "s", Addr: ip, Tags: server, Status: serf.StatusLeaving},
+			want: reconcile.Member{Name: "s", Address: "s.http:8500", Status: reconcile.Leaving, Server: true, RaftAddr: "10.0.0.7:8300", Expect: 3, Bootstrapped: true},
+		},
+		{
+			name: "server without port, expect or raft tags",
+			in:   serf.Member{Name: "s", Addr: ip, Tags: map[string]string{TagRole: RoleServer, TagRaft: "0"}, Status: serf.StatusLeft},
+			want: reconcile.Member{Name: "s", Address: "10.0.0.7", Status: reconcile.Left, Server: true},
+		},
+		{
+			name: "reaped member",
+			in:   serf.Member{Name: "s", Addr: ip, Tags: server, Status: statusReaped},
+			want: reconcile.Member{Name: "s", Address: "s.http:8500", Status: reconcile.Reaped, Server: true, RaftAddr: "10.0.0.7:8300", Expect: 3, Bootstrapped: true},
+		},
+		{
+			name: "status serf does not name",
+			in:   serf.Member{Name: "c", Addr: ip, Tags: map[string]string{TagHTTP: "c.http:8500"}, Status: serf.StatusNone},
+			want: reconcile.Member{Name: "c", Address: "c.http:8500"},
+		},
+	} {
+		if got := toMember(tc.in); got != tc.want {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestMarkBootstrapped: the raft tag is set once, and the other tags stay.
+func TestMarkBootstrapped(t *testing.T) {
+	p := startPool(t, "s")
+	for range 2 {
+		if err := p.MarkBootstrapped(); err != nil {
+			t.Fatal(err)
+		}
+		local := p.Local()
+		if local.Tags[TagRaft] != "1" || local.Tags[TagHTTP] != "s.http:8500" {
+			t.Fatalf("tags after MarkBootstrapped: %v", local.Tags)
+		}
+	}
+}
