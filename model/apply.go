@@ -120,7 +120,7 @@ func (a *applier) validateRegister(r *Register) *Error {
 			sv.ID = sv.Service
 		}
 		switch {
-		case sv.ID == "" && sv.Service == "":
+		case sv.ID == "": // no name either: the ID defaults to the name
 			return errorf(ErrInvalid, "Must provide service name")
 		case sv.Service == "":
 			return errorf(ErrInvalid, "Must provide service name (Service.Service) when service ID is provided")

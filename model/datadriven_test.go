@@ -194,6 +194,7 @@ func parseCommand(d *datadriven.TestData) (model.Command, error) {
 			}
 			q.Service.Failover.NearestN = n
 		}
+		q.Service.Failover.Datacenters = list(d, "datacenters")
 		for _, t := range list(d, "target") {
 			q.Service.Failover.Targets = append(q.Service.Failover.Targets, model.QueryTarget{Peer: t})
 		}
