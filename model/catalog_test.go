@@ -91,6 +91,16 @@ func TestCatalogInvariantsCatchCorruption(t *testing.T) {
 		{"query outlives its session", func(s *model.Snapshot) {
 			delete(s.Sessions, "s")
 		}, model.InvQuerySession},
+		{"service never created", func(s *model.Snapshot) {
+			sv := s.Services[webKey]
+			sv.CreateIndex = 0
+			s.Services[webKey] = sv
+		}, model.InvIndexBounds},
+		{"query never created", func(s *model.Snapshot) {
+			q := s.Queries["named"]
+			q.CreateIndex = 0
+			s.Queries["named"] = q
+		}, model.InvIndexBounds},
 		{"query index beyond its table", func(s *model.Snapshot) {
 			q := s.Queries["named"]
 			q.ModifyIndex = 99
@@ -102,6 +112,21 @@ func TestCatalogInvariantsCatchCorruption(t *testing.T) {
 			broken := edit(withCatalog(t), c.corrupt)
 			wantViolation(t, broken.CheckInvariants(), c.want)
 		})
+	}
+}
+
+// TestClientDeleteOfBoundQueryIsNoViolation: a client may delete a query
+// bound to a live session; that is its own delete (Result.QueryID), not an
+// invalidation effect (S58), so the transition check accepts it.
+func TestClientDeleteOfBoundQueryIsNoViolation(t *testing.T) {
+	prev := withCatalog(t)
+	next := prev.Clone()
+	res := next.Apply(10, model.Command{Query: &model.QueryOp{Op: model.QueryDelete, Query: model.PreparedQuery{ID: "q"}}})
+	if res.Err != nil || res.QueryID != "q" {
+		t.Fatalf("delete of q: %+v", res)
+	}
+	if err := model.CheckTransition(prev, next, res); err != nil {
+		t.Fatalf("a client's delete of a session-bound query is reported: %v", err)
 	}
 }
 
