@@ -182,13 +182,14 @@ func (w *Worker) step() {
 }
 
 // agentCheckEvery is how often, as a share of the check's TTL on the
-// client's own clock, a client passes its agent TTL check. A third leaves
-// room for a step's think time and a retry's backoff on a true clock; a
-// slow clock (client-clock-rate) or a stalled step lets the check expire
-// for real.
-const agentCheckEvery = 3
+// client's own clock, a client passes its agent TTL check: at half the TTL,
+// as applications commonly do. A step's think time and a retry's backoff
+// come on top, so on a true clock the check lapses only when a step
+// stalls (a slow resource link); a slow clock (client-clock-rate) or a
+// paused process lets it expire for real.
+const agentCheckEvery = 2
 
-// maybePass registers the agent TTL check once, then passes it when a third
+// maybePass registers the agent TTL check once, then passes it when half
 // of its TTL has gone by on the client's clock. It reports false while the
 // check is not registered yet: no session may bind to it before.
 func (w *Worker) maybePass() bool {
