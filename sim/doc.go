@@ -37,6 +37,17 @@
 // the pool; pool-loss and one-way-partition may pick an agent, and
 // slow-agent delays one agent's traffic (Lifeguard's case).
 //
+// Agent checks and prepared queries: per seed, half of the "none" and
+// "serf" groups register an agent TTL check on each client's own agent and
+// bind their sessions to it as well; the client passes it at half its TTL
+// on its own clock, so a slow client clock, a stalled step or a stopped
+// process lets it lapse on the agent, whose anti-entropy carries it to the
+// catalog. A pause or crash aimed at such a client stops only the process
+// for some faults (the fault's Pick decides; its mark then names the
+// process alone). Some clients bind a prepared query to each new session;
+// observations record the queries an entry deleted and any left bound to a
+// gone session.
+//
 // Imports flow one way: core ← workload, recipes ← checks ← sim's tests.
 // A driver owns only what differs: its clients, which client a client
 // fault hits (core.ClientFaults), its schedule plan and its bounds.

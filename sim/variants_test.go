@@ -211,6 +211,54 @@ var criticalKeepsSessions = &core.Variant{Name: "critical-keeps-sessions", Confi
 	}
 }}
 
+// queriesOutliveSessions: an invalidation (a destroy, a TTL expiry, a
+// critical check) removes the session and its keys' holds but leaves the
+// prepared queries bound to it in place (S58 broken).
+var queriesOutliveSessions = &core.Variant{Name: "queries-outlive-sessions", Config: func(cfg *impl.Config) {
+	cfg.Apply = func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
+		before := st.Snapshot()
+		res := st.Apply(index, cmd)
+		if len(res.Invalidated) == 0 {
+			return st, res
+		}
+		after := st.Snapshot()
+		kept := false
+		for id, q := range before.Queries {
+			if _, ok := after.Queries[id]; !ok && slices.Contains(res.Invalidated, q.Session) {
+				after.Queries[id], kept = q, true
+			}
+		}
+		if !kept {
+			return st, res
+		}
+		return model.RestoreUnchecked(after), res
+	}
+}}
+
+// agentCheckKeepsSessions is criticalKeepsSessions aimed at agent TTL
+// checks: the workload's only critical checks are agent checks that lapse
+// under a stalled process, and the sessions bound to them survive.
+var agentCheckKeepsSessions = &core.Variant{Name: "agent-check-critical-keeps-sessions", Config: criticalKeepsSessions.Config}
+
+// agentCheckGroup is a group whose sessions hang on an agent TTL check
+// alone, without lock-delay.
+func agentCheckGroup() workload.LockGroup {
+	c := core.SessionConfig{Checks: core.ChecksNone, AgentCheck: 10 * time.Second}
+	return workload.LockGroup{Name: c.Name(), Config: c, Key: "lock/" + c.Name()}
+}
+
+// processPauses stops each of n clients' processes in turn (their agents
+// run on: workload.ProcessOnly holds for these picks) for longer than the
+// agent check's TTL.
+func processPauses(n int) []core.Fault {
+	var out []core.Fault
+	for i := range n {
+		out = append(out, core.Fault{ID: i + 1, Kind: core.FaultClientPause, At: time.Duration(5+30*i) * time.Second,
+			Dur: 22 * time.Second, Pick: uint64(i)})
+	}
+	return out
+}
+
 // serfGroup is one serf-bound session configuration without lock-delay.
 func serfGroup() workload.LockGroup {
 	c := core.SessionConfig{Checks: core.ChecksSerf}
@@ -273,6 +321,13 @@ func TestTeeth(t *testing.T) {
 				cfg.Schedule = append(cfg.Schedule, core.Fault{ID: i + 1, Kind: core.FaultFalsePositive,
 					At: time.Duration(5+8*i) * time.Second, Dur: 6 * time.Second, Pick: uint64(i)})
 			}
+			return cfg
+		}},
+		{queriesOutliveSessions, checks.CheckQueryBound, calmConfig},
+		{agentCheckKeepsSessions, checks.CheckFalseDeadFenced, func(seed uint64) workload.Config {
+			cfg := workload.DefaultConfig(seed)
+			cfg.Groups, cfg.ClientsPerGroup, cfg.Duration = []workload.LockGroup{agentCheckGroup()}, 3, 95*time.Second
+			cfg.Schedule = processPauses(3)
 			return cfg
 		}},
 		{ttlNotRearmed, checks.CheckLiveness, func(seed uint64) workload.Config {

@@ -537,3 +537,102 @@ func TestGossipTradeoff(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckFalseDeadFencedAgentCheck (S43, S56): the same fencing holds
+// when the check that went critical under a live holder is an agent TTL
+// check its session is bound to, not serfHealth.
+func TestCheckFalseDeadFencedAgentCheck(t *testing.T) {
+	seqA := model.Sequencer{Key: "k", LockIndex: 1, Session: "a"}
+	sess := model.Session{ID: "a", Node: "agent1", NodeChecks: []string{core.AgentCheckID}, CreateIndex: 5}
+	mk := func(check string, checkCall time.Duration) []core.Event {
+		b := newTB()
+		b.ev[0].Run.Agents = []string{"agent1"}
+		b.obs(sec(1), "n1", true, core.StateObs{Index: 5, NewSess: []model.Session{sess},
+			Keys: []core.KeyChange{{Key: "k", After: entry("k", "a", 1, 5)}}})
+		b.obs(sec(5), "n1", true, core.StateObs{Index: 9,
+			Checks: map[string]model.Health{"agent1/" + check: model.HealthCritical}})
+		b.fenced(sec(7), "c-1", core.FenceTxn, seqA, checkCall)
+		return b.ev
+	}
+	mustCheck(t, CheckFalseDeadFenced, mk(core.AgentCheckID, sec(6)), 1) // accepted after the lapse
+	mustCheck(t, CheckFalseDeadFenced, mk(core.AgentCheckID, sec(4)), 0) // checked before it
+	mustCheck(t, CheckFalseDeadFenced, mk("other", sec(6)), 0)           // a check the session is not bound to
+}
+
+// TestCheckQueryBound (S58): a query left bound to a removed session after
+// any entry is a violation; one deleted in the invalidating entry is not.
+func TestCheckQueryBound(t *testing.T) {
+	sess := model.Session{ID: "a", Node: "agent1"}
+	good := newTB()
+	good.obs(sec(1), "n1", true, core.StateObs{Index: 5, NewSess: []model.Session{sess}})
+	good.obs(sec(5), "n1", true, core.StateObs{Index: 9, GoneSess: []model.Session{sess}, GoneQueries: map[string]string{"q1": "a"}})
+	mustCheck(t, CheckQueryBound, good.ev, 0)
+
+	late := newTB()
+	late.obs(sec(1), "n1", true, core.StateObs{Index: 5, NewSess: []model.Session{sess}})
+	late.obs(sec(5), "n1", true, core.StateObs{Index: 9, GoneSess: []model.Session{sess}, QueryOrphans: []string{"q1"}})
+	late.obs(sec(6), "n1", true, core.StateObs{Index: 10, GoneQueries: map[string]string{"q1": "a"}})
+	vs := mustCheck(t, CheckQueryBound, late.ev, 1)
+	if !strings.Contains(vs[0].Msg, "q1") {
+		t.Fatalf("unexpected message: %v", vs[0])
+	}
+}
+
+// TestCheckAgentCheckExpiry (S12, S56): a session bound to an agent TTL
+// check whose client stopped passing must be gone within the quiet bound
+// (no fault in the way) or the fault-stretched one; a pass that revives
+// the check first, a run that ends first and a fault that never heals ask
+// nothing.
+func TestCheckAgentCheckExpiry(t *testing.T) {
+	sess := model.Session{ID: "a", Node: "agent1", NodeChecks: []string{model.SerfHealthCheckID, core.AgentCheckID}, CreateIndex: 5}
+	ttl := 10 * time.Second
+	type opt struct {
+		goneAt, nextPass, end time.Duration
+		fault                 *core.FaultMark
+		faultFrom, faultTo    time.Duration
+	}
+	mk := func(o opt) []core.Event {
+		b := newTB()
+		h := b.ev[0].Run
+		h.Agents = []string{"agent1"}
+		h.Clients = []core.ClientInfo{{Name: "c-1", Group: "g", Agent: "agent1"}}
+		h.Groups = map[string]core.GroupInfo{"g": {Config: core.SessionConfig{Checks: core.ChecksSerf, AgentCheck: ttl}}}
+		h.Bounds.AgentCheckTTL, h.Bounds.AgentSync, h.Bounds.AgentSyncQuiet = ttl, 31*time.Second, time.Second
+		h.Bounds.Election, h.Bounds.Slack = 10*time.Second, 5*time.Second
+		b.op(sec(1), sec(1), "c-1", core.Call{Req: core.ReqCheckRegister, ID: core.AgentCheckID}, core.Ret{})
+		b.obs(sec(2), "n1", true, core.StateObs{Index: 5, NewSess: []model.Session{sess}})
+		b.op(sec(3), sec(3), "c-1", core.Call{Req: core.ReqCheckPass, ID: core.AgentCheckID}, core.Ret{})
+		if o.fault != nil {
+			b.add(o.faultFrom, core.Event{Kind: core.KindFault, Fault: o.fault})
+			if o.faultTo > 0 {
+				b.add(o.faultTo, core.Event{Kind: core.KindFault, Fault: &core.FaultMark{ID: o.fault.ID, Kind: o.fault.Kind, Phase: "end"}})
+			}
+		}
+		if o.goneAt > 0 {
+			b.obs(o.goneAt, "n1", true, core.StateObs{Index: 20, GoneSess: []model.Session{sess},
+				Checks: map[string]model.Health{"agent1/" + core.AgentCheckID: model.HealthCritical}})
+		}
+		if o.nextPass > 0 {
+			b.op(o.nextPass, o.nextPass, "c-1", core.Call{Req: core.ReqCheckPass, ID: core.AgentCheckID}, core.Ret{})
+		}
+		b.add(o.end, core.Event{Kind: core.KindNote, Msg: "end"})
+		slices.SortStableFunc(b.ev, func(x, y core.Event) int { return cmp.Compare(x.At, y.At) })
+		return b.ev
+	}
+	// Expiry at 13 s; quiet deadline 13 + 1 + 5 = 19 s.
+	mustCheck(t, CheckAgentExpiry, mk(opt{goneAt: sec(14), end: sec(100)}), 0)
+	mustCheck(t, CheckAgentExpiry, mk(opt{goneAt: sec(25), end: sec(100)}), 1)  // too late with no fault in the way
+	mustCheck(t, CheckAgentExpiry, mk(opt{end: sec(100)}), 1)                   // never
+	mustCheck(t, CheckAgentExpiry, mk(opt{nextPass: sec(16), end: sec(31)}), 0) // revived before the deadline (its own expiry at 26 s is judged at 32 s)
+	mustCheck(t, CheckAgentExpiry, mk(opt{end: sec(18)}), 0)                    // the run ended first
+	// The leader is killed over the expiry: deadline 20 + 10 + 31 + 5 = 66 s.
+	kill := &core.FaultMark{ID: 1, Kind: core.FaultLeaderKill, Phase: "start", Targets: []string{"n1"}}
+	mustCheck(t, CheckAgentExpiry, mk(opt{goneAt: sec(60), end: sec(100), fault: kill, faultFrom: sec(12), faultTo: sec(20)}), 0)
+	mustCheck(t, CheckAgentExpiry, mk(opt{goneAt: sec(70), end: sec(100), fault: kill, faultFrom: sec(12), faultTo: sec(20)}), 1)
+	// The host crashed with its agent: the check never goes critical.
+	crash := &core.FaultMark{ID: 1, Kind: core.FaultClientCrash, Phase: "start", Targets: []string{"c-1", "agent1"}}
+	mustCheck(t, CheckAgentExpiry, mk(opt{end: sec(100), fault: crash, faultFrom: sec(5)}), 0)
+	// Only the process crashed: the agent runs on, the check must expire.
+	proc := &core.FaultMark{ID: 1, Kind: core.FaultClientCrash, Phase: "start", Targets: []string{"c-1"}}
+	mustCheck(t, CheckAgentExpiry, mk(opt{end: sec(100), fault: proc, faultFrom: sec(5)}), 1)
+}

@@ -118,10 +118,12 @@ func checkNoFailureOnHealthyLinks(ix *traceIndex) []Violation {
 	return out
 }
 
-// serfCritical is one change of a node's serfHealth to critical: its raft
-// index and when the cluster first applied it.
+// serfCritical is one change of a node's check to critical (serfHealth
+// unless check says otherwise): its raft index and when the cluster first
+// applied it.
 type serfCritical struct {
 	node  string
+	check string
 	index uint64
 	at    time.Duration
 }
@@ -129,6 +131,12 @@ type serfCritical struct {
 // serfCriticals lists every change of a serfHealth to critical, once per
 // raft index, in applied order.
 func serfCriticals(ix *traceIndex) []serfCritical {
+	return slices.DeleteFunc(checkCriticals(ix), func(c serfCritical) bool { return c.check != model.SerfHealthCheckID })
+}
+
+// checkCriticals lists every change of any check to critical, once per
+// raft index, in applied order.
+func checkCriticals(ix *traceIndex) []serfCritical {
 	var out []serfCritical
 	seen := map[string]bool{}
 	for _, o := range ix.Obs {
@@ -137,13 +145,13 @@ func serfCriticals(ix *traceIndex) []serfCritical {
 		}
 		for _, nc := range core.SortedMapKeys(o.Obs.Checks) {
 			node, check, _ := strings.Cut(nc, "/")
-			if check != model.SerfHealthCheckID || o.Obs.Checks[nc] != model.HealthCritical {
+			if o.Obs.Checks[nc] != model.HealthCritical {
 				continue
 			}
 			key := fmt.Sprintf("%s@%d", nc, o.Obs.Index)
 			if !seen[key] {
 				seen[key] = true
-				out = append(out, serfCritical{node: node, index: o.Obs.Index, at: o.At})
+				out = append(out, serfCritical{node: node, check: check, index: o.Obs.Index, at: o.At})
 			}
 		}
 	}
@@ -164,11 +172,16 @@ func agentCrashes(ix *traceIndex) map[string]time.Duration {
 // serfSessions lists the sessions created through node's agent (or for
 // node) and bound to its serfHealth, with the raft index that created each.
 func serfSessions(ix *traceIndex) map[string][]model.Session {
+	return boundSessions(ix, model.SerfHealthCheckID)
+}
+
+// boundSessions lists, per node, the sessions bound to that node's check.
+func boundSessions(ix *traceIndex, check string) map[string][]model.Session {
 	out := map[string][]model.Session{}
 	seen := map[string]bool{}
 	for _, o := range ix.Obs {
 		for _, s := range o.Obs.NewSess {
-			if !seen[s.ID] && slices.Contains(s.CheckIDs(), model.SerfHealthCheckID) {
+			if !seen[s.ID] && slices.Contains(s.CheckIDs(), check) {
 				seen[s.ID] = true
 				out[s.Node] = append(out[s.Node], s)
 			}
@@ -177,10 +190,12 @@ func serfSessions(ix *traceIndex) map[string][]model.Session {
 	return out
 }
 
-// checkFalseDeadFenced (S43, S53): a holder falsely declared dead (its
-// client agent alive when its serfHealth went critical) has every later
-// fenced write rejected. For each such critical change, each session bound
-// to that node's serfHealth and created before it is dead from then on: a
+// checkFalseDeadFenced (S43, S53, S56): a holder falsely declared dead
+// (its client agent alive when its serfHealth, or any other check its
+// session is bound to, such as an agent TTL check that lapsed while the
+// holder was stalled, went critical) has every later fenced write
+// rejected. For each such critical change, each session bound to that
+// node's check and created before it is dead from then on: a
 // write to the fenced resource with its sequencer is later if its
 // check-sequencer was sent after the change was applied (txn mode), or if
 // the resource had already accepted a higher lock index on the key (token
@@ -188,14 +203,17 @@ func serfSessions(ix *traceIndex) map[string][]model.Session {
 // else wrote carries no proof of staleness and is left to the other checks.
 func checkFalseDeadFenced(ix *traceIndex) []Violation {
 	crashed := agentCrashes(ix)
-	sessions := serfSessions(ix)
+	bound := map[string]map[string][]model.Session{} // check → node → sessions
 	// dead: session → when its node was first declared failed while alive.
 	dead := map[string]serfCritical{}
-	for _, c := range serfCriticals(ix) {
+	for _, c := range checkCriticals(ix) {
 		if t, ok := crashed[c.node]; ok && t <= c.at {
 			continue // truly dead: not a false positive
 		}
-		for _, s := range sessions[c.node] {
+		if bound[c.check] == nil {
+			bound[c.check] = boundSessions(ix, c.check)
+		}
+		for _, s := range bound[c.check][c.node] {
 			if _, ok := dead[s.ID]; !ok && s.CreateIndex < c.index {
 				dead[s.ID] = c
 			}
@@ -211,9 +229,9 @@ func checkFalseDeadFenced(ix *traceIndex) []Violation {
 		if c, ok := dead[w.Seq.Session]; ok && w.Accepted {
 			switch {
 			case w.Mode == core.FenceTxn && w.CheckCall > c.at:
-				out = append(out, violation(e.At, "%s accepted %s's write (session %s, check sent at %v) after its live node %s was declared failed at %v (index %d)", core.ResFenced, w.Client, w.Seq.Session, w.CheckCall, c.node, c.at, c.index))
+				out = append(out, violation(e.At, "%s accepted %s's write (session %s, check sent at %v) after its live node %s's %s went critical at %v (index %d)", core.ResFenced, w.Client, w.Seq.Session, w.CheckCall, c.node, c.check, c.at, c.index))
 			case w.Mode == core.FenceToken && w.Seq.LockIndex < maxLI[w.Seq.Key]:
-				out = append(out, violation(e.At, "%s accepted %s's write with lock index %d below %d, from session %s whose live node %s was declared failed at %v", core.ResFenced, w.Client, w.Seq.LockIndex, maxLI[w.Seq.Key], w.Seq.Session, c.node, c.at))
+				out = append(out, violation(e.At, "%s accepted %s's write with lock index %d below %d, from session %s whose live node %s's %s went critical at %v", core.ResFenced, w.Client, w.Seq.LockIndex, maxLI[w.Seq.Key], w.Seq.Session, c.node, c.check, c.at))
 			}
 		}
 		if w.Accepted {

@@ -71,6 +71,7 @@ func history(ix *traceIndex) (linearizability.History, int) {
 	first := firstApplies(ix)
 	type checkChange struct {
 		node   string
+		check  string
 		status model.Health
 		index  uint64
 	}
@@ -81,11 +82,10 @@ func history(ix *traceIndex) (linearizability.History, int) {
 			continue
 		}
 		for nc, st := range o.Obs.Checks {
+			// Every check's change: serfHealth's from the leader, an agent
+			// check's from its agent's anti-entropy.
 			node, check, _ := strings.Cut(nc, "/")
-			if check != model.SerfHealthCheckID {
-				continue
-			}
-			cc := checkChange{node, st, o.Obs.Index}
+			cc := checkChange{node, check, st, o.Obs.Index}
 			if !seenCheck[cc] {
 				seenCheck[cc] = true
 				changes = append(changes, cc)
@@ -93,24 +93,24 @@ func history(ix *traceIndex) (linearizability.History, int) {
 		}
 	}
 	slices.SortFunc(changes, func(a, b checkChange) int { return cmp.Compare(a.index, b.index) })
-	criticalAt := map[string][]uint64{} // node → indexes at which it went critical
+	criticalAt := map[string][]uint64{} // node/check → indexes at which it went critical
 	lastSerf := time.Duration(-1)
 	for _, cc := range changes {
 		if cc.status == model.HealthCritical {
-			criticalAt[cc.node] = append(criticalAt[cc.node], cc.index)
+			criticalAt[cc.node+"/"+cc.check] = append(criticalAt[cc.node+"/"+cc.check], cc.index)
 		}
-		cmd := serfRegister(cc.node, cc.status)
+		cmd := checkRegister(cc.node, cc.check, cc.status)
 		// Successive changes keep their log order even when first applied
 		// at the same instant: each is placed at least 1ns after the last.
 		latest := max(first.at(cc.index), lastSerf+1)
 		earliest := max(latest-invalidationWindow, lastSerf+1)
 		lastSerf = latest
-		h.Events = append(h.Events, linearizability.Event{Kind: "serfHealth-" + string(cc.status),
+		h.Events = append(h.Events, linearizability.Event{Kind: cc.check + "-" + string(cc.status),
 			Earliest: nanos(earliest), Latest: nanos(latest), Command: &cmd})
 	}
 	// Sessions the servers removed on their own: TTL expiries. A session
-	// bound to its node's serfHealth that went critical after the session
-	// was created is the serfHealth event's doing.
+	// bound to a check of its node that went critical after the session
+	// was created is that check event's doing.
 	seenGone := map[string]bool{}
 	for _, o := range ix.Obs {
 		if o.Obs.Replay {
@@ -124,8 +124,10 @@ func history(ix *traceIndex) (linearizability.History, int) {
 			if t, ok := destroyCall[s.ID]; ok && t <= o.At {
 				continue // the client's destroy is in the history
 			}
-			if slices.Contains(s.CheckIDs(), model.SerfHealthCheckID) && slices.ContainsFunc(criticalAt[s.Node], func(i uint64) bool {
-				return i > s.CreateIndex && i <= o.Obs.Index
+			if slices.ContainsFunc(s.CheckIDs(), func(c string) bool {
+				return slices.ContainsFunc(criticalAt[s.Node+"/"+c], func(i uint64) bool {
+					return i > s.CreateIndex && i <= o.Obs.Index
+				})
 			}) {
 				continue
 			}
@@ -178,8 +180,18 @@ func (a appliedTimes) at(i uint64) time.Duration {
 func nanos(d time.Duration) linearizability.Nanos { return linearizability.Nanos(max(d, 0)) }
 
 func serfRegister(node string, st model.Health) model.Command {
+	return checkRegister(node, model.SerfHealthCheckID, st)
+}
+
+// checkRegister is the catalog write that sets node's check to st: the
+// leader's for serfHealth, the agent's anti-entropy for its own checks.
+func checkRegister(node, check string, st model.Health) model.Command {
+	name := "Serf Health Status"
+	if check != model.SerfHealthCheckID {
+		name = check
+	}
 	return model.Command{Register: &model.Register{Node: node, Address: node + ":" + core.HttpPort,
-		Checks: []model.CheckSpec{{CheckID: model.SerfHealthCheckID, Name: "Serf Health Status", Status: st}}}}
+		Checks: []model.CheckSpec{{CheckID: check, Name: name, Status: st}}}}
 }
 
 // historyOp converts one recorded request; false for ones that carry no

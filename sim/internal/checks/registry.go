@@ -28,6 +28,8 @@ const (
 	CheckHealthyLinks    = "no-failure-on-healthy-links"
 	CheckFalseDeadFenced = "false-dead-holder-fenced"
 	CheckDeadHolder      = "dead-holder-invalidated"
+	CheckQueryBound      = "query-bound-to-session"
+	CheckAgentExpiry     = "agent-check-expiry"
 )
 
 // runKind is a set of the kinds of run a check applies to.
@@ -78,10 +80,14 @@ var registry = []check{
 		SeededRun, seeded(checkDurable)},
 	{CheckHealthyLinks, []string{"S53"}, "gossip marks a server or a live holder's client agent failed only while (or just after) links in the pool are faulty",
 		SeededRun, seeded(checkNoFailureOnHealthyLinks)},
-	{CheckFalseDeadFenced, []string{"S43", "S53"}, "a holder whose live agent was declared failed has every later fenced write rejected",
+	{CheckFalseDeadFenced, []string{"S43", "S53", "S56"}, "a holder whose live agent was declared failed, or any check bound to its session went critical, has every later fenced write rejected",
 		SeededRun, seeded(checkFalseDeadFenced)},
 	{CheckDeadHolder, []string{"S12", "S53"}, "a killed (or long-paused) holder's serfHealth-bound session is invalidated within Bounds.DeadAgent",
 		SeededRun, seeded(checkDeadHolderInvalidated)},
+	{CheckQueryBound, []string{"S58", "S15"}, "no applied entry leaves a prepared query bound to a session that no longer exists: the invalidation deletes it in the same entry",
+		SeededRun, seeded(checkQueryBound)},
+	{CheckAgentExpiry, []string{"S12", "S56"}, "a session bound to an agent TTL check its client stopped passing is invalidated within the check's TTL plus Bounds' anti-entropy, election and slack",
+		SeededRun, seeded(checkAgentCheckExpiry)},
 	{CheckLiveness, []string{"S14", "S19", "S21", "S10", "S12"}, "once faults heal, dead owners' sessions go and free keys can be acquired, within Bounds",
 		SeededRun, seeded(checkLiveness)},
 	{CheckRecipeExclusive, []string{"S49", "S50"}, "the fenced resource never serves two leaders at once",

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/tenurekv/tenure/impl/agent"
+	"github.com/tenurekv/tenure/impl/checks"
 	"github.com/tenurekv/tenure/impl/gossip"
+	"github.com/tenurekv/tenure/impl/local"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -65,12 +67,52 @@ func (c *Cluster) startAgent(a *ClientAgent) error {
 	}
 	ag, err := agent.NewClient(agent.ClientConfig{NodeName: a.Name, Listener: ln, HTTPAddr: a.HTTPAddr(),
 		Gossip: gossip.Config{Transport: t, Timing: c.gossipTiming(a.Name)}, Join: join, RetryInterval: agentRetryJoin,
-		Forward: SimTransport(c.net, a.Name)})
+		Forward: SimTransport(c.net, a.Name), Local: c.agentLocal(a.Name)})
 	if err != nil {
 		// NewClient closed the listener; the transport is still ours.
 		return errors.Join(fmt.Errorf("start agent %s: %w", a.Name, err), t.Shutdown())
 	}
 	a.ag = ag
+	return nil
+}
+
+// agentLocal is the agent-local configuration of the agent on node: its
+// random waits (first check runs, deferred output syncs, anti-entropy
+// periods) come from the seed, one stream per agent, so that nothing
+// random enters a run from outside its seed. Every interval keeps Consul's
+// default (Bounds.AgentCheck rests on them).
+func (c *Cluster) agentLocal(node string) local.Config {
+	r := Stream(c.seed, "agent-local/"+node)
+	var mu sync.Mutex
+	stagger := func(d time.Duration) time.Duration {
+		if d <= 0 {
+			return 0
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return time.Duration(r.Int64N(int64(d)))
+	}
+	return local.Config{Stagger: stagger, Sync: local.SyncConfig{Stagger: stagger}}
+}
+
+// RegisterTTLCheck registers a passing agent TTL check on a, as
+// PUT /v1/agent/check/register would, and leaves its sync to the agent's
+// anti-entropy loop. The HTTP endpoint cannot be used inside the bubble:
+// its handler syncs the registration itself (impl/httpapi syncNow) while
+// the loop, woken by the same change, syncs too; both take the Syncer's
+// sync.Mutex across a catalog request, and a goroutine waiting on a Mutex
+// is not durably blocked, so virtual time stops and the run hangs.
+func (a *ClientAgent) RegisterTTLCheck(id, name string, ttl time.Duration) error {
+	a.mu.Lock()
+	ag := a.ag
+	a.mu.Unlock()
+	if ag == nil {
+		return fmt.Errorf("register check %s on %s: agent down", id, a.Name)
+	}
+	def := checks.Definition{ID: id, Name: name, TTL: ttl, Status: string(model.HealthPassing)}
+	if err := ag.Local().RegisterCheck(def, checks.Remote); err != nil {
+		return fmt.Errorf("register check %s on %s: %w", id, a.Name, err)
+	}
 	return nil
 }
 

@@ -37,6 +37,17 @@ type Bounds struct {
 	// declare another failed on what it saw during the fault:
 	// GossipStaleBound of the pool's size. 0: the run has no client agents.
 	StaleView time.Duration `json:"stale_view,omitempty"`
+	// AgentCheckTTL is the largest agent TTL check's TTL (0: none), and
+	// AgentSync how long after a check's status changes on its agent the
+	// catalog has it, the agent and the leader reachable: anti-entropy's
+	// partial sync follows the change within MinSyncGap, and a sync that
+	// failed (no leader yet) is retried after RetryInterval plus a stagger
+	// of up to RetryInterval: AgentSyncBound.
+	AgentCheckTTL time.Duration `json:"agent_check_ttl,omitempty"`
+	AgentSync     time.Duration `json:"agent_sync,omitempty"`
+	// AgentSyncQuiet is AgentSync with no fault in the way: the partial
+	// sync's MinSyncGap (1 s).
+	AgentSyncQuiet time.Duration `json:"agent_sync_quiet,omitempty"`
 
 	// Derived (deriveBounds fills them in):
 	// Invalidate: after the last heal, every session whose owner is gone for
@@ -51,7 +62,18 @@ type Bounds struct {
 	// DeadAgent: after a client agent is killed (or paused for longer),
 	// every session bound to its serfHealth is invalidated within it.
 	DeadAgent time.Duration `json:"dead_agent,omitempty"`
+	// CheckExpiry: once a client last passed its agent TTL check, and its
+	// agent and the servers are past every fault that could stop the
+	// agent's sync, every session bound to the check is invalidated within
+	// it.
+	CheckExpiry time.Duration `json:"check_expiry,omitempty"`
 }
+
+// AgentSyncBound is Bounds.AgentSync for impl/local's default timings
+// (which the simulator keeps): a partial sync at most MinSyncGap (1 s)
+// after the change, and if that one fails, a retry within RetryInterval
+// plus its stagger (15 s + 15 s).
+const AgentSyncBound = time.Second + 2*15*time.Second
 
 // memberlist's LAN timing as impl/gossip configures it (Consul's defaults,
 // spec/CONSUL.md §13).
@@ -103,10 +125,18 @@ func suspicion(n int) time.Duration {
 
 // deriveBounds fills in the derived bounds:
 //
-//	DeadAgent  = Election + AgentDetect + Slack
-//	DeadNode   = Election + Detect/MinRate + Slack
-//	Invalidate = Election + max(TTL×multiplier, Detect)/MinRate + Slack
-//	Acquire    = Invalidate + MaxLockDelay/MinRate + Slack
+//	DeadAgent   = Election + AgentDetect + Slack
+//	DeadNode    = Election + Detect/MinRate + Slack
+//	CheckExpiry = AgentCheckTTL + AgentSync + Election + Slack
+//	Invalidate  = Election + max(TTL×multiplier, Detect)/MinRate + Slack,
+//	              and at least CheckExpiry
+//	Acquire     = Invalidate + MaxLockDelay/MinRate + Slack
+//
+// An agent TTL check runs on its agent's clock, which the simulator does
+// not skew (the bubble's): CheckExpiry is not stretched. The check expires
+// AgentCheckTTL after the last pass; the agent's sync reaches a leader
+// within AgentSync, which may first have to be elected; Slack covers the
+// commit of the invalidating entry.
 //
 // The leader that exists Election after the heal re-arms every TTL with a
 // full TTL×multiplier (S21) and starts its failure detector from scratch;
@@ -121,6 +151,10 @@ func DeriveBounds(b Bounds) (Bounds, error) {
 	ttl := time.Duration(float64(b.MaxTTL) * b.TTLMultiplier)
 	b.DeadNode = b.Election + stretch(b.Detect) + b.Slack
 	b.Invalidate = b.Election + stretch(max(ttl, b.Detect)) + b.Slack
+	if b.AgentCheckTTL > 0 {
+		b.CheckExpiry = b.AgentCheckTTL + b.AgentSync + b.Election + b.Slack
+		b.Invalidate = max(b.Invalidate, b.CheckExpiry)
+	}
 	b.Acquire = b.Invalidate + stretch(b.MaxLockDelay) + b.Slack
 	if b.AgentDetect > 0 {
 		// memberlist runs on the bubble's clock, not a skewed one; the

@@ -74,6 +74,8 @@ type Cluster struct {
 	// server's replay of older entries is marked as such.
 	appliedMu sync.Mutex
 	applied   uint64
+	// seed draws the client agents' anti-entropy and check staggers.
+	seed uint64
 }
 
 // simTransport is an HTTP transport whose connections travel on the
@@ -86,8 +88,8 @@ func SimTransport(n *simnet.Network, from string) *http.Transport {
 
 // NewCluster boots the servers names (and, with gossip, the client agents
 // agents, once the servers run).
-func NewCluster(n *simnet.Network, rec *Recorder, names []string, clocks map[string]ClockSkew, v *Variant, withGossip bool, agents []string) (*Cluster, error) {
-	c := &Cluster{net: n, rec: rec, variant: v}
+func NewCluster(n *simnet.Network, rec *Recorder, seed uint64, names []string, clocks map[string]ClockSkew, v *Variant, withGossip bool, agents []string) (*Cluster, error) {
+	c := &Cluster{net: n, rec: rec, variant: v, seed: seed}
 	if withGossip {
 		c.gossip = newGossipNames(append(slices.Clone(names), agents...))
 		for _, a := range agents {
@@ -399,6 +401,23 @@ func observe(ch impl.Change) *StateObs {
 			obs.Checks[c.Node+"/"+c.CheckID] = c.Status
 		}
 	}
+	for _, q := range before.QueryList() {
+		if _, ok := after.Query(q.ID); !ok {
+			if obs.GoneQueries == nil {
+				obs.GoneQueries = map[string]string{}
+			}
+			obs.GoneQueries[q.ID] = q.Session
+		}
+	}
+	for _, q := range after.QueryList() {
+		if q.Session == "" {
+			continue
+		}
+		if _, live := after.Session(q.Session); !live {
+			obs.QueryOrphans = append(obs.QueryOrphans, q.ID)
+		}
+	}
+	slices.Sort(obs.QueryOrphans)
 	return obs
 }
 

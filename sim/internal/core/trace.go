@@ -125,6 +125,13 @@ const (
 	ReqGet     ReqKind = "get"
 	ReqKV      ReqKind = "kv"
 	ReqTxn     ReqKind = "txn"
+	// Agent-local requests (the client's own agent answers them): register
+	// the agent TTL check, and pass it (Call.ID is the check). They are not
+	// raft writes themselves; anti-entropy carries the check's status.
+	ReqCheckRegister ReqKind = "check-register"
+	ReqCheckPass     ReqKind = "check-pass"
+	// ReqQuery creates a prepared query bound to a session (S58).
+	ReqQuery ReqKind = "query-create"
 )
 
 // Call is a request as the client sent it.
@@ -133,10 +140,11 @@ type Call struct {
 	Server string               `json:"server"`
 	Req    ReqKind              `json:"req"`
 	Create *model.CreateSession `json:"create,omitempty"`
-	ID     string               `json:"id,omitempty"`  // session for destroy/renew
+	ID     string               `json:"id,omitempty"`  // session for destroy/renew, check for check-*
 	Key    string               `json:"key,omitempty"` // for get
 	KV     *model.KVOp          `json:"kv,omitempty"`
 	Txn    []model.KVOp         `json:"txn,omitempty"`
+	Query  *model.PreparedQuery `json:"query,omitempty"`
 	// ClientTime is the client's own clock at the call; its TTL belief uses it.
 	ClientTime time.Time `json:"client_time"`
 }
@@ -163,6 +171,7 @@ type Ret struct {
 	// OK is the boolean answer of acquire, release, cas and delete-cas.
 	OK        bool             `json:"ok,omitempty"`
 	SessionID string           `json:"session_id,omitempty"`
+	QueryID   string           `json:"query_id,omitempty"`
 	Found     bool             `json:"found,omitempty"` // get: the key exists
 	Entries   []model.KVEntry  `json:"entries,omitempty"`
 	TxnErrors []model.TxnError `json:"txn_errors,omitempty"`
@@ -195,6 +204,11 @@ type StateObs struct {
 	Keys     []KeyChange     `json:"keys,omitempty"`
 	// Checks lists check statuses that changed (node/checkID → status).
 	Checks map[string]model.Health `json:"checks,omitempty"`
+	// GoneQueries are the prepared queries the entry deleted (ID →
+	// session it was bound to, "" if none); QueryOrphans are queries left
+	// bound to a session that does not exist after it (S58).
+	GoneQueries  map[string]string `json:"gone_queries,omitempty"`
+	QueryOrphans []string          `json:"query_orphans,omitempty"`
 }
 
 // KeyChange is one key's entry before and after; nil means absent.

@@ -251,3 +251,46 @@ func (c *ApiClient) Txn(ops []model.KVOp) *core.Ret {
 			return nil
 		})
 }
+
+// decodeNothing accepts any 200 body (agent check calls answer none).
+func decodeNothing(_ int, _ http.Header, _ []byte, _ *core.Ret) error { return nil }
+
+// RegisterCheck registers a passing agent TTL check on the client's agent
+// (core.ClientAgent.RegisterTTLCheck says why not over HTTP), recorded as
+// a request to the agent like the others.
+func (c *ApiClient) RegisterCheck(a *core.ClientAgent, id string, ttl time.Duration) *core.Ret {
+	call := core.Call{Req: core.ReqCheckRegister, ID: id, Op: c.Rec.NextOp(), Server: a.Name}
+	if c.Clock != nil {
+		call.ClientTime = c.Clock.Now()
+	}
+	c.Rec.Add(core.Event{Kind: core.KindCall, Node: c.Name, Call: &call})
+	ret := &core.Ret{Op: call.Op, Outcome: core.OutOK, Status: http.StatusOK}
+	if err := a.RegisterTTLCheck(id, "sim client "+c.Name, ttl); err != nil {
+		ret.Outcome, ret.Status, ret.Err = core.OutNotApplied, 0, err.Error()
+	}
+	c.Rec.Add(core.Event{Kind: core.KindRet, Node: c.Name, Ret: ret})
+	return ret
+}
+
+// PassCheck marks the agent TTL check id passing, resetting its TTL on the
+// agent.
+func (c *ApiClient) PassCheck(id string) *core.Ret {
+	return c.do(core.Call{Req: core.ReqCheckPass, ID: id}, http.MethodPut, "/v1/agent/check/pass/"+id, nil, decodeNothing)
+}
+
+// CreateQuery creates a prepared query bound to q.Session (S58).
+func (c *ApiClient) CreateQuery(q model.PreparedQuery) *core.Ret {
+	b, _ := json.Marshal(map[string]any{"Name": q.Name, "Session": q.Session, "Service": map[string]any{"Service": q.Service.Service}})
+	return c.do(core.Call{Req: core.ReqQuery, Query: &q}, http.MethodPost, "/v1/query", b,
+		func(_ int, _ http.Header, b []byte, ret *core.Ret) error {
+			var out struct{ ID string }
+			if err := json.Unmarshal(b, &out); err != nil {
+				return err
+			}
+			if out.ID == "" {
+				return errors.New("no query ID")
+			}
+			ret.QueryID = out.ID
+			return nil
+		})
+}

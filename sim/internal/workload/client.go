@@ -25,6 +25,7 @@ type Worker struct {
 	plan   *clientPlan
 	Group  LockGroup
 	Node   string // the session's node: the client's first agent
+	Agent  *core.ClientAgent
 	Res    *http.Client
 	Rec    *core.Recorder
 	Clock  *core.ClientClock
@@ -37,6 +38,15 @@ type Worker struct {
 	LastRenew time.Time // client clock
 	writes    int
 	ModIdx    map[string]uint64
+	// checkUp and lastPass track the agent TTL check (Group.Config.AgentCheck):
+	// registered, and when the client last passed it, on its own clock.
+	checkUp  bool
+	lastPass time.Time
+	queries  int
+
+	// agentAlive is set when a crash stopped only the process: its agent
+	// runs on, and so does its TTL check's clock.
+	agentAlive bool
 
 	mu          sync.Mutex
 	pausedUntil time.Duration
@@ -126,12 +136,20 @@ func (w *Worker) isCrashed() bool {
 }
 
 func (w *Worker) step() {
+	if !w.maybePass() {
+		return
+	}
 	if w.Session == "" {
 		w.behavior = w.plan.Behavior()
 		cs := w.Group.Config.Create(w.Node, w.Name, w.behavior)
 		r := w.Api.Create(cs)
 		if r.Outcome == core.OutOK {
 			w.Session, w.LastRenew = r.SessionID, w.Clock.Now()
+			if w.plan.BindQuery() {
+				w.queries++
+				w.Api.CreateQuery(model.PreparedQuery{Name: fmt.Sprintf("%s-q%d", w.Name, w.queries), Session: w.Session,
+					Service: model.ServiceQuery{Service: core.AgentCheckService}})
+			}
 		}
 		return
 	}
@@ -161,6 +179,39 @@ func (w *Worker) step() {
 		}
 	case stepIdle:
 	}
+}
+
+// agentCheckEvery is how often, as a share of the check's TTL on the
+// client's own clock, a client passes its agent TTL check: at half the TTL,
+// as applications commonly do. A step's think time and a retry's backoff
+// come on top, so on a true clock the check lapses only when a step
+// stalls (a slow resource link); a slow clock (client-clock-rate) or a
+// paused process lets it expire for real.
+const agentCheckEvery = 2
+
+// maybePass registers the agent TTL check once, then passes it when half
+// of its TTL has gone by on the client's clock. It reports false while the
+// check is not registered yet: no session may bind to it before.
+func (w *Worker) maybePass() bool {
+	ttl := w.Group.Config.AgentCheck
+	if ttl == 0 {
+		return true
+	}
+	if !w.checkUp {
+		before := w.Clock.Now()
+		if r := w.Api.RegisterCheck(w.Agent, core.AgentCheckID, ttl); r.Outcome == core.OutOK {
+			w.checkUp, w.lastPass = true, before
+		}
+		return w.checkUp
+	}
+	if w.Clock.Now().Before(w.lastPass.Add(ttl / agentCheckEvery)) {
+		return true
+	}
+	before := w.Clock.Now()
+	if r := w.Api.PassCheck(core.AgentCheckID); r.Outcome == core.OutOK {
+		w.lastPass = before
+	}
+	return true
 }
 
 func (w *Worker) maybeRenew() {

@@ -80,6 +80,9 @@ func Run(cfg Config) (*Result, error) {
 	rec, network, cl, hdr, t0 := e.Rec, e.Net, e.Cl, e.Hdr, e.T0
 
 	workers := newWorkers(cfg, hdr, rec, network, t0)
+	for _, w := range workers {
+		w.Agent = cl.Agent(w.Node)
+	}
 	var wg sync.WaitGroup
 	for _, w := range workers {
 		wg.Add(1)
@@ -172,10 +175,11 @@ func planRun(cfg Config) core.RunHeader {
 	if groups == nil {
 		groups = NewLockGroups(cfg.Seed, cfg.MaxTTL)
 	}
-	maxTTL, maxLD := time.Duration(0), time.Duration(0)
+	maxTTL, maxLD, maxCheck := time.Duration(0), time.Duration(0), time.Duration(0)
 	for _, g := range groups {
 		hdr.Groups[g.Name] = core.GroupInfo{Config: g.Config, Key: g.Key}
 		maxTTL, maxLD = max(maxTTL, g.Config.TTL), max(maxLD, g.Config.LockDelay)
+		maxCheck = max(maxCheck, g.Config.AgentCheck)
 		for j := range cfg.ClientsPerGroup {
 			name := fmt.Sprintf("c-%s-%d", g.Name, j)
 			// Each client runs on its own node, whose client agent it talks to.
@@ -196,7 +200,8 @@ func planRun(cfg Config) core.RunHeader {
 	b, err := core.DeriveBounds(core.Bounds{Election: 10 * time.Second, Detect: gossipDetect, MaxTTL: maxTTL,
 		AgentDetect:   core.GossipDetectBound(len(hdr.Servers) + len(hdr.Agents)),
 		StaleView:     core.GossipStaleBound(len(hdr.Servers) + len(hdr.Agents)),
-		TTLMultiplier: model.DefaultTTLMultiplier, MaxLockDelay: maxLD, MinRate: minRate, Slack: 5 * time.Second})
+		TTLMultiplier: model.DefaultTTLMultiplier, MaxLockDelay: maxLD, MinRate: minRate, Slack: 5 * time.Second,
+		AgentCheckTTL: maxCheck, AgentSync: core.AgentSyncBound, AgentSyncQuiet: time.Second})
 	if err == nil {
 		hdr.Bounds = b
 	}
@@ -255,10 +260,18 @@ func resourceChecker(rec *core.Recorder, network *simnet.Network, servers []stri
 
 // noteExclusions lists the keys nothing will ever free: held by a crashed
 // client's session that has neither a TTL nor its node's serfHealth (its
-// agent crashed with it, so a serf session goes).
+// agent crashed with it, so a serf session goes), nor an agent TTL check
+// on an agent that outlived the process (an agent that died with it
+// leaves the check passing in the catalog, as Consul's does).
 func noteExclusions(cl *core.Cluster, rec *core.Recorder, workers []*Worker, hdr core.RunHeader) {
 	crashed := map[string]bool{}
 	for _, w := range workers {
+		w.mu.Lock()
+		agentAlive := w.agentAlive
+		w.mu.Unlock()
+		if agentAlive && w.Group.Config.AgentCheck > 0 {
+			continue
+		}
 		if w.isCrashed() && w.Session != "" && w.Group.Config.TTL == 0 && w.Group.Config.Checks != core.ChecksSerf {
 			crashed[w.Session] = true
 		}

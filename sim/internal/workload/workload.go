@@ -21,15 +21,22 @@ type LockGroup struct {
 var lockDelays = []time.Duration{0, 15 * time.Second}
 
 // newLockGroups draws the six configurations (three check modes × two
-// lock-delays). TTLs come from the seed, within [10s, maxTTL].
+// lock-delays). TTLs come from the seed, within [10s, maxTTL]. Each "none"
+// and "serf" group also binds its sessions to an agent TTL check with
+// probability one half (its own stream, so the TTL draws stay as they
+// were): "none+check" sessions hang on the check alone, "serf+check" ones
+// on serfHealth and the check.
 func NewLockGroups(seed uint64, maxTTL time.Duration) []LockGroup {
 	r := core.Stream(seed, "groups")
+	rc := core.Stream(seed, "agent-checks")
 	var out []LockGroup
 	for _, mode := range []core.CheckMode{core.ChecksNone, core.ChecksSerf, core.ChecksTTL} {
 		for _, ld := range lockDelays {
 			c := core.SessionConfig{Checks: mode, LockDelay: ld}
 			if mode == core.ChecksTTL {
 				c.TTL = core.Between(r, model.MinSessionTTL, max(maxTTL, model.MinSessionTTL)).Round(time.Second)
+			} else if rc.IntN(2) == 0 {
+				c.AgentCheck = core.Between(rc, agentCheckTTL[0], agentCheckTTL[1]).Round(time.Second)
 			}
 			name := c.Name()
 			out = append(out, LockGroup{Name: name, Config: c, Key: "lock/" + name})
@@ -37,6 +44,9 @@ func NewLockGroups(seed uint64, maxTTL time.Duration) []LockGroup {
 	}
 	return out
 }
+
+// agentCheckTTL bounds the agent TTL checks' TTLs.
+var agentCheckTTL = [2]time.Duration{10 * time.Second, 15 * time.Second}
 
 // KVKeys are the plain keys every client also reads and writes (set, cas,
 // get, delete), so the history is more than locks.
@@ -109,6 +119,17 @@ func (p *clientPlan) Next(holding bool) clientStep {
 		return stepIdle
 	}
 	return stepWork // try to acquire, then work
+}
+
+// BindQuery says whether to create a prepared query bound to a new session.
+func (p *clientPlan) BindQuery() bool { return p.r.IntN(3) == 0 }
+
+// ProcessOnly says whether a pause or crash aimed at this client stops only
+// its process (a GC pause, an application crash) and leaves its host and
+// agent running, so its agent TTL check expires there. Drawn from the
+// fault, not the client's stream: the schedule alone decides it.
+func ProcessOnly(f core.Fault, clients int) bool {
+	return (f.Pick/uint64(max(clients, 1)))%2 == 0
 }
 
 // Think is a pause between steps.

@@ -13,6 +13,13 @@ func (ws workerFaults) StartClientFault(in *core.Injector, f core.Fault) (func()
 	w := ws[f.Pick%uint64(len(ws))]
 	switch f.Kind {
 	case core.FaultClientPause:
+		if w.Group.Config.AgentCheck > 0 && ProcessOnly(f, len(ws)) {
+			// The process stops (a GC pause); its agent runs on and lets
+			// the TTL check the process no longer passes expire.
+			w.pause(in.T0 + f.End())
+			in.Mark(f, "start", []string{w.Name}, "process only: its agent runs on")
+			return func() {}, true
+		}
 		// The whole host stops (a stopped VM): the process, and its
 		// agent's network, so the pool hears nothing from it meanwhile.
 		_ = in.Net.Pause(w.Name)
@@ -24,6 +31,16 @@ func (ws workerFaults) StartClientFault(in *core.Injector, f core.Fault) (func()
 			_ = in.Net.Resume(w.Name)
 		}, true
 	case core.FaultClientCrash:
+		if w.Group.Config.AgentCheck > 0 && ProcessOnly(f, len(ws)) {
+			// The process dies; its agent lives on, and its TTL check,
+			// passed no more, goes critical there.
+			w.kill()
+			w.mu.Lock()
+			w.agentAlive = true
+			w.mu.Unlock()
+			in.Mark(f, "start", []string{w.Name}, "process only: its agent runs on")
+			return nil, true
+		}
 		// The host dies: the process and its agent, which does not leave.
 		w.kill()
 		in.Mark(f, "start", []string{w.Name, w.Node}, "")
