@@ -8,7 +8,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"sync"
 	"time"
 )
 
@@ -53,7 +52,11 @@ type Syncer struct {
 	cat Catalog
 	cfg SyncConfig
 
-	syncMu   sync.Mutex    // one sync at a time
+	// syncing holds one token while a sync runs, so syncs go one at a time.
+	// A channel, not a sync.Mutex: a sync holds it across a catalog request,
+	// and a goroutine parked on a Mutex does not count as blocked for
+	// testing/synctest, so the simulator's virtual clock would stop.
+	syncing  chan struct{} // capacity 1
 	serverUp chan struct{} // capacity 1
 }
 
@@ -84,7 +87,7 @@ func NewSyncer(st *State, cat Catalog, cfg SyncConfig) *Syncer {
 			return rand.N(d)
 		}
 	}
-	return &Syncer{st: st, cat: cat, cfg: cfg, serverUp: make(chan struct{}, 1)}
+	return &Syncer{st: st, cat: cat, cfg: cfg, syncing: make(chan struct{}, 1), serverUp: make(chan struct{}, 1)}
 }
 
 // ScaleFactor is how much Consul stretches sync periods with cluster size:
@@ -166,8 +169,8 @@ func (s *Syncer) Run(ctx context.Context) {
 // catalog has and the agent does not (except the leader's "consul" service
 // and "serfHealth" check), and then syncs the changes.
 func (s *Syncer) SyncFull() error {
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
+	s.syncing <- struct{}{}
+	defer func() { <-s.syncing }()
 	node := s.st.node
 	rs, err := s.cat.NodeServices(node)
 	if err != nil {
@@ -237,8 +240,8 @@ func (s *Syncer) SyncFull() error {
 // it after a registration, as Consul's agent does, so the reply follows
 // the write.
 func (s *Syncer) SyncChanges() error {
-	s.syncMu.Lock()
-	defer s.syncMu.Unlock()
+	s.syncing <- struct{}{}
+	defer func() { <-s.syncing }()
 	return s.syncChangesLocked()
 }
 

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/tenurekv/tenure/impl/agent"
-	"github.com/tenurekv/tenure/impl/checks"
 	"github.com/tenurekv/tenure/impl/gossip"
 	"github.com/tenurekv/tenure/impl/local"
 	"github.com/tenurekv/tenure/model"
@@ -93,27 +92,6 @@ func (c *Cluster) agentLocal(node string) local.Config {
 		return time.Duration(r.Int64N(int64(d)))
 	}
 	return local.Config{Stagger: stagger, Sync: local.SyncConfig{Stagger: stagger}}
-}
-
-// RegisterTTLCheck registers a passing agent TTL check on a, as
-// PUT /v1/agent/check/register would, and leaves its sync to the agent's
-// anti-entropy loop. The HTTP endpoint cannot be used inside the bubble:
-// its handler syncs the registration itself (impl/httpapi syncNow) while
-// the loop, woken by the same change, syncs too; both take the Syncer's
-// sync.Mutex across a catalog request, and a goroutine waiting on a Mutex
-// is not durably blocked, so virtual time stops and the run hangs.
-func (a *ClientAgent) RegisterTTLCheck(id, name string, ttl time.Duration) error {
-	a.mu.Lock()
-	ag := a.ag
-	a.mu.Unlock()
-	if ag == nil {
-		return fmt.Errorf("register check %s on %s: agent down", id, a.Name)
-	}
-	def := checks.Definition{ID: id, Name: name, TTL: ttl, Status: string(model.HealthPassing)}
-	if err := ag.Local().RegisterCheck(def, checks.Remote); err != nil {
-		return fmt.Errorf("register check %s on %s: %w", id, a.Name, err)
-	}
-	return nil
 }
 
 // CrashAgent stops a as kill -9 would: no leave, so the pool sees it fail.

@@ -255,21 +255,11 @@ func (c *ApiClient) Txn(ops []model.KVOp) *core.Ret {
 // decodeNothing accepts any 200 body (agent check calls answer none).
 func decodeNothing(_ int, _ http.Header, _ []byte, _ *core.Ret) error { return nil }
 
-// RegisterCheck registers a passing agent TTL check on the client's agent
-// (core.ClientAgent.RegisterTTLCheck says why not over HTTP), recorded as
-// a request to the agent like the others.
-func (c *ApiClient) RegisterCheck(a *core.ClientAgent, id string, ttl time.Duration) *core.Ret {
-	call := core.Call{Req: core.ReqCheckRegister, ID: id, Op: c.Rec.NextOp(), Server: a.Name}
-	if c.Clock != nil {
-		call.ClientTime = c.Clock.Now()
-	}
-	c.Rec.Add(core.Event{Kind: core.KindCall, Node: c.Name, Call: &call})
-	ret := &core.Ret{Op: call.Op, Outcome: core.OutOK, Status: http.StatusOK}
-	if err := a.RegisterTTLCheck(id, "sim client "+c.Name, ttl); err != nil {
-		ret.Outcome, ret.Status, ret.Err = core.OutNotApplied, 0, err.Error()
-	}
-	c.Rec.Add(core.Event{Kind: core.KindRet, Node: c.Name, Ret: ret})
-	return ret
+// RegisterCheck registers a passing agent TTL check on the client's own
+// agent (PUT /v1/agent/check/register), as an application would.
+func (c *ApiClient) RegisterCheck(id string, ttl time.Duration) *core.Ret {
+	b, _ := json.Marshal(map[string]any{"ID": id, "Name": "sim client " + c.Name, "TTL": ttl.String(), "Status": "passing"})
+	return c.do(core.Call{Req: core.ReqCheckRegister, ID: id}, http.MethodPut, "/v1/agent/check/register", b, decodeNothing)
 }
 
 // PassCheck marks the agent TTL check id passing, resetting its TTL on the

@@ -199,7 +199,7 @@ func (w *Worker) maybePass() bool {
 	}
 	if !w.checkUp {
 		before := w.Clock.Now()
-		if r := w.Api.RegisterCheck(w.Agent, core.AgentCheckID, ttl); r.Outcome == core.OutOK {
+		if r := w.Api.RegisterCheck(core.AgentCheckID, ttl); r.Outcome == core.OutOK {
 			w.checkUp, w.lastPass = true, before
 		}
 		return w.checkUp
