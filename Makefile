@@ -91,9 +91,10 @@ NODES ?= 3
 sim-long:
 	$(GO) run ./sim/cmd/simlong -seeds $(SEEDS) -nodes $(NODES)
 
-## mutate: mutation testing (gremlins, pinned in go.mod) over model/, linearizability/, recipe/
-## and impl's decision files (summary in bin/mutation/report.txt); fails on a survivor not explained in mutation/equivalents.txt.
-## MUTATE_ONLY=model runs one target.
+## mutate: mutation testing (gremlins, pinned in go.mod) over model/, linearizability/, recipe/,
+## impl's decision files, impl/reconcile, impl/gossip, impl/checks and impl/local, plus the named
+## deletion mutants (mutation/deletionlist.go); summary in bin/mutation/report.txt. Fails on a
+## survivor not explained in mutation/equivalents.txt. MUTATE_ONLY=model[,recipe…] runs some targets.
 MUTATE_ONLY ?=
 .PHONY: mutate
 mutate:

@@ -32,4 +32,10 @@ var targets = []target{
 	// the leader's reconcile: its status, whether it is a server, its raft
 	// address and its bootstrap tags.
 	{name: "gossip", dir: "impl/gossip"},
+	// An agent's own checks: what a definition means (decode, validation,
+	// thresholds) and when a runner reports critical on its own.
+	{name: "checks", dir: "impl/checks"},
+	// The agent's local state and anti-entropy: which change becomes a
+	// catalog write, and when.
+	{name: "local", dir: "impl/local"},
 }
