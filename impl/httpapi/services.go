@@ -143,7 +143,26 @@ type healthEntryJSON struct {
 }
 
 func (h *handler) toHealthEntry(s *model.State, in model.ServiceInstance) healthEntryJSON {
-	return healthEntryJSON{Node: h.toNode(in.Node), Service: toNodeService(in.Service), Checks: toChecks(s, in.Checks)}
+	return healthEntryJSON{Node: h.toNode(in.Node), Service: toNodeService(in.Service),
+		Checks: toChecks(s, nodeChecksFirst(in.Checks))}
+}
+
+// nodeChecksFirst orders an instance's checks as Consul lists them: the
+// node's checks, then the service's, each kept in check-ID order. Readers
+// that take Checks[0] as the node's gossip health see the same check.
+func nodeChecksFirst(checks []model.Check) []model.Check {
+	out := make([]model.Check, 0, len(checks))
+	for _, c := range checks {
+		if c.ServiceID == "" {
+			out = append(out, c)
+		}
+	}
+	for _, c := range checks {
+		if c.ServiceID != "" {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func (h *handler) toServiceNode(in model.ServiceInstance) serviceNodeJSON {
