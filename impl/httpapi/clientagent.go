@@ -184,6 +184,12 @@ func (a *clientAgent) forward(w http.ResponseWriter, r *http.Request) {
 		},
 		Transport: a.opts.Forward,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if callerGone(r) {
+				// The caller gave up (an abandoned blocking query, a
+				// killed client): the server did not fail.
+				a.opts.Logger.Debug("caller went away", "server", addr, "path", r.URL.Path)
+				return
+			}
 			a.current.CompareAndSwap(addr, "")
 			a.opts.Logger.Warn("request to server failed", "server", addr, "path", r.URL.Path, "error", err)
 			writeError(w, errorf(http.StatusInternalServerError, "rpc error: server %s: %v", addr, err))
@@ -191,6 +197,10 @@ func (a *clientAgent) forward(w http.ResponseWriter, r *http.Request) {
 	}
 	proxy.ServeHTTP(w, r)
 }
+
+// callerGone says whether r's caller has hung up, which ends a proxied
+// request with an error that says nothing of the server.
+func callerGone(r *http.Request) bool { return r.Context().Err() != nil }
 
 // pick is the server for the next request: the one in use while gossip
 // still lists it alive, else the next one in sorted order.

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/tenurekv/tenure/impl/gossip"
 	"github.com/tenurekv/tenure/impl/httpapi"
@@ -57,6 +60,13 @@ func (rt *recordingTransport) RoundTrip(r *http.Request) (*http.Response, error)
 	if rt.down[r.URL.Host] {
 		return nil, errors.New("connection refused")
 	}
+	if r.URL.Path == "/v1/kv/block" {
+		// A blocking read that lasts until its caller hangs up.
+		rt.mu.Unlock()
+		<-r.Context().Done()
+		rt.mu.Lock()
+		return nil, r.Context().Err()
+	}
 	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Request: r,
 		Body: io.NopCloser(strings.NewReader("{}"))}, nil
 }
@@ -74,7 +84,9 @@ func TestClientAgentKeepsItsServer(t *testing.T) {
 	members := &staticMembers{}
 	members.set("10.0.0.1:8500", "10.0.0.2:8500", "10.0.0.3:8500")
 	rt := &recordingTransport{down: map[string]bool{}}
-	agent := httpapi.NewClientAgent(httpapi.ClientOptions{Node: "c1", Members: members, Forward: rt})
+	var logs strings.Builder
+	logger := hclog.New(&hclog.LoggerOptions{Output: &syncWriter{w: &logs}, Level: hclog.Warn})
+	agent := httpapi.NewClientAgent(httpapi.ClientOptions{Node: "c1", Members: members, Forward: rt, Logger: logger})
 
 	get := func() int {
 		w := httptest.NewRecorder()
@@ -123,4 +135,34 @@ func TestClientAgentKeepsItsServer(t *testing.T) {
 	if third == second {
 		t.Fatalf("still sent to %s, which left", second)
 	}
+
+	// A caller that hangs up mid-request says nothing of the server: the
+	// agent keeps it and logs no failure.
+	failures := strings.Count(logs.String(), "request to server failed")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		agent.ServeHTTP(httptest.NewRecorder(), httptest.NewRequestWithContext(ctx, http.MethodGet, "/v1/kv/block?index=9", nil))
+	}()
+	cancel()
+	<-done
+	if after := sameServer("after a caller hung up", 5); after != third {
+		t.Fatalf("moved from %s to %s when a caller hung up", third, after)
+	}
+	if strings.Count(logs.String(), "request to server failed") != failures {
+		t.Fatalf("a hung-up caller was logged as a server failure:\n%s", logs.String())
+	}
+}
+
+// syncWriter serialises writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
