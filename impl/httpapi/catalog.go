@@ -169,10 +169,16 @@ func (h *handler) catalogNodes(c *call) error {
 	if err != nil {
 		return err
 	}
+	meta, err := nodeMetaParams(c.r.URL.Query())
+	if err != nil {
+		return err
+	}
 	return h.serveRead(c, q, func(s *model.State) view {
 		out := []nodeJSON{}
 		for _, n := range s.NodeList() {
-			out = append(out, *h.toNode(n))
+			if meta.matchesNode() {
+				out = append(out, *h.toNode(n))
+			}
 		}
 		return view{index: s.Tables().Nodes, body: out}
 	})
@@ -222,7 +228,14 @@ func (h *handler) healthState(c *call) error {
 	case !state.Valid():
 		return errorf(http.StatusBadRequest, "Invalid check state '%s'", c.arg)
 	}
+	meta, err := nodeMetaParams(c.r.URL.Query())
+	if err != nil {
+		return err
+	}
 	return h.serveRead(c, q, func(s *model.State) view {
+		if !meta.matchesNode() {
+			return view{index: s.Tables().Checks, body: []checkJSON{}}
+		}
 		return view{index: s.Tables().Checks, body: toChecks(s, s.CheckList("", state))}
 	})
 }

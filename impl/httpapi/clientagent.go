@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -36,8 +38,11 @@ type ClientOptions struct {
 
 // NewClientAgent is a client agent's HTTP API: the membership endpoints and
 // /v1/agent/self are answered by the agent itself, as Consul's are; every
-// other request goes to a server, marked with the agent's node. A server
-// that fails is left for the next one in turn.
+// other request goes to a server, marked with the agent's node. Like
+// Consul's agent it keeps to one server while gossip lists it alive and it
+// answers, so that its stale reads do not step back and forth between
+// servers that have applied different amounts of the log; a server that
+// fails is left for the next one in turn.
 func NewClientAgent(opts ClientOptions) http.Handler {
 	if opts.Forward == nil {
 		opts.Forward = http.DefaultTransport
@@ -52,6 +57,12 @@ func NewClientAgent(opts ClientOptions) http.Handler {
 		opts.Version = "tenure"
 	}
 	c := &clientAgent{opts: opts}
+	// Start clients at different servers, fixed per node so simulated runs
+	// repeat.
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(opts.Node))
+	c.next.Store(h.Sum64() % 1024)
+	c.current.Store("")
 	// The membership handlers need only Options.Members.
 	c.local = &handler{opts: Options{Members: opts.Members, Datacenter: opts.Datacenter, Logger: opts.Logger}}
 	c.routes = []route{
@@ -68,7 +79,8 @@ type clientAgent struct {
 	opts       ClientOptions
 	local      *handler
 	routes     []route
-	next       atomic.Uint64 // round-robin over servers
+	next       atomic.Uint64 // the server to move to when current fails
+	current    atomic.Value  // string: the server in use
 	registered atomic.Bool   // seen registered once (awaitRegistered)
 }
 
@@ -156,7 +168,7 @@ func (a *clientAgent) forward(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errorf(http.StatusInternalServerError, "No known Consul servers"))
 		return
 	}
-	addr := servers[a.next.Add(1)%uint64(len(servers))]
+	addr := a.pick(servers)
 	target, err := leaderURL(addr)
 	if err != nil {
 		writeError(w, errorf(http.StatusInternalServerError, "%v", err))
@@ -172,11 +184,34 @@ func (a *clientAgent) forward(w http.ResponseWriter, r *http.Request) {
 		},
 		Transport: a.opts.Forward,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if callerGone(r) {
+				// The caller gave up (an abandoned blocking query, a
+				// killed client): the server did not fail.
+				a.opts.Logger.Debug("caller went away", "server", addr, "path", r.URL.Path)
+				return
+			}
+			a.current.CompareAndSwap(addr, "")
 			a.opts.Logger.Warn("request to server failed", "server", addr, "path", r.URL.Path, "error", err)
 			writeError(w, errorf(http.StatusInternalServerError, "rpc error: server %s: %v", addr, err))
 		},
 	}
 	proxy.ServeHTTP(w, r)
+}
+
+// callerGone says whether r's caller has hung up, which ends a proxied
+// request with an error that says nothing of the server.
+func callerGone(r *http.Request) bool { return r.Context().Err() != nil }
+
+// pick is the server for the next request: the one in use while gossip
+// still lists it alive, else the next one in sorted order.
+func (a *clientAgent) pick(servers []string) string {
+	if cur, _ := a.current.Load().(string); cur != "" && slices.Contains(servers, cur) {
+		return cur
+	}
+	slices.Sort(servers)
+	addr := servers[a.next.Add(1)%uint64(len(servers))]
+	a.current.Store(addr)
+	return addr
 }
 
 // agentSelf is the client agent's own /v1/agent/self.

@@ -75,6 +75,10 @@ func (h *handler) forward(c *call, addr string, body []byte) error {
 		},
 		Transport: h.opts.Forward,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if callerGone(r) {
+				h.opts.Logger.Debug("caller went away", "leader", addr, "path", r.URL.Path)
+				return
+			}
 			h.opts.Logger.Warn("forward to leader failed", "leader", addr, "path", r.URL.Path, "error", err)
 			writeError(w, errorf(http.StatusInternalServerError, "forward to leader %s: %v", addr, err))
 		},

@@ -33,7 +33,14 @@ func (h *handler) catalogServices(c *call) error {
 	if err != nil {
 		return err
 	}
+	meta, err := nodeMetaParams(c.r.URL.Query())
+	if err != nil {
+		return err
+	}
 	return h.serveRead(c, q, func(s *model.State) view {
+		if !meta.matchesNode() {
+			return view{index: s.Tables().Services, body: map[string][]string{}}
+		}
 		return view{index: s.Tables().Services, body: s.ServiceNames()}
 	})
 }
@@ -44,10 +51,14 @@ func (h *handler) catalogService(c *call) error {
 	if err != nil {
 		return err
 	}
+	meta, err := nodeMetaParams(c.r.URL.Query())
+	if err != nil {
+		return err
+	}
 	return h.serveArgRead(c, "Missing service name", func(s *model.State) view {
 		out := []serviceNodeJSON{}
 		for _, in := range s.ServiceInstances(c.arg) {
-			if hasTags(in.Service.Tags, tags) {
+			if hasTags(in.Service.Tags, tags) && meta.matchesNode() {
 				out = append(out, h.toServiceNode(in))
 			}
 		}
@@ -85,6 +96,10 @@ func (h *handler) healthService(c *call) error {
 	if err != nil {
 		return err
 	}
+	meta, err := nodeMetaParams(v)
+	if err != nil {
+		return err
+	}
 	passing := false
 	if vals, ok := v["passing"]; ok {
 		passing = true
@@ -97,7 +112,7 @@ func (h *handler) healthService(c *call) error {
 	return h.serveArgRead(c, "Missing service name", func(s *model.State) view {
 		out := []healthEntryJSON{}
 		for _, in := range s.ServiceInstances(c.arg) {
-			if hasTags(in.Service.Tags, tags) && (!passing || allPassing(in.Checks)) {
+			if hasTags(in.Service.Tags, tags) && meta.matchesNode() && (!passing || allPassing(in.Checks)) {
 				out = append(out, h.toHealthEntry(s, in))
 			}
 		}
@@ -108,7 +123,14 @@ func (h *handler) healthService(c *call) error {
 // healthChecks is GET /v1/health/checks/<service>: the checks of the
 // service's instances, without node checks.
 func (h *handler) healthChecks(c *call) error {
+	meta, err := nodeMetaParams(c.r.URL.Query())
+	if err != nil {
+		return err
+	}
 	return h.serveArgRead(c, "Missing service name", func(s *model.State) view {
+		if !meta.matchesNode() {
+			return view{index: s.Tables().Checks, body: []checkJSON{}}
+		}
 		return view{index: s.Tables().Checks, body: toChecks(s, s.ServiceChecks(c.arg))}
 	})
 }
@@ -121,7 +143,26 @@ type healthEntryJSON struct {
 }
 
 func (h *handler) toHealthEntry(s *model.State, in model.ServiceInstance) healthEntryJSON {
-	return healthEntryJSON{Node: h.toNode(in.Node), Service: toNodeService(in.Service), Checks: toChecks(s, in.Checks)}
+	return healthEntryJSON{Node: h.toNode(in.Node), Service: toNodeService(in.Service),
+		Checks: toChecks(s, nodeChecksFirst(in.Checks))}
+}
+
+// nodeChecksFirst orders an instance's checks as Consul lists them: the
+// node's checks, then the service's, each kept in check-ID order. Readers
+// that take Checks[0] as the node's gossip health see the same check.
+func nodeChecksFirst(checks []model.Check) []model.Check {
+	out := make([]model.Check, 0, len(checks))
+	for _, c := range checks {
+		if c.ServiceID == "" {
+			out = append(out, c)
+		}
+	}
+	for _, c := range checks {
+		if c.ServiceID != "" {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func (h *handler) toServiceNode(in model.ServiceInstance) serviceNodeJSON {

@@ -1,0 +1,168 @@
+package httpapi_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tenurekv/tenure/impl/gossip"
+	"github.com/tenurekv/tenure/impl/httpapi"
+	"github.com/tenurekv/tenure/impl/reconcile"
+)
+
+// staticMembers is a gossip pool that lists fixed servers.
+type staticMembers struct {
+	mu      sync.Mutex
+	servers []string
+}
+
+func (m *staticMembers) List() []gossip.Member {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []gossip.Member
+	for _, addr := range m.servers {
+		out = append(out, gossip.Member{Member: reconcile.Member{Name: addr, Address: addr, Server: true}, SerfStatus: 1})
+	}
+	return out
+}
+
+func (m *staticMembers) set(servers ...string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.servers = servers
+}
+
+func (m *staticMembers) Local() gossip.Member          { return gossip.Member{} }
+func (m *staticMembers) Join([]string) (int, error)    { return 0, nil }
+func (m *staticMembers) Leave() error                  { return nil }
+func (m *staticMembers) ForceLeave(string, bool) error { return nil }
+func (m *staticMembers) Stats() map[string]string      { return nil }
+
+// recordingTransport answers every request itself, records which server it
+// was sent to, and fails those marked down.
+type recordingTransport struct {
+	mu   sync.Mutex
+	hits []string
+	down map[string]bool
+}
+
+func (rt *recordingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.hits = append(rt.hits, r.URL.Host)
+	if rt.down[r.URL.Host] {
+		return nil, errors.New("connection refused")
+	}
+	if r.URL.Path == "/v1/kv/block" {
+		// A blocking read that lasts until its caller hangs up.
+		rt.mu.Unlock()
+		<-r.Context().Done()
+		rt.mu.Lock()
+		return nil, r.Context().Err()
+	}
+	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Request: r,
+		Body: io.NopCloser(strings.NewReader("{}"))}, nil
+}
+
+func (rt *recordingTransport) served(n int) []string {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return append([]string(nil), rt.hits[len(rt.hits)-n:]...)
+}
+
+// A client agent keeps to one server, as Consul's does, so that its stale
+// reads cannot step back to a server that has applied less of the log; it
+// moves on when that server fails or leaves the gossip pool.
+func TestClientAgentKeepsItsServer(t *testing.T) {
+	members := &staticMembers{}
+	members.set("10.0.0.1:8500", "10.0.0.2:8500", "10.0.0.3:8500")
+	rt := &recordingTransport{down: map[string]bool{}}
+	var logs strings.Builder
+	logger := hclog.New(&hclog.LoggerOptions{Output: &syncWriter{w: &logs}, Level: hclog.Warn})
+	agent := httpapi.NewClientAgent(httpapi.ClientOptions{Node: "c1", Members: members, Forward: rt, Logger: logger})
+
+	get := func() int {
+		w := httptest.NewRecorder()
+		agent.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/v1/catalog/services?stale", nil))
+		return w.Code
+	}
+	sameServer := func(what string, n int) string {
+		t.Helper()
+		for range n {
+			if code := get(); code != http.StatusOK {
+				t.Fatalf("%s: status %d", what, code)
+			}
+		}
+		hits := rt.served(n)
+		for _, h := range hits {
+			if h != hits[0] {
+				t.Fatalf("%s: requests went to %v, want one server", what, hits)
+			}
+		}
+		return hits[0]
+	}
+
+	first := sameServer("steady", 10)
+
+	// The server fails: that request gets Consul's 500, the next ones go
+	// to one other server and stay there.
+	rt.down[first] = true
+	if code := get(); code != http.StatusInternalServerError {
+		t.Fatalf("request to a failed server: status %d, want 500", code)
+	}
+	second := sameServer("after a failure", 10)
+	if second == first {
+		t.Fatalf("still sent to the failed server %s", first)
+	}
+
+	// The server leaves gossip: the agent moves to one that is listed.
+	var rest []string
+	for _, s := range []string{"10.0.0.1:8500", "10.0.0.2:8500", "10.0.0.3:8500"} {
+		if s != second {
+			rest = append(rest, s)
+		}
+	}
+	members.set(rest...)
+	delete(rt.down, first)
+	third := sameServer("after a leave", 10)
+	if third == second {
+		t.Fatalf("still sent to %s, which left", second)
+	}
+
+	// A caller that hangs up mid-request says nothing of the server: the
+	// agent keeps it and logs no failure.
+	failures := strings.Count(logs.String(), "request to server failed")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		agent.ServeHTTP(httptest.NewRecorder(), httptest.NewRequestWithContext(ctx, http.MethodGet, "/v1/kv/block?index=9", nil))
+	}()
+	cancel()
+	<-done
+	if after := sameServer("after a caller hung up", 5); after != third {
+		t.Fatalf("moved from %s to %s when a caller hung up", third, after)
+	}
+	if strings.Count(logs.String(), "request to server failed") != failures {
+		t.Fatalf("a hung-up caller was logged as a server failure:\n%s", logs.String())
+	}
+}
+
+// syncWriter serialises writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
