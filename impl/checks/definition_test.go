@@ -231,3 +231,20 @@ func TestEffectiveTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultTimeoutsAreConsuls pins the timeouts a check without Timeout
+// gets to Consul's: 10 s for HTTP and TCP, 30 s for a script.
+func TestDefaultTimeoutsAreConsuls(t *testing.T) {
+	for _, c := range []struct {
+		d    Definition
+		want time.Duration
+	}{
+		{Definition{HTTP: "h", Interval: time.Second}, 10 * time.Second},
+		{Definition{TCP: "h", Interval: time.Second}, 10 * time.Second},
+		{Definition{Args: []string{"x"}, Interval: time.Second}, 30 * time.Second},
+	} {
+		if got := c.d.EffectiveTimeout(); got != c.want {
+			t.Errorf("%+v: timeout %v, want Consul's %v", c.d, got, c.want)
+		}
+	}
+}
