@@ -99,8 +99,18 @@ func Unknown(st *model.State, member func(name string) bool) []Member {
 	return out
 }
 
+// serfHealth's output, in Consul's words, so health reads show the same.
+const (
+	OutputAlive  = "Agent alive and reachable"
+	OutputFailed = "Agent not live or unreachable"
+)
+
 func register(node, address string, status model.Health) model.Command {
+	output := OutputAlive
+	if status != model.HealthPassing {
+		output = OutputFailed
+	}
 	return model.Command{Register: &model.Register{Node: node, Address: address, Checks: []model.CheckSpec{
-		{CheckID: model.SerfHealthCheckID, Name: CheckName, Status: status},
+		{CheckID: model.SerfHealthCheckID, Name: CheckName, Status: status, Output: output},
 	}}}
 }

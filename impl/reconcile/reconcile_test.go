@@ -101,7 +101,7 @@ func describe(cmd model.Command) string {
 		r := cmd.Register
 		var checks []string
 		for _, c := range r.Checks {
-			checks = append(checks, fmt.Sprintf("%s=%s (%s)", c.CheckID, c.Status, c.Name))
+			checks = append(checks, fmt.Sprintf("%s=%s (%s) %q", c.CheckID, c.Status, c.Name, c.Output))
 		}
 		return fmt.Sprintf("register %s address=%q %s\n", r.Node, r.Address, strings.Join(checks, " "))
 	case cmd.Deregister != nil:
