@@ -108,7 +108,7 @@ func (s *Server) registeredHere() bool {
 
 func (s *Server) selfRegistration() model.Register {
 	return model.Register{Node: s.cfg.NodeName, Address: s.cfg.HTTPAddr, Checks: []model.CheckSpec{
-		{CheckID: model.SerfHealthCheckID, Name: reconcile.CheckName, Status: model.HealthPassing},
+		{CheckID: model.SerfHealthCheckID, Name: reconcile.CheckName, Status: model.HealthPassing, Output: reconcile.OutputAlive},
 	}}
 }
 
