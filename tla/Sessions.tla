@@ -202,7 +202,9 @@ ExpireSession(s) ==
 SetCheck(ch, st) ==
     /\ index < MaxIndex
     /\ nodeUp[CheckNode[ch]]
-    /\ CheckService[ch] = None \/ serviceUp[CheckService[ch]]
+    \* IF, not \/: TLC splits a disjunction in an action into branches and
+    \* would evaluate serviceUp[None] for a node check.
+    /\ IF CheckService[ch] = None THEN TRUE ELSE serviceUp[CheckService[ch]]
     /\ checkStatus[ch] # st
     /\ checkStatus' = [checkStatus EXCEPT ![ch] = st]
     /\ Invalidate(IF st = "critical"
