@@ -547,6 +547,8 @@ func TestDecodeServiceRefuses(t *testing.T) {
 		{`{"Name":"x","Check":{"Bogus":1}}`, `unknown field "Bogus"`},
 		{`{"Name":"x","Checks":[{"ID":"x"}]}`, `unknown field "ID"`},
 		{`{"Name":"x","Port":"80"}`, `cannot unmarshal`},
+		// A Checks that is not a list is refused even when a good field follows.
+		{`{"Checks":5,"Name":"x"}`, `field "Checks"`},
 		{`[]`, `cannot unmarshal`},
 	} {
 		if _, err := DecodeService([]byte(c.body)); err == nil || !strings.Contains(err.Error(), c.want) {
