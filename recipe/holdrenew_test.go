@@ -78,7 +78,11 @@ func TestHoldEndsWhenItsKeyIsRecreated(t *testing.T) {
 		}
 		// Release stops the renewer, which the bubble must see end.
 		defer func() { _ = h.Release(context.Background()) }()
-		time.Sleep(time.Minute)
+		// The watcher's blocking read lasts DefaultWaitTime (1 min) on the
+		// fake; the key changes half-way through one read and is checked
+		// half-way through the next, never at the instant a read returns,
+		// whose order against this goroutine the bubble does not fix.
+		time.Sleep(DefaultWaitTime / 2)
 		select {
 		case <-h.Lost():
 			t.Fatalf("hold lost before the key changed: %v", h.Err())
@@ -88,7 +92,7 @@ func TestHoldEndsWhenItsKeyIsRecreated(t *testing.T) {
 		k.index++
 		k.createIndex = k.index
 		k.mu.Unlock()
-		time.Sleep(time.Minute)
+		time.Sleep(DefaultWaitTime)
 		select {
 		case <-h.Lost():
 		default:
