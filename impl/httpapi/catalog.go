@@ -165,11 +165,7 @@ func (h *handler) catalogWrite(c *call, body []byte, cmd model.Command) error {
 
 // catalogNodes is GET /v1/catalog/nodes.
 func (h *handler) catalogNodes(c *call) error {
-	q, err := parseQuery(c.r.URL.Query())
-	if err != nil {
-		return err
-	}
-	meta, err := nodeMetaParams(c.r.URL.Query())
+	q, meta, err := readParams(c)
 	if err != nil {
 		return err
 	}
@@ -215,7 +211,7 @@ func (h *handler) healthNode(c *call) error {
 
 // healthState is GET /v1/health/state/<any|passing|warning|critical>.
 func (h *handler) healthState(c *call) error {
-	q, err := parseQuery(c.r.URL.Query())
+	q, meta, err := readParams(c)
 	if err != nil {
 		return err
 	}
@@ -227,10 +223,6 @@ func (h *handler) healthState(c *call) error {
 		state = ""
 	case !state.Valid():
 		return errorf(http.StatusBadRequest, "Invalid check state '%s'", c.arg)
-	}
-	meta, err := nodeMetaParams(c.r.URL.Query())
-	if err != nil {
-		return err
 	}
 	return h.serveRead(c, q, func(s *model.State) view {
 		if !meta.matchesNode() {

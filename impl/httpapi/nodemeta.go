@@ -29,6 +29,17 @@ func nodeMetaParams(v url.Values) (nodeMetaFilter, error) {
 	return f, nil
 }
 
+// readParams is the opening of a catalog or health list read: the
+// consistency and blocking options, then ?node-meta.
+func readParams(c *call) (queryOpts, nodeMetaFilter, error) {
+	q, err := parseQuery(c.r.URL.Query())
+	if err != nil {
+		return q, nil, err
+	}
+	meta, err := nodeMetaParams(c.r.URL.Query())
+	return q, meta, err
+}
+
 // matches says whether a node with meta passes the filter: each wanted key
 // must be present with the wanted value.
 func (f nodeMetaFilter) matches(meta map[string]string) bool {

@@ -29,11 +29,7 @@ func decodeRegisterBody(c *call, v any) ([]byte, error) {
 
 // catalogServices is GET /v1/catalog/services: service name → its tags.
 func (h *handler) catalogServices(c *call) error {
-	q, err := parseQuery(c.r.URL.Query())
-	if err != nil {
-		return err
-	}
-	meta, err := nodeMetaParams(c.r.URL.Query())
+	q, meta, err := readParams(c)
 	if err != nil {
 		return err
 	}
