@@ -17,6 +17,7 @@ import (
 type LeaderCore struct {
 	read    func(fn func(st *model.State))
 	propose func(ctx context.Context, cmd model.Command) (model.Result, error)
+	confirm func(ctx context.Context) error
 	newID   func() string
 
 	idMu   sync.Mutex // serialises newID, which need not be safe for concurrent use
@@ -38,6 +39,11 @@ type LeaderConfig struct {
 	Read func(fn func(st *model.State))
 	// Propose replicates cmd and returns this server's state-machine answer.
 	Propose func(ctx context.Context, cmd model.Command) (model.Result, error)
+	// Confirm returns nil once a quorum round begun after the call has
+	// confirmed that this server still leads: every write acknowledged
+	// before the call, by this leader or an earlier one, is then in the
+	// state Read sees. raft's VerifyLeader does this without a log entry.
+	Confirm func(ctx context.Context) error
 	// Expire is handed the sessions whose TTL deadline passed, from a timer
 	// goroutine; it must not block, and is not called while no term runs.
 	Expire func(ids []string)
@@ -48,6 +54,7 @@ func NewLeaderCore(cfg LeaderConfig) *LeaderCore {
 	return &LeaderCore{
 		read:    cfg.Read,
 		propose: cfg.Propose,
+		confirm: cfg.Confirm,
 		newID:   cfg.NewID,
 		delays:  newLockDelayGuard(cfg.Clock),
 		ttl:     newTTLTimers(cfg.Clock, cfg.TTLMultiplier, cfg.Expire),
@@ -64,11 +71,45 @@ func (l *LeaderCore) Apply(ctx context.Context, cmd model.Command) (model.Result
 	if err != nil {
 		return model.Result{}, err
 	}
+	if res, refused, err := l.refuseHeld(ctx, cmd); refused || err != nil {
+		return res, err
+	}
 	res, err := l.propose(ctx, cmd)
 	if err != nil {
 		return model.Result{}, err
 	}
 	return l.answer(cmd, res)
+}
+
+// refuseHeld answers an acquire of a key that another live session holds
+// without a log entry (S29). Such a refusal changes nothing, and contended
+// locks see mostly refusals; each would otherwise cost a commit, with its
+// fsyncs on a majority. The answer must still be linearizable. A deposed
+// leader that has not yet noticed reads a state that may lack writes its
+// successor acknowledged, so the decision is taken from a state read after
+// Confirm, as ?consistent reads are served: once a quorum has answered a
+// round begun after the request arrived, no later term can have committed
+// anything before the request, and every write acknowledged before it is
+// applied here. An acquire that would not be refused is proposed as usual,
+// so free keys pay nothing extra.
+func (l *LeaderCore) refuseHeld(ctx context.Context, cmd model.Command) (model.Result, bool, error) {
+	if cmd.KV == nil || !l.heldByOther(*cmd.KV) {
+		return model.Result{}, false, nil
+	}
+	if err := l.confirm(ctx); err != nil {
+		return model.Result{}, false, err
+	}
+	var (
+		held  bool
+		index uint64
+	)
+	l.read(func(st *model.State) { held, index = st.LockHeldByOther(*cmd.KV), st.Index() })
+	return model.Result{Index: index}, held, nil
+}
+
+func (l *LeaderCore) heldByOther(op model.KVOp) (held bool) {
+	l.read(func(st *model.State) { held = st.LockHeldByOther(op) })
+	return held
 }
 
 // Renew restarts a session's TTL deadline (S20); it writes nothing.

@@ -25,6 +25,10 @@ type coreHarness struct {
 	proposed int
 	before   func(cmd model.Command)
 	ids      []string // NewID's answers, in order
+
+	confirms      int
+	beforeConfirm func() // runs inside Confirm, as if the round took a while
+	confirmErr    error
 }
 
 func newCoreHarness(t *testing.T, ids ...string) *coreHarness {
@@ -38,6 +42,7 @@ func newCoreHarness(t *testing.T, ids ...string) *coreHarness {
 			fn(h.st)
 		},
 		Propose: h.propose,
+		Confirm: h.confirm,
 		Expire:  h.log.expire,
 	})
 	h.apply(t, model.Command{Register: &model.Register{Node: "n", Address: "127.0.0.1"}})
@@ -62,6 +67,14 @@ func (h *coreHarness) propose(_ context.Context, cmd model.Command) (model.Resul
 	h.mu.Unlock()
 	h.core.SessionsInvalidated(res.Invalidated)
 	return res, nil
+}
+
+func (h *coreHarness) confirm(context.Context) error {
+	h.confirms++
+	if h.beforeConfirm != nil {
+		h.beforeConfirm()
+	}
+	return h.confirmErr
 }
 
 func (h *coreHarness) apply(t *testing.T, cmd model.Command) model.Result {
@@ -112,6 +125,50 @@ func TestLeaderCoreRefusesBeforeProposing(t *testing.T) {
 	}
 }
 
+// TestLeaderCoreRefusesHeldKeyAfterConfirming: an acquire of a key another
+// live session holds is answered false without a log entry, but only from
+// a state read after leadership is confirmed (S29); a free key, the
+// holder's own re-acquire and a failed confirmation take other paths.
+func TestLeaderCoreRefusesHeldKeyAfterConfirming(t *testing.T) {
+	h := newCoreHarness(t, "a", "b")
+	a := h.apply(t, model.Command{CreateSession: &model.CreateSession{Node: "n"}}).SessionID
+	b := h.apply(t, model.Command{CreateSession: &model.CreateSession{Node: "n"}}).SessionID
+	h.apply(t, lockCmd("k", a))
+	if h.confirms != 0 {
+		t.Fatalf("an acquire of a free key confirmed leadership %d times", h.confirms)
+	}
+
+	proposed := h.proposed
+	res, err := h.core.Apply(context.Background(), lockCmd("k", b))
+	if err != nil || res.OK || res.Err != nil || res.Index != h.index {
+		t.Fatalf("acquire of a held key: %+v, %v; want a plain refusal at the current index %d", res, err, h.index)
+	}
+	if h.proposed != proposed || h.confirms != 1 {
+		t.Fatalf("held key: %d proposals, %d confirmations; want 0 and 1", h.proposed-proposed, h.confirms)
+	}
+
+	if !h.apply(t, lockCmd("k", a)).OK || h.proposed != proposed+1 || h.confirms != 1 {
+		t.Fatal("the holder's own re-acquire must be proposed, without a confirmation")
+	}
+
+	h.confirmErr = ErrNotLeader
+	if _, err := h.core.Apply(context.Background(), lockCmd("k", b)); !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("refusal without confirmed leadership: %v, want ErrNotLeader", err)
+	}
+	h.confirmErr = nil
+
+	// Released while the round ran: the state read after it decides, and
+	// the acquire goes to the log and wins.
+	h.beforeConfirm = func() {
+		if _, err := h.propose(context.Background(), model.Command{KV: &model.KVOp{Verb: model.KVUnlock, Key: "k", Session: a}}); err != nil {
+			panic(err)
+		}
+	}
+	if res := h.apply(t, lockCmd("k", b)); !res.OK {
+		t.Fatalf("acquire of a key released during the confirmation: %+v", res)
+	}
+}
+
 // TestLeaderCoreReportsStateMachineRefusal: a lock stamped before an
 // invalidation that lands ahead of it is refused by the state machine, and
 // Apply reports that like a check refusal, with the applied Result.
@@ -120,15 +177,18 @@ func TestLeaderCoreReportsStateMachineRefusal(t *testing.T) {
 	a := h.apply(t, model.Command{CreateSession: &model.CreateSession{Node: "n", LockDelay: 5 * time.Second}}).SessionID
 	b := h.apply(t, model.Command{CreateSession: &model.CreateSession{Node: "n"}}).SessionID
 	h.apply(t, lockCmd("k", a))
+	// a still holds k when b's lock is checked, so the leader confirms it
+	// leads before refusing; a is destroyed meanwhile, and the lock then
+	// goes to the log stamped with the state before the destroy.
+	h.beforeConfirm = func() {
+		h.beforeConfirm = nil
+		if _, err := h.propose(context.Background(), model.Command{DestroySession: &model.DestroySession{ID: a}}); err != nil {
+			panic(err)
+		}
+	}
 	h.before = func(cmd model.Command) {
-		if cmd.KV != nil && cmd.KV.Session == b {
-			h.before = nil
-			if cmd.KV.LockDelaySeen == 0 {
-				panic(fmt.Sprintf("lock proposed unstamped: %+v", cmd.KV))
-			}
-			if _, err := h.propose(context.Background(), model.Command{DestroySession: &model.DestroySession{ID: a}}); err != nil {
-				panic(err)
-			}
+		if cmd.KV != nil && cmd.KV.Session == b && cmd.KV.LockDelaySeen == 0 {
+			panic(fmt.Sprintf("lock proposed unstamped: %+v", cmd.KV))
 		}
 	}
 	res, err := h.core.Apply(context.Background(), lockCmd("k", b))

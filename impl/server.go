@@ -97,6 +97,7 @@ func NewServer(cfg Config) (*Server, error) {
 		NewID:         cfg.NewID,
 		Read:          func(fn func(*model.State)) { s.fsm.read(fn) },
 		Propose:       s.proposeCommand,
+		Confirm:       s.VerifyLeader,
 		Expire:        s.sessionsExpired,
 	})
 	s.fsm = newFSM(s.codec, s.leader.delays, s.leader.SessionsInvalidated)

@@ -166,7 +166,7 @@ func (a *applier) lock(o KVOp, e KVEntry, exists bool) kvOutcome {
 		return out
 	}
 	if exists && e.Session != "" {
-		if e.Session != o.Session {
+		if heldByOther(e, o.Session) {
 			return refused("failed to lock key %q, lock is already held", o.Key)
 		}
 		if e.Flags == o.Flags && bytes.Equal(e.Value, o.Value) {
@@ -183,6 +183,25 @@ func (a *applier) lock(o KVOp, e KVEntry, exists bool) kvOutcome {
 	e.LockIndex, e.Session = issued, o.Session
 	e.Value, e.Flags = bytes.Clone(o.Value), o.Flags
 	return accepted(withoutValue(a.putEntry(e)))
+}
+
+// heldByOther is S29's condition: the key has a holder and it is not session.
+func heldByOther(e KVEntry, session string) bool { return e.Session != "" && e.Session != session }
+
+// LockHeldByOther reports whether Apply would refuse the stand-alone lock o
+// only because another session holds its key (S29): o is a well-formed
+// lock, its session is live and the key's holder is someone else. Such a
+// refusal changes nothing, so a leader may answer it from this state
+// without a log entry, once it knows the state is current (S29).
+func (s *State) LockHeldByOther(o KVOp) bool {
+	if o.Verb != KVLock || validateKVOp(o) != nil {
+		return false
+	}
+	if _, live := s.sessions[o.Session]; !live {
+		return false
+	}
+	e, exists := s.kv[o.Key]
+	return exists && heldByOther(e, o.Session)
 }
 
 func withoutValue(e KVEntry) KVEntry {

@@ -162,3 +162,40 @@ func TestCloneIsIndependentAndHashStable(t *testing.T) {
 		}
 	})
 }
+
+// TestLockHeldByOtherMatchesApply: LockHeldByOther is true exactly when
+// Apply would answer a stand-alone lock with a plain refusal that changes
+// nothing (S29), so a leader answering from it says what the log would.
+func TestLockHeldByOtherMatchesApply(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		// Start from held keys and live sessions, which random commands
+		// alone seldom reach, then let random commands change them.
+		s := model.New()
+		start := []model.Command{
+			{Register: &model.Register{Node: "n1", Checks: []model.CheckSpec{{CheckID: "serfHealth", Status: model.HealthPassing}}}},
+			{CreateSession: &model.CreateSession{ID: "s1", Node: "n1"}},
+			{CreateSession: &model.CreateSession{ID: "s2", Node: "n1", Behavior: model.BehaviorDelete}},
+			{KV: &model.KVOp{Verb: model.KVLock, Key: "a", Session: "s1"}},
+			{KV: &model.KVOp{Verb: model.KVLock, Key: "b", Session: "s2"}},
+		}
+		for i, cmd := range start {
+			if res := s.Apply(uint64(i+1), cmd); res.Failed() {
+				t.Fatalf("setup %+v: %+v", cmd, res)
+			}
+		}
+		n := len(start) + rapid.IntRange(0, 20).Draw(t, "steps")
+		for i := len(start); i < n; i++ {
+			s.Apply(uint64(i+1), genCommand(t))
+		}
+		op := genKVOp(t, "lock")
+		op.Verb = rapid.SampledFrom([]model.KVVerb{model.KVLock, model.KVLock, model.KVUnlock}).Draw(t, "verb")
+		op.LockDelaySeen = 0
+		held := s.LockHeldByOther(op)
+		after := s.Clone()
+		res := after.Apply(uint64(n+1), model.Command{KV: &op})
+		plainRefusal := op.Verb == model.KVLock && res.Err == nil && !res.OK && after.Equal(s)
+		if held != plainRefusal {
+			t.Fatalf("LockHeldByOther(%+v) = %v, but Apply answered %+v", op, held, res)
+		}
+	})
+}

@@ -48,7 +48,9 @@ func NewStore(clock impl.Clock) *Store {
 		NewID:         s.freshID,
 		Read:          s.read,
 		Propose:       s.propose,
-		Expire:        s.expire,
+		// One shared state stands for every server, so it is always current.
+		Confirm: func(context.Context) error { return nil },
+		Expire:  s.expire,
 	})
 	s.leader.StartTerm()
 	return s
