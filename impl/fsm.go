@@ -28,6 +28,8 @@ type fsm struct {
 	mu      sync.RWMutex
 	state   *model.State
 	changed chan struct{} // closed and replaced at each change, under mu
+	// keys wakes single-key blocking reads, after mu is released.
+	keys keyWatches
 }
 
 func newFSM(c *wireCodec, delays *lockDelayGuard, invalidated func([]string)) *fsm {
@@ -67,10 +69,19 @@ func (f *fsm) Apply(l *raft.Log) any {
 	// acquire proposed before this entry applied can still land just after
 	// it; Consul's pre-raft check has the same window.)
 	f.delays.arm(res.LockDelays)
-	if f.state.Tables() != before {
+	changed := f.state.Tables() != before
+	if changed {
 		f.notifyLocked()
 	}
 	f.mu.Unlock()
+	switch {
+	case !changed:
+	case f.apply != nil:
+		// A test seam may change keys it does not list.
+		f.keys.fireAll()
+	default:
+		f.keys.fire(res.KeysChanged)
+	}
 	if len(res.Invalidated) > 0 {
 		f.invalidated(res.Invalidated)
 	}
@@ -130,6 +141,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.state = s
 	f.notifyLocked()
 	f.mu.Unlock()
+	f.keys.fireAll()
 	f.delays.reset()
 	if f.observe != nil {
 		f.observe(Change{Index: s.Index(), Before: prev, After: s})

@@ -41,6 +41,10 @@ func (s *State) Apply(index uint64, cmd Command) Result {
 	}
 	if !res.Failed() {
 		res.OK = res.OK || !a.boolAnswer
+		for k := range a.touched {
+			res.KeysChanged = append(res.KeysChanged, k)
+		}
+		slices.Sort(res.KeysChanged)
 	}
 	slices.Sort(res.Invalidated)
 	slices.Sort(res.QueriesDeleted)
@@ -59,6 +63,15 @@ type applier struct {
 	boolAnswer bool
 	// undo, when non-nil, records pre-images so that a failed txn can roll back.
 	undo *undoLog
+	// touched collects the keys written or deleted, for Result.KeysChanged.
+	touched map[string]struct{}
+}
+
+func (a *applier) touch(key string) {
+	if a.touched == nil {
+		a.touched = map[string]struct{}{}
+	}
+	a.touched[key] = struct{}{}
 }
 
 func (a *applier) fail(err *Error) { a.res.Err = err }

@@ -60,6 +60,10 @@ type Result struct {
 	QueriesDeleted []string
 	// LockDelays lists the keys whose lock-delay the invalidations arm, sorted by key (S22).
 	LockDelays []LockDelay
+	// KeysChanged lists, sorted, the keys whose entry this command wrote or
+	// deleted (invalidations included); empty when it failed. A server wakes
+	// the blocking reads of exactly these keys (S46).
+	KeysChanged []string
 	// DelayRefused lists keys whose lock this command refused because an
 	// invalidation the leader's check could not see armed a delay (S22).
 	DelayRefused []string

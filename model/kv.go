@@ -212,6 +212,7 @@ func withoutValue(e KVEntry) KVEntry {
 // putEntry stores e at the applier's index, creating it if new.
 func (a *applier) putEntry(e KVEntry) KVEntry {
 	a.undo.saveKey(a.s, e.Key)
+	a.touch(e.Key)
 	if _, exists := a.s.kv[e.Key]; !exists {
 		e.CreateIndex = a.idx
 		delete(a.s.tombstones, e.Key)
@@ -224,6 +225,7 @@ func (a *applier) putEntry(e KVEntry) KVEntry {
 
 func (a *applier) deleteKey(key string) {
 	a.undo.saveKey(a.s, key)
+	a.touch(key)
 	delete(a.s.kv, key)
 	a.s.tombstones[key] = a.idx
 	a.s.tables.KV = a.idx

@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -127,6 +128,18 @@ func TestRandomCommandsKeepInvariants(t *testing.T) {
 			}
 			if res.Failed() && s.Hash() != prevHash {
 				t.Fatalf("step %d: rejected command changed the hash", i)
+			}
+			// KeysChanged names exactly the keys whose entry or deletion
+			// changed: servers wake only those keys' blocking reads.
+			for _, k := range keys {
+				before, had := prev.Get(k)
+				after, has := s.Get(k)
+				tb, _ := prev.Tombstone(k)
+				ta, _ := s.Tombstone(k)
+				changed := had != has || tb != ta || (had && has && before.ModifyIndex != after.ModifyIndex)
+				if changed != slices.Contains(res.KeysChanged, k) {
+					t.Fatalf("step %d %+v: key %q changed=%v, but KeysChanged=%v", i, cmd, k, changed, res.KeysChanged)
+				}
 			}
 			for _, te := range res.TxnErrors {
 				if te.What == "" {

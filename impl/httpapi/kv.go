@@ -96,6 +96,7 @@ func (h *handler) kvGet(c *call, q queryOpts) error {
 		return err
 	}
 	_, raw := v["raw"]
+	q.key = key
 	return h.serveRead(c, q, func(s *model.State) view {
 		e, ok := s.Get(key)
 		if !ok {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -34,7 +35,11 @@ type queryOpts struct {
 	mode     consistency
 	maxStale time.Duration // with modeStale: forward if the leader is quieter than this
 	index    uint64        // block until the result's index exceeds this; 0 = no blocking
-	wait     time.Duration // as sent; waitTime applies default, cap and jitter
+	// key, when set, says the read is of this one KV key, so only its
+	// changes can move the answer: the read waits on that key alone where
+	// the backend can watch single keys (impl.KeyWatcher).
+	key  string
+	wait time.Duration // as sent; waitTime applies default, cap and jitter
 }
 
 // parseQuery reads ?stale, ?consistent, ?leader, ?max_stale, ?wait and ?index
@@ -180,9 +185,10 @@ func (h *handler) block(ctx context.Context, q queryOpts, read func(s *model.Sta
 	for {
 		// Take the channel before reading, so a change between the read and
 		// the select still wakes us.
-		changed := h.b.Changed()
+		changed, stop := h.changes(q.key)
 		v, err := snapshot()
 		if err != nil {
+			stop()
 			return v, err
 		}
 		seen := v.index
@@ -190,17 +196,30 @@ func (h *handler) block(ctx context.Context, q queryOpts, read func(s *model.Sta
 			seen = v.watch
 		}
 		if seen > q.index || v.fail != nil {
+			stop()
 			return v, nil
 		}
 		blocked = true
 		select {
 		case <-changed:
+			stop()
 		case <-expired:
+			stop()
 			return snapshot()
 		case <-ctx.Done():
+			stop()
 			return v, nil // the client left; nobody reads this answer
 		}
 	}
+}
+
+// changes is the channel a blocked read waits on: key's own, when the read
+// is of one key and the backend watches single keys, else every change.
+func (h *handler) changes(key string) (<-chan struct{}, func()) {
+	if kw, ok := h.b.(impl.KeyWatcher); ok && key != "" {
+		return kw.WatchKey(key)
+	}
+	return h.b.Changed(), func() {}
 }
 
 // setMeta sets the read headers Consul sets (CONSUL.md §7). The index is never 0,
