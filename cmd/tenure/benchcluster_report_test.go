@@ -62,7 +62,7 @@ func (r *benchResults) format(systems []benchSystem, header string, fsync, rtt t
 		cols = append(cols, n+" cycles/s")
 	}
 	if len(names) == 2 {
-		cols = append(cols, "ratio (median)")
+		cols = append(cols, "ratio "+names[1]+"/"+names[0])
 	}
 	cols = append(cols, "p50 "+both, "p99 "+both)
 	var lines [][]string
@@ -109,12 +109,12 @@ func (r *benchResults) format(systems []benchSystem, header string, fsync, rtt t
 	fmt.Fprintf(&b, "\nfsync floor: 4 KiB O_DSYNC append, median %s (data dirs' filesystem); loopback TCP round trip, median %s\n",
 		dur(fsync), dur(rtt))
 	fmt.Fprintf(&b, "commit floor ≈ 2×fsync + RTT = %s (leader's log, then a follower's, then the reply)\n", dur(commit))
-	fmt.Fprintf(&b, "one client's ceiling = 1 / (2 × commit) = %.0f cycles/s;", ceiling)
+	var reached []string
 	for _, n := range names {
 		rates, _, _, _ := r.rowStats(n, benchRows[0].name)
-		fmt.Fprintf(&b, " %s reached %.0f%%", n, 100*median(rates)/ceiling)
+		reached = append(reached, fmt.Sprintf("%s reached %.0f%% of it", n, 100*median(rates)/ceiling))
 	}
-	b.WriteString("\n")
+	fmt.Fprintf(&b, "one client's ceiling = 1 / (2 × commit) = %.0f cycles/s; %s\n", ceiling, strings.Join(reached, ", "))
 	return b.String()
 }
 
