@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/consul/api"
@@ -31,6 +34,8 @@ type handOff struct {
 var handOffs = []handOff{
 	{"consul/api Lock (Unlock → Lock returns)", apiLockHandOff},
 	{"recipe.Election (Release → Campaign returns)", electionHandOff},
+	{"consul/api Lock, 4 contenders holding once each", apiLockChain},
+	{"recipe.Lock, 4 contenders holding once each", recipeLockChain},
 }
 
 // apiLockHandOff: consul/api's Lock with its defaults (a 15s-TTL session of
@@ -99,13 +104,9 @@ func apiLockHandOff(cl *benchProcs, round int) ([]time.Duration, error) {
 // 15s-TTL session per candidacy, destroyed on Release).
 func electionHandOff(cl *benchProcs, round int) ([]time.Duration, error) {
 	service := fmt.Sprintf("bench-r%d", round)
-	var clients []*recipe.Client
-	for i := range 2 {
-		c, err := recipe.NewClient(&api.Config{Address: cl.https[i], Transport: &http.Transport{}})
-		if err != nil {
-			return nil, fmt.Errorf("recipe client: %w", err)
-		}
-		clients = append(clients, c)
+	clients, err := recipeClients(cl, 2)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -154,4 +155,134 @@ func electionHandOff(cl *benchProcs, round int) ([]time.Duration, error) {
 		term, h = r.term, 1-h
 	}
 	return ds, nil
+}
+
+// The chains are issue 17's `consul lock` of a command that ends at once:
+// chainContenders clients on the servers in turn all ask for one lock
+// together, and each lets it go as soon as it holds it. A gap is from one
+// holder letting go until the next one holds; a client that lost the race
+// for a key that is free again by the time it looks (api's lock-delay
+// guess, hashicorp/consul#1006) shows up as a long gap.
+const (
+	chainContenders = 4
+	chainBatches    = 3 // per round, so (chainContenders-1)·chainBatches gaps
+)
+
+// lockChain runs the batches; lock(i, stop) blocks until contender i holds
+// the lock (or stop closes) and returns how to let it go.
+func lockChain(lock func(i int, stop <-chan struct{}) (unlock func() error, err error)) ([]time.Duration, error) {
+	var gaps []time.Duration
+	for range chainBatches {
+		var mu sync.Mutex
+		var held []time.Time // when each contender held the lock, and let go at once
+		stop := make(chan struct{})
+		errs := make(chan error, chainContenders)
+		var wg sync.WaitGroup
+		for i := range chainContenders {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				unlock, err := lock(i, stop)
+				if err != nil {
+					errs <- fmt.Errorf("contender %d: %w", i, err)
+					return
+				}
+				at := time.Now()
+				if err := unlock(); err != nil {
+					errs <- fmt.Errorf("contender %d let go: %w", i, err)
+					return
+				}
+				mu.Lock()
+				held = append(held, at)
+				mu.Unlock()
+			}()
+		}
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(handOffLimit):
+			close(stop)
+			<-done
+			return nil, fmt.Errorf("%d contenders did not all hold the lock within %v", chainContenders, handOffLimit)
+		}
+		close(errs)
+		if err := <-errs; err != nil {
+			return nil, err
+		}
+		slices.SortFunc(held, time.Time.Compare)
+		for i := 1; i < len(held); i++ {
+			gaps = append(gaps, held[i].Sub(held[i-1]))
+		}
+	}
+	return gaps, nil
+}
+
+// apiLockChain: consul/api's Lock with its defaults.
+func apiLockChain(cl *benchProcs, round int) ([]time.Duration, error) {
+	key := fmt.Sprintf("bench/r%d/chain-api", round)
+	var clients []*api.Client
+	for i := range chainContenders {
+		clients = append(clients, cl.client(i))
+	}
+	return lockChain(func(i int, stop <-chan struct{}) (func() error, error) {
+		l, err := clients[i].LockOpts(&api.LockOptions{Key: key})
+		if err != nil {
+			return nil, fmt.Errorf("lock options: %w", err)
+		}
+		ch, err := l.Lock(stop)
+		if err != nil {
+			return nil, fmt.Errorf("lock: %w", err)
+		}
+		if ch == nil {
+			return nil, errors.New("stopped before holding the lock")
+		}
+		return l.Unlock, nil
+	})
+}
+
+// recipeLockChain: the project's recipe.Lock with its defaults.
+func recipeLockChain(cl *benchProcs, round int) ([]time.Duration, error) {
+	key := fmt.Sprintf("bench/r%d/chain-recipe", round)
+	clients, err := recipeClients(cl, chainContenders)
+	if err != nil {
+		return nil, err
+	}
+	return lockChain(func(i int, stop <-chan struct{}) (func() error, error) {
+		l, err := clients[i].Lock(recipe.LockOptions{Key: key})
+		if err != nil {
+			return nil, fmt.Errorf("lock options: %w", err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		h, err := l.Acquire(ctx)
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("acquire: %w", err)
+		}
+		return func() error {
+			defer cancel()
+			return h.Release(context.Background())
+		}, nil
+	})
+}
+
+// recipeClients are n recipe clients on the servers in turn, each with a
+// transport of its own.
+func recipeClients(cl *benchProcs, n int) ([]*recipe.Client, error) {
+	var cs []*recipe.Client
+	for i := range n {
+		c, err := recipe.NewClient(&api.Config{Address: cl.https[i%len(cl.https)], Transport: &http.Transport{}})
+		if err != nil {
+			return nil, fmt.Errorf("recipe client: %w", err)
+		}
+		cs = append(cs, c)
+	}
+	return cs, nil
 }

@@ -88,7 +88,8 @@ func (r *benchResults) format(systems []benchSystem, header string, fsync, rtt t
 		fmt.Fprintf(&b, "(%d requests failed and were retried; their cycles are not counted)\n", errs)
 	}
 
-	b.WriteString("\nlock hand-off, from the holder letting go until the waiter on another server holds it\n")
+	b.WriteString("\nlock hand-off: from the holder letting go until the waiter on another server holds it;\n" +
+		"in the chains, from one contender holding (and letting go at once) until the next one holds\n")
 	hcols := []string{"hand-off"}
 	for _, n := range names {
 		hcols = append(hcols, n+" median / p99")
@@ -98,7 +99,11 @@ func (r *benchResults) format(systems []benchSystem, header string, fsync, rtt t
 		line := []string{h.name}
 		for _, n := range names {
 			ds := r.handOffs[n][h.name]
-			line = append(line, fmt.Sprintf("%s / %s (n=%d)", dur(median(ds)), dur(percentile(ds, 0.99)), len(ds)))
+			cell := fmt.Sprintf("%s / %s (n=%d", dur(median(ds)), dur(percentile(ds, 0.99)), len(ds))
+			if slow := countAtLeast(ds, time.Second); slow > 0 {
+				cell += fmt.Sprintf(", %d ≥ 1s", slow)
+			}
+			line = append(line, cell+")")
 		}
 		hlines = append(hlines, line)
 	}

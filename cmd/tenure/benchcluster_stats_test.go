@@ -39,6 +39,18 @@ func median[T ~int64 | ~float64](xs []T) T {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
+// countAtLeast is how many of ds are at least d: the hand-offs that took
+// seconds, which a median and a p99 over a few samples can hide or blur.
+func countAtLeast(ds []time.Duration, d time.Duration) int {
+	n := 0
+	for _, x := range ds {
+		if x >= d {
+			n++
+		}
+	}
+	return n
+}
+
 // rateCell is "median (min–max)" of per-round cycles/s; one round has no range.
 func rateCell(rates []float64) string {
 	if len(rates) == 0 {
@@ -119,6 +131,9 @@ func TestBenchStats(t *testing.T) {
 	}
 	if got := median([]float64(nil)); got != 0 {
 		t.Errorf("median of none = %v", got)
+	}
+	if got := countAtLeast(ms(999, 1000, 5000, 3), time.Second); got != 2 {
+		t.Errorf("countAtLeast = %d, want 2", got)
 	}
 	for _, c := range []struct{ got, want string }{
 		{rateCell([]float64{1200.4, 980, 1510.6}), "1200 (980–1511)"},
