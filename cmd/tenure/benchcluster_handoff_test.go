@@ -161,8 +161,8 @@ func electionHandOff(cl *benchProcs, round int) ([]time.Duration, error) {
 // chainContenders clients on the servers in turn all ask for one lock
 // together, and each lets it go as soon as it holds it. A gap is from one
 // holder letting go until the next one holds; a client that lost the race
-// for a key that is free again by the time it looks (api's lock-delay
-// guess, hashicorp/consul#1006) shows up as a long gap.
+// for a key that is free again by the time it looks shows up as a long
+// gap: api takes that for lock-delay and sleeps 5s (spec/CONSUL.md §9, §11).
 const (
 	chainContenders = 4
 	chainBatches    = 3 // per round, so (chainContenders-1)·chainBatches gaps
