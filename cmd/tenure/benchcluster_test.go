@@ -46,6 +46,9 @@ func TestBenchCluster(t *testing.T) {
 		systems = append([]benchSystem{{name: "Consul", bin: c}}, systems...)
 	}
 
+	// The header is taken before the rounds, so that it names the tree the
+	// binaries were built from even if the tree changes while they run.
+	header := benchHeader(systems, rounds, measure, warmUp)
 	res := newBenchResults()
 	for round := range rounds {
 		order := systems
@@ -68,7 +71,7 @@ func TestBenchCluster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("loopback probe: %v", err)
 	}
-	report := res.format(systems, benchHeader(systems, rounds, measure, warmUp), fsync, rtt)
+	report := res.format(systems, header, fsync, rtt)
 	fmt.Print(report)
 	t.Log("\n" + report)
 }
@@ -129,9 +132,12 @@ type benchProcs struct {
 	logDir string
 	data   string
 	once   sync.Once
+	// keepLogs is set when the cluster did not come up: the error names
+	// the log directory, which must then outlive stop.
+	keepLogs bool
 }
 
-func startBenchProcs(t *testing.T, base string, sys benchSystem) (*benchProcs, error) {
+func startBenchProcs(t *testing.T, base string, sys benchSystem) (_ *benchProcs, err error) {
 	t.Helper()
 	logDir, err := os.MkdirTemp("", "bench-cluster-logs")
 	if err != nil {
@@ -145,6 +151,12 @@ func startBenchProcs(t *testing.T, base string, sys benchSystem) (*benchProcs, e
 	// Registered before anything starts, so that a failure anywhere below
 	// (or a t.Fatal in a row) still kills every process.
 	t.Cleanup(cl.stop)
+	defer func() {
+		if err != nil {
+			cl.keepLogs = true
+			cl.stop()
+		}
+	}()
 	type ports struct{ http, serf, server string }
 	var ps []ports
 	for range 3 {
@@ -178,7 +190,6 @@ func startBenchProcs(t *testing.T, base string, sys benchSystem) (*benchProcs, e
 		cl.https = append(cl.https, p.http)
 	}
 	if err := cl.waitReady(90 * time.Second); err != nil {
-		cl.stop()
 		return nil, fmt.Errorf("%s not ready (logs in %s): %w", sys.name, logDir, err)
 	}
 	return cl, nil
@@ -193,7 +204,7 @@ func (cl *benchProcs) stop() {
 			_ = c.Wait()
 		}
 		_ = os.RemoveAll(cl.data)
-		if cl.t.Failed() {
+		if cl.keepLogs || cl.t.Failed() {
 			cl.t.Logf("%s logs kept in %s", cl.name, cl.logDir)
 		} else {
 			_ = os.RemoveAll(cl.logDir)
