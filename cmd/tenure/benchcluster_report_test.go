@@ -84,6 +84,16 @@ func (r *benchResults) format(systems []benchSystem, header string, fsync, rtt t
 		lines = append(lines, append(line, strings.Join(p50s, " / "), strings.Join(p99s, " / ")))
 	}
 	writeTable(&b, cols, lines)
+	var costs []string
+	for _, n := range names {
+		var cycles, refused, reads int
+		for _, res := range r.rows[n][benchRows[len(benchRows)-1].name] {
+			cycles, refused, reads = cycles+res.cycles, refused+res.refused, reads+res.reads
+		}
+		costs = append(costs, fmt.Sprintf("%s %.2f refused acquires and %.2f reads", n,
+			perCycle(refused, cycles), perCycle(reads, cycles)))
+	}
+	fmt.Fprintf(&b, "one contended key, per cycle: %s\n", strings.Join(costs, "; "))
 	if errs > 0 {
 		fmt.Fprintf(&b, "(%d requests failed and were retried; their cycles are not counted)\n", errs)
 	}

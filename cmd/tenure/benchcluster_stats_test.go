@@ -51,6 +51,14 @@ func countAtLeast(ds []time.Duration, d time.Duration) int {
 	return n
 }
 
+// perCycle is n per cycle, 0 without cycles.
+func perCycle(n, cycles int) float64 {
+	if cycles == 0 {
+		return 0
+	}
+	return float64(n) / float64(cycles)
+}
+
 // rateCell is "median (min–max)" of per-round cycles/s; one round has no range.
 func rateCell(rates []float64) string {
 	if len(rates) == 0 {
@@ -134,6 +142,9 @@ func TestBenchStats(t *testing.T) {
 	}
 	if got := countAtLeast(ms(999, 1000, 5000, 3), time.Second); got != 2 {
 		t.Errorf("countAtLeast = %d, want 2", got)
+	}
+	if got, zero := perCycle(3, 4), perCycle(3, 0); got != 0.75 || zero != 0 {
+		t.Errorf("perCycle = %v, %v; want 0.75, 0", got, zero)
 	}
 	for _, c := range []struct{ got, want string }{
 		{rateCell([]float64{1200.4, 980, 1510.6}), "1200 (980–1511)"},

@@ -108,8 +108,9 @@ func benchOneCluster(t *testing.T, base string, sys benchSystem, round int, warm
 			t.Fatalf("round %d, %s, %s: %v", round+1, sys.name, row.name, err)
 		}
 		res.addRow(sys.name, row.name, r)
-		t.Logf("round %d, %s, %s: %.0f cycles/s, p50 %v, p99 %v, %d errors", round+1, sys.name, row.name,
-			r.rate, dur(r.p50), dur(r.p99), r.errors)
+		t.Logf("round %d, %s, %s: %.0f cycles/s, p50 %v, p99 %v, %d errors; per cycle %.2f refused acquires, %.2f reads",
+			round+1, sys.name, row.name, r.rate, dur(r.p50), dur(r.p99), r.errors,
+			perCycle(r.refused, r.cycles), perCycle(r.reads, r.cycles))
 	}
 	for _, h := range handOffs {
 		ds, err := h.run(cl, round)
@@ -267,6 +268,10 @@ type rowResult struct {
 	rate     float64
 	p50, p99 time.Duration
 	errors   int
+	// On the contended key, what the cycles cost besides their own two
+	// writes: refused acquires (each a raft write too) and reads of the
+	// key, over every cycle of the row, warm-up included.
+	cycles, refused, reads int
 }
 
 // runLoadRow runs row's clients for warmUp+measure and counts the cycles
@@ -281,9 +286,10 @@ func runLoadRow(cl *benchProcs, row benchRow, round int, warmUp, measure time.Du
 	ctx, cancel := context.WithDeadline(context.Background(), to.Add(30*time.Second))
 	defer cancel()
 	type clientResult struct {
-		lat    []time.Duration
-		errors int
-		err    error
+		lat                    []time.Duration
+		errors                 int
+		cycles, refused, reads int
+		err                    error
 	}
 	out := make([]clientResult, row.clients)
 	var wg sync.WaitGroup
@@ -310,7 +316,8 @@ func runLoadRow(cl *benchProcs, row benchRow, round int, warmUp, measure time.Du
 				t0 := time.Now()
 				ok, _, err := kv.Acquire(pair, wo)
 				if err == nil && !ok && row.contended {
-					ok, err = waitAndAcquire(ctx, kv, pair, qo, wo, to)
+					r.refused++
+					ok, err = waitAndAcquire(ctx, kv, pair, qo, wo, to, &r.refused, &r.reads)
 					if err == nil && !ok {
 						return // the window closed while waiting
 					}
@@ -337,6 +344,7 @@ func runLoadRow(cl *benchProcs, row benchRow, round int, warmUp, measure time.Du
 					time.Sleep(10 * time.Millisecond)
 					continue
 				}
+				r.cycles++
 				if !end.Before(from) && !end.After(to) {
 					r.lat = append(r.lat, end.Sub(t0))
 				}
@@ -352,6 +360,7 @@ func runLoadRow(cl *benchProcs, row benchRow, round int, warmUp, measure time.Du
 		}
 		all = append(all, r.lat...)
 		res.errors += r.errors
+		res.cycles, res.refused, res.reads = res.cycles+r.cycles, res.refused+r.refused, res.reads+r.reads
 	}
 	res.rate = float64(len(all)) / measure.Seconds()
 	res.p50, res.p99 = percentile(all, 0.5), percentile(all, 0.99)
@@ -360,13 +369,15 @@ func runLoadRow(cl *benchProcs, row benchRow, round int, warmUp, measure time.Du
 
 // waitAndAcquire is the contended client's wait after a refused acquire: a
 // blocking read of the key from the last index seen until it is free, then
-// another acquire, until one succeeds or the window closes.
-func waitAndAcquire(ctx context.Context, kv *api.KV, pair *api.KVPair, qo *api.QueryOptions, wo *api.WriteOptions, to time.Time) (bool, error) {
+// another acquire, until one succeeds or the window closes. It counts its
+// refused acquires and its reads.
+func waitAndAcquire(ctx context.Context, kv *api.KV, pair *api.KVPair, qo *api.QueryOptions, wo *api.WriteOptions, to time.Time, refused, reads *int) (bool, error) {
 	var index uint64
 	for time.Now().Before(to) {
 		q := *qo
 		q.WaitIndex, q.WaitTime = index, time.Until(to)+time.Second
 		p, meta, err := kv.Get(pair.Key, &q)
+		*reads++
 		if err != nil {
 			return false, fmt.Errorf("read %s: %w", pair.Key, err)
 		}
@@ -378,6 +389,7 @@ func waitAndAcquire(ctx context.Context, kv *api.KV, pair *api.KVPair, qo *api.Q
 		if err != nil || ok {
 			return ok, err
 		}
+		*refused++
 		index = meta.LastIndex
 	}
 	return false, nil
