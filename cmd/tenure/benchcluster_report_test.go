@@ -130,6 +130,7 @@ func (r *benchResults) format(systems []benchSystem, header string, fsync, rtt t
 		reached = append(reached, fmt.Sprintf("%s reached %.0f%% of it", n, 100*median(rates)/ceiling))
 	}
 	fmt.Fprintf(&b, "one client's ceiling = 1 / (2 × commit) = %.0f cycles/s; %s\n", ceiling, strings.Join(reached, ", "))
+	fmt.Fprintf(&b, "load average %s after\n", loadAvg())
 	return b.String()
 }
 

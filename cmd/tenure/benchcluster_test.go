@@ -108,9 +108,9 @@ func benchOneCluster(t *testing.T, base string, sys benchSystem, round int, warm
 			t.Fatalf("round %d, %s, %s: %v", round+1, sys.name, row.name, err)
 		}
 		res.addRow(sys.name, row.name, r)
-		t.Logf("round %d, %s, %s: %.0f cycles/s, p50 %v, p99 %v, %d errors; per cycle %.2f refused acquires, %.2f reads",
+		t.Logf("round %d, %s, %s: %.0f cycles/s, p50 %v, p99 %v, %d errors; per cycle %.2f refused acquires, %.2f reads; load average %s",
 			round+1, sys.name, row.name, r.rate, dur(r.p50), dur(r.p99), r.errors,
-			perCycle(r.refused, r.cycles), perCycle(r.reads, r.cycles))
+			perCycle(r.refused, r.cycles), perCycle(r.reads, r.cycles), loadAvg())
 	}
 	for _, h := range handOffs {
 		ds, err := h.run(cl, round)
@@ -395,6 +395,20 @@ func waitAndAcquire(ctx context.Context, kv *api.KV, pair *api.KVPair, qo *api.Q
 	return false, nil
 }
 
+// loadAvg is the 1, 5 and 15 minute load averages, to show how busy the
+// machine was besides the benchmark.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
 // commitRef names the commit the benchmark ran on, marked when the work
 // tree has changes.
 func commitRef() string {
@@ -411,8 +425,8 @@ func commitRef() string {
 
 func benchHeader(systems []benchSystem, rounds int, measure, warmUp time.Duration) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "commit %s, nproc %d, GOMAXPROCS %d, %d round(s), %v measured per row after %v warm-up\n",
-		commitRef(), runtime.NumCPU(), runtime.GOMAXPROCS(0), rounds, measure, warmUp)
+	fmt.Fprintf(&b, "commit %s, nproc %d, GOMAXPROCS %d, %d round(s), %v measured per row after %v warm-up, load average %s before\n",
+		commitRef(), runtime.NumCPU(), runtime.GOMAXPROCS(0), rounds, measure, warmUp, loadAvg())
 	for _, s := range systems {
 		v := "tenure built fresh from this tree"
 		if s.name == "Consul" {
