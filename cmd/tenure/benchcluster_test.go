@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,12 +52,9 @@ func TestBenchCluster(t *testing.T) {
 	header := benchHeader(systems, rounds, measure, warmUp)
 	res := newBenchResults()
 	for round := range rounds {
-		order := systems
+		order := slices.Clone(systems)
 		if round%2 == 1 {
-			order = []benchSystem{}
-			for i := len(systems) - 1; i >= 0; i-- {
-				order = append(order, systems[i])
-			}
+			slices.Reverse(order)
 		}
 		for _, sys := range order {
 			benchOneCluster(t, base, sys, round, warmUp, measure, res)
@@ -108,9 +106,12 @@ func benchOneCluster(t *testing.T, base string, sys benchSystem, round int, warm
 			t.Fatalf("round %d, %s, %s: %v", round+1, sys.name, row.name, err)
 		}
 		res.addRow(sys.name, row.name, r)
-		t.Logf("round %d, %s, %s: %.0f cycles/s, p50 %v, p99 %v, %d errors; per cycle %.2f refused acquires, %.2f reads; load average %s",
-			round+1, sys.name, row.name, r.rate, dur(r.p50), dur(r.p99), r.errors,
-			perCycle(r.refused, r.cycles), perCycle(r.reads, r.cycles), loadAvg())
+		extra := ""
+		if row.contended {
+			extra = fmt.Sprintf("; per cycle %.2f refused acquires, %.2f reads", perCycle(r.refused, r.cycles), perCycle(r.reads, r.cycles))
+		}
+		t.Logf("round %d, %s, %s: %.0f cycles/s, p50 %v, p99 %v, %d errors%s; load average %s",
+			round+1, sys.name, row.name, r.rate, dur(r.p50), dur(r.p99), r.errors, extra, loadAvg())
 	}
 	for _, h := range handOffs {
 		ds, err := h.run(cl, round)
