@@ -1,0 +1,443 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/consul/api"
+)
+
+// TestBenchCluster measures lock throughput and hand-off latency of a
+// durable 3-server tenure cluster and, when TENURE_BENCH_CLUSTER_CONSUL
+// names a consul binary, of a 3-server Consul laid out the same way, and
+// prints them side by side. Each round starts a fresh cluster per system,
+// alternating which goes first, so both share the machine's state. It is
+// a measurement, run by make bench-cluster, not part of make test:
+//
+//	make bench-cluster CONSUL=/path/to/consul ROUNDS=3 BENCH_SECONDS=10
+func TestBenchCluster(t *testing.T) {
+	if os.Getenv("TENURE_BENCH_CLUSTER") == "" {
+		t.Skip("set TENURE_BENCH_CLUSTER=1 (make bench-cluster) to measure lock throughput")
+	}
+	rounds := envInt("TENURE_BENCH_CLUSTER_ROUNDS", 3)
+	measure := time.Duration(envInt("TENURE_BENCH_CLUSTER_SECONDS", 10)) * time.Second
+	const warmUp = 2 * time.Second
+
+	// One directory holds every data directory and the fsync probe, so the
+	// floor is measured on the filesystem the servers write to.
+	base := t.TempDir()
+	tenure := filepath.Join(base, "tenure")
+	if out, err := exec.Command("go", "build", "-o", tenure, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	systems := []benchSystem{{name: "tenure", bin: tenure}}
+	if c := os.Getenv("TENURE_BENCH_CLUSTER_CONSUL"); c != "" {
+		systems = append([]benchSystem{{name: "Consul", bin: c}}, systems...)
+	}
+
+	// The header is taken before the rounds, so that it names the tree the
+	// binaries were built from even if the tree changes while they run.
+	header := benchHeader(systems, rounds, measure, warmUp)
+	res := newBenchResults()
+	for round := range rounds {
+		order := slices.Clone(systems)
+		if round%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, sys := range order {
+			benchOneCluster(t, base, sys, round, warmUp, measure, res)
+		}
+	}
+
+	fsync, err := fsyncMedian(base, 2000)
+	if err != nil {
+		t.Fatalf("fsync probe: %v", err)
+	}
+	rtt, err := loopbackRTT(2000)
+	if err != nil {
+		t.Fatalf("loopback probe: %v", err)
+	}
+	report := res.format(systems, header, fsync, rtt)
+	fmt.Print(report)
+	t.Log("\n" + report)
+}
+
+type benchSystem struct{ name, bin string }
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// benchOneCluster starts sys's cluster (a second try if the first never
+// comes up, e.g. a port taken meanwhile), runs every row and both hand-offs
+// on it and stops it.
+func benchOneCluster(t *testing.T, base string, sys benchSystem, round int, warmUp, measure time.Duration, res *benchResults) {
+	t.Helper()
+	var cl *benchProcs
+	var err error
+	for try := 0; try < 2; try++ {
+		if cl, err = startBenchProcs(t, base, sys); err == nil {
+			break
+		}
+		t.Logf("round %d, %s: cluster did not come up, trying again: %v", round+1, sys.name, err)
+	}
+	if err != nil {
+		t.Fatalf("round %d, %s: %v", round+1, sys.name, err)
+	}
+	defer cl.stop()
+	for _, row := range benchRows {
+		r, err := runLoadRow(cl, row, round, warmUp, measure)
+		if err != nil {
+			t.Fatalf("round %d, %s, %s: %v", round+1, sys.name, row.name, err)
+		}
+		res.addRow(sys.name, row.name, r)
+		extra := ""
+		if row.contended {
+			extra = fmt.Sprintf("; per cycle %.2f refused acquires, %.2f reads", perCycle(r.refused, r.cycles), perCycle(r.reads, r.cycles))
+		}
+		t.Logf("round %d, %s, %s: %.0f cycles/s, p50 %v, p99 %v, %d errors%s; load average %s",
+			round+1, sys.name, row.name, r.rate, dur(r.p50), dur(r.p99), r.errors, extra, loadAvg())
+	}
+	for _, h := range handOffs {
+		ds, err := h.run(cl, round)
+		if err != nil {
+			t.Fatalf("round %d, %s, hand-off %s: %v", round+1, sys.name, h.name, err)
+		}
+		res.addHandOff(sys.name, h.name, ds)
+		t.Logf("round %d, %s, hand-off %s: median %v, max %v", round+1, sys.name, h.name,
+			dur(median(ds)), dur(percentile(ds, 1)))
+	}
+}
+
+// benchProcs is one 3-server cluster of either system, started with the
+// same flags (tenure takes Consul's).
+type benchProcs struct {
+	t      *testing.T
+	name   string
+	https  []string // each server's HTTP address
+	cmds   []*exec.Cmd
+	logDir string
+	data   string
+	once   sync.Once
+	// keepLogs is set when the cluster did not come up: the error names
+	// the log directory, which must then outlive stop.
+	keepLogs bool
+}
+
+func startBenchProcs(t *testing.T, base string, sys benchSystem) (_ *benchProcs, err error) {
+	t.Helper()
+	logDir, err := os.MkdirTemp("", "bench-cluster-logs")
+	if err != nil {
+		return nil, fmt.Errorf("log dir: %w", err)
+	}
+	data, err := os.MkdirTemp(base, "data")
+	if err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	cl := &benchProcs{t: t, name: sys.name, logDir: logDir, data: data}
+	// Registered before anything starts, so that a failure anywhere below
+	// (or a t.Fatal in a row) still kills every process.
+	t.Cleanup(cl.stop)
+	defer func() {
+		if err != nil {
+			cl.keepLogs = true
+			cl.stop()
+		}
+	}()
+	type ports struct{ http, serf, server string }
+	var ps []ports
+	for range 3 {
+		ps = append(ps, ports{freePort(t), freePort(t), freePort(t)})
+	}
+	for i, p := range ps {
+		name := fmt.Sprintf("s%d", i+1)
+		// info, not debug: a log line per request would be part of what is measured.
+		args := []string{"agent", "-server", "-bootstrap-expect", "3", "-node", name,
+			"-data-dir", filepath.Join(data, name), "-bind", "127.0.0.1", "-client", "127.0.0.1",
+			"-http-port", port(p.http), "-serf-lan-port", port(p.serf), "-server-port", port(p.server),
+			"-dns-port=-1", "-grpc-port=-1", "-grpc-tls-port=-1", "-serf-wan-port=-1", "-https-port=-1",
+			"-retry-interval", "1s", "-log-level", "info"}
+		for j, o := range ps {
+			if j != i {
+				args = append(args, "-retry-join", o.serf)
+			}
+		}
+		f, err := os.Create(filepath.Join(logDir, name+".log"))
+		if err != nil {
+			return nil, fmt.Errorf("log file: %w", err)
+		}
+		cmd := exec.Command(sys.bin, args...)
+		cmd.Stdout, cmd.Stderr = f, f
+		if err := cmd.Start(); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("start %s %s: %w", sys.name, name, err)
+		}
+		f.Close() // the child holds its own descriptor
+		cl.cmds = append(cl.cmds, cmd)
+		cl.https = append(cl.https, p.http)
+	}
+	if err := cl.waitReady(90 * time.Second); err != nil {
+		return nil, fmt.Errorf("%s not ready (logs in %s): %w", sys.name, logDir, err)
+	}
+	return cl, nil
+}
+
+// stop kills the servers and removes their data; their logs are kept, and
+// named, only when the test failed.
+func (cl *benchProcs) stop() {
+	cl.once.Do(func() {
+		for _, c := range cl.cmds {
+			_ = c.Process.Kill()
+			_ = c.Wait()
+		}
+		_ = os.RemoveAll(cl.data)
+		if cl.keepLogs || cl.t.Failed() {
+			cl.t.Logf("%s logs kept in %s", cl.name, cl.logDir)
+		} else {
+			_ = os.RemoveAll(cl.logDir)
+		}
+	})
+}
+
+// client is a consul/api client of server i with a transport of its own,
+// so no two bench clients share a connection pool.
+func (cl *benchProcs) client(i int) *api.Client {
+	c, err := api.NewClient(&api.Config{Address: cl.https[i%len(cl.https)], Transport: &http.Transport{
+		MaxIdleConnsPerHost: 4, IdleConnTimeout: time.Minute}})
+	if err != nil {
+		cl.t.Fatal(err)
+	}
+	return c
+}
+
+// waitReady waits until every server knows the leader and a session can
+// be created through each (Consul refuses one until the leader has put
+// the node's serfHealth in the catalog).
+func (cl *benchProcs) waitReady(limit time.Duration) error {
+	for i := range cl.https {
+		c := cl.client(i)
+		if err := poll(limit, func() error {
+			l, err := c.Status().Leader()
+			if err != nil {
+				return err
+			}
+			if l == "" {
+				return errors.New("no leader")
+			}
+			sid, _, err := c.Session().Create(&api.SessionEntry{}, nil)
+			if err != nil {
+				return err
+			}
+			_, err = c.Session().Destroy(sid, nil)
+			return err
+		}); err != nil {
+			return fmt.Errorf("server %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+type benchRow struct {
+	name      string
+	clients   int
+	contended bool // one key for all clients
+}
+
+var benchRows = []benchRow{
+	{"1 client", 1, false},
+	{"16 clients", 16, false},
+	{"64 clients", 64, false},
+	{"8 clients, one contended key", 8, true},
+}
+
+type rowResult struct {
+	rate     float64
+	p50, p99 time.Duration
+	errors   int
+	// On the contended key, what the cycles cost besides their own two
+	// writes: refused acquires (each a raft write too) and reads of the
+	// key, over every cycle of the row, warm-up included.
+	cycles, refused, reads int
+}
+
+// runLoadRow runs row's clients for warmUp+measure and counts the cycles
+// that end inside the measured window. Each client has its own session,
+// created through its own server with the server's defaults (bound to
+// serfHealth; lock-delay 15s, which never arms since every hold ends in a
+// release), and its own transport; clients go round-robin over the servers.
+func runLoadRow(cl *benchProcs, row benchRow, round int, warmUp, measure time.Duration) (rowResult, error) {
+	start := time.Now()
+	from, to := start.Add(warmUp), start.Add(warmUp+measure)
+	// A bound for requests in flight when the window closes.
+	ctx, cancel := context.WithDeadline(context.Background(), to.Add(30*time.Second))
+	defer cancel()
+	type clientResult struct {
+		lat                    []time.Duration
+		errors                 int
+		cycles, refused, reads int
+		err                    error
+	}
+	out := make([]clientResult, row.clients)
+	var wg sync.WaitGroup
+	for i := range row.clients {
+		c := cl.client(i)
+		sid, _, err := c.Session().Create(&api.SessionEntry{Name: "bench"}, nil)
+		if err != nil {
+			return rowResult{}, fmt.Errorf("session via server %d: %w", i%3+1, err)
+		}
+		defer func() { _, _ = c.Session().Destroy(sid, nil) }()
+		key := fmt.Sprintf("bench/r%d/%s/%d", round, strings.ReplaceAll(row.name, " ", "-"), i)
+		if row.contended {
+			key = fmt.Sprintf("bench/r%d/contended", round)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := &out[i]
+			kv := c.KV()
+			wo := (&api.WriteOptions{}).WithContext(ctx)
+			qo := (&api.QueryOptions{}).WithContext(ctx)
+			pair := &api.KVPair{Key: key, Session: sid}
+			for time.Now().Before(to) {
+				t0 := time.Now()
+				ok, _, err := kv.Acquire(pair, wo)
+				if err == nil && !ok && row.contended {
+					r.refused++
+					ok, err = waitAndAcquire(ctx, kv, pair, qo, wo, to, &r.refused, &r.reads)
+					if err == nil && !ok {
+						return // the window closed while waiting
+					}
+				}
+				if err == nil && !ok {
+					err = fmt.Errorf("acquire of %s refused", key)
+				}
+				if err == nil {
+					ok, _, err = kv.Release(pair, wo)
+					if err == nil && !ok {
+						err = fmt.Errorf("release of %s refused", key)
+					}
+				}
+				end := time.Now()
+				if err != nil {
+					if ctx.Err() != nil {
+						return
+					}
+					r.errors++
+					if r.errors > 100 {
+						r.err = err
+						return
+					}
+					time.Sleep(10 * time.Millisecond)
+					continue
+				}
+				r.cycles++
+				if !end.Before(from) && !end.After(to) {
+					r.lat = append(r.lat, end.Sub(t0))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	var all []time.Duration
+	var res rowResult
+	for _, r := range out {
+		if r.err != nil {
+			return rowResult{}, fmt.Errorf("a client gave up after 100 errors: %w", r.err)
+		}
+		all = append(all, r.lat...)
+		res.errors += r.errors
+		res.cycles, res.refused, res.reads = res.cycles+r.cycles, res.refused+r.refused, res.reads+r.reads
+	}
+	res.rate = float64(len(all)) / measure.Seconds()
+	res.p50, res.p99 = percentile(all, 0.5), percentile(all, 0.99)
+	return res, nil
+}
+
+// waitAndAcquire is the contended client's wait after a refused acquire: a
+// blocking read of the key from the last index seen until it is free, then
+// another acquire, until one succeeds or the window closes. It counts its
+// refused acquires and its reads.
+func waitAndAcquire(ctx context.Context, kv *api.KV, pair *api.KVPair, qo *api.QueryOptions, wo *api.WriteOptions, to time.Time, refused, reads *int) (bool, error) {
+	var index uint64
+	for time.Now().Before(to) {
+		q := *qo
+		q.WaitIndex, q.WaitTime = index, time.Until(to)+time.Second
+		p, meta, err := kv.Get(pair.Key, &q)
+		*reads++
+		if err != nil {
+			return false, fmt.Errorf("read %s: %w", pair.Key, err)
+		}
+		if p != nil && p.Session != "" {
+			index = meta.LastIndex
+			continue
+		}
+		ok, _, err := kv.Acquire(pair, wo)
+		if err != nil || ok {
+			return ok, err
+		}
+		*refused++
+		index = meta.LastIndex
+	}
+	return false, nil
+}
+
+// loadAvg is the 1, 5 and 15 minute load averages, to show how busy the
+// machine was besides the benchmark.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// commitRef names the commit the benchmark ran on, marked when the work
+// tree has changes.
+func commitRef() string {
+	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	ref := strings.TrimSpace(string(out))
+	if st, err := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+		ref += " (with uncommitted changes)"
+	}
+	return ref
+}
+
+func benchHeader(systems []benchSystem, rounds int, measure, warmUp time.Duration) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "commit %s, nproc %d, GOMAXPROCS %d, %d round(s), %v measured per row after %v warm-up, load average %s before\n",
+		commitRef(), runtime.NumCPU(), runtime.GOMAXPROCS(0), rounds, measure, warmUp, loadAvg())
+	for _, s := range systems {
+		v := "tenure built fresh from this tree"
+		if s.name == "Consul" {
+			out, err := exec.Command(s.bin, "version").Output()
+			v = strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0]
+			if err != nil {
+				v = "version unknown: " + err.Error()
+			}
+		}
+		fmt.Fprintf(&b, "%s: %s\n", s.name, v)
+	}
+	return b.String()
+}
