@@ -15,6 +15,7 @@ import (
 	"github.com/tenurekv/tenure/impl/gossip"
 	"github.com/tenurekv/tenure/impl/httpapi"
 	"github.com/tenurekv/tenure/impl/reconcile"
+	"github.com/tenurekv/tenure/impl/rpc"
 )
 
 // staticMembers is a gossip pool that lists fixed servers.
@@ -28,7 +29,8 @@ func (m *staticMembers) List() []gossip.Member {
 	defer m.mu.Unlock()
 	var out []gossip.Member
 	for _, addr := range m.servers {
-		out = append(out, gossip.Member{Member: reconcile.Member{Name: addr, Address: addr, Server: true}, SerfStatus: 1})
+		out = append(out, gossip.Member{Member: reconcile.Member{Name: addr, Address: addr + ".http", Server: true,
+			RaftAddr: addr}, SerfStatus: 1})
 	}
 	return out
 }
@@ -45,33 +47,32 @@ func (m *staticMembers) Leave() error                  { return nil }
 func (m *staticMembers) ForceLeave(string, bool) error { return nil }
 func (m *staticMembers) Stats() map[string]string      { return nil }
 
-// recordingTransport answers every request itself, records which server it
+// recordingForwarder answers every request itself, records which server it
 // was sent to, and fails those marked down.
-type recordingTransport struct {
+type recordingForwarder struct {
 	mu   sync.Mutex
 	hits []string
 	down map[string]bool
 }
 
-func (rt *recordingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (rt *recordingForwarder) Forward(ctx context.Context, addr string, req *rpc.Request) (*rpc.Response, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	rt.hits = append(rt.hits, r.URL.Host)
-	if rt.down[r.URL.Host] {
+	rt.hits = append(rt.hits, addr)
+	if rt.down[addr] {
 		return nil, errors.New("connection refused")
 	}
-	if r.URL.Path == "/v1/kv/block" {
+	if strings.HasPrefix(req.URI, "/v1/kv/block") {
 		// A blocking read that lasts until its caller hangs up.
 		rt.mu.Unlock()
-		<-r.Context().Done()
+		<-ctx.Done()
 		rt.mu.Lock()
-		return nil, r.Context().Err()
+		return nil, ctx.Err()
 	}
-	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Request: r,
-		Body: io.NopCloser(strings.NewReader("{}"))}, nil
+	return &rpc.Response{Status: http.StatusOK, Body: []byte("{}")}, nil
 }
 
-func (rt *recordingTransport) served(n int) []string {
+func (rt *recordingForwarder) served(n int) []string {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	return append([]string(nil), rt.hits[len(rt.hits)-n:]...)
@@ -82,8 +83,8 @@ func (rt *recordingTransport) served(n int) []string {
 // moves on when that server fails or leaves the gossip pool.
 func TestClientAgentKeepsItsServer(t *testing.T) {
 	members := &staticMembers{}
-	members.set("10.0.0.1:8500", "10.0.0.2:8500", "10.0.0.3:8500")
-	rt := &recordingTransport{down: map[string]bool{}}
+	members.set("10.0.0.1:8300", "10.0.0.2:8300", "10.0.0.3:8300")
+	rt := &recordingForwarder{down: map[string]bool{}}
 	var logs strings.Builder
 	logger := hclog.New(&hclog.LoggerOptions{Output: &syncWriter{w: &logs}, Level: hclog.Warn})
 	agent := httpapi.NewClientAgent(httpapi.ClientOptions{Node: "c1", Members: members, Forward: rt, Logger: logger})
@@ -124,7 +125,7 @@ func TestClientAgentKeepsItsServer(t *testing.T) {
 
 	// The server leaves gossip: the agent moves to one that is listed.
 	var rest []string
-	for _, s := range []string{"10.0.0.1:8500", "10.0.0.2:8500", "10.0.0.3:8500"} {
+	for _, s := range []string{"10.0.0.1:8300", "10.0.0.2:8300", "10.0.0.3:8300"} {
 		if s != second {
 			rest = append(rest, s)
 		}
