@@ -135,11 +135,13 @@ func (s *Server) exchange(conn net.Conn) {
 	defer cancel()
 	// The sender sends nothing after its request; a read that returns
 	// before the answer is ready means it closed (gave up) or the
-	// connection died.
+	// connection died. The watcher outlives the exchange until the sender
+	// closes its end after reading the answer (or the connection goes):
+	// stopping it here would cost a timer on every request.
 	var answered atomic.Bool
-	watched := make(chan struct{})
+	s.wg.Add(1)
 	go func() {
-		defer close(watched)
+		defer s.wg.Done()
 		var b [1]byte
 		_, _ = conn.Read(b[:])
 		if !answered.Load() {
@@ -152,10 +154,7 @@ func (s *Server) exchange(conn net.Conn) {
 	} else {
 		resp = errorResponse(http.StatusInternalServerError, "server is starting")
 	}
-	// Stop the watcher: a read deadline in the past ends its read at once.
 	answered.Store(true)
-	_ = conn.SetReadDeadline(time.Now())
-	<-watched
 	if ctx.Err() != nil {
 		return // the sender is gone, or the server is closing
 	}
