@@ -117,4 +117,3 @@ func BenchmarkHop(b *testing.B) {
 		})
 	})
 }
-
