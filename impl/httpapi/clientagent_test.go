@@ -167,3 +167,48 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	defer s.mu.Unlock()
 	return s.w.Write(p)
 }
+
+// lastForwarder keeps the last request it was given and answers 200.
+type lastForwarder struct {
+	mu   sync.Mutex
+	last *rpc.Request
+}
+
+func (l *lastForwarder) Forward(_ context.Context, _ string, req *rpc.Request) (*rpc.Response, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.last = req
+	return &rpc.Response{Status: http.StatusOK, Body: []byte("true")}, nil
+}
+
+// TestClientAgentNamesItsOwnNode: whatever headers a client sends, a client
+// agent forwards as its own node, not as a server's forward (so the server
+// may still forward once to its leader), and the headers that once carried
+// an origin stay behind; the token does travel.
+func TestClientAgentNamesItsOwnNode(t *testing.T) {
+	members := &staticMembers{}
+	members.set("10.0.0.1:8300")
+	fwd := &lastForwarder{}
+	agent := httpapi.NewClientAgent(httpapi.ClientOptions{Node: "c1", Members: members, Forward: fwd})
+	r := httptest.NewRequest(http.MethodPut, "/v1/kv/a%2Fb?cas=0", strings.NewReader("v"))
+	r.Header.Set("X-Tenure-Agent", "other-node")
+	r.Header.Set("X-Tenure-Forwarded-By", "other-node")
+	r.Header.Set("X-Consul-Token", "tok")
+	w := httptest.NewRecorder()
+	agent.ServeHTTP(w, r)
+	if w.Code != http.StatusOK {
+		t.Fatalf("status %d", w.Code)
+	}
+	got := fwd.last
+	if got == nil || got.Origin != (rpc.Origin{Node: "c1"}) {
+		t.Fatalf("forwarded %+v, want origin c1 not forwarded", got)
+	}
+	if got.URI != "/v1/kv/a%2Fb?cas=0" || string(got.Body) != "v" || got.Header.Get("X-Consul-Token") != "tok" {
+		t.Fatalf("forwarded request changed: %+v", got)
+	}
+	for k := range got.Header {
+		if strings.HasPrefix(k, "X-Tenure-") {
+			t.Fatalf("header %s was forwarded: %v", k, got.Header)
+		}
+	}
+}
