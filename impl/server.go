@@ -67,8 +67,18 @@ func NewDevServer(nodeName, httpAddr string, logger hclog.Logger) (*Server, erro
 }
 
 // NewServer builds and starts a server. It bootstraps cfg.Peers if the stores
-// hold no raft state, then joins the election; call Shutdown to stop it.
+// hold no raft state, then joins the election; call Shutdown to stop it. It
+// owns cfg.ServerListener: on error, that is closed too.
 func NewServer(cfg Config) (*Server, error) {
+	s, err := newServer(cfg)
+	if err != nil && cfg.ServerListener != nil {
+		// Closed already if the port was opened; a second close only fails.
+		_ = cfg.ServerListener.Close()
+	}
+	return s, err
+}
+
+func newServer(cfg Config) (*Server, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err

@@ -50,7 +50,7 @@ type Config struct {
 	// Gossip, if set, makes the agent a member of a LAN gossip pool: the
 	// server then takes its catalog registrations and serfHealth from
 	// gossip (impl.Membership) and the membership endpoints answer. Its
-	// node name and tags (role, HTTP address, raft port) are filled in.
+	// node name and tags (role, HTTP address, server port) are filled in.
 	Gossip *gossip.Config
 	// Join lists gossip addresses to join at start; a failure is logged
 	// and retried every RetryInterval (default 30 s, Consul's
@@ -93,11 +93,17 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.HTTP.Forward == nil {
 		cfg.HTTP.Forward = cfg.Forward
 	}
+	// closePool also closes the server port, which the server would own
+	// had it started: on error nothing is left open.
 	closePool := func() error {
+		var err error
 		if ownPool != nil {
-			return ownPool.Close()
+			err = ownPool.Close()
 		}
-		return nil
+		if cfg.Server.ServerListener != nil {
+			_ = cfg.Server.ServerListener.Close()
+		}
+		return err
 	}
 	if cfg.HTTP.Logger == nil && cfg.Server.Logger != nil {
 		cfg.HTTP.Logger = cfg.Server.Logger.Named("http")
@@ -108,7 +114,7 @@ func New(cfg Config) (*Agent, error) {
 	ln := cfg.Listener
 	if ln == nil {
 		if cfg.Server.HTTPAddr == "" {
-			return nil, errors.New("agent: no Listener and no Server.HTTPAddr to listen on")
+			return nil, errors.Join(errors.New("agent: no Listener and no Server.HTTPAddr to listen on"), closePool())
 		}
 		var err error
 		if ln, err = net.Listen("tcp", cfg.Server.HTTPAddr); err != nil {

@@ -102,7 +102,7 @@ func (c *Cluster) Leader() *agent.Agent {
 // StartCluster starts n agents that know each other from the start (the
 // equivalent of -bootstrap-expect n), each with raft and HTTP on free
 // 127.0.0.1 ports, and waits until every one is registered and knows the
-// leader's HTTP address.
+// leader.
 func StartCluster(tb testing.TB, n int, opts ClusterOptions) *Cluster {
 	tb.Helper()
 	raftLns := make([]net.Listener, n)
@@ -161,8 +161,8 @@ func StartCluster(tb testing.TB, n int, opts ClusterOptions) *Cluster {
 func nodeName(i int) string { return fmt.Sprintf("n%d", i+1) }
 
 // awaitReady waits until a has registered its own node with a passing
-// serfHealth (S47) and knows the leader's HTTP address, so that it serves
-// session creates and forwards writes.
+// serfHealth (S47) and knows the leader, so that it serves session creates
+// and forwards writes.
 func awaitReady(a *agent.Agent) error {
 	select {
 	case <-a.Server().Registered():
@@ -175,7 +175,7 @@ func awaitReady(a *agent.Agent) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s never learned the leader's HTTP address", a.Server().NodeName())
+			return fmt.Errorf("%s never learned who leads", a.Server().NodeName())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
