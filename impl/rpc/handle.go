@@ -5,17 +5,24 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 )
 
 // Handle runs h on req as if req had arrived over HTTP, with ctx (carrying
 // req.Origin) as the request's context, and returns what h wrote. An answer
 // over MaxResponseBody becomes a 500.
 func Handle(ctx context.Context, h http.Handler, req *Request) *Response {
-	r, err := http.NewRequestWithContext(WithOrigin(ctx, req.Origin), req.Method, req.URI, bytes.NewReader(req.Body))
+	// The URI is parsed as an HTTP server parses a request line, so that a
+	// handler sees the same URL either way ("//x" is a path, not a host).
+	u, err := url.ParseRequestURI(req.URI)
 	if err != nil {
 		return errorResponse(http.StatusBadRequest, fmt.Sprintf("forwarded request: %v", err))
 	}
-	r.RequestURI = req.URI
+	r, err := http.NewRequestWithContext(WithOrigin(ctx, req.Origin), req.Method, "/", bytes.NewReader(req.Body))
+	if err != nil {
+		return errorResponse(http.StatusBadRequest, fmt.Sprintf("forwarded request: %v", err))
+	}
+	r.URL, r.RequestURI = u, req.URI
 	r.Header = req.Header
 	if r.Header == nil {
 		r.Header = http.Header{}
