@@ -122,35 +122,56 @@ func (p *Pool) open(ctx context.Context, addr string) (net.Conn, error) {
 		p.sessions[addr] = e
 	}
 	p.mu.Unlock()
+	// A session that died since its last use (its server restarted) is
+	// found out by OpenStream at the latest; one fresh session is tried
+	// then. Nothing was sent on the failed one, so trying again is safe.
+	var errs []error
+	for range 2 {
+		sess, err := p.sessionOf(ctx, addr, e)
+		if err != nil {
+			return nil, errors.Join(append(errs, err)...)
+		}
+		st, err := sess.OpenStream()
+		if err == nil {
+			return st, nil
+		}
+		errs = append(errs, fmt.Errorf("open stream: %w", err))
+		p.drop(e, sess)
+	}
+	return nil, errors.Join(errs...)
+}
+
+// sessionOf is e's live session, dialled if there is none. Only dialling
+// holds e's lock: streams are opened outside it, so a slow server delays
+// no one waiting for another's session.
+func (p *Pool) sessionOf(ctx context.Context, addr string, e *poolEntry) (*yamux.Session, error) {
 	select {
 	case e.lock <- struct{}{}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 	defer func() { <-e.lock }()
-	// A session that died since its last use (its server restarted) is
-	// found out by OpenStream at the latest; one fresh session is tried
-	// then. Nothing was sent on the failed one, so trying again is safe.
-	var errs []error
-	for range 2 {
-		if e.sess == nil || e.sess.IsClosed() {
-			sess, err := p.session(ctx, addr)
-			if err != nil {
-				return nil, errors.Join(append(errs, err)...)
-			}
-			if !p.keep(addr, e, sess) {
-				return nil, ErrPoolClosed
-			}
-		}
-		st, err := e.sess.OpenStream()
-		if err == nil {
-			return st, nil
-		}
-		errs = append(errs, fmt.Errorf("open stream: %w", err))
-		_ = e.sess.Close()
+	if e.sess != nil && !e.sess.IsClosed() {
+		return e.sess, nil
+	}
+	sess, err := p.session(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	if !p.keep(addr, e, sess) {
+		return nil, ErrPoolClosed
+	}
+	return sess, nil
+}
+
+// drop closes sess and forgets it, unless another caller replaced it.
+func (p *Pool) drop(e *poolEntry, sess *yamux.Session) {
+	_ = sess.Close()
+	e.lock <- struct{}{}
+	if e.sess == sess {
 		e.sess = nil
 	}
-	return nil, errors.Join(errs...)
+	<-e.lock
 }
 
 // keep installs sess as e's session unless the pool closed meanwhile (then

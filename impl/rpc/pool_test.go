@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,5 +185,32 @@ func TestHandleParsesLikeAServer(t *testing.T) {
 	}
 	if resp := Handle(context.Background(), h, &Request{Method: "GET", URI: "no-slash"}); resp.Status != http.StatusBadRequest {
 		t.Errorf("a relative URI answered %d", resp.Status)
+	}
+}
+
+// TestPoolSharesOneSession: concurrent callers to one server share one
+// session (one TCP connection), each on its own stream.
+func TestPoolSharesOneSession(t *testing.T) {
+	var conns atomic.Int32
+	_, addr := port(t, echo)
+	p := NewPool(PoolConfig{Dial: func(ctx context.Context, a string) (net.Conn, error) {
+		conns.Add(1)
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", a)
+	}})
+	defer p.Close()
+	var wg sync.WaitGroup
+	for i := range 20 {
+		wg.Go(func() {
+			resp, err := p.Forward(context.Background(), addr, &Request{Origin: Origin{Node: "n"}, Method: "PUT",
+				URI: "/v1/kv/k", Body: []byte{byte('a' + i)}})
+			if err != nil || resp.Status != http.StatusCreated || !strings.HasSuffix(string(resp.Body), "|"+string(rune('a'+i))) {
+				t.Errorf("request %d: %+v %v", i, resp, err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("%d connections dialled for one server, want 1", n)
 	}
 }
