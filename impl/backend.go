@@ -15,9 +15,10 @@ import (
 type Backend interface {
 	// NodeName is this server's node: the default Node of a new session (S2).
 	NodeName() string
-	// Leader reports whether this server leads, and the leader's HTTP address
-	// when one is known (followers forward writes and default reads there).
-	Leader() (isLeader bool, leaderHTTPAddr string, known bool)
+	// Leader reports whether this server leads, and the leader's server
+	// port (its raft address) when one is known: followers forward writes
+	// and default reads there (package rpc).
+	Leader() (isLeader bool, leaderAddr string, known bool)
 	// Apply proposes cmd through raft and returns once it is applied on this
 	// server. Leader only: elsewhere it returns ErrNotLeader. An acquire (plain
 	// or txn lock) of a key under lock-delay returns *LockDelayError without

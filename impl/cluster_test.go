@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,15 +12,16 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/tenurekv/tenure/impl/reconcile"
+	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"
 )
 
 // testCluster is n in-process servers on raft's in-memory transport, sharing
 // one fake clock and one in-memory gossip pool (fakePool; nil: no gossip): a stopped server
 // is announced failed, a started one alive, and the leader reconciles that
-// into the catalog. Requests a server makes to another's HTTP API go
-// through catalogRouter, a stand-in for it (httpapi imports impl, so impl's
-// own tests cannot use it).
+// into the catalog. Requests a server forwards to another's server port go
+// through catalogRouter, a stand-in for the HTTP API there (httpapi imports
+// impl, so impl's own tests cannot use it).
 type testCluster struct {
 	t      *testing.T
 	clock  *ManualClock
@@ -88,7 +87,7 @@ func (c *testCluster) start(i int, peers []Peer) {
 	cfg := Config{
 		NodeName: nd.name, HTTPAddr: nd.name + ".http", Clock: c.clock,
 		Transport: nd.trans, LogStore: nd.logs, StableStore: nd.logs, SnapshotStore: nd.snaps,
-		Raft: fastRaft, Peers: peers, RoundTripper: c.router,
+		Raft: fastRaft, Peers: peers, Forward: c.router,
 	}
 	if c.pool != nil {
 		cfg.Membership = c.pool.view()
@@ -98,7 +97,7 @@ func (c *testCluster) start(i int, peers []Peer) {
 		c.t.Fatalf("start %s: %v", nd.name, err)
 	}
 	nd.srv = srv
-	c.router.set(nd.name+".http", srv)
+	c.router.set(nd.name, srv)
 	c.announce(nd.name, reconcile.Alive)
 }
 
@@ -122,7 +121,7 @@ func (c *testCluster) stop(i int) {
 			o.trans.Disconnect(raft.ServerAddress(nd.name))
 		}
 	}
-	c.router.set(nd.name+".http", nil)
+	c.router.set(nd.name, nil)
 	if err := nd.srv.Shutdown(); err != nil {
 		c.t.Errorf("shutdown %s: %v", nd.name, err)
 	}
@@ -214,37 +213,33 @@ func (r *catalogRouter) set(addr string, s *Server) {
 	}
 }
 
-func (r *catalogRouter) RoundTrip(req *http.Request) (*http.Response, error) {
+func (r *catalogRouter) Forward(ctx context.Context, addr string, req *rpc.Request) (*rpc.Response, error) {
 	r.mu.Lock()
-	srv := r.servers[req.URL.Host]
+	srv := r.servers[addr]
 	r.calls++
 	r.mu.Unlock()
-	if req.Body != nil {
-		defer req.Body.Close()
-	}
 	if srv == nil {
-		return nil, fmt.Errorf("dial %s: connection refused", req.URL.Host)
+		return nil, fmt.Errorf("dial %s: connection refused", addr)
 	}
-	if req.Method != http.MethodPut || req.URL.Path != "/v1/catalog/register" {
-		return reply(req, http.StatusNotFound, "no such endpoint"), nil
+	if req.Method != http.MethodPut || req.URI != "/v1/catalog/register" {
+		return reply(http.StatusNotFound, "no such endpoint"), nil
 	}
 	var body catalogRegistration
-	if err := json.NewDecoder(req.Body).Decode(&body); err != nil || body.Check == nil {
-		return reply(req, http.StatusBadRequest, fmt.Sprintf("bad body: %v", err)), nil
+	if err := json.Unmarshal(req.Body, &body); err != nil || body.Check == nil {
+		return reply(http.StatusBadRequest, fmt.Sprintf("bad body: %v", err)), nil
 	}
 	reg := model.Register{Node: body.Node, Address: body.Address, Checks: []model.CheckSpec{
 		{CheckID: body.Check.CheckID, Name: body.Check.Name, Status: model.Health(body.Check.Status)}}}
-	res, err := srv.Apply(req.Context(), model.Command{Register: &reg})
+	res, err := srv.Apply(ctx, model.Command{Register: &reg})
 	switch {
 	case err != nil:
-		return reply(req, http.StatusInternalServerError, err.Error()), nil
+		return reply(http.StatusInternalServerError, err.Error()), nil
 	case res.Err != nil:
-		return reply(req, http.StatusBadRequest, res.Err.Error()), nil
+		return reply(http.StatusBadRequest, res.Err.Error()), nil
 	}
-	return reply(req, http.StatusOK, "true"), nil
+	return reply(http.StatusOK, "true"), nil
 }
 
-func reply(req *http.Request, code int, body string) *http.Response {
-	return &http.Response{StatusCode: code, Status: http.StatusText(code), Request: req,
-		Body: io.NopCloser(strings.NewReader(body)), Header: http.Header{}}
+func reply(code int, body string) *rpc.Response {
+	return &rpc.Response{Status: code, Header: http.Header{}, Body: []byte(body)}
 }

@@ -3,13 +3,14 @@ package impl
 import (
 	"errors"
 	"fmt"
-	"net/http"
+	"net"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-uuid"
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -19,9 +20,8 @@ import (
 type Config struct {
 	// NodeName is this server's catalog node and raft server ID.
 	NodeName string
-	// HTTPAddr is the advertised host:port of this server's HTTP API. It is
-	// the Address of this node's catalog entry, which is how followers find
-	// the leader's HTTP API to forward writes to.
+	// HTTPAddr is the advertised host:port of this server's HTTP API, the
+	// Address of this node's catalog entry.
 	HTTPAddr string
 
 	// Clock drives TTL timers, lock-delay, failure detection and retries.
@@ -36,9 +36,14 @@ type Config struct {
 	// DataDir holds the durable raft log, stable store and snapshots when
 	// not Dev and the stores are not injected.
 	DataDir string
-	// RaftAddr is the host:port raft listens on over TCP when Transport is
-	// nil and Dev is false; it is also the address advertised to peers.
-	RaftAddr string
+	// RaftAddr is the server port's host:port when Transport is nil: raft
+	// and forwarded requests (package rpc) share it, and it is the address
+	// advertised to peers. ServerListener, if set, is that port already
+	// open (RaftAddr then defaults to its address). In Dev, raft stays in
+	// memory and the port, if either is set, takes forwarded requests only
+	// (client agents of a dev server send theirs there).
+	RaftAddr       string
+	ServerListener net.Listener
 
 	// Transport, LogStore, StableStore and SnapshotStore replace the
 	// defaults (the simulator injects in-memory ones and its own network).
@@ -64,9 +69,10 @@ type Config struct {
 	// NewID returns fresh session IDs; default random UUIDs. Calls are
 	// serialised; an ID that a live session already has is skipped.
 	NewID func() string
-	// RoundTripper carries this server's own HTTP requests to the leader
-	// (self-registration from a follower). Default: a private http.Transport.
-	RoundTripper http.RoundTripper
+	// Forward carries this server's own requests to the leader's server
+	// port (self-registration from a follower). Default: a private
+	// rpc.Pool, closed on Shutdown.
+	Forward rpc.Forwarder
 
 	// ReapWindow is how old a deletion must be before the leader reaps it
 	// (S52); ReapInterval is how often it looks. Defaults: 15 minutes and
@@ -154,9 +160,6 @@ func (c Config) withDefaults() (Config, error) {
 	if c.NewID == nil {
 		c.NewID = randomUUID
 	}
-	if c.RoundTripper == nil {
-		c.RoundTripper = &http.Transport{MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}
-	}
 	if c.SyncRetry == 0 {
 		c.SyncRetry = 250 * time.Millisecond
 	}
@@ -165,6 +168,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.SyncRetry < 0 || c.RetryBackoff < 0 {
 		return c, errors.New("config: durations must not be negative")
+	}
+	if c.ServerListener != nil && c.RaftAddr == "" {
+		c.RaftAddr = c.ServerListener.Addr().String()
 	}
 	if c.Dev {
 		// The in-memory transport's address is what /v1/status/leader and
@@ -177,7 +183,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Peers = []Peer{{Name: c.NodeName, RaftAddr: addr}}
 	}
 	if !c.Dev {
-		if c.Transport == nil && c.RaftAddr == "" {
+		if c.Transport == nil && c.RaftAddr == "" && c.ServerListener == nil {
 			return c, errors.New("config: RaftAddr (or an injected Transport) is required outside dev mode")
 		}
 		needDisk := c.LogStore == nil || c.StableStore == nil || c.SnapshotStore == nil

@@ -20,10 +20,13 @@
 //     ones critical and deregisters those that left (package reconcile,
 //     S53), adds joining servers as raft voters and removes those that
 //     left (S54); -bootstrap-expect forms the cluster from gossip. These are
-//     ordinary catalog writes, so invalidation follows S12/S48. The catalog
-//     address (a member's HTTP address) is how followers find the leader's
-//     HTTP API. A server without a Membership (tests) registers itself
-//     through the leader (S47) and has no failure detection.
+//     ordinary catalog writes, so invalidation follows S12/S48. A server
+//     without a Membership (tests) registers itself through the leader
+//     (S47) and has no failure detection.
+//   - The server port carries raft and forwarded requests, told apart by
+//     each connection's first byte (package rpc, Consul's layout): a
+//     follower forwards to the leader's raft address (Leader), client
+//     agents to a server's, naming the node the client talked to.
 //   - The durable log and stable store is raft-wal (BenchmarkLogStore: an
 //     fsynced one-entry append 101 µs vs 280 µs for raft-boltdb v1),
 //     snapshots are raft's file store; DataDir is flock-ed against a second

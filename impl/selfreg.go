@@ -6,13 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/tenurekv/tenure/impl/reconcile"
+	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/internal/backoff"
 	"github.com/tenurekv/tenure/model"
 )
@@ -62,7 +62,7 @@ func (s *Server) syncLoop() {
 		// Without a known leader, the leader's own registration arriving
 		// here is the news to wait for; other failures wait out the backoff.
 		var wake <-chan struct{}
-		if errors.Is(err, errNoLeaderHTTP) {
+		if errors.Is(err, errNoLeader) {
 			wake = changed
 		}
 		if !s.sleepOr(wait, wake) {
@@ -113,7 +113,7 @@ func (s *Server) selfRegistration() model.Register {
 }
 
 // pushRegistration writes the registration: directly on the leader, else
-// through the leader's HTTP API, since only the leader can propose.
+// through the leader's server port, since only the leader can propose.
 func (s *Server) pushRegistration() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -130,12 +130,12 @@ func (s *Server) pushRegistration() error {
 	}
 	_, addr, known := s.Leader()
 	if !known {
-		return errNoLeaderHTTP
+		return errNoLeader
 	}
 	return s.registerVia(ctx, addr, reg)
 }
 
-var errNoLeaderHTTP = errors.New("register self: no leader with a known HTTP address yet")
+var errNoLeader = errors.New("register self: no leader known yet")
 
 // catalogRegistration is the body of Consul's PUT /v1/catalog/register, as
 // far as self-registration needs it.
@@ -152,7 +152,8 @@ type catalogCheck struct {
 	Status  string
 }
 
-// registerVia sends reg to the HTTP API at addr.
+// registerVia sends reg as a catalog register to the server port at addr,
+// as a request this server forwards (the leader does not forward it on).
 func (s *Server) registerVia(ctx context.Context, addr string, reg model.Register) error {
 	c := reg.Checks[0]
 	body, err := json.Marshal(catalogRegistration{Node: reg.Node, Address: reg.Address,
@@ -160,19 +161,15 @@ func (s *Server) registerVia(ctx context.Context, addr string, reg model.Registe
 	if err != nil {
 		return fmt.Errorf("register self via %s: %w", addr, err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, "http://"+addr+"/v1/catalog/register", bytes.NewReader(body))
+	resp, err := s.forward.Forward(ctx, addr, &rpc.Request{Origin: rpc.Origin{Node: s.cfg.NodeName, Forwarded: true},
+		Method: http.MethodPut, URI: "/v1/catalog/register", Header: http.Header{"Content-Type": {"application/json"}},
+		Body: body})
 	if err != nil {
 		return fmt.Errorf("register self via %s: %w", addr, err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := s.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("register self via %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("register self via %s: %s: %s", addr, resp.Status, bytes.TrimSpace(msg))
+	if resp.Status != http.StatusOK {
+		msg := resp.Body[:min(len(resp.Body), 1024)]
+		return fmt.Errorf("register self via %s: %d: %s", addr, resp.Status, bytes.TrimSpace(msg))
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -30,7 +31,14 @@ type Server struct {
 	fsm    *fsm
 	raft   *raft.Raft
 	stores *stores
-	http   *http.Client
+	// forward carries self-registration to the leader; ownPool is it when
+	// this server made it (and closes it).
+	forward rpc.Forwarder
+	ownPool *rpc.Pool
+	// rpc serves forwarded requests on the server port, which demux
+	// accepts; demux is nil when raft's transport was injected.
+	rpc   *rpc.Server
+	demux *rpc.Demux
 
 	lead leadership
 
@@ -59,8 +67,18 @@ func NewDevServer(nodeName, httpAddr string, logger hclog.Logger) (*Server, erro
 }
 
 // NewServer builds and starts a server. It bootstraps cfg.Peers if the stores
-// hold no raft state, then joins the election; call Shutdown to stop it.
+// hold no raft state, then joins the election; call Shutdown to stop it. It
+// owns cfg.ServerListener: on error, that is closed too.
 func NewServer(cfg Config) (*Server, error) {
+	s, err := newServer(cfg)
+	if err != nil && cfg.ServerListener != nil {
+		// Closed already if the port was opened; a second close only fails.
+		_ = cfg.ServerListener.Close()
+	}
+	return s, err
+}
+
+func newServer(cfg Config) (*Server, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
@@ -73,7 +91,8 @@ func NewServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	trans, err := openTransport(cfg)
+	rpcSrv := rpc.NewServer(cfg.Logger.Named("rpc"))
+	trans, demux, err := openTransport(cfg, rpcSrv)
 	if err != nil {
 		return nil, errors.Join(err, st.close())
 	}
@@ -83,12 +102,18 @@ func NewServer(cfg Config) (*Server, error) {
 		clock:         cfg.Clock,
 		codec:         newWireCodec(),
 		stores:        st,
-		http:          &http.Client{Transport: cfg.RoundTripper},
+		forward:       cfg.Forward,
+		rpc:           rpcSrv,
+		demux:         demux,
 		syncKick:      make(chan struct{}, 1),
 		registered:    make(chan struct{}),
 		bootstrapWake: make(chan struct{}, 1),
 		shutdownCh:    make(chan struct{}),
 		raftDone:      make(chan struct{}),
+	}
+	if s.forward == nil {
+		s.ownPool = rpc.NewPool(rpc.PoolConfig{Logger: cfg.Logger.Named("rpc")})
+		s.forward = s.ownPool
 	}
 	s.lead.changed = make(chan struct{})
 	s.leader = NewLeaderCore(LeaderConfig{
@@ -104,11 +129,11 @@ func NewServer(cfg Config) (*Server, error) {
 	s.fsm.apply, s.fsm.observe = cfg.Apply, cfg.Observe
 
 	if err := bootstrapIfNew(cfg, rc, st, trans); err != nil {
-		return nil, errors.Join(err, closeTransport(trans), st.close())
+		return nil, errors.Join(err, closeTransport(trans), s.closePort(), st.close())
 	}
 	r, err := raft.NewRaft(rc, s.fsm, st.logs, st.stable, st.snaps, trans)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("start raft: %w", err), closeTransport(trans), st.close())
+		return nil, errors.Join(fmt.Errorf("start raft: %w", err), closeTransport(trans), s.closePort(), st.close())
 	}
 	s.raft = r
 
@@ -121,19 +146,53 @@ func NewServer(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-func openTransport(cfg Config) (raft.Transport, error) {
+// openTransport is raft's transport and, when this server opens its own
+// server port, the port's demultiplexer (nil otherwise).
+func openTransport(cfg Config, srv *rpc.Server) (raft.Transport, *rpc.Demux, error) {
 	switch {
 	case cfg.Transport != nil:
-		return cfg.Transport, nil
+		return cfg.Transport, nil, nil
 	case cfg.Dev:
 		_, t := raft.NewInmemTransport(raft.ServerAddress(cfg.Peers[0].RaftAddr))
-		return t, nil
+		if cfg.ServerListener == nil && cfg.RaftAddr == "" {
+			return t, nil, nil
+		}
+		ln, err := serverListener(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		return t, rpc.NewDemux(ln, srv, false, cfg.Logger.Named("rpc")), nil
+	}
+	ln, err := serverListener(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return openServerPort(ln, srv, cfg.Logger)
+}
+
+func serverListener(cfg Config) (net.Listener, error) {
+	if cfg.ServerListener != nil {
+		return cfg.ServerListener, nil
 	}
 	ln, err := net.Listen("tcp", cfg.RaftAddr)
 	if err != nil {
-		return nil, fmt.Errorf("raft transport: listen on %s: %w", cfg.RaftAddr, err)
+		return nil, fmt.Errorf("server port: listen on %s: %w", cfg.RaftAddr, err)
 	}
-	return NewTCPTransport(ln, cfg.Logger.Named("raft-net"))
+	return ln, nil
+}
+
+// ServeForwarded sets the handler of the requests other servers and client
+// agents forward to this server's port: its HTTP API, which is built on
+// the server and so after it. Before, they are answered 500.
+func (s *Server) ServeForwarded(h http.Handler) { s.rpc.SetHandler(h) }
+
+// closePort closes the server port and ends the forwarded requests in
+// flight; with no port of its own, the rpc server alone.
+func (s *Server) closePort() error {
+	if s.demux != nil {
+		return s.demux.Close()
+	}
+	return s.rpc.Close()
 }
 
 func closeTransport(t raft.Transport) error {
@@ -190,6 +249,8 @@ func (s *Server) goTracked(f func()) bool {
 func (s *Server) Shutdown() error {
 	s.shutdownOnce.Do(func() {
 		close(s.shutdownCh)
+		// Forwarded requests end first: they may wait on raft.
+		portErr := s.closePort()
 		err := s.raft.Shutdown().Error()
 		close(s.raftDone)
 		s.goMu.Lock()
@@ -197,13 +258,16 @@ func (s *Server) Shutdown() error {
 		s.goMu.Unlock()
 		s.wg.Wait()
 		s.leader.EndTerm()
-		if t, ok := s.cfg.RoundTripper.(interface{ CloseIdleConnections() }); ok {
-			t.CloseIdleConnections()
+		if s.ownPool != nil {
+			portErr = errors.Join(portErr, s.ownPool.Close())
 		}
 		if err != nil {
 			err = fmt.Errorf("shut down raft: %w", err)
 		}
-		s.shutdownErr = errors.Join(err, s.stores.close())
+		if portErr != nil {
+			portErr = fmt.Errorf("close server port: %w", portErr)
+		}
+		s.shutdownErr = errors.Join(err, portErr, s.stores.close())
 	})
 	return s.shutdownErr
 }

@@ -14,22 +14,17 @@ func (s *Server) NodeName() string { return s.cfg.NodeName }
 // Clock implements Backend.
 func (s *Server) Clock() Clock { return s.clock }
 
-// Leader implements Backend. The leader's HTTP address is the Address of its
-// catalog node, which every server registers as its own HTTP address.
-func (s *Server) Leader() (isLeader bool, leaderHTTPAddr string, known bool) {
+// Leader implements Backend: the leader's raft address, which is its
+// server port (raft and forwarded requests share it), as raft knows it.
+func (s *Server) Leader() (isLeader bool, leaderAddr string, known bool) {
+	addr, id := s.raft.LeaderWithID()
 	if s.raft.State() == raft.Leader {
-		return true, s.cfg.HTTPAddr, true
+		return true, string(addr), true
 	}
-	_, id := s.raft.LeaderWithID()
-	if id == "" {
+	if id == "" || addr == "" {
 		return false, "", false
 	}
-	var node model.Node
-	s.fsm.read(func(st *model.State) { node, known = st.Node(string(id)) })
-	if !known || node.Address == "" {
-		return false, "", false
-	}
-	return false, node.Address, true
+	return false, string(addr), true
 }
 
 // Read implements Backend.

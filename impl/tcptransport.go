@@ -8,31 +8,26 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/tenurekv/tenure/impl/rpc"
 )
 
-// NewTCPTransport returns a raft transport serving on ln, which must be a TCP
-// listener on a concrete (advertisable) address. Passing an open listener,
-// rather than an address for raft to bind, lets tests and tools pick free
-// ports with 127.0.0.1:0 and know them before any server starts.
-func NewTCPTransport(ln net.Listener, logger hclog.Logger) (*raft.NetworkTransport, error) {
+// openServerPort serves the server port on ln, which must be a TCP listener
+// on a concrete (advertisable) address: raft's transport and the forwarded
+// requests srv serves share it, told apart by each connection's first byte
+// (rpc.Demux). Passing an open listener, rather than an address to bind,
+// lets tests and tools pick free ports with 127.0.0.1:0 and know them
+// before any server starts.
+func openServerPort(ln net.Listener, srv *rpc.Server, logger hclog.Logger) (*raft.NetworkTransport, *rpc.Demux, error) {
 	addr, ok := ln.Addr().(*net.TCPAddr)
 	if !ok || addr.IP == nil || addr.IP.IsUnspecified() {
-		return nil, errors.Join(fmt.Errorf("raft transport: %s is not an advertisable TCP address", ln.Addr()), ln.Close())
+		return nil, nil, errors.Join(fmt.Errorf("server port: %s is not an advertisable TCP address", ln.Addr()), ln.Close())
 	}
-	if logger == nil {
-		logger = hclog.NewNullLogger()
-	}
+	d := rpc.NewDemux(ln, srv, true, logger.Named("rpc"))
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  tcpStream{ln},
+		Stream:  d.RaftLayer(),
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
-		Logger:  logger,
-	}), nil
-}
-
-// tcpStream is a raft.StreamLayer over a TCP listener.
-type tcpStream struct{ net.Listener }
-
-func (tcpStream) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	return net.DialTimeout("tcp", string(address), timeout)
+		Logger:  logger.Named("raft-net"),
+	}), d, nil
 }

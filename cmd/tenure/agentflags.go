@@ -66,7 +66,7 @@ func parseAgentArgs(args []string, stderr io.Writer) (parsedAgentArgs, error) {
 	fs.StringVar(&s.AdvertiseAddr, "advertise", "", "address advertised to other agents (default: -bind)")
 	fs.StringVar(&s.ClientAddr, "client", s.ClientAddr, "address the HTTP API listens on")
 	fs.IntVar(&s.Ports.HTTP, "http-port", s.Ports.HTTP, "HTTP API port")
-	fs.IntVar(&s.Ports.Server, "server-port", s.Ports.Server, "server (raft) port")
+	fs.IntVar(&s.Ports.Server, "server-port", s.Ports.Server, "server port: raft and requests forwarded by other servers and client agents")
 	fs.IntVar(&s.Ports.SerfLAN, "serf-lan-port", s.Ports.SerfLAN, "LAN gossip port")
 	fs.IntVar(&s.Ports.DNS, "dns-port", -1, "tenure has no DNS interface: only -1")
 	fs.IntVar(&s.Ports.GRPC, "grpc-port", -1, "tenure has no gRPC interface: only -1")

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -20,10 +21,11 @@ import (
 	"github.com/tenurekv/tenure/impl/gossip"
 	"github.com/tenurekv/tenure/impl/httpapi"
 	"github.com/tenurekv/tenure/impl/local"
+	"github.com/tenurekv/tenure/impl/rpc"
 )
 
 // Config is an agent: the server's configuration, where to serve HTTP, and
-// how to reach other servers' HTTP APIs.
+// how to reach other servers' server ports.
 type Config struct {
 	// Server configures the raft server. If Server.HTTPAddr is empty it is
 	// set to the listener's address.
@@ -32,11 +34,11 @@ type Config struct {
 	// Server.HTTPAddr over TCP (port 0 picks a free port, which then
 	// becomes the advertised address).
 	Listener net.Listener
-	// RoundTripper carries requests to other servers (a follower forwarding
-	// to the leader, self-registration); it also becomes Server.RoundTripper
-	// and the API's Options.Forward unless those are set. Default: a private
-	// http.Transport that ignores proxy settings.
-	RoundTripper http.RoundTripper
+	// Forward carries requests to other servers' server ports (a follower
+	// forwarding to the leader, self-registration); it also becomes
+	// Server.Forward and the API's Options.Forward unless those are set.
+	// Default: a private rpc.Pool, closed on Shutdown.
+	Forward rpc.Forwarder
 	// HTTP configures the API; Forward and Logger default as above.
 	HTTP httpapi.Options
 	// Limits bounds each client connection (timeouts, header size); zero
@@ -48,7 +50,7 @@ type Config struct {
 	// Gossip, if set, makes the agent a member of a LAN gossip pool: the
 	// server then takes its catalog registrations and serfHealth from
 	// gossip (impl.Membership) and the membership endpoints answer. Its
-	// node name and tags (role, HTTP address, raft port) are filled in.
+	// node name and tags (role, HTTP address, server port) are filled in.
 	Gossip *gossip.Config
 	// Join lists gossip addresses to join at start; a failure is logged
 	// and retried every RetryInterval (default 30 s, Consul's
@@ -65,6 +67,7 @@ type Config struct {
 // Agent is a running server and its HTTP API.
 type Agent struct {
 	srv      *impl.Server
+	ownPool  *rpc.Pool // Config.Forward when the agent made it
 	local    *localAgent
 	pool     *gossip.Pool // nil without gossip
 	left     chan struct{}
@@ -79,14 +82,28 @@ type Agent struct {
 
 // New starts an agent. On error nothing is left running.
 func New(cfg Config) (*Agent, error) {
-	if cfg.RoundTripper == nil {
-		cfg.RoundTripper = &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}
+	var ownPool *rpc.Pool
+	if cfg.Forward == nil {
+		ownPool = rpc.NewPool(rpc.PoolConfig{Logger: logger(cfg.Server.Logger).Named("rpc")})
+		cfg.Forward = ownPool
 	}
-	if cfg.Server.RoundTripper == nil {
-		cfg.Server.RoundTripper = cfg.RoundTripper
+	if cfg.Server.Forward == nil {
+		cfg.Server.Forward = cfg.Forward
 	}
 	if cfg.HTTP.Forward == nil {
-		cfg.HTTP.Forward = cfg.RoundTripper
+		cfg.HTTP.Forward = cfg.Forward
+	}
+	// closePool also closes the server port, which the server would own
+	// had it started: on error nothing is left open.
+	closePool := func() error {
+		var err error
+		if ownPool != nil {
+			err = ownPool.Close()
+		}
+		if cfg.Server.ServerListener != nil {
+			_ = cfg.Server.ServerListener.Close()
+		}
+		return err
 	}
 	if cfg.HTTP.Logger == nil && cfg.Server.Logger != nil {
 		cfg.HTTP.Logger = cfg.Server.Logger.Named("http")
@@ -97,11 +114,11 @@ func New(cfg Config) (*Agent, error) {
 	ln := cfg.Listener
 	if ln == nil {
 		if cfg.Server.HTTPAddr == "" {
-			return nil, errors.New("agent: no Listener and no Server.HTTPAddr to listen on")
+			return nil, errors.Join(errors.New("agent: no Listener and no Server.HTTPAddr to listen on"), closePool())
 		}
 		var err error
 		if ln, err = net.Listen("tcp", cfg.Server.HTTPAddr); err != nil {
-			return nil, fmt.Errorf("agent: listen on %s: %w", cfg.Server.HTTPAddr, err)
+			return nil, errors.Join(fmt.Errorf("agent: listen on %s: %w", cfg.Server.HTTPAddr, err), closePool())
 		}
 		// An advertised port 0 would be useless to followers.
 		cfg.Server.HTTPAddr = ln.Addr().String()
@@ -109,12 +126,16 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Server.HTTPAddr == "" {
 		cfg.Server.HTTPAddr = ln.Addr().String()
 	}
+	if cfg.Server.ServerListener != nil && cfg.Server.RaftAddr == "" {
+		// Gossip's port tag tells client agents where the port is.
+		cfg.Server.RaftAddr = cfg.Server.ServerListener.Addr().String()
+	}
 	var pool *gossip.Pool
 	left := make(chan struct{})
 	if cfg.Gossip != nil {
 		var err error
 		if pool, err = startGossip(cfg); err != nil {
-			return nil, errors.Join(err, ln.Close())
+			return nil, errors.Join(err, ln.Close(), closePool())
 		}
 		cfg.Server.Membership = pool
 		cfg.HTTP.Members = &leavingPool{Pool: pool, left: left}
@@ -125,26 +146,41 @@ func New(cfg Config) (*Agent, error) {
 		if pool != nil {
 			err = errors.Join(err, pool.Shutdown())
 		}
-		return nil, errors.Join(err, ln.Close())
+		return nil, errors.Join(err, ln.Close(), closePool())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &Agent{
-		left:   left,
-		pool:   pool,
-		srv:    srv,
-		ln:     ln,
-		addr:   cfg.Server.HTTPAddr,
-		cancel: cancel,
-		served: make(chan error, 1),
+		left:    left,
+		pool:    pool,
+		srv:     srv,
+		ownPool: ownPool,
+		ln:      ln,
+		addr:    cfg.Server.HTTPAddr,
+		cancel:  cancel,
+		served:  make(chan error, 1),
 	}
-	// Anti-entropy writes through this agent's own API, which forwards to
-	// the leader; it starts once the node is registered, so its first full
-	// sync finds the node.
-	a.local = startLocal(ctx, cfg.Local, cfg.Server.NodeName, cfg.Server.HTTPAddr, cfg.RoundTripper,
-		func() []string { return []string{a.addr} }, pool, srv.Registered(), logger(cfg.Server.Logger).Named("local"))
+	// Anti-entropy writes through this server's own API, which forwards to
+	// the leader: sent to its own server port as a client agent's are, or
+	// run in process when it has none (a dev server without one). It
+	// starts once the node is registered, so its first full sync finds
+	// the node.
+	own := &ownAPI{}
+	var syncVia rpc.Forwarder = own
+	syncAddr := ownAPIAddr
+	if port := serverPort(cfg.Server); port != "" {
+		syncVia, syncAddr = cfg.Forward, port
+	}
+	a.local = startLocal(ctx, cfg.Local, cfg.Server.NodeName, cfg.Server.HTTPAddr, syncVia,
+		func() []string { return []string{syncAddr} }, pool, srv.Registered(), logger(cfg.Server.Logger).Named("local"))
 	limits := cfg.Limits.withDefaults()
-	api := registeredGate(httpapi.WithLocalAgent(a.local.la, httpapi.New(srv, cfg.HTTP),
+	serverAPI := httpapi.New(srv, cfg.HTTP)
+	api := registeredGate(httpapi.WithLocalAgent(a.local.la, serverAPI,
 		httpapi.LocalOptions{Datacenter: cfg.HTTP.Datacenter, Logger: cfg.HTTP.Logger}), srv, cfg.RegisterWait)
+	own.h.Store(&api)
+	// Requests forwarded to the server port run the server's API. The
+	// agent-local endpoints are not among them: an agent answers those
+	// itself and never forwards them.
+	srv.ServeForwarded(registeredGate(serverAPI, srv, cfg.RegisterWait))
 	a.http = &http.Server{
 		Handler:     limits.writeDeadline(api, cfg.HTTP.LongestBlock()),
 		BaseContext: func(net.Listener) context.Context { return ctx },
@@ -271,6 +307,9 @@ func (a *Agent) Shutdown() error {
 		errs := []error{stopHTTP(a.http, a.served)}
 		a.local.stop()
 		errs = append(errs, a.srv.Shutdown())
+		if a.ownPool != nil {
+			errs = append(errs, a.ownPool.Close())
+		}
 		if a.pool != nil {
 			errs = append(errs, a.pool.Shutdown())
 		}
@@ -301,4 +340,32 @@ func registeredGate(next http.Handler, srv *impl.Server, limit time.Duration) ht
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// ownAPIAddr names a server agent's own API to its anti-entropy.
+const ownAPIAddr = "self"
+
+// ownAPI is the Forwarder of a server agent's anti-entropy: its own HTTP
+// API, run in process (as if a client had called it), once the API exists.
+type ownAPI struct{ h atomic.Pointer[http.Handler] }
+
+func (o *ownAPI) Forward(ctx context.Context, addr string, req *rpc.Request) (*rpc.Response, error) {
+	h := o.h.Load()
+	if h == nil {
+		return nil, errors.New("agent: own API not started")
+	}
+	return rpc.Local{ownAPIAddr: *h}.Forward(ctx, addr, req)
+}
+
+// serverPort is the address of the server port the server opens itself,
+// "" if it opens none (an injected raft transport, a dev server without
+// one).
+func serverPort(c impl.Config) string {
+	switch {
+	case c.ServerListener != nil:
+		return c.ServerListener.Addr().String()
+	case c.Transport != nil:
+		return ""
+	}
+	return c.RaftAddr
 }

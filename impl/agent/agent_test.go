@@ -125,3 +125,56 @@ func TestAgentNeedsAnAddress(t *testing.T) {
 		t.Fatalf("agent without node name: %v", err)
 	}
 }
+
+// TestBlockingReadThroughFollower: a blocking read sent to a follower is
+// forwarded over the server port and parks on the leader until a write
+// wakes it; a session created through the follower belongs to the
+// follower's node, which the follower named over that port (S2).
+func TestBlockingReadThroughFollower(t *testing.T) {
+	cl := agenttest.StartCluster(t, 3, agenttest.ClusterOptions{})
+	lead := cl.Leader()
+	if lead == nil {
+		t.Fatal("no leader")
+	}
+	var follower *agent.Agent
+	for _, a := range cl.Agents {
+		if a != lead {
+			follower = a
+			break
+		}
+	}
+	fc, lc := client(t, follower.HTTPAddr()), client(t, lead.HTTPAddr())
+	if _, err := lc.KV().Put(&api.KVPair{Key: "k", Value: []byte("1")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, meta, err := fc.KV().Get("k", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *api.KVPair, 1)
+	go func() {
+		p, _, err := fc.KV().Get("k", &api.QueryOptions{WaitIndex: meta.LastIndex, WaitTime: time.Minute})
+		if err != nil {
+			t.Errorf("blocking read: %v", err)
+		}
+		got <- p
+	}()
+	// The read parks until the write lands, whenever that is; the
+	// write only has to come after the read was sent, which a short
+	// pause makes likely and which the answer shows either way.
+	time.Sleep(100 * time.Millisecond)
+	if _, err := lc.KV().Put(&api.KVPair{Key: "k", Value: []byte("2")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if p := <-got; p == nil || string(p.Value) != "2" {
+		t.Fatalf("blocking read through the follower answered %+v", p)
+	}
+	sid, _, err := fc.Session().Create(&api.SessionEntry{TTL: "10s"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	se, _, err := lc.Session().Info(sid, nil)
+	if err != nil || se == nil || se.Node != follower.Server().NodeName() {
+		t.Fatalf("session created through %s: %+v %v", follower.Server().NodeName(), se, err)
+	}
+}

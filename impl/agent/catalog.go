@@ -1,26 +1,25 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/tenurekv/tenure/impl/local"
+	"github.com/tenurekv/tenure/impl/rpc"
 )
 
 // apiCatalog is the local.Catalog of an agent: anti-entropy reaches the
 // servers through the same HTTP API a client uses, as Consul's agent reaches
-// them over RPC. A client agent sends it to a server it knows from gossip; a
-// server agent sends it to its own HTTP address, whose handler forwards
-// writes to the leader. Each write is one catalog register or deregister, so
-// one raft entry.
+// them over RPC. A client agent forwards it to the server port of a server
+// it knows from gossip; a server agent runs it on its own API in process,
+// which forwards writes to the leader. Each write is one catalog register or
+// deregister, so one raft entry.
 type apiCatalog struct {
 	// address is what the catalog records for the node. It must be what
 	// the leader's gossip reconcile (or a gossip-less server's
@@ -28,7 +27,9 @@ type apiCatalog struct {
 	// each sync would rewrite the node and the reconcile would write it
 	// back.
 	address string
-	rt      http.RoundTripper
+	// node is the agent's node, the origin of its requests.
+	node string
+	fwd  rpc.Forwarder
 	// servers lists where requests may go, in preference order; the first
 	// that answers at all is used.
 	servers func() []string
@@ -202,22 +203,13 @@ func (c *apiCatalog) do(method, path string, body []byte) (int, []byte, error) {
 func (c *apiCatalog) once(addr, method, path string, body []byte) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	var rd io.Reader
+	req := &rpc.Request{Origin: rpc.Origin{Node: c.node}, Method: method, URI: path, Body: body}
 	if body != nil {
-		rd = bytes.NewReader(body)
+		req.Header = http.Header{"Content-Type": {"application/json"}}
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, rd)
+	resp, err := c.fwd.Forward(ctx, addr, req)
 	if err != nil {
 		return 0, nil, fmt.Errorf("anti-entropy request to %s: %w", addr, err)
 	}
-	resp, err := c.rt.RoundTrip(req)
-	if err != nil {
-		return 0, nil, fmt.Errorf("anti-entropy request to %s: %w", addr, err)
-	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return 0, nil, fmt.Errorf("anti-entropy answer from %s: %w", addr, err)
-	}
-	return resp.StatusCode, out, nil
+	return resp.Status, resp.Body, nil
 }

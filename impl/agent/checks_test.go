@@ -1,6 +1,7 @@
 package agent_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/tenurekv/tenure/impl/agent"
 	"github.com/tenurekv/tenure/impl/agent/agenttest"
 	"github.com/tenurekv/tenure/impl/local"
+	"github.com/tenurekv/tenure/impl/rpc"
 )
 
 // fastSync makes anti-entropy run its full sync every few milliseconds with
@@ -28,23 +30,23 @@ func fastSync(cfg *local.Config) {
 // countingRT counts the anti-entropy requests an agent sends: catalog
 // writes and the full sync's reads of its node's services.
 type countingRT struct {
-	next          http.RoundTripper
+	next          rpc.Forwarder
 	writes, reads atomic.Int64
 	mu            sync.Mutex
 	bodies        []string
 }
 
-func (c *countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
+func (c *countingRT) Forward(ctx context.Context, addr string, r *rpc.Request) (*rpc.Response, error) {
 	switch {
-	case r.Method == http.MethodPut && (r.URL.Path == "/v1/catalog/register" || r.URL.Path == "/v1/catalog/deregister"):
+	case r.Method == http.MethodPut && (r.URI == "/v1/catalog/register" || r.URI == "/v1/catalog/deregister"):
 		c.writes.Add(1)
 		c.mu.Lock()
-		c.bodies = append(c.bodies, r.URL.Path)
+		c.bodies = append(c.bodies, r.URI)
 		c.mu.Unlock()
-	case strings.HasPrefix(r.URL.Path, "/v1/catalog/node-services/"):
+	case strings.HasPrefix(r.URI, "/v1/catalog/node-services/"):
 		c.reads.Add(1)
 	}
-	return c.next.RoundTrip(r)
+	return c.next.Forward(ctx, addr, r)
 }
 
 // waitFullSyncs waits until n more full syncs have read the catalog.
@@ -59,8 +61,10 @@ func (c *countingRT) waitFullSyncs(t *testing.T, n int64) {
 	})
 }
 
-func transport() http.RoundTripper {
-	return &http.Transport{MaxIdleConnsPerHost: 16, IdleConnTimeout: 30 * time.Second}
+func transport(t *testing.T) rpc.Forwarder {
+	p := rpc.NewPool(rpc.PoolConfig{})
+	t.Cleanup(func() { _ = p.Close() })
+	return p
 }
 
 // TestAntiEntropyIsQuietWhenNothingChanges (S61): an agent with nothing
@@ -70,12 +74,12 @@ func transport() http.RoundTripper {
 // reconcile of the node and anti-entropy agree. Shown for a server agent and
 // a client agent.
 func TestAntiEntropyIsQuietWhenNothingChanges(t *testing.T) {
-	srvRT := &countingRT{next: transport()}
+	srvRT := &countingRT{next: transport(t)}
 	srv := agenttest.StartDevAgent(t, func(c *agent.Config) {
-		c.RoundTripper = srvRT
+		c.Forward = srvRT
 		fastSync(&c.Local)
 	})
-	cliRT := &countingRT{next: transport()}
+	cliRT := &countingRT{next: transport(t)}
 	cli := agenttest.StartClientWith(t, "client-1", srv, func(c *agent.ClientConfig) {
 		c.Forward = cliRT
 		fastSync(&c.Local)

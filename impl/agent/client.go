@@ -15,6 +15,7 @@ import (
 	"github.com/tenurekv/tenure/impl/gossip"
 	"github.com/tenurekv/tenure/impl/httpapi"
 	"github.com/tenurekv/tenure/impl/local"
+	"github.com/tenurekv/tenure/impl/rpc"
 )
 
 // ClientConfig is a client agent: a gossip member without raft that serves
@@ -31,8 +32,13 @@ type ClientConfig struct {
 	// Join and RetryInterval as for a server agent.
 	Join          []string
 	RetryInterval time.Duration
-	// Forward carries requests to servers; default a pooled transport.
-	Forward    http.RoundTripper
+	// Forward carries requests to servers' server ports; default a
+	// private rpc.Pool, closed on Shutdown.
+	Forward rpc.Forwarder
+	// ServerAddr is where a server gossip lists takes forwarded requests;
+	// default its server port (Member.RaftAddr, from the gossip address
+	// and the port tag). The simulator maps members to its own addresses.
+	ServerAddr func(gossip.Member) string
 	Datacenter string
 	Version    string
 	Logger     hclog.Logger
@@ -44,15 +50,16 @@ type ClientConfig struct {
 
 // Client is a running client agent.
 type Client struct {
-	pool   *gossip.Pool
-	local  *localAgent
-	http   *http.Server
-	addr   string
-	left   chan struct{}
-	cancel context.CancelFunc
-	served chan error
-	once   sync.Once
-	err    error
+	pool    *gossip.Pool
+	ownPool *rpc.Pool
+	local   *localAgent
+	http    *http.Server
+	addr    string
+	left    chan struct{}
+	cancel  context.CancelFunc
+	served  chan error
+	once    sync.Once
+	err     error
 }
 
 // NewClient starts a client agent. On error nothing is left running.
@@ -63,13 +70,19 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.HTTPAddr == "" {
 		cfg.HTTPAddr = cfg.Listener.Addr().String()
 	}
-	if cfg.Forward == nil {
-		cfg.Forward = &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}
-	}
 	log := cfg.Logger
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
+	var ownPool *rpc.Pool
+	if cfg.Forward == nil {
+		ownPool = rpc.NewPool(rpc.PoolConfig{Logger: log.Named("rpc")})
+		cfg.Forward = ownPool
+	}
+	if cfg.ServerAddr == nil {
+		cfg.ServerAddr = func(m gossip.Member) string { return m.RaftAddr }
+	}
+
 	g := cfg.Gossip
 	g.NodeName = cfg.NodeName
 	g.Tags = maps.Clone(g.Tags)
@@ -83,18 +96,19 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	pool, err := gossip.Start(g)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("agent: %w", err), cfg.Listener.Close())
+		return nil, errors.Join(fmt.Errorf("agent: %w", err), cfg.Listener.Close(), closePool(ownPool))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Client{pool: pool, addr: cfg.HTTPAddr, left: make(chan struct{}), cancel: cancel, served: make(chan error, 1)}
+	c := &Client{pool: pool, ownPool: ownPool, addr: cfg.HTTPAddr, left: make(chan struct{}), cancel: cancel, served: make(chan error, 1)}
 	// Anti-entropy goes to a server gossip knows, as the agent's other
 	// forwarded requests do; it starts once one is known.
-	servers := func() []string { return gossipServers(pool, cfg.NodeName) }
+	servers := func() []string { return gossipServers(pool, cfg.NodeName, cfg.ServerAddr) }
 	c.local = startLocal(ctx, cfg.Local, cfg.NodeName, cfg.HTTPAddr, cfg.Forward, servers, pool,
 		serverKnown(ctx, servers, 200*time.Millisecond), log.Named("local"))
 	api := httpapi.WithLocalAgent(c.local.la, httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName,
-		Members: &leavingPool{Pool: pool, left: c.left}, Forward: cfg.Forward, Datacenter: cfg.Datacenter,
-		Version: cfg.Version, Logger: log.Named("http")}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: log.Named("http")})
+		Members: &leavingPool{Pool: pool, left: c.left}, Forward: cfg.Forward, ServerAddr: cfg.ServerAddr,
+		Datacenter: cfg.Datacenter,
+		Version:    cfg.Version, Logger: log.Named("http")}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: log.Named("http")})
 	limits := cfg.Limits.withDefaults()
 	c.http = &http.Server{
 		Handler:     limits.writeDeadline(api, httpapi.Options{}.LongestBlock()),
@@ -125,7 +139,15 @@ func (c *Client) Shutdown() error {
 		c.cancel()
 		err := stopHTTP(c.http, c.served)
 		c.local.stop()
-		c.err = errors.Join(err, c.pool.Shutdown())
+		c.err = errors.Join(err, closePool(c.ownPool), c.pool.Shutdown())
 	})
 	return c.err
+}
+
+// closePool closes p if the agent made it.
+func closePool(p *rpc.Pool) error {
+	if p == nil {
+		return nil
+	}
+	return p.Close()
 }

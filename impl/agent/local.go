@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"hash/fnv"
-	"net/http"
 	"slices"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/tenurekv/tenure/impl/gossip"
 	"github.com/tenurekv/tenure/impl/local"
+	"github.com/tenurekv/tenure/impl/rpc"
 )
 
 // localAgent is an agent's own services and checks (impl/local) with the
@@ -24,7 +24,7 @@ type localAgent struct {
 // closes (or ctx ends first). cfg's random and periodic parts (Stagger,
 // Sync.Stagger, ReapInterval, Sync.Interval…) are the caller's, so the
 // simulator can pass seeded ones.
-func startLocal(ctx context.Context, cfg local.Config, node, httpAddr string, rt http.RoundTripper,
+func startLocal(ctx context.Context, cfg local.Config, node, httpAddr string, fwd rpc.Forwarder,
 	servers func() []string, pool *gossip.Pool, ready <-chan struct{}, log hclog.Logger) *localAgent {
 	cfg.Node = node
 	if cfg.Sync.ClusterSize == nil && pool != nil {
@@ -33,7 +33,7 @@ func startLocal(ctx context.Context, cfg local.Config, node, httpAddr string, rt
 	if cfg.Sync.OnError == nil {
 		cfg.Sync.OnError = func(err error) { log.Warn("anti-entropy sync failed", "error", err) }
 	}
-	cat := &apiCatalog{address: httpAddr, rt: rt, servers: servers, timeout: catalogTimeout}
+	cat := &apiCatalog{node: node, address: httpAddr, fwd: fwd, servers: servers, timeout: catalogTimeout}
 	la := local.NewAgent(cfg, cat)
 	cat.local = la.State
 	l := &localAgent{la: la, done: make(chan struct{})}
@@ -72,15 +72,18 @@ func serverKnown(ctx context.Context, servers func() []string, poll time.Duratio
 	return ch
 }
 
-// gossipServers lists the HTTP addresses of the alive servers in pool,
+// gossipServers lists where the alive servers in pool take forwarded
+// requests (addr: default their server ports, Member.RaftAddr),
 // sorted and then rotated by a hash of node: gossip lists members in no
 // fixed order, and a fixed one keeps simulated runs reproducible, while the
 // rotation spreads clients over the servers.
-func gossipServers(pool *gossip.Pool, node string) []string {
+func gossipServers(pool *gossip.Pool, node string, addr func(gossip.Member) string) []string {
 	var out []string
 	for _, m := range pool.List() {
-		if m.Server && m.SerfStatus == 1 && m.Address != "" {
-			out = append(out, m.Address)
+		if m.Server && m.SerfStatus == 1 {
+			if a := addr(m); a != "" {
+				out = append(out, a)
+			}
 		}
 	}
 	if len(out) < 2 {

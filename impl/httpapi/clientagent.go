@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
-	"io"
 	"net/http"
-	"net/http/httputil"
 	"net/url"
 	"runtime"
 	"slices"
@@ -15,13 +13,10 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-)
 
-// agentHeader names the client agent a request came through. A server
-// treats that node as "the agent's node" (a session's default Node, S2;
-// agent check updates, S48), and, unlike forwardedHeader, still forwards
-// the request once to its leader.
-const agentHeader = "X-Tenure-Agent"
+	"github.com/tenurekv/tenure/impl/gossip"
+	"github.com/tenurekv/tenure/impl/rpc"
+)
 
 // ClientOptions configure a client agent's HTTP API.
 type ClientOptions struct {
@@ -29,8 +24,16 @@ type ClientOptions struct {
 	Node string
 	// Members is its gossip pool; it also says which servers exist.
 	Members Members
-	// Forward carries requests to servers (pooled, kept alive).
-	Forward    http.RoundTripper
+	// Forward carries requests to servers' server ports, as from this
+	// agent's node: a server treats that node as "the agent's node" (a
+	// session's default Node, S2; agent check updates, S48) and, unlike a
+	// request another server forwarded, may still forward it once to its
+	// leader. Required.
+	Forward rpc.Forwarder
+	// ServerAddr is where a server gossip lists takes forwarded requests;
+	// default its server port (gossip address and the port tag,
+	// Member.RaftAddr).
+	ServerAddr func(m gossip.Member) string
 	Datacenter string
 	Version    string
 	Logger     hclog.Logger
@@ -44,8 +47,8 @@ type ClientOptions struct {
 // servers that have applied different amounts of the log; a server that
 // fails is left for the next one in turn.
 func NewClientAgent(opts ClientOptions) http.Handler {
-	if opts.Forward == nil {
-		opts.Forward = http.DefaultTransport
+	if opts.ServerAddr == nil {
+		opts.ServerAddr = func(m gossip.Member) string { return m.RaftAddr }
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
@@ -120,25 +123,18 @@ const registerWait = 10 * time.Second
 // nodePassing asks a server whether this agent's serfHealth is passing.
 func (a *clientAgent) nodePassing(ctx context.Context) bool {
 	servers := a.servers()
-	if len(servers) == 0 {
+	if len(servers) == 0 || a.opts.Forward == nil {
 		return false
 	}
-	target, err := leaderURL(servers[0])
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	resp, err := a.opts.Forward.Forward(ctx, servers[0], &rpc.Request{Origin: rpc.Origin{Node: a.opts.Node},
+		Method: http.MethodGet, URI: "/v1/health/node/" + url.PathEscape(a.opts.Node)})
 	if err != nil {
 		return false
 	}
-	target.Path = "/v1/health/node/" + url.PathEscape(a.opts.Node)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
-	if err != nil {
-		return false
-	}
-	resp, err := (&http.Client{Transport: a.opts.Forward, Timeout: 2 * time.Second}).Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
 	var checks []struct{ CheckID, Status string }
-	if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&checks) != nil {
+	if resp.Status != http.StatusOK || json.Unmarshal(resp.Body, &checks) != nil {
 		return false
 	}
 	for _, c := range checks {
@@ -149,58 +145,49 @@ func (a *clientAgent) nodePassing(ctx context.Context) bool {
 	return false
 }
 
-// servers are the HTTP addresses of the alive servers gossip knows.
+// servers are the server-port addresses of the alive servers gossip knows.
 func (a *clientAgent) servers() []string {
 	var out []string
 	for _, m := range a.opts.Members.List() {
-		if m.Server && m.SerfStatus == 1 && m.Address != "" {
-			out = append(out, m.Address)
+		if m.Server && m.SerfStatus == 1 {
+			if addr := a.opts.ServerAddr(m); addr != "" {
+				out = append(out, addr)
+			}
 		}
 	}
 	return out
 }
 
-// forward sends the request to a server; with none known it answers
-// Consul's 500.
+// forward sends the request to a server as from this agent's node; with
+// none known it answers Consul's 500. Headers a client sends are not
+// origins: only the agent names its node.
 func (a *clientAgent) forward(w http.ResponseWriter, r *http.Request) {
 	servers := a.servers()
-	if len(servers) == 0 {
+	if len(servers) == 0 || a.opts.Forward == nil {
 		writeError(w, errorf(http.StatusInternalServerError, "No known Consul servers"))
 		return
 	}
 	addr := a.pick(servers)
-	target, err := leaderURL(addr)
+	req, err := forwardRequest(r, rpc.Origin{Node: a.opts.Node}, nil)
 	if err != nil {
-		writeError(w, errorf(http.StatusInternalServerError, "%v", err))
+		writeError(w, err)
 		return
 	}
-	proxy := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
-			// A client cannot claim another node by sending the header
-			// itself: the agent's own value replaces it.
-			pr.Out.Header.Del(forwardedHeader)
-			pr.Out.Header.Set(agentHeader, a.opts.Node)
-		},
-		Transport: a.opts.Forward,
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if callerGone(r) {
-				// The caller gave up (an abandoned blocking query, a
-				// killed client): the server did not fail.
-				a.opts.Logger.Debug("caller went away", "server", addr, "path", r.URL.Path)
-				return
-			}
-			a.current.CompareAndSwap(addr, "")
-			a.opts.Logger.Warn("request to server failed", "server", addr, "path", r.URL.Path, "error", err)
-			writeError(w, errorf(http.StatusInternalServerError, "rpc error: server %s: %v", addr, err))
-		},
+	resp, err := a.opts.Forward.Forward(r.Context(), addr, req)
+	if err != nil {
+		if callerGone(r) {
+			// The caller gave up (an abandoned blocking query, a
+			// killed client): the server did not fail.
+			a.opts.Logger.Debug("caller went away", "server", addr, "path", r.URL.Path)
+			return
+		}
+		a.current.CompareAndSwap(addr, "")
+		a.opts.Logger.Warn("request to server failed", "server", addr, "path", r.URL.Path, "error", err)
+		writeError(w, errorf(http.StatusInternalServerError, "rpc error: server %s: %v", addr, err))
+		return
 	}
-	proxy.ServeHTTP(w, r)
+	writeForwarded(w, resp)
 }
-
-// callerGone says whether r's caller has hung up, which ends a proxied
-// request with an error that says nothing of the server.
-func callerGone(r *http.Request) bool { return r.Context().Err() != nil }
 
 // pick is the server for the next request: the one in use while gossip
 // still lists it alive, else the next one in sorted order.

@@ -15,6 +15,7 @@ import (
 	"github.com/tenurekv/tenure/impl/gossip"
 	"github.com/tenurekv/tenure/impl/httpapi"
 	"github.com/tenurekv/tenure/impl/reconcile"
+	"github.com/tenurekv/tenure/impl/rpc"
 )
 
 // staticMembers is a gossip pool that lists fixed servers.
@@ -28,7 +29,8 @@ func (m *staticMembers) List() []gossip.Member {
 	defer m.mu.Unlock()
 	var out []gossip.Member
 	for _, addr := range m.servers {
-		out = append(out, gossip.Member{Member: reconcile.Member{Name: addr, Address: addr, Server: true}, SerfStatus: 1})
+		out = append(out, gossip.Member{Member: reconcile.Member{Name: addr, Address: addr + ".http", Server: true,
+			RaftAddr: addr}, SerfStatus: 1})
 	}
 	return out
 }
@@ -45,33 +47,32 @@ func (m *staticMembers) Leave() error                  { return nil }
 func (m *staticMembers) ForceLeave(string, bool) error { return nil }
 func (m *staticMembers) Stats() map[string]string      { return nil }
 
-// recordingTransport answers every request itself, records which server it
+// recordingForwarder answers every request itself, records which server it
 // was sent to, and fails those marked down.
-type recordingTransport struct {
+type recordingForwarder struct {
 	mu   sync.Mutex
 	hits []string
 	down map[string]bool
 }
 
-func (rt *recordingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (rt *recordingForwarder) Forward(ctx context.Context, addr string, req *rpc.Request) (*rpc.Response, error) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	rt.hits = append(rt.hits, r.URL.Host)
-	if rt.down[r.URL.Host] {
+	rt.hits = append(rt.hits, addr)
+	if rt.down[addr] {
 		return nil, errors.New("connection refused")
 	}
-	if r.URL.Path == "/v1/kv/block" {
+	if strings.HasPrefix(req.URI, "/v1/kv/block") {
 		// A blocking read that lasts until its caller hangs up.
 		rt.mu.Unlock()
-		<-r.Context().Done()
+		<-ctx.Done()
 		rt.mu.Lock()
-		return nil, r.Context().Err()
+		return nil, ctx.Err()
 	}
-	return &http.Response{StatusCode: http.StatusOK, Header: http.Header{}, Request: r,
-		Body: io.NopCloser(strings.NewReader("{}"))}, nil
+	return &rpc.Response{Status: http.StatusOK, Body: []byte("{}")}, nil
 }
 
-func (rt *recordingTransport) served(n int) []string {
+func (rt *recordingForwarder) served(n int) []string {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	return append([]string(nil), rt.hits[len(rt.hits)-n:]...)
@@ -82,8 +83,8 @@ func (rt *recordingTransport) served(n int) []string {
 // moves on when that server fails or leaves the gossip pool.
 func TestClientAgentKeepsItsServer(t *testing.T) {
 	members := &staticMembers{}
-	members.set("10.0.0.1:8500", "10.0.0.2:8500", "10.0.0.3:8500")
-	rt := &recordingTransport{down: map[string]bool{}}
+	members.set("10.0.0.1:8300", "10.0.0.2:8300", "10.0.0.3:8300")
+	rt := &recordingForwarder{down: map[string]bool{}}
 	var logs strings.Builder
 	logger := hclog.New(&hclog.LoggerOptions{Output: &syncWriter{w: &logs}, Level: hclog.Warn})
 	agent := httpapi.NewClientAgent(httpapi.ClientOptions{Node: "c1", Members: members, Forward: rt, Logger: logger})
@@ -124,7 +125,7 @@ func TestClientAgentKeepsItsServer(t *testing.T) {
 
 	// The server leaves gossip: the agent moves to one that is listed.
 	var rest []string
-	for _, s := range []string{"10.0.0.1:8500", "10.0.0.2:8500", "10.0.0.3:8500"} {
+	for _, s := range []string{"10.0.0.1:8300", "10.0.0.2:8300", "10.0.0.3:8300"} {
 		if s != second {
 			rest = append(rest, s)
 		}
@@ -165,4 +166,49 @@ func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(p)
+}
+
+// lastForwarder keeps the last request it was given and answers 200.
+type lastForwarder struct {
+	mu   sync.Mutex
+	last *rpc.Request
+}
+
+func (l *lastForwarder) Forward(_ context.Context, _ string, req *rpc.Request) (*rpc.Response, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.last = req
+	return &rpc.Response{Status: http.StatusOK, Body: []byte("true")}, nil
+}
+
+// TestClientAgentNamesItsOwnNode: whatever headers a client sends, a client
+// agent forwards as its own node, not as a server's forward (so the server
+// may still forward once to its leader), and the headers that once carried
+// an origin stay behind; the token does travel.
+func TestClientAgentNamesItsOwnNode(t *testing.T) {
+	members := &staticMembers{}
+	members.set("10.0.0.1:8300")
+	fwd := &lastForwarder{}
+	agent := httpapi.NewClientAgent(httpapi.ClientOptions{Node: "c1", Members: members, Forward: fwd})
+	r := httptest.NewRequest(http.MethodPut, "/v1/kv/a%2Fb?cas=0", strings.NewReader("v"))
+	r.Header.Set("X-Tenure-Agent", "other-node")
+	r.Header.Set("X-Tenure-Forwarded-By", "other-node")
+	r.Header.Set("X-Consul-Token", "tok")
+	w := httptest.NewRecorder()
+	agent.ServeHTTP(w, r)
+	if w.Code != http.StatusOK {
+		t.Fatalf("status %d", w.Code)
+	}
+	got := fwd.last
+	if got == nil || got.Origin != (rpc.Origin{Node: "c1"}) {
+		t.Fatalf("forwarded %+v, want origin c1 not forwarded", got)
+	}
+	if got.URI != "/v1/kv/a%2Fb?cas=0" || string(got.Body) != "v" || got.Header.Get("X-Consul-Token") != "tok" {
+		t.Fatalf("forwarded request changed: %+v", got)
+	}
+	for k := range got.Header {
+		if strings.HasPrefix(k, "X-Tenure-") {
+			t.Fatalf("header %s was forwarded: %v", k, got.Header)
+		}
+	}
 }

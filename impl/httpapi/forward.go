@@ -1,32 +1,30 @@
 package httpapi
 
 import (
-	"bytes"
-	"fmt"
 	"io"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
-	"strings"
+
+	"github.com/tenurekv/tenure/impl/rpc"
 )
 
-// forwardedHeader marks a request one follower forwarded to the leader, and
-// names the follower's node: the leader uses it wherever Consul uses "the
-// agent's node" (a session's default Node, S2; agent check updates, S48). A
-// request carrying it is never forwarded again, so two servers that each
-// believe the other leads cannot bounce a request forever.
-const forwardedHeader = "X-Tenure-Forwarded-By"
-
-// origin is the node of the agent the client talked to: a client agent
-// (agentHeader), a follower that forwarded (forwardedHeader), or this server.
+// origin is the node of the agent the client talked to: the one a client
+// agent or a follower named when it forwarded the request over the server
+// port (rpc.Origin, set by them, never read from a header), else this
+// server. Consul uses it wherever it means "the agent's node": a session's
+// default Node (S2), agent check updates (S48).
 func (h *handler) origin(c *call) string {
-	if n := c.r.Header.Get(forwardedHeader); n != "" {
-		return n
-	}
-	if n := c.r.Header.Get(agentHeader); n != "" {
-		return n
+	if o, ok := rpc.OriginFrom(c.r.Context()); ok && o.Node != "" {
+		return o.Node
 	}
 	return h.b.NodeName()
+}
+
+// forwarded reports whether another server forwarded this request here. It
+// is never forwarded again, so two servers that each believe the other
+// leads cannot pass a request back and forth.
+func forwarded(r *http.Request) bool {
+	o, _ := rpc.OriginFrom(r.Context())
+	return o.Forwarded
 }
 
 // readHere decides where a read runs. Stale reads run on any server unless
@@ -48,54 +46,68 @@ func (h *handler) leaderHere(c *call, body []byte) (bool, error) {
 	switch {
 	case isLeader:
 		return true, nil
-	case !known || addr == "" || c.r.Header.Get(forwardedHeader) != "":
+	case !known || addr == "" || forwarded(c.r):
 		return false, errorf(http.StatusInternalServerError, "%s", noLeader)
 	}
 	return false, h.forward(c, addr, body)
 }
 
-// forward reverse-proxies the request to the leader's HTTP address.
+// forward sends the request to the leader's server port as coming from
+// origin, and writes the leader's answer.
 func (h *handler) forward(c *call, addr string, body []byte) error {
-	target, err := leaderURL(addr)
+	if h.opts.Forward == nil {
+		return errorf(http.StatusInternalServerError, "forward to leader %s: no forwarder configured", addr)
+	}
+	req, err := forwardRequest(c.r, rpc.Origin{Node: h.origin(c), Forwarded: true}, body)
 	if err != nil {
-		return errorf(http.StatusInternalServerError, "%v", err)
+		return err
 	}
-	origin := h.origin(c)
-	r := c.r
-	if body != nil {
-		r = r.Clone(r.Context())
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		r.TransferEncoding = nil
+	resp, err := h.opts.Forward.Forward(c.r.Context(), addr, req)
+	if err != nil {
+		if callerGone(c.r) {
+			h.opts.Logger.Debug("caller went away", "leader", addr, "path", c.r.URL.Path)
+			return nil
+		}
+		h.opts.Logger.Warn("forward to leader failed", "leader", addr, "path", c.r.URL.Path, "error", err)
+		return errorf(http.StatusInternalServerError, "forward to leader %s: %v", addr, err)
 	}
-	proxy := &httputil.ReverseProxy{
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.SetURL(target)
-			pr.Out.Header.Set(forwardedHeader, origin)
-		},
-		Transport: h.opts.Forward,
-		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			if callerGone(r) {
-				h.opts.Logger.Debug("caller went away", "leader", addr, "path", r.URL.Path)
-				return
-			}
-			h.opts.Logger.Warn("forward to leader failed", "leader", addr, "path", r.URL.Path, "error", err)
-			writeError(w, errorf(http.StatusInternalServerError, "forward to leader %s: %v", addr, err))
-		},
-	}
-	proxy.ServeHTTP(c.w, r)
+	writeForwarded(c.w, resp)
 	return nil
 }
 
-// leaderURL accepts "host:port" or a full base URL.
-func leaderURL(addr string) (*url.URL, error) {
-	raw := addr
-	if !strings.Contains(raw, "://") {
-		raw = "http://" + raw
+// forwardRequest is r as a forwarded request from origin. body is r's body
+// if a handler has already read it; otherwise it is read here, up to
+// rpc.MaxRequestBody (above every limit the API itself applies, so the
+// server that serves it still answers with its own limit's words).
+func forwardRequest(r *http.Request, origin rpc.Origin, body []byte) (*rpc.Request, error) {
+	if body == nil && r.Body != nil {
+		var err error
+		body, err = io.ReadAll(io.LimitReader(r.Body, rpc.MaxRequestBody+1))
+		if err != nil {
+			return nil, errorf(http.StatusBadRequest, "read body: %v", err)
+		}
+		if len(body) > rpc.MaxRequestBody {
+			return nil, bodyOver(rpc.MaxRequestBody)(int64(len(body)))
+		}
 	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("bad leader HTTP address %q", addr)
+	hdr := http.Header{}
+	for _, k := range rpc.ForwardedHeaders {
+		if v := r.Header.Values(k); len(v) > 0 {
+			hdr[k] = v
+		}
 	}
-	return u, nil
+	return &rpc.Request{Origin: origin, Method: r.Method, URI: r.URL.RequestURI(), Header: hdr, Body: body}, nil
 }
+
+// writeForwarded writes a forwarded request's answer as this server's.
+func writeForwarded(w http.ResponseWriter, resp *rpc.Response) {
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+}
+
+// callerGone says whether r's caller has hung up, which ends a forwarded
+// request with an error that says nothing of the server.
+func callerGone(r *http.Request) bool { return r.Context().Err() != nil }

@@ -1,6 +1,8 @@
 package httpapi_test
 
 import (
+	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -11,38 +13,46 @@ import (
 
 	"github.com/tenurekv/tenure/impl/httpapi"
 	"github.com/tenurekv/tenure/impl/httpapi/httpapitest"
+	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"
 )
 
-// countingTransport records what a follower forwards.
-type countingTransport struct {
+// countingForwarder records what a follower forwards and hands it to the
+// handler registered for the address (rpc.Local: the frames are encoded and
+// decoded as on the wire).
+type countingForwarder struct {
 	mu      sync.Mutex
+	to      rpc.Local
 	paths   []string
-	origins []string
+	origins []rpc.Origin
 }
 
-func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (c *countingForwarder) Forward(ctx context.Context, addr string, req *rpc.Request) (*rpc.Response, error) {
 	c.mu.Lock()
-	c.paths = append(c.paths, r.Method+" "+r.URL.Path)
-	c.origins = append(c.origins, r.Header.Get("X-Tenure-Forwarded-By"))
+	c.paths = append(c.paths, req.Method+" "+req.URI)
+	c.origins = append(c.origins, req.Origin)
+	to := c.to
 	c.mu.Unlock()
-	return http.DefaultTransport.RoundTrip(r)
+	return to.Forward(ctx, addr, req)
 }
 
-func (c *countingTransport) count() int {
+func (c *countingForwarder) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.paths)
 }
 
+// leaderAddr is the leader's server port in these tests.
+const leaderAddr = "node-a:8300"
+
 // newPair starts a leader and a follower of one fake cluster; the follower
-// forwards through the returned transport.
-func newPair(t *testing.T) (leader, follower *fixture, fwd *countingTransport) {
+// forwards through the returned forwarder to the leader's API.
+func newPair(t *testing.T) (leader, follower *fixture, fwd *countingForwarder) {
 	leader = newFixture(t)
 	fb := leader.b.Follower("node-f")
-	fb.SetLeader(false, leader.srv.URL, true)
+	fb.SetLeader(false, leaderAddr, true)
 	fb.SetLastContact(1500 * 1e6) // 1.5s
-	fwd = &countingTransport{}
+	fwd = &countingForwarder{to: rpc.Local{leaderAddr: httpapi.New(leader.b, httpapi.Options{})}}
 	follower = newFixture(t, withBackend(fb), withOptions(httpapi.Options{Forward: fwd}))
 	return leader, follower, fwd
 }
@@ -125,8 +135,8 @@ func TestForwardToLeader(t *testing.T) {
 		t.Fatalf("invalidated session still holds the lock: %+v", p)
 	}
 	for i, o := range fwd.origins {
-		if o != "node-f" {
-			t.Fatalf("forward %d (%s) carried origin %q", i, fwd.paths[i], o)
+		if o != (rpc.Origin{Node: "node-f", Forwarded: true}) {
+			t.Fatalf("forward %d (%s) carried origin %+v", i, fwd.paths[i], o)
 		}
 	}
 }
@@ -157,14 +167,60 @@ func TestForwardNoLeader(t *testing.T) {
 func TestForwardLoopStops(t *testing.T) {
 	leader := newFixture(t)
 	fb1, fb2 := leader.b.Follower("f1"), leader.b.Follower("f2")
-	t1, t2 := &countingTransport{}, &countingTransport{}
+	t1, t2 := &countingForwarder{}, &countingForwarder{}
+	h1 := httpapi.New(fb1, httpapi.Options{Forward: t1})
+	h2 := httpapi.New(fb2, httpapi.Options{Forward: t2})
+	t1.to, t2.to = rpc.Local{"f2:8300": h2}, rpc.Local{"f1:8300": h1}
 	f1 := newFixture(t, withBackend(fb1), withOptions(httpapi.Options{Forward: t1}))
-	f2 := newFixture(t, withBackend(fb2), withOptions(httpapi.Options{Forward: t2}))
-	fb1.SetLeader(false, f2.srv.URL, true)
-	fb2.SetLeader(false, f1.srv.URL, true)
+	fb1.SetLeader(false, "f2:8300", true)
+	fb2.SetLeader(false, "f1:8300", true)
 	want(t, "looping put", f1.do(http.MethodPut, "/v1/kv/k", []byte("v")), http.StatusInternalServerError, "No cluster leader")
 	if t1.count() != 1 || t2.count() != 0 {
 		t.Fatalf("forwards: f1 %v, f2 %v; want one hop", t1.paths, t2.paths)
+	}
+}
+
+// TestForgedOriginHeaders: the headers that once named a request's origin
+// are ordinary headers now. A session created through a follower with
+// either of them still belongs to the follower's node (S2), the request is
+// still forwarded, and the headers do not travel to the leader.
+func TestForgedOriginHeaders(t *testing.T) {
+	for _, h := range []string{"X-Tenure-Forwarded-By", "X-Tenure-Agent"} {
+		leader, f, fwd := newPair(t)
+		req, err := http.NewRequest(http.MethodPut, f.srv.URL+"/v1/session/create", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set(h, "other-node")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct{ ID string }
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: create answered %d (%v)", h, resp.StatusCode, err)
+		}
+		if fwd.count() != 1 {
+			t.Fatalf("%s: forwarded %d times, want once", h, fwd.count())
+		}
+		se, ok := leader.b.Store().Snapshot().Session(out.ID)
+		if !ok || se.Node != "node-f" {
+			t.Fatalf("%s: other-node: session %+v (found %v), want node node-f", h, se, ok)
+		}
+		// On the leader itself the header names nobody either.
+		req, _ = http.NewRequest(http.MethodPut, leader.srv.URL+"/v1/session/create", nil)
+		req.Header.Set(h, "node-f")
+		resp, err = http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if se, _ := leader.b.Store().Snapshot().Session(out.ID); err != nil || se.Node != "node-a" {
+			t.Fatalf("%s on the leader: session %+v (%v), want node node-a", h, se, err)
+		}
 	}
 }
 
@@ -185,12 +241,11 @@ func TestLeadershipLostMidRequest(t *testing.T) {
 }
 
 func TestForwardToUnreachableLeader(t *testing.T) {
-	leader, f, _ := newPair(t)
-	leader.srv.CloseClientConnections()
-	leader.srv.Close()
+	_, f, fwd := newPair(t)
+	fwd.to = rpc.Local{} // nothing answers at the leader's address
 	r := f.do(http.MethodPut, "/v1/kv/k", []byte("v"))
 	want(t, "unreachable leader", r, http.StatusInternalServerError, "")
-	if !strings.HasPrefix(r.text(), "forward to leader "+leader.srv.URL+": ") {
+	if !strings.HasPrefix(r.text(), "forward to leader "+leaderAddr+": ") {
 		t.Fatalf("unreachable leader text %q", r.text())
 	}
 }

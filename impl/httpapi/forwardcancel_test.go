@@ -10,15 +10,16 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tenurekv/tenure/impl/httpapi"
+	"github.com/tenurekv/tenure/impl/rpc"
 )
 
-// hangingTransport holds every request until its caller hangs up.
-type hangingTransport struct{ started chan struct{} }
+// hangingForwarder holds every request until its caller hangs up.
+type hangingForwarder struct{ started chan struct{} }
 
-func (h hangingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (h hangingForwarder) Forward(ctx context.Context, _ string, _ *rpc.Request) (*rpc.Response, error) {
 	close(h.started)
-	<-r.Context().Done()
-	return nil, r.Context().Err()
+	<-ctx.Done()
+	return nil, ctx.Err()
 }
 
 // A follower forwarding a request whose caller hangs up (a killed Vault, an
@@ -27,10 +28,10 @@ func (h hangingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestForwardCallerGoneIsNotAFailure(t *testing.T) {
 	leader := newFixture(t)
 	fb := leader.b.Follower("node-f")
-	fb.SetLeader(false, leader.srv.URL, true)
+	fb.SetLeader(false, "leader:8300", true)
 	var logs strings.Builder
 	logger := hclog.New(&hclog.LoggerOptions{Output: &syncWriter{w: &logs}, Level: hclog.Warn})
-	rt := hangingTransport{started: make(chan struct{})}
+	rt := hangingForwarder{started: make(chan struct{})}
 	h := httpapi.New(fb, httpapi.Options{Forward: rt, Logger: logger})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -46,8 +47,8 @@ func TestForwardCallerGoneIsNotAFailure(t *testing.T) {
 		t.Fatalf("a hung-up caller was logged as a leader failure:\n%s", logs.String())
 	}
 
-	leader.srv.Close()
-	h = httpapi.New(fb, httpapi.Options{Logger: logger})
+	// Nothing answers at leader:8300 here.
+	h = httpapi.New(fb, httpapi.Options{Forward: rpc.Local{}, Logger: logger})
 	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPut, "/v1/kv/k", strings.NewReader("v")))
 	if !strings.Contains(logs.String(), "forward to leader failed") {
 		t.Fatalf("an unreachable leader was not logged:\n%s", logs.String())

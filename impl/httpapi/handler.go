@@ -13,13 +13,15 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/rpc"
 )
 
 // Options configures the handler. The zero value is usable.
 type Options struct {
-	// Forward carries requests a follower forwards to the leader; default
-	// http.DefaultTransport. The simulator passes its network here.
-	Forward http.RoundTripper
+	// Forward carries requests a follower forwards to the leader's server
+	// port (an *rpc.Pool; tests pass an rpc.Local). Without it a follower
+	// answers 500 where it would forward.
+	Forward rpc.Forwarder
 	// MaxQueryTime caps a blocking read's ?wait; default 600s (Consul's max_query_time).
 	MaxQueryTime time.Duration
 	// DefaultQueryTime is the wait of a blocking read without ?wait; default
@@ -62,9 +64,6 @@ func (o Options) LongestBlock() time.Duration {
 
 // New returns the HTTP API over b.
 func New(b impl.Backend, opts Options) http.Handler {
-	if opts.Forward == nil {
-		opts.Forward = http.DefaultTransport
-	}
 	if opts.MaxQueryTime <= 0 {
 		opts.MaxQueryTime = defaultMaxQueryTime
 	}

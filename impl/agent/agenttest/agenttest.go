@@ -31,7 +31,10 @@ func StartDev(tb testing.TB) string {
 // first, and waits until it serves session creates (S47).
 func StartDevAgent(tb testing.TB, mod func(*agent.Config)) *agent.Agent {
 	tb.Helper()
-	cfg := devConfig("dev")
+	cfg, err := devConfig("dev")
+	if err != nil {
+		tb.Fatal(err)
+	}
 	if mod != nil {
 		mod(&cfg)
 	}
@@ -47,11 +50,16 @@ func StartDevAgent(tb testing.TB, mod func(*agent.Config)) *agent.Agent {
 	return a
 }
 
-// devConfig is a single in-memory node named node, HTTP and gossip on free
-// 127.0.0.1 ports, with Consul's dev gossip timing.
-func devConfig(node string) agent.Config {
-	return agent.Config{Server: impl.Config{NodeName: node, HTTPAddr: "127.0.0.1:0", Dev: true},
-		Gossip: &gossip.Config{BindAddr: "127.0.0.1", Timing: gossip.DevTiming}}
+// devConfig is a single in-memory node named node, HTTP, gossip and the
+// server port (for client agents' requests) on free 127.0.0.1 ports, with
+// Consul's dev gossip timing.
+func devConfig(node string) (agent.Config, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return agent.Config{}, fmt.Errorf("server port: %w", err)
+	}
+	return agent.Config{Server: impl.Config{NodeName: node, HTTPAddr: "127.0.0.1:0", Dev: true, ServerListener: ln},
+		Gossip: &gossip.Config{BindAddr: "127.0.0.1", Timing: gossip.DevTiming}}, nil
 }
 
 // NewReady starts an agent and waits until it is ready (see awaitReady);
@@ -94,7 +102,7 @@ func (c *Cluster) Leader() *agent.Agent {
 // StartCluster starts n agents that know each other from the start (the
 // equivalent of -bootstrap-expect n), each with raft and HTTP on free
 // 127.0.0.1 ports, and waits until every one is registered and knows the
-// leader's HTTP address.
+// leader.
 func StartCluster(tb testing.TB, n int, opts ClusterOptions) *Cluster {
 	tb.Helper()
 	raftLns := make([]net.Listener, n)
@@ -116,12 +124,8 @@ func StartCluster(tb testing.TB, n int, opts ClusterOptions) *Cluster {
 		}
 	})
 	for i := range n {
-		trans, err := impl.NewTCPTransport(raftLns[i], nil)
-		if err != nil {
-			tb.Fatal(err)
-		}
 		cfg := agent.Config{Server: impl.Config{
-			NodeName: nodeName(i), HTTPAddr: "127.0.0.1:0", Transport: trans, Peers: peers,
+			NodeName: nodeName(i), HTTPAddr: "127.0.0.1:0", ServerListener: raftLns[i], Peers: peers,
 			Raft: func(rc *raft.Config) {
 				// Loopback needs no second-long timeouts; elections in a
 				// test should take a fraction of a second.
@@ -142,7 +146,6 @@ func StartCluster(tb testing.TB, n int, opts ClusterOptions) *Cluster {
 		}
 		a, err := agent.New(cfg)
 		if err != nil {
-			_ = trans.Close()
 			tb.Fatalf("start %s: %v", nodeName(i), err)
 		}
 		c.Agents = append(c.Agents, a)
@@ -158,8 +161,8 @@ func StartCluster(tb testing.TB, n int, opts ClusterOptions) *Cluster {
 func nodeName(i int) string { return fmt.Sprintf("n%d", i+1) }
 
 // awaitReady waits until a has registered its own node with a passing
-// serfHealth (S47) and knows the leader's HTTP address, so that it serves
-// session creates and forwards writes.
+// serfHealth (S47) and knows the leader, so that it serves session creates
+// and forwards writes.
 func awaitReady(a *agent.Agent) error {
 	select {
 	case <-a.Server().Registered():
@@ -172,7 +175,7 @@ func awaitReady(a *agent.Agent) error {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s never learned the leader's HTTP address", a.Server().NodeName())
+			return fmt.Errorf("%s never learned who leads", a.Server().NodeName())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

@@ -28,7 +28,14 @@ func SharedAddr() (string, error) {
 	if addr := os.Getenv(AddrEnv); addr != "" {
 		return addr, nil
 	}
-	sharedOnce.Do(func() { shared, sharedErr = NewReady(devConfig("shared-test")) })
+	sharedOnce.Do(func() {
+		cfg, err := devConfig("shared-test")
+		if err != nil {
+			sharedErr = err
+			return
+		}
+		shared, sharedErr = NewReady(cfg)
+	})
 	if sharedErr != nil {
 		return "", sharedErr
 	}

@@ -66,7 +66,8 @@ func (c *Cluster) startAgent(a *ClientAgent) error {
 	}
 	ag, err := agent.NewClient(agent.ClientConfig{NodeName: a.Name, Listener: ln, HTTPAddr: a.HTTPAddr(),
 		Gossip: gossip.Config{Transport: t, Timing: c.gossipTiming(a.Name)}, Join: join, RetryInterval: agentRetryJoin,
-		Forward: SimTransport(c.net, a.Name), Local: c.agentLocal(a.Name)})
+		Forward: simPool(c.net, a.Name), ServerAddr: func(m gossip.Member) string { return serverPortAddr(m.Name) },
+		Local: c.agentLocal(a.Name)})
 	if err != nil {
 		// NewClient closed the listener; the transport is still ours.
 		return errors.Join(fmt.Errorf("start agent %s: %w", a.Name, err), t.Shutdown())

@@ -18,6 +18,7 @@ import (
 	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/impl/gossip"
 	"github.com/tenurekv/tenure/impl/httpapi"
+	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"
 	"github.com/tenurekv/tenure/sim/simclock"
 	"github.com/tenurekv/tenure/sim/simnet"
@@ -38,6 +39,7 @@ type server struct {
 	mu          sync.Mutex
 	srv         *impl.Server
 	hs          *http.Server
+	port        *rpc.Demux   // the server port: forwarded requests
 	pool        *gossip.Pool // with Gossip: this incarnation's membership
 	incarnation int
 	// stopped is set when the running incarnation is crashed, so that
@@ -163,7 +165,7 @@ func (c *Cluster) boot(s *server) error {
 	cfg := impl.Config{
 		NodeName: s.Name, HTTPAddr: s.httpAddr(), Clock: s.gate,
 		Transport: trans, LogStore: s.logs, StableStore: s.logs, SnapshotStore: s.snaps,
-		Peers: c.peers, RoundTripper: SimTransport(c.net, s.Name),
+		Peers: c.peers, Forward: simPool(c.net, s.Name),
 		// Session IDs must not depend on crypto/rand, or no run replays.
 		// Counter first: failure reports show IDs cut to 8 characters.
 		NewID: func() string {
@@ -217,9 +219,20 @@ func (c *Cluster) boot(s *server) error {
 	if err != nil {
 		return errors.Join(fmt.Errorf("listen %s: %w", s.httpAddr(), err), srv.Shutdown())
 	}
-	hs := &http.Server{Handler: httpapi.New(srv, httpapi.Options{Forward: SimTransport(c.net, s.Name)})}
+	portAddr := serverPortAddr(s.Name)
+	portLn, err := c.net.Listen(portAddr)
+	if err != nil {
+		return errors.Join(fmt.Errorf("listen %s: %w", portAddr, err), ln.Close(), srv.Shutdown())
+	}
+	// Followers and client agents forward to the server port, where the
+	// same API runs on what they send.
+	api := httpapi.New(srv, httpapi.Options{Forward: cfg.Forward})
+	rs := rpc.NewServer(nil)
+	rs.SetHandler(api)
+	port := rpc.NewDemux(portLn, rs, false, nil)
+	hs := &http.Server{Handler: api}
 	go func() { _ = hs.Serve(ln) }()
-	s.srv, s.hs, s.stopped, s.pool = srv, hs, &stopped, pool
+	s.srv, s.hs, s.port, s.stopped, s.pool = srv, hs, port, &stopped, pool
 	return nil
 }
 
@@ -266,8 +279,8 @@ func (c *Cluster) joinGossip(s *server) {
 // are kept for a restart.
 func (c *Cluster) Crash(s *server) error {
 	s.mu.Lock()
-	srv, hs, stopped, pool := s.srv, s.hs, s.stopped, s.pool
-	s.srv, s.hs, s.pool = nil, nil, nil
+	srv, hs, port, stopped, pool := s.srv, s.hs, s.port, s.stopped, s.pool
+	s.srv, s.hs, s.port, s.pool = nil, nil, nil, nil
 	if srv != nil {
 		s.incarnation++
 	}
@@ -276,7 +289,7 @@ func (c *Cluster) Crash(s *server) error {
 		return nil
 	}
 	stopped.Store(true)
-	err := hs.Close()
+	err := errors.Join(hs.Close(), port.Close())
 	if serr := srv.Shutdown(); serr != nil {
 		err = errors.Join(err, fmt.Errorf("shutdown %s: %w", s.Name, serr))
 	}

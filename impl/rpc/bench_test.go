@@ -1,0 +1,119 @@
+package rpc
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"testing"
+)
+
+// The cost of one forwarding hop, as a follower pays it for a small write:
+// the incoming request goes to the leader and the leader's answer is
+// written back. "pool" is this package (a stream of a shared yamux session
+// to the server port); "proxy" is what it replaced, httputil.ReverseProxy
+// over a keep-alive http.Transport to the leader's HTTP API. Both run over
+// loopback TCP to a handler that reads the body and answers "true", so the
+// difference is the hop alone.
+//
+//	go test -run '^$' -bench Hop -benchmem -count 5 ./impl/rpc
+
+var leaderHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	w.Header().Set("X-Consul-Index", "12")
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = io.WriteString(w, "true")
+})
+
+func smallPut() *http.Request {
+	return httptest.NewRequest(http.MethodPut, "/v1/kv/service/leader?acquire=5f0c2b6e-0b6e-4d0a-9a63-7d1f0c1d2e3f",
+		strings.NewReader("node-3"))
+}
+
+// viaPool forwards r as a follower does: frame it, send it, write the answer.
+func viaPool(b *testing.B, p *Pool, addr string, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	resp, err := p.Forward(r.Context(), addr, &Request{Origin: Origin{Node: "node-f", Forwarded: true},
+		Method: r.Method, URI: r.URL.RequestURI(), Header: http.Header{}, Body: body})
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	for k, vs := range resp.Header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+	if w.Code != http.StatusOK {
+		b.Fatalf("status %d", w.Code)
+	}
+}
+
+func proxyTo(b *testing.B) (*httputil.ReverseProxy, func()) {
+	leader := httptest.NewServer(leaderHandler)
+	target, _ := url.Parse(leader.URL)
+	tr := &http.Transport{MaxIdleConnsPerHost: 64}
+	proxy := &httputil.ReverseProxy{
+		Rewrite:   func(pr *httputil.ProxyRequest) { pr.SetURL(target) },
+		Transport: tr,
+		ErrorHandler: func(_ http.ResponseWriter, _ *http.Request, err error) {
+			b.Errorf("proxy: %v", err)
+		},
+	}
+	return proxy, func() { tr.CloseIdleConnections(); leader.Close() }
+}
+
+func viaProxy(b *testing.B, proxy *httputil.ReverseProxy, r *http.Request) {
+	w := httptest.NewRecorder()
+	proxy.ServeHTTP(w, r)
+	if w.Code != http.StatusOK {
+		b.Fatalf("status %d", w.Code)
+	}
+}
+
+func BenchmarkHop(b *testing.B) {
+	b.Run("pool", func(b *testing.B) {
+		_, addr := port(b, leaderHandler)
+		p := NewPool(PoolConfig{})
+		defer p.Close()
+		viaPool(b, p, addr, smallPut()) // dial outside the timing
+		b.ResetTimer()
+		for b.Loop() {
+			viaPool(b, p, addr, smallPut())
+		}
+	})
+	b.Run("proxy", func(b *testing.B) {
+		proxy, stop := proxyTo(b)
+		defer stop()
+		viaProxy(b, proxy, smallPut())
+		b.ResetTimer()
+		for b.Loop() {
+			viaProxy(b, proxy, smallPut())
+		}
+	})
+	b.Run("pool-parallel", func(b *testing.B) {
+		_, addr := port(b, leaderHandler)
+		p := NewPool(PoolConfig{})
+		defer p.Close()
+		viaPool(b, p, addr, smallPut())
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				viaPool(b, p, addr, smallPut())
+			}
+		})
+	})
+	b.Run("proxy-parallel", func(b *testing.B) {
+		proxy, stop := proxyTo(b)
+		defer stop()
+		viaProxy(b, proxy, smallPut())
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				viaProxy(b, proxy, smallPut())
+			}
+		})
+	})
+}

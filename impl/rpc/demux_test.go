@@ -1,0 +1,136 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// pipeListener is a listener whose connections are the server ends of
+// net.Pipe pairs made by dial; it runs inside a synctest bubble.
+type pipeListener struct {
+	conns chan net.Conn
+	once  sync.Once
+	done  chan struct{}
+}
+
+func newPipeListener() *pipeListener {
+	return &pipeListener{conns: make(chan net.Conn, 128), done: make(chan struct{})}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8300} }
+
+func (l *pipeListener) dial(context.Context, string) (net.Conn, error) {
+	client, server := net.Pipe()
+	l.conns <- server
+	return client, nil
+}
+
+// TestDemuxBoundsSilentConnections: connections that send no protocol byte
+// hold at most maxUnclassified slots, after which accepting waits; they
+// are closed after classifyTimeout, and then the waiting ones are served.
+// Every goroutine ends with Close (the bubble would panic otherwise).
+func TestDemuxBoundsSilentConnections(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln := newPipeListener()
+		srv := NewServer(nil)
+		srv.SetHandler(echo)
+		d := NewDemux(ln, srv, false, nil)
+		defer d.Close()
+		var silent []net.Conn
+		for range maxUnclassified + 1 {
+			c, _ := ln.dial(context.Background(), "")
+			silent = append(silent, c)
+		}
+		synctest.Wait()
+		d.mu.Lock()
+		held := len(d.pending)
+		d.mu.Unlock()
+		if held != maxUnclassified || len(ln.conns) != 1 {
+			t.Fatalf("%d unclassified held and %d waiting to be accepted, want %d and 1", held, len(ln.conns), maxUnclassified)
+		}
+		// A request sent now waits behind the silent ones.
+		p := NewPool(PoolConfig{Single: true, Dial: ln.dial})
+		answered := make(chan error, 1)
+		go func() {
+			_, err := p.Forward(context.Background(), "x", &Request{Origin: Origin{Node: "n"}, Method: "GET", URI: "/v1/kv/k"})
+			answered <- err
+		}()
+		synctest.Wait()
+		select {
+		case err := <-answered:
+			t.Fatalf("answered (%v) while every slot was held", err)
+		default:
+		}
+		time.Sleep(classifyTimeout)
+		synctest.Wait()
+		if err := <-answered; err != nil {
+			t.Fatalf("request after the silent connections timed out: %v", err)
+		}
+		// The first ones timed out; the last was accepted only after them.
+		for _, c := range silent[:maxUnclassified] {
+			if _, err := c.Write([]byte{ProtoSingle}); err == nil {
+				t.Fatal("a silent connection was still open after classifyTimeout")
+			}
+		}
+	})
+}
+
+// TestCancelInBubble: on one connection per request (the simulator's
+// mode), the caller giving up ends the handler's context, and Close ends
+// a request still in flight.
+func TestCancelInBubble(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln := newPipeListener()
+		srv := NewServer(nil)
+		ended := make(chan error, 2)
+		srv.SetHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+			ended <- r.Context().Err()
+		}))
+		d := NewDemux(ln, srv, false, nil)
+		p := NewPool(PoolConfig{Single: true, Dial: ln.dial})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := p.Forward(ctx, "x", &Request{Method: "GET", URI: "/v1/kv/k?index=3"}); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Forward gave %v, want the caller's deadline", err)
+		}
+		if err := <-ended; !errors.Is(err, context.Canceled) {
+			t.Fatalf("handler context ended with %v", err)
+		}
+		errc := make(chan error, 1)
+		go func() {
+			_, err := p.Forward(context.Background(), "x", &Request{Method: "GET", URI: "/v1/kv/k?index=3"})
+			errc <- err
+		}()
+		synctest.Wait()
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-ended; !errors.Is(err, context.Canceled) {
+			t.Fatalf("handler context at Close ended with %v", err)
+		}
+		if err := <-errc; err == nil {
+			t.Fatal("a request cut off by Close succeeded")
+		}
+	})
+}

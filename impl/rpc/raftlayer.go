@@ -1,0 +1,67 @@
+package rpc
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// RaftLayer is a raft.StreamLayer on the server port: it accepts the
+// connections the Demux classifies as raft and dials peers announcing
+// ProtoRaft.
+type RaftLayer struct {
+	addr  net.Addr
+	conns chan net.Conn
+	once  sync.Once
+	done  chan struct{}
+}
+
+var _ raft.StreamLayer = (*RaftLayer)(nil)
+
+func newRaftLayer(addr net.Addr) *RaftLayer {
+	return &RaftLayer{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
+}
+
+func (l *RaftLayer) deliver(conn net.Conn) {
+	select {
+	case l.conns <- conn:
+	case <-l.done:
+		_ = conn.Close()
+	}
+}
+
+// Accept implements net.Listener.
+func (l *RaftLayer) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, &net.OpError{Op: "accept", Net: "tcp", Addr: l.addr, Err: net.ErrClosed}
+	}
+}
+
+// Close implements net.Listener. raft closes its transport on shutdown;
+// the port itself stays open until the Demux closes.
+func (l *RaftLayer) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+// Addr implements net.Listener.
+func (l *RaftLayer) Addr() net.Addr { return l.addr }
+
+// Dial implements raft.StreamLayer.
+func (l *RaftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
+	conn, err := net.DialTimeout("tcp", string(address), timeout)
+	if err != nil {
+		return nil, fmt.Errorf("raft dial %s: %w", address, err)
+	}
+	if _, err := conn.Write([]byte{ProtoRaft}); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("raft dial %s: %w", address, err)
+	}
+	return conn, nil
+}

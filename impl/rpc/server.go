@@ -1,0 +1,190 @@
+package rpc
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/yamux"
+)
+
+// requestReadTimeout bounds how long a sender may take to send one request
+// frame once it has opened a stream: a sender that stalls mid-frame (yamux
+// can give up on a write without closing the stream, hashicorp/yamux#142)
+// would otherwise hold the serving goroutine until the session dies.
+const requestReadTimeout = 30 * time.Second
+
+// Server serves forwarded requests with an http.Handler: the connections
+// the Demux hands it, or connections given to ServeConn directly.
+type Server struct {
+	logger  hclog.Logger
+	handler atomic.Pointer[http.Handler]
+
+	ctx    context.Context // ends every request's context on Close
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+	conns  map[net.Conn]struct{} // open connections, closed by Close
+	wg     sync.WaitGroup
+}
+
+// NewServer is a server without a handler: until SetHandler, every request
+// is answered 500.
+func NewServer(logger hclog.Logger) *Server {
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{logger: logger, ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}}
+}
+
+// SetHandler sets the handler requests run on. A server's handler is its
+// HTTP API, which is built on the server, hence after it.
+func (s *Server) SetHandler(h http.Handler) { s.handler.Store(&h) }
+
+// track registers conn for Close and counts one goroutine; false once the
+// server is closed (conn is then closed).
+func (s *Server) track(conn net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		_ = conn.Close()
+		return false
+	}
+	s.conns[conn] = struct{}{}
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Server) untrack(conn net.Conn) {
+	s.mu.Lock()
+	delete(s.conns, conn)
+	s.mu.Unlock()
+	_ = conn.Close()
+	s.wg.Done()
+}
+
+// ServeConn serves conn, whose protocol byte has been read, until it ends.
+func (s *Server) ServeConn(proto byte, conn net.Conn) {
+	if !s.track(conn) {
+		return
+	}
+	defer s.untrack(conn)
+	switch proto {
+	case ProtoSingle:
+		s.exchange(conn)
+	case ProtoMux:
+		s.serveSession(conn)
+	}
+}
+
+// serveSession accepts streams on a yamux session until it ends, serving
+// each on its own goroutine.
+func (s *Server) serveSession(conn net.Conn) {
+	sess, err := yamux.Server(conn, yamuxConfig(s.logger))
+	if err != nil {
+		s.logger.Error("rpc: yamux session", "error", err)
+		return
+	}
+	var streams sync.WaitGroup
+	defer func() {
+		// Closing the session ends its streams, whose watchers then end
+		// their requests.
+		_ = sess.Close()
+		streams.Wait()
+	}()
+	for {
+		st, err := sess.AcceptStream()
+		if err != nil {
+			if !sess.IsClosed() {
+				s.logger.Debug("rpc: session ended", "remote", conn.RemoteAddr(), "error", err)
+			}
+			return
+		}
+		streams.Add(1)
+		go func() {
+			defer streams.Done()
+			defer st.Close()
+			s.exchange(st)
+		}()
+	}
+}
+
+// exchange reads one request from conn, runs it, and answers. The sender
+// closing conn before the answer ends the request's context.
+func (s *Server) exchange(conn net.Conn) {
+	_ = conn.SetReadDeadline(time.Now().Add(requestReadTimeout))
+	p, err := readFrame(conn, maxRequestFrame)
+	if err != nil {
+		s.logger.Debug("rpc: reading a request", "remote", conn.RemoteAddr(), "error", err)
+		return
+	}
+	req, err := DecodeRequest(p)
+	if err != nil {
+		s.logger.Debug("rpc: bad request frame", "remote", conn.RemoteAddr(), "error", err)
+		s.answer(conn, errorResponse(http.StatusBadRequest, err.Error()))
+		return
+	}
+	_ = conn.SetReadDeadline(time.Time{})
+	ctx, cancel := context.WithCancel(s.ctx)
+	defer cancel()
+	// The sender sends nothing after its request; a read that returns
+	// before the answer is ready means it closed (gave up) or the
+	// connection died. The watcher outlives the exchange until the sender
+	// closes its end after reading the answer (or the connection goes):
+	// stopping it here would cost a timer on every request.
+	var answered atomic.Bool
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		var b [1]byte
+		_, _ = conn.Read(b[:])
+		if !answered.Load() {
+			cancel()
+		}
+	}()
+	var resp *Response
+	if h := s.handler.Load(); h != nil {
+		resp = Handle(ctx, *h, req)
+	} else {
+		resp = errorResponse(http.StatusInternalServerError, "server is starting")
+	}
+	answered.Store(true)
+	if ctx.Err() != nil {
+		return // the sender is gone, or the server is closing
+	}
+	s.answer(conn, resp)
+}
+
+func (s *Server) answer(conn net.Conn, resp *Response) {
+	head, err := EncodeResponse(resp)
+	if err != nil {
+		s.logger.Warn("rpc: answer cannot be forwarded", "error", err)
+		resp = errorResponse(http.StatusInternalServerError, "answer cannot be forwarded: "+err.Error())
+		head, _ = EncodeResponse(resp) // a short plain-text 500 always encodes
+	}
+	if err := writeFrame(conn, head, resp.Body); err != nil {
+		s.logger.Debug("rpc: writing an answer", "remote", conn.RemoteAddr(), "error", err)
+	}
+}
+
+// Close ends every request in flight and every connection, and waits for
+// their goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.conns {
+		// A connection may already be closing on its own; either way it
+		// is done.
+		_ = c.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
