@@ -78,6 +78,9 @@ func TestBenchScale(t *testing.T) {
 	commit := "unknown"
 	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
 		commit = strings.TrimSpace(string(out))
+		if exec.Command("git", "diff", "--quiet", "HEAD").Run() != nil {
+			commit += "+uncommitted changes"
+		}
 	}
 	var out strings.Builder
 	fmt.Fprintf(&out, "\nbench-scale: commit %s, nproc %d, %s, RLIMIT_NOFILE %d; values %d B, txns of %d ops, RSS read %v after each phase\n",
