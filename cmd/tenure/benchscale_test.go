@@ -120,6 +120,7 @@ type watchReport struct {
 	early, failed  int // returned before the write; errors or no answer
 	firstErr       string
 	note           string // when the servers' sockets did not settle
+	files          [3]int // each server's open descriptors while parked
 }
 
 // mib formats KiB as MiB.
@@ -154,6 +155,8 @@ func (r scaleReport) table() string {
 			float64(parked-before)/scaleWatchers, w.parkTook.Round(100*time.Millisecond), w.writeTook.Round(time.Millisecond),
 			w.wake.p50.Round(time.Millisecond), w.wake.p99.Round(time.Millisecond), w.wake.max.Round(time.Millisecond),
 			w.early, w.failed, strings.Join(rise, " "))
+		fmt.Fprintf(&b, "  %-10s open files while parked: leader %d, followers %d %d\n", "", w.files[w.lead],
+			w.files[(w.lead+1)%3], w.files[(w.lead+2)%3])
 		if w.firstErr != "" {
 			fmt.Fprintf(&b, "  %s: first failure: %s\n", w.name, w.firstErr)
 		}
@@ -631,6 +634,7 @@ func (c *scaleCluster) watch(name string, keys []string, idxs []uint64, write fu
 		last = now
 	}
 	w.parkTook = time.Since(start)
+	w.files = last
 	if stable < 4 {
 		w.note = fmt.Sprintf("servers' open files still changing after %v (%v); measured anyway", w.parkTook.Round(time.Second), last)
 	}
