@@ -107,6 +107,7 @@ type scaleReport struct {
 	base, sessions, keys   [3]int64
 	sessionsTook, keysTook time.Duration
 	one, many              watchReport
+	unwatched              time.Duration // (b)'s txns again, once no watcher is parked
 	restartNote            string
 }
 
@@ -155,7 +156,7 @@ func (r scaleReport) table() string {
 			float64(parked-before)/scaleWatchers, w.parkTook.Round(100*time.Millisecond), w.writeTook.Round(time.Millisecond),
 			w.wake.p50.Round(time.Millisecond), w.wake.p99.Round(time.Millisecond), w.wake.max.Round(time.Millisecond),
 			w.early, w.failed, strings.Join(rise, " "))
-		fmt.Fprintf(&b, "  %-10s open files while parked: leader %d, followers %d %d\n", "", w.files[w.lead],
+		fmt.Fprintf(&b, "  %s: open files while parked: leader %d, followers %d %d\n", w.name, w.files[w.lead],
 			w.files[(w.lead+1)%3], w.files[(w.lead+2)%3])
 		if w.firstErr != "" {
 			fmt.Fprintf(&b, "  %s: first failure: %s\n", w.name, w.firstErr)
@@ -168,7 +169,8 @@ func (r scaleReport) table() string {
 	fmt.Fprintf(&b, "(client sockets and goroutines of this test process not counted); increase: each server's, in MiB.\n")
 	fmt.Fprintf(&b, "park: from the first GET until the servers' open files were steady for 2 s; write: the PUT (one key) or the\n")
 	fmt.Fprintf(&b, "%d txns one after another (10k keys), through the leader. p50/p99/max: from the ack of the write of the\n", (scaleWatchers+scaleTxnOps-1)/scaleTxnOps)
-	fmt.Fprintf(&b, "watcher's key until its GET returned (negative: before the writer saw the ack).\n")
+	fmt.Fprintf(&b, "watcher's key until its GET returned (negative: before the writer saw the ack). The same txns with no\n")
+	fmt.Fprintf(&b, "watcher parked, afterwards: %v.\n", r.unwatched.Round(time.Millisecond))
 	return b.String()
 }
 
@@ -247,6 +249,14 @@ func benchScaleSystem(t *testing.T, sys scaleSystem) scaleReport {
 		return acks
 	})
 	r.many.writeTook = txnsTook
+	// The same txns with nobody watching: what the parked reads cost the
+	// writer.
+	lead := c.leader()
+	start = time.Now()
+	for lo := 0; lo < scaleWatchers; lo += scaleTxnOps {
+		c.put(lead, "/v1/txn", txnBody(lo, min(lo+scaleTxnOps, scaleWatchers), []byte("changed with no watcher")))
+	}
+	r.unwatched = time.Since(start)
 	t.Logf("%s: 10k keys: %+v", sys.name, r.many)
 	return r
 }
