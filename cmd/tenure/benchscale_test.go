@@ -576,6 +576,7 @@ func (c *scaleCluster) watch(name string, keys []string, idxs []uint64, write fu
 	type result struct {
 		at   time.Time
 		code int
+		body string // the start of an answer other than 200
 		err  error
 	}
 	results := make([]result, len(keys))
@@ -617,9 +618,14 @@ func (c *scaleCluster) watch(name string, keys []string, idxs []uint64, write fu
 				returned.Add(1)
 				return
 			}
-			_, err = io.Copy(io.Discard, resp.Body)
+			var body []byte
+			if resp.StatusCode != http.StatusOK {
+				body, err = io.ReadAll(io.LimitReader(resp.Body, 300))
+			} else {
+				_, err = io.Copy(io.Discard, resp.Body)
+			}
 			resp.Body.Close()
-			results[i] = result{at: time.Now(), code: resp.StatusCode, err: err}
+			results[i] = result{at: time.Now(), code: resp.StatusCode, body: string(body), err: err}
 			returned.Add(1)
 		}(i, client)
 	}
@@ -669,7 +675,9 @@ func (c *scaleCluster) watch(name string, keys []string, idxs []uint64, write fu
 		case r.err != nil || r.code != http.StatusOK:
 			w.failed++
 			if w.firstErr == "" {
-				w.firstErr = fmt.Sprintf("watcher %d on %s: status %d, %v", i, c.nodes[i%3].name, r.code, r.err)
+				w.firstErr = fmt.Sprintf("watcher %d on %s, %v after the first GET, %v before the write: status %d %q, %v",
+					i, c.nodes[i%3].name, r.at.Sub(start).Round(time.Millisecond), writeStart.Sub(r.at).Round(time.Millisecond),
+					r.code, strings.TrimSpace(r.body), r.err)
 			}
 		case r.at.Before(writeStart):
 			w.early++
@@ -678,6 +686,11 @@ func (c *scaleCluster) watch(name string, keys []string, idxs []uint64, write fu
 		}
 	}
 	w.wake = summarize(ds)
+	if w.failed > 0 {
+		// Not a bound on time: an answer other than the changed key is a
+		// failure of the system measured, and keeps the logs.
+		c.t.Errorf("%s %s: %d watchers failed; first: %s (logs in %s)", c.sys.name, name, w.failed, w.firstErr, c.logDir)
+	}
 	for _, tr := range transports {
 		tr.CloseIdleConnections()
 	}
