@@ -652,9 +652,12 @@ func (c *scaleCluster) watch(name string, keys []string, idxs []uint64, write fu
 	w.parkTook = time.Since(start)
 	w.files = last
 	if stable < 4 {
-		w.note = fmt.Sprintf("servers' open files still changing after %v (%v); measured anyway", w.parkTook.Round(time.Second), last)
+		w.note = fmt.Sprintf("servers' open files still changing after %v (%v); measured anyway; ", w.parkTook.Round(time.Second), last)
 	}
 	c.t.Logf("%s %s: parked after %v, open files %v, %d returned already", c.sys.name, name, w.parkTook, last, returned.Load())
+	if now := c.leader(); now != lead {
+		w.note += fmt.Sprintf("the leader moved from %s to %s while the watchers parked; ", c.nodes[lead].name, c.nodes[now].name)
+	}
 	w.parked = c.rssAll()
 
 	writeStart := time.Now()
