@@ -48,9 +48,8 @@ func TestBenchScale(t *testing.T) {
 		t.Skip("set TENURE_BENCH_SCALE=1 (make bench-scale) to measure blocking queries and memory at scale")
 	}
 	// 10k watchers hold 10k client sockets here and as many on the
-	// servers; children inherit the limit set with Setrlimit.
-	// A container may refuse to raise the hard limit; the soft one then
-	// goes up to it.
+	// servers; children inherit the limit set with Setrlimit. A container
+	// may refuse to raise the hard limit; the soft one then goes up to it.
 	lim := syscall.Rlimit{Cur: 1 << 17, Max: 1 << 17}
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
 		if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
@@ -82,16 +81,18 @@ func TestBenchScale(t *testing.T) {
 			commit += "+uncommitted changes"
 		}
 	}
-	var out strings.Builder
-	fmt.Fprintf(&out, "\nbench-scale: commit %s, nproc %d, %s, RLIMIT_NOFILE %d; values %d B, txns of %d ops\n",
-		commit, runtime.NumCPU(), runtime.Version(), lim.Cur, scaleValue, scaleTxnOps)
-	fmt.Fprintf(&out, "RSS is VmRSS, read %v after each phase; it includes the heap a Go runtime keeps after collecting\n", rssSettle)
-	for _, sys := range systems {
-		r := benchScaleSystem(t, sys)
-		out.WriteString(r.table())
+	// Each table goes out as soon as its system is done, so a later
+	// system's failure does not lose it.
+	emit := func(s string) {
+		fmt.Print(s)
+		t.Log(s)
 	}
-	fmt.Print(out.String())
-	t.Log(out.String())
+	emit(fmt.Sprintf("\nbench-scale: commit %s, nproc %d, %s, RLIMIT_NOFILE %d; values %d B, txns of %d ops\n"+
+		"RSS is VmRSS, read %v after each phase; it includes the heap a Go runtime keeps after collecting\n",
+		commit, runtime.NumCPU(), runtime.Version(), lim.Cur, scaleValue, scaleTxnOps, rssSettle))
+	for _, sys := range systems {
+		emit(benchScaleSystem(t, sys).table())
+	}
 }
 
 type scaleSystem struct {
@@ -109,7 +110,6 @@ type scaleReport struct {
 	sessionsTook, keysTook time.Duration
 	one, many              watchReport
 	unwatched              time.Duration // (b)'s txns again, once no watcher is parked
-	restartNote            string
 }
 
 type watchReport struct {
@@ -121,7 +121,7 @@ type watchReport struct {
 	wake           latencies
 	early, failed  int // returned before the write; errors or no answer
 	firstErr       string
-	note           string // when the servers' sockets did not settle
+	note           string // the sockets did not settle, or the leader moved
 	files          [3]int // each server's open descriptors while parked
 }
 
@@ -140,7 +140,7 @@ func (r scaleReport) table() string {
 	fmt.Fprintf(&b, "%-44s %10s %10s\n", "  per 10k sessions", mib(r.sessions[r.lead]-r.base[r.lead]), mib(r.sessions[r.fol]-r.base[r.fol]))
 	row(fmt.Sprintf("after %dk keys of %d B (%v)", scaleKeys/1000, scaleValue, r.keysTook.Round(time.Second)), r.keys)
 	fmt.Fprintf(&b, "%-44s %10s %10s\n", "  per 100k keys", mib(r.keys[r.lead]-r.sessions[r.lead]), mib(r.keys[r.fol]-r.sessions[r.fol]))
-	fmt.Fprintf(&b, "\n%d blocking reads (wait=5m, default consistency), spread evenly over the 3 servers\n(a follower forwards its reads to the leader); %s\n", scaleWatchers, r.restartNote)
+	fmt.Fprintf(&b, "\n%d blocking reads (wait=5m, default consistency), spread evenly over the 3 servers\n(a follower forwards its reads to the leader); all 3 servers restarted (kill -9, same data dirs) before each\n", scaleWatchers)
 	fmt.Fprintf(&b, "%-12s %9s %9s %9s %9s %8s %8s %8s %8s %6s %6s  %s\n", "watchers", "RSS sum", "parked", "KiB/w",
 		"park", "write", "p50", "p99", "max", "early", "failed", "increase: leader, followers")
 	for _, w := range []watchReport{r.one, r.many} {
@@ -176,7 +176,7 @@ func (r scaleReport) table() string {
 }
 
 func benchScaleSystem(t *testing.T, sys scaleSystem) scaleReport {
-	r := scaleReport{sys: sys, restartNote: "all 3 servers restarted (kill -9, same data dirs) before each"}
+	r := scaleReport{sys: sys}
 	if out, err := exec.Command(sys.bin, "version").Output(); err == nil {
 		r.version = strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0]
 	}
