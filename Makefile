@@ -86,6 +86,13 @@ bench-cluster:
 	TENURE_BENCH_CLUSTER=1 TENURE_BENCH_CLUSTER_CONSUL=$(CONSUL) TENURE_BENCH_CLUSTER_ROUNDS=$(ROUNDS) \
 		TENURE_BENCH_CLUSTER_SECONDS=$(BENCH_SECONDS) $(GO) test -count=1 -v -timeout 0 -run '^TestBenchCluster$$' ./cmd/tenure
 
+## bench-scale: a durable 3-server cluster as processes: RSS per 10k sessions and per 100k keys,
+## then 10k blocking reads parked on one key and on 10k keys (memory per watcher, wake-up p50/p99/max);
+## CONSUL, a consul binary, runs the same on Consul side by side, e.g. make bench-scale CONSUL=/path/to/consul
+.PHONY: bench-scale
+bench-scale:
+	TENURE_BENCH_SCALE=1 TENURE_BENCH_SCALE_CONSUL=$(CONSUL) $(GO) test -count=1 -v -timeout 0 -run '^TestBenchScale$$' ./cmd/tenure
+
 ## chaos: kill -9 and restart leaders and followers of a durable 3-process cluster under
 ## writes and lock traffic, then check every acknowledged write on every node, e.g.
 ##   make chaos KILLS=200 SEED=7
