@@ -97,7 +97,7 @@ var unsupportedKeys = []string{
 	"disable_coordinates", "disable_host_node_id", "disable_http_unprintable_char_filter",
 	"disable_keyring_file", "disable_remote_exec", "disable_update_check", "discard_check_output",
 	"discovery_max_stale", "dns_config", "domain", "enable_acl_replication", "enable_agent_tls_for_checks",
-	"enable_central_service_config", "enable_debug", "enable_syslog", "encrypt_verify_incoming", "encrypt_verify_outgoing", "experiments", "gossip_lan",
+	"enable_central_service_config", "enable_syslog", "encrypt_verify_incoming", "encrypt_verify_outgoing", "experiments", "gossip_lan",
 	"gossip_wan", "http_config", "key_file", "leave_on_terminate", "license_path", "limits", "log_file",
 	"log_json", "log_rotate_bytes", "log_rotate_duration", "log_rotate_max_files", "node_id", "node_meta",
 	"peering", "performance", "pid_file", "primary_datacenter", "primary_gateways", "raft_boltdb",
@@ -163,6 +163,8 @@ func applyConfig(s *settings, raw map[string]any, warn func(string)) error {
 		case "enable_local_script_checks":
 			err = asBool(v, &s.EnableLocalScriptChecks)
 			s.localScriptChecksSet = true
+		case "enable_debug":
+			err = asBool(v, &s.EnableDebug)
 		case "check_update_interval":
 			var d string
 			if err = asString(v, &d); err == nil {

@@ -216,3 +216,28 @@ func TestAgentCheckSettings(t *testing.T) {
 		t.Fatalf("negative check_update_interval: %v", err)
 	}
 }
+
+// TestEnableDebugSetting: enable_debug from a file turns on /debug/pprof/,
+// as -dev does; a server without it has none, and a non-boolean is refused.
+func TestEnableDebugSetting(t *testing.T) {
+	dir := t.TempDir()
+	on := filepath.Join(dir, "on.hcl")
+	if err := os.WriteFile(on, []byte("enable_debug = true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, warnings, err := settingsFrom(t, "-server", "-data-dir", dir, "-config-file", on)
+	if err != nil || !s.EnableDebug || len(warnings) != 0 {
+		t.Fatalf("enable_debug = true: %v %q %v", s.EnableDebug, warnings, err)
+	}
+	s, _, err = settingsFrom(t, "-server", "-data-dir", dir)
+	if err != nil || s.EnableDebug {
+		t.Fatalf("default: %v %v", s.EnableDebug, err)
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"enable_debug": "yes"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := settingsFrom(t, "-server", "-data-dir", dir, "-config-file", bad); err == nil || !strings.Contains(err.Error(), "enable_debug") {
+		t.Fatalf("enable_debug = \"yes\": %v", err)
+	}
+}

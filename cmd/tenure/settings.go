@@ -47,6 +47,9 @@ type settings struct {
 	EnableLocalScriptChecks bool
 	localScriptChecksSet    bool
 	CheckUpdateInterval     time.Duration
+	// EnableDebug serves Go's profiles at /debug/pprof/, as Consul's
+	// enable_debug does; -dev turns it on, as in Consul.
+	EnableDebug bool
 }
 
 // ports are Consul's port settings. tenure serves HTTP, its server port
@@ -208,7 +211,7 @@ func (s *settings) start(logger hclog.Logger) (runningAgent, error) {
 	}
 	return agent.NewClient(agent.ClientConfig{NodeName: s.NodeName, Listener: cfg.Listener, HTTPAddr: cfg.Server.HTTPAddr,
 		Gossip: *cfg.Gossip, Join: cfg.Join, RetryInterval: cfg.RetryInterval, Datacenter: s.Datacenter, Version: version,
-		Logger: logger, Local: cfg.Local})
+		Logger: logger, Local: cfg.Local, Debug: cfg.Debug})
 }
 
 // agentConfig turns validated settings into an agent.
@@ -240,7 +243,8 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 		return agent.Config{}, fmt.Errorf("listen for HTTP: %w", err)
 	}
 	return agent.Config{Server: srv, Listener: ln, Gossip: g, Join: s.RetryJoin, RetryInterval: s.RetryInterval,
-		HTTP: httpapi.Options{Datacenter: s.Datacenter, Version: version}, Local: s.localConfig()}, nil
+		HTTP: httpapi.Options{Datacenter: s.Datacenter, Version: version}, Local: s.localConfig(),
+		Debug: s.EnableDebug || s.Dev}, nil
 }
 
 // localConfig is the agent check settings as the local agent takes them.

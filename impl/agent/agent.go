@@ -62,6 +62,9 @@ type Config struct {
 	// part of checks and anti-entropy (staggers, intervals), which the
 	// simulator sets to seeded sources. Node is filled in.
 	Local local.Config
+	// Debug serves Go's profiles under /debug/pprof/ (Consul's
+	// enable_debug). /v1/agent/metrics is always served.
+	Debug bool
 }
 
 // Agent is a running server and its HTTP API.
@@ -182,7 +185,7 @@ func New(cfg Config) (*Agent, error) {
 	// itself and never forwards them.
 	srv.ServeForwarded(registeredGate(serverAPI, srv, cfg.RegisterWait))
 	a.http = &http.Server{
-		Handler:     limits.writeDeadline(api, cfg.HTTP.LongestBlock()),
+		Handler:     limits.writeDeadline(withDebug(api, cfg.Debug), cfg.HTTP.LongestBlock()),
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog:    logger(cfg.Server.Logger).StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}

@@ -25,6 +25,8 @@ import (
 // bound to this agent's serfHealth: Consul's default failure detector.
 type ClientConfig struct {
 	NodeName string
+	// Debug as for a server agent: /debug/pprof/ (enable_debug).
+	Debug bool
 	// Listener serves the HTTP API; HTTPAddr is what the agent advertises.
 	Listener net.Listener
 	HTTPAddr string
@@ -111,7 +113,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		Version:    cfg.Version, Logger: log.Named("http")}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: log.Named("http")})
 	limits := cfg.Limits.withDefaults()
 	c.http = &http.Server{
-		Handler:     limits.writeDeadline(api, httpapi.Options{}.LongestBlock()),
+		Handler:     limits.writeDeadline(withDebug(api, cfg.Debug), httpapi.Options{}.LongestBlock()),
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog:    log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}

@@ -1,0 +1,68 @@
+package agent_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenurekv/tenure/impl/agent"
+	"github.com/tenurekv/tenure/impl/agent/agenttest"
+)
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// TestAgentMetricsAndDebug: /v1/agent/metrics answers Consul's summary
+// shape, with raft's timers once raft has worked; /debug/pprof/ is served
+// only with enable_debug.
+func TestAgentMetricsAndDebug(t *testing.T) {
+	plain := agenttest.StartDevAgent(t, nil)
+	code, body := get(t, "http://"+plain.HTTPAddr()+"/v1/agent/metrics")
+	var summary struct {
+		Timestamp string
+		Gauges    []struct{ Name string }
+		Counters  []struct{ Name string }
+		Samples   []struct{ Name string }
+	}
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &summary) != nil || summary.Timestamp == "" {
+		t.Fatalf("GET /v1/agent/metrics: %d %q", code, body)
+	}
+	if code, _ := get(t, "http://"+plain.HTTPAddr()+"/v1/agent/metrics?format=prometheus"); code != http.StatusBadRequest {
+		t.Fatalf("prometheus format: %d, want 400", code)
+	}
+	if code, _ := get(t, "http://"+plain.HTTPAddr()+"/debug/pprof/goroutine?debug=1"); code == http.StatusOK {
+		t.Fatal("/debug/pprof/ served without enable_debug")
+	}
+	debug := agenttest.StartDevAgent(t, func(c *agent.Config) { c.Debug = true })
+	code, body = get(t, "http://"+debug.HTTPAddr()+"/debug/pprof/goroutine?debug=1")
+	if code != http.StatusOK || !strings.Contains(body, "goroutine profile") {
+		t.Fatalf("/debug/pprof/goroutine with enable_debug: %d %.80q", code, body)
+	}
+	// raft's own timers reach the sink: the dev agents elected themselves
+	// and applied entries (the summary may need its interval to close).
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		_, body = get(t, "http://"+plain.HTTPAddr()+"/v1/agent/metrics")
+		if strings.Contains(body, "consul.raft.") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no consul.raft.* metric after 15 s: %.300s", body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
