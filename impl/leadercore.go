@@ -21,6 +21,7 @@ type LeaderCore struct {
 	newID   func() string
 
 	idMu   sync.Mutex // serialises newID, which need not be safe for concurrent use
+	line   acquireLine
 	delays *lockDelayGuard
 	ttl    *ttlTimers
 }
@@ -71,14 +72,36 @@ func (l *LeaderCore) Apply(ctx context.Context, cmd model.Command) (model.Result
 	if err != nil {
 		return model.Result{}, err
 	}
-	if res, refused, err := l.refuseHeld(ctx, cmd); refused || err != nil {
-		return res, err
+	if cmd.KV != nil && cmd.KV.Verb == model.KVLock {
+		return l.applyLock(ctx, cmd)
 	}
 	res, err := l.propose(ctx, cmd)
 	if err != nil {
 		return model.Result{}, err
 	}
 	return l.answer(cmd, res)
+}
+
+// applyLock runs a stand-alone acquire: refused from the state if another
+// session holds the key, else proposed once no other acquire of the key is
+// in flight (acquireLine), and if one was, decided again on its outcome.
+func (l *LeaderCore) applyLock(ctx context.Context, cmd model.Command) (model.Result, error) {
+	for {
+		if res, refused, err := l.refuseHeld(ctx, cmd); refused || err != nil {
+			return res, err
+		}
+		if done, ok := l.line.take(cmd.KV.Key); ok {
+			res, err := l.propose(ctx, cmd)
+			done()
+			if err != nil {
+				return model.Result{}, err
+			}
+			return l.answer(cmd, res)
+		}
+		if err := l.line.wait(ctx, cmd.KV.Key); err != nil {
+			return model.Result{}, err
+		}
+	}
 }
 
 // refuseHeld answers an acquire of a key that another live session holds
@@ -93,7 +116,7 @@ func (l *LeaderCore) Apply(ctx context.Context, cmd model.Command) (model.Result
 // applied here. An acquire that would not be refused is proposed as usual,
 // so free keys pay nothing extra.
 func (l *LeaderCore) refuseHeld(ctx context.Context, cmd model.Command) (model.Result, bool, error) {
-	if cmd.KV == nil || !l.heldByOther(*cmd.KV) {
+	if !l.heldByOther(*cmd.KV) {
 		return model.Result{}, false, nil
 	}
 	if err := l.confirm(ctx); err != nil {

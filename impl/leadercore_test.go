@@ -255,3 +255,108 @@ func TestLeaderCoreQueryIDs(t *testing.T) {
 		t.Fatalf("unused IDs left %v: the update drew an ID", h.ids)
 	}
 }
+
+// TestLeaderCoreQueuesAcquiresOfOneKey: while one acquire of a key is in
+// the log, a second acquire of that key waits for its outcome instead of
+// becoming a second entry; it is then refused from the state (S29). If the
+// first fails, the second goes to the log itself. Other keys never wait.
+func TestLeaderCoreQueuesAcquiresOfOneKey(t *testing.T) {
+	h := newCoreHarness(t, "a", "b")
+	a := h.apply(t, model.Command{CreateSession: &model.CreateSession{Node: "n"}}).SessionID
+	b := h.apply(t, model.Command{CreateSession: &model.CreateSession{Node: "n"}}).SessionID
+
+	inLog, resume := make(chan struct{}), make(chan struct{})
+	h.before = func(cmd model.Command) {
+		if cmd.KV != nil && cmd.KV.Session == a {
+			h.before = nil
+			close(inLog)
+			<-resume
+		}
+	}
+	first := make(chan model.Result)
+	go func() {
+		res, err := h.core.Apply(context.Background(), lockCmd("k", a))
+		if err != nil {
+			t.Error(err)
+		}
+		first <- res
+	}()
+	<-inLog
+	proposed := h.proposed
+	second := make(chan model.Result)
+	go func() {
+		res, err := h.core.Apply(context.Background(), lockCmd("k", b))
+		if err != nil {
+			t.Error(err)
+		}
+		second <- res
+	}()
+	waitInLine(t, h, second)
+	// Another key goes straight to the log meanwhile.
+	if !h.apply(t, lockCmd("other", b)).OK {
+		t.Fatal("an acquire of another key failed")
+	}
+	close(resume)
+	if res := <-first; !res.OK {
+		t.Fatalf("first acquire: %+v", res)
+	}
+	if res := <-second; res.OK || res.Err != nil {
+		t.Fatalf("second acquire: %+v, want a plain refusal", res)
+	}
+	if got := h.proposed - proposed; got != 2 {
+		t.Fatalf("%d entries proposed, want 2: the first acquire and the other key's", got)
+	}
+
+	// The first in line fails (its session is gone): the one behind it
+	// proposes and wins.
+	h.apply(t, model.Command{KV: &model.KVOp{Verb: model.KVUnlock, Key: "k", Session: a}})
+	h.apply(t, model.Command{DestroySession: &model.DestroySession{ID: a}})
+	inLog, resume = make(chan struct{}), make(chan struct{})
+	h.before = func(cmd model.Command) {
+		if cmd.KV != nil && cmd.KV.Key == "k" && cmd.KV.Session == a {
+			h.before = nil
+			close(inLog)
+			<-resume
+		}
+	}
+	failed := make(chan error)
+	go func() {
+		res, err := h.core.Apply(context.Background(), lockCmd("k", a))
+		if err == nil && res.Err == nil {
+			err = fmt.Errorf("acquire by a destroyed session answered %+v", res)
+		}
+		if res.Err != nil {
+			err = nil
+		}
+		failed <- err
+	}()
+	<-inLog
+	go func() {
+		res, err := h.core.Apply(context.Background(), lockCmd("k", b))
+		if err != nil {
+			t.Error(err)
+		}
+		second <- res
+	}()
+	waitInLine(t, h, second)
+	close(resume)
+	if err := <-failed; err != nil {
+		t.Fatal(err)
+	}
+	if res := <-second; !res.OK {
+		t.Fatalf("acquire behind a failed one: %+v, want it to win", res)
+	}
+}
+
+// waitInLine returns once an acquire is waiting in the core's line; an
+// acquire that answers instead did not wait, which fails the test.
+func waitInLine(t *testing.T, h *coreHarness, answered <-chan model.Result) {
+	t.Helper()
+	for h.core.line.waiting() == 0 {
+		select {
+		case res := <-answered:
+			t.Fatalf("a second acquire of a key with one in flight answered %+v without waiting", res)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	metrics "github.com/hashicorp/go-metrics"
 	sockaddr "github.com/hashicorp/go-sockaddr"
 
 	"github.com/tenurekv/tenure/impl"
@@ -50,6 +51,8 @@ type settings struct {
 	// EnableDebug serves Go's profiles at /debug/pprof/, as Consul's
 	// enable_debug does; -dev turns it on, as in Consul.
 	EnableDebug bool
+	// telemetry is the process's metrics sink, served at /v1/agent/metrics.
+	telemetry *metrics.InmemSink
 }
 
 // ports are Consul's port settings. tenure serves HTTP, its server port
@@ -211,7 +214,7 @@ func (s *settings) start(logger hclog.Logger) (runningAgent, error) {
 	}
 	return agent.NewClient(agent.ClientConfig{NodeName: s.NodeName, Listener: cfg.Listener, HTTPAddr: cfg.Server.HTTPAddr,
 		Gossip: *cfg.Gossip, Join: cfg.Join, RetryInterval: cfg.RetryInterval, Datacenter: s.Datacenter, Version: version,
-		Logger: logger, Local: cfg.Local, Debug: cfg.Debug})
+		Logger: logger, Local: cfg.Local, Debug: cfg.Debug, Telemetry: cfg.Telemetry})
 }
 
 // agentConfig turns validated settings into an agent.
@@ -244,7 +247,7 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 	}
 	return agent.Config{Server: srv, Listener: ln, Gossip: g, Join: s.RetryJoin, RetryInterval: s.RetryInterval,
 		HTTP: httpapi.Options{Datacenter: s.Datacenter, Version: version}, Local: s.localConfig(),
-		Debug: s.EnableDebug || s.Dev}, nil
+		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry}, nil
 }
 
 // localConfig is the agent check settings as the local agent takes them.

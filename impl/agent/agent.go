@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	metrics "github.com/hashicorp/go-metrics"
 
 	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/impl/gossip"
@@ -63,8 +64,10 @@ type Config struct {
 	// simulator sets to seeded sources. Node is filled in.
 	Local local.Config
 	// Debug serves Go's profiles under /debug/pprof/ (Consul's
-	// enable_debug). /v1/agent/metrics is always served.
+	// enable_debug).
 	Debug bool
+	// Telemetry, if set (NewTelemetry), is served at /v1/agent/metrics.
+	Telemetry *metrics.InmemSink
 }
 
 // Agent is a running server and its HTTP API.
@@ -185,7 +188,7 @@ func New(cfg Config) (*Agent, error) {
 	// itself and never forwards them.
 	srv.ServeForwarded(registeredGate(serverAPI, srv, cfg.RegisterWait))
 	a.http = &http.Server{
-		Handler:     limits.writeDeadline(withDebug(api, cfg.Debug), cfg.HTTP.LongestBlock()),
+		Handler:     limits.writeDeadline(withDebug(api, cfg.Telemetry, cfg.Debug), cfg.HTTP.LongestBlock()),
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog:    logger(cfg.Server.Logger).StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}

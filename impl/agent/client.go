@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	metrics "github.com/hashicorp/go-metrics"
 
 	"github.com/tenurekv/tenure/impl/gossip"
 	"github.com/tenurekv/tenure/impl/httpapi"
@@ -25,8 +26,9 @@ import (
 // bound to this agent's serfHealth: Consul's default failure detector.
 type ClientConfig struct {
 	NodeName string
-	// Debug as for a server agent: /debug/pprof/ (enable_debug).
-	Debug bool
+	// Debug and Telemetry as for a server agent.
+	Debug     bool
+	Telemetry *metrics.InmemSink
 	// Listener serves the HTTP API; HTTPAddr is what the agent advertises.
 	Listener net.Listener
 	HTTPAddr string
@@ -113,7 +115,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		Version:    cfg.Version, Logger: log.Named("http")}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: log.Named("http")})
 	limits := cfg.Limits.withDefaults()
 	c.http = &http.Server{
-		Handler:     limits.writeDeadline(withDebug(api, cfg.Debug), httpapi.Options{}.LongestBlock()),
+		Handler:     limits.writeDeadline(withDebug(api, cfg.Telemetry, cfg.Debug), httpapi.Options{}.LongestBlock()),
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog:    log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}

@@ -2,50 +2,42 @@ package agent
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/pprof"
 	"strings"
-	"sync"
 	"time"
 
 	metrics "github.com/hashicorp/go-metrics"
 )
 
-// telemetry is the process's in-memory metrics sink, as every Consul agent
-// keeps one: raft, memberlist and serf report into go-metrics' global
-// registry, and GET /v1/agent/metrics shows the recent intervals. One per
-// process, because the registry is global.
-var (
-	telemetryOnce sync.Once
-	telemetrySink *metrics.InmemSink
-)
-
-func telemetry() *metrics.InmemSink {
-	telemetryOnce.Do(func() {
-		// Consul's defaults: 10 s intervals kept for a minute, names under
-		// "consul" (so raft's commit time is consul.raft.commitTime, as a
-		// Consul dashboard expects), no host name in them.
-		telemetrySink = metrics.NewInmemSink(10*time.Second, time.Minute)
-		cfg := metrics.DefaultConfig("consul")
-		cfg.EnableHostname = false
-		cfg.EnableRuntimeMetrics = false
-		if _, err := metrics.NewGlobal(cfg, telemetrySink); err != nil {
-			// NewGlobal fails only on a bad config; metrics are then
-			// dropped, which costs nothing else.
-			telemetrySink = metrics.NewInmemSink(10*time.Second, time.Minute)
-		}
-	})
-	return telemetrySink
+// NewTelemetry installs an in-memory metrics sink as go-metrics' global
+// registry, as every Consul agent keeps one: raft, memberlist and serf
+// report into it, and GET /v1/agent/metrics (Config.Telemetry) shows its
+// recent intervals. Call it once per process, from main: the registry is
+// global, and a sink used from more than one synctest bubble (the
+// simulator's runs) would crash, so tests and the simulator go without.
+func NewTelemetry() (*metrics.InmemSink, error) {
+	// Consul's defaults: 10 s intervals kept for a minute, names under
+	// "consul" (raft's commit time is consul.raft.commitTime, as a Consul
+	// dashboard expects), no host name in them.
+	sink := metrics.NewInmemSink(10*time.Second, time.Minute)
+	cfg := metrics.DefaultConfig("consul")
+	cfg.EnableHostname = false
+	cfg.EnableRuntimeMetrics = false
+	if _, err := metrics.NewGlobal(cfg, sink); err != nil {
+		return nil, fmt.Errorf("telemetry: %w", err)
+	}
+	return sink, nil
 }
 
-// withDebug answers GET /v1/agent/metrics, and, when pprofOn (Consul's
-// enable_debug, on in -dev), Go's profiles under /debug/pprof/, before
-// next sees the request.
-func withDebug(next http.Handler, pprofOn bool) http.Handler {
-	sink := telemetry()
+// withDebug answers GET /v1/agent/metrics when the agent has a sink, and,
+// when pprofOn (Consul's enable_debug, on in -dev), Go's profiles under
+// /debug/pprof/, before next sees the request.
+func withDebug(next http.Handler, sink *metrics.InmemSink, pprofOn bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case r.URL.Path == "/v1/agent/metrics":
+		case sink != nil && r.URL.Path == "/v1/agent/metrics":
 			if r.Method != http.MethodGet {
 				w.Header().Set("Allow", http.MethodGet)
 				http.Error(w, "method "+r.Method+" not allowed", http.StatusMethodNotAllowed)

@@ -30,7 +30,11 @@ func get(t *testing.T, url string) (int, string) {
 // shape, with raft's timers once raft has worked; /debug/pprof/ is served
 // only with enable_debug.
 func TestAgentMetricsAndDebug(t *testing.T) {
-	plain := agenttest.StartDevAgent(t, nil)
+	sink, err := agent.NewTelemetry()
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := agenttest.StartDevAgent(t, func(c *agent.Config) { c.Telemetry = sink })
 	code, body := get(t, "http://"+plain.HTTPAddr()+"/v1/agent/metrics")
 	var summary struct {
 		Timestamp string
@@ -46,6 +50,9 @@ func TestAgentMetricsAndDebug(t *testing.T) {
 	}
 	if code, _ := get(t, "http://"+plain.HTTPAddr()+"/debug/pprof/goroutine?debug=1"); code == http.StatusOK {
 		t.Fatal("/debug/pprof/ served without enable_debug")
+	}
+	if code, _ := get(t, "http://"+agenttest.StartDevAgent(t, nil).HTTPAddr()+"/v1/agent/metrics"); code == http.StatusOK {
+		t.Fatal("/v1/agent/metrics served by an agent without a sink")
 	}
 	debug := agenttest.StartDevAgent(t, func(c *agent.Config) { c.Debug = true })
 	code, body = get(t, "http://"+debug.HTTPAddr()+"/debug/pprof/goroutine?debug=1")
