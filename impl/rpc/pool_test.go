@@ -56,7 +56,7 @@ func TestPoolForwards(t *testing.T) {
 		_, addr := port(t, echo)
 		p := NewPool(PoolConfig{Single: single})
 		defer p.Close()
-		for i := range 3 { // later requests reuse the session
+		for i := range 3 { // later requests reuse the connection
 			resp, err := p.Forward(context.Background(), addr, &Request{Origin: Origin{Node: "c1", Forwarded: i == 1},
 				Method: "PUT", URI: "/v1/kv/a%2Fb?cas=0", Header: http.Header{"X-Consul-Token": {"secret"}},
 				Body: []byte("v")})
@@ -68,8 +68,8 @@ func TestPoolForwards(t *testing.T) {
 				t.Fatalf("single=%v: got %d %q %v, want 201 %q", single, resp.Status, resp.Body, resp.Header, want)
 			}
 		}
-		if !single && len(p.sessions) != 1 {
-			t.Fatalf("%d sessions for one server", len(p.sessions))
+		if !single && len(p.servers) != 1 {
+			t.Fatalf("%d servers known for one", len(p.servers))
 		}
 	}
 }
