@@ -155,7 +155,7 @@ type serverConn struct {
 	r    *bufio.Reader
 	w    *bufio.Writer
 	buf  []byte
-	err  error  // a bad message: the next header read fails with it
+	err  error  // once set, every header read fails with it
 	kind byte   // of the message whose header was read
 	rest []byte // its arguments
 
@@ -177,6 +177,7 @@ func (c *serverConn) ReadRequestHeader(r *rpc.Request) error {
 	if err != nil {
 		// No more calls will be read: end the running ones, which net/rpc
 		// waits for before it closes the connection.
+		c.err = err
 		c.stop()
 	}
 	return err

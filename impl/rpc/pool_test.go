@@ -103,9 +103,9 @@ func TestCancelReachesServer(t *testing.T) {
 	}
 }
 
-// TestSessionReplacedAfterServerRestart: a pool whose session died dials a
+// TestConnReplacedAfterServerRestart: a pool whose connection died dials a
 // new one.
-func TestSessionReplacedAfterServerRestart(t *testing.T) {
+func TestConnReplacedAfterServerRestart(t *testing.T) {
 	d, addr := port(t, echo)
 	p := NewPool(PoolConfig{})
 	defer p.Close()
@@ -124,7 +124,7 @@ func TestSessionReplacedAfterServerRestart(t *testing.T) {
 	srv.SetHandler(echo)
 	d2 := NewDemux(ln, srv, false, nil)
 	defer d2.Close()
-	// The old session may not have noticed yet: the first Forward can
+	// The old connection may not have noticed yet: the first Forward can
 	// fail, after which one is dialled afresh.
 	var last error
 	for range 3 {
@@ -188,9 +188,9 @@ func TestHandleParsesLikeAServer(t *testing.T) {
 	}
 }
 
-// TestPoolSharesOneSession: concurrent callers to one server share one
-// session (one TCP connection), each on its own stream.
-func TestPoolSharesOneSession(t *testing.T) {
+// TestPoolSharesConnections: concurrent callers to one server share the
+// pool's connsPerServer connections.
+func TestPoolSharesConnections(t *testing.T) {
 	var conns atomic.Int32
 	_, addr := port(t, echo)
 	p := NewPool(PoolConfig{Dial: func(ctx context.Context, a string) (net.Conn, error) {
@@ -210,7 +210,7 @@ func TestPoolSharesOneSession(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := conns.Load(); n != 1 {
-		t.Fatalf("%d connections dialled for one server, want 1", n)
+	if n := conns.Load(); n != connsPerServer {
+		t.Fatalf("%d connections dialled for one server, want %d", n, connsPerServer)
 	}
 }
