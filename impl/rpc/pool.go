@@ -183,6 +183,12 @@ func (p *Pool) connOf(ctx context.Context, addr string, slot *poolSlot) (*poolCo
 	if pc := slot.conn; pc != nil && !pc.broken.Load() {
 		return pc, nil
 	}
+	p.mu.Lock()
+	closed := p.closed
+	p.mu.Unlock()
+	if closed {
+		return nil, ErrPoolClosed // not worth a dial: a call cut off by Close is retried here
+	}
 	conn, err := p.dial(ctx, addr, ProtoMux)
 	if err != nil {
 		return nil, err
