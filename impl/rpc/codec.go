@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/rpc"
 	"sync"
 	"time"
@@ -42,9 +43,11 @@ const (
 )
 
 // Bounds of a connection: at most maxOutstanding forwarded requests run at
-// once per connection (the server reads no further until one ends; the pool
-// never sends more, so a Cancel is never stuck behind them), and a write
-// stalled for writeTimeout breaks the connection.
+// once per connection (the server reads no further until one ends), and a
+// write stalled for writeTimeout breaks the connection. The pool keeps
+// within the bound itself, counting a request it gave up on as ended once
+// its Cancel is written, which the server reads before any later request:
+// so a Cancel is never stuck behind requests waiting for room.
 const (
 	maxOutstanding = 512
 	writeTimeout   = 10 * time.Second
@@ -122,6 +125,16 @@ func (c *clientCodec) ReadResponseHeader(r *rpc.Response) error {
 }
 
 func (c *clientCodec) ReadResponseBody(body any) error {
+	err := c.readBody(body)
+	if err != nil {
+		// net/rpc would fail just this call and read on; a server that
+		// sends what cannot be decoded is not trusted further.
+		_ = c.conn.Close()
+	}
+	return err
+}
+
+func (c *clientCodec) readBody(body any) error {
 	p := c.pending
 	c.pending = nil
 	switch b := body.(type) {
@@ -323,7 +336,7 @@ func (c *serverConn) WriteResponse(r *rpc.Response, body any) error {
 		head, err := EncodeResponse(resp)
 		if err != nil {
 			c.srv.logger.Warn("rpc: answer cannot be forwarded", "error", err)
-			resp = errorResponse(500, "answer cannot be forwarded: "+err.Error())
+			resp = errorResponse(http.StatusInternalServerError, "answer cannot be forwarded: "+err.Error())
 			head, _ = EncodeResponse(resp) // a short plain-text 500 always encodes
 		}
 		b = append(b, head...)

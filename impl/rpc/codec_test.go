@@ -193,7 +193,7 @@ func FuzzCodecs(f *testing.F) {
 		if _, err := readCalls(serverConnOver(srv, data)); !ok(err) {
 			t.Fatalf("server side: %v", err)
 		}
-		cc := &clientCodec{r: bufio.NewReader(bytes.NewReader(data))}
+		cc := &clientCodec{conn: nopConn{}, r: bufio.NewReader(bytes.NewReader(data))}
 		for {
 			var r rpc.Response
 			err := cc.ReadResponseHeader(&r)
@@ -211,6 +211,44 @@ func FuzzCodecs(f *testing.F) {
 				}
 				return
 			}
+		}
+	})
+}
+
+// nopConn stands for the connection a fuzzed client codec closes.
+type nopConn struct{ net.Conn }
+
+func (nopConn) Close() error { return nil }
+
+// TestBadAnswerClosesConnection: an answer the pool cannot decode fails
+// its call and ends the connection, so later calls fail at once (and the
+// pool dials anew) instead of trusting that server further.
+func TestBadAnswerClosesConnection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		client, server := net.Pipe()
+		defer server.Close()
+		go func() {
+			r := bufio.NewReader(server)
+			p, err := readFrame(r, maxRequestFrame+maxMessageOverhead)
+			if err != nil {
+				return
+			}
+			d := decoder{p: p[1:]}
+			seq := d.uvarint()
+			// Status 99 does not decode.
+			_, _ = server.Write(frameOf(binary.AppendUvarint(nil, seq), []byte{0, frameVersion, 99, 0, 0}))
+			_, _ = io.Copy(io.Discard, r)
+		}()
+		c := rpc.NewClientWithCodec(newClientCodec(client))
+		defer c.Close()
+		req := &Request{Method: "GET", URI: "/v1/kv/k"}
+		head, _ := EncodeRequest(req)
+		if err := c.Call(methodRequest, &ForwardArgs{ID: 1, Request: req, head: head}, new(Response)); err == nil || !isBroken(err) {
+			t.Fatalf("a bad answer gave %v, want a broken connection", err)
+		}
+		synctest.Wait()
+		if err := c.Call(methodRequest, &ForwardArgs{ID: 2, Request: req, head: head}, new(Response)); !errors.Is(err, rpc.ErrShutdown) {
+			t.Fatalf("the next call gave %v, want rpc.ErrShutdown", err)
 		}
 	})
 }
