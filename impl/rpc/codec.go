@@ -74,6 +74,9 @@ type clientCodec struct {
 	buf  []byte // a message's head being written
 
 	pending []byte // the rest of the answer whose header was read
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 func newClientCodec(conn net.Conn) *clientCodec {
@@ -99,7 +102,7 @@ func (c *clientCodec) WriteRequest(r *rpc.Request, body any) error {
 	if err != nil {
 		// net/rpc fails just this call; the connection, maybe cut in the
 		// middle of a frame, is closed so that every call sees it broken.
-		_ = c.conn.Close()
+		_ = c.Close()
 	}
 	return err
 }
@@ -129,7 +132,7 @@ func (c *clientCodec) ReadResponseBody(body any) error {
 	if err != nil {
 		// net/rpc would fail just this call and read on; a server that
 		// sends what cannot be decoded is not trusted further.
-		_ = c.conn.Close()
+		_ = c.Close()
 	}
 	return err
 }
@@ -157,7 +160,12 @@ func (c *clientCodec) readBody(body any) error {
 	}
 }
 
-func (c *clientCodec) Close() error { return c.conn.Close() }
+// Close closes the connection once: the codec may have closed it on an
+// error before net/rpc's Client.Close, which must not then fail.
+func (c *clientCodec) Close() error {
+	c.closeOnce.Do(func() { c.closeErr = c.conn.Close() })
+	return c.closeErr
+}
 
 // serverConn is the server's end of a ProtoMux connection: net/rpc's
 // ServerCodec plus the requests running on it, by the IDs the pool gave

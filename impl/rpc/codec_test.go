@@ -252,3 +252,25 @@ func TestBadAnswerClosesConnection(t *testing.T) {
 		}
 	})
 }
+
+// TestCodecClosesOnce: after the codec closed its connection on an error,
+// net/rpc's Client.Close (hence Pool.Close, which a simulated cluster's
+// shutdown checks) does not fail on a TCP connection already closed.
+func TestCodecClosesOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	conn, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc := newClientCodec(conn)
+	if err := cc.WriteRequest(&rpc.Request{ServiceMethod: "Forward.Other"}, "no such argument"); err == nil {
+		t.Fatal("an argument of no known type was written")
+	}
+	if err := rpc.NewClientWithCodec(cc).Close(); err != nil {
+		t.Fatalf("Close after the codec closed the connection: %v", err)
+	}
+}
