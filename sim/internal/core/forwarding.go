@@ -28,17 +28,18 @@ func serverPortAddr(addr string) string {
 //
 // It still sends one request per connection (rpc.PoolConfig.Single,
 // ProtoSingle), not the production path. The production path (net/rpc calls
-// on one shared connection per server) does run inside the bubble: its
+// on a few shared connections per server) does run inside the bubble: its
 // connections and goroutines are made by the bubble's goroutines and end
 // when the pool is closed (at a crash, or the cluster's Shutdown) or its
-// server's port closes; over simlong's seeds 1-1100 it found violations in
-// four seeds only (733, 751, 922, 967), each failing the same way on
-// ProtoSingle.
-// But saving the dial per request moves every forwarded request's timing,
-// and TestRecipeElectionPausedLeader's fixed seed 11 then pauses the holder
-// inside recipe.Fence instead of between its Lost check and its write, so
-// the stale write that test looks for never happens (seed 12 shows it).
-// Switching is dropping Single here together with a new seed there.
+// server's port closes. But saving the dial per request moves every
+// forwarded request's timing, and TestRecipeElectionPausedLeader's fixed
+// seed 11 then pauses the holder inside recipe.Fence instead of between its
+// Lost check and its write, so the stale write that test looks for never
+// happens (seed 12 shows it). Switching is dropping Single here together
+// with a new seed there. simlong on the production path found only
+// ttl-lower-bound and agent-check-expiry violations of kinds that seeds
+// also show on ProtoSingle (a new leader invalidating a session
+// milliseconds after taking over: seed 922 on both, 531 on ProtoMux).
 func simPool(n *simnet.Network, from string) *rpc.Pool {
 	dial := n.Dialer(from)
 	return rpc.NewPool(rpc.PoolConfig{Single: true, Dial: func(ctx context.Context, addr string) (net.Conn, error) {
