@@ -17,7 +17,6 @@ require (
 	github.com/hashicorp/raft-boltdb v0.0.0-20230125174641-2a8082862702
 	github.com/hashicorp/raft-wal v0.4.1
 	github.com/hashicorp/serf v0.11.0
-	github.com/hashicorp/yamux v0.1.2
 	pgregory.net/rapid v1.3.0
 )
 

@@ -12,8 +12,8 @@ import (
 
 // The cost of one forwarding hop, as a follower pays it for a small write:
 // the incoming request goes to the leader and the leader's answer is
-// written back. "pool" is this package (a stream of a shared yamux session
-// to the server port); "proxy" is what it replaced, httputil.ReverseProxy
+// written back. "pool" is this package (a net/rpc call on a shared
+// connection to the server port); "proxy" is what it replaced, httputil.ReverseProxy
 // over a keep-alive http.Transport to the leader's HTTP API. Both run over
 // loopback TCP to a handler that reads the body and answers "true", so the
 // difference is the hop alone.

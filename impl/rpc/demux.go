@@ -13,7 +13,7 @@ import (
 // numbers Consul gives its raft and multiplexed RPC connections.
 const (
 	ProtoRaft   byte = 1 // raft's NetworkTransport (RaftLayer)
-	ProtoMux    byte = 4 // a yamux session of forwarded requests (Pool)
+	ProtoMux    byte = 4 // net/rpc calls of forwarded requests (Pool, codec.go)
 	ProtoSingle byte = 5 // one forwarded request, then close (Pool with Single)
 )
 

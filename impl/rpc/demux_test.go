@@ -95,42 +95,45 @@ func TestDemuxBoundsSilentConnections(t *testing.T) {
 	})
 }
 
-// TestCancelInBubble: on one connection per request (the simulator's
-// mode), the caller giving up ends the handler's context, and Close ends
-// a request still in flight.
+// TestCancelInBubble: on both protocols (the simulator runs inside
+// synctest bubbles), the caller giving up ends the handler's context, and
+// Close ends a request still in flight; every goroutine either made ends.
 func TestCancelInBubble(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ln := newPipeListener()
-		srv := NewServer(nil)
-		ended := make(chan error, 2)
-		srv.SetHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			<-r.Context().Done()
-			ended <- r.Context().Err()
-		}))
-		d := NewDemux(ln, srv, false, nil)
-		p := NewPool(PoolConfig{Single: true, Dial: ln.dial})
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if _, err := p.Forward(ctx, "x", &Request{Method: "GET", URI: "/v1/kv/k?index=3"}); !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Forward gave %v, want the caller's deadline", err)
-		}
-		if err := <-ended; !errors.Is(err, context.Canceled) {
-			t.Fatalf("handler context ended with %v", err)
-		}
-		errc := make(chan error, 1)
-		go func() {
-			_, err := p.Forward(context.Background(), "x", &Request{Method: "GET", URI: "/v1/kv/k?index=3"})
-			errc <- err
-		}()
-		synctest.Wait()
-		if err := d.Close(); err != nil {
-			t.Fatal(err)
-		}
-		if err := <-ended; !errors.Is(err, context.Canceled) {
-			t.Fatalf("handler context at Close ended with %v", err)
-		}
-		if err := <-errc; err == nil {
-			t.Fatal("a request cut off by Close succeeded")
-		}
-	})
+	for _, single := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			ln := newPipeListener()
+			srv := NewServer(nil)
+			ended := make(chan error, 2)
+			srv.SetHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				<-r.Context().Done()
+				ended <- r.Context().Err()
+			}))
+			d := NewDemux(ln, srv, false, nil)
+			p := NewPool(PoolConfig{Single: single, Dial: ln.dial})
+			defer p.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if _, err := p.Forward(ctx, "x", &Request{Method: "GET", URI: "/v1/kv/k?index=3"}); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("single=%v: Forward gave %v, want the caller's deadline", single, err)
+			}
+			if err := <-ended; !errors.Is(err, context.Canceled) {
+				t.Fatalf("single=%v: handler context ended with %v", single, err)
+			}
+			errc := make(chan error, 1)
+			go func() {
+				_, err := p.Forward(context.Background(), "x", &Request{Method: "GET", URI: "/v1/kv/k?index=3"})
+				errc <- err
+			}()
+			synctest.Wait()
+			if err := d.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-ended; !errors.Is(err, context.Canceled) {
+				t.Fatalf("single=%v: handler context at Close ended with %v", single, err)
+			}
+			if err := <-errc; err == nil {
+				t.Fatalf("single=%v: a request cut off by Close succeeded", single)
+			}
+		})
+	}
 }

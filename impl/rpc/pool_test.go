@@ -56,7 +56,7 @@ func TestPoolForwards(t *testing.T) {
 		_, addr := port(t, echo)
 		p := NewPool(PoolConfig{Single: single})
 		defer p.Close()
-		for i := range 3 { // later requests reuse the session
+		for i := range 3 { // later requests reuse the connection
 			resp, err := p.Forward(context.Background(), addr, &Request{Origin: Origin{Node: "c1", Forwarded: i == 1},
 				Method: "PUT", URI: "/v1/kv/a%2Fb?cas=0", Header: http.Header{"X-Consul-Token": {"secret"}},
 				Body: []byte("v")})
@@ -68,8 +68,8 @@ func TestPoolForwards(t *testing.T) {
 				t.Fatalf("single=%v: got %d %q %v, want 201 %q", single, resp.Status, resp.Body, resp.Header, want)
 			}
 		}
-		if !single && len(p.sessions) != 1 {
-			t.Fatalf("%d sessions for one server", len(p.sessions))
+		if !single && len(p.servers) != 1 {
+			t.Fatalf("%d servers known for one", len(p.servers))
 		}
 	}
 }
@@ -103,9 +103,9 @@ func TestCancelReachesServer(t *testing.T) {
 	}
 }
 
-// TestSessionReplacedAfterServerRestart: a pool whose session died dials a
+// TestConnReplacedAfterServerRestart: a pool whose connection died dials a
 // new one.
-func TestSessionReplacedAfterServerRestart(t *testing.T) {
+func TestConnReplacedAfterServerRestart(t *testing.T) {
 	d, addr := port(t, echo)
 	p := NewPool(PoolConfig{})
 	defer p.Close()
@@ -124,7 +124,7 @@ func TestSessionReplacedAfterServerRestart(t *testing.T) {
 	srv.SetHandler(echo)
 	d2 := NewDemux(ln, srv, false, nil)
 	defer d2.Close()
-	// The old session may not have noticed yet: the first Forward can
+	// The old connection may not have noticed yet: the first Forward can
 	// fail, after which one is dialled afresh.
 	var last error
 	for range 3 {
@@ -188,9 +188,9 @@ func TestHandleParsesLikeAServer(t *testing.T) {
 	}
 }
 
-// TestPoolSharesOneSession: concurrent callers to one server share one
-// session (one TCP connection), each on its own stream.
-func TestPoolSharesOneSession(t *testing.T) {
+// TestPoolSharesConnections: concurrent callers to one server share the
+// pool's connsPerServer connections.
+func TestPoolSharesConnections(t *testing.T) {
 	var conns atomic.Int32
 	_, addr := port(t, echo)
 	p := NewPool(PoolConfig{Dial: func(ctx context.Context, a string) (net.Conn, error) {
@@ -210,7 +210,7 @@ func TestPoolSharesOneSession(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if n := conns.Load(); n != 1 {
-		t.Fatalf("%d connections dialled for one server, want 1", n)
+	if n := conns.Load(); n != connsPerServer {
+		t.Fatalf("%d connections dialled for one server, want %d", n, connsPerServer)
 	}
 }

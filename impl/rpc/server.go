@@ -4,18 +4,17 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/rpc"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/yamux"
 )
 
-// requestReadTimeout bounds how long a sender may take to send one request
-// frame once it has opened a stream: a sender that stalls mid-frame (yamux
-// can give up on a write without closing the stream, hashicorp/yamux#142)
-// would otherwise hold the serving goroutine until the session dies.
+// requestReadTimeout bounds how long a sender may take to send its request
+// on a ProtoSingle connection: a sender that stalls mid-frame would
+// otherwise hold the serving goroutine.
 const requestReadTimeout = 30 * time.Second
 
 // Server serves forwarded requests with an http.Handler: the connections
@@ -23,6 +22,7 @@ const requestReadTimeout = 30 * time.Second
 type Server struct {
 	logger  hclog.Logger
 	handler atomic.Pointer[http.Handler]
+	rpc     *rpc.Server // the Forward service, for ProtoMux connections
 
 	ctx    context.Context // ends every request's context on Close
 	cancel context.CancelFunc
@@ -40,7 +40,15 @@ func NewServer(logger hclog.Logger) *Server {
 		logger = hclog.NewNullLogger()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{logger: logger, ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}}
+	s := &Server{logger: logger, ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}}
+	r, err := newRPCServer(s)
+	if err != nil {
+		// Only a change to forwardService's methods can get here; every
+		// ProtoMux connection is then closed at once.
+		logger.Error("rpc: no forwarding service", "error", err)
+	}
+	s.rpc = r
+	return s
 }
 
 // SetHandler sets the handler requests run on. A server's handler is its
@@ -79,40 +87,17 @@ func (s *Server) ServeConn(proto byte, conn net.Conn) {
 	case ProtoSingle:
 		s.exchange(conn)
 	case ProtoMux:
-		s.serveSession(conn)
+		s.serveRPC(conn)
 	}
 }
 
-// serveSession accepts streams on a yamux session until it ends, serving
-// each on its own goroutine.
-func (s *Server) serveSession(conn net.Conn) {
-	sess, err := yamux.Server(conn, yamuxConfig(s.logger))
-	if err != nil {
-		s.logger.Error("rpc: yamux session", "error", err)
+// serveRPC serves conn's net/rpc calls until it ends: net/rpc reads them
+// in this goroutine and runs each in one of its own.
+func (s *Server) serveRPC(conn net.Conn) {
+	if s.rpc == nil {
 		return
 	}
-	var streams sync.WaitGroup
-	defer func() {
-		// Closing the session ends its streams, whose watchers then end
-		// their requests.
-		_ = sess.Close()
-		streams.Wait()
-	}()
-	for {
-		st, err := sess.AcceptStream()
-		if err != nil {
-			if !sess.IsClosed() {
-				s.logger.Debug("rpc: session ended", "remote", conn.RemoteAddr(), "error", err)
-			}
-			return
-		}
-		streams.Add(1)
-		go func() {
-			defer streams.Done()
-			defer st.Close()
-			s.exchange(st)
-		}()
-	}
+	s.rpc.ServeCodec(newServerConn(s, conn))
 }
 
 // exchange reads one request from conn, runs it, and answers. The sender
@@ -148,17 +133,20 @@ func (s *Server) exchange(conn net.Conn) {
 			cancel()
 		}
 	}()
-	var resp *Response
-	if h := s.handler.Load(); h != nil {
-		resp = Handle(ctx, *h, req)
-	} else {
-		resp = errorResponse(http.StatusInternalServerError, "server is starting")
-	}
+	resp := s.run(ctx, req)
 	answered.Store(true)
 	if ctx.Err() != nil {
 		return // the sender is gone, or the server is closing
 	}
 	s.answer(conn, resp)
+}
+
+// run runs req on the handler.
+func (s *Server) run(ctx context.Context, req *Request) *Response {
+	if h := s.handler.Load(); h != nil {
+		return Handle(ctx, *h, req)
+	}
+	return errorResponse(http.StatusInternalServerError, "server is starting")
 }
 
 func (s *Server) answer(conn net.Conn, resp *Response) {

@@ -41,6 +41,7 @@ type server struct {
 	hs          *http.Server
 	port        *rpc.Demux   // the server port: forwarded requests
 	pool        *gossip.Pool // with Gossip: this incarnation's membership
+	fwd         *rpc.Pool    // this incarnation's forwarding connections
 	incarnation int
 	// stopped is set when the running incarnation is crashed, so that
 	// whatever it applies while shutting down is not recorded.
@@ -162,10 +163,11 @@ func (c *Cluster) boot(s *server) error {
 		replayUntil = 0
 	}
 	var leader, stopped atomic.Bool
+	fwd := simPool(c.net, s.Name)
 	cfg := impl.Config{
 		NodeName: s.Name, HTTPAddr: s.httpAddr(), Clock: s.gate,
 		Transport: trans, LogStore: s.logs, StableStore: s.logs, SnapshotStore: s.snaps,
-		Peers: c.peers, Forward: simPool(c.net, s.Name),
+		Peers: c.peers, Forward: fwd,
 		// Session IDs must not depend on crypto/rand, or no run replays.
 		// Counter first: failure reports show IDs cut to 8 characters.
 		NewID: func() string {
@@ -190,7 +192,7 @@ func (c *Cluster) boot(s *server) error {
 	var pool *gossip.Pool
 	if c.gossip != nil {
 		if pool, err = c.startGossip(s); err != nil {
-			return err
+			return errors.Join(err, fwd.Close())
 		}
 		cfg.Membership = pool
 	}
@@ -199,7 +201,7 @@ func (c *Cluster) boot(s *server) error {
 	}
 	srv, err := impl.NewServer(cfg)
 	if err != nil {
-		err = fmt.Errorf("start %s: %w", s.Name, err)
+		err = errors.Join(fmt.Errorf("start %s: %w", s.Name, err), fwd.Close())
 		if pool != nil {
 			err = errors.Join(err, pool.Shutdown())
 		}
@@ -217,12 +219,12 @@ func (c *Cluster) boot(s *server) error {
 	}))
 	ln, err := c.net.Listen(s.httpAddr())
 	if err != nil {
-		return errors.Join(fmt.Errorf("listen %s: %w", s.httpAddr(), err), srv.Shutdown())
+		return errors.Join(fmt.Errorf("listen %s: %w", s.httpAddr(), err), srv.Shutdown(), fwd.Close())
 	}
 	portAddr := serverPortAddr(s.Name)
 	portLn, err := c.net.Listen(portAddr)
 	if err != nil {
-		return errors.Join(fmt.Errorf("listen %s: %w", portAddr, err), ln.Close(), srv.Shutdown())
+		return errors.Join(fmt.Errorf("listen %s: %w", portAddr, err), ln.Close(), srv.Shutdown(), fwd.Close())
 	}
 	// Followers and client agents forward to the server port, where the
 	// same API runs on what they send.
@@ -232,7 +234,7 @@ func (c *Cluster) boot(s *server) error {
 	port := rpc.NewDemux(portLn, rs, false, nil)
 	hs := &http.Server{Handler: api}
 	go func() { _ = hs.Serve(ln) }()
-	s.srv, s.hs, s.port, s.stopped, s.pool = srv, hs, port, &stopped, pool
+	s.srv, s.hs, s.port, s.stopped, s.pool, s.fwd = srv, hs, port, &stopped, pool, fwd
 	return nil
 }
 
@@ -279,8 +281,8 @@ func (c *Cluster) joinGossip(s *server) {
 // are kept for a restart.
 func (c *Cluster) Crash(s *server) error {
 	s.mu.Lock()
-	srv, hs, port, stopped, pool := s.srv, s.hs, s.port, s.stopped, s.pool
-	s.srv, s.hs, s.port, s.pool = nil, nil, nil, nil
+	srv, hs, port, stopped, pool, fwd := s.srv, s.hs, s.port, s.stopped, s.pool, s.fwd
+	s.srv, s.hs, s.port, s.pool, s.fwd = nil, nil, nil, nil, nil
 	if srv != nil {
 		s.incarnation++
 	}
@@ -293,6 +295,9 @@ func (c *Cluster) Crash(s *server) error {
 	if serr := srv.Shutdown(); serr != nil {
 		err = errors.Join(err, fmt.Errorf("shutdown %s: %w", s.Name, serr))
 	}
+	// The pool is the caller's, not the server's: its connections (and
+	// their reading goroutines) end here.
+	err = errors.Join(err, fwd.Close())
 	if pool != nil {
 		// A crash: no leave, so the others see the member fail.
 		err = errors.Join(err, pool.Shutdown())
