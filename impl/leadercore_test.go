@@ -273,24 +273,10 @@ func TestLeaderCoreQueuesAcquiresOfOneKey(t *testing.T) {
 			<-resume
 		}
 	}
-	first := make(chan model.Result)
-	go func() {
-		res, err := h.core.Apply(context.Background(), lockCmd("k", a))
-		if err != nil {
-			t.Error(err)
-		}
-		first <- res
-	}()
+	first := applyAsync(t, h, lockCmd("k", a))
 	<-inLog
 	proposed := h.proposed
-	second := make(chan model.Result)
-	go func() {
-		res, err := h.core.Apply(context.Background(), lockCmd("k", b))
-		if err != nil {
-			t.Error(err)
-		}
-		second <- res
-	}()
+	second := applyAsync(t, h, lockCmd("k", b))
 	waitInLine(t, h, second)
 	// Another key goes straight to the log meanwhile.
 	if !h.apply(t, lockCmd("other", b)).OK {
@@ -331,13 +317,7 @@ func TestLeaderCoreQueuesAcquiresOfOneKey(t *testing.T) {
 		failed <- err
 	}()
 	<-inLog
-	go func() {
-		res, err := h.core.Apply(context.Background(), lockCmd("k", b))
-		if err != nil {
-			t.Error(err)
-		}
-		second <- res
-	}()
+	second = applyAsync(t, h, lockCmd("k", b))
 	waitInLine(t, h, second)
 	close(resume)
 	if err := <-failed; err != nil {
@@ -346,6 +326,20 @@ func TestLeaderCoreQueuesAcquiresOfOneKey(t *testing.T) {
 	if res := <-second; !res.OK {
 		t.Fatalf("acquire behind a failed one: %+v, want it to win", res)
 	}
+}
+
+// applyAsync runs cmd through the core on a goroutine of its own and
+// delivers its result; an error fails the test.
+func applyAsync(t *testing.T, h *coreHarness, cmd model.Command) <-chan model.Result {
+	out := make(chan model.Result, 1)
+	go func() {
+		res, err := h.core.Apply(context.Background(), cmd)
+		if err != nil {
+			t.Error(err)
+		}
+		out <- res
+	}()
+	return out
 }
 
 // waitInLine returns once an acquire is waiting in the core's line; an

@@ -27,14 +27,7 @@ func summarize(ds []time.Duration) latencies {
 	if len(ds) == 0 {
 		return latencies{}
 	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	rank := func(p int) time.Duration {
-		// ceil(p·n/100) without floating point, as a 1-based rank.
-		r := (p*len(s) + 99) / 100
-		return s[max(r, 1)-1]
-	}
-	return latencies{n: len(s), p50: rank(50), p99: rank(99), max: s[len(s)-1]}
+	return latencies{n: len(ds), p50: percentile(ds, 0.50), p99: percentile(ds, 0.99), max: slices.Max(ds)}
 }
 
 // vmRSS reads the VmRSS line of a /proc/<pid>/status text, in KiB.

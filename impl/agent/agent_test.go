@@ -63,16 +63,9 @@ func TestDevAgentLockCycle(t *testing.T) {
 // stops, the survivors elect a new one and the lock and data remain.
 func TestClusterForwardsAndFailsOver(t *testing.T) {
 	cl := agenttest.StartCluster(t, 3, agenttest.ClusterOptions{})
-	lead := cl.Leader()
-	if lead == nil {
+	lead, follower := cl.Leader(), cl.Follower()
+	if lead == nil || follower == nil {
 		t.Fatal("no leader")
-	}
-	var follower *agent.Agent
-	for _, a := range cl.Agents {
-		if a != lead {
-			follower = a
-			break
-		}
 	}
 	fc := client(t, follower.HTTPAddr())
 	sid, _, err := fc.Session().Create(&api.SessionEntry{TTL: "10s"}, nil)
@@ -132,16 +125,9 @@ func TestAgentNeedsAnAddress(t *testing.T) {
 // follower's node, which the follower named over that port (S2).
 func TestBlockingReadThroughFollower(t *testing.T) {
 	cl := agenttest.StartCluster(t, 3, agenttest.ClusterOptions{})
-	lead := cl.Leader()
-	if lead == nil {
+	lead, follower := cl.Leader(), cl.Follower()
+	if lead == nil || follower == nil {
 		t.Fatal("no leader")
-	}
-	var follower *agent.Agent
-	for _, a := range cl.Agents {
-		if a != lead {
-			follower = a
-			break
-		}
 	}
 	fc, lc := client(t, follower.HTTPAddr()), client(t, lead.HTTPAddr())
 	if _, err := lc.KV().Put(&api.KVPair{Key: "k", Value: []byte("1")}, nil); err != nil {

@@ -99,6 +99,21 @@ func (c *Cluster) Leader() *agent.Agent {
 	return nil
 }
 
+// Follower returns an agent other than the current leader; nil if there
+// is no leader.
+func (c *Cluster) Follower() *agent.Agent {
+	lead := c.Leader()
+	if lead == nil {
+		return nil
+	}
+	for _, a := range c.Agents {
+		if a != lead {
+			return a
+		}
+	}
+	return nil
+}
+
 // StartCluster starts n agents that know each other from the start (the
 // equivalent of -bootstrap-expect n), each with raft and HTTP on free
 // 127.0.0.1 ports, and waits until every one is registered and knows the
