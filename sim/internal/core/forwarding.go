@@ -24,25 +24,14 @@ func serverPortAddr(addr string) string {
 	return net.JoinHostPort(host, ServerPort)
 }
 
-// simPool is the forwarding pool of node from over the simulated network.
-//
-// It still sends one request per connection (rpc.PoolConfig.Single,
-// ProtoSingle), not the production path. The production path (net/rpc calls
-// on a few shared connections per server) does run inside the bubble: its
-// connections and goroutines are made by the bubble's goroutines and end
-// when the pool is closed (at a crash, or the cluster's Shutdown) or its
-// server's port closes. But saving the dial per request moves every
-// forwarded request's timing, and TestRecipeElectionPausedLeader's fixed
-// seed 11 then pauses the holder inside recipe.Fence instead of between its
-// Lost check and its write, so the stale write that test looks for never
-// happens (seed 12 shows it). Switching is dropping Single here together
-// with a new seed there. simlong on the production path found only
-// ttl-lower-bound and agent-check-expiry violations of kinds that seeds
-// also show on ProtoSingle (a new leader invalidating a session
-// milliseconds after taking over: seed 922 on both, 531 on ProtoMux).
+// simPool is the forwarding pool of node from over the simulated network:
+// the production path, net/rpc calls on a few shared connections per
+// server. Its connections and goroutines are made by the bubble's
+// goroutines and end when the pool is closed (at a crash, or the cluster's
+// Shutdown) or its server's port closes.
 func simPool(n *simnet.Network, from string) *rpc.Pool {
 	dial := n.Dialer(from)
-	return rpc.NewPool(rpc.PoolConfig{Single: true, Dial: func(ctx context.Context, addr string) (net.Conn, error) {
+	return rpc.NewPool(rpc.PoolConfig{Dial: func(ctx context.Context, addr string) (net.Conn, error) {
 		return dial(ctx, "sim", serverPortAddr(addr))
 	}})
 }
