@@ -212,3 +212,35 @@ func TestLockHeldByOtherMatchesApply(t *testing.T) {
 		}
 	})
 }
+
+// TestLockHeldByOtherOnlyForLocks: only a well-formed stand-alone lock can
+// be a held-key refusal; any other verb on a held key, or a malformed lock,
+// is not one, whoever holds the key.
+func TestLockHeldByOtherOnlyForLocks(t *testing.T) {
+	s := model.New()
+	for i, cmd := range []model.Command{
+		{Register: &model.Register{Node: "n1", Checks: []model.CheckSpec{{CheckID: "serfHealth", Status: model.HealthPassing}}}},
+		{CreateSession: &model.CreateSession{ID: "s1", Node: "n1"}},
+		{CreateSession: &model.CreateSession{ID: "s2", Node: "n1"}},
+		{KV: &model.KVOp{Verb: model.KVLock, Key: "a", Session: "s1"}},
+	} {
+		if res := s.Apply(uint64(i+1), cmd); res.Failed() {
+			t.Fatalf("setup %+v: %+v", cmd, res)
+		}
+	}
+	if !s.LockHeldByOther(model.KVOp{Verb: model.KVLock, Key: "a", Session: "s2"}) {
+		t.Fatal("a lock of a key another live session holds is a held-key refusal")
+	}
+	for _, op := range []model.KVOp{
+		{Verb: model.KVUnlock, Key: "a", Session: "s2"},
+		{Verb: model.KVSet, Key: "a", Session: "s2"},
+		{Verb: model.KVCheckSession, Key: "a", Session: "s2"},
+		{Verb: model.KVLock, Key: "a", Session: "s2", Value: make([]byte, model.MaxValueSize+1)},
+		{Verb: model.KVLock, Key: "a", Session: "s1"},
+		{Verb: model.KVLock, Key: "a", Session: "ghost"},
+	} {
+		if s.LockHeldByOther(op) {
+			t.Errorf("LockHeldByOther(%s %q by %q, %d-byte value) = true", op.Verb, op.Key, op.Session, len(op.Value))
+		}
+	}
+}

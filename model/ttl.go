@@ -29,17 +29,12 @@ type ttlEntry struct {
 	pos      int // index in heap
 }
 
-// ttlHeap orders entries by deadline, then ID, so equal deadlines come out
-// in a fixed order.
+// ttlHeap orders entries by deadline. Ties need no order: Expired sorts
+// what it returns and Next returns only the time.
 type ttlHeap []*ttlEntry
 
-func (h ttlHeap) Len() int { return len(h) }
-func (h ttlHeap) Less(i, j int) bool {
-	if !h[i].deadline.Equal(h[j].deadline) {
-		return h[i].deadline.Before(h[j].deadline)
-	}
-	return h[i].id < h[j].id
-}
+func (h ttlHeap) Len() int           { return len(h) }
+func (h ttlHeap) Less(i, j int) bool { return h[i].deadline.Before(h[j].deadline) }
 func (h ttlHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].pos, h[j].pos = i, j
