@@ -69,7 +69,7 @@ func TestDemuxBoundsSilentConnections(t *testing.T) {
 			t.Fatalf("%d unclassified held and %d waiting to be accepted, want %d and 1", held, len(ln.conns), maxUnclassified)
 		}
 		// A request sent now waits behind the silent ones.
-		p := NewPool(PoolConfig{Single: true, Dial: ln.dial})
+		p := NewPool(PoolConfig{Dial: ln.dial})
 		answered := make(chan error, 1)
 		go func() {
 			_, err := p.Forward(context.Background(), "x", &Request{Origin: Origin{Node: "n"}, Method: "GET", URI: "/v1/kv/k"})
@@ -88,52 +88,50 @@ func TestDemuxBoundsSilentConnections(t *testing.T) {
 		}
 		// The first ones timed out; the last was accepted only after them.
 		for _, c := range silent[:maxUnclassified] {
-			if _, err := c.Write([]byte{ProtoSingle}); err == nil {
+			if _, err := c.Write([]byte{ProtoMux}); err == nil {
 				t.Fatal("a silent connection was still open after classifyTimeout")
 			}
 		}
 	})
 }
 
-// TestCancelInBubble: on both protocols (the simulator runs inside
-// synctest bubbles), the caller giving up ends the handler's context, and
+// TestCancelInBubble: inside a synctest bubble (the simulator's), the
+// caller giving up ends the handler's context, and
 // Close ends a request still in flight; every goroutine either made ends.
 func TestCancelInBubble(t *testing.T) {
-	for _, single := range []bool{false, true} {
-		synctest.Test(t, func(t *testing.T) {
-			ln := newPipeListener()
-			srv := NewServer(nil)
-			ended := make(chan error, 2)
-			srv.SetHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				<-r.Context().Done()
-				ended <- r.Context().Err()
-			}))
-			d := NewDemux(ln, srv, false, nil)
-			p := NewPool(PoolConfig{Single: single, Dial: ln.dial})
-			defer p.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			if _, err := p.Forward(ctx, "x", &Request{Method: "GET", URI: "/v1/kv/k?index=3"}); !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("single=%v: Forward gave %v, want the caller's deadline", single, err)
-			}
-			if err := <-ended; !errors.Is(err, context.Canceled) {
-				t.Fatalf("single=%v: handler context ended with %v", single, err)
-			}
-			errc := make(chan error, 1)
-			go func() {
-				_, err := p.Forward(context.Background(), "x", &Request{Method: "GET", URI: "/v1/kv/k?index=3"})
-				errc <- err
-			}()
-			synctest.Wait()
-			if err := d.Close(); err != nil {
-				t.Fatal(err)
-			}
-			if err := <-ended; !errors.Is(err, context.Canceled) {
-				t.Fatalf("single=%v: handler context at Close ended with %v", single, err)
-			}
-			if err := <-errc; err == nil {
-				t.Fatalf("single=%v: a request cut off by Close succeeded", single)
-			}
-		})
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ln := newPipeListener()
+		srv := NewServer(nil)
+		ended := make(chan error, 2)
+		srv.SetHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			<-r.Context().Done()
+			ended <- r.Context().Err()
+		}))
+		d := NewDemux(ln, srv, false, nil)
+		p := NewPool(PoolConfig{Dial: ln.dial})
+		defer p.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if _, err := p.Forward(ctx, "x", &Request{Method: "GET", URI: "/v1/kv/k?index=3"}); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Forward gave %v, want the caller's deadline", err)
+		}
+		if err := <-ended; !errors.Is(err, context.Canceled) {
+			t.Fatalf("handler context ended with %v", err)
+		}
+		errc := make(chan error, 1)
+		go func() {
+			_, err := p.Forward(context.Background(), "x", &Request{Method: "GET", URI: "/v1/kv/k?index=3"})
+			errc <- err
+		}()
+		synctest.Wait()
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-ended; !errors.Is(err, context.Canceled) {
+			t.Fatalf("handler context at Close ended with %v", err)
+		}
+		if err := <-errc; err == nil {
+			t.Fatal("a request cut off by Close succeeded")
+		}
+	})
 }

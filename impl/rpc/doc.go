@@ -2,7 +2,7 @@
 // Consul's shape: one TCP port per server whose connections say in their
 // first byte what they carry (ProtoRaft for raft's own transport, ProtoMux
 // for forwarded HTTP requests as net/rpc calls multiplexed on one plain
-// connection, ProtoSingle for one forwarded request on its own connection).
+// connection).
 //
 // A forwarded request is the HTTP request a client sent to a follower or a
 // client agent, framed (frame.go) with the node it came through (Origin). The

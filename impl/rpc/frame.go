@@ -272,19 +272,6 @@ func (d *decoder) body(limit int) []byte {
 	return d.p
 }
 
-// writeFrame sends a length-prefixed frame: head (from an encoder) then
-// body.
-func writeFrame(w io.Writer, head, body []byte) error {
-	total := len(head) + len(body)
-	buf := make([]byte, 0, 4+total)
-	buf = binary.BigEndian.AppendUint32(buf, uint32(total))
-	buf = append(append(buf, head...), body...)
-	if _, err := w.Write(buf); err != nil {
-		return fmt.Errorf("write rpc frame: %w", err)
-	}
-	return nil
-}
-
 // readFrame reads one length-prefixed frame of at most limit bytes.
 func readFrame(r io.Reader, limit int) ([]byte, error) {
 	var n [4]byte

@@ -17,10 +17,7 @@ import (
 type PoolConfig struct {
 	// Dial opens a connection to a server port; default TCP with a 10 s
 	// timeout. The simulator passes its network's dialer.
-	Dial func(ctx context.Context, addr string) (net.Conn, error)
-	// Single sends each request on a connection of its own (ProtoSingle)
-	// instead of a call on a connection shared with other callers.
-	Single bool
+	Dial   func(ctx context.Context, addr string) (net.Conn, error)
 	Logger hclog.Logger
 }
 
@@ -90,9 +87,6 @@ func (p *Pool) Forward(ctx context.Context, addr string, req *Request) (*Respons
 	head, err := EncodeRequest(req)
 	if err != nil {
 		return nil, fmt.Errorf("forward to %s: %w", addr, err)
-	}
-	if p.cfg.Single {
-		return p.single(ctx, addr, head, req)
 	}
 	slot, err := p.slot(addr)
 	if err != nil {
@@ -216,47 +210,6 @@ func (p *Pool) drop(slot *poolSlot, pc *poolConn) {
 		slot.conn = nil
 	}
 	<-slot.lock
-}
-
-// single sends one request on a connection of its own (ProtoSingle).
-func (p *Pool) single(ctx context.Context, addr string, head []byte, req *Request) (*Response, error) {
-	p.mu.Lock()
-	closed := p.closed
-	p.mu.Unlock()
-	if closed {
-		return nil, fmt.Errorf("forward to %s: %w", addr, ErrPoolClosed)
-	}
-	conn, err := p.dial(ctx, addr, ProtoSingle)
-	if err != nil {
-		return nil, fmt.Errorf("forward to %s: %w", addr, err)
-	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() {
-		// Closing tells the server, and ends our own read.
-		_ = conn.Close()
-	})
-	defer stop()
-	if err := writeFrame(conn, head, req.Body); err != nil {
-		return nil, p.failed(ctx, addr, err)
-	}
-	payload, err := readFrame(conn, maxResponseFrame)
-	if err != nil {
-		return nil, p.failed(ctx, addr, err)
-	}
-	resp, err := DecodeResponse(payload)
-	if err != nil {
-		return nil, fmt.Errorf("forward to %s: %w", addr, err)
-	}
-	return resp, nil
-}
-
-// failed is the error of an exchange that broke: the caller's own if it
-// gave up.
-func (p *Pool) failed(ctx context.Context, addr string, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		return fmt.Errorf("forward to %s: %w", addr, cerr)
-	}
-	return fmt.Errorf("forward to %s: %w", addr, err)
 }
 
 func (p *Pool) dial(ctx context.Context, addr string, proto byte) (net.Conn, error) {

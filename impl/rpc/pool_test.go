@@ -52,54 +52,50 @@ func boolText(b bool) string {
 }
 
 func TestPoolForwards(t *testing.T) {
-	for _, single := range []bool{false, true} {
-		_, addr := port(t, echo)
-		p := NewPool(PoolConfig{Single: single})
-		defer p.Close()
-		for i := range 3 { // later requests reuse the connection
-			resp, err := p.Forward(context.Background(), addr, &Request{Origin: Origin{Node: "c1", Forwarded: i == 1},
-				Method: "PUT", URI: "/v1/kv/a%2Fb?cas=0", Header: http.Header{"X-Consul-Token": {"secret"}},
-				Body: []byte("v")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := "c1|" + boolText(i == 1) + "|t|PUT|/v1/kv/a/b|cas=0|secret|v"
-			if resp.Status != http.StatusCreated || string(resp.Body) != want || resp.Header.Get("X-Consul-Index") != "42" {
-				t.Fatalf("single=%v: got %d %q %v, want 201 %q", single, resp.Status, resp.Body, resp.Header, want)
-			}
+	_, addr := port(t, echo)
+	p := NewPool(PoolConfig{})
+	defer p.Close()
+	for i := range 3 { // later requests reuse the connection
+		resp, err := p.Forward(context.Background(), addr, &Request{Origin: Origin{Node: "c1", Forwarded: i == 1},
+			Method: "PUT", URI: "/v1/kv/a%2Fb?cas=0", Header: http.Header{"X-Consul-Token": {"secret"}},
+			Body: []byte("v")})
+		if err != nil {
+			t.Fatal(err)
 		}
-		if !single && len(p.servers) != 1 {
-			t.Fatalf("%d servers known for one", len(p.servers))
+		want := "c1|" + boolText(i == 1) + "|t|PUT|/v1/kv/a/b|cas=0|secret|v"
+		if resp.Status != http.StatusCreated || string(resp.Body) != want || resp.Header.Get("X-Consul-Index") != "42" {
+			t.Fatalf("got %d %q %v, want 201 %q", resp.Status, resp.Body, resp.Header, want)
 		}
+	}
+	if len(p.servers) != 1 {
+		t.Fatalf("%d servers known for one", len(p.servers))
 	}
 }
 
 // TestCancelReachesServer: the caller giving up ends the request's context
 // on the serving side, and Forward returns the caller's error.
 func TestCancelReachesServer(t *testing.T) {
-	for _, single := range []bool{false, true} {
-		started, ended := make(chan struct{}), make(chan error, 1)
-		_, addr := port(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			close(started)
-			<-r.Context().Done()
-			ended <- r.Context().Err()
-		}))
-		p := NewPool(PoolConfig{Single: single})
-		defer p.Close()
-		ctx, cancel := context.WithCancel(context.Background())
-		errc := make(chan error, 1)
-		go func() {
-			_, err := p.Forward(ctx, addr, &Request{Method: "GET", URI: "/v1/kv/k?index=5"})
-			errc <- err
-		}()
-		<-started
-		cancel()
-		if err := <-errc; !errors.Is(err, context.Canceled) {
-			t.Fatalf("single=%v: Forward gave %v, want context.Canceled", single, err)
-		}
-		if err := <-ended; !errors.Is(err, context.Canceled) {
-			t.Fatalf("single=%v: handler context ended with %v", single, err)
-		}
+	started, ended := make(chan struct{}), make(chan error, 1)
+	_, addr := port(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(started)
+		<-r.Context().Done()
+		ended <- r.Context().Err()
+	}))
+	p := NewPool(PoolConfig{})
+	defer p.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.Forward(ctx, addr, &Request{Method: "GET", URI: "/v1/kv/k?index=5"})
+		errc <- err
+	}()
+	<-started
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Forward gave %v, want context.Canceled", err)
+	}
+	if err := <-ended; !errors.Is(err, context.Canceled) {
+		t.Fatalf("handler context ended with %v", err)
 	}
 }
 

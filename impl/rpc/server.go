@@ -7,15 +7,9 @@ import (
 	"net/rpc"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
-
-// requestReadTimeout bounds how long a sender may take to send its request
-// on a ProtoSingle connection: a sender that stalls mid-frame would
-// otherwise hold the serving goroutine.
-const requestReadTimeout = 30 * time.Second
 
 // Server serves forwarded requests with an http.Handler: the connections
 // the Demux hands it, or connections given to ServeConn directly.
@@ -77,18 +71,14 @@ func (s *Server) untrack(conn net.Conn) {
 	s.wg.Done()
 }
 
-// ServeConn serves conn, whose protocol byte has been read, until it ends.
-func (s *Server) ServeConn(proto byte, conn net.Conn) {
+// ServeConn serves conn, whose protocol byte (ProtoMux) has been read,
+// until it ends.
+func (s *Server) ServeConn(conn net.Conn) {
 	if !s.track(conn) {
 		return
 	}
 	defer s.untrack(conn)
-	switch proto {
-	case ProtoSingle:
-		s.exchange(conn)
-	case ProtoMux:
-		s.serveRPC(conn)
-	}
+	s.serveRPC(conn)
 }
 
 // serveRPC serves conn's net/rpc calls until it ends: net/rpc reads them
@@ -100,65 +90,12 @@ func (s *Server) serveRPC(conn net.Conn) {
 	s.rpc.ServeCodec(newServerConn(s, conn))
 }
 
-// exchange reads one request from conn, runs it, and answers. The sender
-// closing conn before the answer ends the request's context.
-func (s *Server) exchange(conn net.Conn) {
-	_ = conn.SetReadDeadline(time.Now().Add(requestReadTimeout))
-	p, err := readFrame(conn, maxRequestFrame)
-	if err != nil {
-		s.logger.Debug("rpc: reading a request", "remote", conn.RemoteAddr(), "error", err)
-		return
-	}
-	req, err := DecodeRequest(p)
-	if err != nil {
-		s.logger.Debug("rpc: bad request frame", "remote", conn.RemoteAddr(), "error", err)
-		s.answer(conn, errorResponse(http.StatusBadRequest, err.Error()))
-		return
-	}
-	_ = conn.SetReadDeadline(time.Time{})
-	ctx, cancel := context.WithCancel(s.ctx)
-	defer cancel()
-	// The sender sends nothing after its request; a read that returns
-	// before the answer is ready means it closed (gave up) or the
-	// connection died. The watcher outlives the exchange until the sender
-	// closes its end after reading the answer (or the connection goes):
-	// stopping it here would cost a timer on every request.
-	var answered atomic.Bool
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		var b [1]byte
-		_, _ = conn.Read(b[:])
-		if !answered.Load() {
-			cancel()
-		}
-	}()
-	resp := s.run(ctx, req)
-	answered.Store(true)
-	if ctx.Err() != nil {
-		return // the sender is gone, or the server is closing
-	}
-	s.answer(conn, resp)
-}
-
 // run runs req on the handler.
 func (s *Server) run(ctx context.Context, req *Request) *Response {
 	if h := s.handler.Load(); h != nil {
 		return Handle(ctx, *h, req)
 	}
 	return errorResponse(http.StatusInternalServerError, "server is starting")
-}
-
-func (s *Server) answer(conn net.Conn, resp *Response) {
-	head, err := EncodeResponse(resp)
-	if err != nil {
-		s.logger.Warn("rpc: answer cannot be forwarded", "error", err)
-		resp = errorResponse(http.StatusInternalServerError, "answer cannot be forwarded: "+err.Error())
-		head, _ = EncodeResponse(resp) // a short plain-text 500 always encodes
-	}
-	if err := writeFrame(conn, head, resp.Body); err != nil {
-		s.logger.Debug("rpc: writing an answer", "remote", conn.RemoteAddr(), "error", err)
-	}
 }
 
 // Close ends every request in flight and every connection, and waits for
