@@ -118,6 +118,9 @@ type Change struct {
 	// Index is the entry's raft index; for a restore, the restored
 	// state's own Index().
 	Index uint64
+	// Term is the raft term the entry was proposed in (0 for a restore):
+	// an entry can commit, and apply, in a later leader's term.
+	Term uint64
 	// Command is the entry's command; nil for a snapshot restore.
 	Command *model.Command
 	Result  model.Result

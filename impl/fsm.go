@@ -88,7 +88,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if f.observe != nil {
 		// Only this goroutine writes f.state, so reading it unlocked here
 		// is safe; readers elsewhere hold the read lock.
-		f.observe(Change{Index: l.Index, Command: &cmd, Result: res, Before: prev, After: f.state})
+		f.observe(Change{Index: l.Index, Term: l.Term, Command: &cmd, Result: res, Before: prev, After: f.state})
 	}
 	return res
 }

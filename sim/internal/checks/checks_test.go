@@ -171,6 +171,16 @@ func TestCheckTTLLowerBound(t *testing.T) {
 	mustCheck(t, CheckTTL, ttlTrace(sec(29), sec(8), false), 0)    // 21s after the renew
 	mustCheck(t, CheckTTL, ttlTrace(sec(12), sec(11.5), false), 1) // renew just before
 
+	// Its node deregistered (S10): not a TTL expiry, however early. The
+	// same early invalidation by a destroy entry nobody asked for is one.
+	byEntry := func(command string) []core.Event {
+		ev := ttlTrace(sec(5), 0, false)
+		ev[len(ev)-1].State.Command = command
+		return ev
+	}
+	mustCheck(t, CheckTTL, byEntry("deregister"), 0)
+	mustCheck(t, CheckTTL, byEntry("destroy-session"), 1)
+
 	// S18 is measured on the leader's own clock: a wall-clock step counts.
 	stepped := func(inv, by time.Duration) []core.Event {
 		ev := ttlTrace(inv, 0, false)

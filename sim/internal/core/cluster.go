@@ -366,7 +366,10 @@ func (c *Cluster) applyOnLeader(ctx context.Context, cmd model.Command) error {
 // the keys it left held by a session that no longer exists.
 func observe(ch impl.Change) *StateObs {
 	before, after := ch.Before, ch.After
-	obs := &StateObs{Index: after.Index(), Restored: ch.Command == nil}
+	obs := &StateObs{Index: after.Index(), Term: ch.Term, Restored: ch.Command == nil}
+	if ch.Command != nil {
+		obs.Command, _ = ch.Command.Kind()
+	}
 	for id, se := range after.Sessions() {
 		if _, ok := before.Session(id); !ok {
 			obs.NewSess = append(obs.NewSess, se)

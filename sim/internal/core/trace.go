@@ -185,9 +185,14 @@ type Ret struct {
 // the apply. Entries that changed nothing are not recorded.
 type StateObs struct {
 	// Index is the entry's raft index (the state's index after it).
-	Index  uint64    `json:"index"`
-	Leader bool      `json:"leader"`
-	Clock  time.Time `json:"clock"` // the server's own clock
+	Index uint64 `json:"index"`
+	// Term is the raft term the entry was proposed in, which may be older
+	// than the applying leader's (an entry commits in a later term).
+	Term uint64 `json:"term,omitempty"`
+	// Command is the entry's command kind (model.Command.Kind).
+	Command string    `json:"command,omitempty"`
+	Leader  bool      `json:"leader"`
+	Clock   time.Time `json:"clock"` // the server's own clock
 	// Incarnation counts the server's restarts; each incarnation starts
 	// from an empty state.
 	Incarnation int `json:"incarnation,omitempty"`
