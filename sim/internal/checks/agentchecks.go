@@ -51,9 +51,17 @@ func blockingSpans(ix *traceIndex, node string) []interval {
 		case "end":
 			if s := starts[e.Fault.ID]; s != nil {
 				delete(starts, e.Fault.ID)
-				if blockingFault(s.Fault, node) {
-					out = append(out, interval{Start: s.At, End: e.At})
+				if !blockingFault(s.Fault, node) {
+					continue
 				}
+				end := e.At
+				if s.Fault.Kind == core.FaultClientCrash {
+					// A crash is for good: its end mark closes the
+					// injection window, not the crash, so an agent it
+					// took never syncs again.
+					end = -1
+				}
+				out = append(out, interval{Start: s.At, End: end})
 			}
 		}
 	}

@@ -642,6 +642,11 @@ func TestCheckAgentCheckExpiry(t *testing.T) {
 	// The host crashed with its agent: the check never goes critical.
 	crash := &core.FaultMark{ID: 1, Kind: core.FaultClientCrash, Phase: "start", Targets: []string{"c-1", "agent1"}}
 	mustCheck(t, CheckAgentExpiry, mk(opt{end: sec(100), fault: crash, faultFrom: sec(5)}), 0)
+	// Its end mark a second later closes the injection, not the crash.
+	mustCheck(t, CheckAgentExpiry, mk(opt{end: sec(100), fault: crash, faultFrom: sec(5), faultTo: sec(6)}), 0)
+	// A pause of the same host heals at its end: the check must then expire.
+	pause := &core.FaultMark{ID: 1, Kind: core.FaultClientPause, Phase: "start", Targets: []string{"c-1", "agent1"}}
+	mustCheck(t, CheckAgentExpiry, mk(opt{end: sec(100), fault: pause, faultFrom: sec(5), faultTo: sec(6)}), 1)
 	// Only the process crashed: the agent runs on, the check must expire.
 	proc := &core.FaultMark{ID: 1, Kind: core.FaultClientCrash, Phase: "start", Targets: []string{"c-1"}}
 	mustCheck(t, CheckAgentExpiry, mk(opt{end: sec(100), fault: proc, faultFrom: sec(5)}), 1)
