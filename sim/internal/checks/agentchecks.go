@@ -43,31 +43,9 @@ func blockingFault(f *core.FaultMark, node string) bool {
 // [start, end] spans (end < 0: never healed).
 func blockingSpans(ix *traceIndex, node string) []interval {
 	var out []interval
-	starts := map[int]*core.Event{}
-	for _, e := range ix.faults {
-		switch e.Fault.Phase {
-		case "start":
-			starts[e.Fault.ID] = e
-		case "end":
-			if s := starts[e.Fault.ID]; s != nil {
-				delete(starts, e.Fault.ID)
-				if !blockingFault(s.Fault, node) {
-					continue
-				}
-				end := e.At
-				if s.Fault.Kind == core.FaultClientCrash {
-					// A crash is for good: its end mark closes the
-					// injection window, not the crash, so an agent it
-					// took never syncs again.
-					end = -1
-				}
-				out = append(out, interval{Start: s.At, End: end})
-			}
-		}
-	}
-	for _, s := range starts {
-		if blockingFault(s.Fault, node) {
-			out = append(out, interval{Start: s.At, End: -1})
+	for _, f := range ix.faultSpans() {
+		if blockingFault(f.Start.Fault, node) {
+			out = append(out, interval{Start: f.Start.At, End: f.End})
 		}
 	}
 	return out

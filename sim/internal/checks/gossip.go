@@ -45,30 +45,16 @@ func linkFaults(ix *traceIndex) []linkFault {
 		case core.FaultClientCrash:
 			for _, t := range s.Fault.Targets {
 				if agents[t] {
-					return linkFault{start: s.At, end: -1, only: t}, true
+					return linkFault{start: s.At, end: end, only: t}, true
 				}
 			}
 		}
 		return linkFault{}, false
 	}
 	var out []linkFault
-	starts := map[int]*core.Event{}
-	for _, e := range ix.faults {
-		switch e.Fault.Phase {
-		case "start":
-			starts[e.Fault.ID] = e
-		case "end":
-			if s := starts[e.Fault.ID]; s != nil {
-				delete(starts, e.Fault.ID)
-				if f, ok := excuses(s, e.At); ok {
-					out = append(out, f)
-				}
-			}
-		}
-	}
-	for _, s := range starts {
-		if f, ok := excuses(s, -1); ok {
-			out = append(out, f)
+	for _, f := range ix.faultSpans() {
+		if lf, ok := excuses(f.Start, f.End); ok {
+			out = append(out, lf)
 		}
 	}
 	return out

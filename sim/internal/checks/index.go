@@ -89,6 +89,40 @@ func (iv interval) contains(t time.Duration) bool {
 	return iv.Start <= t && (iv.End < 0 || t < iv.End)
 }
 
+// faultSpan is one injected fault from its start mark to the time it
+// healed; End is -1 for one that never did.
+type faultSpan struct {
+	Start *core.Event
+	End   time.Duration
+}
+
+// faultSpans pairs each fault's start mark with its end. A fault with no
+// end mark never healed, and neither did a client crash: its end mark
+// closes the injection window, while the crash itself is for good.
+func (ix *traceIndex) faultSpans() []faultSpan {
+	var out []faultSpan
+	starts := map[int]*core.Event{}
+	for _, e := range ix.faults {
+		switch e.Fault.Phase {
+		case "start":
+			starts[e.Fault.ID] = e
+		case "end":
+			if s := starts[e.Fault.ID]; s != nil {
+				delete(starts, e.Fault.ID)
+				end := e.At
+				if s.Fault.Kind == core.FaultClientCrash {
+					end = -1
+				}
+				out = append(out, faultSpan{Start: s, End: end})
+			}
+		}
+	}
+	for _, s := range starts {
+		out = append(out, faultSpan{Start: s, End: -1})
+	}
+	return out
+}
+
 // traceIndex is a trace taken apart for the checks.
 type traceIndex struct {
 	hdr    *core.RunHeader
