@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"context"
+	"net"
 	"net/http"
 	"testing"
 	"testing/synctest"
@@ -8,12 +10,14 @@ import (
 
 	"github.com/tenurekv/tenure/sim/internal/core"
 
+	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"
 	"github.com/tenurekv/tenure/sim/simnet"
 )
 
 // TestOutcomes: a request is not-applied only when it certainly had no
-// effect (no connection, or no leader took it); other 5xx stay unknown.
+// effect (no connection, no leader took it, or the client agent's one dial
+// to a server failed); other 5xx stay unknown.
 func TestOutcomes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n, err := simnet.New(simnet.Options{Seed: 1, Link: simnet.Link{Latency: time.Millisecond}})
@@ -25,13 +29,24 @@ func TestOutcomes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// A client agent's answer when its one dial to a server failed:
+		// the pool's own error, in impl/httpapi's clientagent wording.
+		pool := rpc.NewPool(rpc.PoolConfig{Dial: func(context.Context, string) (net.Conn, error) {
+			return nil, simnet.ErrRefused
+		}})
+		_, ferr := pool.Forward(context.Background(), "n1:8300", &rpc.Request{Method: http.MethodPut, URI: "/v1/kv/k"})
+		if ferr == nil {
+			t.Fatal("a refused dial forwarded")
+		}
+		answers := map[string]string{
+			"/v1/kv/no-leader":   noLeaderBody,
+			"/v1/kv/agent-dial":  "rpc error: server n1:8300: " + ferr.Error(),
+			"/v1/kv/agent-retry": "rpc error: server n1:8300: forward to n1:8300: connection is shut down dial: dial sim agent1->n1:8300: simnet: connection refused",
+			"/v1/kv/lost":        "raft apply: leadership lost (the write may or may not commit)",
+		}
 		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.URL.Query().Has("acquire") {
-				http.Error(w, "raft apply: leadership lost (the write may or may not commit)", http.StatusInternalServerError)
-				return
-			}
 			w.WriteHeader(http.StatusInternalServerError)
-			_, _ = w.Write([]byte(noLeaderBody))
+			_, _ = w.Write([]byte(answers[r.URL.Path]))
 		})}
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
@@ -40,13 +55,18 @@ func TestOutcomes(t *testing.T) {
 		if r := c.Kv(model.KVOp{Verb: model.KVSet, Key: "k"}); r.Outcome != core.OutNotApplied {
 			t.Errorf("refused dial: %+v", r)
 		}
-		c.Servers, c.Agent = []string{"n2"}, 0
-		if r := c.Kv(model.KVOp{Verb: model.KVSet, Key: "k"}); r.Outcome != core.OutNotApplied {
-			t.Errorf("no leader: %+v", r)
-		}
-		c.Agent = 0
-		if r := c.Kv(model.KVOp{Verb: model.KVLock, Key: "k", Session: "s"}); r.Outcome != core.OutUnknown {
-			t.Errorf("leadership lost: %+v", r)
+		for key, want := range map[string]core.Outcome{
+			"no-leader":  core.OutNotApplied,
+			"agent-dial": core.OutNotApplied,
+			// The first attempt's connection was shut down: whether the
+			// request went out on it is not certain.
+			"agent-retry": core.OutUnknown,
+			"lost":        core.OutUnknown,
+		} {
+			c.Servers, c.Agent = []string{"n2"}, 0
+			if r := c.Kv(model.KVOp{Verb: model.KVSet, Key: key}); r.Outcome != want {
+				t.Errorf("%s: %+v, want %s", key, r, want)
+			}
 		}
 	})
 }
