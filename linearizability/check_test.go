@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -119,8 +120,8 @@ func TestTimeoutIsUnknownFailure(t *testing.T) {
 	if !errors.Is(err, ErrUnknown) || rep.Verdict != VerdictUnknown || rep.OK() {
 		t.Fatalf("got %v, verdict %q; want ErrUnknown", err, rep.Verdict)
 	}
-	if len(rep.Failed) != 1 {
-		t.Fatalf("failed partitions %v, want the one undecided", rep.Failed)
+	if len(rep.Failed) != 0 || !slices.Equal(rep.Undecided, []string{"key k"}) {
+		t.Fatalf("failed %v, undecided %v; want key k undecided and nothing failed", rep.Failed, rep.Undecided)
 	}
 	for _, f := range []string{"slow.html", "slow.json", "slow.txt"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
@@ -135,6 +136,36 @@ func TestTimeoutIsUnknownFailure(t *testing.T) {
 		if !strings.Contains(string(html), want) {
 			t.Errorf("visualisation lacks %q", want)
 		}
+	}
+}
+
+// A partition cut short by the timeout is named undecided, not failed, and
+// does not hide another partition's violation: key k's search cannot finish
+// (as above), key b's read of a value nobody wrote is illegal at once. The
+// verdict is illegal, naming only b.
+func TestUndecidedDoesNotHideIllegal(t *testing.T) {
+	var h History
+	for i := 0; i < 40; i++ {
+		h.Ops = append(h.Ops, Op{Client: i, Call: 0, Return: 10,
+			Input:  Input{Command: &model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "k", Value: fmt.Appendf(nil, "v%d", i)}}},
+			Output: Output{OK: true}})
+	}
+	h.Ops = append(h.Ops,
+		Op{Client: 40, Call: 20, Return: 30, Input: Input{Read: &Read{Kind: ReadKey, Key: "k"}},
+			Output: Output{OK: true, Entries: []model.KVEntry{{Key: "k", Value: []byte("nobody")}}}},
+		Op{Client: 41, Call: 0, Return: 5, Input: Input{Command: &model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "b", Value: []byte("x")}}},
+			Output: Output{OK: true}},
+		Op{Client: 41, Call: 6, Return: 7, Input: Input{Read: &Read{Kind: ReadKey, Key: "b"}},
+			Output: Output{OK: true, Entries: []model.KVEntry{{Key: "b", Value: []byte("y")}}}})
+	rep, err := Check(h, Options{Timeout: 300 * time.Millisecond})
+	if !errors.Is(err, ErrIllegal) || rep.Verdict != VerdictIllegal {
+		t.Fatalf("got %v, verdict %q; want ErrIllegal", err, rep.Verdict)
+	}
+	if !slices.Equal(rep.Failed, []string{"key b"}) || !slices.Equal(rep.Undecided, []string{"key k"}) {
+		t.Fatalf("failed %v, undecided %v; want key b failed, key k undecided", rep.Failed, rep.Undecided)
+	}
+	if !strings.Contains(err.Error(), "failed: key b; undecided (timed out): key k") {
+		t.Errorf("summary %q does not tell the failed from the undecided", err)
 	}
 }
 
