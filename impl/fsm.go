@@ -24,6 +24,9 @@ type fsm struct {
 	apply func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result)
 	// observe, if set, is told each change (Config.Observe, a test seam).
 	observe func(Change)
+	// awaitDurable, if set, returns once this server's log is on disk up
+	// to an index (logSync.await): nothing is applied, and so seen, before.
+	awaitDurable func(index uint64) error
 
 	mu      sync.RWMutex
 	state   *model.State
@@ -48,6 +51,13 @@ func newFSM(c *wireCodec, delays *lockDelayGuard, invalidated func([]string)) *f
 // Apply implements raft.FSM. It answers model.Result, or an error for an
 // entry it cannot decode; it never panics on the entry's content.
 func (f *fsm) Apply(l *raft.Log) any {
+	if f.awaitDurable != nil {
+		if err := f.awaitDurable(l.Index); err != nil {
+			// The entry may not be on this disk and never will be; going on
+			// would let clients see a write a restart can lose.
+			panic(fmt.Sprintf("raft entry %d: this server's log is not durable, stopping: %v", l.Index, err))
+		}
+	}
 	cmd, err := f.codec.decodeCommand(l.Data)
 	if err != nil {
 		return fmt.Errorf("raft entry %d: %w", l.Index, err)

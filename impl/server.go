@@ -96,6 +96,13 @@ func newServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, errors.Join(err, st.close())
 	}
+	// The leader defers its log fsyncs only where the commit index it sends
+	// can be held back to what is on its disk (logsync.go).
+	var deferSyncs bool
+	if nt, ok := trans.(*raft.NetworkTransport); ok && st.sync != nil {
+		trans = &commitClamp{NetworkTransport: nt, durable: st.sync.durable.Load}
+		deferSyncs = true
+	}
 	s := &Server{
 		cfg:           cfg,
 		logger:        cfg.Logger,
@@ -127,6 +134,9 @@ func newServer(cfg Config) (*Server, error) {
 	})
 	s.fsm = newFSM(s.codec, s.leader.delays, s.leader.SessionsInvalidated)
 	s.fsm.apply, s.fsm.observe = cfg.Apply, cfg.Observe
+	if st.sync != nil {
+		s.fsm.awaitDurable = st.sync.await
+	}
 
 	if err := bootstrapIfNew(cfg, rc, st, trans); err != nil {
 		return nil, errors.Join(err, closeTransport(trans), s.closePort(), st.close())
@@ -136,6 +146,9 @@ func newServer(cfg Config) (*Server, error) {
 		return nil, errors.Join(fmt.Errorf("start raft: %w", err), closeTransport(trans), s.closePort(), st.close())
 	}
 	s.raft = r
+	if deferSyncs {
+		st.sync.setLeader(func() bool { return r.State() == raft.Leader })
+	}
 
 	s.goTracked(s.monitorLeadership)
 	s.goTracked(s.syncLoop)

@@ -9,15 +9,20 @@ import (
 
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/fs"
 	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
 )
 
 // stores are the raft log, stable and snapshot stores a server runs on, and
 // whatever must be closed after raft has shut down.
 type stores struct {
-	logs    raft.LogStore
-	stable  raft.StableStore
-	snaps   raft.SnapshotStore
+	logs   raft.LogStore
+	stable raft.StableStore
+	snaps  raft.SnapshotStore
+	// sync defers the leader's log fsyncs (logsync.go); nil unless the log
+	// is tenure's own raft-wal.
+	sync    *logSync
 	closers []io.Closer
 }
 
@@ -64,13 +69,35 @@ func openStores(c Config) (*stores, error) {
 		// lock) open, so a restart in the same process would hang: own it
 		// and close it after the WAL.
 		meta := &metadb.BoltMetaDB{}
-		w, err := wal.Open(dir, wal.WithLogger(c.Logger.Named("wal")), wal.WithMetaStore(meta))
+		logger := wal.WithLogger(c.Logger.Named("wal"))
+		var w *wal.WAL
+		var err error
+		if st.logs == nil {
+			if err := syncFiles(dir); err != nil {
+				st.close()
+				return nil, err
+			}
+			st.sync = newLogSync(0, true)
+			st.closers = append(st.closers, st.sync)
+			w, err = wal.Open(dir, logger,
+				wal.WithMetaStore(syncedMeta{MetaStore: meta, ls: st.sync}),
+				wal.WithSegmentFiler(segment.NewFiler(dir, syncedVFS{VFS: fs.New(), ls: st.sync})))
+		} else {
+			w, err = wal.Open(dir, logger, wal.WithMetaStore(meta))
+		}
 		if err != nil {
 			st.close()
 			return nil, errors.Join(fmt.Errorf("open raft log in %s: %w", dir, err), meta.Close())
 		}
 		st.closers = append(st.closers, w, meta)
 		if st.logs == nil {
+			last, err := w.LastIndex()
+			if err != nil {
+				st.close()
+				return nil, fmt.Errorf("raft log last index: %w", err)
+			}
+			// syncFiles put everything already in the log on disk.
+			st.sync.synced(last)
 			// The cache serves followers' catch-up reads of recent entries
 			// from memory, as Consul does in front of its store.
 			cached, err := raft.NewLogCache(512, w)
@@ -78,7 +105,7 @@ func openStores(c Config) (*stores, error) {
 				st.close()
 				return nil, fmt.Errorf("raft log cache: %w", err)
 			}
-			st.logs = cached
+			st.logs = &syncedLogStore{LogStore: cached, ls: st.sync}
 		}
 		if st.stable == nil {
 			st.stable = w

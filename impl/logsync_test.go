@@ -1,0 +1,485 @@
+package impl
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/fs"
+	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
+	"github.com/hashicorp/raft-wal/types"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// recVFS is the real file system, recording for each segment file how far
+// it was written and how far the last real fsync reached.
+type recVFS struct {
+	types.VFS
+	mu       sync.Mutex
+	files    []*recFile
+	failSync error
+	// onSync, if set, runs inside the next real fsync, once.
+	onSync func()
+}
+
+func (v *recVFS) Create(dir, name string, size uint64) (types.WritableFile, error) {
+	f, err := v.VFS.Create(dir, name, size)
+	return v.track(f, err)
+}
+
+func (v *recVFS) OpenWriter(dir, name string) (types.WritableFile, error) {
+	f, err := v.VFS.OpenWriter(dir, name)
+	return v.track(f, err)
+}
+
+func (v *recVFS) track(f types.WritableFile, err error) (types.WritableFile, error) {
+	if err != nil {
+		return nil, err
+	}
+	rf := &recFile{WritableFile: f, v: v}
+	v.mu.Lock()
+	v.files = append(v.files, rf)
+	v.mu.Unlock()
+	return rf, nil
+}
+
+// unsynced is how many written bytes no fsync has covered yet.
+func (v *recVFS) unsynced() int64 {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var n int64
+	for _, f := range v.files {
+		n += f.written - f.synced
+	}
+	return n
+}
+
+type recFile struct {
+	types.WritableFile
+	v               *recVFS
+	written, synced int64
+}
+
+func (f *recFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := f.WritableFile.WriteAt(p, off)
+	f.v.mu.Lock()
+	f.written = max(f.written, off+int64(n))
+	f.v.mu.Unlock()
+	return n, err
+}
+
+func (f *recFile) Sync() error {
+	f.v.mu.Lock()
+	fail, hook := f.v.failSync, f.v.onSync
+	f.v.onSync = nil
+	f.v.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
+	if fail != nil {
+		return fail
+	}
+	if err := f.WritableFile.Sync(); err != nil {
+		return err
+	}
+	f.v.mu.Lock()
+	f.synced = f.written
+	f.v.mu.Unlock()
+	return nil
+}
+
+// recMeta records, at each metadata commit, how many log bytes were not
+// yet on disk.
+type recMeta struct {
+	types.MetaStore
+	rec     *recVFS
+	mu      sync.Mutex
+	commits []int64
+}
+
+func (m *recMeta) CommitState(st types.PersistentState) error {
+	m.mu.Lock()
+	m.commits = append(m.commits, m.rec.unsynced())
+	m.mu.Unlock()
+	return m.MetaStore.CommitState(st)
+}
+
+// syncedWAL is the production stack of logsync.go over a recording file
+// system, flushed by hand.
+type syncedWAL struct {
+	store  *syncedLogStore
+	ls     *logSync
+	rec    *recVFS
+	meta   *recMeta
+	leader bool
+}
+
+func openSyncedWAL(t *testing.T, segmentSize int) *syncedWAL {
+	t.Helper()
+	dir := t.TempDir()
+	sw := &syncedWAL{ls: newLogSync(0, false), rec: &recVFS{VFS: fs.New()}}
+	bolt := &metadb.BoltMetaDB{}
+	sw.meta = &recMeta{MetaStore: bolt, rec: sw.rec}
+	if segmentSize == 0 {
+		segmentSize = wal.DefaultSegmentSize
+	}
+	w, err := wal.Open(dir,
+		wal.WithMetaStore(syncedMeta{MetaStore: sw.meta, ls: sw.ls}),
+		wal.WithSegmentFiler(segment.NewFiler(dir, syncedVFS{VFS: sw.rec, ls: sw.ls})),
+		wal.WithSegmentSize(segmentSize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// After an injected fsync failure, closing reports it again.
+		if err := errors.Join(w.Close(), bolt.Close(), sw.ls.Close()); err != nil && sw.ls.err() == nil {
+			t.Error(err)
+		}
+	})
+	sw.ls.setLeader(func() bool { return sw.leader })
+	sw.store = &syncedLogStore{LogStore: w, ls: sw.ls}
+	return sw
+}
+
+func (sw *syncedWAL) write(t *testing.T, from, to uint64) {
+	t.Helper()
+	logs := make([]*raft.Log, 0, to-from+1)
+	for i := from; i <= to; i++ {
+		logs = append(logs, &raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte(fmt.Sprintf("entry %d %0200d", i, i))})
+	}
+	if err := sw.store.StoreLogs(logs); err != nil {
+		t.Fatalf("store %d..%d: %v", from, to, err)
+	}
+}
+
+func TestLogSyncLeaderDefersItsFsync(t *testing.T) {
+	sw := openSyncedWAL(t, 0)
+	sw.leader = true
+	sw.write(t, 1, 3)
+	if sw.rec.unsynced() == 0 {
+		t.Fatal("the leader's StoreLogs fsynced in place")
+	}
+	if d := sw.ls.durable.Load(); d != 0 {
+		t.Fatalf("durable index %d before any fsync", d)
+	}
+	if err := sw.ls.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := sw.rec.unsynced(); n != 0 {
+		t.Fatalf("%d bytes still unsynced after a flush", n)
+	}
+	if d := sw.ls.durable.Load(); d != 3 {
+		t.Fatalf("durable index %d after the flush, want 3", d)
+	}
+	if err := sw.ls.await(3); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLogSyncFollowerSyncsInPlace(t *testing.T) {
+	sw := openSyncedWAL(t, 0)
+	sw.leader = true
+	sw.write(t, 1, 3)
+	sw.leader = false
+	sw.write(t, 4, 4)
+	if n := sw.rec.unsynced(); n != 0 {
+		t.Fatalf("a follower acknowledged entries with %d bytes not on disk", n)
+	}
+	if d := sw.ls.durable.Load(); d != 4 {
+		t.Fatalf("durable index %d, want 4", d)
+	}
+}
+
+// A segment that fills up is sealed inside the leader's StoreLogs and
+// recorded in raft-wal's metadata afterwards: the record must not describe
+// a segment whose end is not on disk.
+func TestLogSyncMetadataFollowsLogData(t *testing.T) {
+	sw := openSyncedWAL(t, 8<<10)
+	sw.leader = true
+	for i := uint64(1); i <= 200; i += 10 {
+		sw.write(t, i, i+9)
+	}
+	sw.meta.mu.Lock()
+	commits := sw.meta.commits
+	sw.meta.mu.Unlock()
+	if len(commits) < 3 {
+		t.Fatalf("only %d metadata commits: the segments never rotated", len(commits))
+	}
+	for i, n := range commits {
+		if n != 0 {
+			t.Errorf("metadata commit %d came with %d log bytes not on disk", i, n)
+		}
+	}
+}
+
+func TestLogSyncTruncationForgetsDurability(t *testing.T) {
+	sw := openSyncedWAL(t, 0)
+	sw.leader = true
+	sw.write(t, 1, 5)
+	if err := sw.ls.flush(); err != nil {
+		t.Fatal(err)
+	}
+	sw.leader = false
+	if err := sw.store.DeleteRange(4, 5); err != nil {
+		t.Fatal(err)
+	}
+	if d := sw.ls.durable.Load(); d != 3 {
+		t.Fatalf("durable index %d after deleting 4..5, want 3", d)
+	}
+	sw.leader = true
+	sw.write(t, 4, 4)
+	if d := sw.ls.durable.Load(); d != 3 {
+		t.Fatalf("durable index %d before the rewritten entry 4 was synced, want 3", d)
+	}
+	if err := sw.ls.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if d := sw.ls.durable.Load(); d != 4 {
+		t.Fatalf("durable index %d after the flush, want 4", d)
+	}
+}
+
+// A flush that looked at the written index before a truncation must not
+// publish it after: the entries it counted are gone.
+func TestLogSyncFlushAcrossTruncation(t *testing.T) {
+	sw := openSyncedWAL(t, 0)
+	sw.leader = true
+	sw.write(t, 1, 5)
+	sw.rec.mu.Lock()
+	sw.rec.onSync = func() { sw.ls.truncated(4) }
+	sw.rec.mu.Unlock()
+	if err := sw.ls.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if d := sw.ls.durable.Load(); d > 3 {
+		t.Fatalf("durable index %d after a flush that straddled truncating from 4", d)
+	}
+	if err := sw.ls.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if d := sw.ls.durable.Load(); d != 3 {
+		t.Fatalf("durable index %d after the next flush, want 3", d)
+	}
+}
+
+func TestLogSyncFailedFsyncStopsEverything(t *testing.T) {
+	sw := openSyncedWAL(t, 0)
+	sw.leader = true
+	sw.write(t, 1, 1)
+	eio := errors.New("input/output error")
+	sw.rec.mu.Lock()
+	sw.rec.failSync = eio
+	sw.rec.mu.Unlock()
+	if err := sw.ls.flush(); !errors.Is(err, eio) {
+		t.Fatalf("flush: %v, want the fsync error", err)
+	}
+	if sw.ls.err() == nil {
+		t.Fatal("the failed fsync was not recorded")
+	}
+	if err := sw.ls.await(1); !errors.Is(err, eio) {
+		t.Fatalf("await after a failed fsync: %v", err)
+	}
+	// Clearing the fault proves nothing: the pages may be gone.
+	sw.rec.mu.Lock()
+	sw.rec.failSync = nil
+	sw.rec.mu.Unlock()
+	if err := sw.store.StoreLogs([]*raft.Log{{Index: 2, Term: 1}}); !errors.Is(err, eio) {
+		t.Fatalf("leader write after a failed fsync: %v", err)
+	}
+	sw.leader = false
+	if err := sw.store.StoreLogs([]*raft.Log{{Index: 2, Term: 1}}); !errors.Is(err, eio) {
+		t.Fatalf("follower write after a failed fsync: %v", err)
+	}
+	if d := sw.ls.durable.Load(); d != 0 {
+		t.Fatalf("durable index %d after a failed fsync", d)
+	}
+}
+
+func TestFSMAppliesOnlyDurableEntries(t *testing.T) {
+	f := newFSM(newWireCodec(), newLockDelayGuard(NewManualClock(time.Unix(0, 0))), nil)
+	var asked []uint64
+	notYet := errors.New("not on disk")
+	f.awaitDurable = func(idx uint64) error {
+		asked = append(asked, idx)
+		if idx > 1 {
+			return notYet
+		}
+		return nil
+	}
+	set := func(key string) *raft.Log {
+		data, err := f.codec.encodeCommand(model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: key, Value: []byte("v")}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &raft.Log{Index: uint64(len(asked) + 1), Type: raft.LogCommand, Data: data}
+	}
+	f.Apply(set("durable"))
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("an entry that is not on disk was applied without complaint")
+			}
+		}()
+		f.Apply(set("not-durable"))
+	}()
+	if len(asked) != 2 || asked[0] != 1 || asked[1] != 2 {
+		t.Fatalf("durability asked for %v, want [1 2]", asked)
+	}
+	f.read(func(st *model.State) {
+		if _, ok := st.Get("durable"); !ok {
+			t.Error("the durable entry was not applied")
+		}
+		if _, ok := st.Get("not-durable"); ok {
+			t.Error("the entry that is not on disk was applied")
+		}
+	})
+}
+
+// TestCommitClampHoldsFollowersBack sends AppendEntries through the clamp,
+// directly and pipelined, and reads what the follower receives.
+func TestCommitClampHoldsFollowersBack(t *testing.T) {
+	recv, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan uint64, 8)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case rpc := <-recv.Consumer():
+				req, ok := rpc.Command.(*raft.AppendEntriesRequest)
+				if ok {
+					got <- req.LeaderCommitIndex
+				}
+				rpc.Respond(&raft.AppendEntriesResponse{Term: 1, Success: true}, nil)
+			case <-stop:
+				return
+			}
+		}
+	})
+	send, err := raft.NewTCPTransport("127.0.0.1:0", nil, 2, 5*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		close(stop)
+		wg.Wait()
+		_ = send.Close()
+		_ = recv.Close()
+	}()
+	var durable uint64 = 7
+	c := &commitClamp{NetworkTransport: send, durable: func() uint64 { return durable }}
+	target := recv.LocalAddr()
+	entry := []*raft.Log{{Index: 11, Term: 1, Type: raft.LogCommand}}
+	for _, tc := range []struct{ commit, want uint64 }{{10, 7}, {5, 5}} {
+		var resp raft.AppendEntriesResponse
+		req := &raft.AppendEntriesRequest{Term: 1, PrevLogEntry: 10, PrevLogTerm: 1, Entries: entry, LeaderCommitIndex: tc.commit}
+		if err := c.AppendEntries("f", target, req, &resp); err != nil {
+			t.Fatal(err)
+		}
+		if g := <-got; g != tc.want {
+			t.Errorf("direct: leader commit %d sent as %d, want %d", tc.commit, g, tc.want)
+		}
+		if req.LeaderCommitIndex != tc.commit {
+			t.Errorf("the clamp changed raft's own request to %d", req.LeaderCommitIndex)
+		}
+	}
+	p, err := c.AppendEntriesPipeline("f", target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	var resp raft.AppendEntriesResponse
+	fut, err := p.AppendEntries(&raft.AppendEntriesRequest{Term: 1, PrevLogEntry: 10, PrevLogTerm: 1, Entries: entry, LeaderCommitIndex: 12}, &resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := <-got; g != durable {
+		t.Errorf("pipelined: leader commit 12 sent as %d, want %d", g, durable)
+	}
+	if err := fut.Error(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fut.Request().Entries); n != 1 {
+		t.Errorf("the pipelined future lost its entries (%d)", n)
+	}
+}
+
+// TestDurableClusterDefersLeaderFsync runs three durable servers on real
+// server ports: the leader defers its fsyncs, the transport clamps, and
+// every server still ends with every write.
+func TestDurableClusterDefersLeaderFsync(t *testing.T) {
+	const n = 3
+	lns := make([]net.Listener, n)
+	peers := make([]Peer, n)
+	for i := range lns {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lns[i] = ln
+		peers[i] = Peer{Name: fmt.Sprintf("s%d", i), RaftAddr: ln.Addr().String()}
+	}
+	servers := make([]*Server, n)
+	for i := range servers {
+		s, err := NewServer(Config{
+			NodeName: peers[i].Name, HTTPAddr: "127.0.0.1:1", DataDir: t.TempDir(),
+			Clock: NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), ServerListener: lns[i],
+			Peers: peers, Raft: fastRaft,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		servers[i] = s
+		defer func() {
+			if err := s.Shutdown(); err != nil {
+				t.Error(err)
+			}
+		}()
+		if s.stores.sync.leader.Load() == nil {
+			t.Fatalf("server %d never lets its leader defer an fsync", i)
+		}
+	}
+	var leader *Server
+	for deadline := time.Now().Add(10 * time.Second); leader == nil; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no leader")
+		}
+		for _, s := range servers {
+			if s.raft.State() == raft.Leader {
+				leader = s
+			}
+		}
+	}
+	const writes = 20
+	for i := range writes {
+		mustApply(t, leader, model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: fmt.Sprintf("k%02d", i), Value: []byte("v")}})
+	}
+	if leader.stores.sync.deferrals.Load() == 0 {
+		t.Error("the leader synced every write in place")
+	}
+	last := fmt.Sprintf("k%02d", writes-1)
+	for i, s := range servers {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			var ok bool
+			s.Read(func(st *model.State) { _, ok = st.Get(last) })
+			if ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("server %d never applied the last write", i)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+}
