@@ -36,9 +36,10 @@ import (
 //     flush the deferred syncs, so the files never describe a state whose
 //     log entries are not yet on disk.
 //
-// A failed fsync is not retried (the page cache may already have dropped the
-// dirty pages, so a later success would prove nothing): await then reports
-// it and the server stops, as etcd and PostgreSQL do.
+// A failed fsync, deferred or in place, is not retried (the page cache may
+// already have dropped the dirty pages, so a later success would prove
+// nothing): every later write fails, await reports it and the server
+// stops, as etcd and PostgreSQL do.
 type logSync struct {
 	// leader reports whether the caller of StoreLogs is the leader; raft
 	// only calls StoreLogs from its own run loop, whose state it reads.
@@ -332,7 +333,12 @@ func (f *syncedFile) Sync() error {
 		f.ls.markDirty(f)
 		return nil
 	}
-	return f.WritableFile.Sync()
+	if err := f.WritableFile.Sync(); err != nil {
+		err = fmt.Errorf("fsync raft log: %w", err)
+		f.ls.setFailed(err)
+		return err
+	}
+	return nil
 }
 
 // Close keeps a deferred Sync from being lost with the handle.

@@ -269,6 +269,27 @@ func TestLogSyncFlushAcrossTruncation(t *testing.T) {
 	}
 }
 
+// A follower's write, synced in place, latches its failure the same way.
+func TestLogSyncFailedInPlaceFsyncLatches(t *testing.T) {
+	sw := openSyncedWAL(t, 0)
+	eio := errors.New("input/output error")
+	sw.rec.mu.Lock()
+	sw.rec.failSync = eio
+	sw.rec.mu.Unlock()
+	if err := sw.store.StoreLogs([]*raft.Log{{Index: 1, Term: 1}}); !errors.Is(err, eio) {
+		t.Fatalf("follower write: %v, want the fsync error", err)
+	}
+	sw.rec.mu.Lock()
+	sw.rec.failSync = nil
+	sw.rec.mu.Unlock()
+	if err := sw.store.StoreLogs([]*raft.Log{{Index: 1, Term: 1}}); !errors.Is(err, eio) {
+		t.Fatalf("write after a failed fsync: %v", err)
+	}
+	if err := sw.ls.await(1); !errors.Is(err, eio) {
+		t.Fatalf("await after a failed fsync: %v", err)
+	}
+}
+
 func TestLogSyncFailedFsyncStopsEverything(t *testing.T) {
 	sw := openSyncedWAL(t, 0)
 	sw.leader = true
