@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -49,7 +50,7 @@ func (r *benchResults) rowStats(sys, row string) (rates []float64, p50, p99 time
 
 // format prints the header, the throughput table, the hand-offs and the
 // fsync floor. With two systems the first is the baseline of the ratios.
-func (r *benchResults) format(systems []benchSystem, header string, fsync, rtt time.Duration) string {
+func (r *benchResults) format(systems []benchSystem, header string, fsync, rtt, idleRTT time.Duration) string {
 	var b strings.Builder
 	b.WriteString("\n" + header + "\n")
 	names := make([]string, len(systems))
@@ -124,6 +125,7 @@ func (r *benchResults) format(systems []benchSystem, header string, fsync, rtt t
 	fmt.Fprintf(&b, "\nfsync floor: 4 KiB O_DSYNC append, median %s (data dirs' filesystem); loopback TCP round trip, median %s\n",
 		dur(fsync), dur(rtt))
 	fmt.Fprintf(&b, "commit floor ≈ 2×fsync + RTT = %s (leader's log, then a follower's, then the reply)\n", dur(commit))
+	fmt.Fprintf(&b, "a round trip to another process that was idle for 1ms: median %s (each hop of a lone client's request wakes one)\n", dur(idleRTT))
 	var reached []string
 	for _, n := range names {
 		rates, _, _, _ := r.rowStats(n, benchRows[0].name)
@@ -176,6 +178,46 @@ func fsyncMedian(dir string, n int) (time.Duration, error) {
 		t0 := time.Now()
 		if _, err := f.Write(buf); err != nil {
 			return 0, fmt.Errorf("write probe: %w", err)
+		}
+		ds = append(ds, time.Since(t0))
+	}
+	return median(ds), nil
+}
+
+// idleProcessRTT is the median of n one-byte ping-pongs over 127.0.0.1 with
+// another process, each after 1ms of quiet: what a hop costs when the peer
+// sleeps, as every server does between a lone client's requests. The echo
+// peer is this test binary run again (TestBenchEchoPeer).
+func idleProcessRTT(n int) (time.Duration, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
+	peer := exec.Command(os.Args[0], "-test.run=^TestBenchEchoPeer$")
+	peer.Env = append(os.Environ(), "TENURE_BENCH_ECHO="+ln.Addr().String())
+	if err := peer.Start(); err != nil {
+		return 0, fmt.Errorf("start echo peer: %w", err)
+	}
+	defer func() {
+		_ = peer.Process.Kill()
+		_ = peer.Wait()
+	}()
+	c, err := ln.Accept()
+	if err != nil {
+		return 0, fmt.Errorf("accept echo peer: %w", err)
+	}
+	defer c.Close()
+	buf := []byte{1}
+	ds := make([]time.Duration, 0, n)
+	for range n {
+		time.Sleep(time.Millisecond)
+		t0 := time.Now()
+		if _, err := c.Write(buf); err != nil {
+			return 0, fmt.Errorf("ping: %w", err)
+		}
+		if _, err := io.ReadFull(c, buf); err != nil {
+			return 0, fmt.Errorf("pong: %w", err)
 		}
 		ds = append(ds, time.Since(t0))
 	}

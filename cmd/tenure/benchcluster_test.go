@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -69,9 +71,28 @@ func TestBenchCluster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("loopback probe: %v", err)
 	}
-	report := res.format(systems, header, fsync, rtt)
+	idleRTT, err := idleProcessRTT(1000)
+	if err != nil {
+		t.Fatalf("idle round-trip probe: %v", err)
+	}
+	report := res.format(systems, header, fsync, rtt, idleRTT)
 	fmt.Print(report)
 	t.Log("\n" + report)
+}
+
+// TestBenchEchoPeer is the other process of idleProcessRTT, run by it with
+// TENURE_BENCH_ECHO set; on its own it has nothing to do.
+func TestBenchEchoPeer(t *testing.T) {
+	addr := os.Getenv("TENURE_BENCH_ECHO")
+	if addr == "" {
+		t.Skip("the echo peer of make bench-cluster's round-trip probe")
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("echo peer: %v", err)
+	}
+	defer c.Close()
+	_, _ = io.Copy(c, c)
 }
 
 type benchSystem struct{ name, bin string }
