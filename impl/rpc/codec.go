@@ -385,7 +385,8 @@ type forwardService struct{ s *Server }
 // until it is answered.
 func (f *forwardService) Request(a *ForwardArgs, reply *Response) error {
 	defer a.conn.done(a.ID)
-	resp := f.s.run(a.ctx, a.Request)
+	var resp *Response
+	f.s.workers.run(func() { resp = f.s.run(a.ctx, a.Request) })
 	if err := a.ctx.Err(); err != nil {
 		return err
 	}

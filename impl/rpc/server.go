@@ -17,6 +17,7 @@ type Server struct {
 	logger  hclog.Logger
 	handler atomic.Pointer[http.Handler]
 	rpc     *rpc.Server // the Forward service, for ProtoMux connections
+	workers *workerPool // run the Forward service's requests
 
 	ctx    context.Context // ends every request's context on Close
 	cancel context.CancelFunc
@@ -34,7 +35,9 @@ func NewServer(logger hclog.Logger) *Server {
 		logger = hclog.NewNullLogger()
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Server{logger: logger, ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}}
+	// 256 idle workers cover the requests in flight at 64 clients on every
+	// server; a burst beyond starts more, which end when it is over.
+	s := &Server{logger: logger, ctx: ctx, cancel: cancel, conns: map[net.Conn]struct{}{}, workers: newWorkerPool(256)}
 	r, err := newRPCServer(s)
 	if err != nil {
 		// Only a change to forwardService's methods can get here; every
@@ -111,5 +114,6 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
+	s.workers.close()
 	return nil
 }
