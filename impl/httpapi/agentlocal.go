@@ -153,7 +153,7 @@ func (h *localHandler) checkTTL(status string) func(c *call) error {
 		if err := idArg(c, "Check ID"); err != nil {
 			return err
 		}
-		return refusal(h.la.UpdateTTL(c.arg, status, c.r.URL.Query().Get("note")))
+		return refusal(h.la.UpdateTTL(c.arg, status, c.query().Get("note")))
 	}
 }
 
@@ -177,7 +177,7 @@ func (h *localHandler) checkList(c *call) error {
 // serviceRegister is PUT /v1/agent/service/register[?replace-existing-checks].
 func (h *localHandler) serviceRegister(c *call) error {
 	replace := false
-	if v, ok := c.r.URL.Query()["replace-existing-checks"]; ok {
+	if v, ok := c.query()["replace-existing-checks"]; ok {
 		// Bare, empty or a true boolean, as Consul reads it.
 		b, err := strconv.ParseBool(v[0])
 		replace = v[0] == "" || (err == nil && b)
@@ -258,7 +258,7 @@ func (h *localHandler) serviceGet(c *call) error {
 
 // enableParam reads ?enable= as Consul does.
 func enableParam(c *call) (bool, error) {
-	q := c.r.URL.Query()
+	q := c.query()
 	v, ok := q["enable"]
 	if !ok {
 		return false, errorf(http.StatusBadRequest, "Missing value for enable")
@@ -277,7 +277,7 @@ func (h *localHandler) nodeMaintenance(c *call) error {
 		return err
 	}
 	if on {
-		h.la.EnableNodeMaintenance(c.r.URL.Query().Get("reason"))
+		h.la.EnableNodeMaintenance(c.query().Get("reason"))
 	} else {
 		h.la.DisableNodeMaintenance()
 	}
@@ -298,7 +298,7 @@ func (h *localHandler) serviceMaintenance(c *call) error {
 		return err
 	}
 	if on {
-		err = h.la.EnableServiceMaintenance(c.arg, c.r.URL.Query().Get("reason"))
+		err = h.la.EnableServiceMaintenance(c.arg, c.query().Get("reason"))
 	} else {
 		err = h.la.DisableServiceMaintenance(c.arg)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -148,6 +149,17 @@ type call struct {
 	w   http.ResponseWriter
 	r   *http.Request
 	arg string // the path after a prefix route
+	// params is r's query, parsed once: a request asks for it up to four
+	// times, and parsing was 6 % of a loaded leader's CPU.
+	params url.Values
+}
+
+// query is the request's query parameters; callers must not change them.
+func (c *call) query() url.Values {
+	if c.params == nil {
+		c.params = c.r.URL.Query()
+	}
+	return c.params
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -197,7 +209,7 @@ func serveRoute(routes []route, w http.ResponseWriter, r *http.Request, logger h
 func writeJSON(c *call, status int, v any) error {
 	var buf []byte
 	var err error
-	if _, pretty := c.r.URL.Query()["pretty"]; pretty {
+	if _, pretty := c.query()["pretty"]; pretty {
 		buf, err = json.MarshalIndent(v, "", "    ")
 		buf = append(buf, '\n')
 	} else {

@@ -23,7 +23,7 @@ func (h *handler) kv(c *call) error {
 	if err := checkLen("Key name", c.arg, maxKeyLen); err != nil {
 		return err
 	}
-	q, err := parseQuery(c.r.URL.Query())
+	q, err := parseQuery(c.query())
 	if err != nil {
 		return err
 	}
@@ -59,7 +59,7 @@ func conflictingFlags(v url.Values, flags ...string) error {
 
 // kvGet serves a key, a prefix (?recurse) or key names (?keys) (S45, S46).
 func (h *handler) kvGet(c *call, q queryOpts) error {
-	v := c.r.URL.Query()
+	v := c.query()
 	key := c.arg
 	if _, ok := v["keys"]; ok {
 		// Consul still honours its historic misspelling; the right one wins.
@@ -118,7 +118,7 @@ func (h *handler) kvPut(c *call) error {
 	if err := missingKey(c); err != nil {
 		return err
 	}
-	v := c.r.URL.Query()
+	v := c.query()
 	if err := conflictingFlags(v, "cas", "acquire", "release"); err != nil {
 		return err
 	}
@@ -177,7 +177,7 @@ func (h *handler) kvPut(c *call) error {
 
 // kvDelete is delete, delete-tree (?recurse) or delete-cas (?cas) (S36).
 func (h *handler) kvDelete(c *call) error {
-	v := c.r.URL.Query()
+	v := c.query()
 	if err := conflictingFlags(v, "recurse", "cas"); err != nil {
 		return err
 	}

@@ -103,7 +103,7 @@ func (h *handler) agentForceLeave(c *call) error {
 	if err := checkLen("node", c.arg, maxNameLen); err != nil {
 		return err
 	}
-	_, prune := c.r.URL.Query()["prune"]
+	_, prune := c.query()["prune"]
 	if err := ms.ForceLeave(c.arg, prune); err != nil {
 		return errorf(http.StatusInternalServerError, "%s", oneLine(err.Error()))
 	}

@@ -32,11 +32,11 @@ func nodeMetaParams(v url.Values) (nodeMetaFilter, error) {
 // readParams is the opening of a catalog or health list read: the
 // consistency and blocking options, then ?node-meta.
 func readParams(c *call) (queryOpts, nodeMetaFilter, error) {
-	q, err := parseQuery(c.r.URL.Query())
+	q, err := parseQuery(c.query())
 	if err != nil {
 		return q, nil, err
 	}
-	meta, err := nodeMetaParams(c.r.URL.Query())
+	meta, err := nodeMetaParams(c.query())
 	return q, meta, err
 }
 

@@ -73,7 +73,7 @@ func (h *handler) raftRemovePeer(c *call) error {
 	if err != nil {
 		return err
 	}
-	q := c.r.URL.Query()
+	q := c.query()
 	id, address := q.Get("id"), q.Get("address")
 	switch {
 	case id == "" && address == "":

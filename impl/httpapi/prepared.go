@@ -107,7 +107,7 @@ func (b queryBody) toModel() model.PreparedQuery {
 // queryList is /v1/query: POST creates ({"ID":…}), GET lists.
 func (h *handler) queryList(c *call) error {
 	if c.r.Method == get {
-		q, err := parseQuery(c.r.URL.Query())
+		q, err := parseQuery(c.query())
 		if err != nil {
 			return err
 		}
@@ -192,7 +192,7 @@ func (h *handler) querySpecific(c *call) error {
 		}
 		return nil // 200, empty body, as Consul answers (also when forwarded)
 	}
-	q, err := parseQuery(c.r.URL.Query())
+	q, err := parseQuery(c.query())
 	if err != nil {
 		return err
 	}
@@ -239,7 +239,7 @@ func (h *handler) queryUpdate(c *call, id string) error {
 // them sorted), then cut to ?limit. ?near is accepted and ignored: tenure
 // keeps no coordinates (S59).
 func (h *handler) queryExecute(c *call, idOrName string) error {
-	v := c.r.URL.Query()
+	v := c.query()
 	q, err := parseQuery(v)
 	if err != nil {
 		return err
@@ -273,7 +273,7 @@ func (h *handler) queryExecute(c *call, idOrName string) error {
 
 // queryExplain is GET /v1/query/<id or name>/explain: {"Query": …}.
 func (h *handler) queryExplain(c *call, idOrName string) error {
-	q, err := parseQuery(c.r.URL.Query())
+	q, err := parseQuery(c.query())
 	if err != nil {
 		return err
 	}

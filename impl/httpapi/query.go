@@ -124,7 +124,7 @@ type view struct {
 // serveArgRead serves a read of the resource named by the path argument
 // (a node, a session), answering 400 with missing when the argument is empty.
 func (h *handler) serveArgRead(c *call, missing string, read func(s *model.State) view) error {
-	q, err := parseQuery(c.r.URL.Query())
+	q, err := parseQuery(c.query())
 	if err != nil {
 		return err
 	}

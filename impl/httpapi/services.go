@@ -43,11 +43,11 @@ func (h *handler) catalogServices(c *call) error {
 
 // catalogService is GET /v1/catalog/service/<name>[?tag=…]: its instances.
 func (h *handler) catalogService(c *call) error {
-	tags, err := tagParams(c.r.URL.Query())
+	tags, err := tagParams(c.query())
 	if err != nil {
 		return err
 	}
-	meta, err := nodeMetaParams(c.r.URL.Query())
+	meta, err := nodeMetaParams(c.query())
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func (h *handler) catalogNodeServices(c *call) error {
 // instance with its node and the checks that decide its health, node checks
 // included (CONSUL.md §14).
 func (h *handler) healthService(c *call) error {
-	v := c.r.URL.Query()
+	v := c.query()
 	tags, err := tagParams(v)
 	if err != nil {
 		return err
@@ -119,7 +119,7 @@ func (h *handler) healthService(c *call) error {
 // healthChecks is GET /v1/health/checks/<service>: the checks of the
 // service's instances, without node checks.
 func (h *handler) healthChecks(c *call) error {
-	meta, err := nodeMetaParams(c.r.URL.Query())
+	meta, err := nodeMetaParams(c.query())
 	if err != nil {
 		return err
 	}

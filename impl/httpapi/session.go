@@ -62,7 +62,7 @@ func (h *handler) sessionDestroy(c *call) error {
 // sessionRenew is PUT /v1/session/renew/<id> (S20). It always runs on the
 // leader, even under ?stale, because only the leader's timer counts (S18).
 func (h *handler) sessionRenew(c *call) error {
-	if _, err := parseQuery(c.r.URL.Query()); err != nil {
+	if _, err := parseQuery(c.query()); err != nil {
 		return err
 	}
 	if c.arg == "" {
@@ -104,7 +104,7 @@ func (h *handler) sessionNode(c *call) error {
 
 // sessionList is GET /v1/session/list.
 func (h *handler) sessionList(c *call) error {
-	q, err := parseQuery(c.r.URL.Query())
+	q, err := parseQuery(c.query())
 	if err != nil {
 		return err
 	}

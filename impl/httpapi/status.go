@@ -5,7 +5,7 @@ import "net/http"
 // statusLeader is GET /v1/status/leader: the raft address as a JSON string,
 // served by whichever server is asked.
 func (h *handler) statusLeader(c *call) error {
-	if _, err := parseQuery(c.r.URL.Query()); err != nil {
+	if _, err := parseQuery(c.query()); err != nil {
 		return err
 	}
 	return writeJSON(c, http.StatusOK, h.b.RaftLeaderAddr())
@@ -13,7 +13,7 @@ func (h *handler) statusLeader(c *call) error {
 
 // statusPeers is GET /v1/status/peers: the raft addresses of the voters.
 func (h *handler) statusPeers(c *call) error {
-	if _, err := parseQuery(c.r.URL.Query()); err != nil {
+	if _, err := parseQuery(c.query()); err != nil {
 		return err
 	}
 	peers := h.b.Peers()

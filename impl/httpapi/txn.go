@@ -118,7 +118,7 @@ func (h *handler) txn(c *call) error {
 // txnRead serves a read-only txn like a read (consistency modes, no
 // blocking). Only LastContact and KnownLeader are set, as in Consul.
 func (h *handler) txnRead(c *call, cmd model.Command, body []byte) error {
-	q, err := parseQuery(c.r.URL.Query())
+	q, err := parseQuery(c.query())
 	if err != nil {
 		return err
 	}
