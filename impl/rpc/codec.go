@@ -115,6 +115,10 @@ func (c *clientCodec) write(head, body []byte) error {
 func (c *clientCodec) ReadResponseHeader(r *rpc.Response) error {
 	p, err := readFrame(c.r, maxResponseFrame+maxMessageOverhead)
 	if err != nil {
+		// Never io.EOF itself (readFrame wraps it): net/rpc would end the
+		// calls already sent on a client closed locally with ErrShutdown,
+		// which Pool.Forward takes to mean that nothing was sent, and
+		// retries (TestForwardNeverResendsASentRequest).
 		return err
 	}
 	d := decoder{p: p}

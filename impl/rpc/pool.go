@@ -94,7 +94,11 @@ func (p *Pool) Forward(ctx context.Context, addr string, req *Request) (*Respons
 	}
 	// A connection that broke since its last use (its server restarted)
 	// is found out here at the latest, before anything is sent on it: one
-	// fresh connection is tried then.
+	// fresh connection is tried then. net/rpc fails a call with ErrShutdown
+	// before writing it when its client has shut down or been closed, and
+	// after writing it only when the codec reads a bare io.EOF from a
+	// closed client, which ours never returns: so ErrShutdown means not
+	// sent, and a write is never applied twice by this retry.
 	var errs []error
 	for range 2 {
 		pc, err := p.connOf(ctx, addr, slot)
