@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -8,6 +9,8 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb"
 	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/fs"
+	"github.com/hashicorp/raft-wal/segment"
 )
 
 // These benchmarks chose the durable log store (see stores.go): each op is
@@ -24,6 +27,15 @@ func BenchmarkLogStore(b *testing.B) {
 			}
 			return w, w.Close, nil
 		},
+		// raft-wal on zero-filled segments with fdatasync (segmentfill.go).
+		"wal-zeroed": func(dir string) (raft.LogStore, func() error, error) {
+			v := &zeroedVFS{VFS: fs.New()}
+			w, err := wal.Open(dir, wal.WithSegmentFiler(segment.NewFiler(dir, v)))
+			if err != nil {
+				return nil, nil, err
+			}
+			return w, func() error { return errors.Join(w.Close(), v.Close()) }, nil
+		},
 		"boltdb": func(dir string) (raft.LogStore, func() error, error) {
 			s, err := raftboltdb.NewBoltStore(filepath.Join(dir, "raft.db"))
 			if err != nil {
@@ -32,7 +44,7 @@ func BenchmarkLogStore(b *testing.B) {
 			return s, s.Close, nil
 		},
 	}
-	for _, name := range []string{"wal", "boltdb"} {
+	for _, name := range []string{"wal", "wal-zeroed", "boltdb"} {
 		for _, batch := range []int{1, 64} {
 			b.Run(fmt.Sprintf("%s/batch=%d", name, batch), func(b *testing.B) {
 				store, closeFn, err := stores[name](b.TempDir())

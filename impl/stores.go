@@ -78,10 +78,11 @@ func openStores(c Config) (*stores, error) {
 				return nil, err
 			}
 			st.sync = newLogSync(0, true)
-			st.closers = append(st.closers, st.sync)
+			zeroed := &zeroedVFS{VFS: fs.New()}
+			st.closers = append(st.closers, st.sync, zeroed)
 			w, err = wal.Open(dir, logger,
 				wal.WithMetaStore(syncedMeta{MetaStore: meta, ls: st.sync}),
-				wal.WithSegmentFiler(segment.NewFiler(dir, syncedVFS{VFS: fs.New(), ls: st.sync})))
+				wal.WithSegmentFiler(segment.NewFiler(dir, syncedVFS{VFS: zeroed, ls: st.sync})))
 		} else {
 			w, err = wal.Open(dir, logger, wal.WithMetaStore(meta))
 		}

@@ -1,0 +1,8 @@
+//go:build !linux
+
+package impl
+
+import "os"
+
+// datasync is fsync where fdatasync is not available.
+func datasync(f *os.File) error { return f.Sync() }

@@ -1,0 +1,195 @@
+package impl
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft-wal/types"
+)
+
+// zeroedVFS gives raft-wal log segments whose every block is already
+// written. raft-wal preallocates a segment with fallocate, which leaves
+// "unwritten" extents: each later append converts some to written, so each
+// fsync also commits that metadata change to the file system's journal. On
+// a zero-filled file an append only overwrites data. On this project's
+// ext4 disk a 4 KiB append plus sync took 177 µs (83 µs of system CPU) on a
+// fallocated file and 106–118 µs (46 µs) with fdatasync on a zero-filled
+// one; the sync is on every commit's path, on the leader and a follower.
+//
+// Zero-filling a 64 MiB segment takes ~45 ms, so it is not done when raft-wal
+// rotates (it holds its write lock then): once the tail segment is half
+// written, the next one is prepared in the background under a name raft-wal
+// ignores, and the next Create renames it into place. Only a log's first
+// segment is filled on the spot.
+type zeroedVFS struct {
+	types.VFS
+
+	mu        sync.Mutex
+	preparing bool
+	closed    bool
+	done      sync.WaitGroup
+	prepErr   error // the last background preparation's failure, if any
+}
+
+// spareName is the prepared next segment; raft-wal lists only *.wal files.
+const spareName = "next-segment.zeroed"
+
+func (v *zeroedVFS) Create(dir, name string, size uint64) (types.WritableFile, error) {
+	path := filepath.Join(dir, name)
+	if size > 0 && v.takeSpare(dir, path, size) {
+		f, err := os.OpenFile(path, os.O_RDWR, 0o640)
+		if err != nil {
+			return nil, fmt.Errorf("open segment %s: %w", name, err)
+		}
+		return &zeroedFile{File: f, dir: dir, size: size, vfs: v}, nil
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("create segment %s: %w", name, err)
+	}
+	if err := zeroFill(f, size); err != nil {
+		return nil, errors.Join(fmt.Errorf("zero-fill segment %s: %w", name, err), f.Close(), os.Remove(path))
+	}
+	return &zeroedFile{File: f, dir: dir, size: size, vfs: v}, nil
+}
+
+func (v *zeroedVFS) OpenWriter(dir, name string) (types.WritableFile, error) {
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDWR, 0o640)
+	if err != nil {
+		return nil, err
+	}
+	// A segment from before this process: its directory entry is durable,
+	// and it may be a fallocated one, which datasync handles as well.
+	zf := &zeroedFile{File: f, dir: dir, vfs: v}
+	zf.dirSynced.Store(true)
+	return zf, nil
+}
+
+// takeSpare renames a prepared segment of the given size to path.
+func (v *zeroedVFS) takeSpare(dir, path string, size uint64) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.preparing {
+		return false
+	}
+	spare := filepath.Join(dir, spareName)
+	fi, err := os.Stat(spare)
+	if err != nil || uint64(fi.Size()) != size {
+		return false
+	}
+	return os.Rename(spare, path) == nil
+}
+
+// prepare zero-fills the next segment in the background, once at a time.
+func (v *zeroedVFS) prepare(dir string, size uint64) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.preparing || v.closed {
+		return
+	}
+	v.preparing = true
+	v.done.Add(1)
+	go func() {
+		defer v.done.Done()
+		err := prepareSpare(dir, size)
+		v.mu.Lock()
+		v.preparing = false
+		v.prepErr = err
+		v.mu.Unlock()
+	}()
+}
+
+// Close waits for a preparation under way.
+func (v *zeroedVFS) Close() error {
+	v.mu.Lock()
+	v.closed = true
+	v.mu.Unlock()
+	v.done.Wait()
+	return nil
+}
+
+// prepareSpare writes a zero-filled, synced file of size bytes and then
+// gives it the spare's name, so a spare is never half written.
+func prepareSpare(dir string, size uint64) error {
+	spare := filepath.Join(dir, spareName)
+	if fi, err := os.Stat(spare); err == nil && uint64(fi.Size()) == size {
+		return nil
+	}
+	tmp := spare + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o640)
+	if err != nil {
+		return fmt.Errorf("create spare segment: %w", err)
+	}
+	err = zeroFill(f, size)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, spare)
+	}
+	if err != nil {
+		return errors.Join(fmt.Errorf("prepare spare segment: %w", err), os.Remove(tmp))
+	}
+	return syncPath(dir)
+}
+
+func zeroFill(f *os.File, size uint64) error {
+	buf := make([]byte, 1<<20)
+	for off := uint64(0); off < size; off += uint64(len(buf)) {
+		n := min(uint64(len(buf)), size-off)
+		if _, err := f.WriteAt(buf[:n], int64(off)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func syncPath(path string) error {
+	d, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	return errors.Join(err, d.Close())
+}
+
+// zeroedFile is a segment file synced with fdatasync where there is one:
+// its size never changes after the fill, so the inode's other metadata
+// need not be written on each commit.
+type zeroedFile struct {
+	*os.File
+	dir       string
+	dirSynced atomic.Bool // whether the directory entry is known durable
+	size      uint64      // 0 for a file opened rather than created
+	vfs       *zeroedVFS
+	kicked    atomic.Bool
+}
+
+func (f *zeroedFile) WriteAt(p []byte, off int64) (int, error) {
+	if f.size > 0 && uint64(off)+uint64(len(p)) > f.size/2 && !f.kicked.Swap(true) {
+		f.vfs.prepare(f.dir, f.size)
+	}
+	return f.File.WriteAt(p, off)
+}
+
+func (f *zeroedFile) Sync() error {
+	if err := datasync(f.File); err != nil {
+		return err
+	}
+	if !f.dirSynced.Load() {
+		// The first sync of a new or renamed segment also makes its name
+		// durable, as raft-wal's own file does.
+		if err := syncPath(f.dir); err != nil {
+			return err
+		}
+		f.dirSynced.Store(true)
+	}
+	return nil
+}

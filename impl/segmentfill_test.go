@@ -1,0 +1,141 @@
+package impl
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	wal "github.com/hashicorp/raft-wal"
+	"github.com/hashicorp/raft-wal/fs"
+	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
+)
+
+func TestZeroedSegmentsAndSpares(t *testing.T) {
+	dir := t.TempDir()
+	v := &zeroedVFS{VFS: fs.New()}
+	defer v.Close()
+	const size = 1 << 20
+	allZero := func(name string) {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) != size || !bytes.Equal(b, make([]byte, size)) {
+			t.Fatalf("%s: %d bytes, not %d zeros", name, len(b), size)
+		}
+	}
+
+	f, err := v.Create(dir, "a.wal", size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allZero("a.wal")
+	if _, err := f.WriteAt([]byte("first half"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	v.done.Wait()
+	if _, err := os.Stat(filepath.Join(dir, spareName)); err == nil {
+		t.Fatal("a spare was prepared before the segment was half written")
+	}
+	if _, err := f.WriteAt([]byte("second half"), size/2); err != nil {
+		t.Fatal(err)
+	}
+	v.done.Wait()
+	if v.prepErr != nil {
+		t.Fatal(v.prepErr)
+	}
+	allZero(spareName)
+
+	g, err := v.Create(dir, "b.wal", size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, spareName)); err == nil {
+		t.Fatal("the spare is still there after the next segment was created")
+	}
+	allZero("b.wal")
+	for _, h := range []interface{ Close() error }{f, g} {
+		if err := h.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A spare of another size is not taken.
+	if err := prepareSpare(dir, size/2); err != nil {
+		t.Fatal(err)
+	}
+	h, err := v.Create(dir, "c.wal", size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	allZero("c.wal")
+	if _, err := os.Stat(filepath.Join(dir, spareName)); err != nil {
+		t.Fatal("a spare of the wrong size was used")
+	}
+}
+
+// raft-wal over zero-filled segments rotates, reopens and reads back every
+// entry: it finds the end of a segment's data as it does on a fallocated one.
+func TestWALOnZeroedSegments(t *testing.T) {
+	dir := t.TempDir()
+	open := func() (*wal.WAL, func()) {
+		v := &zeroedVFS{VFS: fs.New()}
+		meta := &metadb.BoltMetaDB{}
+		w, err := wal.Open(dir, wal.WithMetaStore(meta), wal.WithSegmentSize(64<<10),
+			wal.WithSegmentFiler(segment.NewFiler(dir, v)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w, func() {
+			if err := w.Close(); err != nil {
+				t.Error(err)
+			}
+			if err := meta.Close(); err != nil {
+				t.Error(err)
+			}
+			_ = v.Close()
+		}
+	}
+	data := func(i uint64) []byte { return []byte(fmt.Sprintf("entry %d %0300d", i, i)) }
+	w, closeWAL := open()
+	const n = 1000
+	for i := uint64(1); i <= n; i += 10 {
+		logs := make([]*raft.Log, 0, 10)
+		for j := i; j < i+10; j++ {
+			logs = append(logs, &raft.Log{Index: j, Term: 1, Type: raft.LogCommand, Data: data(j)})
+		}
+		if err := w.StoreLogs(logs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeWAL()
+	segments, _ := filepath.Glob(filepath.Join(dir, "*.wal"))
+	if len(segments) < 4 {
+		t.Fatalf("%d segments: the log never rotated", len(segments))
+	}
+	w, closeWAL = open()
+	defer closeWAL()
+	if last, err := w.LastIndex(); err != nil || last != n {
+		t.Fatalf("last index after reopening: %d, %v", last, err)
+	}
+	for i := uint64(1); i <= n; i++ {
+		var l raft.Log
+		if err := w.GetLog(i, &l); err != nil {
+			t.Fatalf("entry %d: %v", i, err)
+		}
+		if !bytes.Equal(l.Data, data(i)) {
+			t.Fatalf("entry %d came back as %q", i, l.Data)
+		}
+	}
+	if err := w.StoreLogs([]*raft.Log{{Index: n + 1, Term: 1, Type: raft.LogCommand, Data: data(n + 1)}}); err != nil {
+		t.Fatalf("append after reopening: %v", err)
+	}
+}
