@@ -151,8 +151,17 @@ func TestLocalAgentEndpoints(t *testing.T) {
 // reason, and changes nothing, locally or in the catalog.
 func TestLocalAgentEndpointsRefuse(t *testing.T) {
 	f := newLocalFixture(t)
-	f.ok("PUT", "/v1/agent/service/register", `{"Name":"web","Check":{"HTTP":"http://127.0.0.1:1/","Interval":"1h","Status":"passing"}}`)
+	f.ok("PUT", "/v1/agent/service/register", `{"Name":"web","Check":{"HTTP":"http://127.0.0.1:1/","Interval":"1h","Timeout":"1s","Status":"passing"}}`)
 	f.ok("PUT", "/v1/agent/check/register", `{"Name":"app","TTL":"1h","Status":"passing"}`)
+	// The HTTP check's first run starts at once (no stagger) on its own
+	// goroutine and sets its output (and, refused, its status); landing
+	// between a case's two snapshots it would look like that case's doing.
+	// Once it has reported, nothing runs again within the hour, so every
+	// change the snapshots show is the request's.
+	eventually(t, "the first run of service:web", func() bool {
+		c, ok := f.la.State().Check("service:web")
+		return ok && c.Output != ""
+	})
 	long := strings.Repeat("x", 2000)
 	for _, tc := range []struct {
 		name, method, path, body string

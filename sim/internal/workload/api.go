@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	netrpc "net/rpc"
 	"net/url"
 	"strconv"
 	"strings"
@@ -40,24 +41,45 @@ type ApiClient struct {
 // (impl/httpapi's Consul text, for impl.ErrNotLeader or no known leader).
 const noLeaderBody = "No cluster leader"
 
-// agentDialFailed reports whether body is a client agent's answer to a
-// request it could not forward because dialling the one server it picked
-// failed on the first try: impl/httpapi's "rpc error: server A: " around
-// impl/rpc's Pool.Forward error "forward to A: dial: …". Nothing was sent,
-// so no server saw the request. Counting such answers unknown made a
+// agentNeverSent reports whether body is a client agent's answer to a
+// request that never left it: impl/httpapi's "rpc error: server A: " around
+// an impl/rpc Pool.Forward error "forward to A: " of one of two shapes.
+//   - "dial: …": dialling A failed on the first try.
+//   - "connection is shut down …": net/rpc's ErrShutdown first. Forward
+//     joins its attempts' errors only when each ended in ErrShutdown or a
+//     failed dial; an attempt that sent and then failed is returned alone,
+//     never after this text. With impl/rpc's codec net/rpc gives a call
+//     ErrShutdown only before writing it: impl/rpc's
+//     TestForwardNeverResendsASentRequest holds that, and the comments at
+//     Forward's retry and clientCodec.ReadResponseHeader say why.
+//
+// No server saw the request. Counting such answers unknown made a
 // partitioned client's every request an operation the linearizability
 // search may place anywhere later, exponential in their number (seed 2425:
-// a dozen of them on one lock key took the check past its budget). A dial
-// after a pooled connection was found shut down ("forward to A: connection
-// is shut down dial: …") stays unknown: the pool retries on the premise
-// that nothing went out on that connection, which this does not rely on.
-func agentDialFailed(body string) bool {
+// a dozen of them on one lock key took the check past its budget). Anything
+// else after "forward to A: " (a failed read, a timeout) came after the
+// request may have gone out, and a server's own "forward to leader …"
+// answer came from a server that had the request: both stay unknown.
+func agentNeverSent(body string) bool {
 	rest, ok := strings.CutPrefix(body, "rpc error: server ")
 	if !ok {
 		return false
 	}
 	addr, rest, ok := strings.Cut(rest, ": ")
-	return ok && strings.HasPrefix(rest, "forward to "+addr+": dial: ")
+	if !ok {
+		return false
+	}
+	rest, ok = strings.CutPrefix(rest, "forward to "+addr+": ")
+	if !ok {
+		return false
+	}
+	if strings.HasPrefix(rest, "dial: ") {
+		return true
+	}
+	// The agent's error body is one line: the joined errors' newlines
+	// arrive as spaces.
+	rest, ok = strings.CutPrefix(rest, netrpc.ErrShutdown.Error())
+	return ok && (rest == "" || rest[0] == ' ')
 }
 
 func (c *ApiClient) server() string { return c.Servers[c.Agent%len(c.Servers)] }
@@ -114,7 +136,7 @@ func (c *ApiClient) do(call core.Call, method, path string, body []byte, decode 
 		ret.Outcome, ret.Err = core.OutFail, string(b)
 	default:
 		ret.Err = fmt.Sprintf("%d: %s", resp.StatusCode, b)
-		if resp.StatusCode == http.StatusInternalServerError && (string(b) == noLeaderBody || agentDialFailed(string(b))) {
+		if resp.StatusCode == http.StatusInternalServerError && (string(b) == noLeaderBody || agentNeverSent(string(b))) {
 			// No server proposed it: a follower knew no leader, or the
 			// leader's Apply found it was not leading before raft took it;
 			// or the client agent never reached a server.
