@@ -26,6 +26,7 @@ var targets = []target{
 		"ttltimers.go",  // TTL expiry that invalidates sessions
 		"membership.go", // the leader's gossip reconcile and voter changes
 		"bootstrap.go",  // -bootstrap-expect
+		"logsync.go",    // when a log entry counts as durable
 	}},
 	// impl/gossip is mostly serf and memberlist wiring (their failure
 	// detection is theirs), but toMember decides how a member reads for
