@@ -378,15 +378,7 @@ func syncFiles(dir string) error {
 		if !e.Type().IsRegular() {
 			continue
 		}
-		f, err := os.Open(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return fmt.Errorf("open %s to sync it: %w", e.Name(), err)
-		}
-		err = f.Sync()
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
+		if err := syncPath(filepath.Join(dir, e.Name())); err != nil {
 			return fmt.Errorf("fsync %s: %w", e.Name(), err)
 		}
 	}

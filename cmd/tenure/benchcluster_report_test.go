@@ -208,20 +208,7 @@ func idleProcessRTT(n int) (time.Duration, error) {
 		return 0, fmt.Errorf("accept echo peer: %w", err)
 	}
 	defer c.Close()
-	buf := []byte{1}
-	ds := make([]time.Duration, 0, n)
-	for range n {
-		time.Sleep(time.Millisecond)
-		t0 := time.Now()
-		if _, err := c.Write(buf); err != nil {
-			return 0, fmt.Errorf("ping: %w", err)
-		}
-		if _, err := io.ReadFull(c, buf); err != nil {
-			return 0, fmt.Errorf("pong: %w", err)
-		}
-		ds = append(ds, time.Since(t0))
-	}
-	return median(ds), nil
+	return pingPong(c, n, time.Millisecond)
 }
 
 // loopbackRTT is the median of n one-byte ping-pongs over 127.0.0.1.
@@ -244,9 +231,18 @@ func loopbackRTT(n int) (time.Duration, error) {
 		return 0, fmt.Errorf("dial: %w", err)
 	}
 	defer c.Close()
+	return pingPong(c, n, 0)
+}
+
+// pingPong is the median of n one-byte round trips on c to an echo, each
+// after a pause of idle.
+func pingPong(c net.Conn, n int, idle time.Duration) (time.Duration, error) {
 	buf := []byte{1}
 	ds := make([]time.Duration, 0, n)
 	for range n {
+		if idle > 0 {
+			time.Sleep(idle)
+		}
 		t0 := time.Now()
 		if _, err := c.Write(buf); err != nil {
 			return 0, fmt.Errorf("ping: %w", err)
