@@ -192,10 +192,11 @@ func (ls *logSync) synced(last uint64) {
 // was deleted from there: entries written again at those indexes must be
 // synced again before they count.
 func (ls *logSync) truncated(first uint64) {
+	keep := max(first, 1) - 1 // raft's indexes start at 1
 	ls.mu.Lock()
 	ls.truncations++
-	ls.written = min(ls.written, first-1)
-	ls.durable.Store(min(ls.durable.Load(), first-1))
+	ls.written = min(ls.written, keep)
+	ls.durable.Store(min(ls.durable.Load(), keep))
 	ls.mu.Unlock()
 }
 
@@ -219,17 +220,16 @@ func (ls *logSync) err() error {
 // fsync failure that means they never will be.
 func (ls *logSync) await(idx uint64) error {
 	for {
-		if ls.durable.Load() >= idx {
-			return nil
-		}
+		// The channel is taken before the index is read: an advance after
+		// the read closes this channel.
 		ls.waitMu.Lock()
 		ch, err := ls.advanced, ls.failed
 		ls.waitMu.Unlock()
-		if err != nil {
-			return err
-		}
 		if ls.durable.Load() >= idx {
 			return nil
+		}
+		if err != nil {
+			return err
 		}
 		<-ch
 	}
@@ -286,7 +286,7 @@ func (s *syncedLogStore) DeleteRange(lo, hi uint64) error {
 	if err := s.LogStore.DeleteRange(lo, hi); err != nil {
 		return err
 	}
-	if hi >= last && lo > 0 {
+	if hi >= last {
 		s.ls.truncated(lo)
 	}
 	return nil

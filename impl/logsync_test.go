@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -114,6 +115,7 @@ func (m *recMeta) CommitState(st types.PersistentState) error {
 // syncedWAL is the production stack of logsync.go over a recording file
 // system, flushed by hand.
 type syncedWAL struct {
+	wal    *wal.WAL
 	store  *syncedLogStore
 	ls     *logSync
 	rec    *recVFS
@@ -144,6 +146,7 @@ func openSyncedWAL(t *testing.T, segmentSize int) *syncedWAL {
 		}
 	})
 	sw.ls.setLeader(func() bool { return sw.leader })
+	sw.wal = w
 	sw.store = &syncedLogStore{LogStore: w, ls: sw.ls}
 	return sw
 }
@@ -243,6 +246,83 @@ func TestLogSyncTruncationForgetsDurability(t *testing.T) {
 	}
 	if d := sw.ls.durable.Load(); d != 4 {
 		t.Fatalf("durable index %d after the flush, want 4", d)
+	}
+}
+
+// Compacting the head of the log (after a snapshot) deletes nothing that
+// could be written again: what is durable stays durable.
+func TestLogSyncHeadCompactionKeepsDurability(t *testing.T) {
+	sw := openSyncedWAL(t, 0)
+	sw.leader = true
+	sw.write(t, 1, 10)
+	if err := sw.ls.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sw.store.DeleteRange(1, 5); err != nil {
+		t.Fatal(err)
+	}
+	if d := sw.ls.durable.Load(); d != 10 {
+		t.Fatalf("durable index %d after compacting 1..5 of 10, want 10", d)
+	}
+}
+
+// raft's term and vote go through raft-wal's metadata too: stored, and
+// after the log data written before them.
+func TestLogSyncStableStoreAfterLogData(t *testing.T) {
+	sw := openSyncedWAL(t, 0)
+	sw.leader = true
+	sw.write(t, 1, 3)
+	if err := sw.wal.SetUint64([]byte("CurrentTerm"), 7); err != nil {
+		t.Fatal(err)
+	}
+	if n := sw.rec.unsynced(); n != 0 {
+		t.Fatalf("the term was stored with %d log bytes not on disk", n)
+	}
+	if v, err := sw.wal.GetUint64([]byte("CurrentTerm")); err != nil || v != 7 {
+		t.Fatalf("term read back as %d, %v", v, err)
+	}
+}
+
+// await blocks until a flush covers the index, and no longer.
+func TestLogSyncAwaitWaitsForTheFlush(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ls := newLogSync(0, false)
+		returned := make(chan error, 1)
+		go func() { returned <- ls.await(3) }()
+		synctest.Wait()
+		select {
+		case err := <-returned:
+			t.Fatalf("await(3) returned %v with nothing durable", err)
+		default:
+		}
+		ls.wrote(3)
+		if err := ls.flush(); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		select {
+		case err := <-returned:
+			if err != nil {
+				t.Fatal(err)
+			}
+		default:
+			t.Fatal("await(3) still waits after entries up to 3 were flushed")
+		}
+		if err := ls.await(3); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// raft treats a store that cannot have gaps differently after a snapshot
+// restore, so the wrapper answers as the store underneath does.
+func TestSyncedLogStoreIsMonotonicAsItsStore(t *testing.T) {
+	sw := openSyncedWAL(t, 0)
+	if !sw.store.IsMonotonic() {
+		t.Error("over raft-wal the store is not monotonic")
+	}
+	if (&syncedLogStore{LogStore: raft.NewInmemStore(), ls: sw.ls}).IsMonotonic() {
+		t.Error("over raft's in-memory store the store is monotonic")
 	}
 }
 
@@ -413,6 +493,16 @@ func TestCommitClampHoldsFollowersBack(t *testing.T) {
 		if req.LeaderCommitIndex != tc.commit {
 			t.Errorf("the clamp changed raft's own request to %d", req.LeaderCommitIndex)
 		}
+	}
+	// No pipeline to a peer that is not there.
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := raft.ServerAddress(dead.Addr().String())
+	_ = dead.Close()
+	if p, err := c.AppendEntriesPipeline("g", deadAddr); err == nil || p != nil {
+		t.Fatalf("pipeline to a closed port: %v, %v", p, err)
 	}
 	p, err := c.AppendEntriesPipeline("f", target)
 	if err != nil {
