@@ -101,10 +101,9 @@ func TestJSONRoundTrip(t *testing.T) {
 	}
 }
 
-// A check that cannot finish in time is a failure, with its artifact, never
-// a pass. Forty concurrent writes followed by a read of a value none of them
-// wrote leave porcupine an exponential search.
-func TestTimeoutIsUnknownFailure(t *testing.T) {
+// slowKeyHistory is forty concurrent writes of key k followed by a read of a
+// value none of them wrote: porcupine's search for it is exponential.
+func slowKeyHistory() History {
 	var h History
 	for i := 0; i < 40; i++ {
 		h.Ops = append(h.Ops, Op{Client: i, Call: 0, Return: 10,
@@ -113,6 +112,13 @@ func TestTimeoutIsUnknownFailure(t *testing.T) {
 	}
 	h.Ops = append(h.Ops, Op{Client: 40, Call: 20, Return: 30, Input: Input{Read: &Read{Kind: ReadKey, Key: "k"}},
 		Output: Output{OK: true, Entries: []model.KVEntry{{Key: "k", Value: []byte("nobody")}}}})
+	return h
+}
+
+// A check that cannot finish in time is a failure, with its artifact, never
+// a pass (slowKeyHistory).
+func TestTimeoutIsUnknownFailure(t *testing.T) {
+	h := slowKeyHistory()
 	h.Faults = []Fault{{Name: "isolate n1", Start: 5, End: 25, Details: "leader cut off"}}
 	dir := t.TempDir()
 	rep, err := Check(h, Options{Timeout: 300 * time.Millisecond, ArtifactDir: dir, Name: "slow",
@@ -144,15 +150,8 @@ func TestTimeoutIsUnknownFailure(t *testing.T) {
 // (as above), key b's read of a value nobody wrote is illegal at once. The
 // verdict is illegal, naming only b.
 func TestUndecidedDoesNotHideIllegal(t *testing.T) {
-	var h History
-	for i := 0; i < 40; i++ {
-		h.Ops = append(h.Ops, Op{Client: i, Call: 0, Return: 10,
-			Input:  Input{Command: &model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "k", Value: fmt.Appendf(nil, "v%d", i)}}},
-			Output: Output{OK: true}})
-	}
+	h := slowKeyHistory()
 	h.Ops = append(h.Ops,
-		Op{Client: 40, Call: 20, Return: 30, Input: Input{Read: &Read{Kind: ReadKey, Key: "k"}},
-			Output: Output{OK: true, Entries: []model.KVEntry{{Key: "k", Value: []byte("nobody")}}}},
 		Op{Client: 41, Call: 0, Return: 5, Input: Input{Command: &model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "b", Value: []byte("x")}}},
 			Output: Output{OK: true}},
 		Op{Client: 41, Call: 6, Return: 7, Input: Input{Read: &Read{Kind: ReadKey, Key: "b"}},
