@@ -24,7 +24,7 @@ import (
 // Zero-filling a 64 MiB segment takes ~45 ms, so it is not done when raft-wal
 // rotates (it holds its write lock then): once the tail segment is half
 // written, the next one is prepared in the background under a name raft-wal
-// ignores, and the next Create renames it into place. Only a log's first
+// ignores, and the next Create moves it into place. Only a log's first
 // segment is filled on the spot.
 type zeroedVFS struct {
 	types.VFS
@@ -70,7 +70,7 @@ func (v *zeroedVFS) OpenWriter(dir, name string) (types.WritableFile, error) {
 	return zf, nil
 }
 
-// takeSpare renames a prepared segment of the given size to path.
+// takeSpare moves a prepared segment of the given size to path.
 func (v *zeroedVFS) takeSpare(dir, path string, size uint64) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -82,7 +82,12 @@ func (v *zeroedVFS) takeSpare(dir, path string, size uint64) bool {
 	if err != nil || uint64(fi.Size()) != size {
 		return false
 	}
-	return os.Rename(spare, path) == nil
+	// A link, unlike a rename, refuses an existing name, as the O_EXCL
+	// create it stands in for does.
+	if err := os.Link(spare, path); err != nil {
+		return false
+	}
+	return os.Remove(spare) == nil
 }
 
 // prepare zero-fills the next segment in the background, once at a time.

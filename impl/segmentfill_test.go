@@ -67,6 +67,20 @@ func TestZeroedSegmentsAndSpares(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// An existing name is refused, as raft-wal's own create refuses it, and
+	// the spare stays.
+	if err := prepareSpare(dir, size); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Create(dir, "b.wal", size); err == nil {
+		t.Fatal("a segment was created over an existing one")
+	}
+	if _, err := os.Stat(filepath.Join(dir, spareName)); err != nil {
+		t.Fatalf("the spare went with the refused create: %v", err)
+	}
+	if err := os.Remove(filepath.Join(dir, spareName)); err != nil {
+		t.Fatal(err)
+	}
 	// A spare of another size is not taken.
 	if err := prepareSpare(dir, size/2); err != nil {
 		t.Fatal(err)
