@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
+	"github.com/hashicorp/go-metrics"
 	"github.com/hashicorp/raft"
 	"github.com/hashicorp/raft-wal/types"
 )
@@ -153,6 +155,10 @@ func (ls *logSync) flush() error {
 	files, upTo, truncations := ls.dirty, ls.written, ls.truncations
 	ls.dirty = make(map[*syncedFile]struct{})
 	ls.mu.Unlock()
+	if len(files) > 0 {
+		// The leader's fsync left raft.leader.dispatchLog; it is timed here.
+		defer metrics.MeasureSince([]string{"raft", "logsync", "flush"}, time.Now())
+	}
 	for f := range files {
 		if err := f.WritableFile.Sync(); err != nil {
 			err = fmt.Errorf("fsync raft log: %w", err)
