@@ -72,19 +72,17 @@ type logSync struct {
 	done chan struct{}
 }
 
-// newLogSync returns a logSync whose durable index starts at durable, with
-// a flusher in the background unless background is false (tests flush by
-// hand to see each step).
-func newLogSync(durable uint64, background bool) *logSync {
+// newLogSync returns a logSync with nothing durable yet (the store opening
+// it reports what is, with synced), and a flusher in the background unless
+// background is false (tests flush by hand to see each step).
+func newLogSync(background bool) *logSync {
 	ls := &logSync{
 		dirty:    make(map[*syncedFile]struct{}),
-		written:  durable,
 		advanced: make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
-	ls.durable.Store(durable)
 	if background {
 		go ls.run()
 	} else {

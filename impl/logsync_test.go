@@ -126,7 +126,7 @@ type syncedWAL struct {
 func openSyncedWAL(t *testing.T, segmentSize int) *syncedWAL {
 	t.Helper()
 	dir := t.TempDir()
-	sw := &syncedWAL{ls: newLogSync(0, false), rec: &recVFS{VFS: fs.New()}}
+	sw := &syncedWAL{ls: newLogSync(false), rec: &recVFS{VFS: fs.New()}}
 	bolt := &metadb.BoltMetaDB{}
 	sw.meta = &recMeta{MetaStore: bolt, rec: sw.rec}
 	if segmentSize == 0 {
@@ -286,7 +286,7 @@ func TestLogSyncStableStoreAfterLogData(t *testing.T) {
 // await blocks until a flush covers the index, and no longer.
 func TestLogSyncAwaitWaitsForTheFlush(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ls := newLogSync(0, false)
+		ls := newLogSync(false)
 		returned := make(chan error, 1)
 		go func() { returned <- ls.await(3) }()
 		synctest.Wait()

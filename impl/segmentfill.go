@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft-wal/types"
 )
 
@@ -28,6 +29,9 @@ import (
 // segment is filled on the spot.
 type zeroedVFS struct {
 	types.VFS
+	// logger hears of a failed preparation: the next rotation then fills
+	// its segment on the spot, 45 ms under raft-wal's write lock.
+	logger hclog.Logger
 
 	mu        sync.Mutex
 	preparing bool
@@ -102,6 +106,9 @@ func (v *zeroedVFS) prepare(dir string, size uint64) {
 	go func() {
 		defer v.done.Done()
 		err := prepareSpare(dir, size)
+		if err != nil && v.logger != nil {
+			v.logger.Warn("next log segment not prepared; the rotation will fill it", "error", err)
+		}
 		v.mu.Lock()
 		v.preparing = false
 		v.prepErr = err

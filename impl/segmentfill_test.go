@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/fs"
@@ -151,5 +153,30 @@ func TestWALOnZeroedSegments(t *testing.T) {
 	}
 	if err := w.StoreLogs([]*raft.Log{{Index: n + 1, Term: 1, Type: raft.LogCommand, Data: data(n + 1)}}); err != nil {
 		t.Fatalf("append after reopening: %v", err)
+	}
+}
+
+// A preparation that fails is logged; the next create fills on the spot.
+func TestSparePreparationFailureIsLogged(t *testing.T) {
+	dir := t.TempDir()
+	var logs bytes.Buffer
+	v := &zeroedVFS{VFS: fs.New(), logger: hclog.New(&hclog.LoggerOptions{Output: &logs})}
+	defer v.Close()
+	// A directory where the temporary file must go makes its create fail.
+	if err := os.Mkdir(filepath.Join(dir, spareName+".tmp"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	v.prepare(dir, 1<<16)
+	v.done.Wait()
+	if v.prepErr == nil || !strings.Contains(logs.String(), "next log segment not prepared") {
+		t.Fatalf("failure %v, log %q", v.prepErr, logs.String())
+	}
+	f, err := v.Create(dir, "a.wal", 1<<16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if fi, err := os.Stat(filepath.Join(dir, "a.wal")); err != nil || fi.Size() != 1<<16 {
+		t.Fatalf("segment after a failed preparation: %v, %v", fi, err)
 	}
 }

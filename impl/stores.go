@@ -77,8 +77,8 @@ func openStores(c Config) (*stores, error) {
 				st.close()
 				return nil, err
 			}
-			st.sync = newLogSync(0, true)
-			zeroed := &zeroedVFS{VFS: fs.New()}
+			st.sync = newLogSync(true)
+			zeroed := &zeroedVFS{VFS: fs.New(), logger: c.Logger.Named("wal")}
 			st.closers = append(st.closers, st.sync, zeroed)
 			w, err = wal.Open(dir, logger,
 				wal.WithMetaStore(syncedMeta{MetaStore: meta, ls: st.sync}),
