@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	metrics "github.com/hashicorp/go-metrics"
 	sockaddr "github.com/hashicorp/go-sockaddr"
 
 	"github.com/tenurekv/tenure/impl"
@@ -52,7 +51,7 @@ type settings struct {
 	// enable_debug does; -dev turns it on, as in Consul.
 	EnableDebug bool
 	// telemetry is the process's metrics sink, served at /v1/agent/metrics.
-	telemetry *metrics.InmemSink
+	telemetry *agent.MemSink
 }
 
 // ports are Consul's port settings. tenure serves HTTP, its server port

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	metrics "github.com/hashicorp/go-metrics"
 
 	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/impl/gossip"
@@ -67,7 +66,7 @@ type Config struct {
 	// enable_debug).
 	Debug bool
 	// Telemetry, if set (NewTelemetry), is served at /v1/agent/metrics.
-	Telemetry *metrics.InmemSink
+	Telemetry *MemSink
 }
 
 // Agent is a running server and its HTTP API.

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	metrics "github.com/hashicorp/go-metrics"
 
 	"github.com/tenurekv/tenure/impl/gossip"
 	"github.com/tenurekv/tenure/impl/httpapi"
@@ -28,7 +27,7 @@ type ClientConfig struct {
 	NodeName string
 	// Debug and Telemetry as for a server agent.
 	Debug     bool
-	Telemetry *metrics.InmemSink
+	Telemetry *MemSink
 	// Listener serves the HTTP API; HTTPAddr is what the agent advertises.
 	Listener net.Listener
 	HTTPAddr string

@@ -11,18 +11,20 @@ import (
 	metrics "github.com/hashicorp/go-metrics"
 )
 
-// NewTelemetry installs an in-memory metrics sink as go-metrics' global
-// registry, as every Consul agent keeps one: raft, memberlist and serf
-// report into it, and GET /v1/agent/metrics (Config.Telemetry) shows its
-// recent intervals. Call it once per process, from main: the registry is
-// global, and a sink used from more than one synctest bubble (the
+// NewTelemetry installs an in-memory metrics sink (MemSink) as go-metrics'
+// global registry, as every Consul agent keeps one: raft, memberlist and
+// serf report into it, and GET /v1/agent/metrics (Config.Telemetry) shows
+// its recent intervals. Call it once per process, from main: the registry
+// is global, and a sink used from more than one synctest bubble (the
 // simulator's runs) would crash, so tests and the simulator go without.
-func NewTelemetry() (*metrics.InmemSink, error) {
+func NewTelemetry() (*MemSink, error) {
 	// Consul's defaults: 10 s intervals kept for a minute, names under
 	// "consul" (raft's commit time is consul.raft.commitTime, as a Consul
-	// dashboard expects), no host name in them.
-	sink := metrics.NewInmemSink(10*time.Second, time.Minute)
-	cfg := metrics.DefaultConfig("consul")
+	// dashboard expects), no host name in them. The sink adds the "consul"
+	// part itself: as go-metrics' service name it would be put in front of
+	// every key in a new slice, per sample.
+	sink := NewMemSink("consul", 10*time.Second, time.Minute, time.Now)
+	cfg := metrics.DefaultConfig("")
 	cfg.EnableHostname = false
 	cfg.EnableRuntimeMetrics = false
 	if _, err := metrics.NewGlobal(cfg, sink); err != nil {
@@ -34,7 +36,7 @@ func NewTelemetry() (*metrics.InmemSink, error) {
 // withDebug answers GET /v1/agent/metrics when the agent has a sink, and,
 // when pprofOn (Consul's enable_debug, on in -dev), Go's profiles under
 // /debug/pprof/, before next sees the request.
-func withDebug(next http.Handler, sink *metrics.InmemSink, pprofOn bool) http.Handler {
+func withDebug(next http.Handler, sink *MemSink, pprofOn bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case sink != nil && r.URL.Path == "/v1/agent/metrics":
@@ -47,13 +49,8 @@ func withDebug(next http.Handler, sink *metrics.InmemSink, pprofOn bool) http.Ha
 				http.Error(w, "format "+f+" is not supported: tenure keeps metrics in memory only", http.StatusBadRequest)
 				return
 			}
-			summary, err := sink.DisplayMetrics(w, r)
-			if err != nil {
-				http.Error(w, "metrics: "+err.Error(), http.StatusInternalServerError)
-				return
-			}
 			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(summary)
+			_ = json.NewEncoder(w).Encode(sink.Summary())
 		case pprofOn && strings.HasPrefix(r.URL.Path, "/debug/pprof/"):
 			servePprof(w, r)
 		default:
