@@ -72,12 +72,11 @@ func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
 }
 
 // applied is one decoded command of a batch, kept from the locked apply to
-// the side effects done after unlocking.
+// the side effects done after unlocking; its result is in the batch's
+// responses.
 type applied struct {
 	pos     int // the entry's position in the batch
-	log     *raft.Log
 	cmd     model.Command
-	res     model.Result
 	changed bool
 	before  *model.State // a copy, only when observe is set
 }
@@ -106,7 +105,13 @@ func (f *fsm) applyLogs(logs []*raft.Log, out []any) {
 		}
 	}
 	// Decoding needs no lock; readers wait only for the applying itself.
-	recs := make([]applied, 0, n)
+	// Apply's single entry, and small batches, keep their records on the
+	// stack.
+	var small [4]applied
+	recs := small[:0]
+	if n > len(small) {
+		recs = make([]applied, 0, n)
+	}
 	for i, l := range logs {
 		if l.Type != raft.LogCommand {
 			continue
@@ -116,7 +121,7 @@ func (f *fsm) applyLogs(logs []*raft.Log, out []any) {
 			out[i] = fmt.Errorf("raft entry %d: %w", l.Index, err)
 			continue
 		}
-		recs = append(recs, applied{pos: i, log: l, cmd: cmd})
+		recs = append(recs, applied{pos: i, cmd: cmd})
 	}
 	if len(recs) == 0 {
 		return
@@ -129,18 +134,21 @@ func (f *fsm) applyLogs(logs []*raft.Log, out []any) {
 			r.before = f.state.Clone()
 		}
 		before := f.state.Tables()
+		var res model.Result
+		index := logs[r.pos].Index
 		if f.apply != nil {
-			f.state, r.res = f.apply(f.state, r.log.Index, r.cmd)
+			f.state, res = f.apply(f.state, index, r.cmd)
 		} else {
-			r.res = f.state.Apply(r.log.Index, r.cmd)
+			res = f.state.Apply(index, r.cmd)
 		}
 		// Arm before the release becomes visible, so that no client can see
 		// the key free and get an acquire past the leader's lock-delay check.
 		// (An acquire proposed before this entry applied can still land just
 		// after it; Consul's pre-raft check has the same window.)
-		f.delays.arm(r.res.LockDelays)
+		f.delays.arm(res.LockDelays)
 		r.changed = f.state.Tables() != before
 		anyChanged = anyChanged || r.changed
+		out[r.pos] = res
 	}
 	if anyChanged {
 		// One wake for the batch: a blocking query took its channel before
@@ -155,12 +163,12 @@ func (f *fsm) applyLogs(logs []*raft.Log, out []any) {
 	}
 	for i := range recs {
 		r := &recs[i]
-		out[r.pos] = r.res
-		if r.changed && f.apply == nil && len(r.res.KeysChanged) > 0 {
-			f.keys.fire(r.res.KeysChanged)
+		res := out[r.pos].(model.Result)
+		if r.changed && f.apply == nil && len(res.KeysChanged) > 0 {
+			f.keys.fire(res.KeysChanged)
 		}
-		if len(r.res.Invalidated) > 0 {
-			f.invalidated(r.res.Invalidated)
+		if len(res.Invalidated) > 0 {
+			f.invalidated(res.Invalidated)
 		}
 		if f.observe != nil {
 			// Each entry's After is the copy taken before the next one; the
@@ -170,7 +178,8 @@ func (f *fsm) applyLogs(logs []*raft.Log, out []any) {
 			if i+1 < len(recs) {
 				after = recs[i+1].before
 			}
-			f.observe(Change{Index: r.log.Index, Term: r.log.Term, Command: &r.cmd, Result: r.res, Before: r.before, After: after})
+			l, cmd := logs[r.pos], r.cmd // a copy, so that recs can stay on the stack
+			f.observe(Change{Index: l.Index, Term: l.Term, Command: &cmd, Result: res, Before: r.before, After: after})
 		}
 	}
 }
