@@ -35,6 +35,8 @@ type fsm struct {
 	keys keyWatches
 }
 
+var _ raft.BatchingFSM = (*fsm)(nil)
+
 func newFSM(c *wireCodec, delays *lockDelayGuard, invalidated func([]string)) *fsm {
 	if invalidated == nil {
 		invalidated = func([]string) {}
@@ -49,58 +51,137 @@ func newFSM(c *wireCodec, delays *lockDelayGuard, invalidated func([]string)) *f
 }
 
 // Apply implements raft.FSM. It answers model.Result, or an error for an
-// entry it cannot decode; it never panics on the entry's content.
+// entry it cannot decode; it never panics on the entry's content. Raft calls
+// ApplyBatch instead while running; Apply remains for raft.RecoverCluster
+// and for tests, and shares ApplyBatch's path so the two cannot drift.
 func (f *fsm) Apply(l *raft.Log) any {
-	if f.awaitDurable != nil {
-		if err := f.awaitDurable(l.Index); err != nil {
-			// The entry may not be on this disk and never will be; going on
-			// would let clients see a write a restart can lose.
-			panic(fmt.Sprintf("raft entry %d: this server's log is not durable, stopping: %v", l.Index, err))
+	var out [1]any
+	f.applyLogs([]*raft.Log{l}, out[:])
+	return out[0]
+}
+
+// ApplyBatch implements raft.BatchingFSM: the same results and side effects
+// as Apply on each entry in order, but with one durability wait, one hold of
+// the state lock and one wake of Changed per batch rather than per entry.
+// Entries other than commands (raft also sends configuration changes) are
+// not the state machine's and answer nil.
+func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	f.applyLogs(logs, out)
+	return out
+}
+
+// applied is one decoded command of a batch, kept from the locked apply to
+// the side effects done after unlocking; its result is in the batch's
+// responses.
+type applied struct {
+	pos     int // the entry's position in the batch
+	cmd     model.Command
+	changed bool
+	before  *model.State // a copy, only when observe is set
+}
+
+// applyLogs applies logs in order and puts each entry's response at the same
+// position of out.
+func (f *fsm) applyLogs(logs []*raft.Log, out []any) {
+	var last uint64
+	n := 0
+	for _, l := range logs {
+		if l.Type == raft.LogCommand {
+			last = l.Index
+			n++
 		}
 	}
-	cmd, err := f.codec.decodeCommand(l.Data)
-	if err != nil {
-		return fmt.Errorf("raft entry %d: %w", l.Index, err)
+	if n == 0 {
+		return
 	}
+	if f.awaitDurable != nil {
+		// Entries reach the disk in order, so waiting for the last one
+		// covers the batch.
+		if err := f.awaitDurable(last); err != nil {
+			// The entry may not be on this disk and never will be; going on
+			// would let clients see a write a restart can lose.
+			panic(fmt.Sprintf("raft entry %d: this server's log is not durable, stopping: %v", last, err))
+		}
+	}
+	// Decoding needs no lock; readers wait only for the applying itself.
+	// Apply's single entry, and small batches, keep their records on the
+	// stack.
+	var small [4]applied
+	recs := small[:0]
+	if n > len(small) {
+		recs = make([]applied, 0, n)
+	}
+	for i, l := range logs {
+		if l.Type != raft.LogCommand {
+			continue
+		}
+		cmd, err := f.codec.decodeCommand(l.Data)
+		if err != nil {
+			out[i] = fmt.Errorf("raft entry %d: %w", l.Index, err)
+			continue
+		}
+		recs = append(recs, applied{pos: i, cmd: cmd})
+	}
+	if len(recs) == 0 {
+		return
+	}
+	anyChanged := false
 	f.mu.Lock()
-	var prev *model.State
-	if f.observe != nil {
-		prev = f.state.Clone()
+	for i := range recs {
+		r := &recs[i]
+		if f.observe != nil {
+			r.before = f.state.Clone()
+		}
+		before := f.state.Tables()
+		var res model.Result
+		index := logs[r.pos].Index
+		if f.apply != nil {
+			f.state, res = f.apply(f.state, index, r.cmd)
+		} else {
+			res = f.state.Apply(index, r.cmd)
+		}
+		// Arm before the release becomes visible, so that no client can see
+		// the key free and get an acquire past the leader's lock-delay check.
+		// (An acquire proposed before this entry applied can still land just
+		// after it; Consul's pre-raft check has the same window.)
+		f.delays.arm(res.LockDelays)
+		r.changed = f.state.Tables() != before
+		anyChanged = anyChanged || r.changed
+		out[r.pos] = res
 	}
-	before := f.state.Tables()
-	var res model.Result
-	if f.apply != nil {
-		f.state, res = f.apply(f.state, l.Index, cmd)
-	} else {
-		res = f.state.Apply(l.Index, cmd)
-	}
-	// Arm before the release becomes visible, so that no client can see the
-	// key free and get an acquire past the leader's lock-delay check. (An
-	// acquire proposed before this entry applied can still land just after
-	// it; Consul's pre-raft check has the same window.)
-	f.delays.arm(res.LockDelays)
-	changed := f.state.Tables() != before
-	if changed {
+	if anyChanged {
+		// One wake for the batch: a blocking query took its channel before
+		// reading, so it either read before the lock, and this wakes it, or
+		// reads after the unlock and sees every entry.
 		f.notifyLocked()
 	}
 	f.mu.Unlock()
-	switch {
-	case !changed:
-	case f.apply != nil:
+	if anyChanged && f.apply != nil {
 		// A test seam may change keys it does not list.
 		f.keys.fireAll()
-	default:
-		f.keys.fire(res.KeysChanged)
 	}
-	if len(res.Invalidated) > 0 {
-		f.invalidated(res.Invalidated)
+	for i := range recs {
+		r := &recs[i]
+		res := out[r.pos].(model.Result)
+		if r.changed && f.apply == nil && len(res.KeysChanged) > 0 {
+			f.keys.fire(res.KeysChanged)
+		}
+		if len(res.Invalidated) > 0 {
+			f.invalidated(res.Invalidated)
+		}
+		if f.observe != nil {
+			// Each entry's After is the copy taken before the next one; the
+			// last one's is the state itself, which only this goroutine
+			// writes, so reading it unlocked here is safe.
+			after := f.state
+			if i+1 < len(recs) {
+				after = recs[i+1].before
+			}
+			l, cmd := logs[r.pos], r.cmd // a copy, so that recs can stay on the stack
+			f.observe(Change{Index: l.Index, Term: l.Term, Command: &cmd, Result: res, Before: r.before, After: after})
+		}
 	}
-	if f.observe != nil {
-		// Only this goroutine writes f.state, so reading it unlocked here
-		// is safe; readers elsewhere hold the read lock.
-		f.observe(Change{Index: l.Index, Term: l.Term, Command: &cmd, Result: res, Before: prev, After: f.state})
-	}
-	return res
 }
 
 // notifyLocked wakes every waiter of the previous Changed channel. Holding mu
