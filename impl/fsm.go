@@ -31,6 +31,10 @@ type fsm struct {
 	mu      sync.RWMutex
 	state   *model.State
 	changed chan struct{} // closed and replaced at each change, under mu
+	// catalog is changed's counterpart for the catalog tables (nodes,
+	// services, checks) alone, so that a watcher of this node's own
+	// registration is not woken by every KV write.
+	catalog chan struct{}
 	// keys wakes single-key blocking reads, after mu is released.
 	keys keyWatches
 }
@@ -47,6 +51,7 @@ func newFSM(c *wireCodec, delays *lockDelayGuard, invalidated func([]string)) *f
 		invalidated: invalidated,
 		state:       model.New(),
 		changed:     make(chan struct{}),
+		catalog:     make(chan struct{}),
 	}
 }
 
@@ -128,6 +133,7 @@ func (f *fsm) applyLogs(logs []*raft.Log, out []any) {
 	}
 	anyChanged := false
 	f.mu.Lock()
+	start := f.state.Tables()
 	for i := range recs {
 		r := &recs[i]
 		if f.observe != nil {
@@ -154,7 +160,8 @@ func (f *fsm) applyLogs(logs []*raft.Log, out []any) {
 		// One wake for the batch: a blocking query took its channel before
 		// reading, so it either read before the lock, and this wakes it, or
 		// reads after the unlock and sees every entry.
-		f.notifyLocked()
+		// A test seam may change any table without moving its index.
+		f.notifyLocked(f.apply != nil || catalogMoved(start, f.state.Tables()))
 	}
 	f.mu.Unlock()
 	if anyChanged && f.apply != nil {
@@ -184,11 +191,28 @@ func (f *fsm) applyLogs(logs []*raft.Log, out []any) {
 	}
 }
 
-// notifyLocked wakes every waiter of the previous Changed channel. Holding mu
-// makes "Changed, then Read" race-free for blocking queries.
-func (f *fsm) notifyLocked() {
+// notifyLocked wakes every waiter of the previous Changed channel, and of
+// CatalogChanged's if catalog. Holding mu makes "Changed, then Read"
+// race-free for blocking queries.
+func (f *fsm) notifyLocked(catalog bool) {
 	close(f.changed)
 	f.changed = make(chan struct{})
+	if catalog {
+		close(f.catalog)
+		f.catalog = make(chan struct{})
+	}
+}
+
+func catalogMoved(a, b model.TableIndexes) bool {
+	return a.Nodes != b.Nodes || a.Services != b.Services || a.Checks != b.Checks
+}
+
+// CatalogChanged is Changed for the catalog tables (nodes, services,
+// checks) only; the same take-before-reading rule applies.
+func (f *fsm) CatalogChanged() <-chan struct{} {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.catalog
 }
 
 // Changed returns a channel closed at the next applied change. Take it before
@@ -230,7 +254,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	prev := f.state
 	f.state = s
-	f.notifyLocked()
+	f.notifyLocked(true)
 	f.mu.Unlock()
 	f.keys.fireAll()
 	f.delays.reset()

@@ -21,14 +21,15 @@ import (
 // a passing serfHealth check (S47), like a Consul agent's anti-entropy. With
 // a gossip Membership the leader registers every member, this one included,
 // and the loop only notes when that has happened. It
-// re-checks whenever the applied state changes (so a serfHealth the leader
-// marked critical is restored as soon as this node hears of it), retries
+// re-checks whenever the catalog changes (so a serfHealth the leader marked
+// critical is restored as soon as this node hears of it; KV and session
+// writes do not wake it), retries
 // failures, and a registration sent but not yet seen here, with backoff,
 // and otherwise sleeps.
 func (s *Server) syncLoop() {
 	pause := backoff.New(s.cfg.SyncRetry, 16*s.cfg.SyncRetry)
 	for {
-		changed := s.fsm.Changed()
+		changed := s.fsm.CatalogChanged()
 		if s.registeredHere() {
 			s.regOnce.Do(func() { close(s.registered) })
 			pause.Reset()

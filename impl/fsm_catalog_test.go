@@ -1,0 +1,71 @@
+package impl
+
+import (
+	"bytes"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// TestFSMCatalogChangedOnlyForTheCatalog: KV and session writes close
+// Changed but not CatalogChanged, which self-registration waits on; a
+// catalog write, in a batch with other writes or alone, and a snapshot
+// restore close both.
+func TestFSMCatalogChangedOnlyForTheCatalog(t *testing.T) {
+	codec := newWireCodec()
+	f := newFSM(codec, newLockDelayGuard(NewManualClock(time.Unix(0, 0))), nil)
+	index := uint64(0)
+	entry := func(c model.Command) *raft.Log {
+		data, err := codec.encodeCommand(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		index++
+		return &raft.Log{Index: index, Type: raft.LogCommand, Data: data}
+	}
+	register := func(status model.Health) *raft.Log {
+		return entry(model.Command{Register: &model.Register{Node: "n1", Checks: []model.CheckSpec{
+			{CheckID: model.SerfHealthCheckID, Status: status}}}})
+	}
+	set := func(key string) *raft.Log {
+		return entry(model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: key, Value: []byte("v")}})
+	}
+	session := entry(model.Command{CreateSession: &model.CreateSession{ID: "s1", Node: "n1",
+		Checks: []string{model.SerfHealthCheckID}}})
+
+	f.ApplyBatch([]*raft.Log{register(model.HealthPassing)})
+	changed, catalog := f.Changed(), f.CatalogChanged()
+	f.ApplyBatch([]*raft.Log{session, set("a"), set("b")})
+	if !closed(changed) || closed(catalog) {
+		t.Fatalf("KV and session writes: Changed closed %v (want true), CatalogChanged closed %v (want false)", closed(changed), closed(catalog))
+	}
+	changed, catalog = f.Changed(), f.CatalogChanged()
+	f.ApplyBatch([]*raft.Log{set("c"), register(model.HealthCritical), set("d")})
+	if !closed(changed) || !closed(catalog) {
+		t.Fatalf("a batch with a check change: Changed closed %v, CatalogChanged closed %v, want both", closed(changed), closed(catalog))
+	}
+	catalog = f.CatalogChanged()
+	f.Apply(register(model.HealthPassing))
+	if !closed(catalog) {
+		t.Fatal("a check change alone did not close CatalogChanged")
+	}
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink memSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
+	catalog = f.CatalogChanged()
+	if err := f.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	if !closed(catalog) {
+		t.Fatal("a snapshot restore did not close CatalogChanged")
+	}
+}
