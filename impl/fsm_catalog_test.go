@@ -53,6 +53,17 @@ func TestFSMCatalogChangedOnlyForTheCatalog(t *testing.T) {
 	if !closed(catalog) {
 		t.Fatal("a check change alone did not close CatalogChanged")
 	}
+	for _, reg := range []model.Register{
+		{Node: "n2", Address: "10.0.0.2"},                                       // a node alone
+		{Node: "n1", Services: []model.ServiceSpec{{Service: "web", Port: 80}}}, // a service alone
+	} {
+		before := f.state.Tables()
+		catalog = f.CatalogChanged()
+		f.Apply(entry(model.Command{Register: &reg}))
+		if !closed(catalog) {
+			t.Fatalf("registering %+v (tables %+v -> %+v) did not close CatalogChanged", reg, before, f.state.Tables())
+		}
+	}
 	snap, err := f.Snapshot()
 	if err != nil {
 		t.Fatal(err)

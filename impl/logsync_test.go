@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	metrics "github.com/hashicorp/go-metrics"
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/fs"
@@ -592,5 +593,42 @@ func TestDurableClusterDefersLeaderFsync(t *testing.T) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
+	}
+}
+
+// TestLogSyncTimesOnlyRealFlushes: raft.logsync.flush times the leader's
+// fsyncs, so a flush that found nothing to sync (the flusher woke for
+// entries an earlier flush already covered) must not add a sample.
+func TestLogSyncTimesOnlyRealFlushes(t *testing.T) {
+	sink := metrics.NewInmemSink(time.Hour, 2*time.Hour)
+	cfg := metrics.DefaultConfig("")
+	cfg.EnableHostname, cfg.EnableRuntimeMetrics = false, false
+	if _, err := metrics.NewGlobal(cfg, sink); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = metrics.NewGlobal(cfg, &metrics.BlackholeSink{}) })
+	flushes := func() int {
+		n := 0
+		for _, in := range sink.Data() {
+			if s, ok := in.Samples["raft.logsync.flush"]; ok {
+				n += s.Count
+			}
+		}
+		return n
+	}
+	sw := openSyncedWAL(t, 0)
+	sw.leader = true
+	sw.write(t, 1, 3)
+	if err := sw.ls.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := flushes(); n != 1 {
+		t.Fatalf("%d flush samples after one flush with a file to sync, want 1", n)
+	}
+	if err := sw.ls.flush(); err != nil {
+		t.Fatal(err)
+	}
+	if n := flushes(); n != 1 {
+		t.Fatalf("%d flush samples after a flush with nothing to sync, want still 1", n)
 	}
 }
