@@ -148,12 +148,7 @@ func (c *clientCodec) readBody(body any) error {
 	case nil:
 		return nil // an error answer, or a call nobody waits for
 	case *Response:
-		resp, err := DecodeResponse(p)
-		if err != nil {
-			return err
-		}
-		*b = *resp
-		return nil
+		return decodeResponse(p, b)
 	case *struct{}:
 		if len(p) != 0 {
 			return frameErr("%d bytes after an empty answer", len(p))
@@ -183,6 +178,7 @@ type serverConn struct {
 	err  error  // once set, every header read fails with it
 	kind byte   // of the message whose header was read
 	rest []byte // its arguments
+	node string // origin of the last request, reused while it stays the same
 
 	slots chan struct{} // one per running Forward.Request
 
@@ -256,7 +252,7 @@ func (c *serverConn) ReadRequestBody(body any) error {
 	case nil:
 		return nil
 	case *ForwardArgs:
-		req, err := DecodeRequest(d.p)
+		req, err := decodeRequest(d.p, &c.node)
 		if err != nil {
 			c.err = err
 			return err
@@ -344,15 +340,17 @@ func (c *serverConn) WriteResponse(r *rpc.Response, body any) error {
 	b = binary.AppendUvarint(b, uint64(len(msg)))
 	b = append(b, msg...)
 	var tail []byte
-	if resp, ok := body.(*Response); ok && msg == "" {
-		head, err := EncodeResponse(resp)
-		if err != nil {
+	if a, ok := body.(*Answer); ok && msg == "" {
+		prefix := b
+		var err error
+		if b, tail, err = a.appendTo(prefix); err != nil {
 			c.srv.logger.Warn("rpc: answer cannot be forwarded", "error", err)
-			resp = errorResponse(http.StatusInternalServerError, "answer cannot be forwarded: "+err.Error())
-			head, _ = EncodeResponse(resp) // a short plain-text 500 always encodes
+			resp := errorResponse(http.StatusInternalServerError, "answer cannot be forwarded: "+err.Error())
+			b, _ = appendResponse(prefix, resp) // a short plain-text 500 always encodes
+			tail = resp.Body
 		}
-		b = append(b, head...)
-		tail = resp.Body
+		// Written or not, the frame is done with the answer's buffers.
+		defer a.release()
 	}
 	c.buf = b
 	_ = c.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
@@ -387,14 +385,13 @@ type forwardService struct{ s *Server }
 // Request runs a forwarded request. Its answer is sent even when the pool
 // gave up on it (then it is an error), as net/rpc's client keeps every call
 // until it is answered.
-func (f *forwardService) Request(a *ForwardArgs, reply *Response) error {
+func (f *forwardService) Request(a *ForwardArgs, reply *Answer) error {
 	defer a.conn.done(a.ID)
-	var resp *Response
-	f.s.workers.run(func() { resp = f.s.run(a.ctx, a.Request) })
+	f.s.workers.run(func() { f.s.run(a.ctx, a.Request, reply) })
 	if err := a.ctx.Err(); err != nil {
+		reply.release() // net/rpc sends the error, not the reply
 		return err
 	}
-	*reply = *resp
 	return nil
 }
 

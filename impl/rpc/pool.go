@@ -131,15 +131,17 @@ func (p *Pool) call(ctx context.Context, pc *poolConn, head []byte, req *Request
 		return nil, ctx.Err()
 	}
 	id := pc.nextID.Add(1)
-	var resp Response
-	call := pc.client.Go(methodRequest, &ForwardArgs{ID: id, Request: req, head: head}, &resp, make(chan *rpc.Call, 1))
+	// The arguments and the answer in one allocation.
+	fc := &forwardCall{args: ForwardArgs{ID: id, Request: req, head: head}}
+	call := pc.client.Go(methodRequest, &fc.args, &fc.resp, make(chan *rpc.Call, 1))
 	select {
 	case <-call.Done:
 		<-pc.slots
+		fc.args = ForwardArgs{} // the answer outlives the call; the request need not
 		if call.Error != nil {
 			return nil, call.Error
 		}
-		return &resp, nil
+		return &fc.resp, nil
 	case <-ctx.Done():
 		// Fire and forget: the answers of both calls are read and
 		// dropped by the client. The slot is given back after the Cancel
@@ -148,6 +150,11 @@ func (p *Pool) call(ctx context.Context, pc *poolConn, head []byte, req *Request
 		<-pc.slots
 		return nil, ctx.Err()
 	}
+}
+
+type forwardCall struct {
+	args ForwardArgs
+	resp Response
 }
 
 // slot is one of addr's connection slots, in turn.
