@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/rpc"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -75,6 +76,14 @@ type clientCodec struct {
 
 	pending []byte // the rest of the answer whose header was read
 
+	// ready counts calls about to be written: the pool adds one before
+	// each Go, WriteRequest takes it off. A write that leaves it above zero
+	// is not flushed, as another one follows at once and flushes both. A
+	// call net/rpc refuses unwritten (its client shut down) is never taken
+	// off, but nothing is written on that client again. Calls not counted
+	// (tests driving the codec directly) only make writes flush more often.
+	ready atomic.Int32
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -107,9 +116,13 @@ func (c *clientCodec) WriteRequest(r *rpc.Request, body any) error {
 	return err
 }
 
+// write buffers a frame and flushes it unless another call is about to be
+// written behind it (see ready): one write to the socket for several
+// calls, and none waits for a later one.
 func (c *clientCodec) write(head, body []byte) error {
 	_ = c.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-	return writeFrameBuffered(c.w, head, body)
+	last := c.ready.Add(-1) <= 0
+	return writeFrameBuffered(c.w, head, body, last)
 }
 
 func (c *clientCodec) ReadResponseHeader(r *rpc.Response) error {
@@ -182,6 +195,11 @@ type serverConn struct {
 
 	slots chan struct{} // one per running Forward.Request
 
+	// ready counts answers about to be written (as clientCodec.ready):
+	// one is added when a call's answer is decided, which net/rpc then
+	// writes under its lock, and WriteResponse takes it off.
+	ready atomic.Int32
+
 	mu      sync.Mutex
 	closed  bool
 	running map[uint64]context.CancelFunc
@@ -241,6 +259,17 @@ func (c *serverConn) readHeader(r *rpc.Request) error {
 // made and registered here, in the reading goroutine, so that a Cancel read
 // after it always finds it.
 func (c *serverConn) ReadRequestBody(body any) error {
+	err := c.readBody(body)
+	if _, ok := body.(*ForwardArgs); !ok || err != nil {
+		// net/rpc answers this call at once: an error from this goroutine,
+		// a Cancel from one it starts (the method has nothing to do). A
+		// Forward.Request's answer is ready when its handler returns.
+		c.ready.Add(1)
+	}
+	return err
+}
+
+func (c *serverConn) readBody(body any) error {
 	d := decoder{p: c.rest}
 	c.rest = nil
 	id := d.uvarint()
@@ -354,7 +383,8 @@ func (c *serverConn) WriteResponse(r *rpc.Response, body any) error {
 	}
 	c.buf = b
 	_ = c.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if err := writeFrameBuffered(c.w, b, tail); err != nil {
+	last := c.ready.Add(-1) <= 0
+	if err := writeFrameBuffered(c.w, b, tail, last); err != nil {
 		// The pool would wait for this answer until the connection died:
 		// make it die now.
 		_ = c.conn.Close()
@@ -365,15 +395,19 @@ func (c *serverConn) WriteResponse(r *rpc.Response, body any) error {
 
 func (c *serverConn) Close() error { return c.conn.Close() }
 
-// writeFrameBuffered writes a length-prefixed frame of head and body to w
-// and flushes it.
-func writeFrameBuffered(w *bufio.Writer, head, body []byte) error {
+// writeFrameBuffered writes a length-prefixed frame of head and body to w,
+// and flushes w if flush (else a full buffer is all that reaches the
+// socket, and the next frame's writer flushes).
+func writeFrameBuffered(w *bufio.Writer, head, body []byte, flush bool) error {
 	var n [4]byte
 	binary.BigEndian.PutUint32(n[:], uint32(len(head)+len(body)))
 	_, _ = w.Write(n[:])
 	_, _ = w.Write(head)
-	_, _ = w.Write(body)
-	if err := w.Flush(); err != nil {
+	_, err := w.Write(body) // bufio's errors stick: this is the first one
+	if err == nil && flush {
+		err = w.Flush()
+	}
+	if err != nil {
 		return fmt.Errorf("write rpc frame: %w", err)
 	}
 	return nil
@@ -386,6 +420,8 @@ type forwardService struct{ s *Server }
 // gave up on it (then it is an error), as net/rpc's client keeps every call
 // until it is answered.
 func (f *forwardService) Request(a *ForwardArgs, reply *Answer) error {
+	// Deferred first, so run last: the answer is ready to be written.
+	defer a.conn.ready.Add(1)
 	defer a.conn.done(a.ID)
 	f.s.workers.run(func() { f.s.run(a.ctx, a.Request, reply) })
 	if err := a.ctx.Err(); err != nil {

@@ -15,27 +15,30 @@ type countingConn struct {
 
 	mu   sync.Mutex
 	gate chan struct{} // when set, the next Write waits until it is closed
+	held chan struct{} // closed when that Write is waiting
 }
 
 func (c *countingConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
-	gate := c.gate
-	c.gate = nil
+	gate, held := c.gate, c.held
+	c.gate, c.held = nil, nil
 	c.mu.Unlock()
 	if gate != nil {
+		close(held)
 		<-gate
 	}
 	c.writes.Add(1)
 	return c.Conn.Write(p)
 }
 
-// hold makes the next Write wait until the returned channel is closed.
-func (c *countingConn) hold() chan struct{} {
-	gate := make(chan struct{})
+// hold makes the next Write wait until gate is closed; held is closed once
+// it waits.
+func (c *countingConn) hold() (gate, held chan struct{}) {
+	gate, held = make(chan struct{}), make(chan struct{})
 	c.mu.Lock()
-	c.gate = gate
+	c.gate, c.held = gate, held
 	c.mu.Unlock()
-	return gate
+	return gate, held
 }
 
 // countingListener wraps every accepted connection in a countingConn
