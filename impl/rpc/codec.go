@@ -60,10 +60,14 @@ type ForwardArgs struct {
 	ID      uint64
 	Request *Request
 
-	head []byte          // the pool's EncodeRequest of Request
-	ctx  context.Context // the server's context of the request
-	conn *serverConn     // the server's connection it came on
+	head  []byte          // the pool's EncodeRequest of Request
+	ctx   context.Context // the server's context of the request
+	conn  *serverConn     // the server's connection it came on
+	reply *Answer         // where the server's handler answers
 }
+
+// run runs the request on the server's handler: the worker's job.
+func (a *ForwardArgs) run() { a.conn.srv.run(a.ctx, a.Request, a.reply) }
 
 // clientCodec is the pool's end of a ProtoMux connection. net/rpc calls
 // WriteRequest under its own lock and the reads from its one reader
@@ -399,9 +403,9 @@ func (c *serverConn) Close() error { return c.conn.Close() }
 // and flushes w if flush (else a full buffer is all that reaches the
 // socket, and the next frame's writer flushes).
 func writeFrameBuffered(w *bufio.Writer, head, body []byte, flush bool) error {
-	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(head)+len(body)))
-	_, _ = w.Write(n[:])
+	// The length is built in the writer's own free space (no array that
+	// escapes into Write); Write then copies it onto itself.
+	_, _ = w.Write(binary.BigEndian.AppendUint32(w.AvailableBuffer(), uint32(len(head)+len(body))))
 	_, _ = w.Write(head)
 	_, err := w.Write(body) // bufio's errors stick: this is the first one
 	if err == nil && flush {
@@ -423,7 +427,8 @@ func (f *forwardService) Request(a *ForwardArgs, reply *Answer) error {
 	// Deferred first, so run last: the answer is ready to be written.
 	defer a.conn.ready.Add(1)
 	defer a.conn.done(a.ID)
-	f.s.workers.run(func() { f.s.run(a.ctx, a.Request, reply) })
+	a.reply = reply
+	f.s.workers.run(a) // a.run, on a worker
 	if err := a.ctx.Err(); err != nil {
 		reply.release() // net/rpc sends the error, not the reply
 		return err
