@@ -82,7 +82,7 @@ func (h *handler) forward(c *call, addr string, body []byte) error {
 func forwardRequest(r *http.Request, origin rpc.Origin, body []byte) (*rpc.Request, error) {
 	if body == nil && r.Body != nil {
 		var err error
-		body, err = io.ReadAll(io.LimitReader(r.Body, rpc.MaxRequestBody+1))
+		body, err = readSized(r.Body, r.ContentLength, rpc.MaxRequestBody+1)
 		if err != nil {
 			return nil, errorf(http.StatusBadRequest, "read body: %v", err)
 		}
@@ -90,13 +90,45 @@ func forwardRequest(r *http.Request, origin rpc.Origin, body []byte) (*rpc.Reque
 			return nil, bodyOver(rpc.MaxRequestBody)(int64(len(body)))
 		}
 	}
-	hdr := http.Header{}
+	// Made only when there is a header to keep: a nil header is framed as
+	// an empty one.
+	var hdr http.Header
 	for _, k := range rpc.ForwardedHeaders {
 		if v := r.Header.Values(k); len(v) > 0 {
+			if hdr == nil {
+				hdr = make(http.Header, len(rpc.ForwardedHeaders))
+			}
 			hdr[k] = v
 		}
 	}
 	return &rpc.Request{Origin: origin, Method: r.Method, URI: r.URL.RequestURI(), Header: hdr, Body: body}, nil
+}
+
+// readSized is io.ReadAll(io.LimitReader(body, limit)), with the buffer
+// made at once when the request says how long its body is. size is only a
+// hint (HTTP's server ends a body there, other callers may not): a longer
+// body is still read, up to limit, and never a byte past it.
+func readSized(body io.Reader, size, limit int64) ([]byte, error) {
+	if size < 0 || size >= limit {
+		return io.ReadAll(io.LimitReader(body, limit))
+	}
+	// One byte more than promised, so that the end is seen without growing.
+	b := make([]byte, 0, size+1)
+	for int64(len(b)) < limit {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)] // grow as ReadAll would
+		}
+		room := b[len(b):min(int64(cap(b)), limit)]
+		n, err := body.Read(room)
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+	return b, nil
 }
 
 // writeForwarded writes a forwarded request's answer as this server's.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/rpc"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -59,10 +60,14 @@ type ForwardArgs struct {
 	ID      uint64
 	Request *Request
 
-	head []byte          // the pool's EncodeRequest of Request
-	ctx  context.Context // the server's context of the request
-	conn *serverConn     // the server's connection it came on
+	head  []byte          // the pool's EncodeRequest of Request
+	ctx   context.Context // the server's context of the request
+	conn  *serverConn     // the server's connection it came on
+	reply *Answer         // where the server's handler answers
 }
+
+// run runs the request on the server's handler: the worker's job.
+func (a *ForwardArgs) run() { a.conn.srv.run(a.ctx, a.Request, a.reply) }
 
 // clientCodec is the pool's end of a ProtoMux connection. net/rpc calls
 // WriteRequest under its own lock and the reads from its one reader
@@ -74,6 +79,14 @@ type clientCodec struct {
 	buf  []byte // a message's head being written
 
 	pending []byte // the rest of the answer whose header was read
+
+	// ready counts calls about to be written: the pool adds one before
+	// each Go, WriteRequest takes it off. A write that leaves it above zero
+	// is not flushed, as another one follows at once and flushes both. A
+	// call net/rpc refuses unwritten (its client shut down) is never taken
+	// off, but nothing is written on that client again. Calls not counted
+	// (tests driving the codec directly) only make writes flush more often.
+	ready atomic.Int32
 
 	closeOnce sync.Once
 	closeErr  error
@@ -107,9 +120,13 @@ func (c *clientCodec) WriteRequest(r *rpc.Request, body any) error {
 	return err
 }
 
+// write buffers a frame and flushes it unless another call is about to be
+// written behind it (see ready): one write to the socket for several
+// calls, and none waits for a later one.
 func (c *clientCodec) write(head, body []byte) error {
 	_ = c.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-	return writeFrameBuffered(c.w, head, body)
+	last := c.ready.Add(-1) <= 0
+	return writeFrameBuffered(c.w, head, body, last)
 }
 
 func (c *clientCodec) ReadResponseHeader(r *rpc.Response) error {
@@ -148,12 +165,7 @@ func (c *clientCodec) readBody(body any) error {
 	case nil:
 		return nil // an error answer, or a call nobody waits for
 	case *Response:
-		resp, err := DecodeResponse(p)
-		if err != nil {
-			return err
-		}
-		*b = *resp
-		return nil
+		return decodeResponse(p, b)
 	case *struct{}:
 		if len(p) != 0 {
 			return frameErr("%d bytes after an empty answer", len(p))
@@ -183,8 +195,14 @@ type serverConn struct {
 	err  error  // once set, every header read fails with it
 	kind byte   // of the message whose header was read
 	rest []byte // its arguments
+	node string // origin of the last request, reused while it stays the same
 
 	slots chan struct{} // one per running Forward.Request
+
+	// ready counts answers about to be written (as clientCodec.ready):
+	// one is added when a call's answer is decided, which net/rpc then
+	// writes under its lock, and WriteResponse takes it off.
+	ready atomic.Int32
 
 	mu      sync.Mutex
 	closed  bool
@@ -245,6 +263,17 @@ func (c *serverConn) readHeader(r *rpc.Request) error {
 // made and registered here, in the reading goroutine, so that a Cancel read
 // after it always finds it.
 func (c *serverConn) ReadRequestBody(body any) error {
+	err := c.readBody(body)
+	if _, ok := body.(*ForwardArgs); !ok || err != nil {
+		// net/rpc answers this call at once: an error from this goroutine,
+		// a Cancel from one it starts (the method has nothing to do). A
+		// Forward.Request's answer is ready when its handler returns.
+		c.ready.Add(1)
+	}
+	return err
+}
+
+func (c *serverConn) readBody(body any) error {
 	d := decoder{p: c.rest}
 	c.rest = nil
 	id := d.uvarint()
@@ -256,7 +285,7 @@ func (c *serverConn) ReadRequestBody(body any) error {
 	case nil:
 		return nil
 	case *ForwardArgs:
-		req, err := DecodeRequest(d.p)
+		req, err := decodeRequest(d.p, &c.node)
 		if err != nil {
 			c.err = err
 			return err
@@ -344,19 +373,22 @@ func (c *serverConn) WriteResponse(r *rpc.Response, body any) error {
 	b = binary.AppendUvarint(b, uint64(len(msg)))
 	b = append(b, msg...)
 	var tail []byte
-	if resp, ok := body.(*Response); ok && msg == "" {
-		head, err := EncodeResponse(resp)
-		if err != nil {
+	if a, ok := body.(*Answer); ok && msg == "" {
+		prefix := b
+		var err error
+		if b, tail, err = a.appendTo(prefix); err != nil {
 			c.srv.logger.Warn("rpc: answer cannot be forwarded", "error", err)
-			resp = errorResponse(http.StatusInternalServerError, "answer cannot be forwarded: "+err.Error())
-			head, _ = EncodeResponse(resp) // a short plain-text 500 always encodes
+			resp := errorResponse(http.StatusInternalServerError, "answer cannot be forwarded: "+err.Error())
+			b, _ = appendResponse(prefix, resp) // a short plain-text 500 always encodes
+			tail = resp.Body
 		}
-		b = append(b, head...)
-		tail = resp.Body
+		// Written or not, the frame is done with the answer's buffers.
+		defer a.release()
 	}
 	c.buf = b
 	_ = c.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
-	if err := writeFrameBuffered(c.w, b, tail); err != nil {
+	last := c.ready.Add(-1) <= 0
+	if err := writeFrameBuffered(c.w, b, tail, last); err != nil {
 		// The pool would wait for this answer until the connection died:
 		// make it die now.
 		_ = c.conn.Close()
@@ -367,15 +399,19 @@ func (c *serverConn) WriteResponse(r *rpc.Response, body any) error {
 
 func (c *serverConn) Close() error { return c.conn.Close() }
 
-// writeFrameBuffered writes a length-prefixed frame of head and body to w
-// and flushes it.
-func writeFrameBuffered(w *bufio.Writer, head, body []byte) error {
-	var n [4]byte
-	binary.BigEndian.PutUint32(n[:], uint32(len(head)+len(body)))
-	_, _ = w.Write(n[:])
+// writeFrameBuffered writes a length-prefixed frame of head and body to w,
+// and flushes w if flush (else a full buffer is all that reaches the
+// socket, and the next frame's writer flushes).
+func writeFrameBuffered(w *bufio.Writer, head, body []byte, flush bool) error {
+	// The length is built in the writer's own free space (no array that
+	// escapes into Write); Write then copies it onto itself.
+	_, _ = w.Write(binary.BigEndian.AppendUint32(w.AvailableBuffer(), uint32(len(head)+len(body))))
 	_, _ = w.Write(head)
-	_, _ = w.Write(body)
-	if err := w.Flush(); err != nil {
+	_, err := w.Write(body) // bufio's errors stick: this is the first one
+	if err == nil && flush {
+		err = w.Flush()
+	}
+	if err != nil {
 		return fmt.Errorf("write rpc frame: %w", err)
 	}
 	return nil
@@ -387,14 +423,16 @@ type forwardService struct{ s *Server }
 // Request runs a forwarded request. Its answer is sent even when the pool
 // gave up on it (then it is an error), as net/rpc's client keeps every call
 // until it is answered.
-func (f *forwardService) Request(a *ForwardArgs, reply *Response) error {
+func (f *forwardService) Request(a *ForwardArgs, reply *Answer) error {
+	// Deferred first, so run last: the answer is ready to be written.
+	defer a.conn.ready.Add(1)
 	defer a.conn.done(a.ID)
-	var resp *Response
-	f.s.workers.run(func() { resp = f.s.run(a.ctx, a.Request) })
+	a.reply = reply
+	f.s.workers.run(a) // a.run, on a worker
 	if err := a.ctx.Err(); err != nil {
+		reply.release() // net/rpc sends the error, not the reply
 		return err
 	}
-	*reply = *resp
 	return nil
 }
 

@@ -61,6 +61,18 @@ func frameErr(format string, args ...any) error {
 
 // EncodeRequest is r's frame payload (without the length prefix).
 func EncodeRequest(r *Request) ([]byte, error) {
+	return appendRequest(make([]byte, 0, requestHeadSize(r)), r)
+}
+
+// requestHeadSize is the length of r's encoding when every string is
+// within its bound: the buffer is made once, not grown field by field.
+func requestHeadSize(r *Request) int {
+	return 2 + stringSize(r.Origin.Node) + stringSize(r.Method) + stringSize(r.URI) +
+		headerSize(r.Header) + uvarintSize(uint64(len(r.Body)))
+}
+
+// appendRequest appends r's frame payload (without the body) to b.
+func appendRequest(b []byte, r *Request) ([]byte, error) {
 	if len(r.Body) > MaxRequestBody {
 		return nil, frameErr("request body of %d bytes is over %d", len(r.Body), MaxRequestBody)
 	}
@@ -68,16 +80,16 @@ func EncodeRequest(r *Request) ([]byte, error) {
 	if r.Origin.Forwarded {
 		flags = 1
 	}
-	b := []byte{frameVersion, flags}
+	b = append(b, frameVersion, flags)
 	var err error
-	for _, s := range []struct {
-		v     string
-		limit int
-		what  string
-	}{{r.Origin.Node, maxNodeLen, "origin"}, {r.Method, maxMethodLen, "method"}, {r.URI, maxURILen, "URI"}} {
-		if b, err = putString(b, s.v, s.limit, s.what); err != nil {
-			return nil, err
-		}
+	if b, err = putString(b, r.Origin.Node, maxNodeLen, "origin"); err != nil {
+		return nil, err
+	}
+	if b, err = putString(b, r.Method, maxMethodLen, "method"); err != nil {
+		return nil, err
+	}
+	if b, err = putString(b, r.URI, maxURILen, "URI"); err != nil {
+		return nil, err
 	}
 	if b, err = putHeader(b, r.Header); err != nil {
 		return nil, err
@@ -88,6 +100,13 @@ func EncodeRequest(r *Request) ([]byte, error) {
 // DecodeRequest parses a request payload; a malformed one is an error
 // wrapping ErrFrame.
 func DecodeRequest(p []byte) (*Request, error) {
+	return decodeRequest(p, nil)
+}
+
+// decodeRequest is DecodeRequest; last, when not nil, is the origin node of
+// the connection's previous request, reused rather than copied again when
+// it is the same (a connection carries one sender's requests).
+func decodeRequest(p []byte, last *string) (*Request, error) {
 	d := decoder{p: p}
 	if v := d.byte(); v != frameVersion {
 		return nil, d.fail(frameErr("request version %d", v))
@@ -97,8 +116,8 @@ func DecodeRequest(p []byte) (*Request, error) {
 		return nil, d.fail(frameErr("request flags %#x", flags))
 	}
 	r := &Request{Origin: Origin{Forwarded: flags == 1}}
-	r.Origin.Node = d.string(maxNodeLen, "origin")
-	r.Method = d.string(maxMethodLen, "method")
+	r.Origin.Node = d.node(last)
+	r.Method = d.method()
 	r.URI = d.string(maxURILen, "URI")
 	r.Header = d.header()
 	r.Body = d.body(MaxRequestBody)
@@ -113,42 +132,85 @@ func DecodeRequest(p []byte) (*Request, error) {
 
 // EncodeResponse is r's frame payload (without the length prefix).
 func EncodeResponse(r *Response) ([]byte, error) {
+	return appendResponse(make([]byte, 0, 1+uvarintSize(uint64(max(r.Status, 0)))+headerSize(r.Header)+
+		uvarintSize(uint64(len(r.Body)))), r)
+}
+
+// appendResponse appends r's frame payload (without the body) to b.
+func appendResponse(b []byte, r *Response) ([]byte, error) {
 	if len(r.Body) > MaxResponseBody {
 		return nil, frameErr("response body of %d bytes is over %d", len(r.Body), MaxResponseBody)
 	}
-	if r.Status < 100 || r.Status > 999 {
-		return nil, frameErr("status %d", r.Status)
-	}
-	b := binary.AppendUvarint([]byte{frameVersion}, uint64(r.Status))
-	b, err := putHeader(b, r.Header)
+	b, err := appendResponseHead(b, r.Status, r.Header)
 	if err != nil {
 		return nil, err
 	}
-	return binary.AppendUvarint(b, uint64(len(r.Body))), nil
+	return binaryAppendLen(b, len(r.Body)), nil
 }
+
+// appendResponseHead appends a response's status and header to b.
+func appendResponseHead(b []byte, status int, h http.Header) ([]byte, error) {
+	if status < 100 || status > 999 {
+		return nil, frameErr("status %d", status)
+	}
+	return putHeader(binary.AppendUvarint(append(b, frameVersion), uint64(status)), h)
+}
+
+func binaryAppendLen(b []byte, n int) []byte { return binary.AppendUvarint(b, uint64(n)) }
 
 // DecodeResponse parses a response payload.
 func DecodeResponse(p []byte) (*Response, error) {
+	r := &Response{}
+	if err := decodeResponse(p, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// decodeResponse is DecodeResponse into r, which is left as it was on an
+// error.
+func decodeResponse(p []byte, r *Response) error {
 	d := decoder{p: p}
 	if v := d.byte(); v != frameVersion {
-		return nil, d.fail(frameErr("response version %d", v))
+		return d.fail(frameErr("response version %d", v))
 	}
 	status := d.uvarint()
 	if d.err == nil && (status < 100 || status > 999) {
-		return nil, frameErr("status %d", status)
+		return frameErr("status %d", status)
 	}
-	r := &Response{Status: int(status)}
-	r.Header = d.header()
-	r.Body = d.body(MaxResponseBody)
+	h := d.header()
+	body := d.body(MaxResponseBody)
 	if d.err != nil {
-		return nil, d.err
+		return d.err
 	}
-	return r, nil
+	*r = Response{Status: int(status), Header: h, Body: body}
+	return nil
 }
 
 // The encoders end with the body's length and leave the body out:
 // writeFrame appends it once, where a payload holding it would be copied
 // twice.
+
+func uvarintSize(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
+}
+
+func stringSize(s string) int { return uvarintSize(uint64(len(s))) + len(s) }
+
+func headerSize(h http.Header) int {
+	size, n := 0, 0
+	for k, vs := range h {
+		for _, v := range vs {
+			size += stringSize(k) + stringSize(v)
+		}
+		n += len(vs)
+	}
+	return size + uvarintSize(uint64(n))
+}
 
 func putString(b []byte, s string, limit int, what string) ([]byte, error) {
 	if len(s) > limit {
@@ -221,17 +283,23 @@ func (d *decoder) uvarint() uint64 {
 }
 
 func (d *decoder) string(limit int, what string) string {
+	return string(d.bytes(limit, what))
+}
+
+// bytes is the next string's bytes, within the payload (nil after an
+// error).
+func (d *decoder) bytes(limit int, what string) []byte {
 	n := d.uvarint()
 	if d.err != nil {
-		return ""
+		return nil
 	}
 	if n > uint64(limit) || n > uint64(len(d.p)) {
 		d.fail(frameErr("%s of %d bytes (limit %d, %d left)", what, n, limit, len(d.p)))
-		return ""
+		return nil
 	}
-	s := string(d.p[:n])
+	b := d.p[:n:n]
 	d.p = d.p[n:]
-	return s
+	return b
 }
 
 func (d *decoder) header() http.Header {
@@ -243,16 +311,100 @@ func (d *decoder) header() http.Header {
 		d.fail(frameErr("%d header values, over %d", n, maxHeaders))
 		return nil
 	}
-	h := http.Header{}
-	for range n {
-		k := d.string(maxHeaderName, "header name")
-		v := d.string(maxHeaderValue, "header value")
+	h := make(http.Header, n)
+	// One array holds every value; each name's slice is capped at its own
+	// values, so that an append to one (a repeated name here, or a handler
+	// adding a value) never writes over the next.
+	vals := make([]string, n)
+	for i := range vals {
+		k := d.common(maxHeaderName, "header name")
+		v := d.common(maxHeaderValue, "header value")
 		if d.err != nil {
 			return nil
 		}
-		h[k] = append(h[k], v)
+		if vs, ok := h[k]; ok {
+			h[k] = append(vs, v)
+			continue
+		}
+		vals[i] = v
+		h[k] = vals[i : i+1 : i+1]
 	}
 	return h
+}
+
+// common is d.string, without a copy for the header names and values the
+// API sends on most answers and requests.
+func (d *decoder) common(limit int, what string) string {
+	b := d.bytes(limit, what)
+	// A switch on string(b) compares without converting.
+	switch string(b) {
+	case "Content-Type":
+		return "Content-Type"
+	case "X-Consul-Token":
+		return "X-Consul-Token"
+	case "Authorization":
+		return "Authorization"
+	case "X-Consul-Index":
+		return "X-Consul-Index"
+	case "X-Consul-Knownleader":
+		return "X-Consul-Knownleader"
+	case "X-Consul-Lastcontact":
+		return "X-Consul-Lastcontact"
+	case "X-Consul-Effective-Consistency":
+		return "X-Consul-Effective-Consistency"
+	case "X-Consul-Query-Backend":
+		return "X-Consul-Query-Backend"
+	case "application/json":
+		return "application/json"
+	case "application/json; charset=utf-8":
+		return "application/json; charset=utf-8"
+	case "text/plain; charset=utf-8":
+		return "text/plain; charset=utf-8"
+	case "blocking-query":
+		return "blocking-query"
+	case "leader":
+		return "leader"
+	case "consistent":
+		return "consistent"
+	case "stale":
+		return "stale"
+	case "true":
+		return "true"
+	case "false":
+		return "false"
+	case "0":
+		return "0"
+	}
+	return string(b)
+}
+
+// method is the request's method, the usual ones without a copy.
+func (d *decoder) method() string {
+	b := d.bytes(maxMethodLen, "method")
+	switch string(b) {
+	case http.MethodGet:
+		return http.MethodGet
+	case http.MethodPut:
+		return http.MethodPut
+	case http.MethodPost:
+		return http.MethodPost
+	case http.MethodDelete:
+		return http.MethodDelete
+	}
+	return string(b)
+}
+
+// node is the origin node, *last when it is the same as the previous
+// request's (then updated).
+func (d *decoder) node(last *string) string {
+	if last == nil {
+		return d.string(maxNodeLen, "origin")
+	}
+	b := d.bytes(maxNodeLen, "origin")
+	if string(b) != *last {
+		*last = string(b)
+	}
+	return *last
 }
 
 // body is the rest of the payload, which must be exactly as long as its

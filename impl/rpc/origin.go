@@ -15,12 +15,29 @@ type originKey struct{}
 
 // WithOrigin is ctx carrying o.
 func WithOrigin(ctx context.Context, o Origin) context.Context {
-	return context.WithValue(ctx, originKey{}, o)
+	return &originCtx{Context: ctx, origin: o}
+}
+
+// originCtx is context.WithValue for the origin in one allocation: Value
+// hands out a pointer into it, where an Origin in an interface would be a
+// second.
+type originCtx struct {
+	context.Context
+	origin Origin
+}
+
+func (c *originCtx) Value(key any) any {
+	if _, ok := key.(originKey); ok {
+		return &c.origin
+	}
+	return c.Context.Value(key)
 }
 
 // OriginFrom is the origin ctx carries; ok is false for a request that
 // arrived over plain HTTP.
 func OriginFrom(ctx context.Context) (Origin, bool) {
-	o, ok := ctx.Value(originKey{}).(Origin)
-	return o, ok
+	if o, ok := ctx.Value(originKey{}).(*Origin); ok {
+		return *o, true // a copy: the context's stays as it was set
+	}
+	return Origin{}, false
 }

@@ -58,6 +58,7 @@ type poolSlot struct {
 // a Cancel behind requests it has no room for.
 type poolConn struct {
 	client *rpc.Client
+	codec  *clientCodec
 	slots  chan struct{}
 	nextID atomic.Uint64
 	broken atomic.Bool
@@ -131,23 +132,34 @@ func (p *Pool) call(ctx context.Context, pc *poolConn, head []byte, req *Request
 		return nil, ctx.Err()
 	}
 	id := pc.nextID.Add(1)
-	var resp Response
-	call := pc.client.Go(methodRequest, &ForwardArgs{ID: id, Request: req, head: head}, &resp, make(chan *rpc.Call, 1))
+	// The arguments and the answer in one allocation.
+	fc := &forwardCall{args: ForwardArgs{ID: id, Request: req, head: head}}
+	// Counted as about to be written only now that it has a slot: a call
+	// waiting for one must not hold back the flush of those written.
+	pc.codec.ready.Add(1)
+	call := pc.client.Go(methodRequest, &fc.args, &fc.resp, make(chan *rpc.Call, 1))
 	select {
 	case <-call.Done:
 		<-pc.slots
+		fc.args = ForwardArgs{} // the answer outlives the call; the request need not
 		if call.Error != nil {
 			return nil, call.Error
 		}
-		return &resp, nil
+		return &fc.resp, nil
 	case <-ctx.Done():
 		// Fire and forget: the answers of both calls are read and
 		// dropped by the client. The slot is given back after the Cancel
 		// is written, so the server reads it before any later request.
+		pc.codec.ready.Add(1)
 		pc.client.Go(methodCancel, id, nil, make(chan *rpc.Call, 1))
 		<-pc.slots
 		return nil, ctx.Err()
 	}
+}
+
+type forwardCall struct {
+	args ForwardArgs
+	resp Response
 }
 
 // slot is one of addr's connection slots, in turn.
@@ -191,7 +203,8 @@ func (p *Pool) connOf(ctx context.Context, addr string, slot *poolSlot) (*poolCo
 	if err != nil {
 		return nil, err
 	}
-	pc := &poolConn{client: rpc.NewClientWithCodec(newClientCodec(conn)), slots: make(chan struct{}, maxOutstanding)}
+	codec := newClientCodec(conn)
+	pc := &poolConn{client: rpc.NewClientWithCodec(codec), codec: codec, slots: make(chan struct{}, maxOutstanding)}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {

@@ -93,12 +93,13 @@ func (s *Server) serveRPC(conn net.Conn) {
 	s.rpc.ServeCodec(newServerConn(s, conn))
 }
 
-// run runs req on the handler.
-func (s *Server) run(ctx context.Context, req *Request) *Response {
+// run runs req on the handler, answering in a.
+func (s *Server) run(ctx context.Context, req *Request, a *Answer) {
 	if h := s.handler.Load(); h != nil {
-		return Handle(ctx, *h, req)
+		serveAnswer(ctx, *h, req, a)
+		return
 	}
-	return errorResponse(http.StatusInternalServerError, "server is starting")
+	*a = Answer{resp: errorResponse(http.StatusInternalServerError, "server is starting")}
 }
 
 // Close ends every request in flight and every connection, and waits for

@@ -17,16 +17,24 @@ type workerPool struct {
 }
 
 type poolJob struct {
-	fn   func()
+	job  runner
 	done chan struct{} // closed once the worker is idle again or gone
 }
+
+// runner is a job. A forwarded request's arguments are one (ForwardArgs),
+// so that handing it over allocates nothing; jobFunc makes a func one.
+type runner interface{ run() }
+
+type jobFunc func()
+
+func (f jobFunc) run() { f() }
 
 func newWorkerPool(maxIdle int) *workerPool { return &workerPool{maxIdle: maxIdle} }
 
 // run runs job on an idle worker, or on a new one if none is idle, and
 // returns when job has.
-func (p *workerPool) run(job func()) {
-	j := poolJob{fn: job, done: make(chan struct{})}
+func (p *workerPool) run(job runner) {
+	j := poolJob{job: job, done: make(chan struct{})}
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {
 		// Taken off the list under the lock, so close cannot close it.
@@ -41,6 +49,9 @@ func (p *workerPool) run(job func()) {
 		ch <- j
 		go p.work(ch)
 	}
+	// A fresh channel, not one reused through a sync.Pool: a channel
+	// made outside a synctest bubble (the simulator's, the tests') does
+	// not count as durably blocking inside it.
 	<-j.done
 }
 
@@ -48,7 +59,7 @@ func (p *workerPool) run(job func()) {
 // has enough idle workers or is closed.
 func (p *workerPool) work(ch chan poolJob) {
 	for j := range ch {
-		j.fn()
+		j.job.run()
 		p.mu.Lock()
 		keep := !p.closed && len(p.idle) < p.maxIdle
 		if keep {

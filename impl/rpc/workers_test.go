@@ -9,7 +9,7 @@ func TestWorkerPoolReusesIdleWorkers(t *testing.T) {
 	p := newWorkerPool(2)
 	for range 5 {
 		ran := false
-		p.run(func() { ran = true })
+		p.run(jobFunc(func() { ran = true }))
 		if !ran {
 			t.Fatal("run returned before its job ran")
 		}
@@ -24,10 +24,10 @@ func TestWorkerPoolReusesIdleWorkers(t *testing.T) {
 	running.Add(3)
 	for range 3 {
 		wg.Go(func() {
-			p.run(func() {
+			p.run(jobFunc(func() {
 				running.Done()
 				<-release
-			})
+			}))
 		})
 	}
 	running.Wait()
@@ -52,7 +52,7 @@ func TestWorkerPoolReusesIdleWorkers(t *testing.T) {
 	}
 	// A job after close still runs, on a worker that then ends.
 	ran := false
-	p.run(func() { ran = true })
+	p.run(jobFunc(func() { ran = true }))
 	if !ran {
 		t.Fatal("a job after close did not run")
 	}
