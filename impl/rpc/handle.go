@@ -127,10 +127,8 @@ func (c *capture) WriteHeader(status int) {
 }
 
 func (c *capture) Write(p []byte) (int, error) {
-	c.WriteHeader(http.StatusOK)
-	if len(c.body)+len(p) > MaxResponseBody {
-		c.over = true
-		return 0, fmt.Errorf("forwarded answer over %d bytes", MaxResponseBody)
+	if err := c.room(len(p)); err != nil {
+		return 0, err
 	}
 	c.body = append(c.body, p...)
 	return len(p), nil
@@ -138,13 +136,22 @@ func (c *capture) Write(p []byte) (int, error) {
 
 // WriteString spares io.WriteString's copy of s into a new slice.
 func (c *capture) WriteString(s string) (int, error) {
-	c.WriteHeader(http.StatusOK)
-	if len(c.body)+len(s) > MaxResponseBody {
-		c.over = true
-		return 0, fmt.Errorf("forwarded answer over %d bytes", MaxResponseBody)
+	if err := c.room(len(s)); err != nil {
+		return 0, err
 	}
 	c.body = append(c.body, s...)
 	return len(s), nil
+}
+
+// room sends the header if it is not yet sent and refuses n more bytes of
+// body past MaxResponseBody, marking the answer as over.
+func (c *capture) room(n int) error {
+	c.WriteHeader(http.StatusOK)
+	if len(c.body)+n > MaxResponseBody {
+		c.over = true
+		return fmt.Errorf("forwarded answer over %d bytes", MaxResponseBody)
+	}
+	return nil
 }
 
 // Answer is the server's reply to a Forward.Request: what the handler
