@@ -8,15 +8,6 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-func fired(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // TestKeyWatchesWakeOnlyChangedKeys: a write wakes the blocked reads of the
 // keys it changed, invalidations included, and no others; a no-op wakes
 // nobody; a snapshot restore wakes everyone (S46).
@@ -32,13 +23,13 @@ func TestKeyWatchesWakeOnlyChangedKeys(t *testing.T) {
 
 	h.mustApply(model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "x", Value: []byte("1")}})
 	h.apply(model.Command{KV: &model.KVOp{Verb: model.KVUnlock, Key: "k", Session: "nobody"}})
-	if fired(k) || fired(other) {
+	if closed(k) || closed(other) {
 		t.Fatal("a write to x, or a refused release of k, woke a read of k or other")
 	}
 	// The session's invalidation releases k, in the same entry as the destroy.
 	h.mustApply(model.Command{DestroySession: &model.DestroySession{ID: "s1"}})
-	if !fired(k) || !fired(k2) || fired(other) {
-		t.Fatalf("destroy releasing k: k woke %v, second waiter %v, other %v; want true, true, false", fired(k), fired(k2), fired(other))
+	if !closed(k) || !closed(k2) || closed(other) {
+		t.Fatalf("destroy releasing k: k woke %v, second waiter %v, other %v; want true, true, false", closed(k), closed(k2), closed(other))
 	}
 
 	var snap memSink
@@ -54,7 +45,7 @@ func TestKeyWatchesWakeOnlyChangedKeys(t *testing.T) {
 	if err := h.fsm.Restore(io.NopCloser(bytes.NewReader(snap.Bytes()))); err != nil {
 		t.Fatal(err)
 	}
-	if !fired(restored) {
+	if !closed(restored) {
 		t.Fatal("a snapshot restore did not wake every key's reads")
 	}
 }
@@ -78,7 +69,7 @@ func TestKeyWatchesForgetStoppedWaiters(t *testing.T) {
 
 	old, stopOld := w.watch("b")
 	w.fire([]string{"b"})
-	if !fired(old) {
+	if !closed(old) {
 		t.Fatal("fire did not close b's channel")
 	}
 	fresh, stopFresh := w.watch("b")
@@ -87,7 +78,7 @@ func TestKeyWatchesForgetStoppedWaiters(t *testing.T) {
 		t.Fatal("a late stop of a fired watch removed the key's newer watch")
 	}
 	w.fire([]string{"b"})
-	if !fired(fresh) {
+	if !closed(fresh) {
 		t.Fatal("the newer watch was not fired")
 	}
 	stopFresh()
