@@ -315,9 +315,13 @@ func checkBehaviour(ix *traceIndex) []Violation {
 
 // checkDurable: no acknowledged write is lost across crashes and leader
 // changes. For each key the final read saw, take the acknowledged write that
-// is certainly the last one (every other write to the key returned before it
-// was sent, and no session holding the key was invalidated after it); the
-// final read must show its value (or absence, for a delete).
+// is certainly the last one (every other write to the key returned, with an
+// outcome, before it was sent, and no session holding the key was invalidated
+// after it); the final read must show its value (or absence, for a delete).
+// A write whose client gave up (outcome unknown) may still be applied after
+// that: a request delivered late, or an entry proposed before the cancel
+// arrived, commits whenever raft gets to it, so it stays concurrent with
+// every later write.
 func checkDurable(ix *traceIndex) []Violation {
 	var out []Violation
 	finals := map[string]*Op{}
@@ -345,7 +349,7 @@ func checkDurable(ix *traceIndex) []Violation {
 		}
 		for _, op := range ix.ops {
 			if op != last && op != fin && op.writesKey(key) && op.CallAt <= fin.CallAt &&
-				!op.notApplied() && (op.RetAt < 0 || op.RetAt >= last.CallAt) {
+				!op.notApplied() && (op.RetAt < 0 || op.RetAt >= last.CallAt || op.unknown()) {
 				ambiguous = true
 			}
 		}

@@ -307,6 +307,20 @@ func TestCheckDurable(t *testing.T) {
 	// An overlapping write of unknown outcome makes the last value ambiguous.
 	mustCheck(t, CheckDurable, durableTrace("v3", true, true), 0)
 	mustCheck(t, CheckDurable, durableTrace("v1", true, true), 0)
+	// So does one its client gave up on before the last write was sent
+	// (sim seed 3889: a timed-out set landed 6 s later, after an
+	// acknowledged one); one that definitely failed does not.
+	for _, c := range []struct {
+		outcome core.Outcome
+		final   string
+		want    int
+	}{{core.OutUnknown, "v3", 0}, {core.OutUnknown, "v2", 0}, {core.OutFail, "v3", 1}, {core.OutFail, "v2", 0}} {
+		b := newTB()
+		b.op(sec(1), sec(1.1), "c3", core.Call{Req: core.ReqKV, KV: &model.KVOp{Verb: model.KVSet, Key: "kv/a", Value: []byte("v3")}}, core.Ret{Outcome: c.outcome})
+		b.op(sec(2), sec(2.1), "c2", core.Call{Req: core.ReqKV, KV: &model.KVOp{Verb: model.KVSet, Key: "kv/a", Value: []byte("v2")}}, core.Ret{OK: true})
+		b.op(sec(50), sec(50.1), core.FinalClient, core.Call{Req: core.ReqGet, Key: "kv/a"}, core.Ret{Found: true, Entries: []model.KVEntry{{Key: "kv/a", Value: []byte(c.final)}}})
+		mustCheck(t, CheckDurable, b.ev, c.want)
+	}
 }
 
 func TestCheckLiveness(t *testing.T) {
