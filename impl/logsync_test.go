@@ -124,6 +124,23 @@ type syncedWAL struct {
 	leader bool
 }
 
+// flush runs one flush of the deferred fsyncs; an error fails the test.
+func (sw *syncedWAL) flush(t *testing.T) {
+	t.Helper()
+	if err := sw.ls.flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// wantDurable fails the test unless the durable index is want; when says
+// at which step.
+func (sw *syncedWAL) wantDurable(t *testing.T, want uint64, when string) {
+	t.Helper()
+	if d := sw.ls.durable.Load(); d != want {
+		t.Fatalf("durable index %d %s, want %d", d, when, want)
+	}
+}
+
 func openSyncedWAL(t *testing.T, segmentSize int) *syncedWAL {
 	t.Helper()
 	dir := t.TempDir()
@@ -170,18 +187,12 @@ func TestLogSyncLeaderDefersItsFsync(t *testing.T) {
 	if sw.rec.unsynced() == 0 {
 		t.Fatal("the leader's StoreLogs fsynced in place")
 	}
-	if d := sw.ls.durable.Load(); d != 0 {
-		t.Fatalf("durable index %d before any fsync", d)
-	}
-	if err := sw.ls.flush(); err != nil {
-		t.Fatal(err)
-	}
+	sw.wantDurable(t, 0, "before any fsync")
+	sw.flush(t)
 	if n := sw.rec.unsynced(); n != 0 {
 		t.Fatalf("%d bytes still unsynced after a flush", n)
 	}
-	if d := sw.ls.durable.Load(); d != 3 {
-		t.Fatalf("durable index %d after the flush, want 3", d)
-	}
+	sw.wantDurable(t, 3, "after the flush")
 	if err := sw.ls.await(3); err != nil {
 		t.Fatal(err)
 	}
@@ -196,9 +207,7 @@ func TestLogSyncFollowerSyncsInPlace(t *testing.T) {
 	if n := sw.rec.unsynced(); n != 0 {
 		t.Fatalf("a follower acknowledged entries with %d bytes not on disk", n)
 	}
-	if d := sw.ls.durable.Load(); d != 4 {
-		t.Fatalf("durable index %d, want 4", d)
-	}
+	sw.wantDurable(t, 4, "after the follower's in-place write")
 }
 
 // A segment that fills up is sealed inside the leader's StoreLogs and
@@ -227,27 +236,17 @@ func TestLogSyncTruncationForgetsDurability(t *testing.T) {
 	sw := openSyncedWAL(t, 0)
 	sw.leader = true
 	sw.write(t, 1, 5)
-	if err := sw.ls.flush(); err != nil {
-		t.Fatal(err)
-	}
+	sw.flush(t)
 	sw.leader = false
 	if err := sw.store.DeleteRange(4, 5); err != nil {
 		t.Fatal(err)
 	}
-	if d := sw.ls.durable.Load(); d != 3 {
-		t.Fatalf("durable index %d after deleting 4..5, want 3", d)
-	}
+	sw.wantDurable(t, 3, "after deleting 4..5")
 	sw.leader = true
 	sw.write(t, 4, 4)
-	if d := sw.ls.durable.Load(); d != 3 {
-		t.Fatalf("durable index %d before the rewritten entry 4 was synced, want 3", d)
-	}
-	if err := sw.ls.flush(); err != nil {
-		t.Fatal(err)
-	}
-	if d := sw.ls.durable.Load(); d != 4 {
-		t.Fatalf("durable index %d after the flush, want 4", d)
-	}
+	sw.wantDurable(t, 3, "before the rewritten entry 4 was synced")
+	sw.flush(t)
+	sw.wantDurable(t, 4, "after the flush")
 }
 
 // Compacting the head of the log (after a snapshot) deletes nothing that
@@ -256,15 +255,11 @@ func TestLogSyncHeadCompactionKeepsDurability(t *testing.T) {
 	sw := openSyncedWAL(t, 0)
 	sw.leader = true
 	sw.write(t, 1, 10)
-	if err := sw.ls.flush(); err != nil {
-		t.Fatal(err)
-	}
+	sw.flush(t)
 	if err := sw.store.DeleteRange(1, 5); err != nil {
 		t.Fatal(err)
 	}
-	if d := sw.ls.durable.Load(); d != 10 {
-		t.Fatalf("durable index %d after compacting 1..5 of 10, want 10", d)
-	}
+	sw.wantDurable(t, 10, "after compacting 1..5 of 10")
 }
 
 // raft's term and vote go through raft-wal's metadata too: stored, and
@@ -336,18 +331,12 @@ func TestLogSyncFlushAcrossTruncation(t *testing.T) {
 	sw.rec.mu.Lock()
 	sw.rec.onSync = func() { sw.ls.truncated(4) }
 	sw.rec.mu.Unlock()
-	if err := sw.ls.flush(); err != nil {
-		t.Fatal(err)
-	}
+	sw.flush(t)
 	if d := sw.ls.durable.Load(); d > 3 {
 		t.Fatalf("durable index %d after a flush that straddled truncating from 4", d)
 	}
-	if err := sw.ls.flush(); err != nil {
-		t.Fatal(err)
-	}
-	if d := sw.ls.durable.Load(); d != 3 {
-		t.Fatalf("durable index %d after the next flush, want 3", d)
-	}
+	sw.flush(t)
+	sw.wantDurable(t, 3, "after the next flush")
 }
 
 // A follower's write, synced in place, latches its failure the same way.
@@ -399,9 +388,7 @@ func TestLogSyncFailedFsyncStopsEverything(t *testing.T) {
 	if err := sw.store.StoreLogs([]*raft.Log{{Index: 2, Term: 1}}); !errors.Is(err, eio) {
 		t.Fatalf("follower write after a failed fsync: %v", err)
 	}
-	if d := sw.ls.durable.Load(); d != 0 {
-		t.Fatalf("durable index %d after a failed fsync", d)
-	}
+	sw.wantDurable(t, 0, "after a failed fsync")
 }
 
 func TestFSMAppliesOnlyDurableEntries(t *testing.T) {
@@ -619,15 +606,11 @@ func TestLogSyncTimesOnlyRealFlushes(t *testing.T) {
 	sw := openSyncedWAL(t, 0)
 	sw.leader = true
 	sw.write(t, 1, 3)
-	if err := sw.ls.flush(); err != nil {
-		t.Fatal(err)
-	}
+	sw.flush(t)
 	if n := flushes(); n != 1 {
 		t.Fatalf("%d flush samples after one flush with a file to sync, want 1", n)
 	}
-	if err := sw.ls.flush(); err != nil {
-		t.Fatal(err)
-	}
+	sw.flush(t)
 	if n := flushes(); n != 1 {
 		t.Fatalf("%d flush samples after a flush with nothing to sync, want still 1", n)
 	}
