@@ -215,12 +215,28 @@ func checkTTLLowerBound(ix *traceIndex) []Violation {
 // arming, the first acquire after it (the one issuing the next LockIndex)
 // is found; for every server, the gap runs from its latest apply of the
 // invalidation (a restart's replay re-arms it) to its live apply of the
-// acquire, on its own clock. The servers that applied the acquire as leader
-// decide; if none did (leadership changed right then), a violation needs
-// every server's gap to be short. Lagging servers that apply both entries
-// in one batch therefore never raise a false alarm.
+// acquire, on its own clock. The leader of the acquire's own term, which
+// accepted and proposed it, decides: a leader of a later term that applies
+// the entry after catching up only inherited it, and its gap says nothing.
+// If the proposer did not apply the acquire as leader (it stepped down
+// before the commit), a violation needs every server's gap to be short.
+// Lagging servers that apply both entries in one batch therefore never
+// raise a false alarm.
 func checkLockDelay(ix *traceIndex) []Violation {
 	cross := crossings(ix)
+	// A crossing carries no term: find the proposer's own applies by the
+	// observation behind each crossing (server, time, index).
+	type applyAt struct {
+		server string
+		at     time.Duration
+		index  uint64
+	}
+	proposer := map[applyAt]bool{}
+	for _, o := range ix.Obs {
+		if o.Obs.Leader && o.Obs.LeaderTerm == o.Obs.Term {
+			proposer[applyAt{o.Server, o.At, o.Obs.Index}] = true
+		}
+	}
 	var out []Violation
 	for _, a := range armings(ix, firstApplies(ix)) {
 		j, next := uint64(0), ""
@@ -243,9 +259,9 @@ func checkLockDelay(ix *traceIndex) []Violation {
 			continue
 		}
 		type gap struct {
-			server string
-			d      time.Duration
-			leader bool
+			server  string
+			d       time.Duration
+			decides bool
 		}
 		var gaps []gap
 		for _, cj := range cross {
@@ -259,10 +275,10 @@ func checkLockDelay(ix *traceIndex) []Violation {
 				}
 			}
 			if armedAt >= 0 {
-				gaps = append(gaps, gap{cj.server, ix.serverElapsed(cj.server, armedAt, cj.at), cj.leader})
+				gaps = append(gaps, gap{cj.server, ix.serverElapsed(cj.server, armedAt, cj.at), proposer[applyAt{cj.server, cj.at, cj.hi}]})
 			}
 		}
-		decide := slices.DeleteFunc(slices.Clone(gaps), func(g gap) bool { return !g.leader })
+		decide := slices.DeleteFunc(slices.Clone(gaps), func(g gap) bool { return !g.decides })
 		if len(decide) == 0 {
 			decide = gaps
 		}

@@ -255,6 +255,51 @@ func TestCheckLockDelay(t *testing.T) {
 	mustCheck(t, CheckLockDelay, b.ev, 1)
 }
 
+// lockDelayTermTrace is seed 3640's shape: n1, leader of term 2, applies
+// the invalidation (index 9) and accepts the acquire (index 10), both
+// proposed in term 2; n3 lags, becomes leader of term 3 and applies both
+// entries late. n1 applies the acquire gap1 after its invalidation, as
+// leader or (n1Led false) having just stepped down; n3 gap3 after its own.
+func lockDelayTermTrace(gap1 time.Duration, n1Led bool, gap3 time.Duration) []core.Event {
+	b := newTB()
+	sA := model.Session{ID: "a", LockDelay: 15 * time.Second}
+	released := entry("k", "", 1, 5)
+	released.ModifyIndex = 9
+	inv := core.StateObs{Index: 9, Term: 2, GoneSess: []model.Session{sA}, Keys: []core.KeyChange{{Key: "k", Before: entry("k", "a", 1, 5), After: released}}}
+	acquired := entry("k", "b", 2, 5)
+	acquired.ModifyIndex = 10
+	acq := core.StateObs{Index: 10, Term: 2, Keys: []core.KeyChange{{Key: "k", Before: released, After: acquired}}}
+	inv1 := inv
+	inv1.LeaderTerm = 2
+	b.obs(sec(10), "n1", true, inv1)
+	b.obs(sec(20), "n3", false, inv)
+	acq1 := acq
+	if n1Led {
+		acq1.LeaderTerm = 2
+	}
+	acq3 := acq
+	acq3.LeaderTerm = 3
+	b.obs(sec(10)+gap1, "n1", n1Led, acq1)
+	b.obs(sec(20)+gap3, "n3", true, acq3)
+	return b.ev
+}
+
+// TestCheckLockDelayProposerDecides: only the leader of the acquire's own
+// term accepted it, so a later term's leader applying it does not decide.
+func TestCheckLockDelayProposerDecides(t *testing.T) {
+	// Seed 3640: n1 stepped down before the acquire committed, n3 led term
+	// 3 and applied it 4.8 s after its late arming. No proposer apply, so
+	// every gap must be short, and n1's is not.
+	mustCheck(t, CheckLockDelay, lockDelayTermTrace(sec(16), false, sec(4.8)), 0)
+	// n1 applied it as term-2 leader with a long enough gap.
+	mustCheck(t, CheckLockDelay, lockDelayTermTrace(sec(16), true, sec(4.8)), 0)
+	// The proposer was too soon: caught, whatever n3's gap.
+	mustCheck(t, CheckLockDelay, lockDelayTermTrace(sec(1), true, sec(4.8)), 1)
+	mustCheck(t, CheckLockDelay, lockDelayTermTrace(sec(1), true, sec(16)), 1)
+	// No proposer apply and every gap short: caught.
+	mustCheck(t, CheckLockDelay, lockDelayTermTrace(sec(1), false, sec(4.8)), 1)
+}
+
 func TestCheckBehaviour(t *testing.T) {
 	rel := model.Session{ID: "a", Behavior: model.BehaviorRelease}
 	del := model.Session{ID: "d", Behavior: model.BehaviorDelete}

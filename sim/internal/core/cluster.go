@@ -163,6 +163,9 @@ func (c *Cluster) boot(s *server) error {
 		replayUntil = 0
 	}
 	var leader, stopped atomic.Bool
+	// leadTerm is the term of the server's latest leadership, set before
+	// leader so an apply that sees leader set sees its term.
+	var leadTerm atomic.Uint64
 	fwd := simPool(c.net, s.Name)
 	cfg := impl.Config{
 		NodeName: s.Name, HTTPAddr: s.httpAddr(), Clock: s.gate,
@@ -182,6 +185,9 @@ func (c *Cluster) boot(s *server) error {
 			}
 			obs := observe(ch)
 			obs.Leader, obs.Clock, obs.Incarnation = leader.Load(), s.clock.Now(), inc
+			if obs.Leader {
+				obs.LeaderTerm = leadTerm.Load()
+			}
 			obs.Replay = obs.Index <= replayUntil || obs.Restored
 			c.rec.Add(Event{Kind: KindState, Node: name, State: obs})
 			c.appliedMu.Lock()
@@ -212,6 +218,11 @@ func (c *Cluster) boot(s *server) error {
 		// instant of the change.
 		if st, ok := o.Data.(raft.RaftState); ok && (st == raft.Leader) != leader.Load() {
 			is := st == raft.Leader
+			if is {
+				// raft raised its term when it stood for election, before
+				// it took the leader state.
+				leadTerm.Store(o.Raft.CurrentTerm())
+			}
 			leader.Store(is)
 			c.rec.Add(Event{Kind: KindLeader, Node: name, Leader: &is})
 		}

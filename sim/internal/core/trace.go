@@ -190,9 +190,13 @@ type StateObs struct {
 	// than the applying leader's (an entry commits in a later term).
 	Term uint64 `json:"term,omitempty"`
 	// Command is the entry's command kind (model.Command.Kind).
-	Command string    `json:"command,omitempty"`
-	Leader  bool      `json:"leader"`
-	Clock   time.Time `json:"clock"` // the server's own clock
+	Command string `json:"command,omitempty"`
+	Leader  bool   `json:"leader"`
+	// LeaderTerm is the term the applying server leads in, when Leader is
+	// set. Only a leader whose LeaderTerm is the entry's Term proposed the
+	// entry; a later leader applying it after catching up did not.
+	LeaderTerm uint64    `json:"leader_term,omitempty"`
+	Clock      time.Time `json:"clock"` // the server's own clock
 	// Incarnation counts the server's restarts; each incarnation starts
 	// from an empty state.
 	Incarnation int `json:"incarnation,omitempty"`
