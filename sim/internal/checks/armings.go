@@ -56,8 +56,10 @@ type crossing struct {
 	server string
 	at     time.Duration
 	lo, hi uint64
-	leader bool
-	replay bool
+	// proposer: the server applied hi as the leader of hi's own term, the
+	// one that accepted and proposed it (not a later leader catching up).
+	proposer bool
+	replay   bool
 }
 
 // crossings lists every observation's applied range, in trace order.
@@ -73,7 +75,7 @@ func crossings(ix *traceIndex) []crossing {
 		lo := prev[id]
 		prev[id] = max(lo, o.Obs.Index)
 		if o.Obs.Index > lo {
-			out = append(out, crossing{server: o.Server, at: o.At, lo: lo, hi: o.Obs.Index, leader: o.Obs.Leader, replay: o.Obs.Replay})
+			out = append(out, crossing{server: o.Server, at: o.At, lo: lo, hi: o.Obs.Index, proposer: o.Obs.Leader && o.Obs.LeaderTerm == o.Obs.Term, replay: o.Obs.Replay})
 		}
 	}
 	return out

@@ -224,19 +224,6 @@ func checkTTLLowerBound(ix *traceIndex) []Violation {
 // raise a false alarm.
 func checkLockDelay(ix *traceIndex) []Violation {
 	cross := crossings(ix)
-	// A crossing carries no term: find the proposer's own applies by the
-	// observation behind each crossing (server, time, index).
-	type applyAt struct {
-		server string
-		at     time.Duration
-		index  uint64
-	}
-	proposer := map[applyAt]bool{}
-	for _, o := range ix.Obs {
-		if o.Obs.Leader && o.Obs.LeaderTerm == o.Obs.Term {
-			proposer[applyAt{o.Server, o.At, o.Obs.Index}] = true
-		}
-	}
 	var out []Violation
 	for _, a := range armings(ix, firstApplies(ix)) {
 		j, next := uint64(0), ""
@@ -275,7 +262,7 @@ func checkLockDelay(ix *traceIndex) []Violation {
 				}
 			}
 			if armedAt >= 0 {
-				gaps = append(gaps, gap{cj.server, ix.serverElapsed(cj.server, armedAt, cj.at), proposer[applyAt{cj.server, cj.at, cj.hi}]})
+				gaps = append(gaps, gap{cj.server, ix.serverElapsed(cj.server, armedAt, cj.at), cj.proposer})
 			}
 		}
 		decide := slices.DeleteFunc(slices.Clone(gaps), func(g gap) bool { return !g.decides })
