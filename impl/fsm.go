@@ -37,6 +37,9 @@ type fsm struct {
 	catalog chan struct{}
 	// keys wakes single-key blocking reads, after mu is released.
 	keys keyWatches
+	// applied wakes those waiting for an index to be applied (leadership
+	// confirmation, confirmByCommit).
+	applied appliedWaits
 }
 
 var _ raft.BatchingFSM = (*fsm)(nil)
@@ -100,6 +103,9 @@ func (f *fsm) applyLogs(logs []*raft.Log, out []any) {
 	if n == 0 {
 		return
 	}
+	// Once the batch's effects are visible, even for entries that could not
+	// be decoded.
+	defer f.applied.advance(last)
 	if f.awaitDurable != nil {
 		// Entries reach the disk in order, so waiting for the last one
 		// covers the batch.
@@ -258,6 +264,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.mu.Unlock()
 	f.keys.fireAll()
 	f.delays.reset()
+	f.applied.advance(s.Index())
 	if f.observe != nil {
 		f.observe(Change{Index: s.Index(), Before: prev, After: s})
 	}

@@ -43,7 +43,9 @@ type LeaderConfig struct {
 	// Confirm returns nil once a quorum round begun after the call has
 	// confirmed that this server still leads: every write acknowledged
 	// before the call, by this leader or an earlier one, is then in the
-	// state Read sees. raft's VerifyLeader does this without a log entry.
+	// state Read sees. Server uses the commit of a later entry when one
+	// comes soon, else raft's VerifyLeader (confirmByCommit); neither adds
+	// a log entry.
 	Confirm func(ctx context.Context) error
 	// Expire is handed the sessions whose TTL deadline passed, from a timer
 	// goroutine; it must not block, and is not called while no term runs.

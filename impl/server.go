@@ -129,7 +129,7 @@ func newServer(cfg Config) (*Server, error) {
 		NewID:         cfg.NewID,
 		Read:          func(fn func(*model.State)) { s.fsm.read(fn) },
 		Propose:       s.proposeCommand,
-		Confirm:       s.VerifyLeader,
+		Confirm:       s.confirmLeadership,
 		Expire:        s.sessionsExpired,
 	})
 	s.fsm = newFSM(s.codec, s.leader.delays, s.leader.SessionsInvalidated)

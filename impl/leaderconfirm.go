@@ -1,0 +1,67 @@
+package impl
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// confirmCommitWait is how long a leadership confirmation waits for a
+// commit that would settle it before it starts a heartbeat round of its
+// own. Under load a commit comes well within it; on an idle cluster it is
+// what a refused acquire (S29) pays on top of the round.
+const confirmCommitWait = 2 * time.Millisecond
+
+// leaderView is what confirmByCommit reads of raft; *raft.Raft has it.
+type leaderView interface {
+	State() raft.RaftState
+	CurrentTerm() uint64
+	LastIndex() uint64
+}
+
+// confirmByCommit returns nil once this server has been confirmed as
+// leader by a quorum after the call began, as raft's VerifyLeader does
+// (verify), but without a heartbeat round of its own when the log is busy.
+//
+// It notes the term and the last log index while leading, then waits for
+// the state machine to apply the next index. A leader only appends to its
+// own log, so that entry was appended after the call, replicated after it
+// and committed by a majority that still accepted this term after the
+// call: no later term had been elected by then, and nothing a later term
+// commits can precede the call. Every entry committed before the call is
+// at or below the noted index (a leader's log holds every committed
+// entry), so the applied state holds them all. The proof holds only if
+// this server led the noted term throughout: it must still lead and the
+// term must be unchanged afterwards (state read before term, since a
+// server regains leadership only in a higher term). Otherwise, or if no
+// entry is applied within wait, verify decides.
+func confirmByCommit(ctx context.Context, r leaderView, applied func(index uint64) <-chan struct{}, wait time.Duration, verify func(context.Context) error) error {
+	term := r.CurrentTerm()
+	if r.State() != raft.Leader {
+		return verify(ctx)
+	}
+	next := r.LastIndex() + 1
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-applied(next):
+		if r.State() == raft.Leader && r.CurrentTerm() == term {
+			return nil
+		}
+	case <-timer.C:
+	case <-ctx.Done():
+		return fmt.Errorf("confirm leadership: %w", ctx.Err())
+	}
+	return verify(ctx)
+}
+
+// confirmLeadership is LeaderCore's Confirm: confirmByCommit over this
+// server's raft and state machine, with VerifyLeader as the fallback.
+func (s *Server) confirmLeadership(ctx context.Context) error {
+	if _, err := s.waitLeaderReady(ctx); err != nil {
+		return err
+	}
+	return confirmByCommit(ctx, s.raft, s.fsm.applied.reached, confirmCommitWait, s.VerifyLeader)
+}
