@@ -24,8 +24,9 @@ const invalidationWindow = time.Millisecond
 
 // historyOf turns a trace into the client-observed history the
 // linearizability checker reads: every client request, plus the invalidations
-// the servers made on their own (TTL expiry, serfHealth changes), each placed
-// in a window ending at the first apply any server was seen to make.
+// the servers made on their own (TTL expiry, check changes, node
+// deregistrations), each placed in a window ending at the first apply any
+// server was seen to make.
 func historyOf(events []core.Event) linearizability.History {
 	h, _ := history(NewIndex(events))
 	return h
@@ -65,52 +66,71 @@ func history(ix *traceIndex) (linearizability.History, int) {
 			}
 		}
 	}
-	// serfHealth changes, once per raft index that made them, placed where
-	// the first server applied that index: a lagging server may apply it
-	// much later, or together with later entries.
+	// Catalog changes the servers made on their own, once per raft index
+	// that made them, placed where the first server applied that index: a
+	// lagging server may apply it much later, or together with later
+	// entries. They are check status changes (serfHealth's from the leader,
+	// an agent check's from its agent's anti-entropy) and node
+	// deregistrations.
 	first := firstApplies(ix)
-	type checkChange struct {
+	type catalogChange struct {
 		node   string
-		check  string
+		check  string // "" for the node's deregistration
 		status model.Health
 		index  uint64
 	}
-	seenCheck := map[checkChange]bool{}
-	var changes []checkChange
+	seen := map[catalogChange]bool{}
+	var changes []catalogChange
+	add := func(cc catalogChange) {
+		if !seen[cc] {
+			seen[cc] = true
+			changes = append(changes, cc)
+		}
+	}
 	for _, o := range ix.Obs {
 		if o.Obs.Replay {
 			continue
 		}
 		for nc, st := range o.Obs.Checks {
-			// Every check's change: serfHealth's from the leader, an agent
-			// check's from its agent's anti-entropy.
 			node, check, _ := strings.Cut(nc, "/")
-			cc := checkChange{node, check, st, o.Obs.Index}
-			if !seenCheck[cc] {
-				seenCheck[cc] = true
-				changes = append(changes, cc)
-			}
+			add(catalogChange{node, check, st, o.Obs.Index})
+		}
+		for _, n := range o.Obs.GoneNodes {
+			add(catalogChange{node: n, index: o.Obs.Index})
 		}
 	}
-	slices.SortFunc(changes, func(a, b checkChange) int { return cmp.Compare(a.index, b.index) })
+	// One sequence in log order: a node deregistered and registered again
+	// must meet the model in that order. Map iteration made the order
+	// within an index arbitrary; sort it too, for a deterministic history.
+	slices.SortFunc(changes, func(a, b catalogChange) int {
+		return cmp.Or(cmp.Compare(a.index, b.index), strings.Compare(a.node, b.node), strings.Compare(a.check, b.check))
+	})
 	criticalAt := map[string][]uint64{} // node/check → indexes at which it went critical
 	lastSerf := time.Duration(-1)
 	for _, cc := range changes {
-		if cc.status == model.HealthCritical {
-			criticalAt[cc.node+"/"+cc.check] = append(criticalAt[cc.node+"/"+cc.check], cc.index)
+		var cmd model.Command
+		kind := "node-deregister"
+		if cc.check == "" {
+			cmd = model.Command{Deregister: &model.Deregister{Node: cc.node}}
+		} else {
+			if cc.status == model.HealthCritical {
+				criticalAt[cc.node+"/"+cc.check] = append(criticalAt[cc.node+"/"+cc.check], cc.index)
+			}
+			cmd = checkRegister(cc.node, cc.check, cc.status)
+			kind = cc.check + "-" + string(cc.status)
 		}
-		cmd := checkRegister(cc.node, cc.check, cc.status)
 		// Successive changes keep their log order even when first applied
 		// at the same instant: each is placed at least 1ns after the last.
 		latest := max(first.at(cc.index), lastSerf+1)
 		earliest := max(latest-invalidationWindow, lastSerf+1)
 		lastSerf = latest
-		h.Events = append(h.Events, linearizability.Event{Kind: cc.check + "-" + string(cc.status),
+		h.Events = append(h.Events, linearizability.Event{Kind: kind,
 			Earliest: nanos(earliest), Latest: nanos(latest), Command: &cmd})
 	}
 	// Sessions the servers removed on their own: TTL expiries. A session
 	// bound to a check of its node that went critical after the session
-	// was created is that check event's doing.
+	// was created is that check event's doing; a session whose node the
+	// same entry removed is the node-deregister event's.
 	seenGone := map[string]bool{}
 	for _, o := range ix.Obs {
 		if o.Obs.Replay {
@@ -123,6 +143,9 @@ func history(ix *traceIndex) (linearizability.History, int) {
 			seenGone[s.ID] = true
 			if t, ok := destroyCall[s.ID]; ok && t <= o.At {
 				continue // the client's destroy is in the history
+			}
+			if slices.Contains(o.Obs.GoneNodes, s.Node) {
+				continue
 			}
 			if slices.ContainsFunc(s.CheckIDs(), func(c string) bool {
 				return slices.ContainsFunc(criticalAt[s.Node+"/"+c], func(i uint64) bool {

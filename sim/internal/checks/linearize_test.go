@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -181,5 +182,117 @@ func TestHistoryExpiryAfterNotAppliedDestroy(t *testing.T) {
 	h := historyOf(b.ev)
 	if len(h.Events) != 1 || h.Events[0].Kind != "ttl-expiry" {
 		t.Fatalf("events = %+v, want one ttl-expiry", h.Events)
+	}
+}
+
+// deregTrace: agent a1 registers (index 10), a client creates s1 on it and
+// then the catalog removes a1 with s1 (index 20, at 10s). A renew of s1 and
+// a create through a1 fail; a1 registers again (index 30, at 15s) and a
+// create succeeds. If deregistered is false the node is never removed, so
+// the failed create has no cause (the seed-5139 shape, the other way round).
+func deregTrace(deregistered bool) []core.Event {
+	b := newTB()
+	b.ev[0].Run.Servers = []string{"n1", "n2"}
+	serf := []string{model.SerfHealthCheckID}
+	reg := core.StateObs{Index: 10, Checks: map[string]model.Health{"a1/serfHealth": model.HealthPassing}}
+	b.obs(sec(1), "n1", true, reg)
+	create := core.Call{Req: core.ReqCreate, Create: &model.CreateSession{Node: "a1", Checks: serf, Behavior: model.BehaviorRelease}}
+	b.op(sec(2), sec(2.1), "c1", create, core.Ret{SessionID: "s1"})
+	if deregistered {
+		b.obs(sec(10), "n1", true, core.StateObs{Index: 20, GoneNodes: []string{"a1"},
+			GoneSess: []model.Session{{ID: "s1", Node: "a1", Checks: serf, CreateIndex: 12}}})
+		b.obs(sec(10.5), "n2", false, core.StateObs{Index: 20, GoneNodes: []string{"a1"},
+			GoneSess: []model.Session{{ID: "s1", Node: "a1", Checks: serf, CreateIndex: 12}}})
+	}
+	b.op(sec(11), sec(11.1), "c1", core.Call{Req: core.ReqRenew, ID: "s1"}, core.Ret{Found: !deregistered})
+	b.op(sec(12), sec(12.1), "c1", create, core.Ret{Outcome: core.OutFail, Status: 400, Err: "Missing node registration"})
+	reg.Index = 30
+	b.obs(sec(15), "n1", true, reg)
+	b.op(sec(16), sec(16.1), "c1", create, core.Ret{SessionID: "s2"})
+	return b.ev
+}
+
+func withoutKind(h linearizability.History, kind string) (linearizability.History, int) {
+	n := 0
+	h.Events = slices.DeleteFunc(slices.Clone(h.Events), func(e linearizability.Event) bool {
+		if e.Kind == kind {
+			n++
+			return true
+		}
+		return false
+	})
+	return h, n
+}
+
+// TestHistoryNodeDeregister: a node's removal is an event of the history,
+// once per index however many servers apply it; it explains both the
+// refused create and its session's removal, which is then no TTL expiry.
+// Without it, the same history is illegal.
+func TestHistoryNodeDeregister(t *testing.T) {
+	h := historyOf(deregTrace(true))
+	var dereg []linearizability.Event
+	for _, e := range h.Events {
+		switch e.Kind {
+		case "node-deregister":
+			dereg = append(dereg, e)
+		case "ttl-expiry":
+			t.Fatalf("the session removed with its node got a ttl-expiry event: %+v", e)
+		}
+	}
+	if len(dereg) != 1 || dereg[0].Latest != linearizability.Nanos(sec(10)) ||
+		dereg[0].Command.Deregister == nil || dereg[0].Command.Deregister.Node != "a1" {
+		t.Fatalf("want one deregistration of a1 ending at 10s, got %+v", dereg)
+	}
+	opts := linearizability.Options{Timeout: 10 * time.Second}
+	if _, err := linearizability.Check(h, opts); err != nil {
+		t.Fatalf("a deregistered node's refused create made the history illegal: %v", err)
+	}
+	bare, n := withoutKind(h, "node-deregister")
+	if n != 1 {
+		t.Fatalf("removed %d deregistrations, want 1", n)
+	}
+	if _, err := linearizability.Check(bare, opts); err == nil {
+		t.Fatal("without the deregistration, the refused create and the session's removal passed")
+	}
+	// Even with the session's removal explained as an expiry, the refused
+	// create alone is illegal: that was the seed-5139 false alarm.
+	bare.Events = append(bare.Events, linearizability.Event{Kind: "ttl-expiry",
+		Earliest: dereg[0].Earliest, Latest: dereg[0].Latest, Sessions: []string{"s1"}})
+	if _, err := linearizability.Check(bare, opts); err == nil {
+		t.Fatal("without the deregistration, the refused create passed")
+	}
+}
+
+// TestHistoryMissingNodeNeverDeregistered: a create refused for a missing
+// node while the node was registered throughout is still flagged.
+func TestHistoryMissingNodeNeverDeregistered(t *testing.T) {
+	if err := checkHistory(t, deregTrace(false)); err == nil {
+		t.Fatal("a create refused for a registered node passed")
+	}
+}
+
+// TestHistoryCatalogLogOrder: a deregistration and the re-registration
+// right after it, first applied at the same instant and observed out of
+// order, meet the model in log order; so do check changes around them.
+func TestHistoryCatalogLogOrder(t *testing.T) {
+	b := newTB()
+	pass := map[string]model.Health{"a1/serfHealth": model.HealthPassing}
+	crit := map[string]model.Health{"a1/serfHealth": model.HealthCritical}
+	b.obs(sec(5), "n1", true, core.StateObs{Index: 41, Checks: pass})
+	b.obs(sec(5), "n1", true, core.StateObs{Index: 40, GoneNodes: []string{"a1"}})
+	b.obs(sec(5), "n1", true, core.StateObs{Index: 39, Checks: crit})
+	b.obs(sec(5), "n1", true, core.StateObs{Index: 42, GoneNodes: []string{"a1"}})
+	var kinds []string
+	var last linearizability.Nanos = -1
+	for _, e := range historyOf(b.ev).Events {
+		kinds = append(kinds, e.Kind)
+		if e.Earliest <= last {
+			t.Fatalf("event %s starts at %d, not after the previous one's end %d", e.Kind, e.Earliest, last)
+		}
+		last = e.Latest
+	}
+	want := []string{"serfHealth-critical", "node-deregister", "serfHealth-passing", "node-deregister"}
+	if !slices.Equal(kinds, want) {
+		t.Fatalf("events %v, want %v", kinds, want)
 	}
 }

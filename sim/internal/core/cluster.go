@@ -373,8 +373,9 @@ func (c *Cluster) applyOnLeader(ctx context.Context, cmd model.Command) error {
 }
 
 // observe is what one state-machine change did: the sessions it created
-// and removed, the keys it changed, the checks whose status it changed, and
-// the keys it left held by a session that no longer exists.
+// and removed, the keys it changed, the checks whose status it changed, the
+// catalog nodes it removed, and the keys it left held by a session that no
+// longer exists.
 func observe(ch impl.Change) *StateObs {
 	before, after := ch.Before, ch.After
 	obs := &StateObs{Index: after.Index(), Term: ch.Term, Restored: ch.Command == nil}
@@ -450,6 +451,12 @@ func observe(ch impl.Change) *StateObs {
 		}
 	}
 	slices.Sort(obs.QueryOrphans)
+	// NodeList is sorted by name, so GoneNodes is too.
+	for _, n := range before.NodeList() {
+		if _, ok := after.Node(n.Name); !ok {
+			obs.GoneNodes = append(obs.GoneNodes, n.Name)
+		}
+	}
 	return obs
 }
 

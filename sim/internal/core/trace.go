@@ -218,6 +218,9 @@ type StateObs struct {
 	// bound to a session that does not exist after it (S58).
 	GoneQueries  map[string]string `json:"gone_queries,omitempty"`
 	QueryOrphans []string          `json:"query_orphans,omitempty"`
+	// GoneNodes are the catalog nodes the entry removed, sorted: a
+	// deregistration the clients may see as "Missing node registration".
+	GoneNodes []string `json:"gone_nodes,omitempty"`
 }
 
 // KeyChange is one key's entry before and after; nil means absent.
