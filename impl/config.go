@@ -20,9 +20,12 @@ import (
 type Config struct {
 	// NodeName is this server's catalog node and raft server ID.
 	NodeName string
-	// HTTPAddr is the advertised host:port of this server's HTTP API, the
-	// Address of this node's catalog entry.
+	// HTTPAddr is the advertised host:port of this server's HTTP API.
 	HTTPAddr string
+	// NodeAddr is the Address of this node's catalog entry: the IP other
+	// agents reach it at, as Consul records a node's advertise address.
+	// Empty means HTTPAddr's host.
+	NodeAddr string
 
 	// Clock drives TTL timers, lock-delay, failure detection and retries.
 	// Default SystemClock.
@@ -250,4 +253,15 @@ func randomUUID() string {
 		panic(fmt.Sprintf("generate session ID: %v", err))
 	}
 	return id
+}
+
+// nodeAddr is what the catalog records as this node's Address (NodeAddr).
+func (c Config) nodeAddr() string {
+	if c.NodeAddr != "" {
+		return c.NodeAddr
+	}
+	if host, _, err := net.SplitHostPort(c.HTTPAddr); err == nil {
+		return host
+	}
+	return c.HTTPAddr
 }

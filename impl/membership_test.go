@@ -114,10 +114,10 @@ func serfStatus(st *model.State, node string) model.Health {
 // afresh rather than trusting a stale change.
 func TestLeaderReconcilesMembership(t *testing.T) {
 	members := newFakeMembership(
-		reconcile.Member{Name: "dev", Address: "127.0.0.1:8500", Status: reconcile.Alive},
-		reconcile.Member{Name: "n2", Address: "10.0.0.2:8500", Status: reconcile.Alive},
-		reconcile.Member{Name: "n3", Address: "10.0.0.3:8500", Status: reconcile.Alive},
-		reconcile.Member{Name: "n4", Address: "10.0.0.4:8500", Status: reconcile.Alive},
+		reconcile.Member{Name: "dev", Address: "127.0.0.1", Status: reconcile.Alive},
+		reconcile.Member{Name: "n2", Address: "10.0.0.2", Status: reconcile.Alive},
+		reconcile.Member{Name: "n3", Address: "10.0.0.3", Status: reconcile.Alive},
+		reconcile.Member{Name: "n4", Address: "10.0.0.4", Status: reconcile.Alive},
 	)
 	s, clock := startDev(t, Config{Membership: members})
 	waitState(t, s, "every alive member is registered passing", func(st *model.State) bool {
@@ -132,12 +132,12 @@ func TestLeaderReconcilesMembership(t *testing.T) {
 	}
 	bound := res.SessionID
 
-	members.set(reconcile.Member{Name: "n2", Address: "10.0.0.2:8500", Status: reconcile.Failed}, false,
+	members.set(reconcile.Member{Name: "n2", Address: "10.0.0.2", Status: reconcile.Failed}, false,
 		reconcile.Member{Name: "n2", Status: reconcile.Failed})
 	waitState(t, s, "failed n2 is critical and its bound session gone", func(st *model.State) bool {
 		_, live := st.Session(bound)
 		n, _ := st.Node("n2")
-		return serfStatus(st, "n2") == model.HealthCritical && !live && n.Address == "10.0.0.2:8500"
+		return serfStatus(st, "n2") == model.HealthCritical && !live && n.Address == "10.0.0.2"
 	})
 
 	members.set(reconcile.Member{Name: "n2", Status: reconcile.Left}, false, reconcile.Member{Name: "n2", Status: reconcile.Left})
@@ -147,7 +147,7 @@ func TestLeaderReconcilesMembership(t *testing.T) {
 	})
 
 	// A stale change: n3 is announced failed, but gossip says alive now.
-	members.set(reconcile.Member{Name: "n3", Address: "10.0.0.3:8500", Status: reconcile.Alive}, false,
+	members.set(reconcile.Member{Name: "n3", Address: "10.0.0.3", Status: reconcile.Alive}, false,
 		reconcile.Member{Name: "n3", Status: reconcile.Failed})
 	// A member serf forgot is reaped when its change arrives.
 	members.set(reconcile.Member{Name: "n4"}, true, reconcile.Member{Name: "n4", Status: reconcile.Alive})
@@ -159,8 +159,8 @@ func TestLeaderReconcilesMembership(t *testing.T) {
 	// Hand-registered nodes: one claims a serfHealth gossip never heard
 	// of, one has no serfHealth. The periodic full pass reaps the first.
 	for _, reg := range []model.Register{
-		{Node: "ghost", Address: "10.0.0.9:8500", Checks: []model.CheckSpec{{CheckID: model.SerfHealthCheckID, Status: model.HealthPassing}}},
-		{Node: "external", Address: "10.0.0.8:8500"},
+		{Node: "ghost", Address: "10.0.0.9", Checks: []model.CheckSpec{{CheckID: model.SerfHealthCheckID, Status: model.HealthPassing}}},
+		{Node: "external", Address: "10.0.0.8"},
 	} {
 		if res, err := s.Apply(ctx, model.Command{Register: &reg}); err != nil || res.Failed() {
 			t.Fatalf("register %s: %v %v", reg.Node, err, res.Err)

@@ -96,19 +96,19 @@ func (s *Server) kickSync() {
 }
 
 // registeredHere reports whether the local state already shows this node
-// with its HTTP address and a passing serfHealth.
+// with its address and a passing serfHealth.
 func (s *Server) registeredHere() bool {
 	ok := false
 	s.fsm.read(func(st *model.State) {
 		n, has := st.Node(s.cfg.NodeName)
 		c, hasCheck := st.Check(model.CheckKey{Node: s.cfg.NodeName, CheckID: model.SerfHealthCheckID})
-		ok = has && n.Address == s.cfg.HTTPAddr && hasCheck && c.Status == model.HealthPassing
+		ok = has && n.Address == s.cfg.nodeAddr() && hasCheck && c.Status == model.HealthPassing
 	})
 	return ok
 }
 
 func (s *Server) selfRegistration() model.Register {
-	return model.Register{Node: s.cfg.NodeName, Address: s.cfg.HTTPAddr, Checks: []model.CheckSpec{
+	return model.Register{Node: s.cfg.NodeName, Address: s.cfg.nodeAddr(), Checks: []model.CheckSpec{
 		{CheckID: model.SerfHealthCheckID, Name: reconcile.CheckName, Status: model.HealthPassing, Output: reconcile.OutputAlive},
 	}}
 }

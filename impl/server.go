@@ -292,6 +292,10 @@ func (s *Server) Raft() *raft.Raft { return s.raft }
 // with a passing serfHealth check (S47).
 func (s *Server) Registered() <-chan struct{} { return s.registered }
 
+// NodeAddr is the Address this server's catalog node is registered with
+// (Config.NodeAddr).
+func (s *Server) NodeAddr() string { return s.cfg.nodeAddr() }
+
 // sleep waits d on the server's clock; false if stop or shutdown came first.
 func (s *Server) sleep(d time.Duration, stop <-chan struct{}) bool {
 	done := make(chan struct{})

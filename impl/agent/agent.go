@@ -143,6 +143,9 @@ func New(cfg Config) (*Agent, error) {
 			return nil, errors.Join(err, ln.Close(), closePool())
 		}
 		cfg.Server.Membership = pool
+		// The leader's reconcile records the node at its gossip address;
+		// self-registration and anti-entropy must agree with it.
+		cfg.Server.NodeAddr = pool.Local().IP
 		cfg.HTTP.Members = &leavingPool{Pool: pool, left: left}
 	}
 	srv, err := impl.NewServer(cfg.Server)
@@ -175,7 +178,7 @@ func New(cfg Config) (*Agent, error) {
 	if port := serverPort(cfg.Server); port != "" {
 		syncVia, syncAddr = cfg.Forward, port
 	}
-	a.local = startLocal(ctx, cfg.Local, cfg.Server.NodeName, cfg.Server.HTTPAddr, syncVia,
+	a.local = startLocal(ctx, cfg.Local, cfg.Server.NodeName, srv.NodeAddr(), syncVia,
 		func() []string { return []string{syncAddr} }, pool, srv.Registered(), logger(cfg.Server.Logger).Named("local"))
 	limits := cfg.Limits.withDefaults()
 	serverAPI := httpapi.New(srv, cfg.HTTP)
@@ -208,7 +211,6 @@ func startGossip(cfg Config) (*gossip.Pool, error) {
 		tags = map[string]string{}
 	}
 	tags[gossip.TagRole] = gossip.RoleServer
-	tags[gossip.TagHTTP] = cfg.Server.HTTPAddr
 	if cfg.Server.BootstrapExpect > 0 {
 		tags[gossip.TagExpect] = strconv.Itoa(cfg.Server.BootstrapExpect)
 	}

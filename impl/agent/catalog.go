@@ -23,9 +23,8 @@ import (
 type apiCatalog struct {
 	// address is what the catalog records for the node. It must be what
 	// the leader's gossip reconcile (or a gossip-less server's
-	// self-registration) records, the agent's advertised HTTP address, or
-	// each sync would rewrite the node and the reconcile would write it
-	// back.
+	// self-registration) records, the agent's gossip IP, or each sync
+	// would rewrite the node and the reconcile would write it back.
 	address string
 	// node is the agent's node, the origin of its requests.
 	node string

@@ -93,7 +93,6 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		g.Tags = map[string]string{}
 	}
 	g.Tags[gossip.TagRole] = gossip.RoleClient
-	g.Tags[gossip.TagHTTP] = cfg.HTTPAddr
 	if g.Logger == nil {
 		g.Logger = log.Named("gossip")
 	}
@@ -106,7 +105,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	// Anti-entropy goes to a server gossip knows, as the agent's other
 	// forwarded requests do; it starts once one is known.
 	servers := func() []string { return gossipServers(pool, cfg.NodeName, cfg.ServerAddr) }
-	c.local = startLocal(ctx, cfg.Local, cfg.NodeName, cfg.HTTPAddr, cfg.Forward, servers, pool,
+	c.local = startLocal(ctx, cfg.Local, cfg.NodeName, pool.Local().IP, cfg.Forward, servers, pool,
 		serverKnown(ctx, servers, 200*time.Millisecond), log.Named("local"))
 	api := httpapi.WithLocalAgent(c.local.la, httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName,
 		Members: &leavingPool{Pool: pool, left: c.left}, Forward: cfg.Forward, ServerAddr: cfg.ServerAddr,

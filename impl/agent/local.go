@@ -24,7 +24,7 @@ type localAgent struct {
 // closes (or ctx ends first). cfg's random and periodic parts (Stagger,
 // Sync.Stagger, ReapInterval, Sync.Interval…) are the caller's, so the
 // simulator can pass seeded ones.
-func startLocal(ctx context.Context, cfg local.Config, node, httpAddr string, fwd rpc.Forwarder,
+func startLocal(ctx context.Context, cfg local.Config, node, nodeAddr string, fwd rpc.Forwarder,
 	servers func() []string, pool *gossip.Pool, ready <-chan struct{}, log hclog.Logger) *localAgent {
 	cfg.Node = node
 	if cfg.Sync.ClusterSize == nil && pool != nil {
@@ -33,7 +33,7 @@ func startLocal(ctx context.Context, cfg local.Config, node, httpAddr string, fw
 	if cfg.Sync.OnError == nil {
 		cfg.Sync.OnError = func(err error) { log.Warn("anti-entropy sync failed", "error", err) }
 	}
-	cat := &apiCatalog{node: node, address: httpAddr, fwd: fwd, servers: servers, timeout: catalogTimeout}
+	cat := &apiCatalog{node: node, address: nodeAddr, fwd: fwd, servers: servers, timeout: catalogTimeout}
 	la := local.NewAgent(cfg, cat)
 	cat.local = la.State
 	l := &localAgent{la: la, done: make(chan struct{})}

@@ -18,12 +18,10 @@ import (
 )
 
 // Tags every agent advertises. Role and DC are Consul's, so that a member
-// list reads the same; HTTP is tenure's own: the address of the agent's
-// HTTP API, which the catalog records as the node's address.
+// list reads the same.
 const (
 	TagRole = "role"
 	TagDC   = "dc"
-	TagHTTP = "http"
 	TagPort = "port" // servers: the raft (server) port
 	// TagExpect is a server's -bootstrap-expect; TagRaft is set once the
 	// server belongs to a raft cluster (tenure's stand-in for Consul's
@@ -181,10 +179,9 @@ func (p *Pool) forward() {
 const statusReaped serf.MemberStatus = -1
 
 func toMember(m serf.Member) reconcile.Member {
-	out := reconcile.Member{Name: m.Name, Address: m.Tags[TagHTTP]}
-	if out.Address == "" {
-		out.Address = m.Addr.String()
-	}
+	// The catalog records a node at its gossip (advertise) address, as
+	// Consul does.
+	out := reconcile.Member{Name: m.Name, Address: m.Addr.String()}
 	if m.Tags[TagRole] == RoleServer {
 		out.Server = true
 		if port := m.Tags[TagPort]; port != "" {

@@ -12,7 +12,7 @@ import (
 func startPool(t *testing.T, name string) *Pool {
 	t.Helper()
 	p, err := Start(Config{NodeName: name, BindAddr: "127.0.0.1", BindPort: 0, Timing: DevTiming,
-		Tags: map[string]string{TagRole: RoleClient, TagHTTP: name + ".http:8500"}})
+		Tags: map[string]string{TagRole: RoleClient}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func waitChange(t *testing.T, p *Pool, name string, status reconcile.Status) rec
 	}
 }
 
-// TestPoolMembership: members that join are seen alive with the HTTP
+// TestPoolMembership: members that join are seen alive at the gossip
 // address they advertise; a member that stops without leaving is seen
 // failed, one that leaves is seen left; force-leave names an unknown node
 // as Consul does.
@@ -47,8 +47,8 @@ func TestPoolMembership(t *testing.T) {
 			t.Fatalf("join: %d %v", n, err)
 		}
 	}
-	if m := waitChange(t, a, "c", reconcile.Alive); m.Address != "c.http:8500" {
-		t.Fatalf("c's catalog address %q, want its HTTP tag", m.Address)
+	if m := waitChange(t, a, "c", reconcile.Alive); m.Address != "127.0.0.1" {
+		t.Fatalf("c's catalog address %q, want its gossip address 127.0.0.1", m.Address)
 	}
 	// Under load a can report c alive before its list shows b (seen in a
 	// mutation run), so wait for the list rather than read it once.

@@ -10,32 +10,33 @@ import (
 )
 
 // TestToMember pins how a serf member reads for the leader's reconcile: the
-// catalog address is the HTTP tag (the gossip address without one); only a
+// catalog address is the gossip address, as Consul's (an "http" tag, which
+// tenure once used for it, is ignored); only a
 // server has a raft address, an expect count and the bootstrapped flag;
 // every serf status, and a reap, map to their reconcile status (anything
 // else stays unknown).
 func TestToMember(t *testing.T) {
 	ip := net.ParseIP("10.0.0.7")
-	server := map[string]string{TagRole: RoleServer, TagHTTP: "s.http:8500", TagPort: "8300", TagExpect: "3", TagRaft: "1"}
+	server := map[string]string{TagRole: RoleServer, "http": "s.http:8500", TagPort: "8300", TagExpect: "3", TagRaft: "1"}
 	for _, tc := range []struct {
 		name string
 		in   serf.Member
 		want reconcile.Member
 	}{
 		{
-			name: "client with an HTTP tag",
-			in:   serf.Member{Name: "c", Addr: ip, Tags: map[string]string{TagRole: RoleClient, TagHTTP: "c.http:8500", TagPort: "8300", TagExpect: "3", TagRaft: "1"}, Status: serf.StatusAlive},
-			want: reconcile.Member{Name: "c", Address: "c.http:8500", Status: reconcile.Alive},
+			name: "client with an old HTTP tag and server tags",
+			in:   serf.Member{Name: "c", Addr: ip, Tags: map[string]string{TagRole: RoleClient, "http": "c.http:8500", TagPort: "8300", TagExpect: "3", TagRaft: "1"}, Status: serf.StatusAlive},
+			want: reconcile.Member{Name: "c", Address: "10.0.0.7", Status: reconcile.Alive},
 		},
 		{
-			name: "client without an HTTP tag",
+			name: "client",
 			in:   serf.Member{Name: "c", Addr: ip, Tags: map[string]string{TagRole: RoleClient}, Status: serf.StatusFailed},
 			want: reconcile.Member{Name: "c", Address: "10.0.0.7", Status: reconcile.Failed},
 		},
 		{
 			name: "bootstrapped server",
 			in:   serf.Member{Name: "s", Addr: ip, Tags: server, Status: serf.StatusLeaving},
-			want: reconcile.Member{Name: "s", Address: "s.http:8500", Status: reconcile.Leaving, Server: true, RaftAddr: "10.0.0.7:8300", Expect: 3, Bootstrapped: true},
+			want: reconcile.Member{Name: "s", Address: "10.0.0.7", Status: reconcile.Leaving, Server: true, RaftAddr: "10.0.0.7:8300", Expect: 3, Bootstrapped: true},
 		},
 		{
 			name: "server without port, expect or raft tags",
@@ -45,12 +46,12 @@ func TestToMember(t *testing.T) {
 		{
 			name: "reaped member",
 			in:   serf.Member{Name: "s", Addr: ip, Tags: server, Status: statusReaped},
-			want: reconcile.Member{Name: "s", Address: "s.http:8500", Status: reconcile.Reaped, Server: true, RaftAddr: "10.0.0.7:8300", Expect: 3, Bootstrapped: true},
+			want: reconcile.Member{Name: "s", Address: "10.0.0.7", Status: reconcile.Reaped, Server: true, RaftAddr: "10.0.0.7:8300", Expect: 3, Bootstrapped: true},
 		},
 		{
 			name: "status serf does not name",
-			in:   serf.Member{Name: "c", Addr: ip, Tags: map[string]string{TagHTTP: "c.http:8500"}, Status: serf.StatusNone},
-			want: reconcile.Member{Name: "c", Address: "c.http:8500"},
+			in:   serf.Member{Name: "c", Addr: ip, Tags: map[string]string{"http": "c.http:8500"}, Status: serf.StatusNone},
+			want: reconcile.Member{Name: "c", Address: "10.0.0.7"},
 		},
 	} {
 		if got := toMember(tc.in); got != tc.want {
@@ -67,7 +68,7 @@ func TestMarkBootstrapped(t *testing.T) {
 			t.Fatal(err)
 		}
 		local := p.Local()
-		if local.Tags[TagRaft] != "1" || local.Tags[TagHTTP] != "s.http:8500" {
+		if local.Tags[TagRaft] != "1" || local.Tags[TagRole] != RoleClient {
 			t.Fatalf("tags after MarkBootstrapped: %v", local.Tags)
 		}
 	}

@@ -168,7 +168,7 @@ func (c *Cluster) boot(s *server) error {
 	var leadTerm atomic.Uint64
 	fwd := simPool(c.net, s.Name)
 	cfg := impl.Config{
-		NodeName: s.Name, HTTPAddr: s.httpAddr(), Clock: s.gate,
+		NodeName: s.Name, HTTPAddr: s.httpAddr(), NodeAddr: c.gossip.catalogAddr(s.Name), Clock: s.gate,
 		Transport: trans, LogStore: s.logs, StableStore: s.logs, SnapshotStore: s.snaps,
 		Peers: c.peers, Forward: fwd,
 		// Session IDs must not depend on crypto/rand, or no run replays.
@@ -258,7 +258,7 @@ func (c *Cluster) startGossip(s *server) (*gossip.Pool, error) {
 		return nil, fmt.Errorf("start %s gossip: %w", s.Name, err)
 	}
 	pool, err := gossip.Start(gossip.Config{NodeName: s.Name, Transport: t, Timing: c.gossipTiming(s.Name),
-		Tags: map[string]string{gossip.TagRole: gossip.RoleServer, gossip.TagHTTP: s.httpAddr()}})
+		Tags: map[string]string{gossip.TagRole: gossip.RoleServer}})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("start %s gossip: %w", s.Name, err), t.Shutdown())
 	}

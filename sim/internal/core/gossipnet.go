@@ -43,6 +43,17 @@ func newGossipNames(nodes []string) *gossipNames {
 	return g
 }
 
+// catalogAddr is the Address the catalog records for a node: with gossip,
+// its made-up IP (the leader's reconcile writes the member's gossip
+// address); without, the host of its HTTP address, which a gossip-less
+// server's self-registration writes. g may be nil.
+func (g *gossipNames) catalogAddr(node string) string {
+	if g == nil {
+		return node
+	}
+	return g.ips[node].String()
+}
+
 // addr is a node's gossip address as memberlist dials it.
 func (g *gossipNames) addr(node string) string {
 	return net.JoinHostPort(g.ips[node].String(), strconv.Itoa(gossipPort))

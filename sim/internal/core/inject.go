@@ -152,13 +152,13 @@ func (in *Injector) Start(f Fault) func() {
 		// that keeps suspecting a live node would.
 		// Clients' sessions are bound to their agents' nodes: with client
 		// agents the fault marks one of them, else a server.
-		node, addr := in.serverByPick(f.Pick).Name, ""
+		node := in.serverByPick(f.Pick).Name
 		if agents := in.Cl.Agents; len(agents) > 0 {
-			a := agents[f.Pick%uint64(len(agents))]
-			node, addr = a.Name, a.HTTPAddr()
-		} else {
-			addr = in.serverByPick(f.Pick).httpAddr()
+			node = agents[f.Pick%uint64(len(agents))].Name
 		}
+		// The address the leader's reconcile records, so that the write
+		// changes the check alone.
+		addr := in.Cl.gossip.catalogAddr(node)
 		in.Mark(f, "start", []string{node}, "serfHealth critical while alive, re-marked every "+falsePositiveEvery.String())
 		stop, done := make(chan struct{}), make(chan struct{})
 		go func() {
