@@ -54,13 +54,13 @@ func TestFSMAdvancesAppliedWaits(t *testing.T) {
 		t.Fatal("Apply of index 1 did not end the wait for it")
 	}
 
-	data, err := h.codec.encodeCommand(model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "b", Value: []byte("2")}})
+	set, err := h.codec.encodeCommand(model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "b", Value: []byte("2")}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	third, fourth := h.fsm.applied.reached(3), h.fsm.applied.reached(4)
 	h.fsm.ApplyBatch([]*raft.Log{
-		{Index: 2, Term: 1, Type: raft.LogCommand, Data: data},
+		{Index: 2, Term: 1, Type: raft.LogCommand, Data: set},
 		{Index: 3, Term: 1, Type: raft.LogCommand, Data: []byte{0xff}}, // undecodable
 	})
 	if !closed(third) || closed(fourth) {
@@ -71,17 +71,10 @@ func TestFSMAdvancesAppliedWaits(t *testing.T) {
 		t.Fatal("a batch of one undecodable entry did not end the wait for its index")
 	}
 
-	snap, err := h.fsm.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sink memSink
-	if err := snap.Persist(&sink); err != nil {
-		t.Fatal(err)
-	}
+	data := snapshotBytes(t, h.fsm)
 	other := newFSMHarness(t)
 	restored := other.fsm.applied.reached(h.fsm.state.Index())
-	if err := other.fsm.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+	if err := other.fsm.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		t.Fatal(err)
 	}
 	if !closed(restored) {

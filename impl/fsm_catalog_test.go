@@ -64,16 +64,9 @@ func TestFSMCatalogChangedOnlyForTheCatalog(t *testing.T) {
 			t.Fatalf("registering %+v (tables %+v -> %+v) did not close CatalogChanged", reg, before, f.state.Tables())
 		}
 	}
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sink memSink
-	if err := snap.Persist(&sink); err != nil {
-		t.Fatal(err)
-	}
+	data := snapshotBytes(t, f)
 	catalog = f.CatalogChanged()
-	if err := f.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+	if err := f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		t.Fatal(err)
 	}
 	if !closed(catalog) {

@@ -261,7 +261,23 @@ func TestFSMObservesEveryIndex(t *testing.T) {
 		t.Fatalf("after the destroy k is %+v, invalidated %v", e, last.Result.Invalidated)
 	}
 
-	snap, err := h.fsm.Snapshot()
+	data := snapshotBytes(t, h.fsm)
+	other := newFSMHarness(t)
+	var restored []Change
+	other.fsm.observe = func(c Change) { restored = append(restored, c) }
+	if err := other.fsm.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
+		t.Fatal(err)
+	}
+	if len(restored) != 1 || restored[0].Command != nil || restored[0].Index != h.fsm.state.Index() ||
+		!restored[0].After.Equal(h.fsm.state) || restored[0].Before.Index() != 0 {
+		t.Fatalf("restore observed as %+v", restored)
+	}
+}
+
+// snapshotBytes is f's snapshot as raft would persist it.
+func snapshotBytes(t *testing.T, f *fsm) []byte {
+	t.Helper()
+	snap, err := f.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,14 +285,5 @@ func TestFSMObservesEveryIndex(t *testing.T) {
 	if err := snap.Persist(&sink); err != nil {
 		t.Fatal(err)
 	}
-	other := newFSMHarness(t)
-	var restored []Change
-	other.fsm.observe = func(c Change) { restored = append(restored, c) }
-	if err := other.fsm.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
-		t.Fatal(err)
-	}
-	if len(restored) != 1 || restored[0].Command != nil || restored[0].Index != h.fsm.state.Index() ||
-		!restored[0].After.Equal(h.fsm.state) || restored[0].Before.Index() != 0 {
-		t.Fatalf("restore observed as %+v", restored)
-	}
+	return sink.Bytes()
 }
