@@ -1,6 +1,9 @@
 package impl
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // appliedWaits lets callers wait until the state machine has applied a raft
 // index. Waiters for the same index share one channel, so the map holds at
@@ -8,7 +11,8 @@ import "sync"
 // callers wait or give up.
 type appliedWaits struct {
 	mu    sync.Mutex
-	index uint64 // the last index applied
+	index uint64    // the last index applied
+	at    time.Time // when index was applied (zero: never)
 	waits map[uint64]chan struct{}
 }
 
@@ -45,13 +49,24 @@ func (a *appliedWaits) advance(index uint64) {
 	if index <= a.index {
 		return
 	}
-	a.index = index
+	a.index, a.at = index, time.Now()
 	for i, ch := range a.waits {
 		if i <= index {
 			close(ch)
 			delete(a.waits, i)
 		}
 	}
+}
+
+// sinceAdvance is how long ago the last index was applied; a very long
+// time if none was.
+func (a *appliedWaits) sinceAdvance() time.Duration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.at.IsZero() {
+		return time.Duration(1<<63 - 1)
+	}
+	return time.Since(a.at)
 }
 
 // pending is how many indexes have waiters (tests).

@@ -15,6 +15,7 @@ import (
 // reaches, so callers that give up leave nothing behind.
 func TestAppliedWaits(t *testing.T) {
 	var a appliedWaits
+	never := a.sinceAdvance()
 	five, six := a.reached(5), a.reached(6)
 	if a.reached(5) != five {
 		t.Error("two waiters of index 5 got different channels")
@@ -22,6 +23,9 @@ func TestAppliedWaits(t *testing.T) {
 	a.advance(4)
 	if closed(five) || closed(six) {
 		t.Fatal("applying index 4 ended a wait for 5 or 6")
+	}
+	if a.sinceAdvance() >= never {
+		t.Fatalf("after an apply, the time since the last one (%v) still reads as never (%v)", a.sinceAdvance(), never)
 	}
 	a.advance(5)
 	if !closed(five) {

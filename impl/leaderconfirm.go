@@ -10,8 +10,8 @@ import (
 
 // confirmCommitWait is how long a leadership confirmation waits for a
 // commit that would settle it before it starts a heartbeat round of its
-// own. Under load a commit comes well within it; on an idle cluster it is
-// what a refused acquire (S29) pays on top of the round.
+// own. Under load a commit comes well within it. A log that has applied
+// nothing for longer is taken as idle, and the round starts at once.
 const confirmCommitWait = 2 * time.Millisecond
 
 // leaderView is what confirmByCommit reads of raft; *raft.Raft has it.
@@ -19,6 +19,15 @@ type leaderView interface {
 	State() raft.RaftState
 	CurrentTerm() uint64
 	LastIndex() uint64
+}
+
+// appliedView is what confirmByCommit reads of the state machine;
+// *appliedWaits has it.
+type appliedView interface {
+	// reached returns a channel closed once index has been applied.
+	reached(index uint64) <-chan struct{}
+	// sinceAdvance is how long ago the last index was applied.
+	sinceAdvance() time.Duration
 }
 
 // confirmByCommit returns nil once this server has been confirmed as
@@ -36,17 +45,19 @@ type leaderView interface {
 // this server led the noted term throughout: it must still lead and the
 // term must be unchanged afterwards (state read before term, since a
 // server regains leadership only in a higher term). Otherwise, or if no
-// entry is applied within wait, verify decides.
-func confirmByCommit(ctx context.Context, r leaderView, applied func(index uint64) <-chan struct{}, wait time.Duration, verify func(context.Context) error) error {
+// entry is applied within wait, verify decides; it decides at once when
+// nothing has been applied for longer than wait, as no commit is likely
+// to come soon.
+func confirmByCommit(ctx context.Context, r leaderView, applied appliedView, wait time.Duration, verify func(context.Context) error) error {
 	term := r.CurrentTerm()
-	if r.State() != raft.Leader {
+	if r.State() != raft.Leader || applied.sinceAdvance() > wait {
 		return verify(ctx)
 	}
 	next := r.LastIndex() + 1
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
-	case <-applied(next):
+	case <-applied.reached(next):
 		if r.State() == raft.Leader && r.CurrentTerm() == term {
 			return nil
 		}
@@ -63,5 +74,5 @@ func (s *Server) confirmLeadership(ctx context.Context) error {
 	if _, err := s.waitLeaderReady(ctx); err != nil {
 		return err
 	}
-	return confirmByCommit(ctx, s.raft, s.fsm.applied.reached, confirmCommitWait, s.VerifyLeader)
+	return confirmByCommit(ctx, s.raft, &s.fsm.applied, confirmCommitWait, s.VerifyLeader)
 }

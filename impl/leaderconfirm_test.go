@@ -35,32 +35,45 @@ func (l *scriptedLeader) CurrentTerm() uint64 {
 
 func (l *scriptedLeader) LastIndex() uint64 { return l.last }
 
+// scriptedApplied is real index waits with a scripted time since the last
+// apply, so no case depends on how fast the test runs.
+type scriptedApplied struct {
+	appliedWaits
+	since time.Duration
+}
+
+func (a *scriptedApplied) sinceAdvance() time.Duration { return a.since }
+
 // TestConfirmByCommit: leadership is confirmed without a heartbeat round only
 // by applying an entry past the log's end at the call, while one term was led
-// throughout; in every other case the heartbeat round (verify) decides.
+// throughout, on a log that applied something within the wait; in every
+// other case the heartbeat round (verify) decides.
 func TestConfirmByCommit(t *testing.T) {
 	leader, follower := raft.Leader, raft.Follower
 	cases := []struct {
 		name       string
 		states     []raft.RaftState
 		terms      []uint64
-		applied    uint64 // the state machine's applied index during the wait
+		applied    uint64        // the state machine's applied index during the wait
+		idle       time.Duration // since the last apply, at the call
 		wantVerify bool
 	}{
-		{"entry past the log's end applied, same term, still leading", []raft.RaftState{leader}, []uint64{3}, 11, false},
-		{"only the log's end at the call applied", []raft.RaftState{leader}, []uint64{3}, 10, true},
-		{"nothing applied within the wait", []raft.RaftState{leader}, []uint64{3}, 0, true},
-		{"not leading at the call", []raft.RaftState{follower, leader}, []uint64{3}, 11, true},
-		{"stepped down by the end", []raft.RaftState{leader, follower}, []uint64{3}, 11, true},
-		{"leading again, in a later term", []raft.RaftState{leader}, []uint64{3, 5}, 11, true},
+		{"entry past the log's end applied, same term, still leading", []raft.RaftState{leader}, []uint64{3}, 11, 0, false},
+		{"only the log's end at the call applied", []raft.RaftState{leader}, []uint64{3}, 10, 0, true},
+		{"nothing applied within the wait", []raft.RaftState{leader}, []uint64{3}, 0, 0, true},
+		{"not leading at the call", []raft.RaftState{follower, leader}, []uint64{3}, 11, 0, true},
+		{"stepped down by the end", []raft.RaftState{leader, follower}, []uint64{3}, 11, 0, true},
+		{"leading again, in a later term", []raft.RaftState{leader}, []uint64{3, 5}, 11, 0, true},
+		{"log idle for longer than the wait", []raft.RaftState{leader}, []uint64{3}, 11, 2 * time.Millisecond, true},
+		{"log idle for just the wait", []raft.RaftState{leader}, []uint64{3}, 11, time.Millisecond, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			r := &scriptedLeader{states: c.states, terms: c.terms, last: 10}
-			var a appliedWaits
+			a := &scriptedApplied{since: c.idle}
 			a.advance(c.applied)
 			verified := false
-			err := confirmByCommit(context.Background(), r, a.reached, time.Millisecond, func(context.Context) error {
+			err := confirmByCommit(context.Background(), r, a, time.Millisecond, func(context.Context) error {
 				verified = true
 				return nil
 			})
@@ -79,22 +92,22 @@ func TestConfirmByCommit(t *testing.T) {
 // decides, and a caller that leaves gets its context's error.
 func TestConfirmByCommitWaitsForTheEntry(t *testing.T) {
 	r := &scriptedLeader{states: []raft.RaftState{raft.Leader}, terms: []uint64{3}, last: 10}
-	var a appliedWaits
+	a := &scriptedApplied{}
 	a.advance(10)
 	go a.advance(11)
 	noVerify := func(context.Context) error { return errors.New("verify called") }
-	if err := confirmByCommit(context.Background(), r, a.reached, time.Hour, noVerify); err != nil {
+	if err := confirmByCommit(context.Background(), r, a, time.Hour, noVerify); err != nil {
 		t.Fatalf("entry 11 applied during the wait: %v", err)
 	}
 
 	r = &scriptedLeader{states: []raft.RaftState{raft.Leader}, terms: []uint64{3}, last: 20}
-	if err := confirmByCommit(context.Background(), r, a.reached, time.Millisecond, func(context.Context) error { return ErrNotLeader }); !errors.Is(err, ErrNotLeader) {
+	if err := confirmByCommit(context.Background(), r, a, time.Millisecond, func(context.Context) error { return ErrNotLeader }); !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("verify answered ErrNotLeader, confirm answered %v", err)
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := confirmByCommit(ctx, r, a.reached, time.Hour, noVerify); !errors.Is(err, context.Canceled) {
+	if err := confirmByCommit(ctx, r, a, time.Hour, noVerify); !errors.Is(err, context.Canceled) {
 		t.Fatalf("caller left: %v, want context.Canceled", err)
 	}
 }
