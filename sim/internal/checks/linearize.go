@@ -207,13 +207,15 @@ func serfRegister(node string, st model.Health) model.Command {
 }
 
 // checkRegister is the catalog write that sets node's check to st: the
-// leader's for serfHealth, the agent's anti-entropy for its own checks.
+// leader's for serfHealth, the agent's anti-entropy for its own checks. The
+// address is a stand-in (the servers write the node's gossip IP): no
+// recorded request reads a node's address, so the model never compares it.
 func checkRegister(node, check string, st model.Health) model.Command {
 	name := "Serf Health Status"
 	if check != model.SerfHealthCheckID {
 		name = check
 	}
-	return model.Command{Register: &model.Register{Node: node, Address: node + ":" + core.HttpPort,
+	return model.Command{Register: &model.Register{Node: node, Address: node,
 		Checks: []model.CheckSpec{{CheckID: check, Name: name, Status: st}}}}
 }
 
