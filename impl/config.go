@@ -20,7 +20,7 @@ import (
 type Config struct {
 	// NodeName is this server's catalog node and raft server ID.
 	NodeName string
-	// HTTPAddr is the advertised host:port of this server's HTTP API.
+	// HTTPAddr is the host:port of this server's HTTP API.
 	HTTPAddr string
 	// NodeAddr is the Address of this node's catalog entry: the IP other
 	// agents reach it at, as Consul records a node's advertise address.

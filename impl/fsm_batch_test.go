@@ -98,22 +98,11 @@ func (r *batchRun) batch(logs []*raft.Log) []any {
 func (r *batchRun) woken() []string {
 	var out []string
 	for _, k := range batchWatched {
-		select {
-		case <-r.watches[k]:
+		if closed(r.watches[k]) {
 			out = append(out, k)
-		default:
 		}
 	}
 	return out
-}
-
-func closed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
 }
 
 // batchSequence is a workload raft could commit in one batch: sessions,

@@ -287,3 +287,13 @@ func snapshotBytes(t *testing.T, f *fsm) []byte {
 	}
 	return sink.Bytes()
 }
+
+// closed reports whether ch is closed, without waiting.
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}

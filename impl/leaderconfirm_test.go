@@ -3,6 +3,7 @@ package impl
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
@@ -59,8 +60,7 @@ func TestConfirmByCommit(t *testing.T) {
 		wantVerify bool
 	}{
 		{"entry past the log's end applied, same term, still leading", []raft.RaftState{leader}, []uint64{3}, 11, 0, false},
-		{"only the log's end at the call applied", []raft.RaftState{leader}, []uint64{3}, 10, 0, true},
-		{"nothing applied within the wait", []raft.RaftState{leader}, []uint64{3}, 0, 0, true},
+		{"only the log's end at the call applied (the wait runs out)", []raft.RaftState{leader}, []uint64{3}, 10, 0, true},
 		{"not leading at the call", []raft.RaftState{follower, leader}, []uint64{3}, 11, 0, true},
 		{"stepped down by the end", []raft.RaftState{leader, follower}, []uint64{3}, 11, 0, true},
 		{"leading again, in a later term", []raft.RaftState{leader}, []uint64{3, 5}, 11, 0, true},
@@ -94,7 +94,14 @@ func TestConfirmByCommitWaitsForTheEntry(t *testing.T) {
 	r := &scriptedLeader{states: []raft.RaftState{raft.Leader}, terms: []uint64{3}, last: 10}
 	a := &scriptedApplied{}
 	a.advance(10)
-	go a.advance(11)
+	go func() {
+		// Only once confirm waits on 11, so that the wait itself is tested
+		// and not an index already reached.
+		for a.pending() == 0 {
+			runtime.Gosched()
+		}
+		a.advance(11)
+	}()
 	noVerify := func(context.Context) error { return errors.New("verify called") }
 	if err := confirmByCommit(context.Background(), r, a, time.Hour, noVerify); err != nil {
 		t.Fatalf("entry 11 applied during the wait: %v", err)

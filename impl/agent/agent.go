@@ -32,7 +32,7 @@ type Config struct {
 	Server impl.Config
 	// Listener serves the HTTP API; if nil, the agent listens on
 	// Server.HTTPAddr over TCP (port 0 picks a free port, which then
-	// becomes the advertised address).
+	// becomes Server.HTTPAddr).
 	Listener net.Listener
 	// Forward carries requests to other servers' server ports (a follower
 	// forwarding to the leader, self-registration); it also becomes
@@ -125,7 +125,7 @@ func New(cfg Config) (*Agent, error) {
 		if ln, err = net.Listen("tcp", cfg.Server.HTTPAddr); err != nil {
 			return nil, errors.Join(fmt.Errorf("agent: listen on %s: %w", cfg.Server.HTTPAddr, err), closePool())
 		}
-		// An advertised port 0 would be useless to followers.
+		// Port 0 becomes the port actually bound, for HTTPAddr's readers.
 		cfg.Server.HTTPAddr = ln.Addr().String()
 	}
 	if cfg.Server.HTTPAddr == "" {
@@ -303,7 +303,7 @@ func stopHTTP(hs *http.Server, served <-chan error) error {
 // Server is the raft server behind the API.
 func (a *Agent) Server() *impl.Server { return a.srv }
 
-// HTTPAddr is the advertised host:port of the API.
+// HTTPAddr is the host:port of the API.
 func (a *Agent) HTTPAddr() string { return a.addr }
 
 // Shutdown stops serving, ends in-flight requests (blocking reads answer at

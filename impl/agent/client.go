@@ -28,7 +28,7 @@ type ClientConfig struct {
 	// Debug and Telemetry as for a server agent.
 	Debug     bool
 	Telemetry *MemSink
-	// Listener serves the HTTP API; HTTPAddr is what the agent advertises.
+	// Listener serves the HTTP API, at HTTPAddr.
 	Listener net.Listener
 	HTTPAddr string
 	Gossip   gossip.Config
@@ -125,7 +125,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	return c, nil
 }
 
-// HTTPAddr is the advertised host:port of the API.
+// HTTPAddr is the host:port of the API.
 func (c *Client) HTTPAddr() string { return c.addr }
 
 // Members is the agent's gossip pool.

@@ -133,6 +133,8 @@ func TestTelemetryNamesUnderConsul(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The registry is global: leave none of this test's sink behind.
+	t.Cleanup(func() { _, _ = metrics.NewGlobal(metrics.DefaultConfig(""), &metrics.BlackholeSink{}) })
 	metrics.MeasureSince([]string{"raft", "commitTime"}, time.Now())
 	metrics.IncrCounterWithLabels([]string{"raft", "apply"}, 1, []metrics.Label{{Name: "a", Value: "b"}})
 	body := encode(t, sink.Summary())

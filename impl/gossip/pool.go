@@ -50,7 +50,7 @@ type Config struct {
 	BindPort      int
 	AdvertiseAddr string
 	AdvertisePort int
-	// Tags are the member's tags (TagRole, TagDC, TagHTTP, …).
+	// Tags are the member's tags (TagRole, TagDC, …).
 	Tags map[string]string
 	// EncryptKey, if set, is the 16, 24 or 32-byte gossip key (-encrypt).
 	EncryptKey []byte

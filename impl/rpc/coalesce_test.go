@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // pipeServer is a Pool whose connections are pipes to one Server, with the
@@ -74,10 +75,14 @@ func (ps *pipeServer) warm(t *testing.T) {
 	ps.cliWrites.Store(0)
 }
 
-// until waits for cond; it holds once the goroutines it waits for have run.
-func until(cond func() bool) {
-	for !cond() {
-		runtime.Gosched()
+// until waits for cond, which holds once the goroutines it waits for have
+// run; one that never holds fails the test instead of hanging it.
+func until(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: never happened", what)
+		}
 	}
 }
 
@@ -93,7 +98,8 @@ func TestLoneRequestIsFlushed(t *testing.T) {
 // connection (its write, or its answer's, is then held), then perConn-1
 // more per connection, and lets the writes go once those are waiting to be
 // written (ready): it returns the writes counted meanwhile, 2 per
-// connection when the waiting ones go out together.
+// connection when the waiting ones go out together. arrived and release,
+// if set, say when the extra calls reached the handler and let them go.
 func (ps *pipeServer) coalesce(t *testing.T, conns []*countingConn, writes *atomic.Int64, ready func() []*atomic.Int32,
 	uri string, arrived func() int, release func()) int64 {
 	t.Helper()
@@ -116,15 +122,21 @@ func (ps *pipeServer) coalesce(t *testing.T, conns []*countingConn, writes *atom
 		send("/now")
 	}
 	for _, held := range helds {
-		<-held
+		select {
+		case <-held:
+		case <-time.After(10 * time.Second):
+			t.Fatal("a connection's first write never reached its socket")
+		}
 	}
 	for range (perConn - 1) * connsPerServer {
 		send(uri)
 	}
-	until(func() bool { return arrived() == (perConn-1)*connsPerServer })
-	release()
+	if arrived != nil {
+		until(t, "the extra calls at the handler", func() bool { return arrived() == (perConn-1)*connsPerServer })
+		release()
+	}
 	for _, r := range ready() {
-		until(func() bool { return r.Load() == perConn-1 })
+		until(t, "the extra calls waiting to be written", func() bool { return r.Load() == perConn-1 })
 	}
 	for _, g := range gates {
 		close(g)
@@ -174,8 +186,7 @@ func TestRequestsCoalesce(t *testing.T) {
 		}
 		return rs
 	}
-	got := ps.coalesce(t, ps.cliConns, &ps.cliWrites, ready, "/now",
-		func() int { return (perConn - 1) * connsPerServer }, func() {})
+	got := ps.coalesce(t, ps.cliConns, &ps.cliWrites, ready, "/now", nil, nil)
 	if want := int64(2 * connsPerServer); got != want {
 		t.Fatalf("%d requests took %d writes, want %d (one held, then the rest together, per connection)",
 			perConn*connsPerServer, got, want)
