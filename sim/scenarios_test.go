@@ -268,18 +268,16 @@ func TestSceneFailoverMidTTL(t *testing.T) {
 		a.Renew()
 		renewedAt = s.Rec.Elapsed()
 		time.Sleep(10 * time.Second)
-		l := s.Cl.Leader()
-		if l == nil {
+		if s.Cl.Leader() == nil {
 			panic("no leader")
 		}
 		killedAt = s.Rec.Elapsed()
-		// Marked as a leader-kill, as a seeded run marks it, so the gossip
-		// checks excuse what the dead server's links do (S53).
+		// The injector's leader-kill, marked as a seeded run marks it, so
+		// the gossip checks excuse what the dead server's links do (S53).
 		f := core.Fault{ID: 1, Kind: core.FaultLeaderKill, Dur: 5 * time.Second}
-		s.inj.Mark(f, "start", []string{l.Name}, "scripted")
-		s.inj.Crash(l)
+		restart := s.inj.Start(f)
 		time.Sleep(5 * time.Second)
-		s.inj.Restart(l)
+		restart()
 		s.inj.Mark(f, "end", nil, "")
 		b.Create(gb)
 		b.lockRetry(time.Second, 60*time.Second)

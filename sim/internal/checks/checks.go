@@ -352,7 +352,7 @@ func checkDurable(ix *traceIndex) []Violation {
 		}
 		for _, op := range ix.ops {
 			if op != last && op != fin && op.writesKey(key) && op.CallAt <= fin.CallAt &&
-				!op.notApplied() && (op.RetAt < 0 || op.RetAt >= last.CallAt || op.unknown()) {
+				!op.notApplied() && (!op.Done() || op.RetAt >= last.CallAt) {
 				ambiguous = true
 			}
 		}

@@ -38,7 +38,7 @@ func Evaluate(res *workload.Result, linTimeout time.Duration) Evaluation {
 	ev.Lin, ev.LinErr = linearizability.Check(h, linearizability.Options{Timeout: linTimeout})
 	if ev.LinErr != nil {
 		ev.Violations = append(ev.Violations, Violation{Check: CheckLinearizable,
-			Clauses: []string{"S15", "S16", "S17", "S26", "S31", "S40", "S44"}, Msg: ev.LinErr.Error()})
+			Clauses: []string{"S10", "S15", "S16", "S17", "S26", "S31", "S40", "S44"}, Msg: ev.LinErr.Error()})
 	}
 	return ev
 }

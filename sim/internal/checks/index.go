@@ -28,10 +28,6 @@ func (o *Op) notApplied() bool {
 	return o.Ret != nil && (o.Ret.Outcome == core.OutFail || o.Ret.Outcome == core.OutNotApplied)
 }
 
-// unknown reports that the client gave up without an answer (or with one
-// that does not tell): the op may take effect at any later time.
-func (o *Op) unknown() bool { return o.Ret != nil && o.Ret.Outcome == core.OutUnknown }
-
 // OK reports a definite success.
 func (o *Op) OK() bool { return o.Ret != nil && o.Ret.Outcome == core.OutOK }
 

@@ -106,12 +106,12 @@ func history(ix *traceIndex) (linearizability.History, int) {
 		return cmp.Or(cmp.Compare(a.index, b.index), strings.Compare(a.node, b.node), strings.Compare(a.check, b.check))
 	})
 	criticalAt := map[string][]uint64{} // node/check → indexes at which it went critical
-	lastSerf := time.Duration(-1)
+	lastCatalog := time.Duration(-1)
 	for _, cc := range changes {
 		var cmd model.Command
-		kind := "node-deregister"
+		var kind string
 		if cc.check == "" {
-			cmd = model.Command{Deregister: &model.Deregister{Node: cc.node}}
+			cmd, kind = model.Command{Deregister: &model.Deregister{Node: cc.node}}, "node-deregister"
 		} else {
 			if cc.status == model.HealthCritical {
 				criticalAt[cc.node+"/"+cc.check] = append(criticalAt[cc.node+"/"+cc.check], cc.index)
@@ -121,9 +121,9 @@ func history(ix *traceIndex) (linearizability.History, int) {
 		}
 		// Successive changes keep their log order even when first applied
 		// at the same instant: each is placed at least 1ns after the last.
-		latest := max(first.at(cc.index), lastSerf+1)
-		earliest := max(latest-invalidationWindow, lastSerf+1)
-		lastSerf = latest
+		latest := max(first.at(cc.index), lastCatalog+1)
+		earliest := max(latest-invalidationWindow, lastCatalog+1)
+		lastCatalog = latest
 		h.Events = append(h.Events, linearizability.Event{Kind: kind,
 			Earliest: nanos(earliest), Latest: nanos(latest), Command: &cmd})
 	}

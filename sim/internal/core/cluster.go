@@ -162,13 +162,13 @@ func (c *Cluster) boot(s *server) error {
 	if inc == 0 {
 		replayUntil = 0
 	}
-	var leader, stopped atomic.Bool
-	// leadTerm is the term of the server's latest leadership, set before
-	// leader so an apply that sees leader set sees its term.
+	var stopped atomic.Bool
+	// leadTerm is the term this server leads in, 0 while it does not lead:
+	// one value, so an apply never sees a leader without its term.
 	var leadTerm atomic.Uint64
 	fwd := simPool(c.net, s.Name)
 	cfg := impl.Config{
-		NodeName: s.Name, HTTPAddr: s.httpAddr(), NodeAddr: c.gossip.catalogAddr(s.Name), Clock: s.gate,
+		NodeName: s.Name, HTTPAddr: s.httpAddr(), Clock: s.gate,
 		Transport: trans, LogStore: s.logs, StableStore: s.logs, SnapshotStore: s.snaps,
 		Peers: c.peers, Forward: fwd,
 		// Session IDs must not depend on crypto/rand, or no run replays.
@@ -184,10 +184,8 @@ func (c *Cluster) boot(s *server) error {
 				return // a crashed incarnation, or an entry that changed nothing
 			}
 			obs := observe(ch)
-			obs.Leader, obs.Clock, obs.Incarnation = leader.Load(), s.clock.Now(), inc
-			if obs.Leader {
-				obs.LeaderTerm = leadTerm.Load()
-			}
+			obs.LeaderTerm, obs.Clock, obs.Incarnation = leadTerm.Load(), s.clock.Now(), inc
+			obs.Leader = obs.LeaderTerm != 0
 			obs.Replay = obs.Index <= replayUntil || obs.Restored
 			c.rec.Add(Event{Kind: KindState, Node: name, State: obs})
 			c.appliedMu.Lock()
@@ -201,6 +199,9 @@ func (c *Cluster) boot(s *server) error {
 			return errors.Join(err, fwd.Close())
 		}
 		cfg.Membership = pool
+		// As impl/agent does: the node's catalog address is its gossip
+		// address, which the leader's reconcile writes.
+		cfg.NodeAddr = pool.Local().IP
 	}
 	if c.variant != nil && c.variant.Config != nil {
 		c.variant.Config(&cfg)
@@ -216,14 +217,15 @@ func (c *Cluster) boot(s *server) error {
 	srv.Raft().RegisterObserver(raft.NewObserver(nil, false, func(o *raft.Observation) bool {
 		// Runs synchronously inside raft: the time is the exact virtual
 		// instant of the change.
-		if st, ok := o.Data.(raft.RaftState); ok && (st == raft.Leader) != leader.Load() {
+		if st, ok := o.Data.(raft.RaftState); ok && (st == raft.Leader) != (leadTerm.Load() != 0) {
 			is := st == raft.Leader
+			term := uint64(0)
 			if is {
 				// raft raised its term when it stood for election, before
 				// it took the leader state.
-				leadTerm.Store(o.Raft.CurrentTerm())
+				term = o.Raft.CurrentTerm()
 			}
-			leader.Store(is)
+			leadTerm.Store(term)
 			c.rec.Add(Event{Kind: KindLeader, Node: name, Leader: &is})
 		}
 		return false
