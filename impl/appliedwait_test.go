@@ -58,13 +58,10 @@ func TestFSMAdvancesAppliedWaits(t *testing.T) {
 		t.Fatal("Apply of index 1 did not end the wait for it")
 	}
 
-	set, err := h.codec.encodeCommand(model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "b", Value: []byte("2")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	set := commandLog(t, h.codec, 2, model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "b", Value: []byte("2")}})
 	third, fourth := h.fsm.applied.reached(3), h.fsm.applied.reached(4)
 	h.fsm.ApplyBatch([]*raft.Log{
-		{Index: 2, Term: 1, Type: raft.LogCommand, Data: set},
+		set,
 		{Index: 3, Term: 1, Type: raft.LogCommand, Data: []byte{0xff}}, // undecodable
 	})
 	if !closed(third) || closed(fourth) {

@@ -117,11 +117,7 @@ func batchSequence(t testing.TB) []*raft.Log {
 		logs = append(logs, &raft.Log{Index: uint64(len(logs) + 1), Term: 2, Type: typ, Data: data})
 	}
 	cmd := func(c model.Command) {
-		data, err := codec.encodeCommand(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		add(raft.LogCommand, data)
+		add(raft.LogCommand, commandLog(t, codec, 0, c).Data)
 	}
 	kv := func(verb model.KVVerb, key, session string) {
 		cmd(model.Command{KV: &model.KVOp{Verb: verb, Key: key, Session: session, Value: []byte(key)}})
@@ -290,13 +286,9 @@ func TestFSMApplyBatchWakesChangedOnce(t *testing.T) {
 	if closed(next) {
 		t.Fatal("Changed after the batch is already closed")
 	}
-	codec := newWireCodec()
-	refused, err := codec.encodeCommand(model.Command{KV: &model.KVOp{Verb: model.KVUnlock, Key: "a", Session: "nobody"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	refused := commandLog(t, newWireCodec(), 17, model.Command{KV: &model.KVOp{Verb: model.KVUnlock, Key: "a", Session: "nobody"}})
 	all.batch([]*raft.Log{
-		{Index: 17, Type: raft.LogCommand, Data: refused},
+		refused,
 		{Index: 18, Type: raft.LogConfiguration, Data: logs[6].Data},
 		{Index: 19, Type: raft.LogCommand, Data: []byte{9}},
 	})
@@ -406,12 +398,8 @@ func benchFSMApply(b *testing.B, n, waiters int, batch bool) {
 	f.awaitDurable = ls.await
 	var index uint64
 	setup := func(c model.Command) {
-		data, err := codec.encodeCommand(c)
-		if err != nil {
-			b.Fatal(err)
-		}
 		index++
-		if res, ok := f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: data}).(model.Result); !ok || res.Failed() {
+		if res, ok := f.Apply(commandLog(b, codec, index, c)).(model.Result); !ok || res.Failed() {
 			b.Fatalf("setup %+v: %+v", c, res)
 		}
 	}
@@ -423,11 +411,7 @@ func benchFSMApply(b *testing.B, n, waiters int, batch bool) {
 		if i%2 == 1 {
 			verb = model.KVUnlock
 		}
-		data, err := codec.encodeCommand(model.Command{KV: &model.KVOp{Verb: verb, Key: fmt.Sprintf("k%d", i/2), Session: "s1"}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		logs[i] = &raft.Log{Type: raft.LogCommand, Data: data}
+		logs[i] = commandLog(b, codec, 0, model.Command{KV: &model.KVOp{Verb: verb, Key: fmt.Sprintf("k%d", i/2), Session: "s1"}})
 	}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup

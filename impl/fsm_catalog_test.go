@@ -20,12 +20,8 @@ func TestFSMCatalogChangedOnlyForTheCatalog(t *testing.T) {
 	f := newFSM(codec, newLockDelayGuard(NewManualClock(time.Unix(0, 0))), nil)
 	index := uint64(0)
 	entry := func(c model.Command) *raft.Log {
-		data, err := codec.encodeCommand(c)
-		if err != nil {
-			t.Fatal(err)
-		}
 		index++
-		return &raft.Log{Index: index, Type: raft.LogCommand, Data: data}
+		return commandLog(t, codec, index, c)
 	}
 	register := func(status model.Health) *raft.Log {
 		return entry(model.Command{Register: &model.Register{Node: "n1", Checks: []model.CheckSpec{

@@ -34,11 +34,8 @@ func newFSMHarness(t *testing.T) *fsmHarness {
 // apply feeds cmd to the FSM as raft would and returns its response.
 func (h *fsmHarness) apply(cmd model.Command) any {
 	h.t.Helper()
-	data, err := h.codec.encodeCommand(cmd)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return h.applyRaw(data)
+	h.index++
+	return h.fsm.Apply(commandLog(h.t, h.codec, h.index, cmd))
 }
 
 func (h *fsmHarness) applyRaw(data []byte) any {
@@ -296,4 +293,14 @@ func closed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// commandLog is cmd as raft logs it at index (term 1).
+func commandLog(tb testing.TB, codec *wireCodec, index uint64, cmd model.Command) *raft.Log {
+	tb.Helper()
+	data, err := codec.encodeCommand(cmd)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &raft.Log{Index: index, Term: 1, Type: raft.LogCommand, Data: data}
 }

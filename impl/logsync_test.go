@@ -403,11 +403,7 @@ func TestFSMAppliesOnlyDurableEntries(t *testing.T) {
 		return nil
 	}
 	set := func(key string) *raft.Log {
-		data, err := f.codec.encodeCommand(model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: key, Value: []byte("v")}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &raft.Log{Index: uint64(len(asked) + 1), Type: raft.LogCommand, Data: data}
+		return commandLog(t, f.codec, uint64(len(asked)+1), model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: key, Value: []byte("v")}})
 	}
 	f.Apply(set("durable"))
 	func() {

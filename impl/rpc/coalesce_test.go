@@ -97,11 +97,12 @@ func TestLoneRequestIsFlushed(t *testing.T) {
 // coalesce holds the next write on each of conns, sends one request per
 // connection (its write, or its answer's, is then held), then perConn-1
 // more per connection, and lets the writes go once those are waiting to be
-// written (ready): it returns the writes counted meanwhile, 2 per
-// connection when the waiting ones go out together. arrived and release,
-// if set, say when the extra calls reached the handler and let them go.
-func (ps *pipeServer) coalesce(t *testing.T, conns []*countingConn, writes *atomic.Int64, ready func() []*atomic.Int32,
-	uri string, arrived func() int, release func()) int64 {
+// written (ready). It fails unless the writes counted meanwhile are 2 per
+// connection: the held one, then the waiting ones together. what names
+// the frames; arrived and release, if set, say when the extra calls
+// reached the handler and let them go.
+func (ps *pipeServer) coalesce(t *testing.T, what string, conns []*countingConn, writes *atomic.Int64, ready func() []*atomic.Int32,
+	uri string, arrived func() int, release func()) {
 	t.Helper()
 	var gates, helds []chan struct{}
 	for _, c := range conns {
@@ -142,7 +143,10 @@ func (ps *pipeServer) coalesce(t *testing.T, conns []*countingConn, writes *atom
 		close(g)
 	}
 	wg.Wait()
-	return writes.Load()
+	if got, want := writes.Load(), int64(2*connsPerServer); got != want {
+		t.Fatalf("%d %s took %d writes, want %d (one held, then the rest together, per connection)",
+			perConn*connsPerServer, what, got, want)
+	}
 }
 
 const perConn = 4 // requests per connection in the tests below
@@ -167,12 +171,8 @@ func TestAnswersCoalesce(t *testing.T) {
 		}
 		return rs
 	}
-	got := ps.coalesce(t, ps.srvConns, &ps.srvWrites, ready, "/wait",
+	ps.coalesce(t, "answers", ps.srvConns, &ps.srvWrites, ready, "/wait",
 		func() int { return int(arrived.Load()) }, func() { close(wait) })
-	if want := int64(2 * connsPerServer); got != want {
-		t.Fatalf("%d answers took %d writes, want %d (one held, then the rest together, per connection)",
-			perConn*connsPerServer, got, want)
-	}
 }
 
 // TestRequestsCoalesce: requests sent together on one connection go out
@@ -186,9 +186,5 @@ func TestRequestsCoalesce(t *testing.T) {
 		}
 		return rs
 	}
-	got := ps.coalesce(t, ps.cliConns, &ps.cliWrites, ready, "/now", nil, nil)
-	if want := int64(2 * connsPerServer); got != want {
-		t.Fatalf("%d requests took %d writes, want %d (one held, then the rest together, per connection)",
-			perConn*connsPerServer, got, want)
-	}
+	ps.coalesce(t, "requests", ps.cliConns, &ps.cliWrites, ready, "/now", nil, nil)
 }
