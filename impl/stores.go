@@ -7,11 +7,13 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
 	"github.com/hashicorp/raft-wal/fs"
 	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/segment"
+	"github.com/hashicorp/raft-wal/types"
 )
 
 // stores are the raft log, stable and snapshot stores a server runs on, and
@@ -65,50 +67,28 @@ func openStores(c Config) (*stores, error) {
 			st.close()
 			return nil, fmt.Errorf("create raft log directory: %w", err)
 		}
-		// raft-wal's Close leaves its BoltDB meta store (and that file's
-		// lock) open, so a restart in the same process would hang: own it
-		// and close it after the WAL.
-		meta := &metadb.BoltMetaDB{}
-		logger := wal.WithLogger(c.Logger.Named("wal"))
-		var w *wal.WAL
-		var err error
 		if st.logs == nil {
-			if err := syncFiles(dir); err != nil {
+			dl, err := openDurableLog(dir, c.Logger.Named("wal"), c.durableLog)
+			if err != nil {
 				st.close()
 				return nil, err
 			}
-			st.sync = newLogSync(true)
-			zeroed := &zeroedVFS{VFS: fs.New(), logger: c.Logger.Named("wal")}
-			st.closers = append(st.closers, st.sync, zeroed)
-			w, err = wal.Open(dir, logger,
-				wal.WithMetaStore(syncedMeta{MetaStore: meta, ls: st.sync}),
-				wal.WithSegmentFiler(segment.NewFiler(dir, syncedVFS{VFS: zeroed, ls: st.sync})))
+			st.closers = append(st.closers, dl.closers...)
+			st.logs, st.sync = dl.logs, dl.sync
+			if st.stable == nil {
+				st.stable = dl.wal
+			}
 		} else {
-			w, err = wal.Open(dir, logger, wal.WithMetaStore(meta))
-		}
-		if err != nil {
-			st.close()
-			return nil, errors.Join(fmt.Errorf("open raft log in %s: %w", dir, err), meta.Close())
-		}
-		st.closers = append(st.closers, w, meta)
-		if st.logs == nil {
-			last, err := w.LastIndex()
+			// raft-wal's Close leaves its BoltDB meta store (and that file's
+			// lock) open, so a restart in the same process would hang: own it
+			// and close it after the WAL.
+			meta := &metadb.BoltMetaDB{}
+			w, err := wal.Open(dir, wal.WithLogger(c.Logger.Named("wal")), wal.WithMetaStore(meta))
 			if err != nil {
 				st.close()
-				return nil, fmt.Errorf("raft log last index: %w", err)
+				return nil, errors.Join(fmt.Errorf("open raft log in %s: %w", dir, err), meta.Close())
 			}
-			// syncFiles put everything already in the log on disk.
-			st.sync.synced(last)
-			// The cache serves followers' catch-up reads of recent entries
-			// from memory, as Consul does in front of its store.
-			cached, err := raft.NewLogCache(512, w)
-			if err != nil {
-				st.close()
-				return nil, fmt.Errorf("raft log cache: %w", err)
-			}
-			st.logs = &syncedLogStore{LogStore: cached, ls: st.sync}
-		}
-		if st.stable == nil {
+			st.closers = append(st.closers, w, meta)
 			st.stable = w
 		}
 	}
@@ -133,4 +113,90 @@ func (st *stores) close() error {
 	}
 	st.closers = nil
 	return first
+}
+
+// durableLogOptions change how openDurableLog opens a log; tests only.
+type durableLogOptions struct {
+	// wrapVFS stands between the zero-filled segment files and logSync.
+	wrapVFS func(types.VFS) types.VFS
+	// segmentSize, if set, replaces raft-wal's default of 64 MiB.
+	segmentSize int
+	// wrapMeta stands between raft-wal and its meta store.
+	wrapMeta func(types.MetaStore) types.MetaStore
+	// manualFlush leaves the deferred fsyncs to the caller's logSync.flush.
+	manualFlush bool
+}
+
+// durableLog is tenure's own raft log: raft-wal on zero-filled segments,
+// with the leader's fsyncs deferred by logSync.
+type durableLog struct {
+	wal  *wal.WAL // also the stable store
+	logs raft.LogStore
+	sync *logSync
+	// closers close it, last first.
+	closers []io.Closer
+}
+
+// openDurableLog opens (or creates) the raft log in dir.
+func openDurableLog(dir string, logger hclog.Logger, o durableLogOptions) (*durableLog, error) {
+	// A process killed with fsyncs deferred left writes in the page cache.
+	if err := syncFiles(dir); err != nil {
+		return nil, err
+	}
+	dl := &durableLog{sync: newLogSync(!o.manualFlush)}
+	zeroed := &zeroedVFS{VFS: fs.New(), logger: logger}
+	var vfs types.VFS = zeroed
+	if o.wrapVFS != nil {
+		vfs = o.wrapVFS(vfs)
+	}
+	// raft-wal's Close leaves its BoltDB meta store (and that file's lock)
+	// open, so a restart in the same process would hang: own it and close
+	// it after the WAL.
+	meta := &metadb.BoltMetaDB{}
+	dl.closers = append(dl.closers, dl.sync, zeroed)
+	var metaStore types.MetaStore = meta
+	if o.wrapMeta != nil {
+		metaStore = o.wrapMeta(meta)
+	}
+	if err := finishRotation(dir, metaStore, fs.New()); err != nil {
+		return nil, errors.Join(err, meta.Close(), closeAll(dl.closers))
+	}
+	size := wal.DefaultSegmentSize
+	if o.segmentSize > 0 {
+		size = o.segmentSize
+	}
+	w, err := wal.Open(dir, wal.WithLogger(logger), wal.WithSegmentSize(size),
+		wal.WithMetaStore(syncedMeta{MetaStore: metaStore, ls: dl.sync}),
+		wal.WithSegmentFiler(segment.NewFiler(dir, syncedVFS{VFS: vfs, ls: dl.sync})))
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("open raft log in %s: %w", dir, err), meta.Close(), closeAll(dl.closers))
+	}
+	dl.wal = w
+	// Closers run last first: the WAL, then its meta store. A rotation
+	// still running in the background commits to the meta store, so
+	// closing that first would crash it.
+	dl.closers = append(dl.closers, meta, w)
+	last, err := w.LastIndex()
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("raft log last index: %w", err), closeAll(dl.closers))
+	}
+	// syncFiles put everything already in the log on disk.
+	dl.sync.synced(last)
+	// The cache serves followers' catch-up reads of recent entries from
+	// memory, as Consul does in front of its store.
+	cached, err := raft.NewLogCache(512, w)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("raft log cache: %w", err), closeAll(dl.closers))
+	}
+	dl.logs = &syncedLogStore{LogStore: cached, ls: dl.sync}
+	return dl, nil
+}
+
+// closeAll closes cs, last first, and joins their errors.
+func closeAll(cs []io.Closer) error {
+	var errs []error
+	for i := len(cs) - 1; i >= 0; i-- {
+		errs = append(errs, cs[i].Close())
+	}
+	return errors.Join(errs...)
 }
