@@ -8,9 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -396,78 +394,5 @@ func TestPowerLossCheckCatchesResurrectedAndWrongEntries(t *testing.T) {
 	latest[3] = []byte("other")
 	if err := powerLossCheck(logs, latest, 2); err == nil {
 		t.Error("an entry with other content was not reported")
-	}
-}
-
-// refusingMeta fails every meta commit once refuse is set, as a process
-// that dies before raft-wal's background rotation commits.
-type refusingMeta struct {
-	types.MetaStore
-	refuse *atomic.Bool
-}
-
-func (m refusingMeta) CommitState(st types.PersistentState) error {
-	if m.refuse.Load() {
-		return errPowerLost
-	}
-	return m.MetaStore.CommitState(st)
-}
-
-// TestFinishRotation: a log whose tail segment was sealed by the append
-// that filled it, while the rotation that should have followed never
-// committed, opens and takes new entries after every entry it had.
-// Without finishRotation raft-wal refuses every append on it ("segment
-// is sealed"), so the server could never write its log again.
-func TestFinishRotation(t *testing.T) {
-	dir := t.TempDir()
-	var refuse atomic.Bool
-	dl, err := openDurableLog(dir, hclog.NewNullLogger(), durableLogOptions{
-		wrapMeta:    func(m types.MetaStore) types.MetaStore { return refusingMeta{MetaStore: m, refuse: &refuse} },
-		segmentSize: 16 << 10,
-		manualFlush: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	refuse.Store(true)
-	data := func(i uint64) []byte { return fmt.Appendf(nil, "entry %d %0300d", i, i) }
-	var last uint64
-	for i := uint64(1); ; i++ {
-		if i > 1000 {
-			t.Fatal("the tail segment never filled")
-		}
-		err := dl.logs.StoreLogs([]*raft.Log{{Index: i, Term: 1, Type: raft.LogCommand, Data: data(i)}})
-		if err != nil {
-			// The append after the seal finds the rotation failed (raft's
-			// log cache keeps only the error's text).
-			if !strings.Contains(err.Error(), types.ErrSealed.Error()) {
-				t.Fatalf("store %d: %v, want the sealed tail's refusal", i, err)
-			}
-			break
-		}
-		last = i
-	}
-	if err := closeAll(dl.closers); err != nil {
-		t.Fatal(err)
-	}
-
-	dl, err = openDurableLog(dir, hclog.NewNullLogger(), durableLogOptions{segmentSize: 16 << 10, manualFlush: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := closeAll(dl.closers); err != nil {
-			t.Error(err)
-		}
-	}()
-	latest := map[uint64][]byte{}
-	for i := uint64(1); i <= last+1; i++ {
-		latest[i] = data(i)
-	}
-	if err := dl.logs.StoreLogs([]*raft.Log{{Index: last + 1, Term: 1, Type: raft.LogCommand, Data: data(last + 1)}}); err != nil {
-		t.Fatalf("store %d after reopening: %v", last+1, err)
-	}
-	if err := powerLossCheck(dl.logs, latest, last+1); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -19,16 +19,17 @@ var targets = []target{
 	{name: "recipe", dir: "recipe"},
 	{name: "reconcile", dir: "impl/reconcile"},
 	{name: "impl", dir: "impl", files: []string{
-		"apply.go",         // proposing a command on the leader
-		"leadercore.go",    // leader-side lock-delay check, ID assignment, TTL book
-		"leaderconfirm.go", // when a refusal may trust the leader's state (S29)
-		"appliedwait.go",   // waiting for the state machine to reach an index
-		"fsm.go",           // what a committed entry does to the state
-		"lockdelays.go",    // lock-delay arming on the leader
-		"ttltimers.go",     // TTL expiry that invalidates sessions
-		"membership.go",    // the leader's gossip reconcile and voter changes
-		"bootstrap.go",     // -bootstrap-expect
-		"logsync.go",       // when a log entry counts as durable
+		"apply.go",           // proposing a command on the leader
+		"leadercore.go",      // leader-side lock-delay check, ID assignment, TTL book
+		"leaderconfirm.go",   // when a refusal may trust the leader's state (S29)
+		"appliedwait.go",     // waiting for the state machine to reach an index
+		"fsm.go",             // what a committed entry does to the state
+		"lockdelays.go",      // lock-delay arming on the leader
+		"ttltimers.go",       // TTL expiry that invalidates sessions
+		"membership.go",      // the leader's gossip reconcile and voter changes
+		"bootstrap.go",       // -bootstrap-expect
+		"logsync.go",         // when a log entry counts as durable
+		"segmentrotation.go", // finishing a rotation raft-wal left half done
 	}},
 	// impl/gossip is mostly serf and memberlist wiring (their failure
 	// detection is theirs), but toMember decides how a member reads for

@@ -1,0 +1,144 @@
+package impl
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	"github.com/hashicorp/raft-wal/fs"
+	"github.com/hashicorp/raft-wal/metadb"
+	"github.com/hashicorp/raft-wal/segment"
+	"github.com/hashicorp/raft-wal/types"
+)
+
+// refusingMeta fails every meta commit once refuse is set, as a process
+// that dies before raft-wal's background rotation commits.
+type refusingMeta struct {
+	types.MetaStore
+	refuse *atomic.Bool
+}
+
+func (m refusingMeta) CommitState(st types.PersistentState) error {
+	if m.refuse.Load() {
+		return errPowerLost
+	}
+	return m.MetaStore.CommitState(st)
+}
+
+// interruptRotation writes entries to a new log in dir until the append
+// that fills the tail segment seals it, with every meta commit refused
+// from the start, so the rotation that should follow never commits. It
+// returns the last entry stored and the content of each entry.
+func interruptRotation(t *testing.T, dir string) (last uint64, data func(uint64) []byte) {
+	t.Helper()
+	var refuse atomic.Bool
+	dl, err := openDurableLog(dir, hclog.NewNullLogger(), durableLogOptions{
+		wrapMeta:    func(m types.MetaStore) types.MetaStore { return refusingMeta{MetaStore: m, refuse: &refuse} },
+		segmentSize: 16 << 10,
+		manualFlush: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refuse.Store(true)
+	data = func(i uint64) []byte { return fmt.Appendf(nil, "entry %d %0300d", i, i) }
+	for i := uint64(1); ; i++ {
+		if i > 1000 {
+			t.Fatal("the tail segment never filled")
+		}
+		err := dl.logs.StoreLogs([]*raft.Log{{Index: i, Term: 1, Type: raft.LogCommand, Data: data(i)}})
+		if err != nil {
+			// The append after the seal finds the rotation failed (raft's
+			// log cache keeps only the error's text).
+			if !strings.Contains(err.Error(), types.ErrSealed.Error()) {
+				t.Fatalf("store %d: %v, want the sealed tail's refusal", i, err)
+			}
+			break
+		}
+		last = i
+	}
+	if err := closeAll(dl.closers); err != nil {
+		t.Fatal(err)
+	}
+	return last, data
+}
+
+// TestFinishRotation: a log whose tail segment was sealed by the append
+// that filled it, while the rotation that should have followed never
+// committed, opens and takes new entries after every entry it had.
+// Without finishRotation raft-wal refuses every append on it ("segment
+// is sealed"), so the server could never write its log again.
+func TestFinishRotation(t *testing.T) {
+	dir := t.TempDir()
+	last, data := interruptRotation(t, dir)
+	dl, err := openDurableLog(dir, hclog.NewNullLogger(), durableLogOptions{segmentSize: 16 << 10, manualFlush: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := closeAll(dl.closers); err != nil {
+			t.Error(err)
+		}
+	}()
+	latest := map[uint64][]byte{}
+	for i := uint64(1); i <= last+1; i++ {
+		latest[i] = data(i)
+	}
+	if err := dl.logs.StoreLogs([]*raft.Log{{Index: last + 1, Term: 1, Type: raft.LogCommand, Data: data(last + 1)}}); err != nil {
+		t.Fatalf("store %d after reopening: %v", last+1, err)
+	}
+	if err := powerLossCheck(dl.logs, latest, last+1); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFinishRotationRefusesABadSeal: a seal whose index block does not
+// lead to the tail's own entries is not committed; the log refuses to
+// open, saying why, rather than serve entries through a wrong index.
+func TestFinishRotationRefusesABadSeal(t *testing.T) {
+	dir := t.TempDir()
+	interruptRotation(t, dir)
+	meta := &metadb.BoltMetaDB{}
+	state, err := meta.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail := state.Segments[len(state.Segments)-1]
+	w, err := segment.NewFiler(dir, fs.New()).RecoverTail(tail)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, indexStart, err := w.Sealed()
+	if err := errors.Join(err, w.Close(), meta.Close()); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, segment.FileName(tail)), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The second entry's offset now points at the first entry.
+	var first [4]byte
+	if _, err := f.ReadAt(first[:], int64(indexStart)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteAt(first[:], int64(indexStart)+4); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	dl, err := openDurableLog(dir, hclog.NewNullLogger(), durableLogOptions{segmentSize: 16 << 10, manualFlush: true})
+	if err == nil {
+		_ = closeAll(dl.closers)
+		t.Fatal("a log whose interrupted seal reads back other entries opened")
+	}
+	if !strings.Contains(err.Error(), "does not read back") {
+		t.Fatalf("open: %v, want the seal's refusal", err)
+	}
+}
