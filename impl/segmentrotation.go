@@ -60,10 +60,11 @@ func finishRotation(dir string, meta types.MetaStore, vfs types.VFS) error {
 	if err := sealReadsBack(filer, tail, w); err != nil {
 		return fmt.Errorf("raft log tail segment %d was sealed but its rotation never committed, and the seal does not read back: %w", tail.ID, err)
 	}
+	base := last + 1
 	next := types.SegmentInfo{
 		ID:         state.NextSegmentID,
-		BaseIndex:  last + 1,
-		MinIndex:   last + 1,
+		BaseIndex:  base,
+		MinIndex:   base,
 		SizeLimit:  tail.SizeLimit,
 		Codec:      tail.Codec,
 		CreateTime: now,

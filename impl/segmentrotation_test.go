@@ -31,11 +31,11 @@ func (m refusingMeta) CommitState(st types.PersistentState) error {
 	return m.MetaStore.CommitState(st)
 }
 
-// interruptRotation writes entries to a new log in dir until the append
-// that fills the tail segment seals it, with every meta commit refused
-// from the start, so the rotation that should follow never commits. It
-// returns the last entry stored and the content of each entry.
-func interruptRotation(t *testing.T, dir string) (last uint64, data func(uint64) []byte) {
+// interruptRotation writes entries of size bytes to a new log in dir until
+// the append that fills the tail segment seals it, with every meta commit
+// refused from the start, so the rotation that should follow never
+// commits. It returns the last entry stored and the content of each entry.
+func interruptRotation(t *testing.T, dir string, size int) (last uint64, data func(uint64) []byte) {
 	t.Helper()
 	var refuse atomic.Bool
 	dl, err := openDurableLog(dir, hclog.NewNullLogger(), durableLogOptions{
@@ -47,7 +47,7 @@ func interruptRotation(t *testing.T, dir string) (last uint64, data func(uint64)
 		t.Fatal(err)
 	}
 	refuse.Store(true)
-	data = func(i uint64) []byte { return fmt.Appendf(nil, "entry %d %0300d", i, i) }
+	data = func(i uint64) []byte { return fmt.Appendf(nil, "entry %d %0*d", i, size, i) }
 	for i := uint64(1); ; i++ {
 		if i > 1000 {
 			t.Fatal("the tail segment never filled")
@@ -75,26 +75,42 @@ func interruptRotation(t *testing.T, dir string) (last uint64, data func(uint64)
 // Without finishRotation raft-wal refuses every append on it ("segment
 // is sealed"), so the server could never write its log again.
 func TestFinishRotation(t *testing.T) {
-	dir := t.TempDir()
-	last, data := interruptRotation(t, dir)
-	dl, err := openDurableLog(dir, hclog.NewNullLogger(), durableLogOptions{segmentSize: 16 << 10, manualFlush: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if err := closeAll(dl.closers); err != nil {
-			t.Error(err)
-		}
-	}()
-	latest := map[uint64][]byte{}
-	for i := uint64(1); i <= last+1; i++ {
-		latest[i] = data(i)
-	}
-	if err := dl.logs.StoreLogs([]*raft.Log{{Index: last + 1, Term: 1, Type: raft.LogCommand, Data: data(last + 1)}}); err != nil {
-		t.Fatalf("store %d after reopening: %v", last+1, err)
-	}
-	if err := powerLossCheck(dl.logs, latest, last+1); err != nil {
-		t.Fatal(err)
+	// Entries of 300 bytes fill the 16 KiB segment after dozens; one of
+	// 20 KiB seals it alone.
+	for _, size := range []int{300, 20 << 10} {
+		t.Run(fmt.Sprint(size), func(t *testing.T) {
+			dir := t.TempDir()
+			last, data := interruptRotation(t, dir, size)
+			latest := map[uint64][]byte{}
+			for i := uint64(1); i <= last+1; i++ {
+				latest[i] = data(i)
+			}
+			dl, err := openDurableLog(dir, hclog.NewNullLogger(), durableLogOptions{segmentSize: 16 << 10, manualFlush: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := dl.logs.StoreLogs([]*raft.Log{{Index: last + 1, Term: 1, Type: raft.LogCommand, Data: data(last + 1)}}); err != nil {
+				t.Fatalf("store %d after reopening: %v", last+1, err)
+			}
+			err = powerLossCheck(dl.logs, latest, last+1)
+			if err := errors.Join(err, closeAll(dl.closers)); err != nil {
+				t.Fatal(err)
+			}
+			// The repaired meta store names each segment once and will
+			// give the next one a fresh ID.
+			meta := &metadb.BoltMetaDB{}
+			state, err := meta.Load(dir)
+			if err := errors.Join(err, meta.Close()); err != nil {
+				t.Fatal(err)
+			}
+			ids := map[uint64]bool{}
+			for _, sg := range state.Segments {
+				if ids[sg.ID] || sg.ID >= state.NextSegmentID {
+					t.Fatalf("segment IDs %+v with the next one %d", state.Segments, state.NextSegmentID)
+				}
+				ids[sg.ID] = true
+			}
+		})
 	}
 }
 
@@ -103,7 +119,7 @@ func TestFinishRotation(t *testing.T) {
 // open, saying why, rather than serve entries through a wrong index.
 func TestFinishRotationRefusesABadSeal(t *testing.T) {
 	dir := t.TempDir()
-	interruptRotation(t, dir)
+	last, _ := interruptRotation(t, dir, 300)
 	meta := &metadb.BoltMetaDB{}
 	state, err := meta.Load(dir)
 	if err != nil {
@@ -122,12 +138,16 @@ func TestFinishRotationRefusesABadSeal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The second entry's offset now points at the first entry.
+	// Any change to the index block also breaks the checksum of the batch
+	// that wrote it, the sealing append, so recovery keeps only the
+	// entries before that batch: up to last-1 (one entry per append). The
+	// slot of last-1, the last entry the seal must read back, now points
+	// at the first entry.
 	var first [4]byte
 	if _, err := f.ReadAt(first[:], int64(indexStart)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.WriteAt(first[:], int64(indexStart)+4); err != nil {
+	if _, err := f.WriteAt(first[:], int64(indexStart+4*(last-1-tail.BaseIndex))); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.Close(); err != nil {
