@@ -182,14 +182,14 @@ type powerLog struct {
 	// leader makes StoreLogs defer its fsync, as on a leader.
 	leader bool
 	// latest is the content last written at each index; entries past a
-	// truncation are forgotten.
-	latest map[uint64][]byte
-	last   uint64
+	// tail truncation or before a compaction are forgotten.
+	latest      map[uint64][]byte
+	first, last uint64
 }
 
 func openPowerLog(t *testing.T, dir string, rng *rand.Rand, keep float64) *powerLog {
 	t.Helper()
-	pl := &powerLog{t: t, dir: dir, latest: map[uint64][]byte{}}
+	pl := &powerLog{t: t, dir: dir, latest: map[uint64][]byte{}, first: 1}
 	pl.reopen(rng, keep)
 	return pl
 }
@@ -238,19 +238,40 @@ func (pl *powerLog) truncate(from uint64) {
 	pl.last = from - 1
 }
 
-// powerLossCheck is what a restarted server's log must show: every entry
-// up to durable, the index the server had declared durable before the
-// loss, and past it only entries that were written there last, none of
-// them truncated ones come back.
-func powerLossCheck(logs raft.LogStore, latest map[uint64][]byte, durable uint64) error {
+// compact deletes the log's head up to index to, as raft does after a
+// snapshot.
+func (pl *powerLog) compact(to uint64) {
+	pl.t.Helper()
+	if err := pl.dl.logs.DeleteRange(pl.first, to); err != nil {
+		pl.t.Fatalf("delete %d..%d: %v", pl.first, to, err)
+	}
+	for i := pl.first; i <= to; i++ {
+		delete(pl.latest, i)
+	}
+	pl.first = to + 1
+}
+
+// powerLossCheck is what a restarted server's log must show: it starts at
+// first (a compaction, once it returns, is on disk), holds every entry up
+// to durable, the index the server had declared durable before the loss,
+// and past it only entries that were written there last; no truncated
+// entry comes back.
+func powerLossCheck(logs raft.LogStore, latest map[uint64][]byte, first, durable uint64) error {
+	from, err := logs.FirstIndex()
+	if err != nil {
+		return err
+	}
 	last, err := logs.LastIndex()
 	if err != nil {
 		return err
 	}
+	if from != first && last > 0 {
+		return fmt.Errorf("the log starts at %d, want %d", from, first)
+	}
 	if last < durable {
 		return fmt.Errorf("the log ends at %d, below its durable index %d", last, durable)
 	}
-	for i := uint64(1); i <= last; i++ {
+	for i := from; i <= last; i++ {
 		var l raft.Log
 		if err := logs.GetLog(i, &l); err != nil {
 			return fmt.Errorf("entry %d of %d (durable %d): %w", i, last, durable, err)
@@ -266,9 +287,10 @@ func powerLossCheck(logs raft.LogStore, latest map[uint64][]byte, durable uint64
 	return nil
 }
 
-// run writes, flushes, truncates and switches roles at random, then loses
-// power and reopens; it returns the check's verdict. declare, if set, runs
-// just before the loss and may raise the durable index by hand.
+// runToPowerLoss writes, flushes, truncates, compacts and switches roles at
+// random, then loses power and reopens; it returns the check's verdict.
+// declare, if set, runs just before the loss and may raise the durable
+// index by hand.
 func (pl *powerLog) runToPowerLoss(rng *rand.Rand, steps int, declare func(ls *logSync)) error {
 	pl.t.Helper()
 	term := uint64(1)
@@ -284,10 +306,14 @@ func (pl *powerLog) runToPowerLoss(rng *rand.Rand, steps int, declare func(ls *l
 		case r < 18:
 			pl.leader = !pl.leader
 			term++
-		default:
-			if pl.last > 1 && !pl.leader {
-				pl.truncate(pl.last - uint64(rng.IntN(int(min(pl.last-1, 8)))))
+		case r < 19:
+			if pl.last > pl.first && !pl.leader {
+				pl.truncate(pl.last - uint64(rng.IntN(int(min(pl.last-pl.first, 8)))))
 				term++
+			}
+		default:
+			if pl.last > pl.first+10 {
+				pl.compact(pl.first + uint64(rng.IntN(int(pl.last-pl.first-10))))
 			}
 		}
 	}
@@ -309,7 +335,7 @@ func (pl *powerLog) runToPowerLoss(rng *rand.Rand, steps int, declare func(ls *l
 			pl.t.Error(err)
 		}
 	}()
-	if err := powerLossCheck(pl.dl.logs, pl.latest, durable); err != nil {
+	if err := powerLossCheck(pl.dl.logs, pl.latest, pl.first, durable); err != nil {
 		return err
 	}
 	// The recovered log takes new entries after what survived.
@@ -324,16 +350,17 @@ func (pl *powerLog) runToPowerLoss(rng *rand.Rand, steps int, declare func(ls *l
 	}
 	pl.last = last
 	pl.write(last+1, last+3, term+1)
-	return powerLossCheck(pl.dl.logs, pl.latest, last+3)
+	return powerLossCheck(pl.dl.logs, pl.latest, pl.first, last+3)
 }
 
 // TestLogSyncPowerLoss runs the production log stack (logSync over raft-wal
 // on zero-filled segments) to a power loss at a random point, as leader and
-// follower by turns, with tail truncations, and reopens it as a restarting
-// server would: every entry the server had counted durable is there,
-// nothing truncated comes back, and the log takes new entries. Half of the
-// unsynced writes reach the disk, so raft-wal meets torn batches and lost
-// segment files, not only a clean cut.
+// follower by turns, with tail truncations and compactions, and reopens it
+// as a restarting server would: every entry the server had counted durable
+// is there, nothing truncated or compacted comes back, and the log takes
+// new entries. Half of the unsynced writes reach the disk, so raft-wal
+// meets later batches without earlier ones and lost segment files, not
+// only a clean cut.
 func TestLogSyncPowerLoss(t *testing.T) {
 	for seed := range uint64(40) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
@@ -384,15 +411,18 @@ func TestPowerLossCheckCatchesResurrectedAndWrongEntries(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := powerLossCheck(logs, latest, 3); err != nil {
+	if err := powerLossCheck(logs, latest, 1, 3); err != nil {
 		t.Fatalf("a good log: %v", err)
 	}
 	delete(latest, 3)
-	if err := powerLossCheck(logs, latest, 2); err == nil {
+	if err := powerLossCheck(logs, latest, 1, 2); err == nil {
 		t.Error("a truncated entry that came back was not reported")
 	}
+	if err := powerLossCheck(logs, latest, 2, 2); err == nil {
+		t.Error("a compacted entry that came back was not reported")
+	}
 	latest[3] = []byte("other")
-	if err := powerLossCheck(logs, latest, 2); err == nil {
+	if err := powerLossCheck(logs, latest, 1, 2); err == nil {
 		t.Error("an entry with other content was not reported")
 	}
 }

@@ -92,7 +92,7 @@ func TestFinishRotation(t *testing.T) {
 			if err := dl.logs.StoreLogs([]*raft.Log{{Index: last + 1, Term: 1, Type: raft.LogCommand, Data: data(last + 1)}}); err != nil {
 				t.Fatalf("store %d after reopening: %v", last+1, err)
 			}
-			err = powerLossCheck(dl.logs, latest, last+1)
+			err = powerLossCheck(dl.logs, latest, 1, last+1)
 			if err := errors.Join(err, closeAll(dl.closers)); err != nil {
 				t.Fatal(err)
 			}
