@@ -28,11 +28,8 @@ func TestSceneGossipDetectsCrashedServer(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer e.Close()
-		// Every server's serfHealth passes before the crash, and the victim
-		// is chosen only then: leadership can still move while the cluster
-		// settles, and crashing the leader would time an election, not the
-		// gossip detector.
-		// on is an index into e.Cl.Servers.
+		// serf reads node's serfHealth on server on (an index into
+		// e.Cl.Servers).
 		serf := func(on int, node string) model.Health {
 			var st model.Health
 			e.Cl.Servers[on].Current().Read(func(s *model.State) {
@@ -62,6 +59,10 @@ func TestSceneGossipDetectsCrashedServer(t *testing.T) {
 			t.Fatal("no leader")
 			return -1
 		}
+		// Every server's serfHealth passes before the crash, and the victim
+		// is chosen only then: leadership can still move while the cluster
+		// settles, and crashing the leader would time an election, not the
+		// gossip detector.
 		for _, s := range e.Cl.Servers {
 			waitHealth(leaderIndex(), s.Name, model.HealthPassing, 30*time.Second)
 		}
