@@ -20,7 +20,8 @@ import (
 // logSync, and can lose power. It keeps each file's writes since that
 // file's last real fsync; cut leaves every file as a disk may hold it
 // after a power loss: what the fsync covered, plus a random subset of the
-// later writes, in order. A file created since its last fsync may lose
+// later writes, in order, some of them torn after a whole number of 512-byte
+// sectors. A file created since its last fsync may lose
 // its name as well (its directory entry was never synced). After the cut
 // nothing reaches the disk: writes, fsyncs and meta commits fail, as in a
 // machine that is off, even from raft-wal's background rotation.
@@ -137,10 +138,16 @@ func (v *powerVFS) cut() error {
 			}
 		}
 		for _, w := range f.pending {
-			if v.rng.Float64() < v.keep {
-				if _, err := f.WritableFile.WriteAt(w.data, w.off); err != nil {
-					return err
-				}
+			if v.rng.Float64() >= v.keep {
+				continue
+			}
+			data := w.data
+			if v.rng.Float64() < v.keep/2 {
+				// Torn: the disk got the first sectors of the write only.
+				data = data[:v.rng.IntN(len(data)/512+1)*512]
+			}
+			if _, err := f.WritableFile.WriteAt(data, w.off); err != nil {
+				return err
 			}
 		}
 		f.pending = nil
@@ -358,9 +365,9 @@ func (pl *powerLog) runToPowerLoss(rng *rand.Rand, steps int, declare func(ls *l
 // follower by turns, with tail truncations and compactions, and reopens it
 // as a restarting server would: every entry the server had counted durable
 // is there, nothing truncated or compacted comes back, and the log takes
-// new entries. Half of the unsynced writes reach the disk, so raft-wal
-// meets later batches without earlier ones and lost segment files, not
-// only a clean cut.
+// new entries. Half of the unsynced writes reach the disk, a quarter of
+// those torn, so raft-wal meets torn batches, later batches without earlier
+// ones and lost segment files, not only a clean cut.
 func TestLogSyncPowerLoss(t *testing.T) {
 	for seed := range uint64(40) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
