@@ -67,29 +67,19 @@ func openStores(c Config) (*stores, error) {
 			st.close()
 			return nil, fmt.Errorf("create raft log directory: %w", err)
 		}
+		// One log serves both: an injected store of either kind leaves the
+		// other's part of it unused.
+		dl, err := openDurableLog(dir, c.Logger.Named("wal"), c.durableLog)
+		if err != nil {
+			st.close()
+			return nil, err
+		}
+		st.closers = append(st.closers, dl.closers...)
 		if st.logs == nil {
-			dl, err := openDurableLog(dir, c.Logger.Named("wal"), c.durableLog)
-			if err != nil {
-				st.close()
-				return nil, err
-			}
-			st.closers = append(st.closers, dl.closers...)
 			st.logs, st.sync = dl.logs, dl.sync
-			if st.stable == nil {
-				st.stable = dl.wal
-			}
-		} else {
-			// raft-wal's Close leaves its BoltDB meta store (and that file's
-			// lock) open, so a restart in the same process would hang: own it
-			// and close it after the WAL.
-			meta := &metadb.BoltMetaDB{}
-			w, err := wal.Open(dir, wal.WithLogger(c.Logger.Named("wal")), wal.WithMetaStore(meta))
-			if err != nil {
-				st.close()
-				return nil, errors.Join(fmt.Errorf("open raft log in %s: %w", dir, err), meta.Close())
-			}
-			st.closers = append(st.closers, w, meta)
-			st.stable = w
+		}
+		if st.stable == nil {
+			st.stable = dl.wal
 		}
 	}
 	if st.snaps == nil {
