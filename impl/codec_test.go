@@ -18,7 +18,9 @@ import (
 // field the codec forgot would show up as a round-trip difference.
 func everyCommand() []model.Command {
 	return []model.Command{
-		{Register: &model.Register{Node: "n1", Address: "127.0.0.1:8500",
+		{Register: &model.Register{Node: "n1", ID: "4f5a3c1e-0000-4000-8000-000000000001", Address: "127.0.0.1:8500",
+			TaggedAddresses: map[string]string{"lan": "127.0.0.1"}, NodeMeta: map[string]string{"rack": "r1"},
+			SkipNodeUpdate: true,
 			Services: []model.ServiceSpec{{ID: "db1", Service: "db", Tags: []string{"primary", "v2"},
 				Address: "10.0.0.5", Port: 5432, Meta: map[string]string{"zone": "a"}}},
 			Checks: []model.CheckSpec{
@@ -147,7 +149,8 @@ func buildState(t *testing.T) *model.State {
 		{Register: &model.Register{Node: "n1", Address: "a1", Checks: []model.CheckSpec{
 			{CheckID: "serfHealth", Name: "Serf", Status: model.HealthPassing},
 			{CheckID: "db", Name: "db", Status: model.HealthWarning}}}},
-		{Register: &model.Register{Node: "n2", Address: "a2"}},
+		{Register: &model.Register{Node: "n2", ID: "4f5a3c1e-0000-4000-8000-000000000002", Address: "a2",
+			TaggedAddresses: map[string]string{"wan": "198.51.100.2"}, NodeMeta: map[string]string{"rack": "r2"}}},
 		{CreateSession: &model.CreateSession{ID: "s1", Node: "n1", Checks: []string{"serfHealth"}, LockDelay: time.Second, TTL: "10s"}},
 		{CreateSession: &model.CreateSession{ID: "s2", Node: "n2", Behavior: model.BehaviorDelete}},
 		{KV: &model.KVOp{Verb: model.KVLock, Key: "lock/a", Value: []byte("x"), Session: "s1"}},

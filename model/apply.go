@@ -82,14 +82,9 @@ func (a *applier) register(r Register) {
 		return
 	}
 	s := a.s
-	old, exists := s.nodes[r.Node]
-	if !exists || old.Address != r.Address {
-		n := Node{Name: r.Node, Address: r.Address, CreateIndex: a.idx, ModifyIndex: a.idx}
-		if exists {
-			n.CreateIndex = old.CreateIndex
-		}
-		s.nodes[r.Node] = n
-		s.tables.Nodes = a.idx
+	if err := a.putNode(r); err != nil {
+		a.fail(err)
+		return
 	}
 	for _, sv := range r.Services {
 		a.putService(r.Node, sv)
@@ -208,15 +203,22 @@ func (a *applier) deregister(d Deregister) {
 		a.deleteCheck(CheckKey{Node: d.Node, CheckID: d.CheckID})
 		return
 	}
-	for _, sv := range s.ServiceList(d.Node) {
+	a.deleteNode(d.Node)
+}
+
+// deleteNode removes a node with its services and checks, then invalidates
+// every session on it (S11, S55).
+func (a *applier) deleteNode(name string) {
+	s := a.s
+	for _, sv := range s.ServiceList(name) {
 		a.deleteService(ServiceKey{Node: sv.Node, ServiceID: sv.ServiceID})
 	}
-	for _, c := range s.CheckList(d.Node, "") {
+	for _, c := range s.CheckList(name, "") {
 		a.deleteCheck(CheckKey{Node: c.Node, CheckID: c.CheckID})
 	}
-	delete(s.nodes, d.Node)
+	delete(s.nodes, name)
 	s.tables.Nodes = a.idx
-	for _, se := range s.SessionList(d.Node) {
+	for _, se := range s.SessionList(name) {
 		a.invalidate(se.ID)
 	}
 }

@@ -30,11 +30,20 @@ type Reap struct {
 // checks (like Consul's catalog register). A check moving to critical
 // invalidates the sessions bound to it (S12, S48). All or nothing: one bad
 // service or check refuses the whole register (S55).
+//
+// The node's ID, Address, TaggedAddresses and NodeMeta replace what the
+// catalog had, absent ones included, and an ID that another node carries
+// renames that node (S62). SkipNodeUpdate leaves an existing node as it is,
+// for writers that only mean to set checks.
 type Register struct {
-	Node     string
-	Address  string
-	Services []ServiceSpec `json:",omitempty"`
-	Checks   []CheckSpec   `json:",omitempty"`
+	Node            string
+	ID              string `json:",omitempty"`
+	Address         string
+	TaggedAddresses map[string]string `json:",omitempty"`
+	NodeMeta        map[string]string `json:",omitempty"`
+	SkipNodeUpdate  bool              `json:",omitempty"`
+	Services        []ServiceSpec     `json:",omitempty"`
+	Checks          []CheckSpec       `json:",omitempty"`
 }
 
 // ServiceSpec is a service as registered. An empty ID defaults to the

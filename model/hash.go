@@ -21,6 +21,19 @@ func (s *State) Hash() uint64 {
 		num(uint64(len(v)))
 		h.Write([]byte(v))
 	}
+	strs := func(vs []string) {
+		num(uint64(len(vs)))
+		for _, v := range vs {
+			str(v)
+		}
+	}
+	strMap := func(m map[string]string) {
+		num(uint64(len(m)))
+		for _, k := range sortedKeys(m) {
+			str(k)
+			str(m[k])
+		}
+	}
 	t := s.tables
 	num(t.Nodes)
 	num(t.Services)
@@ -34,22 +47,12 @@ func (s *State) Hash() uint64 {
 	for _, k := range sortedKeys(s.nodes) {
 		n := s.nodes[k]
 		str(n.Name)
+		str(n.ID)
 		str(n.Address)
+		strMap(n.TaggedAddresses)
+		strMap(n.Meta)
 		num(n.CreateIndex)
 		num(n.ModifyIndex)
-	}
-	strs := func(vs []string) {
-		num(uint64(len(vs)))
-		for _, v := range vs {
-			str(v)
-		}
-	}
-	strMap := func(m map[string]string) {
-		num(uint64(len(m)))
-		for _, k := range sortedKeys(m) {
-			str(k)
-			str(m[k])
-		}
 	}
 	services := s.ServiceList("")
 	num(uint64(len(services)))

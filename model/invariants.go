@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // InvariantError names a broken invariant and where it broke.
@@ -26,6 +27,7 @@ const (
 	InvSessionChecks       = "session-outlives-checks"
 	InvCheckNode           = "check-has-node"
 	InvServiceNode         = "service-has-node"
+	InvNodeIDUnique        = "node-id-unique"
 	InvCheckService        = "check-has-service"
 	InvQuerySession        = "query-outlives-session"
 	InvTombstone           = "tombstone-not-live"
@@ -72,11 +74,20 @@ func (s *State) CheckInvariants() error {
 			return violated(InvIndexBounds, "lock-delay record %q at %d, KV table %d", name, at, t.KV)
 		}
 	}
+	idOwner := map[string]string{}
 	for _, name := range sortedKeys(s.nodes) {
 		n := s.nodes[name]
 		if n.Name != name || n.CreateIndex == 0 || n.CreateIndex > n.ModifyIndex || n.ModifyIndex > t.Nodes {
 			return violated(InvIndexBounds, "node %q: CreateIndex %d, ModifyIndex %d, nodes table %d", name, n.CreateIndex, n.ModifyIndex, t.Nodes)
 		}
+		if n.ID == "" {
+			continue
+		}
+		id := strings.ToLower(n.ID)
+		if other, ok := idOwner[id]; ok {
+			return violated(InvNodeIDUnique, "nodes %q and %q both carry ID %s", other, name, n.ID)
+		}
+		idOwner[id] = name
 	}
 	for _, sv := range s.ServiceList("") {
 		if _, ok := s.nodes[sv.Node]; !ok {

@@ -167,8 +167,7 @@ func (s *State) ExecuteQuery(q PreparedQuery) []ServiceInstance {
 	var out []ServiceInstance
 	for _, in := range s.ServiceInstances(q.Service.Service) {
 		if !tagsMatch(q.Service.Tags, in.Service.Tags) ||
-			!metaMatch(q.Service.NodeMeta, nil) || // nodes carry no meta in tenure
-
+			!metaMatch(q.Service.NodeMeta, in.Node.Meta) ||
 			!metaMatch(q.Service.ServiceMeta, in.Service.Meta) ||
 			!healthy(in.Checks, q.Service.OnlyPassing, q.Service.IgnoreCheckIDs) {
 			continue

@@ -100,7 +100,7 @@ func (s *State) Clone() *State {
 // Equal reports whether two states are identical.
 func (s *State) Equal(o *State) bool {
 	return s.tables == o.tables && s.lockFloor == o.lockFloor && s.reapedThrough == o.reapedThrough &&
-		maps.Equal(s.nodes, o.nodes) &&
+		maps.EqualFunc(s.nodes, o.nodes, nodeEqual) &&
 		maps.EqualFunc(s.services, o.services, serviceEqual) &&
 		maps.Equal(s.checks, o.checks) &&
 		maps.EqualFunc(s.sessions, o.sessions, sessionEqual) &&

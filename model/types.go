@@ -1,6 +1,7 @@
 package model
 
 import (
+	"maps"
 	"slices"
 	"time"
 )
@@ -40,12 +41,27 @@ const (
 	BehaviorDelete  Behavior = "delete"
 )
 
-// Node is a catalog node.
+// Node is a catalog node. ID is the agent's node UUID (empty for a node
+// registered without one); it follows the node through a rename (S62).
 type Node struct {
-	Name        string
-	Address     string
-	CreateIndex uint64
-	ModifyIndex uint64
+	Name            string
+	ID              string `json:",omitempty"`
+	Address         string
+	TaggedAddresses map[string]string `json:",omitempty"`
+	Meta            map[string]string `json:",omitempty"`
+	CreateIndex     uint64
+	ModifyIndex     uint64
+}
+
+// sameInfo reports whether n and o describe the node alike, indexes aside:
+// a register that changes none of it writes nothing (S62).
+func (n Node) sameInfo(o Node) bool {
+	return n.Name == o.Name && n.ID == o.ID && n.Address == o.Address &&
+		maps.Equal(n.TaggedAddresses, o.TaggedAddresses) && maps.Equal(n.Meta, o.Meta)
+}
+
+func nodeEqual(a, b Node) bool {
+	return a.sameInfo(b) && a.CreateIndex == b.CreateIndex && a.ModifyIndex == b.ModifyIndex
 }
 
 // Check is a health check registered on a node. A check with a ServiceID

@@ -1,0 +1,89 @@
+package model
+
+import (
+	"maps"
+	"strings"
+)
+
+// A register's node write (S62), as Consul's catalog does it: the node's
+// ID, address, tagged addresses and meta replace the stored ones, and a node
+// ID is the node's identity across names.
+
+// putNode writes r's node, or refuses it before anything is written:
+//   - With SkipNodeUpdate, an existing node is left as it is.
+//   - A register that changes nothing about an existing node writes nothing.
+//   - An ID that another node carries renames that node: the old one is
+//     deleted with its services, checks and sessions, and the new record
+//     keeps its CreateIndex.
+//   - A name that a live node with another ID holds is refused, so one agent
+//     cannot take over another's node.
+func (a *applier) putNode(r Register) *Error {
+	s := a.s
+	byName, named := s.nodes[r.Node]
+	if named && r.SkipNodeUpdate {
+		return nil
+	}
+	n := Node{Name: r.Node, ID: r.ID, Address: r.Address,
+		TaggedAddresses: maps.Clone(r.TaggedAddresses), Meta: maps.Clone(r.NodeMeta)}
+	if named && n.sameInfo(byName) {
+		return nil
+	}
+	prev, hasPrev := byName, named
+	renameFrom := ""
+	if r.ID != "" {
+		if byID, ok := s.nodeByID(r.ID); ok {
+			prev, hasPrev = byID, true
+			if byID.Name != r.Node {
+				if err := s.nameReserved(n, false); err != "" {
+					return errorf(ErrInvalid, "failed inserting node: Error while renaming Node ID: %q (%s): %s", r.ID, r.Address, err)
+				}
+				renameFrom = byID.Name
+			}
+		} else if err := s.nameReserved(n, true); err != "" {
+			return errorf(ErrInvalid, "failed inserting node: Error while renaming Node ID: %q: %s", r.ID, err)
+		}
+	}
+	if renameFrom != "" {
+		a.deleteNode(renameFrom)
+	}
+	n.CreateIndex, n.ModifyIndex = a.idx, a.idx
+	if hasPrev {
+		n.CreateIndex = prev.CreateIndex
+	}
+	s.nodes[r.Node] = n
+	s.tables.Nodes = a.idx
+	return nil
+}
+
+// nodeByID finds the node carrying id. IDs are UUIDs, so case does not
+// tell two apart.
+func (s *State) nodeByID(id string) (Node, bool) {
+	for _, n := range s.nodes {
+		if strings.EqualFold(n.ID, id) {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// nameReserved returns why n may not take its name, or "": another node of
+// that name, ignoring case, with another ID and a serfHealth check that is
+// not critical still belongs to a live agent. A node without serfHealth was
+// registered by hand and can be taken; with allowNoID, so can one without
+// an ID, which is how a node gains its first ID.
+func (s *State) nameReserved(n Node, allowNoID bool) string {
+	for _, name := range sortedKeys(s.nodes) {
+		other := s.nodes[name]
+		if !strings.EqualFold(other.Name, n.Name) || other.ID == n.ID {
+			continue
+		}
+		if other.ID == "" && allowNoID {
+			continue
+		}
+		serf, ok := s.checks[CheckKey{Node: other.Name, CheckID: SerfHealthCheckID}]
+		if ok && serf.Status != HealthCritical {
+			return "Node name " + n.Name + " is reserved by node " + other.ID + " with name " + other.Name + " (" + other.Address + ")"
+		}
+	}
+	return ""
+}
