@@ -88,6 +88,30 @@ func TestCommandRoundTrip(t *testing.T) {
 	}
 }
 
+// TestNodeMapsKeepEmptyApartFromNil: Consul answers a node registered with
+// empty meta with {} and one registered without with null (S62), so an
+// entry must bring back which it was.
+func TestNodeMapsKeepEmptyApartFromNil(t *testing.T) {
+	c := newWireCodec()
+	for _, reg := range []model.Register{
+		{Node: "n1", Address: "a1", NodeMeta: map[string]string{}},
+		{Node: "n1", Address: "a1", TaggedAddresses: map[string]string{}},
+		{Node: "n1", Address: "a1"},
+	} {
+		data, err := c.encodeCommand(model.Command{Register: &reg})
+		if err != nil {
+			t.Fatalf("encode: %v", err)
+		}
+		got, err := c.decodeCommand(data)
+		if err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+		if diff := cmp.Diff(reg, *got.Register); diff != "" {
+			t.Errorf("round trip differs (-want +got):\n%s", diff)
+		}
+	}
+}
+
 func TestEncodeRefusesMalformedCommand(t *testing.T) {
 	c := newWireCodec()
 	if _, err := c.encodeCommand(model.Command{}); err == nil {

@@ -107,10 +107,18 @@ func (s *Server) registeredHere() bool {
 	return ok
 }
 
+// selfRegistration is this server's node with a passing serfHealth. The
+// node keeps the ID, tagged addresses and meta the catalog has for it (S62).
 func (s *Server) selfRegistration() model.Register {
-	return model.Register{Node: s.cfg.NodeName, Address: s.cfg.nodeAddr(), Checks: []model.CheckSpec{
+	reg := model.Register{Node: s.cfg.NodeName, Address: s.cfg.nodeAddr(), Checks: []model.CheckSpec{
 		{CheckID: model.SerfHealthCheckID, Name: reconcile.CheckName, Status: model.HealthPassing, Output: reconcile.OutputAlive},
 	}}
+	s.fsm.read(func(st *model.State) {
+		if n, ok := st.Node(s.cfg.NodeName); ok {
+			reg.ID, reg.TaggedAddresses, reg.NodeMeta = n.ID, n.TaggedAddresses, n.Meta
+		}
+	})
+	return reg
 }
 
 // pushRegistration writes the registration: directly on the leader, else

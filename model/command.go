@@ -39,11 +39,11 @@ type Register struct {
 	Node            string
 	ID              string `json:",omitempty"`
 	Address         string
-	TaggedAddresses map[string]string `json:",omitempty"`
-	NodeMeta        map[string]string `json:",omitempty"`
-	SkipNodeUpdate  bool              `json:",omitempty"`
-	Services        []ServiceSpec     `json:",omitempty"`
-	Checks          []CheckSpec       `json:",omitempty"`
+	TaggedAddresses map[string]string // not omitempty: empty and nil differ (S62)
+	NodeMeta        map[string]string
+	SkipNodeUpdate  bool          `json:",omitempty"`
+	Services        []ServiceSpec `json:",omitempty"`
+	Checks          []CheckSpec   `json:",omitempty"`
 }
 
 // ServiceSpec is a service as registered. An empty ID defaults to the

@@ -47,8 +47,8 @@ type Node struct {
 	Name            string
 	ID              string `json:",omitempty"`
 	Address         string
-	TaggedAddresses map[string]string `json:",omitempty"`
-	Meta            map[string]string `json:",omitempty"`
+	TaggedAddresses map[string]string // nil and empty differ, as in Consul's JSON
+	Meta            map[string]string
 	CreateIndex     uint64
 	ModifyIndex     uint64
 }
@@ -57,7 +57,13 @@ type Node struct {
 // a register that changes none of it writes nothing (S62).
 func (n Node) sameInfo(o Node) bool {
 	return n.Name == o.Name && n.ID == o.ID && n.Address == o.Address &&
-		maps.Equal(n.TaggedAddresses, o.TaggedAddresses) && maps.Equal(n.Meta, o.Meta)
+		sameMap(n.TaggedAddresses, o.TaggedAddresses) && sameMap(n.Meta, o.Meta)
+}
+
+// sameMap is maps.Equal that also tells nil from empty: Consul compares
+// node fields deeply, so a register with empty meta over none is a write.
+func sameMap(a, b map[string]string) bool {
+	return (a == nil) == (b == nil) && maps.Equal(a, b)
 }
 
 func nodeEqual(a, b Node) bool {

@@ -68,12 +68,16 @@ type regCheck struct {
 
 // Register implements local.Catalog.
 func (c *apiCatalog) Register(node string, svc *local.Service, checks []local.Check) error {
+	// SkipNodeUpdate: the node itself (address, ID, meta) is the gossip
+	// reconcile's and the operator's to write, not each service sync's, as
+	// in Consul's agent once its node info is in sync (S62).
 	body := struct {
-		Node    string
-		Address string
-		Service *regService `json:",omitempty"`
-		Checks  []regCheck  `json:",omitempty"`
-	}{Node: node, Address: c.address}
+		Node           string
+		Address        string
+		SkipNodeUpdate bool
+		Service        *regService `json:",omitempty"`
+		Checks         []regCheck  `json:",omitempty"`
+	}{Node: node, Address: c.address, SkipNodeUpdate: true}
 	if svc != nil {
 		body.Service = &regService{ID: svc.ID, Service: svc.Service, Tags: svc.Tags, Address: svc.Address,
 			Port: svc.Port, Meta: svc.Meta}

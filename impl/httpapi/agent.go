@@ -66,7 +66,7 @@ func (h *handler) agentCheck(status model.Health) func(c *call) error {
 			n, okNode := s.Node(node)
 			ch, okCheck := s.Check(model.CheckKey{Node: node, CheckID: c.arg})
 			if okNode && okCheck {
-				reg = &model.Register{Node: node, Address: n.Address,
+				reg = &model.Register{Node: node, Address: n.Address, SkipNodeUpdate: true,
 					Checks: []model.CheckSpec{{CheckID: ch.CheckID, Name: ch.Name, Status: status}}}
 			}
 		})

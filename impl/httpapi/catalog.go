@@ -2,8 +2,10 @@ package httpapi
 
 import (
 	"encoding/json"
-
+	"errors"
 	"net/http"
+
+	"github.com/hashicorp/go-uuid"
 
 	"github.com/tenurekv/tenure/model"
 )
@@ -12,14 +14,18 @@ import (
 // their services and the checks of both (S47, S48, S55). The service reads
 // are in services.go.
 
-// registerBody is the part of structs.RegisterRequest tenure reads. Unknown
-// fields (TaggedAddresses, NodeMeta, …) are ignored.
+// registerBody is the part of structs.RegisterRequest tenure reads. Other
+// fields (Datacenter, Locality, …) are ignored.
 type registerBody struct {
-	Node    string
-	Address string
-	Service *serviceBody
-	Check   *checkBody
-	Checks  []*checkBody
+	ID              string
+	Node            string
+	Address         string
+	TaggedAddresses map[string]string
+	NodeMeta        map[string]string
+	SkipNodeUpdate  bool
+	Service         *serviceBody
+	Check           *checkBody
+	Checks          []*checkBody
 }
 
 // serviceBody is the part of structs.NodeService tenure stores.
@@ -62,12 +68,19 @@ func decodeJSONBody(c *call, v any) ([]byte, error) {
 
 // toRegister validates a register body and builds the command.
 func toRegister(b registerBody) (model.Register, error) {
-	reg := model.Register{Node: b.Node, Address: b.Address}
+	reg := model.Register{Node: b.Node, ID: b.ID, Address: b.Address, TaggedAddresses: b.TaggedAddresses,
+		NodeMeta: b.NodeMeta, SkipNodeUpdate: b.SkipNodeUpdate}
 	switch {
 	case b.Node == "":
 		return reg, errorf(http.StatusBadRequest, "Must provide node")
 	case b.Address == "":
 		return reg, errorf(http.StatusBadRequest, "Must provide address")
+	}
+	if b.ID != "" {
+		// A node ID is a UUID; the catalog finds renamed nodes by it (S62).
+		if _, err := uuid.ParseUUID(b.ID); err != nil {
+			return reg, &model.Error{Kind: model.ErrInvalid, Msg: "Bad node ID: " + err.Error()}
+		}
 	}
 	if sv := b.Service; sv != nil {
 		// The model checks the name too (S55); checked here, a bad service
@@ -122,6 +135,10 @@ func (h *handler) catalogRegister(c *call) error {
 		return err
 	}
 	reg, err := toRegister(b)
+	var refused *model.Error
+	if errors.As(err, &refused) {
+		return h.rejection(refused)
+	}
 	if err != nil {
 		return err
 	}
@@ -172,7 +189,7 @@ func (h *handler) catalogNodes(c *call) error {
 	return h.serveRead(c, q, func(s *model.State) view {
 		out := []nodeJSON{}
 		for _, n := range s.NodeList() {
-			if meta.matchesNode() {
+			if meta.matches(n.Meta) {
 				out = append(out, *h.toNode(n))
 			}
 		}
@@ -198,8 +215,8 @@ func (h *handler) catalogNode(c *call) error {
 }
 
 func (h *handler) toNode(n model.Node) *nodeJSON {
-	return &nodeJSON{Node: n.Name, Address: n.Address, Datacenter: h.opts.Datacenter,
-		CreateIndex: n.CreateIndex, ModifyIndex: n.ModifyIndex}
+	return &nodeJSON{ID: n.ID, Node: n.Name, Address: n.Address, Datacenter: h.opts.Datacenter,
+		TaggedAddresses: n.TaggedAddresses, Meta: n.Meta, CreateIndex: n.CreateIndex, ModifyIndex: n.ModifyIndex}
 }
 
 // healthNode is GET /v1/health/node/<node>.
@@ -225,9 +242,6 @@ func (h *handler) healthState(c *call) error {
 		return errorf(http.StatusBadRequest, "Invalid check state '%s'", c.arg)
 	}
 	return h.serveRead(c, q, func(s *model.State) view {
-		if !meta.matchesNode() {
-			return view{index: s.Tables().Checks, body: []checkJSON{}}
-		}
-		return view{index: s.Tables().Checks, body: toChecks(s, s.CheckList("", state))}
+		return view{index: s.Tables().Checks, body: toChecks(s, meta.checks(s, s.CheckList("", state)))}
 	})
 }

@@ -122,6 +122,15 @@ func registerLimits(b registerBody) error {
 	if err := checkLen("Node address", b.Address, maxNameLen); err != nil {
 		return err
 	}
+	if err := checkLen("Node ID", b.ID, maxNameLen); err != nil {
+		return err
+	}
+	if err := metaLimits("Node meta", b.NodeMeta); err != nil {
+		return err
+	}
+	if err := metaLimits("Tagged addresses", b.TaggedAddresses); err != nil {
+		return err
+	}
 	if sv := b.Service; sv != nil {
 		if err := serviceLimits(sv); err != nil {
 			return err

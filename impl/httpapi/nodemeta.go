@@ -2,7 +2,10 @@ package httpapi
 
 import (
 	"net/url"
+	"slices"
 	"strings"
+
+	"github.com/tenurekv/tenure/model"
 )
 
 // nodeMetaFilter is the repeatable ?node-meta=key:value of the catalog and
@@ -51,6 +54,46 @@ func (f nodeMetaFilter) matches(meta map[string]string) bool {
 	return true
 }
 
-// matchesNode applies the filter to a catalog node. The catalog keeps no
-// node meta (a register's NodeMeta is ignored), so every node's is empty.
-func (f nodeMetaFilter) matchesNode() bool { return f.matches(nil) }
+// nodeMatches applies the filter to the node named node.
+func (f nodeMetaFilter) nodeMatches(s *model.State, node string) bool {
+	if len(f) == 0 {
+		return true
+	}
+	n, _ := s.Node(node)
+	return f.matches(n.Meta)
+}
+
+// checks keeps the checks on nodes that pass the filter.
+func (f nodeMetaFilter) checks(s *model.State, all []model.Check) []model.Check {
+	if len(f) == 0 {
+		return all
+	}
+	var out []model.Check
+	for _, c := range all {
+		if f.nodeMatches(s, c.Node) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// serviceNames is /v1/catalog/services' answer over the nodes that pass the
+// filter: each service name with the union of its instances' tags.
+func (f nodeMetaFilter) serviceNames(s *model.State) map[string][]string {
+	if len(f) == 0 {
+		return s.ServiceNames()
+	}
+	out := map[string][]string{}
+	for _, sv := range s.ServiceList("") {
+		if !f.nodeMatches(s, sv.Node) {
+			continue
+		}
+		tags := append(out[sv.Service], sv.Tags...)
+		slices.Sort(tags)
+		out[sv.Service] = slices.Compact(tags)
+		if out[sv.Service] == nil {
+			out[sv.Service] = []string{}
+		}
+	}
+	return out
+}

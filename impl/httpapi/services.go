@@ -34,10 +34,7 @@ func (h *handler) catalogServices(c *call) error {
 		return err
 	}
 	return h.serveRead(c, q, func(s *model.State) view {
-		if !meta.matchesNode() {
-			return view{index: s.Tables().Services, body: map[string][]string{}}
-		}
-		return view{index: s.Tables().Services, body: s.ServiceNames()}
+		return view{index: s.Tables().Services, body: meta.serviceNames(s)}
 	})
 }
 
@@ -54,7 +51,7 @@ func (h *handler) catalogService(c *call) error {
 	return h.serveArgRead(c, "Missing service name", func(s *model.State) view {
 		out := []serviceNodeJSON{}
 		for _, in := range s.ServiceInstances(c.arg) {
-			if hasTags(in.Service.Tags, tags) && meta.matchesNode() {
+			if hasTags(in.Service.Tags, tags) && meta.matches(in.Node.Meta) {
 				out = append(out, h.toServiceNode(in))
 			}
 		}
@@ -108,7 +105,7 @@ func (h *handler) healthService(c *call) error {
 	return h.serveArgRead(c, "Missing service name", func(s *model.State) view {
 		out := []healthEntryJSON{}
 		for _, in := range s.ServiceInstances(c.arg) {
-			if hasTags(in.Service.Tags, tags) && meta.matchesNode() && (!passing || allPassing(in.Checks)) {
+			if hasTags(in.Service.Tags, tags) && meta.matches(in.Node.Meta) && (!passing || allPassing(in.Checks)) {
 				out = append(out, h.toHealthEntry(s, in))
 			}
 		}
@@ -124,10 +121,7 @@ func (h *handler) healthChecks(c *call) error {
 		return err
 	}
 	return h.serveArgRead(c, "Missing service name", func(s *model.State) view {
-		if !meta.matchesNode() {
-			return view{index: s.Tables().Checks, body: []checkJSON{}}
-		}
-		return view{index: s.Tables().Checks, body: toChecks(s, s.ServiceChecks(c.arg))}
+		return view{index: s.Tables().Checks, body: toChecks(s, meta.checks(s, s.ServiceChecks(c.arg)))}
 	})
 }
 
@@ -163,8 +157,8 @@ func nodeChecksFirst(checks []model.Check) []model.Check {
 
 func (h *handler) toServiceNode(in model.ServiceInstance) serviceNodeJSON {
 	sv := in.Service
-	return serviceNodeJSON{Node: in.Node.Name, Address: in.Node.Address, Datacenter: h.opts.Datacenter,
-		TaggedAddresses: map[string]string{}, NodeMeta: map[string]string{},
+	return serviceNodeJSON{ID: in.Node.ID, Node: in.Node.Name, Address: in.Node.Address, Datacenter: h.opts.Datacenter,
+		TaggedAddresses: in.Node.TaggedAddresses, NodeMeta: in.Node.Meta,
 		ServiceID: sv.ServiceID, ServiceName: sv.Service, ServiceTags: orEmpty(sv.Tags),
 		ServiceAddress: sv.Address, ServiceWeights: defaultWeights, ServiceMeta: orEmptyMap(sv.Meta),
 		ServicePort: sv.Port, CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex}

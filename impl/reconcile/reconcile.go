@@ -66,13 +66,22 @@ func Decide(st *model.State, m Member, self string) (model.Command, bool) {
 		if known && node.Address == m.Address && hasCheck && check.Status == model.HealthPassing {
 			return model.Command{}, false
 		}
-		return register(m.Name, m.Address, model.HealthPassing), true
+		// The node keeps the ID, tagged addresses and meta it has (S62), as
+		// Consul copies them: only the address is the member's to set.
+		reg := register(m.Name, m.Address, model.HealthPassing)
+		if known {
+			reg.Register.ID, reg.Register.TaggedAddresses, reg.Register.NodeMeta = node.ID, node.TaggedAddresses, node.Meta
+		}
+		return reg, true
 	case Failed:
 		// A member that never made it into the catalog has nothing to fail.
 		if !known || (hasCheck && check.Status == model.HealthCritical) {
 			return model.Command{}, false
 		}
-		return register(m.Name, node.Address, model.HealthCritical), true
+		// Only the check changes; the node stays as it is.
+		reg := register(m.Name, node.Address, model.HealthCritical)
+		reg.Register.SkipNodeUpdate = true
+		return reg, true
 	case Left, Reaped:
 		if !known || m.Name == self {
 			return model.Command{}, false
