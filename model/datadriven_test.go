@@ -168,7 +168,9 @@ func (h *harness) apply(cmd model.Command) (string, error) {
 func parseCommand(d *datadriven.TestData) (model.Command, error) {
 	switch d.Cmd {
 	case "register":
-		r := &model.Register{Node: arg(d, "node"), Address: arg(d, "addr")}
+		r := &model.Register{Node: arg(d, "node"), ID: arg(d, "id"), Address: arg(d, "addr"),
+			NodeMeta: metaArg(d, "node-meta"), TaggedAddresses: metaArg(d, "tagged"),
+			SkipNodeUpdate: d.HasArg("skip-node-update")}
 		for _, sv := range list(d, "service") {
 			r.Services = append(r.Services, parseService(sv))
 		}
@@ -413,7 +415,13 @@ func dumpState(st *model.State) string {
 	}
 	b.WriteString("\n")
 	for _, n := range st.NodeList() {
-		fmt.Fprintf(&b, "node %s create=%d modify=%d\n", n.Name, n.CreateIndex, n.ModifyIndex)
+		fmt.Fprintf(&b, "node %s create=%d modify=%d", n.Name, n.CreateIndex, n.ModifyIndex)
+		// Only scenarios that give nodes an ID, meta or tagged addresses
+		// show them, so the older scenarios' expectations stay as written.
+		if n.ID != "" || n.Meta != nil || n.TaggedAddresses != nil {
+			fmt.Fprintf(&b, " id=%q meta=%v tagged=%v", n.ID, n.Meta, n.TaggedAddresses)
+		}
+		b.WriteString("\n")
 	}
 	for _, sv := range st.ServiceList("") {
 		fmt.Fprintf(&b, "service %s/%s name=%s tags=%q create=%d modify=%d\n", sv.Node, sv.ServiceID, sv.Service, sv.Tags, sv.CreateIndex, sv.ModifyIndex)

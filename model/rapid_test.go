@@ -45,7 +45,12 @@ func genKVOp(t *rapid.T, label string) model.KVOp {
 func genCommand(t *rapid.T) model.Command {
 	switch rapid.IntRange(0, 7).Draw(t, "kind") {
 	case 0:
-		r := &model.Register{Node: rapid.SampledFrom(nodeNames).Draw(t, "node")}
+		r := &model.Register{Node: rapid.SampledFrom(nodeNames).Draw(t, "node"),
+			// Few IDs, in both cases, so renames and name reservations (S62) happen.
+			ID: rapid.SampledFrom([]string{"", "", "4f5a3c1e-0000-4000-8000-000000000001",
+				"4F5A3C1E-0000-4000-8000-000000000001", "4f5a3c1e-0000-4000-8000-000000000002"}).Draw(t, "id"),
+			NodeMeta:       rapid.SampledFrom([]map[string]string{nil, {}, {"rack": "r1"}}).Draw(t, "meta"),
+			SkipNodeUpdate: rapid.Bool().Draw(t, "skip")}
 		for i := range rapid.IntRange(0, 2).Draw(t, "nservices") {
 			r.Services = append(r.Services, model.ServiceSpec{
 				ID:      rapid.SampledFrom(serviceIDs).Draw(t, fmt.Sprint("sid", i)),
