@@ -207,7 +207,7 @@ func (a *applier) deregister(d Deregister) {
 }
 
 // deleteNode removes a node with its services and checks, then invalidates
-// every session on it (S11, S55).
+// every session on it (S10, S55).
 func (a *applier) deleteNode(name string) {
 	s := a.s
 	for _, sv := range s.ServiceList(name) {

@@ -97,6 +97,7 @@ var Clauses = []Clause{
 	{"S59", Contract, "execute filters by service, tags, meta and health"},
 	{"S60", Consul, "Consul answers refused prepared-query writes 500"},
 	{"S61", Consul, "agent check, service and maintenance endpoints answer from the agent with Consul's codes"},
+	{"S62", Contract, "a register replaces the node's ID, tagged addresses and meta; a node ID renames its node; live names are reserved"},
 }
 
 // clauseByID returns the clause with the given ID.

@@ -16,6 +16,7 @@ func Suite() []Case {
 		serviceCases(),
 		checkCases(),
 		queryCases(),
+		nodeCases(),
 	} {
 		all = append(all, group...)
 	}

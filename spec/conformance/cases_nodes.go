@@ -1,0 +1,141 @@
+package conformance
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/hashicorp/go-uuid"
+)
+
+// Catalog nodes: their ID, tagged addresses and meta, and what a node ID
+// means for its name (S62).
+
+func nodeCases() []Case {
+	return []Case{
+		{Clause: "S62", Name: "register-replaces-node-info", Run: s62ReplacesInfo},
+		{Clause: "S62", Name: "node-id-rename-invalidates-old-node-sessions", Run: s62Rename},
+		{Clause: "S62", Name: "live-node-name-reserved-for-its-id", Run: s62Reserved},
+		{Clause: "S62", Name: "bad-node-id-refused", Run: s62BadID},
+	}
+}
+
+// catalogNodeInfo is the node part of GET /v1/catalog/node/<name>.
+type catalogNodeInfo struct {
+	ID                       string
+	Node                     string
+	Address                  string
+	TaggedAddresses, Meta    map[string]string
+	CreateIndex, ModifyIndex uint64
+}
+
+// nodeInfo reads a node's record, or nil if the catalog has no such node.
+func (t *T) nodeInfo(node string) *catalogNodeInfo {
+	r := t.Do(http.MethodGet, "/v1/catalog/node/"+url.PathEscape(node), nil)
+	t.Require(r.Code == 200, "catalog node %s: want 200, got %s", node, r)
+	var out struct{ Node *catalogNodeInfo }
+	t.decode("catalog node", r, &out)
+	return out.Node
+}
+
+// nodeID is a node ID unique to this run.
+func (t *T) nodeID() string {
+	id, err := uuid.GenerateUUID()
+	t.Require(err == nil, "node ID: %v", err)
+	return id
+}
+
+// freeNodeName is a node name unique to this run and case that the catalog
+// does not have, cleaned up after the case.
+func (t *T) freeNodeName(name string) string {
+	node := t.RegisterNode(name)
+	t.DeregisterNode(node)
+	return node
+}
+
+// A register stores the node's ID, tagged addresses and meta; ?node-meta
+// finds the node by them; a register that repeats them writes nothing, and
+// one that leaves them out clears them.
+func s62ReplacesInfo(t *T) {
+	n := t.RegisterNode("n")
+	id := t.nodeID()
+	reg := map[string]any{"Node": n, "ID": id, "Address": "127.0.0.1",
+		"TaggedAddresses": map[string]string{"lan": "127.0.0.1"}, "NodeMeta": map[string]string{"rack": t.ServiceName("r1")}}
+	t.catalog("register", reg)
+	info := t.nodeInfo(n)
+	t.Require(info != nil, "node %s missing after its register", n)
+	t.Equal("node ID", info.ID, id)
+	t.Equal("tagged addresses", info.TaggedAddresses, map[string]string{"lan": "127.0.0.1"})
+	t.Equal("node meta", info.Meta, map[string]string{"rack": t.ServiceName("r1")})
+
+	var listed []struct{ Node string }
+	t.decode("nodes by meta", t.Do(http.MethodGet, "/v1/catalog/nodes?node-meta=rack:"+url.QueryEscape(t.ServiceName("r1")), nil), &listed)
+	t.Equal("nodes with the meta", listed, []struct{ Node string }{{n}})
+	listed = nil
+	t.decode("nodes by other meta", t.Do(http.MethodGet, "/v1/catalog/nodes?node-meta=rack:"+url.QueryEscape(t.ServiceName("r2")), nil), &listed)
+	t.Equal("nodes with another meta value", len(listed), 0)
+
+	t.catalog("register", reg)
+	t.Equal("ModifyIndex after the same register", t.nodeInfo(n).ModifyIndex, info.ModifyIndex)
+
+	t.catalog("register", map[string]any{"Node": n, "ID": id, "Address": "127.0.0.1"})
+	after := t.nodeInfo(n)
+	t.Check(after.ModifyIndex > info.ModifyIndex, "a register without meta did not write the node: ModifyIndex %d", after.ModifyIndex)
+	t.Equal("node meta after a register without it", after.Meta, map[string]string(nil))
+	t.Equal("tagged addresses after a register without them", after.TaggedAddresses, map[string]string(nil))
+	t.Equal("CreateIndex across the rewrite", after.CreateIndex, info.CreateIndex)
+}
+
+// A register with a node's ID under another name renames it: the old node
+// goes with its checks, so its sessions are invalidated and their locks
+// released; the new name keeps the old node's CreateIndex.
+func s62Rename(t *T) {
+	from := t.RegisterNode("from", CheckSpec{"alive", "passing"})
+	id := t.nodeID()
+	t.catalog("register", map[string]any{"Node": from, "ID": id, "Address": "127.0.0.1"})
+	before := t.nodeInfo(from)
+	k := t.Key("k")
+	sess := t.holding(from, []string{"alive"}, nil, k)
+	held := t.MustGet(k)
+
+	to := t.freeNodeName("to")
+	t.catalog("register", map[string]any{"Node": to, "ID": id, "Address": "127.0.0.2"})
+	t.Check(t.nodeInfo(from) == nil, "renamed node %s is still in the catalog", from)
+	renamed := t.nodeInfo(to)
+	if t.Check(renamed != nil, "node %s missing after the rename", to) {
+		t.Equal("ID after the rename", renamed.ID, id)
+		t.Equal("CreateIndex after the rename", renamed.CreateIndex, before.CreateIndex)
+	}
+	t.Check(!t.Alive(sess), "session on the renamed node survived")
+	t.expectReleased("node renamed", k, held)
+}
+
+// A node whose agent is alive (it has an ID and a serfHealth that is not
+// critical) keeps its name: a register of that name, in any case, with
+// another ID is refused and changes nothing. Once serfHealth is critical
+// the name can be taken.
+func s62Reserved(t *T) {
+	n := t.RegisterNode("n", CheckSpec{"serfHealth", "passing"})
+	id, other := t.nodeID(), t.nodeID()
+	t.catalog("register", map[string]any{"Node": n, "ID": id, "Address": "127.0.0.1"})
+	for _, name := range []string{n, strings.ToUpper(n)} {
+		r := t.DoJSON(http.MethodPut, "/v1/catalog/register", map[string]any{"Node": name, "ID": other, "Address": "127.0.0.1"})
+		t.Check(r.Code >= 400 && strings.Contains(r.Text(), "is reserved by node "+id),
+			"register of %s with another ID: want a refusal naming node %s, got %s", name, id, r)
+	}
+	t.Equal("ID after the refused registers", t.nodeInfo(n).ID, id)
+
+	t.SetCheck(n, "serfHealth", "critical")
+	t.catalog("register", map[string]any{"Node": n, "ID": other, "Address": "127.0.0.1"})
+	t.Equal("ID once serfHealth is critical", t.nodeInfo(n).ID, other)
+}
+
+// A node ID that is not a UUID is refused, and nothing is written.
+func s62BadID(t *T) {
+	n := t.freeNodeName("n")
+	for _, id := range []string{"xyz", "11111111-1111-1111-1111-11111111111z", "111111111111-1111-1111-1111-11111111"} {
+		r := t.DoJSON(http.MethodPut, "/v1/catalog/register", map[string]any{"Node": n, "ID": id, "Address": "127.0.0.1"})
+		t.Check(r.Code >= 400 && strings.HasPrefix(r.Text(), "Bad node ID: "), "register with node ID %q: want Bad node ID, got %s", id, r)
+	}
+	t.Check(t.nodeInfo(n) == nil, "a refused register wrote node %s", n)
+}

@@ -1,0 +1,121 @@
+package conformance
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/hashicorp/go-uuid"
+)
+
+// Mutants of the node rules (S62), one per way a server could get them
+// wrong; each must fail the case named by its filter.
+var nodeMutants = []mutant{
+	{name: "node-meta-dropped", filter: `^S62/register-replaces`,
+		prepare: func(x *exchange) {
+			if x.r.URL.Path == "/v1/catalog/register" {
+				rewriteJSON(x, func(v any) any {
+					if m, ok := v.(map[string]any); ok {
+						delete(m, "NodeMeta")
+						delete(m, "TaggedAddresses")
+					}
+					return v
+				})
+			}
+		}},
+	{name: "register-merges-node-meta", filter: `^S62/register-replaces`, handle: mergeNodeMeta},
+	{name: "rename-keeps-sessions", filter: `^S62/node-id-rename`, handle: keepEverySession},
+	{name: "live-node-name-taken", filter: `^S62/live-node`,
+		handle: func(_ *mstate, x *exchange) (bool, error) {
+			if x.r.URL.Path != "/v1/catalog/register" {
+				return false, nil
+			}
+			err := x.forward()
+			if err == nil && x.code >= 400 && strings.Contains(string(x.out), "is reserved by node") {
+				x.code, x.out = 200, []byte("true")
+			}
+			return true, err
+		}},
+	{name: "bad-node-id-accepted", filter: `^S62/bad-node-id`,
+		prepare: func(x *exchange) {
+			if x.r.URL.Path == "/v1/catalog/register" {
+				rewriteJSON(x, func(v any) any {
+					if m, ok := v.(map[string]any); ok {
+						if id, _ := m["ID"].(string); id != "" {
+							if _, err := uuid.ParseUUID(id); err != nil {
+								delete(m, "ID")
+							}
+						}
+					}
+					return v
+				})
+			}
+		}},
+}
+
+// The mutant list is split by topic; the node mutants join it here.
+func init() { mutants = append(mutants, nodeMutants...) }
+
+// mergeNodeMeta is a server whose register keeps the meta and tagged
+// addresses a node had when the register leaves them out, instead of
+// clearing them.
+func mergeNodeMeta(_ *mstate, x *exchange) (bool, error) {
+	if x.r.URL.Path != "/v1/catalog/register" {
+		return false, nil
+	}
+	var reg map[string]any
+	if json.Unmarshal(x.body, &reg) != nil {
+		return false, nil
+	}
+	node, _ := reg["Node"].(string)
+	code, _, body, err := x.u.fwd(x.r.Context(), http.MethodGet, "/v1/catalog/node/"+url.PathEscape(node), x.r.Header, nil)
+	if err != nil || code != 200 {
+		return true, err
+	}
+	var cur struct {
+		Node *struct{ Meta, TaggedAddresses map[string]string }
+	}
+	if json.Unmarshal(body, &cur) != nil || cur.Node == nil {
+		return false, nil
+	}
+	if _, ok := reg["NodeMeta"]; !ok && cur.Node.Meta != nil {
+		reg["NodeMeta"] = cur.Node.Meta
+	}
+	if _, ok := reg["TaggedAddresses"]; !ok && cur.Node.TaggedAddresses != nil {
+		reg["TaggedAddresses"] = cur.Node.TaggedAddresses
+	}
+	if x.body, err = json.Marshal(reg); err != nil {
+		return true, err
+	}
+	return false, nil
+}
+
+// keepEverySession is a server that never lets a session go: each session
+// reads as it was created, whatever happened to its node since.
+func keepEverySession(m *mstate, x *exchange) (bool, error) {
+	if err := x.forward(); err != nil || x.code != 200 {
+		return true, err
+	}
+	if x.r.URL.Path == "/v1/session/create" {
+		var out struct{ ID string }
+		if json.Unmarshal(x.out, &out) != nil || out.ID == "" {
+			return true, nil
+		}
+		code, _, body, err := x.u.fwd(x.r.Context(), http.MethodGet, "/v1/session/info/"+out.ID, x.r.Header, nil)
+		if err == nil && code == 200 {
+			m.mu.Lock()
+			m.kept[out.ID] = body
+			m.mu.Unlock()
+		}
+		return true, err
+	}
+	if id := sessionInfoID(x); id != "" && strings.TrimSpace(string(x.out)) == "[]" {
+		m.mu.Lock()
+		if kept := m.kept[id]; kept != nil {
+			x.out = kept
+		}
+		m.mu.Unlock()
+	}
+	return true, nil
+}
