@@ -20,6 +20,9 @@ import (
 type Config struct {
 	// NodeName is this server's catalog node and raft server ID.
 	NodeName string
+	// NodeID is this node's UUID, which its catalog node carries (S62);
+	// empty registers a node without one.
+	NodeID string
 	// HTTPAddr is the host:port of this server's HTTP API.
 	HTTPAddr string
 	// NodeAddr is the Address of this node's catalog entry: the IP other

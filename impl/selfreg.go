@@ -107,15 +107,19 @@ func (s *Server) registeredHere() bool {
 	return ok
 }
 
-// selfRegistration is this server's node with a passing serfHealth. The
-// node keeps the ID, tagged addresses and meta the catalog has for it (S62).
+// selfRegistration is this server's node, with its ID, and a passing
+// serfHealth. The node keeps the tagged addresses and meta the catalog has
+// for it (S62).
 func (s *Server) selfRegistration() model.Register {
-	reg := model.Register{Node: s.cfg.NodeName, Address: s.cfg.nodeAddr(), Checks: []model.CheckSpec{
+	reg := model.Register{Node: s.cfg.NodeName, ID: s.cfg.NodeID, Address: s.cfg.nodeAddr(), Checks: []model.CheckSpec{
 		{CheckID: model.SerfHealthCheckID, Name: reconcile.CheckName, Status: model.HealthPassing, Output: reconcile.OutputAlive},
 	}}
 	s.fsm.read(func(st *model.State) {
 		if n, ok := st.Node(s.cfg.NodeName); ok {
-			reg.ID, reg.TaggedAddresses, reg.NodeMeta = n.ID, n.TaggedAddresses, n.Meta
+			reg.TaggedAddresses, reg.NodeMeta = n.TaggedAddresses, n.Meta
+			if reg.ID == "" {
+				reg.ID = n.ID
+			}
 		}
 	})
 	return reg

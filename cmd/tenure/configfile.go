@@ -132,6 +132,8 @@ func applyConfig(s *settings, raw map[string]any, warn func(string)) error {
 			err = asInt(v, &s.BootstrapExpect)
 		case "node_name":
 			err = asString(v, &s.NodeName)
+		case "node_id":
+			err = asString(v, &s.NodeID)
 		case "data_dir":
 			err = asString(v, &s.DataDir)
 		case "datacenter":

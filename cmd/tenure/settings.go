@@ -28,16 +28,19 @@ type settings struct {
 	Dev             bool
 	BootstrapExpect int
 	NodeName        string
-	DataDir         string
-	Datacenter      string
-	BindAddr        string
-	AdvertiseAddr   string
-	ClientAddr      string
-	Ports           ports
-	RetryJoin       []string
-	RetryInterval   time.Duration
-	Encrypt         string
-	LogLevel        string
+	// NodeID is the node's UUID (-node-id); empty means the one kept in
+	// the data dir, made on first start (nodeid.go).
+	NodeID        string
+	DataDir       string
+	Datacenter    string
+	BindAddr      string
+	AdvertiseAddr string
+	ClientAddr    string
+	Ports         ports
+	RetryJoin     []string
+	RetryInterval time.Duration
+	Encrypt       string
+	LogLevel      string
 	// TTLMultiplier is tenure's own: the session TTL grace factor (S19).
 	TTLMultiplier float64
 	// Agent checks (CONSUL.md §4): script checks over HTTP, script checks
@@ -218,14 +221,17 @@ func (s *settings) start(logger hclog.Logger) (runningAgent, error) {
 
 // agentConfig turns validated settings into an agent.
 func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
+	if err := s.resolveNodeID(); err != nil {
+		return agent.Config{}, err
+	}
 	srv := impl.Config{
 		NodeName: s.NodeName, HTTPAddr: s.httpAdvertise(), Logger: logger, Dev: s.Dev, DataDir: s.DataDir,
 		RaftAddr: net.JoinHostPort(s.AdvertiseAddr, strconv.Itoa(s.Ports.Server)), TTLMultiplier: s.TTLMultiplier,
-		BootstrapExpect: s.BootstrapExpect,
+		BootstrapExpect: s.BootstrapExpect, NodeID: s.NodeID,
 	}
 	g := &gossip.Config{
 		BindAddr: s.BindAddr, BindPort: s.Ports.SerfLAN, AdvertiseAddr: s.AdvertiseAddr, AdvertisePort: s.Ports.SerfLAN,
-		Tags: map[string]string{gossip.TagDC: s.Datacenter, gossip.TagBuild: buildTag(),
+		Tags: map[string]string{gossip.TagDC: s.Datacenter, gossip.TagID: s.NodeID, gossip.TagBuild: buildTag(),
 			gossip.TagVsn: "2", gossip.TagVsnMin: "2", gossip.TagVsnMax: "3"},
 	}
 	if s.Dev {
@@ -245,7 +251,7 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 		return agent.Config{}, fmt.Errorf("listen for HTTP: %w", err)
 	}
 	return agent.Config{Server: srv, Listener: ln, Gossip: g, Join: s.RetryJoin, RetryInterval: s.RetryInterval,
-		HTTP: httpapi.Options{Datacenter: s.Datacenter, Version: version}, Local: s.localConfig(),
+		HTTP: httpapi.Options{Datacenter: s.Datacenter, Version: version, NodeID: s.NodeID}, Local: s.localConfig(),
 		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry}, nil
 }
 

@@ -22,6 +22,7 @@ import (
 const (
 	TagRole = "role"
 	TagDC   = "dc"
+	TagID   = "id"   // the node's UUID, which the catalog records (S62)
 	TagPort = "port" // servers: the raft (server) port
 	// TagExpect is a server's -bootstrap-expect; TagRaft is set once the
 	// server belongs to a raft cluster (tenure's stand-in for Consul's

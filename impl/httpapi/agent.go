@@ -23,7 +23,7 @@ func (h *handler) agentSelf(c *call) error {
 	}
 	out := map[string]any{
 		"Config": map[string]any{"Datacenter": h.opts.Datacenter, "PrimaryDatacenter": h.opts.Datacenter,
-			"NodeName": node, "Server": true, "Version": version, "Revision": "", "BuildDate": ""},
+			"NodeName": node, "NodeID": h.opts.NodeID, "Server": true, "Version": version, "Revision": "", "BuildDate": ""},
 		"Member": map[string]any{"Name": node},
 		"Meta":   map[string]string{},
 	}

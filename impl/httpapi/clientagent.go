@@ -206,7 +206,7 @@ func (a *clientAgent) agentSelf(c *call) error {
 	local := a.opts.Members.Local()
 	return writeJSON(c, http.StatusOK, map[string]any{
 		"Config": map[string]any{"Datacenter": a.opts.Datacenter, "PrimaryDatacenter": a.opts.Datacenter,
-			"NodeName": a.opts.Node, "Server": false, "Version": a.opts.Version, "BindAddr": local.IP},
+			"NodeName": a.opts.Node, "NodeID": local.Tags[gossip.TagID], "Server": false, "Version": a.opts.Version, "BindAddr": local.IP},
 		"Member": toMemberJSON(local),
 		"Meta":   map[string]string{},
 		"Stats": map[string]map[string]string{

@@ -39,6 +39,8 @@ type Options struct {
 	Compat bool
 	// Datacenter is shown in catalog answers; default "dc1".
 	Datacenter string
+	// NodeID is the server's node UUID, shown by /v1/agent/self (S62).
+	NodeID string
 	// Members is the agent's gossip pool, for the membership endpoints.
 	Members Members
 	// Version is what /v1/agent/self reports; default "tenure".
