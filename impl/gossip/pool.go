@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -182,7 +183,9 @@ const statusReaped serf.MemberStatus = -1
 func toMember(m serf.Member) reconcile.Member {
 	// The catalog records a node at its gossip (advertise) address, as
 	// Consul does.
-	out := reconcile.Member{Name: m.Name, Address: m.Addr.String()}
+	out := reconcile.Member{Name: m.Name, Address: m.Addr.String(), ID: m.Tags[TagID]}
+	// The build tag is "<version>:<revision>" (TagBuild).
+	out.Version, _, _ = strings.Cut(m.Tags[TagBuild], ":")
 	if m.Tags[TagRole] == RoleServer {
 		out.Server = true
 		if port := m.Tags[TagPort]; port != "" {

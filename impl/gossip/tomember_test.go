@@ -29,6 +29,12 @@ func TestToMember(t *testing.T) {
 			want: reconcile.Member{Name: "c", Address: "10.0.0.7", Status: reconcile.Alive},
 		},
 		{
+			name: "client with an ID and a build",
+			in: serf.Member{Name: "c", Addr: ip, Tags: map[string]string{TagRole: RoleClient, TagID: "4f5a3c1e-0000-4000-8000-000000000001",
+				TagBuild: "1.22.7:abcdef01"}, Status: serf.StatusAlive},
+			want: reconcile.Member{Name: "c", Address: "10.0.0.7", Status: reconcile.Alive, ID: "4f5a3c1e-0000-4000-8000-000000000001", Version: "1.22.7"},
+		},
+		{
 			name: "client",
 			in:   serf.Member{Name: "c", Addr: ip, Tags: map[string]string{TagRole: RoleClient}, Status: serf.StatusFailed},
 			want: reconcile.Member{Name: "c", Address: "10.0.0.7", Status: reconcile.Failed},

@@ -38,6 +38,9 @@ func (s Status) String() string {
 // Member is one gossip member as the leader sees it.
 type Member struct {
 	Name string
+	// ID is the node UUID the member advertises (its "id" tag; empty from
+	// an agent that has none), Version the version of its build tag.
+	ID, Version string
 	// Address is what the catalog records for the node: the address the
 	// agent advertises for its HTTP API.
 	Address string
@@ -54,6 +57,9 @@ type Member struct {
 // CheckName is the name Consul gives the gossip health check.
 const CheckName = "Serf Health Status"
 
+// VersionMetaKey is the node meta key Consul gives an agent's version.
+const VersionMetaKey = "consul-version"
+
 // Decide returns the catalog write that brings the catalog in line with m,
 // or false when the catalog already agrees. self is the leader's own node
 // name: like Consul, the leader never deregisters itself (a follower's
@@ -66,11 +72,20 @@ func Decide(st *model.State, m Member, self string) (model.Command, bool) {
 		if known && node.Address == m.Address && hasCheck && check.Status == model.HealthPassing {
 			return model.Command{}, false
 		}
-		// The node keeps the ID, tagged addresses and meta it has (S62), as
-		// Consul copies them: only the address is the member's to set.
+		// The member's ID is the node's (S62); a node the catalog has keeps
+		// its tagged addresses and meta, as Consul copies them, and a new
+		// one starts with the agent's version, as in Consul.
 		reg := register(m.Name, m.Address, model.HealthPassing)
-		if known {
-			reg.Register.ID, reg.Register.TaggedAddresses, reg.Register.NodeMeta = node.ID, node.TaggedAddresses, node.Meta
+		r := reg.Register
+		r.ID = m.ID
+		switch {
+		case known:
+			r.TaggedAddresses, r.NodeMeta = node.TaggedAddresses, node.Meta
+			if r.ID == "" {
+				r.ID = node.ID
+			}
+		case m.Version != "":
+			r.NodeMeta = map[string]string{VersionMetaKey: m.Version}
 		}
 		return reg, true
 	case Failed:

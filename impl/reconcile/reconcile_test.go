@@ -12,9 +12,11 @@ import (
 
 // TestReconcile runs testdata/*.txt. Commands:
 //
-//	node name=N [addr=A] [serf=passing|critical]  register a node directly
+//	node name=N [addr=A] [serf=passing|critical] [id=I] [meta=k:v]
+//	                                               register a node directly
 //	session id=S node=N [checks=c1,c2]             create a session
-//	member name=N [addr=A] status=S [self=L]       decide for one member and
+//	member name=N [addr=A] status=S [self=L] [id=I] [version=V]
+//	                                               decide for one member and
 //	                                               apply the write, if any
 //	unknown [members=a,b]                          nodes gossip does not know
 func TestReconcile(t *testing.T) {
@@ -40,7 +42,11 @@ func TestReconcile(t *testing.T) {
 			}
 			switch d.Cmd {
 			case "node":
-				reg := &model.Register{Node: arg("name", ""), Address: arg("addr", "")}
+				reg := &model.Register{Node: arg("name", ""), Address: arg("addr", ""), ID: arg("id", "")}
+				if kv := arg("meta", ""); kv != "" {
+					k, v, _ := strings.Cut(kv, ":")
+					reg.NodeMeta = map[string]string{k: v}
+				}
 				if s := arg("serf", ""); s != "" {
 					reg.Checks = []model.CheckSpec{{CheckID: model.SerfHealthCheckID, Name: CheckName, Status: model.Health(s)}}
 				}
@@ -54,7 +60,8 @@ func TestReconcile(t *testing.T) {
 				apply(d, model.Command{CreateSession: cs})
 				return ""
 			case "member":
-				m := Member{Name: arg("name", ""), Address: arg("addr", ""), Status: parseStatus(t, d, arg("status", ""))}
+				m := Member{Name: arg("name", ""), Address: arg("addr", ""), Status: parseStatus(t, d, arg("status", "")),
+					ID: arg("id", ""), Version: arg("version", "")}
 				cmd, ok := Decide(st, m, arg("self", ""))
 				if !ok {
 					return "no write\n"
@@ -103,7 +110,14 @@ func describe(cmd model.Command) string {
 		for _, c := range r.Checks {
 			checks = append(checks, fmt.Sprintf("%s=%s (%s) %q", c.CheckID, c.Status, c.Name, c.Output))
 		}
-		return fmt.Sprintf("register %s address=%q %s\n", r.Node, r.Address, strings.Join(checks, " "))
+		node := ""
+		if r.ID != "" || r.NodeMeta != nil {
+			node = fmt.Sprintf(" id=%q meta=%v", r.ID, r.NodeMeta)
+		}
+		if r.SkipNodeUpdate {
+			node += " skip-node-update"
+		}
+		return fmt.Sprintf("register %s address=%q%s %s\n", r.Node, r.Address, node, strings.Join(checks, " "))
 	case cmd.Deregister != nil:
 		return fmt.Sprintf("deregister %s\n", cmd.Deregister.Node)
 	}
