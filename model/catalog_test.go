@@ -58,9 +58,11 @@ func TestCatalogInvariantsCatchCorruption(t *testing.T) {
 			s.Services[model.ServiceKey{Node: "gone", ServiceID: "web1"}] = sv
 		}, model.InvServiceNode},
 		{"two nodes with one ID, ignoring case", func(s *model.Snapshot) {
-			n1, n2 := s.Nodes["n1"], s.Nodes["n1"]
+			// A node without an ID, sorted first, must not end the search.
+			a, n1, n2 := s.Nodes["n1"], s.Nodes["n1"], s.Nodes["n1"]
+			a.Name = "a"
 			n1.ID, n2.Name, n2.ID = "4F5A3C1E-0000-4000-8000-000000000001", "n2", "4f5a3c1e-0000-4000-8000-000000000001"
-			s.Nodes["n1"], s.Nodes["n2"] = n1, n2
+			s.Nodes["a"], s.Nodes["n1"], s.Nodes["n2"] = a, n1, n2
 		}, model.InvNodeIDUnique},
 		{"service index beyond its table", func(s *model.Snapshot) {
 			sv := s.Services[webKey]

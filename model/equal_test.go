@@ -69,3 +69,40 @@ func TestEqualSeesEveryQueryField(t *testing.T) {
 		t.Error("states whose query differs only in Targets are equal")
 	}
 }
+
+// TestEqualSeesEveryNodeField: two states whose one node differs in any
+// field, nil meta against empty included (S62), are unequal.
+func TestEqualSeesEveryNodeField(t *testing.T) {
+	ref := model.Node{Name: "n1", ID: "4f5a3c1e-0000-4000-8000-000000000001", Address: "10.0.0.1",
+		TaggedAddresses: map[string]string{"lan": "10.0.0.1"}, Meta: map[string]string{"rack": "r1"},
+		CreateIndex: 1, ModifyIndex: 2}
+	state := func(n model.Node) *model.State {
+		return model.RestoreUnchecked(model.Snapshot{Nodes: map[string]model.Node{"n1": n},
+			Tables: model.TableIndexes{Nodes: 2}})
+	}
+	if !state(ref).Equal(state(ref)) {
+		t.Fatal("two states built alike are unequal")
+	}
+	edits := map[string]func(n *model.Node){
+		"ID":              func(n *model.Node) { n.ID = "4f5a3c1e-0000-4000-8000-000000000002" },
+		"Address":         func(n *model.Node) { n.Address = "10.0.0.2" },
+		"TaggedAddresses": func(n *model.Node) { n.TaggedAddresses = map[string]string{"lan": "10.0.0.2"} },
+		"Meta":            func(n *model.Node) { n.Meta = map[string]string{"rack": "r2"} },
+		"Meta nil":        func(n *model.Node) { n.Meta = nil },
+		"Meta empty":      func(n *model.Node) { n.Meta = map[string]string{} },
+		"CreateIndex":     func(n *model.Node) { n.CreateIndex = 2 },
+		"ModifyIndex":     func(n *model.Node) { n.ModifyIndex = 1 },
+	}
+	for field, edit := range edits {
+		n := ref
+		edit(&n)
+		if state(ref).Equal(state(n)) {
+			t.Errorf("states whose node differs only in %s are equal", field)
+		}
+	}
+	var noMeta, emptyMeta = ref, ref
+	noMeta.Meta, emptyMeta.Meta = nil, map[string]string{}
+	if state(noMeta).Equal(state(emptyMeta)) {
+		t.Error("a node with no meta equals one with empty meta")
+	}
+}

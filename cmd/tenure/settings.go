@@ -214,7 +214,7 @@ func (s *settings) start(logger hclog.Logger) (runningAgent, error) {
 	if s.Server || s.Dev {
 		return agent.New(cfg)
 	}
-	return agent.NewClient(agent.ClientConfig{NodeName: s.NodeName, Listener: cfg.Listener, HTTPAddr: cfg.Server.HTTPAddr,
+	return agent.NewClient(agent.ClientConfig{NodeName: s.NodeName, NodeID: s.NodeID, Listener: cfg.Listener, HTTPAddr: cfg.Server.HTTPAddr,
 		Gossip: *cfg.Gossip, Join: cfg.Join, RetryInterval: cfg.RetryInterval, Datacenter: s.Datacenter, Version: version,
 		Logger: logger, Local: cfg.Local, Debug: cfg.Debug, Telemetry: cfg.Telemetry})
 }
@@ -231,7 +231,7 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 	}
 	g := &gossip.Config{
 		BindAddr: s.BindAddr, BindPort: s.Ports.SerfLAN, AdvertiseAddr: s.AdvertiseAddr, AdvertisePort: s.Ports.SerfLAN,
-		Tags: map[string]string{gossip.TagDC: s.Datacenter, gossip.TagID: s.NodeID, gossip.TagBuild: buildTag(),
+		Tags: map[string]string{gossip.TagDC: s.Datacenter, gossip.TagBuild: buildTag(),
 			gossip.TagVsn: "2", gossip.TagVsnMin: "2", gossip.TagVsnMax: "3"},
 	}
 	if s.Dev {
@@ -251,7 +251,7 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 		return agent.Config{}, fmt.Errorf("listen for HTTP: %w", err)
 	}
 	return agent.Config{Server: srv, Listener: ln, Gossip: g, Join: s.RetryJoin, RetryInterval: s.RetryInterval,
-		HTTP: httpapi.Options{Datacenter: s.Datacenter, Version: version, NodeID: s.NodeID}, Local: s.localConfig(),
+		HTTP: httpapi.Options{Datacenter: s.Datacenter, Version: version}, Local: s.localConfig(),
 		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry}, nil
 }
 

@@ -110,6 +110,9 @@ func New(cfg Config) (*Agent, error) {
 		}
 		return err
 	}
+	if cfg.HTTP.NodeID == "" {
+		cfg.HTTP.NodeID = cfg.Server.NodeID
+	}
 	if cfg.HTTP.Logger == nil && cfg.Server.Logger != nil {
 		cfg.HTTP.Logger = cfg.Server.Logger.Named("http")
 	}
@@ -211,6 +214,9 @@ func startGossip(cfg Config) (*gossip.Pool, error) {
 		tags = map[string]string{}
 	}
 	tags[gossip.TagRole] = gossip.RoleServer
+	if id := cfg.Server.NodeID; id != "" {
+		tags[gossip.TagID] = id
+	}
 	if cfg.Server.BootstrapExpect > 0 {
 		tags[gossip.TagExpect] = strconv.Itoa(cfg.Server.BootstrapExpect)
 	}

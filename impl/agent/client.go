@@ -25,6 +25,9 @@ import (
 // bound to this agent's serfHealth: Consul's default failure detector.
 type ClientConfig struct {
 	NodeName string
+	// NodeID is the agent's node UUID, advertised in its gossip id tag
+	// (S62); empty advertises none.
+	NodeID string
 	// Debug and Telemetry as for a server agent.
 	Debug     bool
 	Telemetry *MemSink
@@ -93,6 +96,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		g.Tags = map[string]string{}
 	}
 	g.Tags[gossip.TagRole] = gossip.RoleClient
+	if cfg.NodeID != "" {
+		g.Tags[gossip.TagID] = cfg.NodeID
+	}
 	if g.Logger == nil {
 		g.Logger = log.Named("gossip")
 	}

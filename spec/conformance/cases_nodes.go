@@ -17,6 +17,7 @@ func nodeCases() []Case {
 		{Clause: "S62", Name: "node-id-rename-invalidates-old-node-sessions", Run: s62Rename},
 		{Clause: "S62", Name: "live-node-name-reserved-for-its-id", Run: s62Reserved},
 		{Clause: "S62", Name: "bad-node-id-refused", Run: s62BadID},
+		{Clause: "S62", Name: "agent-node-carries-its-node-id", Run: s62AgentNode},
 	}
 }
 
@@ -138,4 +139,32 @@ func s62BadID(t *T) {
 		t.Check(r.Code >= 400 && strings.HasPrefix(r.Text(), "Bad node ID: "), "register with node ID %q: want Bad node ID, got %s", id, r)
 	}
 	t.Check(t.nodeInfo(n) == nil, "a refused register wrote node %s", n)
+}
+
+// The agent under test has a node ID, advertises it in its gossip "id" tag,
+// and its catalog node carries it, with the agent's version as meta.
+func s62AgentNode(t *T) {
+	r := t.Do(http.MethodGet, "/v1/agent/self", nil)
+	t.Require(r.Code == 200, "agent self: want 200, got %s", r)
+	var self struct{ Config struct{ NodeName, NodeID string } }
+	t.decode("agent self", r, &self)
+	node, id := self.Config.NodeName, self.Config.NodeID
+	_, err := uuid.ParseUUID(id)
+	t.Require(err == nil, "agent self NodeID %q is not a UUID: %v", id, err)
+
+	var members []struct {
+		Name string
+		Tags map[string]string
+	}
+	t.decode("agent members", t.Do(http.MethodGet, "/v1/agent/members", nil), &members)
+	for _, m := range members {
+		if m.Name == node {
+			t.Equal("member "+node+" id tag", m.Tags["id"], id)
+		}
+	}
+	info := t.nodeInfo(node)
+	if t.Check(info != nil, "agent node %s is not in the catalog", node) {
+		t.Equal("catalog node ID of the agent", info.ID, id)
+		t.Check(info.Meta["consul-version"] != "", "agent node %s has no consul-version meta: %v", node, info.Meta)
+	}
 }

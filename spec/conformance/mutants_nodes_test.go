@@ -37,6 +37,21 @@ var nodeMutants = []mutant{
 			}
 			return true, err
 		}},
+	{name: "catalog-node-without-id", filter: `^S62/agent-node`,
+		handle: func(_ *mstate, x *exchange) (bool, error) {
+			if !strings.HasPrefix(x.r.URL.Path, "/v1/catalog/node/") {
+				return false, nil
+			}
+			err := x.forward()
+			if err == nil && x.code == 200 {
+				var v struct{ Node map[string]any }
+				if json.Unmarshal(x.out, &v) == nil && v.Node != nil {
+					v.Node["ID"] = ""
+					x.out, err = json.Marshal(v)
+				}
+			}
+			return true, err
+		}},
 	{name: "bad-node-id-accepted", filter: `^S62/bad-node-id`,
 		prepare: func(x *exchange) {
 			if x.r.URL.Path == "/v1/catalog/register" {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-uuid"
 	"github.com/hashicorp/raft"
 
 	"github.com/tenurekv/tenure/impl"
@@ -58,8 +59,15 @@ func devConfig(node string) (agent.Config, error) {
 	if err != nil {
 		return agent.Config{}, fmt.Errorf("server port: %w", err)
 	}
-	return agent.Config{Server: impl.Config{NodeName: node, HTTPAddr: "127.0.0.1:0", Dev: true, ServerListener: ln},
-		Gossip: &gossip.Config{BindAddr: "127.0.0.1", Timing: gossip.DevTiming}}, nil
+	id, err := uuid.GenerateUUID()
+	if err != nil {
+		return agent.Config{}, errors.Join(fmt.Errorf("node ID: %w", err), ln.Close())
+	}
+	return agent.Config{Server: impl.Config{NodeName: node, NodeID: id, HTTPAddr: "127.0.0.1:0", Dev: true, ServerListener: ln},
+		// A build tag, as the tenure binary advertises one, gives the node
+		// its consul-version meta (S62).
+		Gossip: &gossip.Config{BindAddr: "127.0.0.1", Timing: gossip.DevTiming,
+			Tags: map[string]string{gossip.TagBuild: "0.0.0-test:"}}}, nil
 }
 
 // NewReady starts an agent and waits until it is ready (see awaitReady);
