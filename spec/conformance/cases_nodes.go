@@ -146,7 +146,9 @@ func s62BadID(t *T) {
 func s62AgentNode(t *T) {
 	r := t.Do(http.MethodGet, "/v1/agent/self", nil)
 	t.Require(r.Code == 200, "agent self: want 200, got %s", r)
-	var self struct{ Config struct{ NodeName, NodeID string } }
+	var self struct {
+		Config struct{ NodeName, NodeID string }
+	}
 	t.decode("agent self", r, &self)
 	node, id := self.Config.NodeName, self.Config.NodeID
 	_, err := uuid.ParseUUID(id)
