@@ -183,7 +183,8 @@ const statusReaped serf.MemberStatus = -1
 func toMember(m serf.Member) reconcile.Member {
 	// The catalog records a node at its gossip (advertise) address, as
 	// Consul does.
-	out := reconcile.Member{Name: m.Name, Address: m.Addr.String(), ID: m.Tags[TagID]}
+	out := reconcile.Member{Name: m.Name, Address: m.Addr.String(), ID: m.Tags[TagID],
+		ProtocolMin: m.ProtocolMin, ProtocolMax: m.ProtocolMax, ProtocolCur: m.ProtocolCur}
 	// The build tag is "<version>:<revision>" (TagBuild).
 	out.Version, _, _ = strings.Cut(m.Tags[TagBuild], ":")
 	if m.Tags[TagRole] == RoleServer {

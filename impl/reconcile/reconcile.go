@@ -1,7 +1,10 @@
 package reconcile
 
 import (
+	"maps"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tenurekv/tenure/model"
@@ -41,6 +44,9 @@ type Member struct {
 	// ID is the node UUID the member advertises (its "id" tag; empty from
 	// an agent that has none), Version the version of its build tag.
 	ID, Version string
+	// ProtocolMin, ProtocolMax and ProtocolCur are the member's serf
+	// protocol range, which a server's "consul" service shows.
+	ProtocolMin, ProtocolMax, ProtocolCur uint8
 	// Address is what the catalog records for the node: the address the
 	// agent advertises for its HTTP API.
 	Address string
@@ -69,7 +75,9 @@ func Decide(st *model.State, m Member, self string) (model.Command, bool) {
 	check, hasCheck := st.Check(model.CheckKey{Node: m.Name, CheckID: model.SerfHealthCheckID})
 	switch m.Status {
 	case Alive:
-		if known && node.Address == m.Address && hasCheck && check.Status == model.HealthPassing {
+		service, isServer := consulService(m)
+		if known && node.Address == m.Address && hasCheck && check.Status == model.HealthPassing &&
+			(!isServer || hasService(st, m.Name, service)) {
 			return model.Command{}, false
 		}
 		// The member's ID is the node's (S62); a node the catalog has keeps
@@ -86,6 +94,9 @@ func Decide(st *model.State, m Member, self string) (model.Command, bool) {
 			}
 		case m.Version != "":
 			r.NodeMeta = map[string]string{VersionMetaKey: m.Version}
+		}
+		if isServer {
+			r.Services = []model.ServiceSpec{service}
 		}
 		return reg, true
 	case Failed:
@@ -105,6 +116,37 @@ func Decide(st *model.State, m Member, self string) (model.Command, bool) {
 	}
 	// Leaving: the leave completes as Left; nothing to write meanwhile.
 	return model.Command{}, false
+}
+
+// ConsulServiceName is the service Consul registers on every server's
+// node, through which clients find the servers (CONSUL.md §13).
+const ConsulServiceName = "consul"
+
+// consulService is the "consul" service m's node carries if m is a server,
+// as Consul's leader registers it: the server port, and meta naming the
+// server's raft and serf protocols and its version.
+func consulService(m Member) (model.ServiceSpec, bool) {
+	if !m.Server {
+		return model.ServiceSpec{}, false
+	}
+	port := 0
+	if _, p, err := net.SplitHostPort(m.RaftAddr); err == nil {
+		port, _ = strconv.Atoi(p)
+	}
+	return model.ServiceSpec{ID: ConsulServiceName, Service: ConsulServiceName, Port: port, Meta: map[string]string{
+		"non_voter": "false", "read_replica": "false", "raft_version": "3",
+		"serf_protocol_current": strconv.Itoa(int(m.ProtocolCur)),
+		"serf_protocol_min":     strconv.Itoa(int(m.ProtocolMin)),
+		"serf_protocol_max":     strconv.Itoa(int(m.ProtocolMax)),
+		"version":               m.Version,
+	}}, true
+}
+
+// hasService reports whether node already carries want as stored.
+func hasService(st *model.State, node string, want model.ServiceSpec) bool {
+	sv, ok := st.Service(model.ServiceKey{Node: node, ServiceID: want.ID})
+	return ok && sv.Service == want.Service && sv.Port == want.Port && sv.Address == want.Address &&
+		len(sv.Tags) == 0 && maps.Equal(sv.Meta, want.Meta)
 }
 
 // Unknown lists the catalog nodes that carry a serfHealth check but that

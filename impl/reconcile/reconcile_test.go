@@ -15,8 +15,9 @@ import (
 //	node name=N [addr=A] [serf=passing|critical] [id=I] [meta=k:v]
 //	                                               register a node directly
 //	session id=S node=N [checks=c1,c2]             create a session
-//	member name=N [addr=A] status=S [self=L] [id=I] [version=V]
-//	                                               decide for one member and
+//	member name=N [addr=A] status=S [self=L] [id=I] [version=V] [raft=H:P]
+//	                                               decide for one member (a
+//	                                               server with raft=) and
 //	                                               apply the write, if any
 //	unknown [members=a,b]                          nodes gossip does not know
 func TestReconcile(t *testing.T) {
@@ -61,7 +62,10 @@ func TestReconcile(t *testing.T) {
 				return ""
 			case "member":
 				m := Member{Name: arg("name", ""), Address: arg("addr", ""), Status: parseStatus(t, d, arg("status", "")),
-					ID: arg("id", ""), Version: arg("version", "")}
+					ID: arg("id", ""), Version: arg("version", ""), RaftAddr: arg("raft", "")}
+				if m.RaftAddr != "" {
+					m.Server, m.ProtocolMin, m.ProtocolMax, m.ProtocolCur = true, 1, 5, 2
+				}
 				cmd, ok := Decide(st, m, arg("self", ""))
 				if !ok {
 					return "no write\n"
@@ -117,7 +121,11 @@ func describe(cmd model.Command) string {
 		if r.SkipNodeUpdate {
 			node += " skip-node-update"
 		}
-		return fmt.Sprintf("register %s address=%q%s %s\n", r.Node, r.Address, node, strings.Join(checks, " "))
+		out := fmt.Sprintf("register %s address=%q%s %s\n", r.Node, r.Address, node, strings.Join(checks, " "))
+		for _, sv := range r.Services {
+			out += fmt.Sprintf("  service %s (%s) port=%d meta=%v\n", sv.ID, sv.Service, sv.Port, sv.Meta)
+		}
+		return out
 	case cmd.Deregister != nil:
 		return fmt.Sprintf("deregister %s\n", cmd.Deregister.Node)
 	}

@@ -11,6 +11,7 @@ import (
 func membershipCases() []Case {
 	return []Case{
 		{Clause: "S53", Name: "alive-member-registered-with-passing-serfhealth", Run: s53AliveMember},
+		{Clause: "S53", Name: "server-node-carries-consul-service", Run: s53ConsulService},
 		{Clause: "S53", Name: "failed-member-invalidates-only-serfhealth-sessions-force-leave-the-rest", Slow: true, Agents: true,
 			Run: s53FailedThenForceLeft},
 		{Clause: "S53", Name: "left-member-deregistered-with-all-its-sessions", Slow: true, Agents: true, Run: s53Left},
@@ -66,6 +67,40 @@ func s53AliveMember(t *T) {
 	t.Require(serf != nil, "node %s has no serfHealth check", node)
 	t.Equal("serfHealth status", serf.Status, "passing")
 	t.Equal("serfHealth name", serf.Name, "Serf Health Status")
+}
+
+// A server's node carries the "consul" service the leader registers for
+// it, through which clients find the servers: raft protocol 3, the
+// server's version, and healthy while the server is.
+func s53ConsulService(t *T) {
+	r := t.Do(http.MethodGet, "/v1/agent/self", nil)
+	t.Require(r.Code == 200, "agent self: want 200, got %s", r)
+	var self struct{ Config struct{ NodeName string } }
+	t.decode("agent self", r, &self)
+	node := self.Config.NodeName
+
+	r = t.Do(http.MethodGet, "/v1/health/service/consul?passing", nil)
+	t.Require(r.Code == 200, "health service consul: want 200, got %s", r)
+	var entries []struct {
+		Node    struct{ Node string }
+		Service struct {
+			ID, Service string
+			Port        int
+			Meta        map[string]string
+		}
+	}
+	t.decode("health service consul", r, &entries)
+	for _, e := range entries {
+		if e.Node.Node != node {
+			continue
+		}
+		t.Equal("consul service ID", e.Service.ID, "consul")
+		t.Check(e.Service.Port > 0, "consul service on %s has no port", node)
+		t.Equal("consul service raft_version", e.Service.Meta["raft_version"], "3")
+		t.Check(e.Service.Meta["version"] != "", "consul service on %s names no version: %v", node, e.Service.Meta)
+		return
+	}
+	t.Errorf("server %s is not among the passing instances of service consul: %s", node, r)
 }
 
 // memberTimeout bounds how long gossip and the leader may take to act on a

@@ -9,8 +9,9 @@ import (
 	"github.com/hashicorp/go-uuid"
 )
 
-// Mutants of the node rules (S62), one per way a server could get them
-// wrong; each must fail the case named by its filter.
+// Mutants of the node rules (S62) and of the servers' consul service (S53),
+// one per way a server could get them wrong; each must fail the case named
+// by its filter.
 var nodeMutants = []mutant{
 	{name: "node-meta-dropped", filter: `^S62/register-replaces`,
 		prepare: func(x *exchange) {
@@ -51,6 +52,14 @@ var nodeMutants = []mutant{
 				}
 			}
 			return true, err
+		}},
+	{name: "no-consul-service", filter: `^S53/server-node`,
+		handle: func(_ *mstate, x *exchange) (bool, error) {
+			if x.r.URL.Path != "/v1/health/service/consul" {
+				return false, nil
+			}
+			x.code, x.header, x.out = 200, http.Header{"Content-Type": {"application/json"}}, []byte("[]")
+			return true, nil
 		}},
 	{name: "bad-node-id-accepted", filter: `^S62/bad-node-id`,
 		prepare: func(x *exchange) {
