@@ -92,13 +92,17 @@ func (s *Server) reconcileAll(t *leaderTerm) {
 	members := slices.SortedFunc(slices.Values(s.cfg.Membership.Members()), func(a, b reconcile.Member) int {
 		return strings.Compare(a.Name, b.Name)
 	})
+	// Node names compare ignoring case (S62), so a member is known under
+	// any spelling of its name.
 	known := make(map[string]bool, len(members))
 	for _, m := range members {
-		known[m.Name] = true
+		known[strings.ToLower(m.Name)] = true
 		s.reconcileMember(t, m)
 	}
 	var unknown []reconcile.Member
-	s.fsm.read(func(st *model.State) { unknown = reconcile.Unknown(st, func(n string) bool { return known[n] }) })
+	s.fsm.read(func(st *model.State) {
+		unknown = reconcile.Unknown(st, func(n string) bool { return known[strings.ToLower(n)] })
+	})
 	for _, m := range unknown {
 		s.reconcileMember(t, m)
 	}

@@ -158,14 +158,19 @@ func TestLeaderReconcilesMembership(t *testing.T) {
 
 	// Hand-registered nodes: one claims a serfHealth gossip never heard
 	// of, one has no serfHealth. The periodic full pass reaps the first.
+	// A third, Ghost5, then joins gossip as ghost5: node names compare
+	// ignoring case (S62), so gossip knows it and it stays.
 	for _, reg := range []model.Register{
 		{Node: "ghost", Address: "10.0.0.9", Checks: []model.CheckSpec{{CheckID: model.SerfHealthCheckID, Status: model.HealthPassing}}},
 		{Node: "external", Address: "10.0.0.8"},
+		{Node: "Ghost5", Address: "10.0.0.5", Checks: []model.CheckSpec{{CheckID: model.SerfHealthCheckID, Status: model.HealthPassing}}},
 	} {
 		if res, err := s.Apply(ctx, model.Command{Register: &reg}); err != nil || res.Failed() {
 			t.Fatalf("register %s: %v %v", reg.Node, err, res.Err)
 		}
 	}
+	joined := reconcile.Member{Name: "ghost5", Address: "10.0.0.5", Status: reconcile.Alive}
+	members.set(joined, false, joined)
 	// Consul's period: no full pass a second before 60 s, one at 60 s.
 	clock.Advance(59 * time.Second)
 	time.Sleep(50 * time.Millisecond)
@@ -179,6 +184,11 @@ func TestLeaderReconcilesMembership(t *testing.T) {
 		_, ghost := st.Node("ghost")
 		_, external := st.Node("external")
 		return !ghost && external
+	})
+	s.Read(func(st *model.State) {
+		if n, ok := st.Node("Ghost5"); !ok || n.Name != "Ghost5" {
+			t.Errorf("Ghost5, in gossip as ghost5, was reaped or renamed: %+v %v", n, ok)
+		}
 	})
 }
 

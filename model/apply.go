@@ -21,13 +21,22 @@ func (s *State) Apply(index uint64, cmd Command) Result {
 		return res
 	}
 	a := &applier{s: s, idx: index, res: &res}
+	// Node names compare ignoring case (S62): a command naming a node the
+	// catalog has under another case means that node. The copies keep the
+	// caller's command as it was.
 	switch {
 	case cmd.Register != nil:
-		a.register(*cmd.Register)
+		r := *cmd.Register
+		r.Node = s.nodeKey(r.Node)
+		a.register(r, cmd.Register.Node)
 	case cmd.Deregister != nil:
-		a.deregister(*cmd.Deregister)
+		d := *cmd.Deregister
+		d.Node = s.nodeKey(d.Node)
+		a.deregister(d)
 	case cmd.CreateSession != nil:
-		a.createSession(*cmd.CreateSession)
+		c := *cmd.CreateSession
+		c.Node = s.nodeKey(c.Node)
+		a.createSession(c)
 	case cmd.DestroySession != nil:
 		a.destroySession(*cmd.DestroySession)
 	case cmd.KV != nil:
@@ -76,13 +85,15 @@ func (a *applier) touch(key string) {
 
 func (a *applier) fail(err *Error) { a.res.Err = err }
 
-func (a *applier) register(r Register) {
+// register applies r, whose Node is the catalog's key for the node; asked
+// is the name as the command gave it, which refusals quote.
+func (a *applier) register(r Register, asked string) {
 	if err := a.validateRegister(&r); err != nil {
 		a.fail(err)
 		return
 	}
 	s := a.s
-	if err := a.putNode(r); err != nil {
+	if err := a.putNode(r, asked); err != nil {
 		a.fail(err)
 		return
 	}

@@ -17,8 +17,9 @@ type ServiceInstance struct {
 	Checks  []Check
 }
 
-// Service returns a service instance by node and ID.
+// Service returns a service instance by node (compared ignoring case) and ID.
 func (s *State) Service(key ServiceKey) (Service, bool) {
+	key.Node = s.nodeKey(key.Node)
 	sv, ok := s.services[key]
 	return sv, ok
 }
@@ -26,6 +27,7 @@ func (s *State) Service(key ServiceKey) (Service, bool) {
 // ServiceList returns the services of node (all nodes if ""), sorted by
 // node then service ID.
 func (s *State) ServiceList(node string) []Service {
+	node = s.nodeKey(node)
 	var out []Service
 	for _, sv := range s.services {
 		if node == "" || sv.Node == node {

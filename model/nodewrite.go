@@ -17,7 +17,7 @@ import (
 //     keeps its CreateIndex.
 //   - A name that a live node with another ID holds is refused, so one agent
 //     cannot take over another's node.
-func (a *applier) putNode(r Register) *Error {
+func (a *applier) putNode(r Register, asked string) *Error {
 	s := a.s
 	byName, named := s.nodes[r.Node]
 	if named && r.SkipNodeUpdate {
@@ -34,12 +34,12 @@ func (a *applier) putNode(r Register) *Error {
 		if byID, ok := s.nodeByID(r.ID); ok {
 			prev, hasPrev = byID, true
 			if byID.Name != r.Node {
-				if err := s.nameReserved(n, false); err != "" {
+				if err := s.nameReserved(n, asked, false); err != "" {
 					return errorf(ErrInvalid, "failed inserting node: Error while renaming Node ID: %q (%s): %s", r.ID, r.Address, err)
 				}
 				renameFrom = byID.Name
 			}
-		} else if err := s.nameReserved(n, true); err != "" {
+		} else if err := s.nameReserved(n, asked, true); err != "" {
 			return errorf(ErrInvalid, "failed inserting node: Error while renaming Node ID: %q: %s", r.ID, err)
 		}
 	}
@@ -55,6 +55,24 @@ func (a *applier) putNode(r Register) *Error {
 	return nil
 }
 
+// nodeKey is the name the catalog keeps name's node under. Node names
+// compare ignoring case, as in Consul's catalog, and a node keeps the case
+// it was first registered with: an exact match wins, then a match ignoring
+// case (the least key, should a snapshot from before this rule hold
+// several), and a name no node has is its own key.
+func (s *State) nodeKey(name string) string {
+	if _, ok := s.nodes[name]; ok || name == "" {
+		return name
+	}
+	key, found := name, false
+	for k := range s.nodes {
+		if strings.EqualFold(k, name) && (!found || k < key) {
+			key, found = k, true
+		}
+	}
+	return key
+}
+
 // nodeByID finds the node carrying id. IDs are UUIDs, so case does not
 // tell two apart.
 func (s *State) nodeByID(id string) (Node, bool) {
@@ -66,12 +84,13 @@ func (s *State) nodeByID(id string) (Node, bool) {
 	return Node{}, false
 }
 
-// nameReserved returns why n may not take its name, or "": another node of
-// that name, ignoring case, with another ID and a serfHealth check that is
-// not critical still belongs to a live agent. A node without serfHealth was
-// registered by hand and can be taken; with allowNoID, so can one without
-// an ID, which is how a node gains its first ID.
-func (s *State) nameReserved(n Node, allowNoID bool) string {
+// nameReserved returns why n may not take its name (asked, as the register
+// spelled it), or "": another node of that name, ignoring case, with
+// another ID and a serfHealth check that is not critical still belongs to a
+// live agent. A node without serfHealth was registered by hand and can be
+// taken; with allowNoID, so can one without an ID, which is how a node
+// gains its first ID.
+func (s *State) nameReserved(n Node, asked string, allowNoID bool) string {
 	for _, name := range sortedKeys(s.nodes) {
 		other := s.nodes[name]
 		if !strings.EqualFold(other.Name, n.Name) || other.ID == n.ID {
@@ -82,7 +101,7 @@ func (s *State) nameReserved(n Node, allowNoID bool) string {
 		}
 		serf, ok := s.checks[CheckKey{Node: other.Name, CheckID: SerfHealthCheckID}]
 		if ok && serf.Status != HealthCritical {
-			return "Node name " + n.Name + " is reserved by node " + other.ID + " with name " + other.Name + " (" + other.Address + ")"
+			return "Node name " + asked + " is reserved by node " + other.ID + " with name " + other.Name + " (" + other.Address + ")"
 		}
 	}
 	return ""

@@ -6,14 +6,15 @@ import "iter"
 // keys. State's fields are unexported so that Apply (and Reap) stay the only
 // mutators; everything else reads through these.
 
-// Node returns a node by name.
+// Node returns a node by name, compared ignoring case (S62).
 func (s *State) Node(name string) (Node, bool) {
-	n, ok := s.nodes[name]
+	n, ok := s.nodes[s.nodeKey(name)]
 	return n, ok
 }
 
-// Check returns a check by node and ID.
+// Check returns a check by node (compared ignoring case) and ID.
 func (s *State) Check(key CheckKey) (Check, bool) {
+	key.Node = s.nodeKey(key.Node)
 	c, ok := s.checks[key]
 	return c, ok
 }

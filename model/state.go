@@ -222,6 +222,7 @@ func (s *State) Session(id string) (Session, bool) {
 
 // SessionList returns every session sorted by ID, or those on node if node != "".
 func (s *State) SessionList(node string) []Session {
+	node = s.nodeKey(node)
 	var out []Session
 	for _, id := range sortedKeys(s.sessions) {
 		if se := s.sessions[id]; node == "" || se.Node == node {
@@ -243,6 +244,7 @@ func (s *State) NodeList() []Node {
 // CheckList returns the checks of node (all nodes if ""), and only those in
 // status (any if ""), sorted by node then check ID.
 func (s *State) CheckList(node string, status Health) []Check {
+	node = s.nodeKey(node)
 	var out []Check
 	for _, c := range s.checks {
 		if (node == "" || c.Node == node) && (status == "" || c.Status == status) {

@@ -18,6 +18,7 @@ func nodeCases() []Case {
 		{Clause: "S62", Name: "live-node-name-reserved-for-its-id", Run: s62Reserved},
 		{Clause: "S62", Name: "bad-node-id-refused", Run: s62BadID},
 		{Clause: "S62", Name: "agent-node-carries-its-node-id", Run: s62AgentNode},
+		{Clause: "S62", Name: "node-names-compare-ignoring-case", Run: s62IgnoreCase},
 	}
 }
 
@@ -169,4 +170,19 @@ func s62AgentNode(t *T) {
 		t.Equal("catalog node ID of the agent", info.ID, id)
 		t.Check(info.Meta["consul-version"] != "", "agent node %s has no consul-version meta: %v", node, info.Meta)
 	}
+}
+
+// Node names compare ignoring case: a session created on, a check written
+// to, and a read of a node under another spelling all mean the same node.
+func s62IgnoreCase(t *T) {
+	n := t.RegisterNode("Caps", CheckSpec{"alive", "passing"})
+	lower, upper := strings.ToLower(n), strings.ToUpper(n)
+	sess := t.CreateSession(map[string]any{"Node": lower, "NodeChecks": []string{"alive"}})
+	info := t.nodeInfo(upper)
+	if t.Check(info != nil, "node %s not found as %s", n, upper) {
+		t.Equal("node name read as "+upper, info.Node, n)
+	}
+	t.Check(t.NodeChecks(upper)["alive"] != nil, "node %s's check not found as %s", n, upper)
+	t.SetCheck(lower, "alive", "critical")
+	t.Check(!t.Alive(sess), "session bound to %s's check survived it going critical as %s", n, lower)
 }

@@ -61,6 +61,7 @@ var nodeMutants = []mutant{
 			x.code, x.header, x.out = 200, http.Header{"Content-Type": {"application/json"}}, []byte("[]")
 			return true, nil
 		}},
+	{name: "node-names-case-sensitive", filter: `^S62/node-names`, handle: caseSensitiveNodes},
 	{name: "bad-node-id-accepted", filter: `^S62/bad-node-id`,
 		prepare: func(x *exchange) {
 			if x.r.URL.Path == "/v1/catalog/register" {
@@ -141,5 +142,33 @@ func keepEverySession(m *mstate, x *exchange) (bool, error) {
 		}
 		m.mu.Unlock()
 	}
+	return true, nil
+}
+
+// caseSensitiveNodes is a server whose node names compare exactly: a
+// session create naming a node by another spelling is refused, as a node
+// that does not exist.
+func caseSensitiveNodes(_ *mstate, x *exchange) (bool, error) {
+	if x.r.URL.Path != "/v1/session/create" {
+		return false, nil
+	}
+	var body struct{ Node string }
+	if json.Unmarshal(x.body, &body) != nil || body.Node == "" {
+		return false, nil
+	}
+	code, _, out, err := x.u.fwd(x.r.Context(), http.MethodGet, "/v1/catalog/nodes", x.r.Header, nil)
+	if err != nil || code != 200 {
+		return true, err
+	}
+	var nodes []struct{ Node string }
+	if json.Unmarshal(out, &nodes) != nil {
+		return false, nil
+	}
+	for _, n := range nodes {
+		if n.Node == body.Node {
+			return false, nil
+		}
+	}
+	x.code, x.header, x.out = 500, http.Header{}, []byte("Missing node registration")
 	return true, nil
 }
