@@ -127,6 +127,9 @@ func Start(cfg Config) (*Pool, error) {
 		sc.ReconnectTimeout = cfg.ReconnectTimeout
 	}
 	sc.EnableNameConflictResolution = false
+	if id := cfg.Tags[TagID]; id != "" {
+		sc.Merge = idMerge{name: cfg.NodeName, id: id}
+	}
 	if cfg.DataDir != "" {
 		dir := filepath.Join(cfg.DataDir, "serf")
 		if err := os.MkdirAll(dir, 0o700); err != nil {
