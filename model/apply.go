@@ -228,6 +228,7 @@ func (a *applier) deleteNode(name string) {
 		a.deleteCheck(CheckKey{Node: c.Node, CheckID: c.CheckID})
 	}
 	delete(s.nodes, name)
+	s.unfoldNode(name)
 	s.tables.Nodes = a.idx
 	for _, se := range s.SessionList(name) {
 		a.invalidate(se.ID)

@@ -66,3 +66,25 @@ func BenchmarkApplySessionLifecycle(b *testing.B) {
 	}
 	b.ReportMetric(float64(3*b.N)/b.Elapsed().Seconds(), "applies/s")
 }
+
+// BenchmarkNodeLookup measures what comparing node names ignoring case
+// (S62) costs in a catalog of n nodes: a name spelled as registered (an
+// exact hit), one spelled in another case, and one no node has (both scan
+// the nodes), as a register of a new node or a read of a missing one does.
+func BenchmarkNodeLookup(b *testing.B) {
+	for _, n := range []int{100, 10000} {
+		s := model.New()
+		for i := range n {
+			s.Apply(uint64(i+1), model.Command{Register: &model.Register{Node: fmt.Sprintf("node-%05d", i), Address: "10.0.0.1"}})
+		}
+		for _, tc := range []struct{ what, name string }{
+			{"exact", "node-00042"}, {"other-case", "NODE-00042"}, {"missing", "node-x"},
+		} {
+			b.Run(fmt.Sprintf("nodes=%d/%s", n, tc.what), func(b *testing.B) {
+				for b.Loop() {
+					s.Node(tc.name)
+				}
+			})
+		}
+	}
+}

@@ -28,6 +28,7 @@ const (
 	InvCheckNode           = "check-has-node"
 	InvServiceNode         = "service-has-node"
 	InvNodeIDUnique        = "node-id-unique"
+	InvNodeFold            = "node-fold-index"
 	InvCheckService        = "check-has-service"
 	InvQuerySession        = "query-outlives-session"
 	InvTombstone           = "tombstone-not-live"
@@ -88,6 +89,9 @@ func (s *State) CheckInvariants() error {
 			return violated(InvNodeIDUnique, "nodes %q and %q both carry ID %s", other, name, n.ID)
 		}
 		idOwner[id] = name
+	}
+	if err := s.checkNodeFold(); err != nil {
+		return err
 	}
 	for _, sv := range s.ServiceList("") {
 		if _, ok := s.nodes[sv.Node]; !ok {
@@ -244,4 +248,26 @@ func describeFailure(res Result) string {
 		return res.Err.Msg
 	}
 	return fmt.Sprintf("%d txn errors", len(res.TxnErrors))
+}
+
+// checkNodeFold: the index of node names ignoring case (S62) lists every
+// node under its lower-cased name, sorted, and nothing else.
+func (s *State) checkNodeFold() error {
+	listed := 0
+	for _, lower := range sortedKeys(s.nodeFold) {
+		keys := s.nodeFold[lower]
+		if len(keys) == 0 || !slices.IsSorted(keys) {
+			return violated(InvNodeFold, "names folding to %q listed as %q", lower, keys)
+		}
+		for _, k := range keys {
+			if _, ok := s.nodes[k]; !ok || strings.ToLower(k) != lower {
+				return violated(InvNodeFold, "%q listed under %q is no node of that name", k, lower)
+			}
+		}
+		listed += len(keys)
+	}
+	if listed != len(s.nodes) {
+		return violated(InvNodeFold, "%d nodes, %d listed by name ignoring case", len(s.nodes), listed)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package model
 
 import (
 	"maps"
+	"slices"
 	"strings"
 )
 
@@ -50,27 +51,47 @@ func (a *applier) putNode(r Register, asked string) *Error {
 	if hasPrev {
 		n.CreateIndex = prev.CreateIndex
 	}
+	if !named {
+		s.foldNode(r.Node)
+	}
 	s.nodes[r.Node] = n
 	s.tables.Nodes = a.idx
 	return nil
 }
 
 // nodeKey is the name the catalog keeps name's node under. Node names
-// compare ignoring case, as in Consul's catalog, and a node keeps the case
-// it was first registered with: an exact match wins, then a match ignoring
-// case (the least key, should a snapshot from before this rule hold
-// several), and a name no node has is its own key.
+// compare ignoring case, as in Consul's catalog (whose index lower-cases
+// them), and a node keeps the case it was first registered with: an exact
+// match wins, then a match ignoring case (the least key, should a snapshot
+// from before this rule hold several), and a name no node has is its own
+// key.
 func (s *State) nodeKey(name string) string {
 	if _, ok := s.nodes[name]; ok || name == "" {
 		return name
 	}
-	key, found := name, false
-	for k := range s.nodes {
-		if strings.EqualFold(k, name) && (!found || k < key) {
-			key, found = k, true
-		}
+	if keys := s.nodeFold[strings.ToLower(name)]; len(keys) > 0 {
+		return keys[0]
 	}
-	return key
+	return name
+}
+
+// foldNode adds a new node's key to nodeFold.
+func (s *State) foldNode(key string) {
+	lower := strings.ToLower(key)
+	keys := append(slices.Clone(s.nodeFold[lower]), key)
+	slices.Sort(keys)
+	s.nodeFold[lower] = keys
+}
+
+// unfoldNode removes a deleted node's key from nodeFold.
+func (s *State) unfoldNode(key string) {
+	lower := strings.ToLower(key)
+	keys := slices.DeleteFunc(slices.Clone(s.nodeFold[lower]), func(k string) bool { return k == key })
+	if len(keys) == 0 {
+		delete(s.nodeFold, lower)
+		return
+	}
+	s.nodeFold[lower] = keys
 }
 
 // nodeByID finds the node carrying id. IDs are UUIDs, so case does not

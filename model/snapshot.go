@@ -86,6 +86,9 @@ func Restore(snap Snapshot) (*State, error) {
 func RestoreUnchecked(snap Snapshot) *State {
 	s := New()
 	maps.Copy(s.nodes, snap.Nodes)
+	for _, key := range sortedKeys(s.nodes) {
+		s.foldNode(key)
+	}
 	maps.Copy(s.services, snap.Services)
 	maps.Copy(s.checks, snap.Checks)
 	maps.Copy(s.sessions, snap.Sessions)

@@ -32,7 +32,12 @@ type TableIndexes struct {
 
 // State is the whole replicated state. Use New; the zero value is not usable.
 type State struct {
-	nodes    map[string]Node
+	nodes map[string]Node
+	// nodeFold indexes nodes by lower-cased name (S62): each entry lists,
+	// sorted, the keys whose names differ only in case. One key each,
+	// except in a state restored from before names ignored case. The
+	// slices are replaced, never changed, so clones may share them.
+	nodeFold map[string][]string
 	services map[ServiceKey]Service
 	checks   map[CheckKey]Check
 	sessions map[string]Session
@@ -61,6 +66,7 @@ type State struct {
 func New() *State {
 	return &State{
 		nodes:      map[string]Node{},
+		nodeFold:   map[string][]string{},
 		services:   map[ServiceKey]Service{},
 		checks:     map[CheckKey]Check{},
 		sessions:   map[string]Session{},
@@ -83,6 +89,7 @@ func (s *State) Index() uint64 {
 func (s *State) Clone() *State {
 	return &State{
 		nodes:         maps.Clone(s.nodes),
+		nodeFold:      maps.Clone(s.nodeFold),
 		services:      maps.Clone(s.services),
 		checks:        maps.Clone(s.checks),
 		sessions:      maps.Clone(s.sessions),
