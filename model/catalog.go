@@ -46,10 +46,14 @@ func compareServices(a, b Service) int {
 }
 
 // ServiceNames maps every service name to the union of its instances'
-// tags, sorted and without repeats (what /v1/catalog/services lists).
-func (s *State) ServiceNames() map[string][]string {
+// tags, sorted and without repeats (what /v1/catalog/services lists),
+// counting only instances on nodes onNode keeps (all, if nil).
+func (s *State) ServiceNames(onNode func(Node) bool) map[string][]string {
 	out := map[string][]string{}
 	for _, sv := range s.ServiceList("") {
+		if onNode != nil && !onNode(s.nodes[sv.Node]) {
+			continue
+		}
 		tags := append(out[sv.Service], sv.Tags...)
 		slices.Sort(tags)
 		out[sv.Service] = slices.Compact(tags)

@@ -1,6 +1,8 @@
 package model_test
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -294,5 +296,26 @@ func TestCatalogAccessors(t *testing.T) {
 	c, ok := s.Check(httpKey)
 	if !ok || c.ServiceName != "web" || c.Type != "http" || c.Output != "ok" {
 		t.Fatalf("Check(%v) = %+v, %v", httpKey, c, ok)
+	}
+}
+
+// TestServiceNamesOnSomeNodes: with a node filter, /v1/catalog/services'
+// answer counts only the instances on the nodes it keeps (S62's ?node-meta).
+func TestServiceNamesOnSomeNodes(t *testing.T) {
+	s := model.New()
+	for i, reg := range []model.Register{
+		{Node: "n1", NodeMeta: map[string]string{"rack": "r1"}, Services: []model.ServiceSpec{{Service: "web", Tags: []string{"a"}}}},
+		{Node: "n2", Services: []model.ServiceSpec{{Service: "web", Tags: []string{"b"}}, {Service: "db"}}},
+	} {
+		if res := s.Apply(uint64(i+1), model.Command{Register: &reg}); res.Failed() {
+			t.Fatal(res.Err)
+		}
+	}
+	rack1 := func(n model.Node) bool { return n.Meta["rack"] == "r1" }
+	if got, want := s.ServiceNames(rack1), map[string][]string{"web": {"a"}}; !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("services on rack r1: %v, want %v", got, want)
+	}
+	if got, want := s.ServiceNames(nil), map[string][]string{"web": {"a", "b"}, "db": {}}; !maps.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("all services: %v, want %v", got, want)
 	}
 }

@@ -96,7 +96,7 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 		return orNone(b.String()), nil
 	case "services":
 		var b strings.Builder
-		names := h.s.ServiceNames()
+		names := h.s.ServiceNames(nil)
 		for _, n := range slices.Sorted(maps.Keys(names)) {
 			fmt.Fprintf(&b, "%s %q\n", n, names[n])
 		}

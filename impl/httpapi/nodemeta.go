@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"net/url"
-	"slices"
 	"strings"
 
 	"github.com/tenurekv/tenure/model"
@@ -81,19 +80,7 @@ func (f nodeMetaFilter) checks(s *model.State, all []model.Check) []model.Check 
 // filter: each service name with the union of its instances' tags.
 func (f nodeMetaFilter) serviceNames(s *model.State) map[string][]string {
 	if len(f) == 0 {
-		return s.ServiceNames()
+		return s.ServiceNames(nil)
 	}
-	out := map[string][]string{}
-	for _, sv := range s.ServiceList("") {
-		if !f.nodeMatches(s, sv.Node) {
-			continue
-		}
-		tags := append(out[sv.Service], sv.Tags...)
-		slices.Sort(tags)
-		out[sv.Service] = slices.Compact(tags)
-		if out[sv.Service] == nil {
-			out[sv.Service] = []string{}
-		}
-	}
-	return out
+	return s.ServiceNames(func(n model.Node) bool { return f.matches(n.Meta) })
 }

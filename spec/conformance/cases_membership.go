@@ -35,14 +35,8 @@ func s54NoDeadServerCleanup(t *T) {
 // and the leader has registered its node with the gossip health check
 // passing, under Consul's check name (CONSUL.md §13).
 func s53AliveMember(t *T) {
-	r := t.Do(http.MethodGet, "/v1/agent/self", nil)
-	t.Require(r.Code == 200, "agent self: want 200, got %s", r)
-	var self struct{ Config struct{ NodeName string } }
-	t.decode("agent self", r, &self)
-	node := self.Config.NodeName
-	t.Require(node != "", "agent self names no node")
-
-	r = t.Do(http.MethodGet, "/v1/agent/members", nil)
+	node := t.AgentNode()
+	r := t.Do(http.MethodGet, "/v1/agent/members", nil)
 	t.Require(r.Code == 200, "agent members: want 200, got %s", r)
 	var members []struct {
 		Name   string
@@ -73,13 +67,8 @@ func s53AliveMember(t *T) {
 // it, through which clients find the servers: raft protocol 3, the
 // server's version, and healthy while the server is.
 func s53ConsulService(t *T) {
-	r := t.Do(http.MethodGet, "/v1/agent/self", nil)
-	t.Require(r.Code == 200, "agent self: want 200, got %s", r)
-	var self struct{ Config struct{ NodeName string } }
-	t.decode("agent self", r, &self)
-	node := self.Config.NodeName
-
-	r = t.Do(http.MethodGet, "/v1/health/service/consul?passing", nil)
+	node := t.AgentNode()
+	r := t.Do(http.MethodGet, "/v1/health/service/consul?passing", nil)
 	t.Require(r.Code == 200, "health service consul: want 200, got %s", r)
 	var entries []struct {
 		Node    struct{ Node string }

@@ -119,30 +119,7 @@ func mergeNodeMeta(_ *mstate, x *exchange) (bool, error) {
 // keepEverySession is a server that never lets a session go: each session
 // reads as it was created, whatever happened to its node since.
 func keepEverySession(m *mstate, x *exchange) (bool, error) {
-	if err := x.forward(); err != nil || x.code != 200 {
-		return true, err
-	}
-	if x.r.URL.Path == "/v1/session/create" {
-		var out struct{ ID string }
-		if json.Unmarshal(x.out, &out) != nil || out.ID == "" {
-			return true, nil
-		}
-		code, _, body, err := x.u.fwd(x.r.Context(), http.MethodGet, "/v1/session/info/"+out.ID, x.r.Header, nil)
-		if err == nil && code == 200 {
-			m.mu.Lock()
-			m.kept[out.ID] = body
-			m.mu.Unlock()
-		}
-		return true, err
-	}
-	if id := sessionInfoID(x); id != "" && strings.TrimSpace(string(x.out)) == "[]" {
-		m.mu.Lock()
-		if kept := m.kept[id]; kept != nil {
-			x.out = kept
-		}
-		m.mu.Unlock()
-	}
-	return true, nil
+	return keepSessions(m, x, func([]byte) bool { return true })
 }
 
 // caseSensitiveNodes is a server whose node names compare exactly: a

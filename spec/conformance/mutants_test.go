@@ -88,7 +88,7 @@ type mstate struct {
 	lag      map[string]uint64      // LockIndex bumps hidden from clients
 	seen     map[string]uint64      // last LockIndex upstream answered, by key
 	timers   map[string]*time.Timer // pending early destroys, by session ID
-	kept     map[string][]byte      // last info answer of sessions bound to no check
+	kept     map[string][]byte      // info at creation of the sessions keepSessions keeps
 	stopped  bool
 }
 
@@ -364,6 +364,16 @@ func invalidateNodeOnFailure(_ *mstate, x *exchange) (bool, error) {
 // sessions bound to no check (S53, S10): such a session, once created,
 // reads as alive forever.
 func keepUnboundSessions(m *mstate, x *exchange) (bool, error) {
+	return keepSessions(m, x, func(info []byte) bool {
+		var out []struct{ NodeChecks, Checks []string }
+		return json.Unmarshal(info, &out) == nil && len(out) == 1 && len(out[0].NodeChecks) == 0 && len(out[0].Checks) == 0
+	})
+}
+
+// keepSessions is a server that never invalidates the sessions keep picks
+// by their info at creation: each reads as it was created, whatever
+// happened since.
+func keepSessions(m *mstate, x *exchange, keep func(info []byte) bool) (bool, error) {
 	if err := x.forward(); err != nil || x.code != 200 {
 		return true, err
 	}
@@ -376,8 +386,7 @@ func keepUnboundSessions(m *mstate, x *exchange) (bool, error) {
 		if err != nil || code != 200 {
 			return true, err
 		}
-		var info []struct{ NodeChecks, Checks []string }
-		if json.Unmarshal(body, &info) == nil && len(info) == 1 && len(info[0].NodeChecks) == 0 && len(info[0].Checks) == 0 {
+		if keep(body) {
 			m.mu.Lock()
 			m.kept[out.ID] = body
 			m.mu.Unlock()
