@@ -73,7 +73,9 @@ func toRegister(b registerBody) (model.Register, error) {
 	switch {
 	case b.Node == "":
 		return reg, errorf(http.StatusBadRequest, "Must provide node")
-	case b.Address == "":
+	case b.Address == "" && !b.SkipNodeUpdate:
+		// A register that leaves the node alone needs no address (a new
+		// node then has none), as in Consul (S62).
 		return reg, errorf(http.StatusBadRequest, "Must provide address")
 	}
 	if b.ID != "" {

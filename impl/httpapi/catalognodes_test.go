@@ -64,6 +64,28 @@ func TestNodeInfoThroughTheAPI(t *testing.T) {
 	}
 }
 
+// TestSkipNodeUpdateNeedsNoAddress: a register that leaves its node alone
+// may omit the address, and leaves an existing node's as it was; without
+// SkipNodeUpdate the address is required (S62).
+func TestSkipNodeUpdateNeedsNoAddress(t *testing.T) {
+	f := newFixture(t)
+	for _, body := range []string{
+		`{"Node":"z1","Address":"10.9.0.1"}`,
+		`{"Node":"z1","SkipNodeUpdate":true,"Check":{"CheckID":"c","Name":"c","Status":"passing"}}`,
+	} {
+		if r := f.do(http.MethodPut, "/v1/catalog/register", []byte(body)); r.code != 200 {
+			t.Fatalf("register %s: %d %s", body, r.code, r.text())
+		}
+	}
+	node, _, err := f.client.Catalog().Node("z1", nil)
+	if err != nil || node == nil || node.Node.Address != "10.9.0.1" {
+		t.Errorf("z1 after a SkipNodeUpdate register without an address: %+v %v", node, err)
+	}
+	if r := f.do(http.MethodPut, "/v1/catalog/register", []byte(`{"Node":"z2"}`)); r.code != http.StatusBadRequest || r.text() != "Must provide address" {
+		t.Errorf("register without an address: %d %q", r.code, r.text())
+	}
+}
+
 // TestBadNodeIDRefused: a node ID that is not a UUID is refused with
 // Consul's words, 400 here and 500 in the compat profile, and nothing is
 // written.
