@@ -306,16 +306,17 @@ func TestServiceNamesOnSomeNodes(t *testing.T) {
 	for i, reg := range []model.Register{
 		{Node: "n1", NodeMeta: map[string]string{"rack": "r1"}, Services: []model.ServiceSpec{{Service: "web", Tags: []string{"a"}}}},
 		{Node: "n2", Services: []model.ServiceSpec{{Service: "web", Tags: []string{"b"}}, {Service: "db"}}},
+		{Node: "n3", NodeMeta: map[string]string{"rack": "r1"}, Services: []model.ServiceSpec{{Service: "cache"}}},
 	} {
 		if res := s.Apply(uint64(i+1), model.Command{Register: &reg}); res.Failed() {
 			t.Fatal(res.Err)
 		}
 	}
 	rack1 := func(n model.Node) bool { return n.Meta["rack"] == "r1" }
-	if got, want := s.ServiceNames(rack1), map[string][]string{"web": {"a"}}; !maps.EqualFunc(got, want, slices.Equal) {
+	if got, want := s.ServiceNames(rack1), map[string][]string{"web": {"a"}, "cache": {}}; !maps.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("services on rack r1: %v, want %v", got, want)
 	}
-	if got, want := s.ServiceNames(nil), map[string][]string{"web": {"a", "b"}, "db": {}}; !maps.EqualFunc(got, want, slices.Equal) {
+	if got, want := s.ServiceNames(nil), map[string][]string{"web": {"a", "b"}, "db": {}, "cache": {}}; !maps.EqualFunc(got, want, slices.Equal) {
 		t.Errorf("all services: %v, want %v", got, want)
 	}
 }
