@@ -227,6 +227,7 @@ func (a *applier) deleteNode(name string) {
 	for _, c := range s.CheckList(name, "") {
 		a.deleteCheck(CheckKey{Node: c.Node, CheckID: c.CheckID})
 	}
+	s.indexNodeID(s.nodes[name], true)
 	delete(s.nodes, name)
 	s.unfoldNode(name)
 	s.tables.Nodes = a.idx

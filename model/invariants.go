@@ -29,6 +29,7 @@ const (
 	InvServiceNode         = "service-has-node"
 	InvNodeIDUnique        = "node-id-unique"
 	InvNodeFold            = "node-fold-index"
+	InvNodeIDIndex         = "node-id-index"
 	InvCheckService        = "check-has-service"
 	InvQuerySession        = "query-outlives-session"
 	InvTombstone           = "tombstone-not-live"
@@ -91,6 +92,9 @@ func (s *State) CheckInvariants() error {
 		idOwner[id] = name
 	}
 	if err := s.checkNodeFold(); err != nil {
+		return err
+	}
+	if err := s.checkNodeIDs(); err != nil {
 		return err
 	}
 	for _, sv := range s.ServiceList("") {
@@ -268,6 +272,24 @@ func (s *State) checkNodeFold() error {
 	}
 	if listed != len(s.nodes) {
 		return violated(InvNodeFold, "%d nodes, %d listed by name ignoring case", len(s.nodes), listed)
+	}
+	return nil
+}
+
+// checkNodeIDs: the index of node IDs lists every node that has an ID,
+// under its lower-cased ID, and nothing else.
+func (s *State) checkNodeIDs() error {
+	withID := 0
+	for _, name := range sortedKeys(s.nodes) {
+		if id := s.nodes[name].ID; id != "" {
+			withID++
+			if s.nodeIDs[strings.ToLower(id)] != name {
+				return violated(InvNodeIDIndex, "node %q with ID %s is not indexed by it", name, id)
+			}
+		}
+	}
+	if len(s.nodeIDs) != withID {
+		return violated(InvNodeIDIndex, "%d nodes have IDs, %d IDs indexed", withID, len(s.nodeIDs))
 	}
 	return nil
 }

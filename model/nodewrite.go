@@ -51,10 +51,13 @@ func (a *applier) putNode(r Register, asked string) *Error {
 	if hasPrev {
 		n.CreateIndex = prev.CreateIndex
 	}
-	if !named {
+	if named {
+		s.indexNodeID(byName, true)
+	} else {
 		s.foldNode(r.Node)
 	}
 	s.nodes[r.Node] = n
+	s.indexNodeID(n, false)
 	s.tables.Nodes = a.idx
 	return nil
 }
@@ -97,12 +100,25 @@ func (s *State) unfoldNode(key string) {
 // nodeByID finds the node carrying id. IDs are UUIDs, so case does not
 // tell two apart.
 func (s *State) nodeByID(id string) (Node, bool) {
-	for _, n := range s.nodes {
-		if strings.EqualFold(n.ID, id) {
-			return n, true
-		}
+	key, ok := s.nodeIDs[strings.ToLower(id)]
+	if !ok {
+		return Node{}, false
 	}
-	return Node{}, false
+	return s.nodes[key], true
+}
+
+// indexNodeID records, or with drop forgets, which node carries n's ID.
+func (s *State) indexNodeID(n Node, drop bool) {
+	if n.ID == "" {
+		return
+	}
+	id := strings.ToLower(n.ID)
+	switch {
+	case !drop:
+		s.nodeIDs[id] = n.Name
+	case s.nodeIDs[id] == n.Name:
+		delete(s.nodeIDs, id)
+	}
 }
 
 // nameReserved returns why n may not take its name (asked, as the register
@@ -112,9 +128,9 @@ func (s *State) nodeByID(id string) (Node, bool) {
 // taken; with allowNoID, so can one without an ID, which is how a node
 // gains its first ID.
 func (s *State) nameReserved(n Node, asked string, allowNoID bool) string {
-	for _, name := range sortedKeys(s.nodes) {
+	for _, name := range s.nodeFold[strings.ToLower(n.Name)] {
 		other := s.nodes[name]
-		if !strings.EqualFold(other.Name, n.Name) || other.ID == n.ID {
+		if other.ID == n.ID {
 			continue
 		}
 		if other.ID == "" && allowNoID {

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"maps"
+	"strings"
 )
 
 // Snapshot is a State as plain data: what a raft snapshot stores, and what a
@@ -88,6 +89,11 @@ func RestoreUnchecked(snap Snapshot) *State {
 	maps.Copy(s.nodes, snap.Nodes)
 	for _, key := range sortedKeys(s.nodes) {
 		s.foldNode(key)
+		if id := strings.ToLower(s.nodes[key].ID); id != "" {
+			if _, taken := s.nodeIDs[id]; !taken { // the least key, should a bad snapshot repeat an ID
+				s.nodeIDs[id] = key
+			}
+		}
 	}
 	maps.Copy(s.services, snap.Services)
 	maps.Copy(s.checks, snap.Checks)

@@ -38,6 +38,8 @@ type State struct {
 	// except in a state restored from before names ignored case. The
 	// slices are replaced, never changed, so clones may share them.
 	nodeFold map[string][]string
+	// nodeIDs indexes nodes by lower-cased node ID (S62), for renames.
+	nodeIDs  map[string]string
 	services map[ServiceKey]Service
 	checks   map[CheckKey]Check
 	sessions map[string]Session
@@ -67,6 +69,7 @@ func New() *State {
 	return &State{
 		nodes:      map[string]Node{},
 		nodeFold:   map[string][]string{},
+		nodeIDs:    map[string]string{},
 		services:   map[ServiceKey]Service{},
 		checks:     map[CheckKey]Check{},
 		sessions:   map[string]Session{},
@@ -90,6 +93,7 @@ func (s *State) Clone() *State {
 	return &State{
 		nodes:         maps.Clone(s.nodes),
 		nodeFold:      maps.Clone(s.nodeFold),
+		nodeIDs:       maps.Clone(s.nodeIDs),
 		services:      maps.Clone(s.services),
 		checks:        maps.Clone(s.checks),
 		sessions:      maps.Clone(s.sessions),
