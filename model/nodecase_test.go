@@ -43,3 +43,24 @@ func TestNodesThatDifferOnlyInCase(t *testing.T) {
 		t.Errorf("register of j2 with another ID: %+v, want it refused for the live j2", res.Err)
 	}
 }
+
+// TestRenameOntoAnotherSpelling: in a state from before names ignored case,
+// J2 carries an ID and j2, a live node without one, holds the name a
+// register of j2 with J2's ID asks for. The check for a reserved name must
+// pass over J2 (it carries that very ID) and still find j2.
+func TestRenameOntoAnotherSpelling(t *testing.T) {
+	const id = "55555555-0000-4000-8000-000000000001"
+	s := model.RestoreUnchecked(model.Snapshot{
+		Nodes: map[string]model.Node{
+			"J2": {Name: "J2", ID: id, Address: "10.0.0.1", CreateIndex: 1, ModifyIndex: 1},
+			"j2": {Name: "j2", Address: "10.0.0.2", CreateIndex: 1, ModifyIndex: 1},
+		},
+		Checks: map[model.CheckKey]model.Check{{Node: "j2", CheckID: model.SerfHealthCheckID}: {Node: "j2",
+			CheckID: model.SerfHealthCheckID, Status: model.HealthPassing, CreateIndex: 1, ModifyIndex: 1}},
+		Tables: model.TableIndexes{Nodes: 1, Checks: 1},
+	})
+	res := s.Apply(2, model.Command{Register: &model.Register{Node: "j2", ID: id, Address: "10.0.0.2"}})
+	if res.Err == nil || !strings.Contains(res.Err.Msg, "is reserved by node  with name j2") {
+		t.Errorf("rename of J2 onto live j2: %+v, want it refused for j2", res.Err)
+	}
+}
