@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 
@@ -42,8 +43,14 @@ var (
 
 // wireCodec encodes commands and snapshots. It owns its msgpack handle (the
 // handle caches type information) so that no state is shared between servers.
+//
+// Every command is encoded once on the leader and decoded once on each
+// server, and a fresh msgpack encoder or decoder allocates its own buffers,
+// so finished ones are kept for reuse (BenchmarkCommandCodec).
 type wireCodec struct {
-	h *codec.MsgpackHandle
+	h        *codec.MsgpackHandle
+	encoders sync.Pool // *pooledEncoder
+	decoders sync.Pool // *codec.Decoder
 }
 
 func newWireCodec() *wireCodec {
@@ -82,13 +89,34 @@ func (c *wireCodec) encodeCommand(cmd model.Command) ([]byte, error) {
 	case cmd.Query != nil:
 		typ, payload = cmdQuery, cmd.Query
 	}
-	var buf bytes.Buffer
-	buf.Write([]byte{commandVersion, typ})
-	if err := codec.NewEncoder(&buf, c.h).Encode(payload); err != nil {
+	e, _ := c.encoders.Get().(*pooledEncoder)
+	if e == nil {
+		e = &pooledEncoder{}
+		e.enc = codec.NewEncoderBytes(&e.buf, c.h)
+	} else {
+		e.enc.ResetBytes(&e.buf) // writes from the start of buf
+	}
+	if err := e.enc.Encode(payload); err != nil {
+		// Not pooled: an encoder that failed part-way may hold state.
 		return nil, fmt.Errorf("encode %T: %w", payload, err)
 	}
-	return buf.Bytes(), nil
+	out := make([]byte, 0, 2+len(e.buf))
+	out = append(append(out, commandVersion, typ), e.buf...)
+	if cap(e.buf) <= maxPooledEncodeBuf {
+		c.encoders.Put(e)
+	}
+	return out, nil
 }
+
+// pooledEncoder is a msgpack encoder with the scratch buffer it writes into.
+type pooledEncoder struct {
+	enc *codec.Encoder
+	buf []byte
+}
+
+// maxPooledEncodeBuf keeps a rare large command (a big txn or register) from
+// pinning its buffer in the pool.
+const maxPooledEncodeBuf = 64 << 10
 
 // decodeCommand reverses encodeCommand. Any malformed input is an error,
 // never a panic: the FSM returns it as the entry's response.
@@ -257,11 +285,20 @@ func (c *wireCodec) decode(data []byte, target any) (err error) {
 			err = fmt.Errorf("malformed msgpack: %v", r)
 		}
 	}()
-	dec := codec.NewDecoderBytes(data, c.h)
+	dec, _ := c.decoders.Get().(*codec.Decoder)
+	if dec == nil {
+		dec = codec.NewDecoderBytes(data, c.h)
+	} else {
+		dec.ResetBytes(data)
+	}
 	if err := dec.Decode(target); err != nil {
+		// Not pooled: a decoder that failed (or panicked) part-way may hold state.
 		return err
 	}
-	if n := dec.NumBytesRead(); n != len(data) {
+	n := dec.NumBytesRead()
+	dec.ResetBytes(nil) // drop the reference to data before pooling
+	c.decoders.Put(dec)
+	if n != len(data) {
 		return fmt.Errorf("%d trailing bytes after the value", len(data)-n)
 	}
 	return nil
