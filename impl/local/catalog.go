@@ -41,6 +41,7 @@ type MemCatalog struct {
 	mu       sync.Mutex
 	services map[string]map[string]Service // node → ID → service
 	checks   map[string]map[string]Check   // node → ID → check
+	records  map[string]NodeInfo           // node → its record, once one was written
 	writes   int
 	reads    int
 	failWith error // returned by every call while set
@@ -48,7 +49,8 @@ type MemCatalog struct {
 
 // NewMemCatalog returns an empty catalog.
 func NewMemCatalog() *MemCatalog {
-	return &MemCatalog{services: map[string]map[string]Service{}, checks: map[string]map[string]Check{}}
+	return &MemCatalog{services: map[string]map[string]Service{}, checks: map[string]map[string]Check{},
+		records: map[string]NodeInfo{}}
 }
 
 // Writes is the number of successful writes so far.
@@ -176,6 +178,43 @@ func (m *MemCatalog) NodeChecks(node string) ([]Check, error) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].CheckID < out[j].CheckID })
 	return out, nil
+}
+
+// Node implements NodeCatalog. A node that only a service or check write
+// created has an empty record, as a catalog node registered bare has.
+func (m *MemCatalog) Node(node string) (NodeInfo, bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failWith != nil {
+		return NodeInfo{}, false, m.failWith
+	}
+	m.reads++
+	if _, ok := m.services[node]; !ok {
+		return NodeInfo{}, false, nil
+	}
+	return m.records[node].clone(), true, nil
+}
+
+// RegisterNode implements NodeCatalog.
+func (m *MemCatalog) RegisterNode(node string, info NodeInfo) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.failWith != nil {
+		return m.failWith
+	}
+	m.node(node)
+	m.records[node] = info.clone()
+	m.writes++
+	return nil
+}
+
+// PutNode rewrites node's record behind the agent's back, without counting
+// a write: drift, as an operator's /v1/catalog/register would cause.
+func (m *MemCatalog) PutNode(node string, info NodeInfo) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.node(node)
+	m.records[node] = info.clone()
 }
 
 // Put writes a service or a check straight into the catalog without

@@ -42,6 +42,10 @@ type SyncConfig struct {
 	Stagger func(d time.Duration) time.Duration
 	// OnError hears about failed syncs (for the agent's log); may be nil.
 	OnError func(error)
+	// NodeInfo, when set and the Catalog is a NodeCatalog, is the node's
+	// own record: written by the first sync and again by the first sync
+	// after a full sync finds the catalog's differs (someone rewrote it).
+	NodeInfo *NodeInfo
 }
 
 // Syncer is anti-entropy: it makes the catalog's copy of the node's services
@@ -58,6 +62,12 @@ type Syncer struct {
 	// testing/synctest, so the simulator's virtual clock would stop.
 	syncing  chan struct{} // capacity 1
 	serverUp chan struct{} // capacity 1
+
+	// nodeCat and node are set when the node's record is synced; nodeInSync
+	// is touched only while holding syncing.
+	nodeCat    NodeCatalog
+	node       *NodeInfo
+	nodeInSync bool
 }
 
 // NewSyncer returns a Syncer of st against cat.
@@ -87,7 +97,12 @@ func NewSyncer(st *State, cat Catalog, cfg SyncConfig) *Syncer {
 			return rand.N(d)
 		}
 	}
-	return &Syncer{st: st, cat: cat, cfg: cfg, syncing: make(chan struct{}, 1), serverUp: make(chan struct{}, 1)}
+	s := &Syncer{st: st, cat: cat, cfg: cfg, syncing: make(chan struct{}, 1), serverUp: make(chan struct{}, 1)}
+	if nc, ok := cat.(NodeCatalog); ok && cfg.NodeInfo != nil {
+		info := cfg.NodeInfo.clone()
+		s.nodeCat, s.node = nc, &info
+	}
+	return s
 }
 
 // ScaleFactor is how much Consul stretches sync periods with cluster size:
@@ -172,6 +187,13 @@ func (s *Syncer) SyncFull() error {
 	s.syncing <- struct{}{}
 	defer func() { <-s.syncing }()
 	node := s.st.node
+	if s.node != nil {
+		remote, found, err := s.nodeCat.Node(node)
+		if err != nil {
+			return fmt.Errorf("full sync: read node: %w", err)
+		}
+		s.nodeInSync = found && s.node.same(remote)
+	}
 	rs, err := s.cat.NodeServices(node)
 	if err != nil {
 		return fmt.Errorf("full sync: read services: %w", err)
@@ -268,7 +290,19 @@ type op struct {
 }
 
 func (s *Syncer) syncChangesLocked() error {
+	// The node's record goes first, so that a node the catalog lacks is
+	// created whole rather than bare by a service write. Services and
+	// checks do not depend on it: their writes leave the node alone.
 	var errs []error
+	if s.node != nil && !s.nodeInSync {
+		err := s.nodeCat.RegisterNode(s.st.node, s.node.clone())
+		switch {
+		case err == nil || errors.Is(err, ErrPermissionDenied):
+			s.nodeInSync = true
+		default:
+			errs = append(errs, fmt.Errorf("sync node info: %w", err))
+		}
+	}
 	for _, o := range s.plan() {
 		var err error
 		switch o.kind {
