@@ -62,6 +62,9 @@ type Config struct {
 	// part of checks and anti-entropy (staggers, intervals), which the
 	// simulator sets to seeded sources. Node is filled in.
 	Local local.Config
+	// NodeMeta is the operator's meta for this agent's node (-node-meta),
+	// which anti-entropy keeps in the catalog (S63).
+	NodeMeta map[string]string
 	// Debug serves Go's profiles under /debug/pprof/ (Consul's
 	// enable_debug).
 	Debug bool
@@ -181,6 +184,12 @@ func New(cfg Config) (*Agent, error) {
 	if port := serverPort(cfg.Server); port != "" {
 		syncVia, syncAddr = cfg.Forward, port
 	}
+	var tags map[string]string
+	if cfg.Gossip != nil {
+		tags = cfg.Gossip.Tags
+	}
+	info := nodeInfo(cfg.Server.NodeID, srv.NodeAddr(), agentVersion(tags, cfg.HTTP.Version), cfg.NodeMeta)
+	cfg.Local.Sync.NodeInfo, cfg.HTTP.NodeMeta = info, info.Meta
 	a.local = startLocal(ctx, cfg.Local, cfg.Server.NodeName, srv.NodeAddr(), syncVia,
 		func() []string { return []string{syncAddr} }, pool, srv.Registered(), logger(cfg.Server.Logger).Named("local"))
 	limits := cfg.Limits.withDefaults()

@@ -89,6 +89,36 @@ func (c *apiCatalog) Register(node string, svc *local.Service, checks []local.Ch
 	return c.write("/v1/catalog/register", body)
 }
 
+// RegisterNode implements local.NodeCatalog: the node's record alone,
+// without SkipNodeUpdate, so it replaces what the catalog has (S62).
+func (c *apiCatalog) RegisterNode(node string, info local.NodeInfo) error {
+	return c.write("/v1/catalog/register", struct {
+		ID              string
+		Node            string
+		Address         string
+		TaggedAddresses map[string]string
+		NodeMeta        map[string]string
+	}{ID: info.ID, Node: node, Address: c.address, TaggedAddresses: info.TaggedAddresses, NodeMeta: info.Meta})
+}
+
+// Node implements local.NodeCatalog.
+func (c *apiCatalog) Node(node string) (local.NodeInfo, bool, error) {
+	var ans struct {
+		Node *struct {
+			ID              string
+			TaggedAddresses map[string]string
+			Meta            map[string]string
+		}
+	}
+	if err := c.read("/v1/catalog/node/"+url.PathEscape(node), &ans); err != nil {
+		return local.NodeInfo{}, false, err
+	}
+	if ans.Node == nil {
+		return local.NodeInfo{}, false, nil
+	}
+	return local.NodeInfo{ID: ans.Node.ID, TaggedAddresses: ans.Node.TaggedAddresses, Meta: ans.Node.Meta}, true, nil
+}
+
 // DeregisterService implements local.Catalog.
 func (c *apiCatalog) DeregisterService(node, id string) error {
 	return c.write("/v1/catalog/deregister", map[string]string{"Node": node, "ServiceID": id})

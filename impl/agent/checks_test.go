@@ -40,8 +40,12 @@ func (c *countingRT) Forward(ctx context.Context, addr string, r *rpc.Request) (
 	switch {
 	case r.Method == http.MethodPut && (r.URI == "/v1/catalog/register" || r.URI == "/v1/catalog/deregister"):
 		c.writes.Add(1)
+		what := r.URI
+		if strings.Contains(string(r.Body), `"NodeMeta"`) {
+			what += " (node record)"
+		}
 		c.mu.Lock()
-		c.bodies = append(c.bodies, r.URI)
+		c.bodies = append(c.bodies, what)
 		c.mu.Unlock()
 	case strings.HasPrefix(r.URI, "/v1/catalog/node-services/"):
 		c.reads.Add(1)
@@ -67,10 +71,10 @@ func transport(t *testing.T) rpc.Forwarder {
 	return p
 }
 
-// TestAntiEntropyIsQuietWhenNothingChanges (S61): an agent with nothing
-// registered writes nothing however many full syncs run, and one with a
-// service and a TTL check writes once, when it registers them, and never
-// after; the catalog indexes of its node do not move, so the leader's
+// TestAntiEntropyIsQuietWhenNothingChanges (S61, S63): an agent with
+// nothing registered writes its node record once and nothing more however
+// many full syncs run, and one with a service and a TTL check writes once
+// more, when it registers them, and never after; the catalog indexes of its node do not move, so the leader's
 // reconcile of the node and anti-entropy agree. Shown for a server agent and
 // a client agent.
 func TestAntiEntropyIsQuietWhenNothingChanges(t *testing.T) {
@@ -102,8 +106,8 @@ func TestAntiEntropyIsQuietWhenNothingChanges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w := tc.rt.writes.Load(); w != 0 {
-			t.Fatalf("%s: idle agent made %d catalog writes: %v", tc.node, w, tc.rt.bodies)
+		if w := tc.rt.writes.Load(); w != 1 || tc.rt.bodies[0] != "/v1/catalog/register (node record)" {
+			t.Fatalf("%s: idle agent made %d catalog writes, want its node record alone: %v", tc.node, w, tc.rt.bodies)
 		}
 		err = tc.api.Agent().ServiceRegister(&api.AgentServiceRegistration{ID: "web", Name: "web", Port: 80,
 			Tags: []string{"a"}, EnableTagOverride: true, Weights: &api.AgentWeights{Passing: 3, Warning: 2},
@@ -111,12 +115,12 @@ func TestAntiEntropyIsQuietWhenNothingChanges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if w := tc.rt.writes.Load(); w != 1 {
-			t.Fatalf("%s: registering a service with its check took %d writes, want 1", tc.node, w)
+		if w := tc.rt.writes.Load(); w != 2 {
+			t.Fatalf("%s: registering a service with its check took %d writes, want 1", tc.node, w-1)
 		}
 		tc.rt.waitFullSyncs(t, 5)
-		if w := tc.rt.writes.Load(); w != 1 {
-			t.Fatalf("%s: full syncs after the registration wrote %d times: %v", tc.node, w-1, tc.rt.bodies)
+		if w := tc.rt.writes.Load(); w != 2 {
+			t.Fatalf("%s: full syncs after the registration wrote %d times: %v", tc.node, w-2, tc.rt.bodies)
 		}
 		checks, meta, err := direct.Health().Node(tc.node, nil)
 		if err != nil || len(checks) != 2 {

@@ -52,6 +52,8 @@ type ClientConfig struct {
 	// Local configures the agent's own services and checks, as for a
 	// server agent (Config.Local).
 	Local local.Config
+	// NodeMeta as for a server agent (Config.NodeMeta).
+	NodeMeta map[string]string
 }
 
 // Client is a running client agent.
@@ -111,12 +113,14 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	// Anti-entropy goes to a server gossip knows, as the agent's other
 	// forwarded requests do; it starts once one is known.
 	servers := func() []string { return gossipServers(pool, cfg.NodeName, cfg.ServerAddr) }
+	info := nodeInfo(cfg.NodeID, pool.Local().IP, agentVersion(g.Tags, cfg.Version), cfg.NodeMeta)
+	cfg.Local.Sync.NodeInfo = info
 	c.local = startLocal(ctx, cfg.Local, cfg.NodeName, pool.Local().IP, cfg.Forward, servers, pool,
 		serverKnown(ctx, servers, 200*time.Millisecond), log.Named("local"))
 	api := httpapi.WithLocalAgent(c.local.la, httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName,
 		Members: &leavingPool{Pool: pool, left: c.left}, Forward: cfg.Forward, ServerAddr: cfg.ServerAddr,
 		Datacenter: cfg.Datacenter,
-		Version:    cfg.Version, Logger: log.Named("http")}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: log.Named("http")})
+		Version:    cfg.Version, NodeMeta: info.Meta, Logger: log.Named("http")}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: log.Named("http")})
 	limits := cfg.Limits.withDefaults()
 	c.http = &http.Server{
 		Handler:     limits.writeDeadline(withDebug(api, cfg.Telemetry, cfg.Debug), httpapi.Options{}.LongestBlock()),

@@ -25,7 +25,7 @@ func (h *handler) agentSelf(c *call) error {
 		"Config": map[string]any{"Datacenter": h.opts.Datacenter, "PrimaryDatacenter": h.opts.Datacenter,
 			"NodeName": node, "NodeID": h.opts.NodeID, "Server": true, "Version": version, "Revision": "", "BuildDate": ""},
 		"Member": map[string]any{"Name": node},
-		"Meta":   map[string]string{},
+		"Meta":   nonNilMeta(h.opts.NodeMeta),
 	}
 	isLeader, _, _ := h.b.Leader()
 	consul := map[string]string{"server": "true", "leader": fmt.Sprint(isLeader), "leader_addr": h.b.RaftLeaderAddr(),
@@ -83,4 +83,12 @@ func (h *handler) agentCheck(status model.Health) func(c *call) error {
 		}
 		return nil
 	}
+}
+
+// nonNilMeta is meta as /v1/agent/self shows it: {} rather than null.
+func nonNilMeta(meta map[string]string) map[string]string {
+	if meta == nil {
+		return map[string]string{}
+	}
+	return meta
 }

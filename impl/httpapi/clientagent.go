@@ -36,7 +36,9 @@ type ClientOptions struct {
 	ServerAddr func(m gossip.Member) string
 	Datacenter string
 	Version    string
-	Logger     hclog.Logger
+	// NodeMeta is the agent's node meta, shown by /v1/agent/self (S63).
+	NodeMeta map[string]string
+	Logger   hclog.Logger
 }
 
 // NewClientAgent is a client agent's HTTP API: the membership endpoints and
@@ -208,7 +210,7 @@ func (a *clientAgent) agentSelf(c *call) error {
 		"Config": map[string]any{"Datacenter": a.opts.Datacenter, "PrimaryDatacenter": a.opts.Datacenter,
 			"NodeName": a.opts.Node, "NodeID": local.Tags[gossip.TagID], "Server": false, "Version": a.opts.Version, "BindAddr": local.IP},
 		"Member": toMemberJSON(local),
-		"Meta":   map[string]string{},
+		"Meta":   nonNilMeta(a.opts.NodeMeta),
 		"Stats": map[string]map[string]string{
 			"agent":    {"check_monitors": "0", "check_ttls": "0", "checks": "0", "services": "0"},
 			"build":    {"version": a.opts.Version, "revision": "", "prerelease": "", "version_metadata": ""},

@@ -41,6 +41,8 @@ type Options struct {
 	Datacenter string
 	// NodeID is the server's node UUID, shown by /v1/agent/self (S62).
 	NodeID string
+	// NodeMeta is the agent's node meta, shown by /v1/agent/self (S63).
+	NodeMeta map[string]string
 	// Members is the agent's gossip pool, for the membership endpoints.
 	Members Members
 	// Version is what /v1/agent/self reports; default "tenure".

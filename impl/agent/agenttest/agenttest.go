@@ -219,9 +219,15 @@ func StartClientWith(tb testing.TB, node string, server *agent.Agent, mod func(*
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cfg := agent.ClientConfig{NodeName: node, Listener: ln,
-		Gossip: gossip.Config{BindAddr: "127.0.0.1", Timing: gossip.DevTiming},
-		Join:   []string{server.Members().Local().Addr()}, RetryInterval: 100 * time.Millisecond}
+	id, err := uuid.GenerateUUID()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// An ID and a build tag, as the tenure binary gives every agent (S62).
+	cfg := agent.ClientConfig{NodeName: node, NodeID: id, Listener: ln,
+		Gossip: gossip.Config{BindAddr: "127.0.0.1", Timing: gossip.DevTiming,
+			Tags: map[string]string{gossip.TagBuild: "0.0.0-test:"}},
+		Join: []string{server.Members().Local().Addr()}, RetryInterval: 100 * time.Millisecond}
 	if mod != nil {
 		mod(&cfg)
 	}
