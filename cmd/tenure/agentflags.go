@@ -49,7 +49,7 @@ type parsedAgentArgs struct {
 func parseAgentArgs(args []string, stderr io.Writer) (parsedAgentArgs, error) {
 	p := parsedAgentArgs{flags: defaultSettings(), given: map[string]bool{}}
 	s := &p.flags
-	var join, retryJoin, files, dirs stringList
+	var join, retryJoin, files, dirs, nodeMeta stringList
 	fs := flag.NewFlagSet("tenure agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -61,6 +61,7 @@ func parseAgentArgs(args []string, stderr io.Writer) (parsedAgentArgs, error) {
 	fs.IntVar(&s.BootstrapExpect, "bootstrap-expect", 0, "form the cluster once this many servers have joined")
 	fs.StringVar(&s.NodeName, "node", "", "node name (default: the host name)")
 	fs.StringVar(&s.NodeID, "node-id", "", "node UUID (default: a random one kept in the data dir)")
+	fs.Var(&nodeMeta, "node-meta", "key:value meta for this node (repeatable)")
 	fs.StringVar(&s.DataDir, "data-dir", "", "directory for the raft log, snapshots and the gossip snapshot")
 	fs.StringVar(&s.Datacenter, "datacenter", s.Datacenter, "datacenter name")
 	fs.StringVar(&s.BindAddr, "bind", s.BindAddr, "address for the server port and gossip")
@@ -94,6 +95,13 @@ func parseAgentArgs(args []string, stderr io.Writer) (parsedAgentArgs, error) {
 	s.Ports.dnsSet, s.Ports.grpcSet, s.Ports.grpcTLSSet = p.given["dns-port"], p.given["grpc-port"], p.given["grpc-tls-port"]
 	s.Ports.wanSet, s.Ports.httpsSet = p.given["serf-wan-port"], p.given["https-port"]
 	s.RetryJoin = append(append([]string{}, retryJoin...), join...)
+	for _, raw := range nodeMeta {
+		if s.NodeMeta == nil {
+			s.NodeMeta = map[string]string{}
+		}
+		k, v := parseNodeMeta(raw)
+		s.NodeMeta[k] = v
+	}
 	p.joinUsed = len(join) > 0
 	p.configFiles, p.configDirs = files, dirs
 	return p, nil
@@ -112,6 +120,7 @@ func (p parsedAgentArgs) apply(base settings) settings {
 	set("bootstrap-expect", func() { base.BootstrapExpect = f.BootstrapExpect })
 	set("node", func() { base.NodeName = f.NodeName })
 	set("node-id", func() { base.NodeID = f.NodeID })
+	set("node-meta", func() { base.NodeMeta = mergeMeta(base.NodeMeta, f.NodeMeta) })
 	set("data-dir", func() { base.DataDir = f.DataDir })
 	set("datacenter", func() { base.Datacenter = f.Datacenter })
 	set("bind", func() { base.BindAddr = f.BindAddr })

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -99,7 +100,7 @@ var unsupportedKeys = []string{
 	"discovery_max_stale", "dns_config", "domain", "enable_acl_replication", "enable_agent_tls_for_checks",
 	"enable_central_service_config", "enable_syslog", "encrypt_verify_incoming", "encrypt_verify_outgoing", "experiments", "gossip_lan",
 	"gossip_wan", "http_config", "key_file", "leave_on_terminate", "license_path", "limits", "log_file",
-	"log_json", "log_rotate_bytes", "log_rotate_duration", "log_rotate_max_files", "node_id", "node_meta",
+	"log_json", "log_rotate_bytes", "log_rotate_duration", "log_rotate_max_files", "node_id",
 	"peering", "performance", "pid_file", "primary_datacenter", "primary_gateways", "raft_boltdb",
 	"raft_logstore", "raft_protocol", "raft_snapshot_interval", "raft_snapshot_threshold",
 	"raft_trailing_logs", "read_replica", "reconnect_timeout", "reconnect_timeout_wan", "recursors",
@@ -134,6 +135,11 @@ func applyConfig(s *settings, raw map[string]any, warn func(string)) error {
 			err = asString(v, &s.NodeName)
 		case "node_id":
 			err = asString(v, &s.NodeID)
+		case "node_meta":
+			var m map[string]string
+			if m, err = asStringMap(v); err == nil {
+				s.NodeMeta = mergeMeta(s.NodeMeta, m)
+			}
 		case "data_dir":
 			err = asString(v, &s.DataDir)
 		case "datacenter":
@@ -226,6 +232,37 @@ func asMap(v any) (map[string]any, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("want a block, got %T", v)
+}
+
+// asStringMap accepts a block whose values are all strings.
+func asStringMap(v any) (map[string]string, error) {
+	m, err := asMap(v)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(m))
+	for k, mv := range m {
+		var str string
+		if err := asString(mv, &str); err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+		out[k] = str
+	}
+	return out, nil
+}
+
+// mergeMeta is base with over's keys set over it, as Consul merges a map
+// setting from later config sources (later files, then flags).
+func mergeMeta(base, over map[string]string) map[string]string {
+	if len(over) == 0 {
+		return base
+	}
+	out := maps.Clone(base)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, over)
+	return out
 }
 
 func asBool(v any, out *bool) error {

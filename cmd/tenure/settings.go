@@ -30,7 +30,10 @@ type settings struct {
 	NodeName        string
 	// NodeID is the node's UUID (-node-id); empty means the one kept in
 	// the data dir, made on first start (nodeid.go).
-	NodeID        string
+	NodeID string
+	// NodeMeta is the operator's meta for the node (-node-meta, node_meta),
+	// kept in the catalog by anti-entropy (S63).
+	NodeMeta      map[string]string
 	DataDir       string
 	Datacenter    string
 	BindAddr      string
@@ -83,6 +86,9 @@ func defaultSettings() settings {
 func (s *settings) validate(warn func(string)) error {
 	if hclog.LevelFromString(s.LogLevel) == hclog.NoLevel {
 		return fmt.Errorf("unknown log level %q (trace, debug, info, warn, error)", s.LogLevel)
+	}
+	if err := validateNodeMeta(s.NodeMeta); err != nil {
+		return err
 	}
 	for _, p := range []struct {
 		name string
@@ -216,7 +222,7 @@ func (s *settings) start(logger hclog.Logger) (runningAgent, error) {
 	}
 	return agent.NewClient(agent.ClientConfig{NodeName: s.NodeName, NodeID: s.NodeID, Listener: cfg.Listener, HTTPAddr: cfg.Server.HTTPAddr,
 		Gossip: *cfg.Gossip, Join: cfg.Join, RetryInterval: cfg.RetryInterval, Datacenter: s.Datacenter, Version: version,
-		Logger: logger, Local: cfg.Local, Debug: cfg.Debug, Telemetry: cfg.Telemetry})
+		Logger: logger, Local: cfg.Local, Debug: cfg.Debug, Telemetry: cfg.Telemetry, NodeMeta: cfg.NodeMeta})
 }
 
 // agentConfig turns validated settings into an agent.
@@ -252,7 +258,7 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 	}
 	return agent.Config{Server: srv, Listener: ln, Gossip: g, Join: s.RetryJoin, RetryInterval: s.RetryInterval,
 		HTTP: httpapi.Options{Datacenter: s.Datacenter, Version: version}, Local: s.localConfig(),
-		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry}, nil
+		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry, NodeMeta: s.NodeMeta}, nil
 }
 
 // localConfig is the agent check settings as the local agent takes them.
