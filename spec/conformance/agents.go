@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -40,9 +41,9 @@ const agentJoinTimeout = 60 * time.Second
 
 // StartAgent starts a client agent named after name, joined to the server's
 // gossip pool, and waits until the leader has registered its node with
-// serfHealth passing (the alive-member rule of S53). It is killed, force-left
-// and deregistered after the case.
-func (t *T) StartAgent(name string) *Agent {
+// serfHealth passing (the alive-member rule of S53). extra are more agent
+// flags (Consul's). It is killed, force-left and deregistered after the case.
+func (t *T) StartAgent(name string, extra ...string) *Agent {
 	if t.env.agentBin == "" {
 		t.Skipf("no agent binary (-agent)")
 	}
@@ -65,7 +66,7 @@ func (t *T) StartAgent(name string) *Agent {
 	// started again on fresh ones.
 	const attempts = 3
 	for try := 1; ; try++ {
-		a := t.startAgentOnce(node, join, self.Config.Datacenter)
+		a := t.startAgentOnce(node, join, self.Config.Datacenter, extra)
 		if t.awaitRegistered(a) {
 			return a
 		}
@@ -100,7 +101,7 @@ func (t *T) awaitRegistered(a *Agent) bool {
 
 // startAgentOnce starts the agent process on fresh ports and registers its
 // cleanup.
-func (t *T) startAgentOnce(node, join, dc string) *Agent {
+func (t *T) startAgentOnce(node, join, dc string, extra []string) *Agent {
 	dir, err := os.MkdirTemp("", "conformance-agent-")
 	if err != nil {
 		t.Fatalf("agent data dir: %v", err)
@@ -115,6 +116,7 @@ func (t *T) startAgentOnce(node, join, dc string) *Agent {
 	if dc != "" {
 		args = append(args, "-datacenter", dc)
 	}
+	args = append(args, extra...)
 	// Not tied to the case's context: a timed-out case must still be able
 	// to force-leave the agent in its cleanup before the process goes.
 	a.cmd = exec.Command(t.env.agentBin, args...)
@@ -156,21 +158,31 @@ func (a *Agent) Kill() {
 // Leave asks the agent over its own HTTP API to leave the pool gracefully
 // (it then shuts down).
 func (a *Agent) Leave() {
+	r := a.Do(http.MethodPut, "/v1/agent/leave")
+	a.t.Require(r.Code == 200, "leave %s: want 200, got %s", a.Node, r)
+}
+
+// Do sends a request without a body to the agent's own HTTP API.
+func (a *Agent) Do(method, path string) *resp {
 	ctx, cancel := context.WithTimeout(a.t.ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, a.HTTP+"/v1/agent/leave", nil)
+	req, err := http.NewRequestWithContext(ctx, method, a.HTTP+path, nil)
 	if err != nil {
-		a.t.Fatalf("leave %s: %v", a.Node, err)
+		a.t.Fatalf("%s %s on agent %s: %v", method, path, a.Node, err)
 	}
 	if a.t.env.token != "" {
 		req.Header.Set("X-Consul-Token", a.t.env.token)
 	}
 	res, err := a.t.env.http.Do(req)
 	if err != nil {
-		a.t.Fatalf("leave %s: %v", a.Node, err)
+		a.t.Fatalf("%s %s on agent %s: %v", method, path, a.Node, err)
 	}
 	defer res.Body.Close()
-	a.t.Require(res.StatusCode == 200, "leave %s: want 200, got %d", a.Node, res.StatusCode)
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		a.t.Fatalf("%s %s on agent %s: read body: %v", method, path, a.Node, err)
+	}
+	return &resp{Code: res.StatusCode, Header: res.Header, Body: b}
 }
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.

@@ -4,12 +4,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-uuid"
 )
 
 // Catalog nodes: their ID, tagged addresses and meta, and what a node ID
-// means for its name (S62).
+// means for its name (S62); an agent's own node record (S63).
 
 func nodeCases() []Case {
 	return []Case{
@@ -19,6 +20,7 @@ func nodeCases() []Case {
 		{Clause: "S62", Name: "bad-node-id-refused", Run: s62BadID},
 		{Clause: "S62", Name: "agent-node-carries-its-node-id", Run: s62AgentNode},
 		{Clause: "S62", Name: "node-names-compare-ignoring-case", Run: s62IgnoreCase},
+		{Clause: "S63", Name: "agent-node-carries-its-meta-and-tagged-addresses", Agents: true, Run: s63AgentRecord},
 	}
 }
 
@@ -185,4 +187,42 @@ func s62IgnoreCase(t *T) {
 	t.Check(t.NodeChecks(upper)["alive"] != nil, "node %s's check not found as %s", n, upper)
 	t.SetCheck(lower, "alive", "critical")
 	t.Check(!t.Alive(sess), "session bound to %s's check survived it going critical as %s", n, lower)
+}
+
+// agentRecordWait bounds how long an agent may take to write its node
+// record once the leader has registered its node: its first sync runs
+// when it finds a server (Consul staggers it by up to 3 s).
+const agentRecordWait = 30 * time.Second
+
+// An agent started with -node-meta writes its node record: the operator's
+// meta beside consul-network-segment ("") and consul-version, its address
+// tagged lan and wan and again by address family, and the same meta in
+// its /v1/agent/self.
+func s63AgentRecord(t *T) {
+	a := t.StartAgent("meta", "-node-meta", "rack:r1", "-node-meta", "note:a:b")
+	var info *catalogNodeInfo
+	deadline := time.Now().Add(agentRecordWait)
+	for {
+		info = t.nodeInfo(a.Node)
+		if info != nil && info.Meta["rack"] == "r1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("agent %s's node has no rack meta after %v: %+v", a.Node, agentRecordWait, info)
+		}
+		t.Sleep(200 * time.Millisecond)
+	}
+	version := info.Meta["consul-version"]
+	t.Check(version != "", "agent node %s has no consul-version meta: %v", a.Node, info.Meta)
+	t.Equal("agent node meta", info.Meta, map[string]string{"rack": "r1", "note": "a:b",
+		"consul-network-segment": "", "consul-version": version})
+	addr := info.Address
+	t.Equal("agent node tagged addresses", info.TaggedAddresses,
+		map[string]string{"lan": addr, "lan_ipv4": addr, "wan": addr, "wan_ipv4": addr})
+
+	var self struct{ Meta map[string]string }
+	r := a.Do(http.MethodGet, "/v1/agent/self")
+	t.Require(r.Code == 200, "agent %s self: want 200, got %s", a.Node, r)
+	t.decode("agent self", r, &self)
+	t.Equal("agent self Meta", self.Meta, info.Meta)
 }

@@ -9,9 +9,9 @@ import (
 	"github.com/hashicorp/go-uuid"
 )
 
-// Mutants of the node rules (S62) and of the servers' consul service (S53),
-// one per way a server could get them wrong; each must fail the case named
-// by its filter.
+// Mutants of the node rules (S62), of the servers' consul service (S53)
+// and of the agents' node records (S63), one per way a server or agent
+// could get them wrong; each must fail the case named by its filter.
 var nodeMutants = []mutant{
 	{name: "node-meta-dropped", filter: `^S62/register-replaces`,
 		prepare: func(x *exchange) {
@@ -60,6 +60,27 @@ var nodeMutants = []mutant{
 			}
 			x.code, x.header, x.out = 200, http.Header{"Content-Type": {"application/json"}}, []byte("[]")
 			return true, nil
+		}},
+	// An agent that never writes its node record leaves the node as the
+	// gossip reconcile made it: no tagged addresses, and only the version
+	// in its meta. Shown on the catalog's answer, since the agent's own
+	// writes go to the server port, past the proxy.
+	{name: "agent-node-record-not-kept", filter: `^S63/agent-node`, agents: true,
+		handle: func(_ *mstate, x *exchange) (bool, error) {
+			if !strings.HasPrefix(x.r.URL.Path, "/v1/catalog/node/") {
+				return false, nil
+			}
+			err := x.forward()
+			if err == nil && x.code == 200 {
+				var v struct{ Node map[string]any }
+				if json.Unmarshal(x.out, &v) == nil && v.Node != nil {
+					meta, _ := v.Node["Meta"].(map[string]any)
+					v.Node["Meta"] = map[string]any{"consul-version": meta["consul-version"]}
+					v.Node["TaggedAddresses"] = nil
+					x.out, err = json.Marshal(v)
+				}
+			}
+			return true, err
 		}},
 	{name: "node-names-case-sensitive", filter: `^S62/node-names`, handle: caseSensitiveNodes},
 	{name: "bad-node-id-accepted", filter: `^S62/bad-node-id`,
