@@ -43,13 +43,16 @@ func TestNodeInfoSameComparesEveryField(t *testing.T) {
 	}
 }
 
-// TestFirstSyncWritesNodeInfo: the first sync writes the node's record
-// once; later syncs with nothing changed write nothing.
+// TestFirstSyncWritesNodeInfo: the first sync reads the node's record and
+// writes it once; later syncs with nothing changed write nothing.
 func TestFirstSyncWritesNodeInfo(t *testing.T) {
 	cat := NewMemCatalog()
 	s := newNodeSynced(cat)
 	if err := s.SyncFull(); err != nil {
 		t.Fatal(err)
+	}
+	if r := cat.Reads(); r != 3 {
+		t.Errorf("a full sync made %d reads, want 3: the node, its services and its checks", r)
 	}
 	got, found, _ := cat.Node(node)
 	if !found {
