@@ -1,7 +1,9 @@
 package agent_test
 
 import (
+	"fmt"
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/consul/api"
@@ -73,4 +75,26 @@ func TestAgentKeepsItsNodeRecord(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// TestAgentRecordAtConsulsBounds: the most meta an agent accepts at start
+// (64 pairs of the longest keys and values Consul allows) plus the agent's
+// own two keys is a record its servers take.
+func TestAgentRecordAtConsulsBounds(t *testing.T) {
+	meta := map[string]string{}
+	for i := range 64 {
+		meta[fmt.Sprintf("%03d%s", i, strings.Repeat("k", 125))] = strings.Repeat("v", 512)
+	}
+	srv := agenttest.StartDevAgent(t, func(c *agent.Config) {
+		c.NodeMeta = meta
+		fastSync(&c.Local)
+	})
+	direct := client(t, srv.HTTPAddr())
+	eventually(t, "the record with 66 meta pairs reaches the catalog", func() error {
+		n, _, err := direct.Catalog().Node("dev", nil)
+		if err != nil || n == nil || n.Node == nil || len(n.Node.Meta) != 66 {
+			return errorf("node %+v %v", n, err)
+		}
+		return nil
+	})
 }

@@ -41,6 +41,9 @@ const (
 	// maxTags bounds a service's tags and meta pairs, and a prepared query's
 	// tag, check and failover lists.
 	maxTags = 64
+	// maxNodeMeta bounds a node's meta pairs: the 64 an agent takes from
+	// its operator (Consul's bound) and the two it adds itself (S63).
+	maxNodeMeta = maxTags + 2
 	// maxRegisterBody bounds a catalog register's body, which may carry a
 	// service and 64 checks with their notes and output (about 800 KiB at
 	// every field's limit).
@@ -125,10 +128,10 @@ func registerLimits(b registerBody) error {
 	if err := checkLen("Node ID", b.ID, maxNameLen); err != nil {
 		return err
 	}
-	if err := metaLimits("Node meta", b.NodeMeta); err != nil {
+	if err := metaLimits("Node meta", b.NodeMeta, maxNodeMeta); err != nil {
 		return err
 	}
-	if err := metaLimits("Tagged addresses", b.TaggedAddresses); err != nil {
+	if err := metaLimits("Tagged addresses", b.TaggedAddresses, maxTags); err != nil {
 		return err
 	}
 	if sv := b.Service; sv != nil {
@@ -177,7 +180,7 @@ func serviceLimits(sv *serviceBody) error {
 	if err := tagLimits("Service tag", sv.Tags); err != nil {
 		return err
 	}
-	return metaLimits("Service meta", sv.Meta)
+	return metaLimits("Service meta", sv.Meta, maxTags)
 }
 
 // tagLimits bounds a list of short strings (tags, check IDs, datacenters).
@@ -194,9 +197,9 @@ func tagLimits(what string, tags []string) error {
 }
 
 // metaLimits bounds a map of short strings.
-func metaLimits(what string, meta map[string]string) error {
-	if len(meta) > maxTags {
-		return tooMany(what+" pairs", len(meta), maxTags)
+func metaLimits(what string, meta map[string]string, maxPairs int) error {
+	if len(meta) > maxPairs {
+		return tooMany(what+" pairs", len(meta), maxPairs)
 	}
 	for k, v := range meta {
 		if err := checkLen(what+" key", k, maxNameLen); err != nil {

@@ -93,6 +93,7 @@ func TestRequestLimitsRejectAndChangeNothing(t *testing.T) {
 		{"register body", put, "/v1/catalog/register", long(maxRegisterBody + 1), 413, "Request body(1048577 bytes) too large, max size: 1048576 bytes."},
 		{"register service tag", put, "/v1/catalog/register", jsonBody(t, map[string]any{"Node": "n", "Address": "x", "Service": map[string]any{"Service": "s", "Tags": []string{long(maxNameLen + 1)}}}), 413, "Service tag too long"},
 		{"register service meta", put, "/v1/catalog/register", jsonBody(t, map[string]any{"Node": "n", "Address": "x", "Service": map[string]any{"Service": "s", "Meta": map[string]string{"k": long(maxNameLen + 1)}}}), 413, "Service meta value too long"},
+		{"register node meta pairs", put, "/v1/catalog/register", jsonBody(t, map[string]any{"Node": "n", "Address": "x", "NodeMeta": metaPairs(maxNodeMeta + 1)}), 413, "Too many Node meta pairs (67 > 66)"},
 		{"register check notes", put, "/v1/catalog/register", jsonBody(t, map[string]any{"Node": "n", "Address": "x", "Check": map[string]any{"CheckID": "c", "Notes": long(maxOutputLen + 1)}}), 413, "Check notes too long"},
 		{"query body", post, "/v1/query", long(maxQueryBody + 1), 413, "Request body(262145 bytes) too large"},
 		{"query name", post, "/v1/query", jsonBody(t, map[string]any{"Name": long(maxNameLen + 1)}), 413, "Query name too long"},
@@ -161,4 +162,13 @@ func TestRequestLimitsAcceptTheLimit(t *testing.T) {
 			t.Fatalf("%s %.80s at the limit: %d %.200q", tc.method, tc.path, rec.Code, rec.Body)
 		}
 	}
+}
+
+// metaPairs is a meta map of n pairs.
+func metaPairs(n int) map[string]string {
+	out := make(map[string]string, n)
+	for i := range n {
+		out[fmt.Sprint("k", i)] = "v"
+	}
+	return out
 }

@@ -25,7 +25,7 @@ func nodeMetaParams(v url.Values) (nodeMetaFilter, error) {
 		key, value, _ := strings.Cut(p, ":")
 		f[key] = value
 	}
-	if err := metaLimits("Node meta filter", f); err != nil {
+	if err := metaLimits("Node meta filter", f, maxNodeMeta); err != nil {
 		return nil, err
 	}
 	return f, nil

@@ -91,10 +91,10 @@ func queryLimits(b queryBody) error {
 			return err
 		}
 	}
-	if err := metaLimits("Query node meta", sv.NodeMeta); err != nil {
+	if err := metaLimits("Query node meta", sv.NodeMeta, maxNodeMeta); err != nil {
 		return err
 	}
-	return metaLimits("Query service meta", sv.ServiceMeta)
+	return metaLimits("Query service meta", sv.ServiceMeta, maxTags)
 }
 
 func (b queryBody) toModel() model.PreparedQuery {
