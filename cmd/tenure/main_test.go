@@ -11,6 +11,19 @@ import (
 	"time"
 )
 
+// configWriter returns a function that writes a config file into dir and
+// returns its path.
+func configWriter(t *testing.T, dir string) func(name, body string) string {
+	return func(name, body string) string {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+}
+
 func settingsFrom(t *testing.T, args ...string) (settings, []string, error) {
 	t.Helper()
 	var warnings []string
@@ -84,13 +97,7 @@ func TestAgentSettingsRejectBadInput(t *testing.T) {
 // lacks are warned about once and ignored; a misspelled key is an error.
 func TestAgentConfigFiles(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := configWriter(t, dir)
 	confDir := filepath.Join(dir, "conf.d")
 	if err := os.Mkdir(confDir, 0o700); err != nil {
 		t.Fatal(err)

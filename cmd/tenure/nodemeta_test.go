@@ -2,8 +2,6 @@ package main
 
 import (
 	"maps"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -24,14 +22,7 @@ func TestNodeMetaSettings(t *testing.T) {
 		t.Errorf("no -node-meta gave %v", s.NodeMeta)
 	}
 
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := configWriter(t, t.TempDir())
 	a := write("a.json", `{"node_meta": {"rack": "r1", "zone": "a"}}`)
 	b := write("b.hcl", "node_meta {\n  zone = \"b\"\n  tier = \"gold\"\n}\n")
 	s, _, err = settingsFrom(t, "-dev", "-config-file", a, "-config-file", b, "-node-meta", "tier:silver")

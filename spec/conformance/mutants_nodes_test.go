@@ -39,20 +39,7 @@ var nodeMutants = []mutant{
 			return true, err
 		}},
 	{name: "catalog-node-without-id", filter: `^S62/agent-node`,
-		handle: func(_ *mstate, x *exchange) (bool, error) {
-			if !strings.HasPrefix(x.r.URL.Path, "/v1/catalog/node/") {
-				return false, nil
-			}
-			err := x.forward()
-			if err == nil && x.code == 200 {
-				var v struct{ Node map[string]any }
-				if json.Unmarshal(x.out, &v) == nil && v.Node != nil {
-					v.Node["ID"] = ""
-					x.out, err = json.Marshal(v)
-				}
-			}
-			return true, err
-		}},
+		handle: editCatalogNode(func(node map[string]any) { node["ID"] = "" })},
 	{name: "no-consul-service", filter: `^S53/server-node`,
 		handle: func(_ *mstate, x *exchange) (bool, error) {
 			if x.r.URL.Path != "/v1/health/service/consul" {
@@ -66,22 +53,11 @@ var nodeMutants = []mutant{
 	// in its meta. Shown on the catalog's answer, since the agent's own
 	// writes go to the server port, past the proxy.
 	{name: "agent-node-record-not-kept", filter: `^S63/agent-node`, agents: true,
-		handle: func(_ *mstate, x *exchange) (bool, error) {
-			if !strings.HasPrefix(x.r.URL.Path, "/v1/catalog/node/") {
-				return false, nil
-			}
-			err := x.forward()
-			if err == nil && x.code == 200 {
-				var v struct{ Node map[string]any }
-				if json.Unmarshal(x.out, &v) == nil && v.Node != nil {
-					meta, _ := v.Node["Meta"].(map[string]any)
-					v.Node["Meta"] = map[string]any{"consul-version": meta["consul-version"]}
-					v.Node["TaggedAddresses"] = nil
-					x.out, err = json.Marshal(v)
-				}
-			}
-			return true, err
-		}},
+		handle: editCatalogNode(func(node map[string]any) {
+			meta, _ := node["Meta"].(map[string]any)
+			node["Meta"] = map[string]any{"consul-version": meta["consul-version"]}
+			node["TaggedAddresses"] = nil
+		})},
 	{name: "node-names-case-sensitive", filter: `^S62/node-names`, handle: caseSensitiveNodes},
 	{name: "bad-node-id-accepted", filter: `^S62/bad-node-id`,
 		prepare: func(x *exchange) {
@@ -102,6 +78,25 @@ var nodeMutants = []mutant{
 
 // The mutant list is split by topic; the node mutants join it here.
 func init() { mutants = append(mutants, nodeMutants...) }
+
+// editCatalogNode is a mutant that changes the node record in every answer
+// of GET /v1/catalog/node/<name>.
+func editCatalogNode(edit func(node map[string]any)) func(*mstate, *exchange) (bool, error) {
+	return func(_ *mstate, x *exchange) (bool, error) {
+		if !strings.HasPrefix(x.r.URL.Path, "/v1/catalog/node/") {
+			return false, nil
+		}
+		err := x.forward()
+		if err == nil && x.code == 200 {
+			var v struct{ Node map[string]any }
+			if json.Unmarshal(x.out, &v) == nil && v.Node != nil {
+				edit(v.Node)
+				x.out, err = json.Marshal(v)
+			}
+		}
+		return true, err
+	}
+}
 
 // mergeNodeMeta is a server whose register keeps the meta and tagged
 // addresses a node had when the register leaves them out, instead of
