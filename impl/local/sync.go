@@ -49,8 +49,9 @@ type SyncConfig struct {
 }
 
 // Syncer is anti-entropy: it makes the catalog's copy of the node's services
-// and checks match the State. Partial syncs write what changed; periodic
-// full syncs also read the catalog and repair anything that drifted.
+// and checks match the State, and its node record match NodeInfo. Partial
+// syncs write what changed; periodic full syncs also read the catalog and
+// repair anything that drifted.
 type Syncer struct {
 	st  *State
 	cat Catalog
@@ -179,10 +180,11 @@ func (s *Syncer) Run(ctx context.Context) {
 	}
 }
 
-// SyncFull reads the node's entries from the catalog, marks every local
-// entry the catalog lacks or has differently, marks for deletion what the
-// catalog has and the agent does not (except the leader's "consul" service
-// and "serfHealth" check), and then syncs the changes.
+// SyncFull reads the node's record and entries from the catalog, marks the
+// record and every local entry the catalog lacks or has differently, marks
+// for deletion what the catalog has and the agent does not (except the
+// leader's "consul" service and "serfHealth" check), and then syncs the
+// changes.
 func (s *Syncer) SyncFull() error {
 	s.syncing <- struct{}{}
 	defer func() { <-s.syncing }()
@@ -295,11 +297,12 @@ func (s *Syncer) syncChangesLocked() error {
 	// checks do not depend on it: their writes leave the node alone.
 	var errs []error
 	if s.node != nil && !s.nodeInSync {
+		// An ACL refusal counts as done until the next full sync, as for
+		// services and checks.
 		err := s.nodeCat.RegisterNode(s.st.node, s.node.clone())
-		switch {
-		case err == nil || errors.Is(err, ErrPermissionDenied):
+		if err == nil || errors.Is(err, ErrPermissionDenied) {
 			s.nodeInSync = true
-		default:
+		} else {
 			errs = append(errs, fmt.Errorf("sync node info: %w", err))
 		}
 	}
