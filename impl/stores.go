@@ -164,8 +164,9 @@ func openDurableLog(dir string, logger hclog.Logger, o durableLogOptions) (*dura
 	dl.wal = w
 	// Closers run last first: the WAL, then its meta store. A rotation
 	// still running in the background commits to the meta store, so
-	// closing that first would crash it.
-	dl.closers = append(dl.closers, meta, w)
+	// closing that first would crash it (TestLogClosesWALBeforeMetaStore).
+	// The store is closed through its wrapper, if any, so tests see it.
+	dl.closers = append(dl.closers, metaStore, w)
 	last, err := w.LastIndex()
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("raft log last index: %w", err), closeAll(dl.closers))
