@@ -139,9 +139,9 @@ func openDurableLog(dir string, logger hclog.Logger, o durableLogOptions) (*dura
 	if o.wrapVFS != nil {
 		vfs = o.wrapVFS(vfs)
 	}
-	// raft-wal's Close leaves its BoltDB meta store (and that file's lock)
-	// open, so a restart in the same process would hang: own it and close
-	// it after the WAL.
+	// The BoltDB meta store is owned here: raft-wal's Close closes it
+	// too, but a failed Open does not, and its file lock would then hang a
+	// restart in the same process. A second Close does nothing.
 	meta := &metadb.BoltMetaDB{}
 	dl.closers = append(dl.closers, dl.sync, zeroed)
 	var metaStore types.MetaStore = meta
