@@ -76,9 +76,10 @@ ROUNDS ?= 3
 bench-detect:
 	TENURE_DETECT=1 TENURE_DETECT_AGENT=$(AGENT) TENURE_DETECT_ROUNDS=$(ROUNDS) $(GO) test -count=1 -v -timeout 0 -run '^TestDetection$$' ./cmd/tenure
 
-## bench-cluster: lock throughput (1, 16, 64 clients, 8 on one key) and lock hand-off of a durable
-## 3-server tenure cluster, beside a 3-server Consul when CONSUL names a consul binary, with the
-## fsync floor of the machine, e.g. make bench-cluster CONSUL=/path/to/consul ROUNDS=3 BENCH_SECONDS=10
+## bench-cluster: lock throughput (1, 16, 64 clients, 8 on one key), the servers' CPU per cycle and
+## lock hand-off of a durable 3-server tenure cluster, beside a 3-server Consul when CONSUL names a
+## consul binary, with the fsync floor of the machine,
+## e.g. make bench-cluster CONSUL=/path/to/consul ROUNDS=3 BENCH_SECONDS=10
 CONSUL        ?=
 BENCH_SECONDS ?= 10
 .PHONY: bench-cluster

@@ -48,6 +48,43 @@ func (r *benchResults) rowStats(sys, row string) (rates []float64, p50, p99 time
 	return rates, median(p50s), median(p99s), errs
 }
 
+// cpuTable is the servers' CPU per cycle, row by row, median over rounds,
+// with the ratio when there are two systems.
+func (r *benchResults) cpuTable(names []string) string {
+	cols := []string{"load", "servers' CPU per cycle " + strings.Join(names, " / ")}
+	if len(names) == 2 {
+		cols = append(cols, "ratio "+names[0]+"/"+names[1])
+	}
+	var lines [][]string
+	for _, row := range benchRows {
+		var meds []time.Duration
+		var cells []string
+		for _, n := range names {
+			var ds []time.Duration
+			for _, res := range r.rows[n][row.name] {
+				if res.cpuPerCycle > 0 {
+					ds = append(ds, res.cpuPerCycle)
+				}
+			}
+			m := median(ds)
+			if m == 0 {
+				return "servers' CPU per cycle: not measured (no /proc)\n"
+			}
+			meds = append(meds, m)
+			cells = append(cells, fmt.Sprintf("%.3f ms", m.Seconds()*1000))
+		}
+		line := []string{row.name, strings.Join(cells, " / ")}
+		if len(meds) == 2 {
+			line = append(line, fmt.Sprintf("%.2f×", meds[0].Seconds()/meds[1].Seconds()))
+		}
+		lines = append(lines, line)
+	}
+	var b strings.Builder
+	b.WriteString("\nCPU time of the three servers over each measured window, per cycle (median over rounds)\n")
+	writeTable(&b, cols, lines)
+	return b.String()
+}
+
 // format prints the header, the throughput table, the hand-offs and the
 // fsync floor. With two systems the first is the baseline of the ratios.
 func (r *benchResults) format(systems []benchSystem, header string, fsync, rtt, idleRTT time.Duration) string {
@@ -98,6 +135,7 @@ func (r *benchResults) format(systems []benchSystem, header string, fsync, rtt, 
 	if errs > 0 {
 		fmt.Fprintf(&b, "(%d requests failed and were retried; their cycles are not counted)\n", errs)
 	}
+	b.WriteString(r.cpuTable(names))
 
 	b.WriteString("\nlock hand-off: from the holder letting go until the waiter on another server holds it;\n" +
 		"in the chains, from one contender holding (and letting go at once) until the next one holds\n")

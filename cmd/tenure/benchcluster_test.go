@@ -316,6 +316,9 @@ type rowResult struct {
 	// writes: refused acquires (each a raft write too) and reads of the
 	// key, over every cycle of the row, warm-up included.
 	cycles, refused, reads int
+	// cpuPerCycle is the three servers' CPU time over the measured window
+	// divided by the cycles in it; 0 where /proc cannot tell.
+	cpuPerCycle time.Duration
 }
 
 // runLoadRow runs row's clients for warmUp+measure and counts the cycles
@@ -336,6 +339,8 @@ func runLoadRow(cl *benchProcs, row benchRow, round int, warmUp, measure time.Du
 		err                    error
 	}
 	out := make([]clientResult, row.clients)
+	cpu := make(chan time.Duration, 1)
+	go func() { cpu <- cl.cpuOver(from, to) }()
 	var wg sync.WaitGroup
 	for i := range row.clients {
 		c := cl.client(i)
@@ -408,7 +413,30 @@ func runLoadRow(cl *benchProcs, row benchRow, round int, warmUp, measure time.Du
 	}
 	res.rate = float64(len(all)) / measure.Seconds()
 	res.p50, res.p99 = percentile(all, 0.5), percentile(all, 0.99)
+	if used := <-cpu; used > 0 && len(all) > 0 {
+		res.cpuPerCycle = used / time.Duration(len(all))
+	}
 	return res, nil
+}
+
+// cpuOver is the CPU time the servers used between from and to, read when
+// each comes; 0 if it cannot be read (not Linux, a server gone).
+func (cl *benchProcs) cpuOver(from, to time.Time) time.Duration {
+	pids := make([]int, len(cl.cmds))
+	for i, c := range cl.cmds {
+		pids[i] = c.Process.Pid
+	}
+	time.Sleep(time.Until(from))
+	before, err := procCPU(pids)
+	if err != nil {
+		return 0
+	}
+	time.Sleep(time.Until(to))
+	after, err := procCPU(pids)
+	if err != nil {
+		return 0
+	}
+	return after - before
 }
 
 // waitAndAcquire is the contended client's wait after a refused acquire: a
