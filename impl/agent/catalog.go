@@ -101,24 +101,6 @@ func (c *apiCatalog) RegisterNode(node string, info local.NodeInfo) error {
 	}{ID: info.ID, Node: node, Address: c.address, TaggedAddresses: info.TaggedAddresses, NodeMeta: info.Meta})
 }
 
-// Node implements local.NodeCatalog.
-func (c *apiCatalog) Node(node string) (local.NodeInfo, bool, error) {
-	var ans struct {
-		Node *struct {
-			ID              string
-			TaggedAddresses map[string]string
-			Meta            map[string]string
-		}
-	}
-	if err := c.read("/v1/catalog/node/"+url.PathEscape(node), &ans); err != nil {
-		return local.NodeInfo{}, false, err
-	}
-	if ans.Node == nil {
-		return local.NodeInfo{}, false, nil
-	}
-	return local.NodeInfo{ID: ans.Node.ID, TaggedAddresses: ans.Node.TaggedAddresses, Meta: ans.Node.Meta}, true, nil
-}
-
 // DeregisterService implements local.Catalog.
 func (c *apiCatalog) DeregisterService(node, id string) error {
 	return c.write("/v1/catalog/deregister", map[string]string{"Node": node, "ServiceID": id})
@@ -131,7 +113,19 @@ func (c *apiCatalog) DeregisterCheck(node, id string) error {
 
 // NodeServices implements local.Catalog.
 func (c *apiCatalog) NodeServices(node string) ([]local.Service, error) {
+	_, _, svcs, err := c.NodeAndServices(node)
+	return svcs, err
+}
+
+// NodeAndServices implements local.NodeCatalog: one read of the node's
+// record and services, as Consul's agent reads them.
+func (c *apiCatalog) NodeAndServices(node string) (local.NodeInfo, bool, []local.Service, error) {
 	var ans struct {
+		Node *struct {
+			ID              string
+			TaggedAddresses map[string]string
+			Meta            map[string]string
+		}
 		Services []struct {
 			ID                string
 			Service           string
@@ -144,7 +138,7 @@ func (c *apiCatalog) NodeServices(node string) ([]local.Service, error) {
 		}
 	}
 	if err := c.read("/v1/catalog/node-services/"+url.PathEscape(node), &ans); err != nil {
-		return nil, err
+		return local.NodeInfo{}, false, nil, err
 	}
 	st := c.local()
 	out := make([]local.Service, 0, len(ans.Services))
@@ -156,7 +150,11 @@ func (c *apiCatalog) NodeServices(node string) ([]local.Service, error) {
 		}
 		out = append(out, svc)
 	}
-	return out, nil
+	if ans.Node == nil {
+		return local.NodeInfo{}, false, out, nil
+	}
+	info := local.NodeInfo{ID: ans.Node.ID, TaggedAddresses: ans.Node.TaggedAddresses, Meta: ans.Node.Meta}
+	return info, true, out, nil
 }
 
 // NodeChecks implements local.Catalog.

@@ -156,12 +156,17 @@ func (m *MemCatalog) NodeServices(node string) ([]Service, error) {
 		return nil, m.failWith
 	}
 	m.reads++
+	return m.servicesLocked(node), nil
+}
+
+// servicesLocked lists node's services sorted by ID; m.mu is held.
+func (m *MemCatalog) servicesLocked(node string) []Service {
 	out := make([]Service, 0, len(m.services[node]))
 	for _, s := range m.services[node] {
 		out = append(out, s.clone())
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
-	return out, nil
+	return out
 }
 
 // NodeChecks implements Catalog; the result is sorted by ID.
@@ -180,19 +185,20 @@ func (m *MemCatalog) NodeChecks(node string) ([]Check, error) {
 	return out, nil
 }
 
-// Node implements NodeCatalog. A node that only a service or check write
-// created has an empty record, as a catalog node registered bare has.
-func (m *MemCatalog) Node(node string) (NodeInfo, bool, error) {
+// NodeAndServices implements NodeCatalog, as one read. A node that only a
+// service or check write created has an empty record, as a catalog node
+// registered bare has.
+func (m *MemCatalog) NodeAndServices(node string) (NodeInfo, bool, []Service, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.failWith != nil {
-		return NodeInfo{}, false, m.failWith
+		return NodeInfo{}, false, nil, m.failWith
 	}
 	m.reads++
 	if _, ok := m.services[node]; !ok {
-		return NodeInfo{}, false, nil
+		return NodeInfo{}, false, []Service{}, nil
 	}
-	return m.records[node].clone(), true, nil
+	return m.records[node].clone(), true, m.servicesLocked(node), nil
 }
 
 // RegisterNode implements NodeCatalog.
@@ -206,6 +212,15 @@ func (m *MemCatalog) RegisterNode(node string, info NodeInfo) error {
 	m.records[node] = info.clone()
 	m.writes++
 	return nil
+}
+
+// Record is node's record and whether the node exists, for tests to
+// inspect; it is not counted as a read.
+func (m *MemCatalog) Record(node string) (NodeInfo, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.services[node]
+	return m.records[node].clone(), ok
 }
 
 // PutNode rewrites node's record behind the agent's back, without counting

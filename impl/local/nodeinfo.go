@@ -34,9 +34,10 @@ func (n NodeInfo) same(o NodeInfo) bool {
 // Catalog without it leaves the node to whoever else writes it.
 type NodeCatalog interface {
 	Catalog
-	// Node reads node's record; found is false when the catalog has no
-	// such node.
-	Node(node string) (info NodeInfo, found bool, err error)
+	// NodeAndServices reads node's record with its services, in one read
+	// as Consul's agent does; found is false when the catalog has no such
+	// node.
+	NodeAndServices(node string) (info NodeInfo, found bool, services []Service, err error)
 	// RegisterNode writes node's record, creating the node if missing and
 	// leaving its services and checks alone. The record is replaced whole.
 	RegisterNode(node string, info NodeInfo) error

@@ -14,8 +14,14 @@ func agentNodeInfo() NodeInfo {
 }
 
 func newNodeSynced(cat Catalog) *Syncer {
+	_, s := newNodeSyncedState(cat)
+	return s
+}
+
+func newNodeSyncedState(cat Catalog) (*State, *Syncer) {
 	info := agentNodeInfo()
-	return NewSyncer(NewState(node, 0, zero), cat, SyncConfig{Stagger: zero, NodeInfo: &info})
+	st := NewState(node, 0, zero)
+	return st, NewSyncer(st, cat, SyncConfig{Stagger: zero, NodeInfo: &info})
 }
 
 // TestNodeInfoSameComparesEveryField: a record differing in any one field
@@ -43,18 +49,19 @@ func TestNodeInfoSameComparesEveryField(t *testing.T) {
 	}
 }
 
-// TestFirstSyncWritesNodeInfo: the first sync reads the node's record and
-// writes it once; later syncs with nothing changed write nothing.
+// TestFirstSyncWritesNodeInfo: the first sync reads the node's record with
+// its services and writes the record once; later syncs with nothing
+// changed write nothing.
 func TestFirstSyncWritesNodeInfo(t *testing.T) {
 	cat := NewMemCatalog()
 	s := newNodeSynced(cat)
 	if err := s.SyncFull(); err != nil {
 		t.Fatal(err)
 	}
-	if r := cat.Reads(); r != 3 {
-		t.Errorf("a full sync made %d reads, want 3: the node, its services and its checks", r)
+	if r := cat.Reads(); r != 2 {
+		t.Errorf("a full sync made %d reads, want 2: the node with its services, and its checks", r)
 	}
-	got, found, _ := cat.Node(node)
+	got, found := cat.Record(node)
 	if !found {
 		t.Fatal("the node is not in the catalog after the first sync")
 	}
@@ -93,16 +100,38 @@ func TestFullSyncRestoresRewrittenNodeInfo(t *testing.T) {
 			}
 			cat.PutNode(node, drift)
 			mustSync(t, s)
-			if got, _, _ := cat.Node(node); !drift.same(got) {
+			if got, _ := cat.Record(node); !drift.same(got) {
 				t.Fatalf("a partial sync rewrote the node: %+v", got)
 			}
 			if err := s.SyncFull(); err != nil {
 				t.Fatal(err)
 			}
-			if got, _, _ := cat.Node(node); !agentNodeInfo().same(got) {
+			if got, _ := cat.Record(node); !agentNodeInfo().same(got) {
 				t.Errorf("full sync left the rewritten record: %+v", got)
 			}
 		})
+	}
+}
+
+// TestFullSyncWithNodeInfoRepairsServices: the read that brings the node's
+// record also brings its services, and a full sync repairs those as it does
+// without a record: a service dropped behind the agent's back comes back,
+// one the agent does not have goes.
+func TestFullSyncWithNodeInfoRepairsServices(t *testing.T) {
+	cat := NewMemCatalog()
+	st, s := newNodeSyncedState(cat)
+	st.AddService(Service{ID: "web", Service: "web"})
+	if err := s.SyncFull(); err != nil {
+		t.Fatal(err)
+	}
+	cat.Drop(node, "web", "")
+	cat.Put(node, &Service{ID: "stray", Service: "stray"}, nil)
+	if err := s.SyncFull(); err != nil {
+		t.Fatal(err)
+	}
+	svcs, _ := cat.NodeServices(node)
+	if len(svcs) != 1 || svcs[0].ID != "web" {
+		t.Errorf("catalog services after the full sync: %+v, want web alone", svcs)
 	}
 }
 
@@ -115,12 +144,12 @@ func TestNodeInfoWriteRetriedAfterFailure(t *testing.T) {
 	if err := s.SyncChanges(); err == nil {
 		t.Fatal("a sync whose node write failed reported no error")
 	}
-	if _, found, _ := cat.Node(node); found {
+	if _, found := cat.Record(node); found {
 		t.Fatal("the failed write left a node")
 	}
 	cat.fail = nil
 	mustSync(t, s)
-	if got, _, _ := cat.Node(node); !agentNodeInfo().same(got) {
+	if got, _ := cat.Record(node); !agentNodeInfo().same(got) {
 		t.Errorf("the retry did not write the record: %+v", got)
 	}
 
@@ -143,7 +172,7 @@ func TestNodeInfoNeedsTheCapability(t *testing.T) {
 	if err := s.SyncFull(); err != nil {
 		t.Fatal(err)
 	}
-	if _, found, _ := cat.Node(node); found || cat.Writes() != 0 {
+	if _, found := cat.Record(node); found || cat.Writes() != 0 {
 		t.Errorf("a syncer without NodeInfo wrote the node (found %v, %d writes)", found, cat.Writes())
 	}
 	info := agentNodeInfo()

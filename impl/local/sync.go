@@ -189,16 +189,18 @@ func (s *Syncer) SyncFull() error {
 	s.syncing <- struct{}{}
 	defer func() { <-s.syncing }()
 	node := s.st.node
+	var rs []Service
 	if s.node != nil {
-		remote, found, err := s.nodeCat.Node(node)
+		remote, found, svcs, err := s.nodeCat.NodeAndServices(node)
 		if err != nil {
-			return fmt.Errorf("full sync: read node: %w", err)
+			return fmt.Errorf("full sync: read node and services: %w", err)
 		}
-		s.nodeInSync = found && s.node.same(remote)
-	}
-	rs, err := s.cat.NodeServices(node)
-	if err != nil {
-		return fmt.Errorf("full sync: read services: %w", err)
+		s.nodeInSync, rs = found && s.node.same(remote), svcs
+	} else {
+		var err error
+		if rs, err = s.cat.NodeServices(node); err != nil {
+			return fmt.Errorf("full sync: read services: %w", err)
+		}
 	}
 	rc, err := s.cat.NodeChecks(node)
 	if err != nil {
