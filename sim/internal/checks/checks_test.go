@@ -710,3 +710,79 @@ func TestCheckAgentCheckExpiry(t *testing.T) {
 	proc := &core.FaultMark{ID: 1, Kind: core.FaultClientCrash, Phase: "start", Targets: []string{"c-1"}}
 	mustCheck(t, CheckAgentExpiry, mk(opt{end: sec(100), fault: proc, faultFrom: sec(5)}), 1)
 }
+
+// TestCheckAgentRecord (S63): an entry that takes an agent's meta off its
+// node on a server that had it is a violation, on every path the rule
+// covers; the node leaving the catalog first, another server or
+// incarnation, and a snapshot restore are not.
+func TestCheckAgentRecord(t *testing.T) {
+	record := map[string]string{"consul-network-segment": "", "rack": "r1"}
+	bare := map[string]string{"consul-version": "0.1.0"}
+	type step struct {
+		server      string
+		incarnation int
+		obs         core.StateObs
+	}
+	for name, tc := range map[string]struct {
+		steps []step
+		want  int
+	}{
+		"record kept": {[]step{
+			{"n1", 0, core.StateObs{Index: 3, NodeMeta: map[string]map[string]string{"agent1": bare}}},
+			{"n1", 0, core.StateObs{Index: 4, NodeMeta: map[string]map[string]string{"agent1": record}}},
+			{"n1", 0, core.StateObs{Index: 9, NodeMeta: map[string]map[string]string{"agent1": {"consul-network-segment": "", "rack": "r2"}}}},
+		}, 0},
+		"record dropped": {[]step{
+			{"n1", 0, core.StateObs{Index: 4, NodeMeta: map[string]map[string]string{"agent1": record}}},
+			{"n1", 0, core.StateObs{Index: 9, NodeMeta: map[string]map[string]string{"agent1": bare}}},
+		}, 1},
+		"meta cleared": {[]step{
+			{"n1", 0, core.StateObs{Index: 4, NodeMeta: map[string]map[string]string{"agent1": record}}},
+			{"n1", 0, core.StateObs{Index: 9, NodeMeta: map[string]map[string]string{"agent1": nil}}},
+		}, 1},
+		"dropped on one of two nodes": {[]step{
+			{"n1", 0, core.StateObs{Index: 4, NodeMeta: map[string]map[string]string{"agent1": record, "agent2": record}}},
+			{"n1", 0, core.StateObs{Index: 9, NodeMeta: map[string]map[string]string{"agent2": bare}}},
+		}, 1},
+		"node gone in between": {[]step{
+			{"n1", 0, core.StateObs{Index: 4, NodeMeta: map[string]map[string]string{"agent1": record}}},
+			{"n1", 0, core.StateObs{Index: 6, GoneNodes: []string{"agent1"}}},
+			{"n1", 0, core.StateObs{Index: 9, NodeMeta: map[string]map[string]string{"agent1": bare}}},
+		}, 0},
+		"renamed in the same entry": {[]step{
+			{"n1", 0, core.StateObs{Index: 4, NodeMeta: map[string]map[string]string{"agent1": record}}},
+			{"n1", 0, core.StateObs{Index: 9, GoneNodes: []string{"agent1"}, NodeMeta: map[string]map[string]string{"agent1": bare}}},
+		}, 0},
+		"another server": {[]step{
+			{"n1", 0, core.StateObs{Index: 4, NodeMeta: map[string]map[string]string{"agent1": record}}},
+			{"n2", 0, core.StateObs{Index: 3, NodeMeta: map[string]map[string]string{"agent1": bare}}},
+		}, 0},
+		"a restarted server": {[]step{
+			{"n1", 0, core.StateObs{Index: 4, NodeMeta: map[string]map[string]string{"agent1": record}}},
+			{"n1", 1, core.StateObs{Index: 3, NodeMeta: map[string]map[string]string{"agent1": bare}}},
+		}, 0},
+		"a snapshot restore": {[]step{
+			{"n1", 0, core.StateObs{Index: 4, NodeMeta: map[string]map[string]string{"agent1": record}}},
+			{"n1", 0, core.StateObs{Index: 9, Restored: true, NodeMeta: map[string]map[string]string{"agent1": bare}}},
+			{"n1", 0, core.StateObs{Index: 10, NodeMeta: map[string]map[string]string{"agent1": {"x": "y"}}}},
+		}, 0},
+		"dropped after a restore brought it": {[]step{
+			{"n1", 0, core.StateObs{Index: 9, Restored: true, NodeMeta: map[string]map[string]string{"agent1": record}}},
+			{"n1", 0, core.StateObs{Index: 10, NodeMeta: map[string]map[string]string{"agent1": bare}}},
+		}, 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			b := newTB()
+			for i, s := range tc.steps {
+				s.obs.Incarnation = s.incarnation
+				b.obs(sec(float64(i+1)), s.server, true, s.obs)
+			}
+			vs := mustCheck(t, CheckAgentRecord, b.ev, tc.want)
+			for _, v := range vs {
+				if !strings.Contains(v.Msg, "S63") {
+					t.Errorf("message %q names no clause", v.Msg)
+				}
+			}
+		})
+	}
+}

@@ -30,6 +30,7 @@ const (
 	CheckDeadHolder      = "dead-holder-invalidated"
 	CheckQueryBound      = "query-bound-to-session"
 	CheckAgentExpiry     = "agent-check-expiry"
+	CheckAgentRecord     = "agent-node-record"
 )
 
 // runKind is a set of the kinds of run a check applies to.
@@ -88,6 +89,8 @@ var registry = []check{
 		SeededRun, seeded(checkQueryBound)},
 	{CheckAgentExpiry, []string{"S12", "S56"}, "a session bound to an agent TTL check its client stopped passing is invalidated within the check's TTL plus Bounds' anti-entropy, election and slack",
 		SeededRun, seeded(checkAgentCheckExpiry)},
+	{CheckAgentRecord, []string{"S63", "S62"}, "once an agent's node record is in a server's state, no later entry drops its meta while the node stays in the catalog",
+		SeededRun, seeded(checkAgentRecord)},
 	{CheckLiveness, []string{"S14", "S19", "S21", "S10", "S12"}, "once faults heal, dead owners' sessions go and free keys can be acquired, within Bounds",
 		SeededRun, seeded(checkLiveness)},
 	{CheckRecipeExclusive, []string{"S49", "S50"}, "the fenced resource never serves two leaders at once",

@@ -459,6 +459,14 @@ func observe(ch impl.Change) *StateObs {
 			obs.GoneNodes = append(obs.GoneNodes, n.Name)
 		}
 	}
+	for _, n := range after.NodeList() {
+		if b, ok := before.Node(n.Name); !ok || !maps.Equal(b.Meta, n.Meta) {
+			if obs.NodeMeta == nil {
+				obs.NodeMeta = map[string]map[string]string{}
+			}
+			obs.NodeMeta[n.Name] = maps.Clone(n.Meta)
+		}
+	}
 	return obs
 }
 

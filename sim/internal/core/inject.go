@@ -233,11 +233,13 @@ func (in *Injector) Restart(s *server) {
 }
 
 // setSerf writes node's serfHealth status through the leader, as Consul's
-// serf reconciliation would; it gives up after limit.
+// serf reconciliation would: the check alone, with SkipNodeUpdate, so the
+// node's record (ID, meta, tagged addresses) stays its agent's (S62, S63).
+// It gives up after limit.
 func (in *Injector) setSerf(node, addr string, status model.Health, limit time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
-	cmd := model.Command{Register: &model.Register{Node: node, Address: addr,
+	cmd := model.Command{Register: &model.Register{Node: node, Address: addr, SkipNodeUpdate: true,
 		Checks: []model.CheckSpec{{CheckID: model.SerfHealthCheckID, Name: "Serf Health Status", Status: status}}}}
 	if err := in.Cl.applyOnLeader(ctx, cmd); err != nil {
 		in.Rec.Add(Event{Kind: KindNote, Node: node, Msg: "serfHealth " + string(status) + " not written: " + err.Error()})

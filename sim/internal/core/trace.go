@@ -221,6 +221,9 @@ type StateObs struct {
 	// GoneNodes are the catalog nodes the entry removed, sorted: a
 	// deregistration the clients may see as "Missing node registration".
 	GoneNodes []string `json:"gone_nodes,omitempty"`
+	// NodeMeta is the meta of each catalog node the entry created or whose
+	// meta it changed (node → meta after), for the agents' records (S63).
+	NodeMeta map[string]map[string]string `json:"node_meta,omitempty"`
 }
 
 // KeyChange is one key's entry before and after; nil means absent.
