@@ -16,14 +16,10 @@ import (
 // an empty state, and a snapshot restore replaces the state whole, so
 // either starts the server's book afresh.
 func checkAgentRecord(ix *traceIndex) []Violation {
-	type server struct {
-		name        string
-		incarnation int
-	}
-	recorded := map[server]map[string]bool{} // nodes whose record the server has
+	recorded := map[serverInc]map[string]bool{} // nodes whose record the server has
 	var out []Violation
 	for _, o := range ix.Obs {
-		sv := server{o.Server, o.Obs.Incarnation}
+		sv := o.inc()
 		if o.Obs.Restored || recorded[sv] == nil {
 			recorded[sv] = map[string]bool{}
 		}

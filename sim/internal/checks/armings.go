@@ -64,14 +64,10 @@ type crossing struct {
 
 // crossings lists every observation's applied range, in trace order.
 func crossings(ix *traceIndex) []crossing {
-	type inc struct {
-		server string
-		n      int
-	}
-	prev := map[inc]uint64{}
+	prev := map[serverInc]uint64{}
 	var out []crossing
 	for _, o := range ix.Obs {
-		id := inc{o.Server, o.Obs.Incarnation}
+		id := o.inc()
 		lo := prev[id]
 		prev[id] = max(lo, o.Obs.Index)
 		if o.Obs.Index > lo {

@@ -98,13 +98,9 @@ func checkSequencerUnique(ix *traceIndex) []Violation {
 		issued[k] = e.Session
 	}
 	// Per server incarnation: issued LockIndexes only grow per key.
-	type inc struct {
-		server string
-		n      int
-	}
-	top := map[inc]map[string]uint64{}
+	top := map[serverInc]map[string]uint64{}
 	for _, o := range ix.Obs {
-		id := inc{o.Server, o.Obs.Incarnation}
+		id := o.inc()
 		if top[id] == nil {
 			top[id] = map[string]uint64{}
 		}

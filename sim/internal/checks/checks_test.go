@@ -723,52 +723,56 @@ func TestCheckAgentRecord(t *testing.T) {
 		incarnation int
 		obs         core.StateObs
 	}
+	// on is one node's meta after an entry.
+	on := func(node string, meta map[string]string) map[string]map[string]string {
+		return map[string]map[string]string{node: meta}
+	}
 	for name, tc := range map[string]struct {
 		steps []step
 		want  int
 	}{
 		"record kept": {[]step{
-			{"n1", 0, core.StateObs{Index: 3, NodeMeta: map[string]map[string]string{"agent1": bare}}},
-			{"n1", 0, core.StateObs{Index: 4, NodeMeta: map[string]map[string]string{"agent1": record}}},
-			{"n1", 0, core.StateObs{Index: 9, NodeMeta: map[string]map[string]string{"agent1": {"consul-network-segment": "", "rack": "r2"}}}},
+			{"n1", 0, core.StateObs{Index: 3, NodeMeta: on("agent1", bare)}},
+			{"n1", 0, core.StateObs{Index: 4, NodeMeta: on("agent1", record)}},
+			{"n1", 0, core.StateObs{Index: 9, NodeMeta: on("agent1", map[string]string{"consul-network-segment": "", "rack": "r2"})}},
 		}, 0},
 		"record dropped": {[]step{
-			{"n1", 0, core.StateObs{Index: 4, NodeMeta: map[string]map[string]string{"agent1": record}}},
-			{"n1", 0, core.StateObs{Index: 9, NodeMeta: map[string]map[string]string{"agent1": bare}}},
+			{"n1", 0, core.StateObs{Index: 4, NodeMeta: on("agent1", record)}},
+			{"n1", 0, core.StateObs{Index: 9, NodeMeta: on("agent1", bare)}},
 		}, 1},
 		"meta cleared": {[]step{
-			{"n1", 0, core.StateObs{Index: 4, NodeMeta: map[string]map[string]string{"agent1": record}}},
-			{"n1", 0, core.StateObs{Index: 9, NodeMeta: map[string]map[string]string{"agent1": nil}}},
+			{"n1", 0, core.StateObs{Index: 4, NodeMeta: on("agent1", record)}},
+			{"n1", 0, core.StateObs{Index: 9, NodeMeta: on("agent1", nil)}},
 		}, 1},
 		"dropped on one of two nodes": {[]step{
 			{"n1", 0, core.StateObs{Index: 4, NodeMeta: map[string]map[string]string{"agent1": record, "agent2": record}}},
-			{"n1", 0, core.StateObs{Index: 9, NodeMeta: map[string]map[string]string{"agent2": bare}}},
+			{"n1", 0, core.StateObs{Index: 9, NodeMeta: on("agent2", bare)}},
 		}, 1},
 		"node gone in between": {[]step{
-			{"n1", 0, core.StateObs{Index: 4, NodeMeta: map[string]map[string]string{"agent1": record}}},
+			{"n1", 0, core.StateObs{Index: 4, NodeMeta: on("agent1", record)}},
 			{"n1", 0, core.StateObs{Index: 6, GoneNodes: []string{"agent1"}}},
-			{"n1", 0, core.StateObs{Index: 9, NodeMeta: map[string]map[string]string{"agent1": bare}}},
+			{"n1", 0, core.StateObs{Index: 9, NodeMeta: on("agent1", bare)}},
 		}, 0},
 		"renamed in the same entry": {[]step{
-			{"n1", 0, core.StateObs{Index: 4, NodeMeta: map[string]map[string]string{"agent1": record}}},
-			{"n1", 0, core.StateObs{Index: 9, GoneNodes: []string{"agent1"}, NodeMeta: map[string]map[string]string{"agent1": bare}}},
+			{"n1", 0, core.StateObs{Index: 4, NodeMeta: on("agent1", record)}},
+			{"n1", 0, core.StateObs{Index: 9, GoneNodes: []string{"agent1"}, NodeMeta: on("agent1", bare)}},
 		}, 0},
 		"another server": {[]step{
-			{"n1", 0, core.StateObs{Index: 4, NodeMeta: map[string]map[string]string{"agent1": record}}},
-			{"n2", 0, core.StateObs{Index: 3, NodeMeta: map[string]map[string]string{"agent1": bare}}},
+			{"n1", 0, core.StateObs{Index: 4, NodeMeta: on("agent1", record)}},
+			{"n2", 0, core.StateObs{Index: 3, NodeMeta: on("agent1", bare)}},
 		}, 0},
 		"a restarted server": {[]step{
-			{"n1", 0, core.StateObs{Index: 4, NodeMeta: map[string]map[string]string{"agent1": record}}},
-			{"n1", 1, core.StateObs{Index: 3, NodeMeta: map[string]map[string]string{"agent1": bare}}},
+			{"n1", 0, core.StateObs{Index: 4, NodeMeta: on("agent1", record)}},
+			{"n1", 1, core.StateObs{Index: 3, NodeMeta: on("agent1", bare)}},
 		}, 0},
 		"a snapshot restore": {[]step{
-			{"n1", 0, core.StateObs{Index: 4, NodeMeta: map[string]map[string]string{"agent1": record}}},
-			{"n1", 0, core.StateObs{Index: 9, Restored: true, NodeMeta: map[string]map[string]string{"agent1": bare}}},
-			{"n1", 0, core.StateObs{Index: 10, NodeMeta: map[string]map[string]string{"agent1": {"x": "y"}}}},
+			{"n1", 0, core.StateObs{Index: 4, NodeMeta: on("agent1", record)}},
+			{"n1", 0, core.StateObs{Index: 9, Restored: true, NodeMeta: on("agent1", bare)}},
+			{"n1", 0, core.StateObs{Index: 10, NodeMeta: on("agent1", map[string]string{"x": "y"})}},
 		}, 0},
 		"dropped after a restore brought it": {[]step{
-			{"n1", 0, core.StateObs{Index: 9, Restored: true, NodeMeta: map[string]map[string]string{"agent1": record}}},
-			{"n1", 0, core.StateObs{Index: 10, NodeMeta: map[string]map[string]string{"agent1": bare}}},
+			{"n1", 0, core.StateObs{Index: 9, Restored: true, NodeMeta: on("agent1", record)}},
+			{"n1", 0, core.StateObs{Index: 10, NodeMeta: on("agent1", bare)}},
 		}, 1},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -51,6 +51,17 @@ type obsAt struct {
 	Obs    *core.StateObs
 }
 
+// serverInc names one incarnation of a server; each starts from an empty
+// state, so checks that follow a server's state keep one book per
+// incarnation.
+type serverInc struct {
+	server string
+	n      int
+}
+
+// inc is the server incarnation that made o.
+func (o obsAt) inc() serverInc { return serverInc{o.Server, o.Obs.Incarnation} }
+
 // goneHolders yields each key change of o whose holder before the change
 // is a session that o itself removed, with that session. It is the one
 // place that pairs an invalidation with the keys it touched, for the

@@ -121,13 +121,9 @@ func (st kvState) apply(o *core.StateObs) {
 // replayStates calls fn after each observation with that server
 // incarnation's whole KV store at the observation's index.
 func replayStates(ix *traceIndex, fn func(o obsAt, st kvState)) {
-	type inc struct {
-		server string
-		n      int
-	}
-	states := map[inc]kvState{}
+	states := map[serverInc]kvState{}
 	for _, o := range ix.Obs {
-		id := inc{o.Server, o.Obs.Incarnation}
+		id := o.inc()
 		st := states[id]
 		if st == nil {
 			st = kvState{}
@@ -217,17 +213,13 @@ func checkSemaphoreStates(ix *traceIndex, limit int) []Violation {
 
 // liveSpans is, per session, when servers saw it as a live semaphore holder.
 func liveSpans(ix *traceIndex) map[string][]interval {
-	type inc struct {
-		server string
-		n      int
-	}
-	open := map[inc]map[string]time.Duration{}
+	open := map[serverInc]map[string]time.Duration{}
 	out := map[string][]interval{}
 	replayStates(ix, func(o obsAt, st kvState) {
 		if o.Obs.Replay {
 			return
 		}
-		id := inc{o.Server, o.Obs.Incarnation}
+		id := o.inc()
 		if open[id] == nil {
 			open[id] = map[string]time.Duration{}
 		}
