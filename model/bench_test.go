@@ -69,8 +69,9 @@ func BenchmarkApplySessionLifecycle(b *testing.B) {
 
 // BenchmarkNodeLookup measures what comparing node names ignoring case
 // (S62) costs in a catalog of n nodes: a name spelled as registered (an
-// exact hit), one spelled in another case, and one no node has (both scan
-// the nodes), as a register of a new node or a read of a missing one does.
+// exact hit), one spelled in another case, and one no node has (both go
+// through the index of lower-cased names), as a register of a new node or
+// a read of a missing one does.
 func BenchmarkNodeLookup(b *testing.B) {
 	for _, n := range []int{100, 10000} {
 		s := model.New()

@@ -12,13 +12,12 @@ import (
 
 // Consul's bounds on an agent's node meta (-node-meta, node_meta).
 const (
-	maxNodeMetaPairs     = 64
-	maxNodeMetaKeyLen    = 128
-	maxNodeMetaValueLen  = 512
-	nodeMetaKeyCharsText = "^[a-zA-Z0-9_-]+$"
+	maxNodeMetaPairs    = 64
+	maxNodeMetaKeyLen   = 128
+	maxNodeMetaValueLen = 512
 )
 
-var nodeMetaKeyChars = regexp.MustCompile(nodeMetaKeyCharsText)
+var nodeMetaKeyChars = regexp.MustCompile("^[a-zA-Z0-9_-]+$")
 
 // parseNodeMeta reads one -node-meta value as Consul does: "key:value",
 // where the value may hold more colons and a missing one means "".
