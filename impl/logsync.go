@@ -410,6 +410,9 @@ func (c *commitClamp) AppendEntries(id raft.ServerID, target raft.ServerAddress,
 	return c.NetworkTransport.AppendEntries(id, target, c.clamp(args), resp)
 }
 
+// AppendEntriesPipeline clamps pipelined requests too. tenure's servers do
+// not pipeline (openServerPort), but a transport configured to would
+// otherwise carry an unclamped commit index.
 func (c *commitClamp) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
 	p, err := c.NetworkTransport.AppendEntriesPipeline(id, target)
 	if err != nil {

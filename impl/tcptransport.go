@@ -28,6 +28,13 @@ func openServerPort(ln net.Listener, srv *rpc.Server, logger hclog.Logger) (*raf
 		Stream:  d.RaftLayer(),
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
-		Logger:  logger.Named("raft-net"),
+		// One AppendEntries in flight per follower: entries that arrive
+		// while it is out go together in the next one, so a follower
+		// fsyncs once per batch instead of once per leader write. It also
+		// keeps raft's pipeline, which can stop replicating to a follower
+		// for good after one refused write (hashicorp/raft#612), out of
+		// use. DESIGN.md "Raft tuning" has the numbers.
+		MaxRPCsInFlight: 1,
+		Logger:          logger.Named("raft-net"),
 	}), d, nil
 }
