@@ -83,6 +83,37 @@ func TestFollowerCatchesUpAfterRefusedWrites(t *testing.T) {
 	}
 	servers := make([]*Server, n)
 	logs := make([]*refusingLogStore, n)
+	ctx, stop := context.WithCancel(context.Background())
+	var writers sync.WaitGroup
+	defer func() {
+		for _, l := range logs {
+			if l != nil {
+				l.refusing.Store(false)
+			}
+		}
+		stop()
+		writers.Wait()
+		// A leader whose replication wedged cannot shut down (raft waits
+		// for the wedged goroutines); that failure is reported above, so
+		// its goroutines are left behind rather than hanging the test.
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for _, s := range servers {
+				if s == nil {
+					continue
+				}
+				if err := s.Shutdown(); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Error("the servers did not shut down within 20 s")
+		}
+	}()
 	for i := range servers {
 		logs[i] = &refusingLogStore{LogStore: raft.NewInmemStore()}
 		s, err := NewServer(Config{
@@ -102,32 +133,6 @@ func TestFollowerCatchesUpAfterRefusedWrites(t *testing.T) {
 		}
 		servers[i] = s
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	var writers sync.WaitGroup
-	defer func() {
-		for _, l := range logs {
-			l.refusing.Store(false)
-		}
-		stop()
-		writers.Wait()
-		// A leader whose replication wedged cannot shut down (raft waits
-		// for the wedged goroutines); that failure is reported above, so
-		// its goroutines are left behind rather than hanging the test.
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			for _, s := range servers {
-				if err := s.Shutdown(); err != nil {
-					t.Error(err)
-				}
-			}
-		}()
-		select {
-		case <-done:
-		case <-time.After(20 * time.Second):
-			t.Error("the servers did not shut down within 20 s")
-		}
-	}()
 	leader, follower := -1, -1
 	for deadline := time.Now().Add(10 * time.Second); leader < 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
