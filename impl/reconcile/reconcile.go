@@ -87,6 +87,13 @@ func Decide(st *model.State, m Member, self string) (model.Command, bool) {
 		r := reg.Register
 		r.ID = m.ID
 		switch {
+		case known && node.Address == m.Address && (m.ID == "" || strings.EqualFold(m.ID, node.ID)):
+			// Nothing of the node itself changes, so it is not written at
+			// all. Copying its tagged addresses and meta, as Consul does,
+			// would race with the agent's own record (S63): a record the
+			// agent writes after this decision and before its commit would
+			// be put back to the copy.
+			r.SkipNodeUpdate = true
 		case known:
 			r.TaggedAddresses, r.NodeMeta = node.TaggedAddresses, node.Meta
 			if r.ID == "" {

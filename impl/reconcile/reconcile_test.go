@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
@@ -140,5 +141,39 @@ func TestStatusNames(t *testing.T) {
 		if s.String() != name {
 			t.Errorf("%d prints %q, want %q", int(s), s.String(), name)
 		}
+	}
+}
+
+// TestAliveWriteKeepsARecordWrittenMeanwhile (S63): the leader decides an
+// alive member's write on one state and commits it later. An agent's
+// record committed in between must survive that write. With the node
+// copied into the write (as Consul's leader copies it), the record fell
+// back to the copy: the simulator's agent-node-record check caught it
+// (seed 81126).
+func TestAliveWriteKeepsARecordWrittenMeanwhile(t *testing.T) {
+	st := model.New()
+	mustApply := func(index uint64, cmd model.Command) {
+		t.Helper()
+		if res := st.Apply(index, cmd); res.Failed() {
+			t.Fatalf("apply %+v: %v", cmd, res.Err)
+		}
+	}
+	const id = "4f5a3c1e-0000-4000-8000-000000000001"
+	mustApply(1, model.Command{Register: &model.Register{Node: "n1", ID: id, Address: "10.0.0.1",
+		Checks: []model.CheckSpec{{CheckID: model.SerfHealthCheckID, Name: CheckName, Status: model.HealthCritical}}}})
+	write, ok := Decide(st, Member{Name: "n1", ID: strings.ToUpper(id), Address: "10.0.0.1", Status: Alive}, "leader")
+	if !ok {
+		t.Fatal("no write for a member whose serfHealth is critical")
+	}
+	record := map[string]string{"consul-network-segment": "", "rack": "r1"}
+	mustApply(2, model.Command{Register: &model.Register{Node: "n1", ID: id, Address: "10.0.0.1",
+		TaggedAddresses: map[string]string{"lan": "10.0.0.1"}, NodeMeta: record}})
+	mustApply(3, write)
+	n, _ := st.Node("n1")
+	if !maps.Equal(n.Meta, record) || n.TaggedAddresses["lan"] != "10.0.0.1" {
+		t.Fatalf("the alive write took the agent's record back: meta %v, tagged addresses %v", n.Meta, n.TaggedAddresses)
+	}
+	if c, _ := st.Check(model.CheckKey{Node: "n1", CheckID: model.SerfHealthCheckID}); c.Status != model.HealthPassing {
+		t.Fatalf("serfHealth is %s, want passing", c.Status)
 	}
 }
