@@ -790,3 +790,76 @@ func TestCheckAgentRecord(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckAgentRecordWritten (S63): an agent's record missing from the
+// most advanced server's final state, once nothing blocked the agent for
+// Election + AgentSync + Slack (10 + 31 + 5 s here, from the start or the
+// last fault that may block the agent), is a violation on each
+// way it can be missing: never written, written only on a server that
+// fell behind, no server with any entry. A run that ends first, a fault
+// that heals too late or never, and a record lost during the run (the
+// safety check's business) ask nothing.
+func TestCheckAgentRecordWritten(t *testing.T) {
+	record := map[string]string{"consul-network-segment": ""}
+	type state struct {
+		at     time.Duration
+		server string
+		obs    core.StateObs
+	}
+	type opt struct {
+		states             []state
+		fault              *core.FaultMark
+		faultFrom, faultTo time.Duration
+		end                time.Duration
+	}
+	mk := func(o opt) []core.Event {
+		b := newTB()
+		h := b.ev[0].Run
+		h.Agents = []string{"agent1"}
+		h.Clients = []core.ClientInfo{{Name: "c-1", Group: "g", Agent: "agent1"}}
+		h.Bounds.AgentSync, h.Bounds.Election, h.Bounds.Slack = 31*time.Second, 10*time.Second, 5*time.Second
+		for _, s := range o.states {
+			b.obs(s.at, s.server, true, s.obs)
+		}
+		if o.fault != nil {
+			b.add(o.faultFrom, core.Event{Kind: core.KindFault, Fault: o.fault})
+			if o.faultTo > 0 {
+				b.add(o.faultTo, core.Event{Kind: core.KindFault, Fault: &core.FaultMark{ID: o.fault.ID, Kind: o.fault.Kind, Phase: "end"}})
+			}
+		}
+		b.add(o.end, core.Event{Kind: core.KindNote, Msg: "end"})
+		slices.SortStableFunc(b.ev, func(x, y core.Event) int { return cmp.Compare(x.At, y.At) })
+		return b.ev
+	}
+	written := state{sec(2), "n1", core.StateObs{Index: 4, NodeMeta: map[string]map[string]string{"agent1": record}}}
+	bare := state{sec(1), "n1", core.StateObs{Index: 3, NodeMeta: map[string]map[string]string{"agent1": nil}}}
+	later := state{sec(3), "n1", core.StateObs{Index: 9}}
+	mustCheck(t, CheckAgentWritten, mk(opt{states: []state{bare, written, later}, end: sec(100)}), 0)
+	vs := mustCheck(t, CheckAgentWritten, mk(opt{states: []state{bare, later}, end: sec(100)}), 1) // never written
+	if !strings.Contains(vs[0].Msg, "agent1") || !strings.Contains(vs[0].Msg, "S63") {
+		t.Errorf("message %q names no agent or clause", vs[0].Msg)
+	}
+	mustCheck(t, CheckAgentWritten, mk(opt{end: sec(100)}), 1)                              // no server applied anything
+	mustCheck(t, CheckAgentWritten, mk(opt{states: []state{bare, later}, end: sec(45)}), 0) // the run ended first
+	// Written on n1, but n2 applied further without it: n2's state is the one judged.
+	ahead := state{sec(5), "n2", core.StateObs{Index: 12, NodeMeta: map[string]map[string]string{"agent1": nil}}}
+	mustCheck(t, CheckAgentWritten, mk(opt{states: []state{bare, written, ahead}, end: sec(100)}), 1)
+	behind := state{sec(5), "n2", core.StateObs{Index: 2, NodeMeta: map[string]map[string]string{"agent1": nil}}}
+	mustCheck(t, CheckAgentWritten, mk(opt{states: []state{bare, written, behind}, end: sec(100)}), 0)
+	// Lost during the run (deregistered, then registered bare): not judged here.
+	gone := state{sec(6), "n1", core.StateObs{Index: 10, GoneNodes: []string{"agent1"}}}
+	back := state{sec(7), "n1", core.StateObs{Index: 11, NodeMeta: map[string]map[string]string{"agent1": nil}}}
+	mustCheck(t, CheckAgentWritten, mk(opt{states: []state{bare, written, gone, back}, end: sec(100)}), 0)
+	// A leader kill healed at 20 s: the deadline is 20 + 10 + 31 + 5 = 66 s.
+	kill := &core.FaultMark{ID: 1, Kind: core.FaultLeaderKill, Phase: "start", Targets: []string{"n1"}}
+	mustCheck(t, CheckAgentWritten, mk(opt{states: []state{bare, later}, fault: kill, faultFrom: sec(12), faultTo: sec(20), end: sec(70)}), 1)
+	mustCheck(t, CheckAgentWritten, mk(opt{states: []state{bare, later}, fault: kill, faultFrom: sec(12), faultTo: sec(20), end: sec(60)}), 0)
+	// The agent's host crashed for good, or is still partitioned at the end.
+	crash := &core.FaultMark{ID: 1, Kind: core.FaultClientCrash, Phase: "start", Targets: []string{"c-1", "agent1"}}
+	mustCheck(t, CheckAgentWritten, mk(opt{states: []state{bare, later}, fault: crash, faultFrom: sec(5), faultTo: sec(6), end: sec(100)}), 0)
+	cut := &core.FaultMark{ID: 1, Kind: core.FaultClientPartition, Phase: "start", Targets: []string{"c-1", "agent1"}}
+	mustCheck(t, CheckAgentWritten, mk(opt{states: []state{bare, later}, fault: cut, faultFrom: sec(5), end: sec(100)}), 0)
+	// A fault elsewhere does not excuse it: another client's host paused.
+	other := &core.FaultMark{ID: 1, Kind: core.FaultClientPause, Phase: "start", Targets: []string{"c-2", "agent2"}}
+	mustCheck(t, CheckAgentWritten, mk(opt{states: []state{bare, later}, fault: other, faultFrom: sec(5), end: sec(100)}), 1)
+}

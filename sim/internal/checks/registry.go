@@ -31,6 +31,7 @@ const (
 	CheckQueryBound      = "query-bound-to-session"
 	CheckAgentExpiry     = "agent-check-expiry"
 	CheckAgentRecord     = "agent-node-record"
+	CheckAgentWritten    = "agent-node-record-written"
 )
 
 // runKind is a set of the kinds of run a check applies to.
@@ -91,6 +92,8 @@ var registry = []check{
 		SeededRun, seeded(checkAgentCheckExpiry)},
 	{CheckAgentRecord, []string{"S63", "S62"}, "once an agent's node record is in a server's state, no later entry drops its meta while the node stays in the catalog",
 		SeededRun, seeded(checkAgentRecord)},
+	{CheckAgentWritten, []string{"S63"}, "every client agent's node record is in the most advanced server's final state once nothing blocked the agent for Bounds' election, anti-entropy retry and slack",
+		SeededRun, seeded(checkAgentRecordWritten)},
 	{CheckLiveness, []string{"S14", "S19", "S21", "S10", "S12"}, "once faults heal, dead owners' sessions go and free keys can be acquired, within Bounds",
 		SeededRun, seeded(checkLiveness)},
 	{CheckRecipeExclusive, []string{"S49", "S50"}, "the fenced resource never serves two leaders at once",
