@@ -164,8 +164,10 @@ func TestFollowerCatchesUpAfterRefusedWrites(t *testing.T) {
 		}
 		return false
 	}
-	for servers[leader].raft.CommitIndex() < 500 {
-		time.Sleep(10 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); servers[leader].raft.CommitIndex() < 500; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d entries committed in 10 s of writes", servers[leader].raft.CommitIndex())
+		}
 	}
 	if !caughtUp() {
 		t.Fatal("the follower never caught up before any refusal")

@@ -48,11 +48,10 @@ func checkAgentRecord(ix *traceIndex) []Violation {
 // and AgentSync plus Slack have passed, the most advanced server's final
 // state (the incarnation that applied the highest index) must hold the
 // agent's node with the key every agent adds. An agent whose host is down
-// at the end,
-// or whose node left the catalog or lost its record on that server during
-// the run, is not judged here: a lost record comes back at the next full
-// sync, which a run may end before (the safety half, checkAgentRecord,
-// judges the loss itself).
+// at the end, or whose node left the catalog or lost its record on that
+// server during the run, is not judged here: a lost record comes back at
+// the next full sync, which a run may end before (the safety half,
+// checkAgentRecord, judges the loss itself).
 func checkAgentRecordWritten(ix *traceIndex) []Violation {
 	b := ix.hdr.Bounds
 	if len(ix.hdr.Agents) == 0 || b.AgentSync <= 0 {
