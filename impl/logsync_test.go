@@ -514,16 +514,7 @@ func TestCommitClampHoldsFollowersBack(t *testing.T) {
 // every server still ends with every write.
 func TestDurableClusterDefersLeaderFsync(t *testing.T) {
 	const n = 3
-	lns := make([]net.Listener, n)
-	peers := make([]Peer, n)
-	for i := range lns {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[i] = ln
-		peers[i] = Peer{Name: fmt.Sprintf("s%d", i), RaftAddr: ln.Addr().String()}
-	}
+	lns, peers := serverPorts(t, n)
 	servers := make([]*Server, n)
 	for i := range servers {
 		s, err := NewServer(Config{
@@ -544,17 +535,7 @@ func TestDurableClusterDefersLeaderFsync(t *testing.T) {
 			t.Fatalf("server %d never lets its leader defer an fsync", i)
 		}
 	}
-	var leader *Server
-	for deadline := time.Now().Add(10 * time.Second); leader == nil; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader")
-		}
-		for _, s := range servers {
-			if s.raft.State() == raft.Leader {
-				leader = s
-			}
-		}
-	}
+	leader := servers[awaitLeader(t, servers)]
 	const writes = 20
 	for i := range writes {
 		mustApply(t, leader, model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: fmt.Sprintf("k%02d", i), Value: []byte("v")}})

@@ -71,16 +71,7 @@ func (s *refusingLogStore) StoreLogs(logs []*raft.Log) error {
 // "Known bugs in our raft dependencies").
 func TestFollowerCatchesUpAfterRefusedWrites(t *testing.T) {
 	const n = 3
-	lns := make([]net.Listener, n)
-	peers := make([]Peer, n)
-	for i := range lns {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lns[i] = ln
-		peers[i] = Peer{Name: fmt.Sprintf("s%d", i), RaftAddr: ln.Addr().String()}
-	}
+	lns, peers := serverPorts(t, n)
 	servers := make([]*Server, n)
 	logs := make([]*refusingLogStore, n)
 	ctx, stop := context.WithCancel(context.Background())
@@ -133,17 +124,8 @@ func TestFollowerCatchesUpAfterRefusedWrites(t *testing.T) {
 		}
 		servers[i] = s
 	}
-	leader, follower := -1, -1
-	for deadline := time.Now().Add(10 * time.Second); leader < 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no leader")
-		}
-		for i, s := range servers {
-			if s.raft.State() == raft.Leader {
-				leader, follower = i, (i+1)%n
-			}
-		}
-	}
+	leader := awaitLeader(t, servers)
+	follower := (leader + 1) % n
 	// Steady concurrent writes keep the leader replicating, so that a
 	// pipelined transport would be in pipeline mode when the refusals come.
 	for w := range 8 {
@@ -182,6 +164,41 @@ func TestFollowerCatchesUpAfterRefusedWrites(t *testing.T) {
 		if !caughtUp() {
 			t.Fatalf("round %d: the leader stopped replicating to the follower after its refusals (applied %d, leader's commit %d)",
 				round, servers[follower].raft.AppliedIndex(), servers[leader].raft.CommitIndex())
+		}
+	}
+}
+
+// serverPorts opens n server ports on loopback and names a peer on each,
+// for clusters of servers on real ports.
+func serverPorts(t *testing.T, n int) ([]net.Listener, []Peer) {
+	t.Helper()
+	lns := make([]net.Listener, n)
+	peers := make([]Peer, n)
+	for i := range lns {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			for _, open := range lns[:i] {
+				_ = open.Close()
+			}
+			t.Fatal(err)
+		}
+		lns[i] = ln
+		peers[i] = Peer{Name: fmt.Sprintf("s%d", i), RaftAddr: ln.Addr().String()}
+	}
+	return lns, peers
+}
+
+// awaitLeader waits up to 10 s for one of servers to lead and returns it.
+func awaitLeader(t *testing.T, servers []*Server) int {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		for i, s := range servers {
+			if s.raft.State() == raft.Leader {
+				return i
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no leader")
 		}
 	}
 }
