@@ -58,6 +58,21 @@ func (b *tb) obs(at time.Duration, server string, leader bool, o core.StateObs) 
 	b.add(at, core.Event{Kind: core.KindState, Node: server, State: &o})
 }
 
+// fault injects f from from until to (to <= 0: it never heals).
+func (b *tb) fault(f *core.FaultMark, from, to time.Duration) {
+	b.add(from, core.Event{Kind: core.KindFault, Fault: f})
+	if to > 0 {
+		b.add(to, core.Event{Kind: core.KindFault, Fault: &core.FaultMark{ID: f.ID, Kind: f.Kind, Phase: "end"}})
+	}
+}
+
+// end closes the run at at and returns its events in time order.
+func (b *tb) end(at time.Duration) []core.Event {
+	b.add(at, core.Event{Kind: core.KindNote, Msg: "end"})
+	slices.SortStableFunc(b.ev, func(x, y core.Event) int { return cmp.Compare(x.At, y.At) })
+	return b.ev
+}
+
 func (b *tb) fenced(at time.Duration, client, mode string, seq model.Sequencer, checkCall time.Duration) {
 	b.add(at, core.Event{Kind: core.KindWrite, Node: client, Write: &core.ResWrite{Resource: core.ResFenced, Client: client, Mode: mode, Seq: seq, Accepted: true, CheckCall: checkCall}})
 }
@@ -672,10 +687,7 @@ func TestCheckAgentCheckExpiry(t *testing.T) {
 		b.obs(sec(2), "n1", true, core.StateObs{Index: 5, NewSess: []model.Session{sess}})
 		b.op(sec(3), sec(3), "c-1", core.Call{Req: core.ReqCheckPass, ID: core.AgentCheckID}, core.Ret{})
 		if o.fault != nil {
-			b.add(o.faultFrom, core.Event{Kind: core.KindFault, Fault: o.fault})
-			if o.faultTo > 0 {
-				b.add(o.faultTo, core.Event{Kind: core.KindFault, Fault: &core.FaultMark{ID: o.fault.ID, Kind: o.fault.Kind, Phase: "end"}})
-			}
+			b.fault(o.fault, o.faultFrom, o.faultTo)
 		}
 		if o.goneAt > 0 {
 			b.obs(o.goneAt, "n1", true, core.StateObs{Index: 20, GoneSess: []model.Session{sess},
@@ -684,9 +696,7 @@ func TestCheckAgentCheckExpiry(t *testing.T) {
 		if o.nextPass > 0 {
 			b.op(o.nextPass, o.nextPass, "c-1", core.Call{Req: core.ReqCheckPass, ID: core.AgentCheckID}, core.Ret{})
 		}
-		b.add(o.end, core.Event{Kind: core.KindNote, Msg: "end"})
-		slices.SortStableFunc(b.ev, func(x, y core.Event) int { return cmp.Compare(x.At, y.At) })
-		return b.ev
+		return b.end(o.end)
 	}
 	// Expiry at 13 s; quiet deadline 13 + 1 + 5 = 19 s.
 	mustCheck(t, CheckAgentExpiry, mk(opt{goneAt: sec(14), end: sec(100)}), 0)
@@ -822,14 +832,9 @@ func TestCheckAgentRecordWritten(t *testing.T) {
 			b.obs(s.at, s.server, true, s.obs)
 		}
 		if o.fault != nil {
-			b.add(o.faultFrom, core.Event{Kind: core.KindFault, Fault: o.fault})
-			if o.faultTo > 0 {
-				b.add(o.faultTo, core.Event{Kind: core.KindFault, Fault: &core.FaultMark{ID: o.fault.ID, Kind: o.fault.Kind, Phase: "end"}})
-			}
+			b.fault(o.fault, o.faultFrom, o.faultTo)
 		}
-		b.add(o.end, core.Event{Kind: core.KindNote, Msg: "end"})
-		slices.SortStableFunc(b.ev, func(x, y core.Event) int { return cmp.Compare(x.At, y.At) })
-		return b.ev
+		return b.end(o.end)
 	}
 	written := state{sec(2), "n1", core.StateObs{Index: 4, NodeMeta: map[string]map[string]string{"agent1": record}}}
 	bare := state{sec(1), "n1", core.StateObs{Index: 3, NodeMeta: map[string]map[string]string{"agent1": nil}}}
