@@ -122,6 +122,15 @@ func (r *benchResults) format(systems []benchSystem, header string, fsync, rtt, 
 		lines = append(lines, append(line, strings.Join(p50s, " / "), strings.Join(p99s, " / ")))
 	}
 	writeTable(&b, cols, lines)
+	if len(names) == 2 {
+		var byRound []string
+		for _, row := range benchRows {
+			a, _, _, _ := r.rowStats(names[0], row.name)
+			c, _, _, _ := r.rowStats(names[1], row.name)
+			byRound = append(byRound, row.name+" "+roundRatios(a, c))
+		}
+		fmt.Fprintf(&b, "ratio %s/%s round by round: %s\n", names[1], names[0], strings.Join(byRound, "; "))
+	}
 	var costs []string
 	for _, n := range names {
 		var cycles, refused, reads int

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -78,6 +79,22 @@ func ratioCell(a, b float64) string {
 	return fmt.Sprintf("%.2f×", b/a)
 }
 
+// roundRatios is b/a round by round, in round order: how far the ratio of
+// the medians moves between rounds. Rounds missing on either side, or with
+// no cycles, are left out.
+func roundRatios(a, b []float64) string {
+	var out []string
+	for i := range min(len(a), len(b)) {
+		if a[i] > 0 && b[i] > 0 {
+			out = append(out, fmt.Sprintf("%.2f×", b[i]/a[i]))
+		}
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, ", ")
+}
+
 // dur prints a latency at a precision that suits its size.
 func dur(d time.Duration) string {
 	switch {
@@ -126,6 +143,18 @@ func TestBenchStats(t *testing.T) {
 		}
 		if !slices.Equal(in, c.in) {
 			t.Errorf("percentile reordered its input: %v", c.in)
+		}
+	}
+	for _, c := range []struct {
+		a, b []float64
+		want string
+	}{
+		{[]float64{100, 200, 400}, []float64{189, 354, 836}, "1.89×, 1.77×, 2.09×"},
+		{[]float64{100, 0, 50}, []float64{150, 90}, "1.50×"}, // a failed round, a missing one
+		{nil, []float64{1}, "-"},
+	} {
+		if got := roundRatios(c.a, c.b); got != c.want {
+			t.Errorf("roundRatios(%v, %v) = %q, want %q", c.a, c.b, got, c.want)
 		}
 	}
 	if got := median([]float64{3, 1, 2}); got != 2 {
