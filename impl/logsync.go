@@ -410,22 +410,10 @@ func (c *commitClamp) AppendEntries(id raft.ServerID, target raft.ServerAddress,
 	return c.NetworkTransport.AppendEntries(id, target, c.clamp(args), resp)
 }
 
-// AppendEntriesPipeline clamps pipelined requests too. tenure's servers do
-// not pipeline (openServerPort), but a transport configured to would
-// otherwise carry an unclamped commit index.
-func (c *commitClamp) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
-	p, err := c.NetworkTransport.AppendEntriesPipeline(id, target)
-	if err != nil {
-		return nil, err
-	}
-	return clampedPipeline{AppendPipeline: p, c: c}, nil
-}
-
-type clampedPipeline struct {
-	raft.AppendPipeline
-	c *commitClamp
-}
-
-func (p clampedPipeline) AppendEntries(args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (raft.AppendFuture, error) {
-	return p.AppendPipeline.AppendEntries(p.c.clamp(args), resp)
+// AppendEntriesPipeline refuses, so raft replicates through AppendEntries
+// above and every request is clamped. tenure's servers do not pipeline
+// anyway (openServerPort); refusing here keeps the clamp whole even if that
+// tuning changes.
+func (c *commitClamp) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
+	return nil, raft.ErrPipelineReplicationNotSupported
 }
