@@ -5,36 +5,71 @@ import (
 	"github.com/tenurekv/tenure/sim/internal/core"
 )
 
+// recordBook follows which catalog nodes carry their agent's record (meta
+// with agent.MetaSegment, the key every agent adds) on one server
+// incarnation. Each observation is the change from the state before it,
+// a snapshot restore's included, so applying them in order keeps the book
+// exact; an incarnation starts from an empty state.
+type recordBook struct {
+	has   map[string]bool
+	lost  map[string]bool // had the record, then lost it or left the catalog
+	index uint64          // the last index applied
+}
+
+// recordBooks returns the book of o's server incarnation, made on first use.
+func recordBooks() func(o obsAt) *recordBook {
+	books := map[serverInc]*recordBook{}
+	return func(o obsAt) *recordBook {
+		bk := books[o.inc()]
+		if bk == nil {
+			bk = &recordBook{has: map[string]bool{}, lost: map[string]bool{}}
+			books[o.inc()] = bk
+		}
+		return bk
+	}
+}
+
+// apply takes one observation and returns the nodes whose record it took
+// while they stayed in the catalog, in name order. A node that left the
+// catalog (a deregistration, or a rename in the same entry) is not one.
+func (bk *recordBook) apply(obs *core.StateObs) (taken []string) {
+	for _, n := range obs.GoneNodes {
+		if bk.has[n] {
+			bk.lost[n] = true
+		}
+		delete(bk.has, n)
+	}
+	for _, n := range core.SortedMapKeys(obs.NodeMeta) {
+		_, has := obs.NodeMeta[n][agent.MetaSegment]
+		if bk.has[n] && !has {
+			bk.lost[n] = true
+			taken = append(taken, n)
+		}
+		bk.has[n] = has
+	}
+	bk.index = obs.Index
+	return taken
+}
+
 // checkAgentRecord (S63, S62): only an agent writes its node's record
 // whole; the leader's reconcile, the agents' service and check writes and a
 // failed member's register leave it as it is. So once a server's state has
-// a node whose meta carries the key every agent adds
-// (agent.MetaSegment), no later entry on that server may take it away
-// unless the node itself left the catalog in between (a deregistration or
-// a rename; the reconcile then registers the node anew without it, until
-// the agent writes its record again). Each server incarnation starts from
-// an empty state, and a snapshot restore replaces the state whole, so
-// either starts the server's book afresh.
+// an agent's record, no later entry on that server may take it away unless
+// the node itself left the catalog in between (a deregistration or a
+// rename; the reconcile then registers the node anew without it, until the
+// agent writes its record again). A snapshot restore may: it puts back an
+// older state whole.
 func checkAgentRecord(ix *traceIndex) []Violation {
-	recorded := map[serverInc]map[string]bool{} // nodes whose record the server has
+	book := recordBooks()
 	var out []Violation
 	for _, o := range ix.Obs {
-		sv := o.inc()
-		if o.Obs.Restored || recorded[sv] == nil {
-			recorded[sv] = map[string]bool{}
+		taken := book(o).apply(o.Obs)
+		if o.Obs.Restored {
+			continue
 		}
-		book := recorded[sv]
-		for _, n := range o.Obs.GoneNodes {
-			delete(book, n)
-		}
-		for _, n := range core.SortedMapKeys(o.Obs.NodeMeta) {
-			meta := o.Obs.NodeMeta[n]
-			_, has := meta[agent.MetaSegment]
-			if book[n] && !has && !o.Obs.Restored {
-				out = append(out, violation(o.At, "%s: index %d took node %s's record from its agent (meta now %v) (S63)",
-					o.Server, o.Obs.Index, n, meta))
-			}
-			book[n] = has
+		for _, n := range taken {
+			out = append(out, violation(o.At, "%s: index %d took node %s's record from its agent (meta now %v) (S63)",
+				o.Server, o.Obs.Index, n, o.Obs.NodeMeta[n]))
 		}
 	}
 	return out
@@ -57,35 +92,12 @@ func checkAgentRecordWritten(ix *traceIndex) []Violation {
 	if len(ix.hdr.Agents) == 0 || b.AgentSync <= 0 {
 		return nil
 	}
-	type book struct {
-		has   map[string]bool
-		lost  map[string]bool
-		index uint64
-	}
-	books := map[serverInc]*book{}
-	var final *book
+	book := recordBooks()
+	var final *recordBook
 	var finalServer string
 	for _, o := range ix.Obs {
-		sv := o.inc()
-		bk := books[sv]
-		if bk == nil {
-			bk = &book{has: map[string]bool{}, lost: map[string]bool{}}
-			books[sv] = bk
-		}
-		for _, n := range o.Obs.GoneNodes {
-			if bk.has[n] {
-				bk.lost[n] = true
-			}
-			delete(bk.has, n)
-		}
-		for n, meta := range o.Obs.NodeMeta {
-			_, has := meta[agent.MetaSegment]
-			if bk.has[n] && !has {
-				bk.lost[n] = true
-			}
-			bk.has[n] = has
-		}
-		bk.index = o.Obs.Index
+		bk := book(o)
+		bk.apply(o.Obs)
 		if final == nil || bk.index >= final.index {
 			final, finalServer = bk, o.Server
 		}

@@ -780,6 +780,11 @@ func TestCheckAgentRecord(t *testing.T) {
 			{"n1", 0, core.StateObs{Index: 9, Restored: true, NodeMeta: on("agent1", bare)}},
 			{"n1", 0, core.StateObs{Index: 10, NodeMeta: on("agent1", map[string]string{"x": "y"})}},
 		}, 0},
+		"dropped after a restore that left it alone": {[]step{
+			{"n1", 0, core.StateObs{Index: 4, NodeMeta: on("agent1", record)}},
+			{"n1", 0, core.StateObs{Index: 9, Restored: true, NodeMeta: on("agent2", bare)}},
+			{"n1", 0, core.StateObs{Index: 10, NodeMeta: on("agent1", bare)}},
+		}, 1},
 		"dropped after a restore brought it": {[]step{
 			{"n1", 0, core.StateObs{Index: 9, Restored: true, NodeMeta: on("agent1", record)}},
 			{"n1", 0, core.StateObs{Index: 10, NodeMeta: on("agent1", bare)}},
