@@ -92,12 +92,26 @@ type applied struct {
 // applyLogs applies logs in order and puts each entry's response at the same
 // position of out.
 func (f *fsm) applyLogs(logs []*raft.Log, out []any) {
-	var last uint64
+	var last, lastGated uint64
 	n := 0
 	for _, l := range logs {
-		if l.Type == raft.LogCommand {
-			last = l.Index
+		switch l.Type {
+		case raft.LogCommand:
+			last, lastGated = l.Index, l.Index
 			n++
+		case raft.LogConfiguration:
+			// raft answers a membership change once its batch is applied,
+			// and tenure waits for that answer before the next change.
+			lastGated = l.Index
+		}
+	}
+	if f.awaitDurable != nil && lastGated > 0 {
+		// Entries reach the disk in order, so waiting for the last one
+		// covers the batch.
+		if err := f.awaitDurable(lastGated); err != nil {
+			// The entry may not be on this disk and never will be; going on
+			// would let clients see a write a restart can lose.
+			panic(fmt.Sprintf("raft entry %d: this server's log is not durable, stopping: %v", lastGated, err))
 		}
 	}
 	if n == 0 {
@@ -106,15 +120,6 @@ func (f *fsm) applyLogs(logs []*raft.Log, out []any) {
 	// Once the batch's effects are visible, even for entries that could not
 	// be decoded.
 	defer f.applied.advance(last)
-	if f.awaitDurable != nil {
-		// Entries reach the disk in order, so waiting for the last one
-		// covers the batch.
-		if err := f.awaitDurable(last); err != nil {
-			// The entry may not be on this disk and never will be; going on
-			// would let clients see a write a restart can lose.
-			panic(fmt.Sprintf("raft entry %d: this server's log is not durable, stopping: %v", last, err))
-		}
-	}
 	// Decoding needs no lock; readers wait only for the applying itself.
 	// Apply's single entry, and small batches, keep their records on the
 	// stack.

@@ -242,8 +242,10 @@ func TestFSMApplyBatchMatchesOneByOne(t *testing.T) {
 	if !closed(all.changed) {
 		t.Error("the batch did not close Changed")
 	}
-	if !slices.Equal(all.durable, []uint64{15}) {
-		t.Errorf("batch awaited durability of %v, want once, of its last command [15]", all.durable)
+	// The sequence ends with a configuration entry (16) after its last
+	// command (15); both are waited for, at once.
+	if !slices.Equal(all.durable, []uint64{16}) {
+		t.Errorf("batch awaited durability of %v, want once, of its last gated entry [16]", all.durable)
 	}
 }
 
@@ -343,9 +345,10 @@ func TestFSMApplyBatchHonoursApplySeam(t *testing.T) {
 	}
 }
 
-// TestFSMApplyBatchNeedsDurableLog: a batch whose last command is not on
-// disk stops the server before applying any of it, and a batch of
-// configuration entries alone has nothing to wait for.
+// TestFSMApplyBatchNeedsDurableLog: a batch whose last command or
+// configuration entry is not safe stops the server before applying any of
+// it. A configuration entry waits too: raft answers the membership change
+// once its batch is applied, and the next change may start then.
 func TestFSMApplyBatchNeedsDurableLog(t *testing.T) {
 	logs := batchSequence(t)
 	r := newBatchRun(t)
@@ -354,20 +357,30 @@ func TestFSMApplyBatchNeedsDurableLog(t *testing.T) {
 		r.durable = append(r.durable, idx)
 		return notYet
 	}
-	if out := r.batch([]*raft.Log{logs[6]}); out[0] != nil || len(r.durable) != 0 {
-		t.Fatalf("configuration-only batch answered %v and awaited %v", out[0], r.durable)
-	}
+	cfg := logs[6]
 	func() {
 		defer func() {
-			if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "raft entry 15") ||
+			if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), fmt.Sprintf("raft entry %d", cfg.Index)) {
+				t.Errorf("configuration-only batch: panic %v, want one naming entry %d", p, cfg.Index)
+			}
+		}()
+		r.batch([]*raft.Log{cfg})
+	}()
+	if !slices.Equal(r.durable, []uint64{cfg.Index}) {
+		t.Fatalf("configuration-only batch awaited %v, want [%d]", r.durable, cfg.Index)
+	}
+	r.durable = nil
+	func() {
+		defer func() {
+			if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "raft entry 16") ||
 				!strings.Contains(fmt.Sprint(p), "not on disk") {
-				t.Errorf("panic %v, want one naming entry 15 and the cause", p)
+				t.Errorf("panic %v, want one naming entry 16 and the cause", p)
 			}
 		}()
 		r.batch(logs)
 	}()
-	if !slices.Equal(r.durable, []uint64{15}) {
-		t.Errorf("awaited %v, want [15]", r.durable)
+	if !slices.Equal(r.durable, []uint64{16}) {
+		t.Errorf("awaited %v, want [16]", r.durable)
 	}
 	if r.f.state.Index() != 0 || closed(r.changed) || len(r.changes) != 0 {
 		t.Error("a batch that is not on disk was applied")
