@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -16,6 +17,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/agent"
 	"github.com/tenurekv/tenure/impl/reconcile"
 	"github.com/tenurekv/tenure/model"
 	"github.com/tenurekv/tenure/sim/simclock"
@@ -235,6 +237,22 @@ var queriesOutliveSessions = &core.Variant{Name: "queries-outlive-sessions", Con
 	}
 }}
 
+// agentRecordsDropped: the catalog keeps a node's meta but the key every
+// agent adds, so no client agent's node record ever reaches it (S63 broken).
+var agentRecordsDropped = &core.Variant{Name: "agent-records-dropped", Config: func(cfg *impl.Config) {
+	cfg.Apply = func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
+		if r := cmd.Register; r != nil {
+			if _, ok := r.NodeMeta[agent.MetaSegment]; ok {
+				stripped := *r
+				stripped.NodeMeta = maps.Clone(r.NodeMeta)
+				delete(stripped.NodeMeta, agent.MetaSegment)
+				cmd.Register = &stripped
+			}
+		}
+		return st, st.Apply(index, cmd)
+	}
+}}
+
 // agentCheckKeepsSessions is criticalKeepsSessions aimed at agent TTL
 // checks: the workload's only critical checks are agent checks that lapse
 // under a stalled process, and the sessions bound to them survive.
@@ -324,6 +342,15 @@ func TestTeeth(t *testing.T) {
 			return cfg
 		}},
 		{queriesOutliveSessions, checks.CheckQueryBound, calmConfig},
+		// A fault that heals late used to end the run before S63's bound,
+		// leaving most seeds unjudged; the run now waits out the bound
+		// for a missing record.
+		{agentRecordsDropped, checks.CheckAgentWritten, func(seed uint64) workload.Config {
+			cfg := workload.DefaultConfig(seed)
+			cfg.Groups, cfg.Duration = []workload.LockGroup{serfGroup()}, 30*time.Second
+			cfg.Schedule = []core.Fault{{ID: 1, Kind: core.FaultLeaderIsolation, At: 20 * time.Second, Dur: 8 * time.Second}}
+			return cfg
+		}},
 		{agentCheckKeepsSessions, checks.CheckFalseDeadFenced, func(seed uint64) workload.Config {
 			cfg := workload.DefaultConfig(seed)
 			cfg.Groups, cfg.ClientsPerGroup, cfg.Duration = []workload.LockGroup{agentCheckGroup()}, 3, 95*time.Second

@@ -167,3 +167,31 @@ func (c *Cluster) passing(node string) bool {
 	})
 	return ok
 }
+
+// AgentRecordsWritten reports whether the current leader's state holds the
+// node record (meta with agent.MetaSegment) of every client agent still
+// running.
+func (c *Cluster) AgentRecordsWritten() bool {
+	l := c.Leader()
+	if l == nil {
+		return false
+	}
+	srv := l.Current()
+	if srv == nil {
+		return false
+	}
+	ok := true
+	srv.Read(func(st *model.State) {
+		for _, a := range c.Agents {
+			if !a.Alive() {
+				continue
+			}
+			n, found := st.Node(a.Name)
+			if _, has := n.Meta[agent.MetaSegment]; !found || !has {
+				ok = false
+				return
+			}
+		}
+	})
+	return ok
+}

@@ -98,12 +98,14 @@ func Run(cfg Config) (*Result, error) {
 	wg.Wait()
 	network.Heal()
 	network.ResetLinks()
+	healed := rec.Elapsed()
 
 	// Liveness: every key must become acquirable within the bound.
 	rec.Add(core.Event{Kind: core.KindNote, Msg: core.NoteLiveness})
 	noteExclusions(cl, rec, workers, hdr)
 	probe(rec, network, hdr)
 	finalReads(rec, network, hdr)
+	awaitAgentRecords(cl, rec, hdr, healed)
 	for _, s := range cl.Servers {
 		if s.Current() != nil {
 			rec.Add(core.Event{Kind: core.KindNote, Node: s.Name, Msg: "shutdown"})
@@ -322,6 +324,22 @@ func probe(rec *core.Recorder, network *simnet.Network, hdr core.RunHeader) {
 		}
 	}
 	c.Destroy(sid)
+}
+
+// awaitAgentRecords keeps the run going until every running client agent's
+// node record is in the leader's state, or until S63's bound for it has
+// passed since the faults healed. A record that is missing then stays
+// missing past the bound, so the trace's end lets checkAgentRecordWritten
+// judge it, however late in the run the last fault healed.
+func awaitAgentRecords(cl *core.Cluster, rec *core.Recorder, hdr core.RunHeader, healed time.Duration) {
+	b := hdr.Bounds
+	if len(hdr.Agents) == 0 || b.AgentSync <= 0 {
+		return
+	}
+	deadline := healed + b.Election + b.AgentSync + b.Slack
+	for !cl.AgentRecordsWritten() && rec.Elapsed() <= deadline {
+		time.Sleep(probeEvery)
+	}
 }
 
 // finalReads reads every key once more, for the no-lost-writes check.
