@@ -34,7 +34,12 @@ type Reap struct {
 // The node's ID, Address, TaggedAddresses and NodeMeta replace what the
 // catalog had, absent ones included, and an ID that another node carries
 // renames that node (S62). SkipNodeUpdate leaves an existing node as it is,
-// for writers that only mean to set checks.
+// for writers that only mean to set checks. KeepRecord writes an existing
+// node's Address, and its ID when one is given, but keeps the tagged
+// addresses, meta and (when none is given) ID it has when the register
+// applies: for a writer that decides on an older state (the leader's gossip
+// reconcile), so that a record written meanwhile is not put back to what it
+// read (S62, S63). A node that does not exist takes the register's fields.
 type Register struct {
 	Node            string
 	ID              string `json:",omitempty"`
@@ -42,6 +47,7 @@ type Register struct {
 	TaggedAddresses map[string]string // not omitempty: empty and nil differ (S62)
 	NodeMeta        map[string]string
 	SkipNodeUpdate  bool          `json:",omitempty"`
+	KeepRecord      bool          `json:",omitempty"`
 	Services        []ServiceSpec `json:",omitempty"`
 	Checks          []CheckSpec   `json:",omitempty"`
 }

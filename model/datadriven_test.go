@@ -170,7 +170,7 @@ func parseCommand(d *datadriven.TestData) (model.Command, error) {
 	case "register":
 		r := &model.Register{Node: arg(d, "node"), ID: arg(d, "id"), Address: arg(d, "addr"),
 			NodeMeta: metaArg(d, "node-meta"), TaggedAddresses: metaArg(d, "tagged"),
-			SkipNodeUpdate: d.HasArg("skip-node-update")}
+			SkipNodeUpdate: d.HasArg("skip-node-update"), KeepRecord: d.HasArg("keep-record")}
 		for _, sv := range list(d, "service") {
 			r.Services = append(r.Services, parseService(sv))
 		}

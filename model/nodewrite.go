@@ -12,6 +12,8 @@ import (
 
 // putNode writes r's node, or refuses it before anything is written:
 //   - With SkipNodeUpdate, an existing node is left as it is.
+//   - With KeepRecord, an existing node keeps its tagged addresses, meta
+//     and, if r names none, ID.
 //   - A register that changes nothing about an existing node writes nothing.
 //   - An ID that another node carries renames that node: the old one is
 //     deleted with its services, checks and sessions, and the new record
@@ -26,6 +28,12 @@ func (a *applier) putNode(r Register, asked string) *Error {
 	}
 	n := Node{Name: r.Node, ID: r.ID, Address: r.Address,
 		TaggedAddresses: maps.Clone(r.TaggedAddresses), Meta: maps.Clone(r.NodeMeta)}
+	if named && r.KeepRecord {
+		n.TaggedAddresses, n.Meta = maps.Clone(byName.TaggedAddresses), maps.Clone(byName.Meta)
+		if n.ID == "" {
+			n.ID = byName.ID
+		}
+	}
 	if named && n.sameInfo(byName) {
 		return nil
 	}

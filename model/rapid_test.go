@@ -50,7 +50,7 @@ func genCommand(t *rapid.T) model.Command {
 			ID: rapid.SampledFrom([]string{"", "", "4f5a3c1e-0000-4000-8000-000000000001",
 				"4F5A3C1E-0000-4000-8000-000000000001", "4f5a3c1e-0000-4000-8000-000000000002"}).Draw(t, "id"),
 			NodeMeta:       rapid.SampledFrom([]map[string]string{nil, {}, {"rack": "r1"}}).Draw(t, "meta"),
-			SkipNodeUpdate: rapid.Bool().Draw(t, "skip")}
+			SkipNodeUpdate: rapid.Bool().Draw(t, "skip"), KeepRecord: rapid.Bool().Draw(t, "keep")}
 		for i := range rapid.IntRange(0, 2).Draw(t, "nservices") {
 			r.Services = append(r.Services, model.ServiceSpec{
 				ID:      rapid.SampledFrom(serviceIDs).Draw(t, fmt.Sprint("sid", i)),

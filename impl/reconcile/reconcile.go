@@ -81,8 +81,8 @@ func Decide(st *model.State, m Member, self string) (model.Command, bool) {
 			return model.Command{}, false
 		}
 		// The member's ID is the node's (S62); a node the catalog has keeps
-		// its tagged addresses and meta, as Consul copies them, and a new
-		// one starts with the agent's version, as in Consul.
+		// its tagged addresses and meta, as Consul keeps them by copying,
+		// and a new one starts with the agent's version, as in Consul.
 		reg := register(m.Name, m.Address, model.HealthPassing)
 		r := reg.Register
 		r.ID = m.ID
@@ -95,10 +95,10 @@ func Decide(st *model.State, m Member, self string) (model.Command, bool) {
 			// be put back to the copy.
 			r.SkipNodeUpdate = true
 		case known:
-			r.TaggedAddresses, r.NodeMeta = node.TaggedAddresses, node.Meta
-			if r.ID == "" {
-				r.ID = node.ID
-			}
+			// The address or ID changed, so the node is written. Its
+			// record is kept as it is when the write applies, not copied
+			// now, for the same reason (KeepRecord).
+			r.KeepRecord = true
 		case m.Version != "":
 			r.NodeMeta = map[string]string{VersionMetaKey: m.Version}
 		}

@@ -73,6 +73,11 @@ func TestReconcile(t *testing.T) {
 				}
 				res := apply(d, cmd)
 				out := describe(cmd)
+				if r := cmd.Register; r != nil && r.KeepRecord {
+					// What the write kept is in the state, not the command.
+					n, _ := st.Node(r.Node)
+					out += fmt.Sprintf("  now id=%q meta=%v tagged=%v\n", n.ID, n.Meta, n.TaggedAddresses)
+				}
 				if len(res.Invalidated) > 0 {
 					out += fmt.Sprintf("invalidated %s\n", strings.Join(res.Invalidated, ","))
 				}
@@ -116,11 +121,17 @@ func describe(cmd model.Command) string {
 			checks = append(checks, fmt.Sprintf("%s=%s (%s) %q", c.CheckID, c.Status, c.Name, c.Output))
 		}
 		node := ""
-		if r.ID != "" || r.NodeMeta != nil {
-			node = fmt.Sprintf(" id=%q meta=%v", r.ID, r.NodeMeta)
+		if r.ID != "" {
+			node += fmt.Sprintf(" id=%q", r.ID)
+		}
+		if r.NodeMeta != nil {
+			node += fmt.Sprintf(" meta=%v", r.NodeMeta)
 		}
 		if r.SkipNodeUpdate {
 			node += " skip-node-update"
+		}
+		if r.KeepRecord {
+			node += " keep-record"
 		}
 		out := fmt.Sprintf("register %s address=%q%s %s\n", r.Node, r.Address, node, strings.Join(checks, " "))
 		for _, sv := range r.Services {
@@ -146,34 +157,49 @@ func TestStatusNames(t *testing.T) {
 
 // TestAliveWriteKeepsARecordWrittenMeanwhile (S63): the leader decides an
 // alive member's write on one state and commits it later. An agent's
-// record committed in between must survive that write. With the node
-// copied into the write (as Consul's leader copies it), the record fell
-// back to the copy: the simulator's agent-node-record check caught it
+// record committed in between must survive that write, whether the node
+// is left alone (the same address and ID) or written (a new address). With
+// the node copied into the write (as Consul's leader copies it), the record
+// fell back to the copy: the simulator's agent-node-record check caught it
 // (seed 81126).
 func TestAliveWriteKeepsARecordWrittenMeanwhile(t *testing.T) {
-	st := model.New()
-	mustApply := func(index uint64, cmd model.Command) {
-		t.Helper()
-		if res := st.Apply(index, cmd); res.Failed() {
-			t.Fatalf("apply %+v: %v", cmd, res.Err)
-		}
-	}
 	const id = "4f5a3c1e-0000-4000-8000-000000000001"
-	mustApply(1, model.Command{Register: &model.Register{Node: "n1", ID: id, Address: "10.0.0.1",
-		Checks: []model.CheckSpec{{CheckID: model.SerfHealthCheckID, Name: CheckName, Status: model.HealthCritical}}}})
-	write, ok := Decide(st, Member{Name: "n1", ID: strings.ToUpper(id), Address: "10.0.0.1", Status: Alive}, "leader")
-	if !ok {
-		t.Fatal("no write for a member whose serfHealth is critical")
-	}
-	record := map[string]string{"consul-network-segment": "", "rack": "r1"}
-	mustApply(2, model.Command{Register: &model.Register{Node: "n1", ID: id, Address: "10.0.0.1",
-		TaggedAddresses: map[string]string{"lan": "10.0.0.1"}, NodeMeta: record}})
-	mustApply(3, write)
-	n, _ := st.Node("n1")
-	if !maps.Equal(n.Meta, record) || n.TaggedAddresses["lan"] != "10.0.0.1" {
-		t.Fatalf("the alive write took the agent's record back: meta %v, tagged addresses %v", n.Meta, n.TaggedAddresses)
-	}
-	if c, _ := st.Check(model.CheckKey{Node: "n1", CheckID: model.SerfHealthCheckID}); c.Status != model.HealthPassing {
-		t.Fatalf("serfHealth is %s, want passing", c.Status)
+	for _, tc := range []struct {
+		name, memberAddr string
+	}{
+		{"same address", "10.0.0.1"},
+		{"new address", "10.0.0.9"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := model.New()
+			mustApply := func(index uint64, cmd model.Command) {
+				t.Helper()
+				if res := st.Apply(index, cmd); res.Failed() {
+					t.Fatalf("apply %+v: %v", cmd, res.Err)
+				}
+			}
+			mustApply(1, model.Command{Register: &model.Register{Node: "n1", ID: id, Address: "10.0.0.1",
+				NodeMeta: map[string]string{"consul-version": "1.22.7"},
+				Checks:   []model.CheckSpec{{CheckID: model.SerfHealthCheckID, Name: CheckName, Status: model.HealthCritical}}}})
+			write, ok := Decide(st, Member{Name: "n1", ID: strings.ToUpper(id), Address: tc.memberAddr, Status: Alive}, "leader")
+			if !ok {
+				t.Fatal("no write for a member whose serfHealth is critical")
+			}
+			// The agent's own record lands between the decision and its commit.
+			record := map[string]string{"consul-network-segment": "", "rack": "r1"}
+			mustApply(2, model.Command{Register: &model.Register{Node: "n1", ID: id, Address: tc.memberAddr,
+				TaggedAddresses: map[string]string{"lan": tc.memberAddr}, NodeMeta: record}})
+			mustApply(3, write)
+			n, _ := st.Node("n1")
+			if !maps.Equal(n.Meta, record) || n.TaggedAddresses["lan"] != tc.memberAddr {
+				t.Fatalf("the alive write took the agent's record back: meta %v, tagged addresses %v", n.Meta, n.TaggedAddresses)
+			}
+			if n.Address != tc.memberAddr || !strings.EqualFold(n.ID, id) {
+				t.Fatalf("node is %s %s, want %s %s", n.Address, n.ID, tc.memberAddr, id)
+			}
+			if c, _ := st.Check(model.CheckKey{Node: "n1", CheckID: model.SerfHealthCheckID}); c.Status != model.HealthPassing {
+				t.Fatalf("serfHealth is %s, want passing", c.Status)
+			}
+		})
 	}
 }
