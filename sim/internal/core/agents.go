@@ -152,36 +152,32 @@ func (c *Cluster) waitAgentsPassing(limit time.Duration) error {
 
 // passing reports whether the current leader has node's serfHealth passing.
 func (c *Cluster) passing(node string) bool {
-	l := c.Leader()
-	if l == nil {
-		return false
-	}
-	srv := l.Current()
-	if srv == nil {
-		return false
-	}
 	ok := false
-	srv.Read(func(st *model.State) {
+	c.readLeader(func(st *model.State) {
 		ch, found := st.Check(model.CheckKey{Node: node, CheckID: model.SerfHealthCheckID})
 		ok = found && ch.Status == model.HealthPassing
 	})
 	return ok
 }
 
+// readLeader runs fn on the current leader's state, if there is a leader.
+func (c *Cluster) readLeader(fn func(*model.State)) {
+	l := c.Leader()
+	if l == nil {
+		return
+	}
+	if srv := l.Current(); srv != nil {
+		srv.Read(fn)
+	}
+}
+
 // AgentRecordsWritten reports whether the current leader's state holds the
 // node record (meta with agent.MetaSegment) of every client agent still
 // running.
 func (c *Cluster) AgentRecordsWritten() bool {
-	l := c.Leader()
-	if l == nil {
-		return false
-	}
-	srv := l.Current()
-	if srv == nil {
-		return false
-	}
-	ok := true
-	srv.Read(func(st *model.State) {
+	read, ok := false, true
+	c.readLeader(func(st *model.State) {
+		read = true
 		for _, a := range c.Agents {
 			if !a.Alive() {
 				continue
@@ -193,5 +189,5 @@ func (c *Cluster) AgentRecordsWritten() bool {
 			}
 		}
 	})
-	return ok
+	return read && ok
 }
