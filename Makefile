@@ -82,6 +82,12 @@ bench-detect:
 ## e.g. make bench-cluster CONSUL=/path/to/consul ROUNDS=3 BENCH_SECONDS=10
 CONSUL        ?=
 BENCH_SECONDS ?= 10
+## bench-trace: one client's acquire and release through a follower of a durable 3-server tenure
+## cluster, followed leg by leg across the three servers' runtime traces (a measurement, not a test)
+.PHONY: bench-trace
+bench-trace:
+	TENURE_BENCH_TRACE=1 $(GO) test -count=1 -v -timeout 0 -run '^TestBenchTrace$$' ./cmd/tenure
+
 .PHONY: bench-cluster
 bench-cluster:
 	TENURE_BENCH_CLUSTER=1 TENURE_BENCH_CLUSTER_CONSUL=$(CONSUL) TENURE_BENCH_CLUSTER_ROUNDS=$(ROUNDS) \

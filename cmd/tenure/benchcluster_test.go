@@ -95,7 +95,10 @@ func TestBenchEchoPeer(t *testing.T) {
 	_, _ = io.Copy(c, c)
 }
 
-type benchSystem struct{ name, bin string }
+type benchSystem struct {
+	name, bin string
+	args      []string // more flags for every server
+}
 
 func envInt(name string, def int) int {
 	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
@@ -194,6 +197,7 @@ func startBenchProcs(t *testing.T, base string, sys benchSystem) (_ *benchProcs,
 			"-http-port", port(p.http), "-serf-lan-port", port(p.serf), "-server-port", port(p.server),
 			"-dns-port=-1", "-grpc-port=-1", "-grpc-tls-port=-1", "-serf-wan-port=-1", "-https-port=-1",
 			"-retry-interval", "1s", "-log-level", "info"}
+		args = append(args, sys.args...)
 		for j, o := range ps {
 			if j != i {
 				args = append(args, "-retry-join", o.serf)
