@@ -34,6 +34,9 @@ type oneKey struct {
 	// monitor once Acquire has returned).
 	readFail, putFail, monitorFail []int
 	reads, puts                    int // acquire-loop reads and acquire PUTs seen
+	// staleReads answers that many acquire-loop reads after each acquire
+	// as a deposed leader would: the key as it was before the acquire.
+	staleReads, staleLeft int
 	// stop, if set, is called instead of answering acquire-loop read
 	// number stopAt (a hang guard for tests that never acquire).
 	stop   func()
@@ -88,8 +91,11 @@ func (k *oneKey) handle(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("X-Consul-Index", strconv.FormatUint(k.index, 10))
 		e := map[string]any{"Key": "k", "LockIndex": 7, "CreateIndex": max(k.createIndex, 1), "ModifyIndex": k.index}
-		if k.session != "" {
+		if k.session != "" && (q.Has("consistent") || k.staleLeft == 0) {
 			e["Session"] = k.session
+		} else if !q.Has("consistent") && k.staleLeft > 0 {
+			k.staleLeft--
+			e["LockIndex"], e["ModifyIndex"] = 6, k.index-1
 		}
 		_ = json.NewEncoder(w).Encode([]any{e})
 	case r.URL.Path == "/v1/kv/k" && q.Has("acquire"):
@@ -104,6 +110,9 @@ func (k *oneKey) handle(w http.ResponseWriter, r *http.Request) {
 			k.refuse = k.refuse[1:]
 			fmt.Fprint(w, "false")
 			return
+		}
+		if k.session != q.Get("acquire") {
+			k.staleLeft = k.staleReads // a new hold: the next reads may lag it
 		}
 		k.session, k.index = q.Get("acquire"), k.index+1
 		fmt.Fprint(w, "true")
@@ -152,6 +161,24 @@ func tryAcquireAt(t *testing.T, k *oneKey, o LockOptions) (*Hold, []Refusal, tim
 	start := time.Now()
 	h, err := l.Acquire(context.Background())
 	return h, refusals, time.Since(start), err
+}
+
+// TestAcquireReadBackOfAStaleState: the read-back after a true is a
+// default read, which a deposed leader may answer with the key as it was
+// before the acquire. The sequencer is never taken from such a state: the
+// loop acquires again (a no-op for the holder) and reads again, and the
+// sequencer comes from the state that shows the hold.
+func TestAcquireReadBackOfAStaleState(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		k := &oneKey{index: 3, staleReads: 1}
+		_, took := acquireAt(t, k) // checks the sequencer: s1, lock index 7
+		if k.puts != 2 || k.reads != 3 {
+			t.Errorf("%d acquires and %d reads, want 2 and 3 (read, acquire, stale read-back, acquire, read-back)", k.puts, k.reads)
+		}
+		if took != 0 {
+			t.Errorf("took %v, want no pause", took)
+		}
+	})
 }
 
 // TestAcquireSleepsExactlyTheHeader: with X-Tenure-Lock-Delay the recipe
@@ -241,9 +268,10 @@ func TestAcquireRetriesServerErrors(t *testing.T) {
 		wantPuts  int
 		took      time.Duration
 	}{
-		// Reads: the failed one, the retry, the read-back is consistent.
-		{"read 500", &oneKey{readFail: []int{500}}, 2, 1, 100 * time.Millisecond},
-		{"acquire 500 then 503", &oneKey{putFail: []int{500, 503}}, 3, 3, 300 * time.Millisecond},
+		// Reads: the failed one, the retry, and the read-back after the
+		// acquire (a default read, like the others).
+		{"read 500", &oneKey{readFail: []int{500}}, 3, 1, 100 * time.Millisecond},
+		{"acquire 500 then 503", &oneKey{putFail: []int{500, 503}}, 4, 3, 300 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -164,7 +164,6 @@ func (l *Lock) acquire(ctx context.Context, sid string, rn *renewer) (Sequencer,
 	kv := l.c.API.KV()
 	var waitIndex uint64
 	waitTime := l.o.WaitTime
-	consistent := false
 	pause := backoff.New(l.o.RetryMin, l.o.RetryMax)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -173,19 +172,18 @@ func (l *Lock) acquire(ctx context.Context, sid string, rn *renewer) (Sequencer,
 		if err := rn.lostErr(); err != nil {
 			return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, err)
 		}
-		q := (&api.QueryOptions{WaitIndex: waitIndex, WaitTime: waitTime, RequireConsistent: consistent}).WithContext(ctx)
+		q := (&api.QueryOptions{WaitIndex: waitIndex, WaitTime: waitTime}).WithContext(ctx)
 		e, meta, err := kv.Get(l.o.Key, q)
 		if err != nil {
 			if !api.IsRetryableError(err) || ctx.Err() != nil {
 				return Sequencer{}, fmt.Errorf("recipe: read %s: %w", l.o.Key, err)
 			}
-			waitIndex, consistent = 0, false
+			waitIndex = 0
 			if err := sleep(ctx, l.c.Clock, pause.Next()); err != nil {
 				return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, err)
 			}
 			continue
 		}
-		consistent = false
 		if e != nil && l.o.StrictFlags && e.Flags != l.o.Flags {
 			return Sequencer{}, fmt.Errorf("%w: %s has flags %#x, want %#x", ErrConflict, l.o.Key, e.Flags, l.o.Flags)
 		}
@@ -211,8 +209,14 @@ func (l *Lock) acquire(ctx context.Context, sid string, rn *renewer) (Sequencer,
 		}
 		if ok {
 			// The answer is a bare true; read the sequencer back, from the
-			// leader, on the next turn of the loop.
-			waitIndex, waitTime, consistent = 0, l.o.WaitTime, true
+			// leader, on the next turn of the loop. A default read is
+			// enough: the session is this candidacy's own, so any state in
+			// which it holds the key is at or after its acquire, as a
+			// consistent read's would be. A deposed leader's state either
+			// shows the hold too or sends the loop round again, so the
+			// leadership check a consistent read adds to every hand-off
+			// would buy nothing.
+			waitIndex, waitTime = 0, l.o.WaitTime
 			continue
 		}
 		if hdr {
