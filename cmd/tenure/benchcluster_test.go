@@ -40,10 +40,7 @@ func TestBenchCluster(t *testing.T) {
 	// One directory holds every data directory and the fsync probe, so the
 	// floor is measured on the filesystem the servers write to.
 	base := t.TempDir()
-	tenure := filepath.Join(base, "tenure")
-	if out, err := exec.Command("go", "build", "-o", tenure, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	tenure := buildTenure(t, base)
 	systems := []benchSystem{{name: "tenure", bin: tenure}}
 	if c := os.Getenv("TENURE_BENCH_CLUSTER_CONSUL"); c != "" {
 		systems = append([]benchSystem{{name: "Consul", bin: c}}, systems...)

@@ -60,10 +60,7 @@ func TestBenchScale(t *testing.T) {
 			t.Fatalf("raise RLIMIT_NOFILE: %v", err)
 		}
 	}
-	bin := filepath.Join(t.TempDir(), "tenure")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildTenure(t, t.TempDir())
 	systems := []scaleSystem{{name: "tenure", bin: bin}}
 	if c := os.Getenv("TENURE_BENCH_SCALE_CONSUL"); c != "" {
 		// Consul allows 200 HTTP connections per client address by

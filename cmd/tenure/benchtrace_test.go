@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -28,10 +27,7 @@ func TestBenchTrace(t *testing.T) {
 		traceSecs = 2
 	)
 	base := t.TempDir()
-	bin := filepath.Join(base, "tenure")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildTenure(t, base)
 	debug := filepath.Join(base, "debug.hcl")
 	if err := os.WriteFile(debug, []byte("enable_debug = true\n"), 0o600); err != nil {
 		t.Fatal(err)

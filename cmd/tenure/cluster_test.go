@@ -155,11 +155,7 @@ func (nd *procNode) wait() error {
 // every node healthy.
 func startProcCluster(t *testing.T, n int) *procCluster {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "tenure")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
-	cl := newProcCluster(t, bin, n)
+	cl := newProcCluster(t, buildTenure(t, t.TempDir()), n)
 	for i := range cl.nodes {
 		cl.start(i)
 	}

@@ -30,10 +30,7 @@ func TestDetection(t *testing.T) {
 	}
 	bin := os.Getenv("TENURE_DETECT_AGENT")
 	if bin == "" {
-		bin = filepath.Join(t.TempDir(), "tenure")
-		if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-			t.Fatalf("build: %v\n%s", err, out)
-		}
+		bin = buildTenure(t, t.TempDir())
 	}
 	rounds := 3
 	if r, err := strconv.Atoi(os.Getenv("TENURE_DETECT_ROUNDS")); err == nil && r > 0 {
