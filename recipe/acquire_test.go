@@ -91,11 +91,12 @@ func (k *oneKey) handle(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("X-Consul-Index", strconv.FormatUint(k.index, 10))
 		e := map[string]any{"Key": "k", "LockIndex": 7, "CreateIndex": max(k.createIndex, 1), "ModifyIndex": k.index}
-		if k.session != "" && (q.Has("consistent") || k.staleLeft == 0) {
-			e["Session"] = k.session
-		} else if !q.Has("consistent") && k.staleLeft > 0 {
-			k.staleLeft--
+		switch {
+		case !q.Has("consistent") && k.staleLeft > 0:
+			k.staleLeft-- // the key before the acquire: free, an older lock index
 			e["LockIndex"], e["ModifyIndex"] = 6, k.index-1
+		case k.session != "":
+			e["Session"] = k.session
 		}
 		_ = json.NewEncoder(w).Encode([]any{e})
 	case r.URL.Path == "/v1/kv/k" && q.Has("acquire"):
