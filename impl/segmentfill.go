@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft-wal/types"
@@ -27,6 +28,12 @@ import (
 // written, the next one is prepared in the background under a name raft-wal
 // ignores, and the next Create moves it into place. Only a log's first
 // segment is filled on the spot.
+//
+// The spare is written a chunk at a time, each chunk synced and followed by
+// a pause. Written in one burst and synced once, its 64 MiB went to the disk
+// together while the log's own fdatasyncs waited behind them: a p99 of tens
+// of milliseconds for half a second at 64 clients (BenchmarkAppendBesideSpare
+// has the side-by-side figures).
 type zeroedVFS struct {
 	types.VFS
 	// logger hears of a failed preparation: the next rotation then fills
@@ -105,8 +112,8 @@ func (v *zeroedVFS) prepare(dir string, size uint64) {
 	v.done.Add(1)
 	go func() {
 		defer v.done.Done()
-		err := prepareSpare(dir, size)
-		if err != nil && v.logger != nil {
+		err := prepareSpare(dir, size, v.isClosed)
+		if err != nil && !errors.Is(err, errSpareAbandoned) && v.logger != nil {
 			v.logger.Warn("next log segment not prepared; the rotation will fill it", "error", err)
 		}
 		v.mu.Lock()
@@ -116,7 +123,13 @@ func (v *zeroedVFS) prepare(dir string, size uint64) {
 	}()
 }
 
-// Close waits for a preparation under way.
+func (v *zeroedVFS) isClosed() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.closed
+}
+
+// Close waits for a preparation under way, which stops at its next chunk.
 func (v *zeroedVFS) Close() error {
 	v.mu.Lock()
 	v.closed = true
@@ -125,9 +138,21 @@ func (v *zeroedVFS) Close() error {
 	return nil
 }
 
+// Pacing of a spare's preparation: a 64 MiB spare takes 64 chunks, each a
+// write, an fdatasync and a pause, about a quarter of a second on this
+// project's disk; a segment takes far longer than that to half fill.
+const (
+	spareChunk      = 1 << 20
+	spareChunkPause = 2 * time.Millisecond
+)
+
+// errSpareAbandoned is a preparation stopped because the store closed.
+var errSpareAbandoned = errors.New("spare segment abandoned: the log store closed")
+
 // prepareSpare writes a zero-filled, synced file of size bytes and then
-// gives it the spare's name, so a spare is never half written.
-func prepareSpare(dir string, size uint64) error {
+// gives it the spare's name, so a spare is never half written. It gives up
+// between chunks once stopped says so.
+func prepareSpare(dir string, size uint64, stopped func() bool) error {
 	spare := filepath.Join(dir, spareName)
 	if fi, err := os.Stat(spare); err == nil && uint64(fi.Size()) == size {
 		return nil
@@ -137,10 +162,7 @@ func prepareSpare(dir string, size uint64) error {
 	if err != nil {
 		return fmt.Errorf("create spare segment: %w", err)
 	}
-	err = zeroFill(f, size)
-	if err == nil {
-		err = f.Sync()
-	}
+	err = zeroFillPaced(f, size, spareChunkPause, stopped)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -151,6 +173,29 @@ func prepareSpare(dir string, size uint64) error {
 		return errors.Join(fmt.Errorf("prepare spare segment: %w", err), os.Remove(tmp))
 	}
 	return syncPath(dir)
+}
+
+// zeroFillPaced zero-fills f a chunk at a time, syncing each chunk and
+// pausing after it, so that the disk never has more than one chunk of it
+// queued ahead of the log's own syncs.
+func zeroFillPaced(f *os.File, size uint64, pause time.Duration, stopped func() bool) error {
+	buf := make([]byte, spareChunk)
+	for off := uint64(0); off < size; off += spareChunk {
+		if stopped != nil && stopped() {
+			return errSpareAbandoned
+		}
+		n := min(spareChunk, size-off)
+		if _, err := f.WriteAt(buf[:n], int64(off)); err != nil {
+			return err
+		}
+		if err := datasync(f); err != nil {
+			return err
+		}
+		if off+n < size {
+			time.Sleep(pause)
+		}
+	}
+	return nil
 }
 
 func zeroFill(f *os.File, size uint64) error {

@@ -2,6 +2,7 @@ package impl
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,7 +72,7 @@ func TestZeroedSegmentsAndSpares(t *testing.T) {
 	}
 	// An existing name is refused, as raft-wal's own create refuses it, and
 	// the spare stays.
-	if err := prepareSpare(dir, size); err != nil {
+	if err := prepareSpare(dir, size, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := v.Create(dir, "b.wal", size); err == nil {
@@ -84,7 +85,7 @@ func TestZeroedSegmentsAndSpares(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A spare of another size is not taken.
-	if err := prepareSpare(dir, size/2); err != nil {
+	if err := prepareSpare(dir, size/2, nil); err != nil {
 		t.Fatal(err)
 	}
 	h, err := v.Create(dir, "c.wal", size)
@@ -178,5 +179,46 @@ func TestSparePreparationFailureIsLogged(t *testing.T) {
 	defer f.Close()
 	if fi, err := os.Stat(filepath.Join(dir, "a.wal")); err != nil || fi.Size() != 1<<16 {
 		t.Fatalf("segment after a failed preparation: %v, %v", fi, err)
+	}
+}
+
+// Closing the store stops a preparation between chunks and leaves neither
+// a spare nor its temporary file, and says nothing of it in the log.
+func TestSparePreparationStopsOnClose(t *testing.T) {
+	dir := t.TempDir()
+	var logs bytes.Buffer
+	v := &zeroedVFS{VFS: fs.New(), logger: hclog.New(&hclog.LoggerOptions{Output: &logs})}
+	// 32 chunks with a pause after each but the last: the preparation
+	// cannot finish before the Close just below it.
+	v.prepare(dir, 32*spareChunk)
+	if err := v.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(v.prepErr, errSpareAbandoned) {
+		t.Fatalf("preparation ended with %v, want %v", v.prepErr, errSpareAbandoned)
+	}
+	for _, name := range []string{spareName, spareName + ".tmp"} {
+		if _, err := os.Stat(filepath.Join(dir, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after an abandoned preparation: %v", name, err)
+		}
+	}
+	if logs.Len() > 0 {
+		t.Errorf("an abandoned preparation was logged: %q", logs.String())
+	}
+}
+
+// A spare whose size is not a whole number of chunks is all zeros to its end.
+func TestSpareOfPartialChunk(t *testing.T) {
+	dir := t.TempDir()
+	const size = 3 * spareChunk / 2
+	if err := prepareSpare(dir, size, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, spareName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) != size || !bytes.Equal(b, make([]byte, size)) {
+		t.Fatalf("spare of %d bytes is not %d zeros", len(b), size)
 	}
 }
