@@ -145,6 +145,9 @@ func (h *harness) apply(cmd model.Command) (string, error) {
 			fmt.Fprintf(&b, "query %s\n", res.QueryID)
 		}
 	}
+	if res.Locked.Key != "" {
+		fmt.Fprintf(&b, "locked %s\n", fmtEntry(res.Locked))
+	}
 	for _, e := range res.TxnResults {
 		fmt.Fprintf(&b, "result %s\n", fmtEntry(e))
 	}

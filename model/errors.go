@@ -64,6 +64,11 @@ type Result struct {
 	// deleted (invalidations included); empty when it failed. A server wakes
 	// the blocking reads of exactly these keys (S46).
 	KeysChanged []string
+	// Locked is the entry a stand-alone lock left when it succeeded: its
+	// LockIndex, Session and ModifyIndex name the holding period the caller
+	// now has (S64). Zero otherwise, and for a lock inside a transaction,
+	// whose entry is in TxnResults.
+	Locked KVEntry
 	// DelayRefused lists keys whose lock this command refused because an
 	// invalidation the leader's check could not see armed a delay (S22).
 	DelayRefused []string

@@ -38,6 +38,9 @@ func (a *applier) kv(o KVOp) {
 	}
 	a.boolAnswer = true
 	a.res.OK = out.ok
+	if o.Verb == KVLock && out.ok {
+		a.res.Locked = out.entries[0]
+	}
 	if out.delayed {
 		a.res.DelayRefused = append(a.res.DelayRefused, o.Key)
 	}

@@ -14,6 +14,13 @@ import (
 // still runs on the leader's clock (S25).
 const lockDelayHeader = "X-Tenure-Lock-Delay"
 
+// A successful acquire names the holding period it leaves (S64), so a
+// client has its sequencer without reading the key back.
+const (
+	lockIndexHeader   = "X-Tenure-Lock-Index"
+	modifyIndexHeader = "X-Tenure-Modify-Index"
+)
+
 // kvDocURL is where Consul's 413 text points.
 const kvDocURL = "https://developer.hashicorp.com/docs/agent/config/config-files#kv_max_value_size"
 
@@ -171,6 +178,10 @@ func (h *handler) kvPut(c *call) error {
 	}
 	if res.Err != nil {
 		return h.rejection(res.Err)
+	}
+	if op.Verb == model.KVLock && res.OK {
+		c.w.Header().Set(lockIndexHeader, strconv.FormatUint(res.Locked.LockIndex, 10))
+		c.w.Header().Set(modifyIndexHeader, strconv.FormatUint(res.Locked.ModifyIndex, 10))
 	}
 	return writeJSON(c, http.StatusOK, op.Verb == model.KVSet || res.OK)
 }

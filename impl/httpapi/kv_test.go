@@ -225,3 +225,32 @@ func TestKVLockDelayHeader(t *testing.T) {
 		t.Fatal("header on a successful acquire")
 	}
 }
+
+// S64: a successful acquire names the holding period it leaves; a refused
+// one, a release and a plain set name none.
+func TestKVAcquireNamesItsSequencer(t *testing.T) {
+	f := newFixture(t)
+	s1, s2 := f.session(nil), f.session(nil)
+	check := func(what, path, wantBody string, names bool) {
+		t.Helper()
+		r := f.do(http.MethodPut, path, nil)
+		want(t, what, r, http.StatusOK, wantBody)
+		li, mi := r.header.Get("X-Tenure-Lock-Index"), r.header.Get("X-Tenure-Modify-Index")
+		if !names {
+			if li != "" || mi != "" {
+				t.Fatalf("%s: named lock index %q, modify index %q", what, li, mi)
+			}
+			return
+		}
+		p := f.get("lock")
+		if li != strconv.FormatUint(p.LockIndex, 10) || mi != strconv.FormatUint(p.ModifyIndex, 10) {
+			t.Fatalf("%s: named lock index %q, modify index %q; the key is %+v", what, li, mi, p)
+		}
+	}
+	check("acquire", "/v1/kv/lock?acquire="+s1, "true", true)
+	check("refused acquire", "/v1/kv/lock?acquire="+s2, "false", false)
+	check("re-acquire by the holder", "/v1/kv/lock?acquire="+s1+"&flags=3", "true", true)
+	check("release", "/v1/kv/lock?release="+s1, "true", false)
+	check("plain set", "/v1/kv/lock", "true", false)
+	check("second holder", "/v1/kv/lock?acquire="+s2, "true", true)
+}

@@ -3,6 +3,7 @@ package conformance
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/consul/api"
@@ -31,7 +32,35 @@ func kvCases() []Case {
 		{Clause: "S38", Name: "value-and-flags-replaced", Run: s38ValueFlags},
 		{Clause: "S39", Name: "bad-input-400-413-changes-nothing", Run: s39BadInput},
 		{Clause: "S39", Name: "request-limits-413-change-nothing", Run: s39RequestLimits},
+		{Clause: "S64", Name: "acquire-names-its-sequencer", Run: s64AcquireNames},
 	}
+}
+
+// s64AcquireNames checks the headers of S64 against the key as read after
+// each write: named on every successful acquire, absent on a refusal and on
+// writes that are not acquires.
+func s64AcquireNames(t *T) {
+	k := t.Key("k")
+	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
+	step := func(what, value, query, wantText string, names bool) {
+		r := t.PutRaw(k, value, query)
+		t.Require(r.Code == 200 && r.Text() == wantText, "%s: want 200 %s, got %s", what, wantText, r)
+		li, mi := r.Header.Get("X-Tenure-Lock-Index"), r.Header.Get("X-Tenure-Modify-Index")
+		if !names {
+			t.Check(li == "" && mi == "", "%s named lock index %q, modify index %q", what, li, mi)
+			return
+		}
+		p := t.MustGet(k)
+		t.Check(li == strconv.FormatUint(p.LockIndex, 10) && mi == strconv.FormatUint(p.ModifyIndex, 10),
+			"%s named lock index %q, modify index %q; the key reads LockIndex %d, ModifyIndex %d",
+			what, li, mi, p.LockIndex, p.ModifyIndex)
+	}
+	step("acquire of an absent key", "v", "acquire="+a, "true", true)
+	step("acquire of the held key by another session", "w", "acquire="+b, "false", false)
+	step("re-acquire by the holder with a new value", "v2", "acquire="+a, "true", true)
+	step("release", "", "release="+a, "true", false)
+	step("plain set", "s", "", "true", false)
+	step("acquire by the next holder", "w", "acquire="+b, "true", true)
 }
 
 func s26AcquireAbsent(t *T) {

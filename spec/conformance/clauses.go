@@ -99,6 +99,7 @@ var Clauses = []Clause{
 	{"S61", Consul, "agent check, service and maintenance endpoints answer from the agent with Consul's codes"},
 	{"S62", Contract, "a register replaces the node's ID, tagged addresses and meta; a node ID renames its node; live names are reserved"},
 	{"S63", Contract, "an agent keeps its node record: ID, tagged addresses, and its meta beside consul-network-segment and consul-version"},
+	{"S64", Tenure, "a successful acquire names its LockIndex and ModifyIndex in X-Tenure-Lock-Index and X-Tenure-Modify-Index"},
 }
 
 // clauseByID returns the clause with the given ID.

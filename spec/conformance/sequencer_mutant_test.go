@@ -1,0 +1,80 @@
+package conformance
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The S64 case (a tenure case, so outside the contract-profile mutants) is
+// caught by a server whose acquire names the wrong holding period, and by
+// one that names none.
+func TestAcquireNamesCaseCatchesWrongSequencer(t *testing.T) {
+	t.Parallel()
+	base, profile, _ := serverUnderTest(t)
+	if profile != string(Tenure) {
+		t.Skipf("needs a tenure server (profile %s)", profile)
+	}
+	const filter = `^S64/`
+	if rep := Run(context.Background(), Options{Addr: proxyFor(t, base, mutant{name: "identity"}), Profile: Tenure, Filter: filter}); !rep.OK() || rep.Passed != 1 {
+		t.Fatalf("case fails through the identity proxy: %+v", rep)
+	}
+	rewrite := func(name string, change func(x *exchange)) mutant {
+		return mutant{name: name, handle: func(_ *mstate, x *exchange) (bool, error) {
+			if !isKVPut(x) || !x.q.Has("acquire") {
+				return false, nil
+			}
+			err := x.forward()
+			if err == nil {
+				change(x)
+			}
+			return true, err
+		}}
+	}
+	for _, m := range []mutant{
+		rewrite("lock-index-one-behind", func(x *exchange) {
+			if n, err := strconv.ParseUint(x.header.Get("X-Tenure-Lock-Index"), 10, 64); err == nil {
+				x.header.Set("X-Tenure-Lock-Index", strconv.FormatUint(n-1, 10))
+			}
+		}),
+		rewrite("modify-index-one-behind", func(x *exchange) {
+			if n, err := strconv.ParseUint(x.header.Get("X-Tenure-Modify-Index"), 10, 64); err == nil {
+				x.header.Set("X-Tenure-Modify-Index", strconv.FormatUint(n-1, 10))
+			}
+		}),
+		rewrite("sequencer-not-named", func(x *exchange) {
+			x.header.Del("X-Tenure-Lock-Index")
+			x.header.Del("X-Tenure-Modify-Index")
+		}),
+		rewrite("refusal-names-a-sequencer", func(x *exchange) {
+			if strings.TrimSpace(string(x.out)) == "false" {
+				x.header.Set("X-Tenure-Lock-Index", "1")
+				x.header.Set("X-Tenure-Modify-Index", "1")
+			}
+		}),
+		{name: "other-writes-name-a-sequencer", handle: func(_ *mstate, x *exchange) (bool, error) {
+			if !isKVPut(x) || x.q.Has("acquire") {
+				return false, nil
+			}
+			err := x.forward()
+			if err == nil {
+				x.header.Set("X-Tenure-Lock-Index", "1")
+				x.header.Set("X-Tenure-Modify-Index", "1")
+			}
+			return true, err
+		}},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			rep := Run(context.Background(), Options{Addr: proxyFor(t, base, m), Profile: Tenure, Filter: filter})
+			if rep.Failed == 0 {
+				t.Fatalf("mutant %s survived %s", m.name, filter)
+			}
+			for _, c := range rep.Cases {
+				if c.Outcome == Fail {
+					t.Logf("caught by %s: %s", c.ID, oneLine(c.Reason, 200))
+				}
+			}
+		})
+	}
+}
