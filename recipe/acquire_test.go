@@ -37,6 +37,10 @@ type oneKey struct {
 	// staleReads answers that many acquire-loop reads after each acquire
 	// as a deposed leader would: the key as it was before the acquire.
 	staleReads, staleLeft int
+	// namedLockIndex, if set, is the X-Tenure-Lock-Index of a successful
+	// acquire, sent with X-Tenure-Modify-Index, as a tenure server names
+	// the holding period (S64); unset, the answer is Consul's bare true.
+	namedLockIndex string
 	// stop, if set, is called instead of answering acquire-loop read
 	// number stopAt (a hang guard for tests that never acquire).
 	stop   func()
@@ -116,6 +120,10 @@ func (k *oneKey) handle(w http.ResponseWriter, r *http.Request) {
 			k.staleLeft = k.staleReads // a new hold: the next reads may lag it
 		}
 		k.session, k.index = q.Get("acquire"), k.index+1
+		if k.namedLockIndex != "" {
+			w.Header().Set(LockIndexHeader, k.namedLockIndex)
+			w.Header().Set(ModifyIndexHeader, strconv.FormatUint(k.index, 10))
+		}
 		fmt.Fprint(w, "true")
 	case r.URL.Path == "/v1/kv/k" && q.Has("release"):
 		k.session, k.index = "", k.index+1
@@ -180,6 +188,39 @@ func TestAcquireReadBackOfAStaleState(t *testing.T) {
 			t.Errorf("took %v, want no pause", took)
 		}
 	})
+}
+
+// TestAcquireTakesTheNamedSequencer: a success that names its holding
+// period (S64) is the sequencer, with no read-back; a malformed name is
+// taken as absent, and the key is read back as on Consul.
+func TestAcquireTakesTheNamedSequencer(t *testing.T) {
+	for _, tc := range []struct {
+		name, lockIndex string
+		wantReads       int
+	}{
+		{"named", "7", 1},         // read, acquire
+		{"malformed", "seven", 2}, // read, acquire, read-back
+		{"zero", "0", 2},          // no holding period has LockIndex 0
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				k := &oneKey{index: 3, namedLockIndex: tc.lockIndex}
+				h, _, _, err := tryAcquireAt(t, k, LockOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s := h.Sequencer(); s != (Sequencer{Key: "k", LockIndex: 7, Session: "s1", ModifyIndex: 4}) {
+					t.Errorf("sequencer %+v", s)
+				}
+				if k.puts != 1 || k.reads != tc.wantReads {
+					t.Errorf("%d acquires and %d reads, want 1 and %d", k.puts, k.reads, tc.wantReads)
+				}
+				if err := h.Release(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			})
+		})
+	}
 }
 
 // TestAcquireSleepsExactlyTheHeader: with X-Tenure-Lock-Delay the recipe

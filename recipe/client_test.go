@@ -36,9 +36,9 @@ func TestRawRequestScope(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ok, _, _, err := c.tryAcquire(context.Background(), "k", "s1", nil, 0)
-			if err != nil || !ok {
-				t.Fatalf("tryAcquire = %v, %v", ok, err)
+			ans, err := c.tryAcquire(context.Background(), "k", "s1", nil, 0)
+			if err != nil || !ans.ok {
+				t.Fatalf("tryAcquire = %+v, %v", ans, err)
 			}
 			if got := query.Encode(); got != tc.wantQuery {
 				t.Errorf("query %s, want %s", got, tc.wantQuery)

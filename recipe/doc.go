@@ -3,8 +3,9 @@
 // counting semaphores (Semaphore) and the engine of `tenure lock`
 // (subpackage lockcmd). They use github.com/hashicorp/consul/api and work
 // against real Consul and against tenure; where tenure offers more (the
-// X-Tenure-Lock-Delay header of SPEC S25, the check-sequencer txn verb of
-// S43) they use it and fall back to Consul's behaviour otherwise.
+// X-Tenure-Lock-Delay header of SPEC S25, the sequencer a successful
+// acquire names under S64, the check-sequencer txn verb of S43) they use it
+// and fall back to Consul's behaviour otherwise.
 //
 // What the recipes promise is bounded by SPEC S49-S51: a Hold's Lost channel
 // closes when the key's holder changes, the session is gone, or renewal has

@@ -18,6 +18,13 @@ import (
 // the delay left on the leader's clock as a Go duration (SPEC S25).
 const LockDelayHeader = "X-Tenure-Lock-Delay"
 
+// LockIndexHeader and ModifyIndexHeader are tenure's answer to a successful
+// acquire: the holding period it got (SPEC S64), so no read-back is needed.
+const (
+	LockIndexHeader   = "X-Tenure-Lock-Index"
+	ModifyIndexHeader = "X-Tenure-Modify-Index"
+)
+
 // Defaults of LockOptions and SemaphoreOptions.
 const (
 	DefaultWaitTime = time.Minute            // one blocking query
@@ -196,7 +203,7 @@ func (l *Lock) acquire(ctx context.Context, sid string, rn *renewer) (Sequencer,
 			pause.Reset()
 			continue
 		}
-		ok, rem, hdr, err := l.c.tryAcquire(ctx, l.o.Key, sid, l.o.Value, l.o.Flags)
+		ans, err := l.c.tryAcquire(ctx, l.o.Key, sid, l.o.Value, l.o.Flags)
 		if err != nil {
 			if ctx.Err() != nil || isClientError(err) {
 				return Sequencer{}, fmt.Errorf("recipe: acquire %s: %w", l.o.Key, err)
@@ -207,8 +214,11 @@ func (l *Lock) acquire(ctx context.Context, sid string, rn *renewer) (Sequencer,
 			}
 			continue
 		}
-		if ok {
-			// The answer is a bare true; read the sequencer back, from the
+		if ans.ok && ans.named {
+			return ans.seq, nil
+		}
+		if ans.ok {
+			// A bare true (Consul): read the sequencer back, from the
 			// leader, on the next turn of the loop. A default read is
 			// enough: the session is this candidacy's own, so any state in
 			// which it holds the key is at or after its acquire, as a
@@ -219,7 +229,7 @@ func (l *Lock) acquire(ctx context.Context, sid string, rn *renewer) (Sequencer,
 			waitIndex, waitTime = 0, l.o.WaitTime
 			continue
 		}
-		if hdr {
+		if rem := ans.delay; rem > 0 {
 			if l.o.OnRefused != nil {
 				l.o.OnRefused(Refusal{Key: l.o.Key, FromHeader: true, Remaining: rem, Wait: rem})
 			}
@@ -255,10 +265,25 @@ func isClientError(err error) bool {
 	return errors.As(err, &se) && se.Code >= 400 && se.Code < 500
 }
 
+// acquireAnswer is what one acquire PUT said.
+type acquireAnswer struct {
+	ok bool
+	// delay is the remaining lock-delay a tenure server named on a
+	// refusal (S25); 0 when it named none.
+	delay time.Duration
+	// seq is the holding period a tenure server named on a success (S64);
+	// named says whether it did.
+	seq   Sequencer
+	named bool
+}
+
 // tryAcquire sends PUT /v1/kv/<key>?acquire=<sid> by hand because api hides
-// the answer's headers. It reports the result and, when the server sent
-// X-Tenure-Lock-Delay, the remaining lock-delay.
-func (c *Client) tryAcquire(ctx context.Context, key, sid string, value []byte, flags uint64) (ok bool, remaining time.Duration, hdr bool, err error) {
+// the answer's headers, where a tenure server names the remaining
+// lock-delay of a refusal (X-Tenure-Lock-Delay) and the holding period of a
+// success (X-Tenure-Lock-Index, X-Tenure-Modify-Index). A malformed header
+// is taken as absent: the Consul fallback still converges, one request
+// later.
+func (c *Client) tryAcquire(ctx context.Context, key, sid string, value []byte, flags uint64) (acquireAnswer, error) {
 	q := url.Values{"acquire": {sid}}
 	if flags != 0 {
 		q.Set("flags", strconv.FormatUint(flags, 10))
@@ -268,26 +293,29 @@ func (c *Client) tryAcquire(ctx context.Context, key, sid string, value []byte, 
 	}
 	resp, err := c.raw(ctx, "PUT", kvPath(key), q, value)
 	if err != nil {
-		return false, 0, false, err
+		return acquireAnswer{}, err
 	}
 	if resp.Status != 200 {
-		return false, 0, false, fmt.Errorf("recipe: acquire %s: %w", key, api.StatusError{Code: resp.Status, Body: strings.TrimSpace(string(resp.Body))})
+		return acquireAnswer{}, fmt.Errorf("recipe: acquire %s: %w", key, api.StatusError{Code: resp.Status, Body: strings.TrimSpace(string(resp.Body))})
 	}
 	switch strings.TrimSpace(string(resp.Body)) {
 	case "true":
-		return true, 0, false, nil
+		ans := acquireAnswer{ok: true}
+		lockIndex, err1 := strconv.ParseUint(resp.Header.Get(LockIndexHeader), 10, 64)
+		modifyIndex, err2 := strconv.ParseUint(resp.Header.Get(ModifyIndexHeader), 10, 64)
+		if err1 == nil && err2 == nil && lockIndex > 0 && modifyIndex > 0 {
+			ans.seq = Sequencer{Key: key, LockIndex: lockIndex, Session: sid, ModifyIndex: modifyIndex}
+			ans.named = true
+		}
+		return ans, nil
 	case "false":
 	default:
-		return false, 0, false, fmt.Errorf("recipe: acquire %s: unexpected answer %q", key, resp.Body)
+		return acquireAnswer{}, fmt.Errorf("recipe: acquire %s: unexpected answer %q", key, resp.Body)
 	}
-	if v := resp.Header.Get(LockDelayHeader); v != "" {
-		// A malformed header is treated as absent: the Consul fallback
-		// still converges, only less promptly.
-		if d, err := time.ParseDuration(v); err == nil && d > 0 {
-			return false, d, true, nil
-		}
+	if d, err := time.ParseDuration(resp.Header.Get(LockDelayHeader)); err == nil && d > 0 {
+		return acquireAnswer{delay: d}, nil
 	}
-	return false, 0, false, nil
+	return acquireAnswer{}, nil
 }
 
 // watchKey blocks until seq's holding period of seq.Key is over (the key
