@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,14 +11,6 @@ import (
 // one that names none.
 func TestAcquireNamesCaseCatchesWrongSequencer(t *testing.T) {
 	t.Parallel()
-	base, profile, _ := serverUnderTest(t)
-	if profile != string(Tenure) {
-		t.Skipf("needs a tenure server (profile %s)", profile)
-	}
-	const filter = `^S64/`
-	if rep := Run(context.Background(), Options{Addr: proxyFor(t, base, mutant{name: "identity"}), Profile: Tenure, Filter: filter}); !rep.OK() || rep.Passed != 1 {
-		t.Fatalf("case fails through the identity proxy: %+v", rep)
-	}
 	rewrite := func(name string, change func(x *exchange)) mutant {
 		return mutant{name: name, handle: func(_ *mstate, x *exchange) (bool, error) {
 			if !isKVPut(x) || !x.q.Has("acquire") {
@@ -32,7 +23,7 @@ func TestAcquireNamesCaseCatchesWrongSequencer(t *testing.T) {
 			return true, err
 		}}
 	}
-	for _, m := range []mutant{
+	requireTenureMutantsCaught(t, `^S64/`,
 		rewrite("lock-index-one-behind", func(x *exchange) {
 			if n, err := strconv.ParseUint(x.header.Get("X-Tenure-Lock-Index"), 10, 64); err == nil {
 				x.header.Set("X-Tenure-Lock-Index", strconv.FormatUint(n-1, 10))
@@ -53,7 +44,7 @@ func TestAcquireNamesCaseCatchesWrongSequencer(t *testing.T) {
 				x.header.Set("X-Tenure-Modify-Index", "1")
 			}
 		}),
-		{name: "other-writes-name-a-sequencer", handle: func(_ *mstate, x *exchange) (bool, error) {
+		mutant{name: "other-writes-name-a-sequencer", handle: func(_ *mstate, x *exchange) (bool, error) {
 			if !isKVPut(x) || x.q.Has("acquire") {
 				return false, nil
 			}
@@ -64,17 +55,5 @@ func TestAcquireNamesCaseCatchesWrongSequencer(t *testing.T) {
 			}
 			return true, err
 		}},
-	} {
-		t.Run(m.name, func(t *testing.T) {
-			rep := Run(context.Background(), Options{Addr: proxyFor(t, base, m), Profile: Tenure, Filter: filter})
-			if rep.Failed == 0 {
-				t.Fatalf("mutant %s survived %s", m.name, filter)
-			}
-			for _, c := range rep.Cases {
-				if c.Outcome == Fail {
-					t.Logf("caught by %s: %s", c.ID, oneLine(c.Reason, 200))
-				}
-			}
-		})
-	}
+	)
 }
