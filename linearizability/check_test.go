@@ -174,6 +174,9 @@ func TestMalformedHistories(t *testing.T) {
 	set := func(key string) *model.Command {
 		return &model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: key, Value: []byte("v")}}
 	}
+	lock := func(key string) *model.Command {
+		return &model.Command{KV: &model.KVOp{Verb: model.KVLock, Key: key, Session: "s"}}
+	}
 	create := &model.Command{CreateSession: &model.CreateSession{Node: "n1"}}
 	cases := map[string]History{
 		"no input":          {Ops: []Op{{Return: 1}}},
@@ -188,6 +191,12 @@ func TestMalformedHistories(t *testing.T) {
 			Output: Output{OK: true, Entries: []model.KVEntry{{Key: "k"}, {Key: "k"}}}}}},
 		"get other key": {Ops: []Op{{Return: 1, Input: Input{Read: &Read{Kind: ReadKey, Key: "k"}},
 			Output: Output{OK: true, Entries: []model.KVEntry{{Key: "j"}}}}}},
+		"set names an entry": {Ops: []Op{{Return: 1, Input: Input{Command: set("k")},
+			Output: Output{OK: true, Entries: []model.KVEntry{{Key: "k"}}}}}},
+		"refused lock names an entry": {Ops: []Op{{Return: 1, Input: Input{Command: lock("k")},
+			Output: Output{Entries: []model.KVEntry{{Key: "k", LockIndex: 1, Session: "s"}}}}}},
+		"lock names another key": {Ops: []Op{{Return: 1, Input: Input{Command: lock("k")},
+			Output: Output{OK: true, Entries: []model.KVEntry{{Key: "j", LockIndex: 1, Session: "s"}}}}}},
 		"info without session": {Ops: []Op{{Return: 1, Input: Input{Read: &Read{Kind: ReadSession}}}}},
 		"create without ID":    {Ops: []Op{{Return: 1, Input: Input{Command: create}, Output: Output{OK: true}}}},
 		"create ID differs": {Ops: []Op{{Return: 1, Input: Input{Command: &model.Command{CreateSession: &model.CreateSession{ID: "a", Node: "n1"}}},

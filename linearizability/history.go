@@ -106,7 +106,9 @@ type Output struct {
 	// SessionID is the ID a successful create returned.
 	SessionID string `json:",omitempty"`
 	// Entries are a read's entries (one for get; the listed ones, sorted by
-	// key, for list) or a committed txn's results in op order.
+	// key, for list), a committed txn's results in op order, or the one
+	// entry a granted acquire named (S64: LockIndex, Session and
+	// ModifyIndex; Value nil, CreateIndex 0, Flags the request's).
 	Entries []model.KVEntry `json:",omitempty"`
 	// Session is what session-info or renew returned, when found.
 	Session *model.Session `json:",omitempty"`

@@ -184,6 +184,12 @@ func normalizeOp(i int, op Op) (*rec, error) {
 			return nil, fmt.Errorf("KV verb %q is not a write; record plain reads as Read", cmd.KV.Verb)
 		}
 		cmd.KV.LockDelaySeen = 0
+		if n := len(r.out.Entries); n > 0 {
+			// Only a granted acquire names an entry: its holding period (S64).
+			if cmd.KV.Verb != model.KVLock || !r.out.OK || n != 1 || r.out.Entries[0].Key != cmd.KV.Key {
+				return nil, fmt.Errorf("%s of %q answered %d entries; only a granted lock names one, of its own key", cmd.KV.Verb, cmd.KV.Key, n)
+			}
+		}
 	case "txn":
 		r.kind = kindTxn
 		if err := validateTxn(cmd.Txn, &r.out); err != nil {

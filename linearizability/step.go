@@ -124,6 +124,13 @@ func (c *checker) stepKVWith(s *pstate, r *rec, o model.KVOp, cd cand) *pstate {
 	o.Index = cd.local
 	pre, had := ns.m.Get(o.Key)
 	res := ns.m.Apply(ns.m.Index()+1, model.Command{KV: &o})
+	if len(r.out.Entries) == 1 && !r.unknown {
+		// A granted acquire named its holding period (S64): it must be
+		// the one this lock leaves, indexes bound before canon renumbers.
+		if !res.OK || !observe(ns.tr, res.Locked, r.out.Entries[0]) {
+			return nil
+		}
+	}
 	ns.canon()
 	if o.Verb == model.KVLock {
 		return c.lockOutcome(s, ns, r, res, !had || pre.Session == "")
