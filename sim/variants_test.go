@@ -83,6 +83,9 @@ var lockIndexNotBumped = &core.Variant{Name: "lock-index-not-bumped", Config: fu
 			}
 			a.LockIndex = b.LockIndex
 			after.KV[k] = a
+			if res.Locked.Key == k {
+				res.Locked.LockIndex = b.LockIndex
+			}
 			for i := range res.TxnResults {
 				if res.TxnResults[i].Key == k {
 					res.TxnResults[i].LockIndex = b.LockIndex
@@ -90,6 +93,19 @@ var lockIndexNotBumped = &core.Variant{Name: "lock-index-not-bumped", Config: fu
 			}
 		}
 		return model.RestoreUnchecked(after), res
+	}
+}}
+
+// namedSequencerWrong: a granted acquire stores the right LockIndex but
+// names one above it in its answer (S64), so its holder fences with a
+// sequencer nobody was issued.
+var namedSequencerWrong = &core.Variant{Name: "named-sequencer-wrong", Config: func(cfg *impl.Config) {
+	cfg.Apply = func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
+		res := st.Apply(index, cmd)
+		if res.Locked.Key != "" {
+			res.Locked.LockIndex++
+		}
+		return st, res
 	}
 }}
 
@@ -319,6 +335,7 @@ func TestTeeth(t *testing.T) {
 			return cfg
 		}},
 		{lockIndexNotBumped, checks.CheckSequencer, calmConfig},
+		{namedSequencerWrong, checks.CheckLinearizable, calmConfig},
 		{invalidationNotAtomic, checks.CheckBehaviour, calmConfig},
 		{lyingDetector, checks.CheckHealthyLinks, func(seed uint64) workload.Config {
 			// Long enough for a full reconcile inside the lie.

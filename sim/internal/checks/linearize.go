@@ -282,6 +282,7 @@ func historyOp(op *Op) (linearizability.Op, bool) {
 	default:
 		out.Output.OK = r.OK || c.Req == core.ReqDestroy
 		out.Output.LockDelayed = r.LockDelay
+		out.Output.Entries = r.Entries // a granted acquire's holding period (S64)
 	}
 	return out, true
 }

@@ -250,7 +250,29 @@ func (c *ApiClient) Kv(op model.KVOp) *core.Ret {
 	if method == http.MethodPut {
 		body = op.Value
 	}
-	return c.do(core.Call{Req: core.ReqKV, KV: &op}, method, path, body, decodeBool)
+	decode := decodeBool
+	if op.Verb == model.KVLock {
+		decode = func(status int, h http.Header, b []byte, ret *core.Ret) error {
+			return decodeAcquire(op, status, h, b, ret)
+		}
+	}
+	return c.do(core.Call{Req: core.ReqKV, KV: &op}, method, path, body, decode)
+}
+
+// decodeAcquire is decodeBool plus the holding period a granted acquire
+// names (S64), recorded as the answer's one entry so that the
+// linearizability check compares it with the model's lock.
+func decodeAcquire(op model.KVOp, status int, h http.Header, b []byte, ret *core.Ret) error {
+	if err := decodeBool(status, h, b, ret); err != nil || !ret.OK {
+		return err
+	}
+	lockIndex, err1 := strconv.ParseUint(h.Get("X-Tenure-Lock-Index"), 10, 64)
+	modifyIndex, err2 := strconv.ParseUint(h.Get("X-Tenure-Modify-Index"), 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("granted acquire without its holding period (S64): %w", err)
+	}
+	ret.Entries = []model.KVEntry{{Key: op.Key, Flags: op.Flags, LockIndex: lockIndex, Session: op.Session, ModifyIndex: modifyIndex}}
+	return nil
 }
 
 // txn sends a transaction; 409 is a definite answer (the txn aborted).

@@ -245,11 +245,8 @@ func (w *Worker) acquire() {
 	r := w.Api.Kv(model.KVOp{Verb: model.KVLock, Key: w.Group.Key, Session: w.Session, Value: []byte(w.Value())})
 	switch {
 	case r.Outcome == core.OutOK && r.OK:
-		// ?acquire answers only true: read the key to learn the sequencer.
-		g := w.Api.Get(w.Group.Key)
-		if g.Outcome == core.OutOK && g.Found && g.Entries[0].Session == w.Session {
-			w.Holding, w.Seq = true, g.Entries[0].Sequencer()
-		}
+		// The answer names the holding period it granted (S64).
+		w.Holding, w.Seq = true, r.Entries[0].Sequencer()
 	case r.Outcome == core.OutFail && IsInvalidSession(r.Err):
 		w.lostSession()
 	default:
