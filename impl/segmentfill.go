@@ -162,7 +162,7 @@ func prepareSpare(dir string, size uint64, stopped func() bool) error {
 	if err != nil {
 		return fmt.Errorf("create spare segment: %w", err)
 	}
-	err = zeroFillPaced(f, size, spareChunkPause, stopped)
+	err = zeroFillPaced(f, size, stopped)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -178,7 +178,7 @@ func prepareSpare(dir string, size uint64, stopped func() bool) error {
 // zeroFillPaced zero-fills f a chunk at a time, syncing each chunk and
 // pausing after it, so that the disk never has more than one chunk of it
 // queued ahead of the log's own syncs.
-func zeroFillPaced(f *os.File, size uint64, pause time.Duration, stopped func() bool) error {
+func zeroFillPaced(f *os.File, size uint64, stopped func() bool) error {
 	buf := make([]byte, spareChunk)
 	for off := uint64(0); off < size; off += spareChunk {
 		if stopped != nil && stopped() {
@@ -192,14 +192,14 @@ func zeroFillPaced(f *os.File, size uint64, pause time.Duration, stopped func() 
 			return err
 		}
 		if off+n < size {
-			time.Sleep(pause)
+			time.Sleep(spareChunkPause)
 		}
 	}
 	return nil
 }
 
 func zeroFill(f *os.File, size uint64) error {
-	buf := make([]byte, 1<<20)
+	buf := make([]byte, spareChunk)
 	for off := uint64(0); off < size; off += uint64(len(buf)) {
 		n := min(uint64(len(buf)), size-off)
 		if _, err := f.WriteAt(buf[:n], int64(off)); err != nil {
