@@ -198,6 +198,18 @@ func zeroFillPaced(f *os.File, size uint64, stopped func() bool) error {
 	return nil
 }
 
+// removeUnfinishedSpare deletes the temporary file of a preparation that a
+// crash cut short: it is never used (only a finished spare is renamed into
+// place), and it would otherwise hold up to a segment of disk until the
+// next preparation, and be fsynced at every start before that.
+func removeUnfinishedSpare(dir string) error {
+	err := os.Remove(filepath.Join(dir, spareName+".tmp"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove an unfinished spare segment: %w", err)
+	}
+	return nil
+}
+
 func zeroFill(f *os.File, size uint64) error {
 	buf := make([]byte, spareChunk)
 	for off := uint64(0); off < size; off += uint64(len(buf)) {

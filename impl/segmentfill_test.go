@@ -222,3 +222,28 @@ func TestSpareOfPartialChunk(t *testing.T) {
 		t.Fatalf("spare of %d bytes is not %d zeros", len(b), size)
 	}
 }
+
+// A preparation a crash cut short leaves its temporary file; opening the
+// log removes it, and keeps a finished spare.
+func TestOpenRemovesUnfinishedSpare(t *testing.T) {
+	dir := t.TempDir()
+	tmp, spare := filepath.Join(dir, spareName+".tmp"), filepath.Join(dir, spareName)
+	for _, name := range []string{tmp, spare} {
+		if err := os.WriteFile(name, make([]byte, 4096), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dl, err := openDurableLog(dir, hclog.NewNullLogger(), durableLogOptions{manualFlush: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := closeAll(dl.closers); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("unfinished spare after open: %v", err)
+	}
+	if _, err := os.Stat(spare); err != nil {
+		t.Errorf("finished spare after open: %v", err)
+	}
+}

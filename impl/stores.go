@@ -129,6 +129,9 @@ type durableLog struct {
 
 // openDurableLog opens (or creates) the raft log in dir.
 func openDurableLog(dir string, logger hclog.Logger, o durableLogOptions) (*durableLog, error) {
+	if err := removeUnfinishedSpare(dir); err != nil {
+		return nil, err
+	}
 	// A process killed with fsyncs deferred left writes in the page cache.
 	if err := syncFiles(dir); err != nil {
 		return nil, err
