@@ -124,9 +124,11 @@ func (c *checker) stepKVWith(s *pstate, r *rec, o model.KVOp, cd cand) *pstate {
 	o.Index = cd.local
 	pre, had := ns.m.Get(o.Key)
 	res := ns.m.Apply(ns.m.Index()+1, model.Command{KV: &o})
-	if len(r.out.Entries) == 1 && !r.unknown {
+	if len(r.out.Entries) == 1 {
 		// A granted acquire named its holding period (S64): it must be
 		// the one this lock leaves, indexes bound before canon renumbers.
+		// (normalizeOp admits an entry only on a lock's true answer, and
+		// clears an unknown op's output.)
 		if !res.OK || !observe(ns.tr, res.Locked, r.out.Entries[0]) {
 			return nil
 		}
