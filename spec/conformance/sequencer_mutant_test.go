@@ -11,9 +11,11 @@ import (
 // one that names none.
 func TestAcquireNamesCaseCatchesWrongSequencer(t *testing.T) {
 	t.Parallel()
-	rewrite := func(name string, change func(x *exchange)) mutant {
+	// rewrite changes the answers to KV PUTs: acquires when acquires is
+	// set, every other write otherwise.
+	rewrite := func(name string, acquires bool, change func(x *exchange)) mutant {
 		return mutant{name: name, handle: func(_ *mstate, x *exchange) (bool, error) {
-			if !isKVPut(x) || !x.q.Has("acquire") {
+			if !isKVPut(x) || x.q.Has("acquire") != acquires {
 				return false, nil
 			}
 			err := x.forward()
@@ -23,37 +25,30 @@ func TestAcquireNamesCaseCatchesWrongSequencer(t *testing.T) {
 			return true, err
 		}}
 	}
+	nameOne := func(x *exchange) {
+		x.header.Set("X-Tenure-Lock-Index", "1")
+		x.header.Set("X-Tenure-Modify-Index", "1")
+	}
 	requireTenureMutantsCaught(t, `^S64/`,
-		rewrite("lock-index-one-behind", func(x *exchange) {
+		rewrite("lock-index-one-behind", true, func(x *exchange) {
 			if n, err := strconv.ParseUint(x.header.Get("X-Tenure-Lock-Index"), 10, 64); err == nil {
 				x.header.Set("X-Tenure-Lock-Index", strconv.FormatUint(n-1, 10))
 			}
 		}),
-		rewrite("modify-index-one-behind", func(x *exchange) {
+		rewrite("modify-index-one-behind", true, func(x *exchange) {
 			if n, err := strconv.ParseUint(x.header.Get("X-Tenure-Modify-Index"), 10, 64); err == nil {
 				x.header.Set("X-Tenure-Modify-Index", strconv.FormatUint(n-1, 10))
 			}
 		}),
-		rewrite("sequencer-not-named", func(x *exchange) {
+		rewrite("sequencer-not-named", true, func(x *exchange) {
 			x.header.Del("X-Tenure-Lock-Index")
 			x.header.Del("X-Tenure-Modify-Index")
 		}),
-		rewrite("refusal-names-a-sequencer", func(x *exchange) {
+		rewrite("refusal-names-a-sequencer", true, func(x *exchange) {
 			if strings.TrimSpace(string(x.out)) == "false" {
-				x.header.Set("X-Tenure-Lock-Index", "1")
-				x.header.Set("X-Tenure-Modify-Index", "1")
+				nameOne(x)
 			}
 		}),
-		mutant{name: "other-writes-name-a-sequencer", handle: func(_ *mstate, x *exchange) (bool, error) {
-			if !isKVPut(x) || x.q.Has("acquire") {
-				return false, nil
-			}
-			err := x.forward()
-			if err == nil {
-				x.header.Set("X-Tenure-Lock-Index", "1")
-				x.header.Set("X-Tenure-Modify-Index", "1")
-			}
-			return true, err
-		}},
+		rewrite("other-writes-name-a-sequencer", false, nameOne),
 	)
 }
