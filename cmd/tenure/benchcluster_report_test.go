@@ -145,6 +145,7 @@ func (r *benchResults) format(systems []benchSystem, header string, fsync, rtt, 
 		fmt.Fprintf(&b, "(%d requests failed and were retried; their cycles are not counted)\n", errs)
 	}
 	b.WriteString(r.cpuTable(names))
+	b.WriteString(r.stealTable(names))
 
 	b.WriteString("\nlock hand-off: from the holder letting go until the waiter on another server holds it;\n" +
 		"in the chains, from one contender holding (and letting go at once) until the next one holds\n")

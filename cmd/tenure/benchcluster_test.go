@@ -131,8 +131,8 @@ func benchOneCluster(t *testing.T, base string, sys benchSystem, round int, warm
 		if row.contended {
 			extra = fmt.Sprintf("; per cycle %.2f refused acquires, %.2f reads", perCycle(r.refused, r.cycles), perCycle(r.reads, r.cycles))
 		}
-		t.Logf("round %d, %s, %s: %.0f cycles/s, p50 %v, p99 %v, %d errors%s; load average %s",
-			round+1, sys.name, row.name, r.rate, dur(r.p50), dur(r.p99), r.errors, extra, loadAvg())
+		t.Logf("round %d, %s, %s: %.0f cycles/s, p50 %v, p99 %v, %d errors%s; load average %s, CPU stolen %s",
+			round+1, sys.name, row.name, r.rate, dur(r.p50), dur(r.p99), r.errors, extra, loadAvg(), stealCell(r.steal))
 	}
 	for _, h := range handOffs {
 		ds, err := h.run(cl, round)
@@ -320,6 +320,9 @@ type rowResult struct {
 	// cpuPerCycle is the three servers' CPU time over the measured window
 	// divided by the cycles in it; 0 where /proc cannot tell.
 	cpuPerCycle time.Duration
+	// steal is the share of the machine's CPU the hypervisor took over the
+	// measured window; -1 where /proc cannot tell.
+	steal float64
 }
 
 // runLoadRow runs row's clients for warmUp+measure and counts the cycles
@@ -340,8 +343,8 @@ func runLoadRow(cl *benchProcs, row benchRow, round int, warmUp, measure time.Du
 		err                    error
 	}
 	out := make([]clientResult, row.clients)
-	cpu := make(chan time.Duration, 1)
-	go func() { cpu <- cl.cpuOver(from, to) }()
+	use := make(chan windowUse, 1)
+	go func() { use <- cl.useOver(from, to) }()
 	var wg sync.WaitGroup
 	for i := range row.clients {
 		c := cl.client(i)
@@ -414,30 +417,45 @@ func runLoadRow(cl *benchProcs, row benchRow, round int, warmUp, measure time.Du
 	}
 	res.rate = float64(len(all)) / measure.Seconds()
 	res.p50, res.p99 = percentile(all, 0.5), percentile(all, 0.99)
-	if used := <-cpu; used > 0 && len(all) > 0 {
-		res.cpuPerCycle = used / time.Duration(len(all))
+	used := <-use
+	if used.cpu > 0 && len(all) > 0 {
+		res.cpuPerCycle = used.cpu / time.Duration(len(all))
 	}
+	res.steal = used.steal
 	return res, nil
 }
 
-// cpuOver is the CPU time the servers used between from and to, read when
-// each comes; 0 if it cannot be read (not Linux, a server gone).
-func (cl *benchProcs) cpuOver(from, to time.Time) time.Duration {
+// windowUse is what a measured window cost the machine: the CPU time the
+// servers used (0 if it cannot be read: not Linux, a server gone) and the
+// share the hypervisor stole (-1 if it cannot be read).
+type windowUse struct {
+	cpu   time.Duration
+	steal float64
+}
+
+// useOver reads the servers' CPU time and the machine's stolen time when
+// from comes and again when to comes.
+func (cl *benchProcs) useOver(from, to time.Time) windowUse {
 	pids := make([]int, len(cl.cmds))
 	for i, c := range cl.cmds {
 		pids[i] = c.Process.Pid
 	}
 	time.Sleep(time.Until(from))
-	before, err := procCPU(pids)
-	if err != nil {
-		return 0
-	}
+	cpuBefore, cpuErr := procCPU(pids)
+	ticksBefore, ticksErr := machineTicks()
 	time.Sleep(time.Until(to))
-	after, err := procCPU(pids)
-	if err != nil {
-		return 0
+	cpuAfter, err := procCPU(pids)
+	cpuErr = errors.Join(cpuErr, err)
+	ticksAfter, err := machineTicks()
+	ticksErr = errors.Join(ticksErr, err)
+	use := windowUse{steal: -1}
+	if cpuErr == nil {
+		use.cpu = cpuAfter - cpuBefore
 	}
-	return after - before
+	if ticksErr == nil {
+		use.steal = stealShare(ticksBefore, ticksAfter)
+	}
+	return use
 }
 
 // waitAndAcquire is the contended client's wait after a refused acquire: a
