@@ -16,10 +16,14 @@ import (
 type benchResults struct {
 	rows     map[string]map[string][]rowResult     // system → row → one per round
 	handOffs map[string]map[string][]time.Duration // system → hand-off → every sample
+	// diskBefore is the disk's fsync median just before each of a
+	// system's rounds: the disk drifts through a day as the CPU does.
+	diskBefore map[string][]time.Duration
 }
 
 func newBenchResults() *benchResults {
-	return &benchResults{rows: map[string]map[string][]rowResult{}, handOffs: map[string]map[string][]time.Duration{}}
+	return &benchResults{rows: map[string]map[string][]rowResult{}, handOffs: map[string]map[string][]time.Duration{},
+		diskBefore: map[string][]time.Duration{}}
 }
 
 func (r *benchResults) addRow(sys, row string, res rowResult) {
@@ -146,6 +150,15 @@ func (r *benchResults) format(systems []benchSystem, header string, fsync, rtt, 
 	}
 	b.WriteString(r.cpuTable(names))
 	b.WriteString(r.stealTable(names))
+	var disks []string
+	for _, n := range names {
+		var cells []string
+		for _, d := range r.diskBefore[n] {
+			cells = append(cells, dur(d))
+		}
+		disks = append(disks, n+" "+strings.Join(cells, ", "))
+	}
+	fmt.Fprintf(&b, "fsync median just before each round (4 KiB O_DSYNC appends): %s\n", strings.Join(disks, "; "))
 
 	b.WriteString("\nlock hand-off: from the holder letting go until the waiter on another server holds it;\n" +
 		"in the chains, from one contender holding (and letting go at once) until the next one holds\n")

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // On a virtual machine the hypervisor may run other guests on this one's
@@ -156,5 +157,29 @@ func TestStealTable(t *testing.T) {
 	got := r.stealTable([]string{"Consul", "tenure"})
 	if strings.Count(got, "| 4%, 38%, ? ") != len(benchRows) || strings.Count(got, "| 2%, 19%, ? ") != len(benchRows) {
 		t.Errorf("stealTable = %q, want every row as 4%%, 38%%, ? and 2%%, 19%%, ?", got)
+	}
+}
+
+// TestReportNamesEachRoundsNoise: the report carries the stolen shares and
+// the disk's fsync median of every round, in the order the rounds ran.
+func TestReportNamesEachRoundsNoise(t *testing.T) {
+	r := newBenchResults()
+	systems := []benchSystem{{name: "Consul"}, {name: "tenure"}}
+	for j, s := range systems {
+		for i, d := range []time.Duration{210 * time.Microsecond, 640 * time.Microsecond} {
+			r.diskBefore[s.name] = append(r.diskBefore[s.name], d+time.Duration(j)*time.Microsecond)
+			for _, row := range benchRows {
+				r.addRow(s.name, row.name, rowResult{rate: 100, steal: 0.1*float64(i+1) + 0.2*float64(j)})
+			}
+		}
+	}
+	got := r.format(systems, "header", 200*time.Microsecond, 10*time.Microsecond, 100*time.Microsecond)
+	for _, want := range []string{
+		"fsync median just before each round (4 KiB O_DSYNC appends): Consul 210µs, 640µs; tenure 211µs, 641µs",
+		"| 10%, 20%      | 30%, 40%      |",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
 	}
 }

@@ -56,6 +56,12 @@ func TestBenchCluster(t *testing.T) {
 			slices.Reverse(order)
 		}
 		for _, sys := range order {
+			disk, err := fsyncMedian(base, 500)
+			if err != nil {
+				t.Fatalf("fsync probe: %v", err)
+			}
+			res.diskBefore[sys.name] = append(res.diskBefore[sys.name], disk)
+			t.Logf("round %d, %s: fsync median %v before it", round+1, sys.name, dur(disk))
 			benchOneCluster(t, base, sys, round, warmUp, measure, res)
 		}
 	}
