@@ -79,7 +79,7 @@ bench-detect:
 ## bench-cluster: lock throughput (1, 16, 64 clients, 8 on one key), the servers' CPU per cycle and
 ## lock hand-off of a durable 3-server tenure cluster, beside a 3-server Consul when CONSUL names a
 ## consul binary (with the ratio round by round, as rounds alternate, and the CPU the hypervisor stole in
-## each measured window), with the fsync floor of the machine,
+## each measured window), with the fsync floor of the machine (and its median before each round),
 ## e.g. make bench-cluster CONSUL=/path/to/consul ROUNDS=3 BENCH_SECONDS=10
 CONSUL        ?=
 BENCH_SECONDS ?= 10
