@@ -150,15 +150,7 @@ func (r *benchResults) format(systems []benchSystem, header string, fsync, rtt, 
 	}
 	b.WriteString(r.cpuTable(names))
 	b.WriteString(r.stealTable(names))
-	var disks []string
-	for _, n := range names {
-		var cells []string
-		for _, d := range r.diskBefore[n] {
-			cells = append(cells, dur(d))
-		}
-		disks = append(disks, n+" "+strings.Join(cells, ", "))
-	}
-	fmt.Fprintf(&b, "fsync median just before each round (4 KiB O_DSYNC appends): %s\n", strings.Join(disks, "; "))
+	b.WriteString(r.diskLine(names))
 
 	b.WriteString("\nlock hand-off: from the holder letting go until the waiter on another server holds it;\n" +
 		"in the chains, from one contender holding (and letting go at once) until the next one holds\n")

@@ -9,6 +9,9 @@ import (
 	"time"
 )
 
+// The report's noise lines: the CPU the hypervisor stole and the disk's
+// fsync median, round by round.
+//
 // On a virtual machine the hypervisor may run other guests on this one's
 // cores, and the time it takes from it (the `st` column of vmstat) slows
 // whichever system is being measured at that moment. Rounds alternate
@@ -97,6 +100,20 @@ func (r *benchResults) stealTable(names []string) string {
 		"a round with a high share measured the machine's neighbours as much as the system)\n")
 	writeTable(&b, cols, lines)
 	return b.String()
+}
+
+// diskLine lists the disk's fsync median taken before each of a system's
+// rounds, in the order the rounds ran.
+func (r *benchResults) diskLine(names []string) string {
+	var disks []string
+	for _, n := range names {
+		var cells []string
+		for _, d := range r.diskBefore[n] {
+			cells = append(cells, dur(d))
+		}
+		disks = append(disks, n+" "+strings.Join(cells, ", "))
+	}
+	return fmt.Sprintf("fsync median just before each round (4 KiB O_DSYNC appends): %s\n", strings.Join(disks, "; "))
 }
 
 // TestParseProcStatSteal: the steal counter and the total without the
