@@ -201,4 +201,26 @@ var deletions = []deletion{
 		file: holdGo, find: "\t\t\trenewLost = rn.lost\n",
 		catch: []string{"TestHoldEndsWhenItsSessionIsLost/session gone", "TestHoldEndsWhenItsSessionIsLost/renews fail"},
 	},
+	// The registration holds (S47): each shortcut turned around, and the
+	// wait that ends a hold when the registration lands.
+	{
+		name: "a client agent never holds a create",
+		file: "impl/httpapi/clientregistered.go", find: "\tif a.registered.Load() {\n", repl: "\tif !a.registered.Load() {\n",
+		catch: []string{"TestClientAgentHoldsFirstCreateUntilRegistered", "TestClientAgentCreateWithoutLeader"},
+	},
+	{
+		name: "a client agent asks the servers again after its registration",
+		file: "impl/httpapi/clientregistered.go", find: "\t\t\ta.registered.Store(true)\n",
+		catch: []string{"TestClientAgentHoldsFirstCreateUntilRegistered"},
+	},
+	{
+		name: "a server agent never holds a create",
+		file: "impl/agent/registeredgate.go", find: "\t\tif r.URL.Path == \"/v1/session/create\" {\n", repl: "\t\tif false {\n",
+		catch: []string{"TestRegisteredGateHoldsCreatesUntilRegistered", "TestRegisteredGateWithoutLeader"},
+	},
+	{
+		name: "a server agent holds a create to the bound after its registration",
+		file: "impl/agent/registeredgate.go", find: "\t\t\t\tcase <-srv.Registered():\n\t\t\t\tcase <-done:\n", repl: "\t\t\t\tcase <-done:\n",
+		catch: []string{"TestRegisteredGateHoldsCreatesUntilRegistered"},
+	},
 }

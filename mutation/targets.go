@@ -42,4 +42,8 @@ var targets = []target{
 	// The agent's local state and anti-entropy: which change becomes a
 	// catalog write, and when.
 	{name: "local", dir: "impl/local"},
+	// When an agent holds a session create for its own registration (S47):
+	// a server agent's gate and a client agent's hold.
+	{name: "agent", dir: "impl/agent", files: []string{"registeredgate.go"}},
+	{name: "httpapi", dir: "impl/httpapi", files: []string{"clientregistered.go"}},
 }

@@ -340,30 +340,6 @@ func (a *Agent) Shutdown() error {
 	return a.shutdown
 }
 
-// registeredGate holds session creates until this server has seen its own
-// node registered with a passing serfHealth (S47): an empty-body create binds
-// to exactly that node and check, and would otherwise fail in the moments
-// after start-up. Other requests pass straight through.
-func registeredGate(next http.Handler, srv *impl.Server, limit time.Duration) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/session/create" {
-			select {
-			case <-srv.Registered():
-			default:
-				done := make(chan struct{})
-				t := srv.Clock().AfterFunc(limit, func() { close(done) })
-				select {
-				case <-srv.Registered():
-				case <-done:
-				case <-r.Context().Done():
-				}
-				t.Stop()
-			}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
 // ownAPIAddr names a server agent's own API to its anti-entropy.
 const ownAPIAddr = "self"
 

@@ -44,6 +44,46 @@ const agentJoinTimeout = 60 * time.Second
 // serfHealth passing (the alive-member rule of S53). extra are more agent
 // flags (Consul's). It is killed, force-left and deregistered after the case.
 func (t *T) StartAgent(name string, extra ...string) *Agent {
+	join, dc := t.poolAddr()
+	node := t.agentNode(name)
+	// The free ports are only free when found: an agent that exits at once
+	// (most likely a port taken meanwhile, gossip's UDP one included) is
+	// started again on fresh ones.
+	const attempts = 3
+	for try := 1; ; try++ {
+		a := t.startAgentOnce(node, join, dc, extra)
+		if t.awaitRegistered(a) {
+			return a
+		}
+		if try == attempts {
+			t.Fatalf("agent %s exited while starting, %d times; its output ends:\n%s", node, attempts, a.out.String())
+		}
+		t.Logf("agent %s exited while starting (attempt %d); its output ends:\n%s", node, try, a.out.String())
+	}
+}
+
+// StartLoneAgent starts a client agent named after name that joins no pool,
+// and returns once its HTTP API answers. Join joins it to the server's pool
+// later. It is killed, force-left and deregistered after the case.
+func (t *T) StartLoneAgent(name string, extra ...string) *Agent {
+	_, dc := t.poolAddr()
+	node := t.agentNode(name)
+	const attempts = 3
+	for try := 1; ; try++ {
+		a := t.startAgentOnce(node, "", dc, extra)
+		if a.awaitHTTP() {
+			return a
+		}
+		if try == attempts {
+			t.Fatalf("agent %s exited while starting, %d times; its output ends:\n%s", node, attempts, a.out.String())
+		}
+		t.Logf("agent %s exited while starting (attempt %d); its output ends:\n%s", node, try, a.out.String())
+	}
+}
+
+// poolAddr is the gossip address of the server under test, which agents
+// join, and its datacenter.
+func (t *T) poolAddr() (join, dc string) {
 	if t.env.agentBin == "" {
 		t.Skipf("no agent binary (-agent)")
 	}
@@ -58,22 +98,34 @@ func (t *T) StartAgent(name string, extra ...string) *Agent {
 	}
 	t.decode("agent self", r, &self)
 	t.Require(self.Member.Addr != "" && self.Member.Port > 0, "agent self names no gossip address: %s", r)
-	join := net.JoinHostPort(self.Member.Addr, strconv.Itoa(self.Member.Port))
+	return net.JoinHostPort(self.Member.Addr, strconv.Itoa(self.Member.Port)), self.Config.Datacenter
+}
 
-	node := fmt.Sprintf("conf-%s-%d-%s", t.env.runID, t.seq, name)
-	// The free ports are only free when found: an agent that exits at once
-	// (most likely a port taken meanwhile, gossip's UDP one included) is
-	// started again on fresh ones.
-	const attempts = 3
-	for try := 1; ; try++ {
-		a := t.startAgentOnce(node, join, self.Config.Datacenter, extra)
-		if t.awaitRegistered(a) {
-			return a
+// agentNode is the node name of the case's agent called name, unique to the
+// run and case.
+func (t *T) agentNode(name string) string {
+	return fmt.Sprintf("conf-%s-%d-%s", t.env.runID, t.seq, name)
+}
+
+// awaitHTTP waits until a's HTTP API answers; it reports false if a's
+// process ended first.
+func (a *Agent) awaitHTTP() bool {
+	deadline := time.Now().Add(agentJoinTimeout)
+	for {
+		res, err := a.t.env.http.Get(a.HTTP + "/v1/agent/self")
+		if err == nil {
+			_ = res.Body.Close()
+			return true
 		}
-		if try == attempts {
-			t.Fatalf("agent %s exited while starting, %d times; its output ends:\n%s", node, attempts, a.out.String())
+		select {
+		case <-a.exited:
+			return false
+		default:
 		}
-		t.Logf("agent %s exited while starting (attempt %d); its output ends:\n%s", node, try, a.out.String())
+		if time.Now().After(deadline) {
+			a.t.Fatalf("agent %s did not serve HTTP within %v: %v; its output ends:\n%s", a.Node, agentJoinTimeout, err, a.out.String())
+		}
+		a.t.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -111,8 +163,10 @@ func (t *T) startAgentOnce(node, join, dc string, extra []string) *Agent {
 	a.HTTP = "http://127.0.0.1:" + httpPort
 	args := []string{"agent", "-node", node, "-data-dir", dir, "-bind", "127.0.0.1", "-client", "127.0.0.1",
 		"-http-port", httpPort, "-serf-lan-port", serfPort, "-server-port", serverPort,
-		"-dns-port=-1", "-grpc-port=-1", "-grpc-tls-port=-1", "-serf-wan-port=-1", "-https-port=-1",
-		"-retry-join", join, "-retry-interval", "1s"}
+		"-dns-port=-1", "-grpc-port=-1", "-grpc-tls-port=-1", "-serf-wan-port=-1", "-https-port=-1"}
+	if join != "" {
+		args = append(args, "-retry-join", join, "-retry-interval", "1s")
+	}
 	if dc != "" {
 		args = append(args, "-datacenter", dc)
 	}
@@ -160,6 +214,31 @@ func (a *Agent) Kill() {
 func (a *Agent) Leave() {
 	r := a.Do(http.MethodPut, "/v1/agent/leave")
 	a.t.Require(r.Code == 200, "leave %s: want 200, got %s", a.Node, r)
+}
+
+// join asks the agent over its own HTTP API to join the gossip pool at
+// addr. Unlike Do it reports failure instead of ending the case, so it may
+// run beside a request the case is waiting on.
+func (a *Agent) join(addr string) error {
+	ctx, cancel := context.WithTimeout(a.t.ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, a.HTTP+"/v1/agent/join/"+url.PathEscape(addr), nil)
+	if err != nil {
+		return fmt.Errorf("join request: %w", err)
+	}
+	if a.t.env.token != "" {
+		req.Header.Set("X-Consul-Token", a.t.env.token)
+	}
+	res, err := a.t.env.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("join: %w", err)
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(res.Body, 1<<10))
+		return fmt.Errorf("join: %d %s", res.StatusCode, b)
+	}
+	return nil
 }
 
 // Do sends a request without a body to the agent's own HTTP API.

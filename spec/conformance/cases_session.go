@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/consul/api"
 )
 
-// Session creation: S1-S9 and S47.
+// Session creation: S1-S9, S47 and S65.
 
 func sessionCases() []Case {
 	return []Case{
@@ -35,6 +35,10 @@ func sessionCases() []Case {
 		{Clause: "S9", Name: "validation-500-texts", Run: s9Validation500},
 		{Clause: "S9", Name: "lockdelay-number-below-1000-is-seconds", Run: s9LockDelaySeconds},
 		{Clause: "S47", Name: "empty-body-create-on-server-node", Run: s47EmptyBody},
+		{Clause: "S65", Name: "create-through-a-client-agent-before-it-joins", Slow: true, Agents: true,
+			Run: s65CreateBeforeJoin},
+		{Clause: "S65", Name: "create-on-a-server-agent-before-it-leads", Slow: true, Agents: true,
+			Run: s65CreateBeforeLeader},
 	}
 }
 
@@ -426,6 +430,53 @@ func s47EmptyBody(t *T) {
 	serf := checks["serfHealth"]
 	t.Require(serf != nil, "server node %q has no serfHealth check (checks: %v)", s.Node, keys(checks))
 	t.Equal("serfHealth status on "+s.Node, serf.Status, api.HealthPassing)
+}
+
+// s65CreateBeforeJoin: an empty-body create sent to a client agent that has
+// not joined the pool yet is held, not refused; the agent joins a second
+// later, and the create then makes a session on the agent's node bound to
+// its serfHealth.
+func s65CreateBeforeJoin(t *T) {
+	join, _ := t.poolAddr()
+	a := t.StartLoneAgent("create-before-join")
+	joined := make(chan error, 1)
+	go func() {
+		time.Sleep(time.Second)
+		joined <- a.join(join)
+	}()
+	r := a.Do(http.MethodPut, "/v1/session/create")
+	err := <-joined
+	t.Require(err == nil, "join agent %s to %s: %v", a.Node, join, err)
+	t.Require(r.Code == 200, "empty-body create through agent %s before it joined: want 200, got %s", a.Node, r)
+	var out struct{ ID string }
+	t.decode("create", r, &out)
+	t.destroyLater(out.ID)
+	s := t.SessionInfo(out.ID)
+	t.Require(s != nil, "session %s not found after create", out.ID)
+	t.Equal("node of the session made through agent "+a.Node, s.Node, a.Node)
+	t.Equal("NodeChecks of the session made through agent "+a.Node, s.NodeChecks, []string{"serfHealth"})
+}
+
+// s65CreateBeforeLeader: an empty-body create sent to a server agent of
+// its own cluster the moment its HTTP API answers, before it has elected
+// itself and registered its node, is held, not refused; it then makes a
+// session on the server's node bound to its serfHealth.
+func s65CreateBeforeLeader(t *T) {
+	a := t.StartLoneAgent("server-before-leader", "-server", "-bootstrap-expect", "1")
+	r := a.Do(http.MethodPut, "/v1/session/create")
+	t.Require(r.Code == 200, "empty-body create on server agent %s as it starts: want 200, got %s", a.Node, r)
+	var out struct{ ID string }
+	t.decode("create", r, &out)
+	r = a.Do(http.MethodGet, "/v1/session/info/"+out.ID)
+	t.Require(r.Code == 200, "session info on server agent %s: want 200, got %s", a.Node, r)
+	var info []struct {
+		Node       string
+		NodeChecks []string
+	}
+	t.decode("session info", r, &info)
+	t.Require(len(info) == 1, "session %s on server agent %s: want one, got %s", out.ID, a.Node, r)
+	t.Equal("node of the session made on server agent "+a.Node, info[0].Node, a.Node)
+	t.Equal("NodeChecks of the session made on server agent "+a.Node, info[0].NodeChecks, []string{"serfHealth"})
 }
 
 func keys[V any](m map[string]V) []string {

@@ -100,6 +100,7 @@ var Clauses = []Clause{
 	{"S62", Contract, "a register replaces the node's ID, tagged addresses and meta; a node ID renames its node; live names are reserved"},
 	{"S63", Contract, "an agent keeps its node record: ID, tagged addresses, and its meta beside consul-network-segment and consul-version"},
 	{"S64", Tenure, "a successful acquire names its LockIndex and ModifyIndex in X-Tenure-Lock-Index and X-Tenure-Modify-Index"},
+	{"S65", Tenure, "a client agent holds a session create until the leader has registered its node, for at most 10s"},
 }
 
 // clauseByID returns the clause with the given ID.
