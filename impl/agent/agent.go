@@ -141,7 +141,10 @@ func New(cfg Config) (*Agent, error) {
 		// Gossip's port tag tells client agents where the port is.
 		cfg.Server.RaftAddr = cfg.Server.ServerListener.Addr().String()
 	}
-	var pool *gossip.Pool
+	var (
+		pool    *gossip.Pool
+		leaving *leavingPool
+	)
 	left := make(chan struct{})
 	if cfg.Gossip != nil {
 		var err error
@@ -152,7 +155,8 @@ func New(cfg Config) (*Agent, error) {
 		// The leader's reconcile records the node at its gossip address;
 		// self-registration and anti-entropy must agree with it.
 		cfg.Server.NodeAddr = pool.Local().IP
-		cfg.HTTP.Members = &leavingPool{Pool: pool, left: left}
+		leaving = &leavingPool{Pool: pool, left: left}
+		cfg.HTTP.Members = leaving
 	}
 	srv, err := impl.NewServer(cfg.Server)
 	if err != nil {
@@ -192,6 +196,9 @@ func New(cfg Config) (*Agent, error) {
 	cfg.Local.Sync.NodeInfo, cfg.HTTP.NodeMeta = info, info.Meta
 	a.local = startLocal(ctx, cfg.Local, cfg.Server.NodeName, srv.NodeAddr(), syncVia,
 		func() []string { return []string{syncAddr} }, pool, srv.Registered(), logger(cfg.Server.Logger).Named("local"))
+	if leaving != nil {
+		leaving.local = a.local
+	}
 	limits := cfg.Limits.withDefaults()
 	serverAPI := httpapi.New(srv, cfg.HTTP)
 	api := registeredGate(httpapi.WithLocalAgent(a.local.la, serverAPI,
@@ -271,9 +278,17 @@ type leavingPool struct {
 	*gossip.Pool
 	left chan struct{}
 	once sync.Once
+	// local is the agent's anti-entropy, halted before the agent leaves
+	// (local.Syncer.Halt says why). Set before the API serves.
+	local *localAgent
 }
 
+// Leave halts anti-entropy, then leaves the gossip pool. A failed leave
+// leaves anti-entropy halted: the agent is on its way out either way.
 func (p *leavingPool) Leave() error {
+	if p.local != nil {
+		p.local.halt()
+	}
 	if err := p.Pool.Leave(); err != nil {
 		return err
 	}

@@ -118,7 +118,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	c.local = startLocal(ctx, cfg.Local, cfg.NodeName, pool.Local().IP, cfg.Forward, servers, pool,
 		serverKnown(ctx, servers, 200*time.Millisecond), log.Named("local"))
 	api := httpapi.WithLocalAgent(c.local.la, httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName,
-		Members: &leavingPool{Pool: pool, left: c.left}, Forward: cfg.Forward, ServerAddr: cfg.ServerAddr,
+		Members: &leavingPool{Pool: pool, left: c.left, local: c.local}, Forward: cfg.Forward, ServerAddr: cfg.ServerAddr,
 		Datacenter: cfg.Datacenter,
 		Version:    cfg.Version, NodeMeta: info.Meta, Logger: log.Named("http")}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: log.Named("http")})
 	limits := cfg.Limits.withDefaults()

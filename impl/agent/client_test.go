@@ -103,3 +103,39 @@ func TestClientAgentSessionsFollowItsGossipHealth(t *testing.T) {
 }
 
 func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }
+
+// TestLeftAgentWritesNothingMore (S53): an agent that has left halts its
+// anti-entropy before it leaves, so a change it makes afterwards does not
+// put its node back into the catalog the leader removed it from. (Written
+// back, the node has no serfHealth, and no reconcile would remove it.)
+func TestLeftAgentWritesNothingMore(t *testing.T) {
+	srv := agenttest.StartDevAgent(t, nil)
+	c := agenttest.StartClient(t, "client-left", srv)
+	capi, direct := client(t, c.HTTPAddr()), client(t, srv.HTTPAddr())
+	eventually(t, "the client is registered", func() error {
+		checks, _, err := direct.Health().Node("client-left", nil)
+		if err != nil || len(checks) != 1 || checks[0].Status != api.HealthPassing {
+			return errorf("checks %+v %v", checks, err)
+		}
+		return nil
+	})
+	if err := capi.Agent().Leave(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the client that left is deregistered", func() error {
+		n, _, err := direct.Catalog().Node("client-left", nil)
+		if err != nil || n != nil {
+			return errorf("node %+v %v", n, err)
+		}
+		return nil
+	})
+	// A local change would start a sync at once if anti-entropy still ran.
+	if err := capi.Agent().ServiceRegister(&api.AgentServiceRegistration{Name: "after-leave", Port: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if n, _, err := direct.Catalog().Node("client-left", nil); err != nil || n != nil {
+			t.Fatalf("the left agent's node is back in the catalog: %+v %v", n, err)
+		}
+	}
+}

@@ -16,8 +16,9 @@ import (
 // localAgent is an agent's own services and checks (impl/local) with the
 // anti-entropy loop that copies them to the catalog.
 type localAgent struct {
-	la   *local.Agent
-	done chan struct{} // closed when the loop has ended
+	la     *local.Agent
+	cancel context.CancelFunc // ends the loop
+	done   chan struct{}      // closed when the loop has ended
 }
 
 // startLocal builds the local agent of node and starts its loop once ready
@@ -36,7 +37,8 @@ func startLocal(ctx context.Context, cfg local.Config, node, nodeAddr string, fw
 	cat := &apiCatalog{node: node, address: nodeAddr, fwd: fwd, servers: servers, timeout: catalogTimeout}
 	la := local.NewAgent(cfg, cat)
 	cat.local = la.State
-	l := &localAgent{la: la, done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(ctx)
+	l := &localAgent{la: la, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(l.done)
 		select {
@@ -49,9 +51,19 @@ func startLocal(ctx context.Context, cfg local.Config, node, nodeAddr string, fw
 	return l
 }
 
-// stop waits for the loop (its context must have ended) and stops the checks.
-func (l *localAgent) stop() {
+// halt ends anti-entropy for good, the loop and the syncs the HTTP API
+// makes after a registration alike: a catalog write under way has been
+// answered when it returns, and no other will be sent. Safe to call more
+// than once.
+func (l *localAgent) halt() {
+	l.la.Syncer().Halt()
+	l.cancel()
 	<-l.done
+}
+
+// stop ends the loop and stops the checks.
+func (l *localAgent) stop() {
+	l.halt()
 	l.la.Close()
 }
 

@@ -79,7 +79,14 @@ func refusal(err error) error {
 // Consul's agent does; a failure is only logged (the reply is still 200 and
 // anti-entropy retries), as there.
 func (h *localHandler) syncNow() {
-	if err := h.la.Syncer().SyncChanges(); err != nil {
+	err := h.la.Syncer().SyncChanges()
+	if errors.Is(err, local.ErrHalted) {
+		// The agent has left: the registration stays local, as it would
+		// on an agent that has shut down.
+		h.log.Debug("registration after the agent left is not synced", "error", err)
+		return
+	}
+	if err != nil {
 		h.log.Warn("syncing a registration to the catalog failed; anti-entropy will retry", "error", err)
 	}
 }

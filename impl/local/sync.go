@@ -69,6 +69,22 @@ type Syncer struct {
 	nodeCat    NodeCatalog
 	node       *NodeInfo
 	nodeInSync bool
+	// halted is set by Halt, touched only while holding syncing.
+	halted bool
+}
+
+// ErrHalted is what a sync returns once the Syncer is halted.
+var ErrHalted = errors.New("anti-entropy halted: the agent has left")
+
+// Halt stops syncing for good: it waits for a sync under way to finish, and
+// every later one writes nothing and returns ErrHalted. An agent halts
+// before it leaves its gossip pool, since the leader deregisters a node the
+// moment its leave arrives and a write after that would put the node back
+// without the serfHealth check that lets a reconcile remove it.
+func (s *Syncer) Halt() {
+	s.syncing <- struct{}{}
+	s.halted = true
+	<-s.syncing
 }
 
 // NewSyncer returns a Syncer of st against cat.
@@ -188,6 +204,9 @@ func (s *Syncer) Run(ctx context.Context) {
 func (s *Syncer) SyncFull() error {
 	s.syncing <- struct{}{}
 	defer func() { <-s.syncing }()
+	if s.halted {
+		return ErrHalted
+	}
 	node := s.st.node
 	var rs []Service
 	if s.node != nil {
@@ -268,6 +287,9 @@ func (s *Syncer) SyncFull() error {
 func (s *Syncer) SyncChanges() error {
 	s.syncing <- struct{}{}
 	defer func() { <-s.syncing }()
+	if s.halted {
+		return ErrHalted
+	}
 	return s.syncChangesLocked()
 }
 

@@ -459,3 +459,48 @@ func TestMemCatalog(t *testing.T) {
 		t.Fatalf("unknown service: %v", err)
 	}
 }
+
+// TestHaltWaitsForTheSyncUnderWayAndEndsSyncing: Halt returns only after a
+// write under way has been answered, and then no sync writes anything,
+// whatever changed meanwhile.
+func TestHaltWaitsForTheSyncUnderWayAndEndsSyncing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cat := newHook()
+		st, s := newSynced(cat)
+		st.AddService(Service{ID: "w", Service: "w"})
+		release := make(chan struct{})
+		cat.beforeWrite = func(string) error {
+			<-release // a catalog write in flight
+			return nil
+		}
+		synced := make(chan error, 1)
+		go func() { synced <- s.SyncChanges() }()
+		synctest.Wait()
+		halted := make(chan struct{})
+		go func() {
+			s.Halt()
+			close(halted)
+		}()
+		synctest.Wait()
+		select {
+		case <-halted:
+			t.Fatal("Halt returned while a write was in flight")
+		default:
+		}
+		close(release)
+		<-halted
+		if err := <-synced; err != nil {
+			t.Fatalf("sync under way: %v", err)
+		}
+		attempts := cat.attempts
+		st.AddService(Service{ID: "after", Service: "after"})
+		for name, sync := range map[string]func() error{"SyncChanges": s.SyncChanges, "SyncFull": s.SyncFull} {
+			if err := sync(); !errors.Is(err, ErrHalted) {
+				t.Errorf("%s after Halt: %v, want ErrHalted", name, err)
+			}
+		}
+		if cat.attempts != attempts || strings.Contains(cat.Dump(node), "after") {
+			t.Errorf("a halted syncer wrote: %d attempts, catalog:\n%s", cat.attempts-attempts, cat.Dump(node))
+		}
+	})
+}
