@@ -235,6 +235,22 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 		RaftAddr: net.JoinHostPort(s.AdvertiseAddr, strconv.Itoa(s.Ports.Server)), TTLMultiplier: s.TTLMultiplier,
 		BootstrapExpect: s.BootstrapExpect, NodeID: s.NodeID,
 	}
+	g, err := s.gossipConfig()
+	if err != nil {
+		return agent.Config{}, err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(s.ClientAddr, strconv.Itoa(s.Ports.HTTP)))
+	if err != nil {
+		return agent.Config{}, fmt.Errorf("listen for HTTP: %w", err)
+	}
+	return agent.Config{Server: srv, Listener: ln, Gossip: g, Join: s.RetryJoin, RetryInterval: s.RetryInterval,
+		HTTP: httpapi.Options{Datacenter: s.Datacenter, Version: version}, Local: s.localConfig(),
+		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry, NodeMeta: s.NodeMeta}, nil
+}
+
+// gossipConfig is the agent's LAN gossip: its address, timing, key and the
+// tags Consul's tools read.
+func (s *settings) gossipConfig() (*gossip.Config, error) {
 	g := &gossip.Config{
 		BindAddr: s.BindAddr, BindPort: s.Ports.SerfLAN, AdvertiseAddr: s.AdvertiseAddr, AdvertisePort: s.Ports.SerfLAN,
 		Tags: map[string]string{gossip.TagDC: s.Datacenter, gossip.TagBuild: buildTag(),
@@ -248,17 +264,11 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 	if s.Encrypt != "" {
 		key, err := s.encryptKey()
 		if err != nil {
-			return agent.Config{}, err
+			return nil, err
 		}
 		g.EncryptKey = key
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(s.ClientAddr, strconv.Itoa(s.Ports.HTTP)))
-	if err != nil {
-		return agent.Config{}, fmt.Errorf("listen for HTTP: %w", err)
-	}
-	return agent.Config{Server: srv, Listener: ln, Gossip: g, Join: s.RetryJoin, RetryInterval: s.RetryInterval,
-		HTTP: httpapi.Options{Datacenter: s.Datacenter, Version: version}, Local: s.localConfig(),
-		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry, NodeMeta: s.NodeMeta}, nil
+	return g, nil
 }
 
 // localConfig is the agent check settings as the local agent takes them.
