@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/impl/catalogwire"
 	"github.com/tenurekv/tenure/impl/reconcile"
 	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"
@@ -224,12 +225,12 @@ func (r *catalogRouter) Forward(ctx context.Context, addr string, req *rpc.Reque
 	if req.Method != http.MethodPut || req.URI != "/v1/catalog/register" {
 		return reply(http.StatusNotFound, "no such endpoint"), nil
 	}
-	var body catalogRegistration
+	var body catalogwire.Register
 	if err := json.Unmarshal(req.Body, &body); err != nil || body.Check == nil {
 		return reply(http.StatusBadRequest, fmt.Sprintf("bad body: %v", err)), nil
 	}
 	reg := model.Register{Node: body.Node, Address: body.Address, Checks: []model.CheckSpec{
-		{CheckID: body.Check.CheckID, Name: body.Check.Name, Status: model.Health(body.Check.Status)}}}
+		{CheckID: body.Check.CheckID, Name: body.Check.Name, Status: body.Check.Status}}}
 	res, err := srv.Apply(ctx, model.Command{Register: &reg})
 	switch {
 	case err != nil:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/impl/catalogwire"
 	"github.com/tenurekv/tenure/impl/reconcile"
 	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/internal/backoff"
@@ -150,27 +151,12 @@ func (s *Server) pushRegistration() error {
 
 var errNoLeader = errors.New("register self: no leader known yet")
 
-// catalogRegistration is the body of Consul's PUT /v1/catalog/register, as
-// far as self-registration needs it.
-type catalogRegistration struct {
-	Node    string
-	Address string
-	Check   *catalogCheck
-}
-
-type catalogCheck struct {
-	Node    string
-	CheckID string
-	Name    string
-	Status  string
-}
-
 // registerVia sends reg as a catalog register to the server port at addr,
 // as a request this server forwards (the leader does not forward it on).
 func (s *Server) registerVia(ctx context.Context, addr string, reg model.Register) error {
 	c := reg.Checks[0]
-	body, err := json.Marshal(catalogRegistration{Node: reg.Node, Address: reg.Address,
-		Check: &catalogCheck{Node: reg.Node, CheckID: c.CheckID, Name: c.Name, Status: string(c.Status)}})
+	body, err := json.Marshal(catalogwire.Register{Node: reg.Node, Address: reg.Address,
+		Check: &catalogwire.Check{Node: reg.Node, CheckID: c.CheckID, Name: c.Name, Status: c.Status}})
 	if err != nil {
 		return fmt.Errorf("register self via %s: %w", addr, err)
 	}

@@ -10,8 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tenurekv/tenure/impl/catalogwire"
 	"github.com/tenurekv/tenure/impl/local"
 	"github.com/tenurekv/tenure/impl/rpc"
+	"github.com/tenurekv/tenure/model"
 )
 
 // apiCatalog is the local.Catalog of an agent: anti-entropy reaches the
@@ -46,45 +48,19 @@ const catalogTimeout = 10 * time.Second
 // errNoServers is a sync attempted before any server is known.
 var errNoServers = errors.New("No known Consul servers") //lint:ignore ST1005 Consul's words
 
-type regService struct {
-	ID      string
-	Service string
-	Tags    []string
-	Address string
-	Port    int
-	Meta    map[string]string
-}
-
-type regCheck struct {
-	Node      string
-	CheckID   string
-	Name      string
-	Status    string
-	Notes     string
-	Output    string
-	ServiceID string
-	Type      string
-}
-
 // Register implements local.Catalog.
 func (c *apiCatalog) Register(node string, svc *local.Service, checks []local.Check) error {
 	// SkipNodeUpdate: the node itself (address, ID, meta) is the gossip
 	// reconcile's and the operator's to write, not each service sync's, as
 	// in Consul's agent once its node info is in sync (S62).
-	body := struct {
-		Node           string
-		Address        string
-		SkipNodeUpdate bool
-		Service        *regService `json:",omitempty"`
-		Checks         []regCheck  `json:",omitempty"`
-	}{Node: node, Address: c.address, SkipNodeUpdate: true}
+	body := catalogwire.Register{Node: node, Address: c.address, SkipNodeUpdate: true}
 	if svc != nil {
-		body.Service = &regService{ID: svc.ID, Service: svc.Service, Tags: svc.Tags, Address: svc.Address,
+		body.Service = &catalogwire.Service{ID: svc.ID, Service: svc.Service, Tags: svc.Tags, Address: svc.Address,
 			Port: svc.Port, Meta: svc.Meta}
 	}
 	for _, ch := range checks {
-		body.Checks = append(body.Checks, regCheck{Node: node, CheckID: ch.CheckID, Name: ch.Name,
-			Status: ch.Status, Notes: ch.Notes, Output: ch.Output, ServiceID: ch.ServiceID, Type: ch.Type})
+		body.Checks = append(body.Checks, &catalogwire.Check{Node: node, CheckID: ch.CheckID, Name: ch.Name,
+			Status: model.Health(ch.Status), Notes: ch.Notes, Output: ch.Output, ServiceID: ch.ServiceID, Type: ch.Type})
 	}
 	return c.write("/v1/catalog/register", body)
 }
@@ -92,23 +68,18 @@ func (c *apiCatalog) Register(node string, svc *local.Service, checks []local.Ch
 // RegisterNode implements local.NodeCatalog: the node's record alone,
 // without SkipNodeUpdate, so it replaces what the catalog has (S62).
 func (c *apiCatalog) RegisterNode(node string, info local.NodeInfo) error {
-	return c.write("/v1/catalog/register", struct {
-		ID              string
-		Node            string
-		Address         string
-		TaggedAddresses map[string]string
-		NodeMeta        map[string]string
-	}{ID: info.ID, Node: node, Address: c.address, TaggedAddresses: info.TaggedAddresses, NodeMeta: info.Meta})
+	return c.write("/v1/catalog/register", catalogwire.Register{ID: info.ID, Node: node, Address: c.address,
+		TaggedAddresses: info.TaggedAddresses, NodeMeta: info.Meta})
 }
 
 // DeregisterService implements local.Catalog.
 func (c *apiCatalog) DeregisterService(node, id string) error {
-	return c.write("/v1/catalog/deregister", map[string]string{"Node": node, "ServiceID": id})
+	return c.write("/v1/catalog/deregister", catalogwire.Deregister{Node: node, ServiceID: id})
 }
 
 // DeregisterCheck implements local.Catalog.
 func (c *apiCatalog) DeregisterCheck(node, id string) error {
-	return c.write("/v1/catalog/deregister", map[string]string{"Node": node, "CheckID": id})
+	return c.write("/v1/catalog/deregister", catalogwire.Deregister{Node: node, CheckID: id})
 }
 
 // NodeServices implements local.Catalog.

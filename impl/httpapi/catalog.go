@@ -7,53 +7,13 @@ import (
 
 	"github.com/hashicorp/go-uuid"
 
+	"github.com/tenurekv/tenure/impl/catalogwire"
 	"github.com/tenurekv/tenure/model"
 )
 
 // The catalog and health endpoints cover what sessions depend on: nodes,
 // their services and the checks of both (S47, S48, S55). The service reads
 // are in services.go.
-
-// registerBody is the part of structs.RegisterRequest tenure reads. Other
-// fields (Datacenter, Locality, …) are ignored.
-type registerBody struct {
-	ID              string
-	Node            string
-	Address         string
-	TaggedAddresses map[string]string
-	NodeMeta        map[string]string
-	SkipNodeUpdate  bool
-	Service         *serviceBody
-	Check           *checkBody
-	Checks          []*checkBody
-}
-
-// serviceBody is the part of structs.NodeService tenure stores.
-type serviceBody struct {
-	ID      string
-	Service string
-	Tags    []string
-	Address string
-	Port    int
-	Meta    map[string]string
-}
-
-type checkBody struct {
-	Node      string
-	CheckID   string
-	Name      string
-	Status    model.Health
-	Notes     string
-	Output    string
-	ServiceID string
-	Type      string
-}
-
-type deregisterBody struct {
-	Node      string
-	CheckID   string
-	ServiceID string
-}
 
 func decodeJSONBody(c *call, v any) ([]byte, error) {
 	body, err := readBody(c, maxJSONBody, bodyTooLarge)
@@ -67,7 +27,7 @@ func decodeJSONBody(c *call, v any) ([]byte, error) {
 }
 
 // toRegister validates a register body and builds the command.
-func toRegister(b registerBody) (model.Register, error) {
+func toRegister(b catalogwire.Register) (model.Register, error) {
 	reg := model.Register{Node: b.Node, ID: b.ID, Address: b.Address, TaggedAddresses: b.TaggedAddresses,
 		NodeMeta: b.NodeMeta, SkipNodeUpdate: b.SkipNodeUpdate}
 	switch {
@@ -128,7 +88,7 @@ func toRegister(b registerBody) (model.Register, error) {
 
 // catalogRegister is PUT /v1/catalog/register: true.
 func (h *handler) catalogRegister(c *call) error {
-	var b registerBody
+	var b catalogwire.Register
 	body, err := decodeRegisterBody(c, &b)
 	if err != nil {
 		return err
@@ -150,7 +110,7 @@ func (h *handler) catalogRegister(c *call) error {
 // catalogDeregister is PUT /v1/catalog/deregister (a node, one service with
 // its checks, or one check): true. ServiceID wins over CheckID, as in Consul.
 func (h *handler) catalogDeregister(c *call) error {
-	var b deregisterBody
+	var b catalogwire.Deregister
 	body, err := decodeJSONBody(c, &b)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tenurekv/tenure/impl/catalogwire"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -135,7 +136,7 @@ func createProblem(parse func([]byte, string) (model.CreateSession, error), body
 // parseRegister is a catalog register's request checking, as
 // catalogRegister runs it.
 func parseRegister(body []byte) (model.Register, error) {
-	var b registerBody
+	var b catalogwire.Register
 	if err := json.Unmarshal(body, &b); err != nil {
 		return model.Register{}, errorf(http.StatusBadRequest, "Request decode failed: %v", err)
 	}
@@ -456,7 +457,7 @@ func TestDecoderPropertiesCatchBrokenDecoders(t *testing.T) {
 		return cs, err
 	}
 	noLimitsRegister := func(body []byte) (model.Register, error) {
-		var b registerBody
+		var b catalogwire.Register
 		if err := json.Unmarshal(body, &b); err != nil {
 			return model.Register{}, err
 		}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/tenurekv/tenure/impl/catalogwire"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -118,7 +119,7 @@ func tooLargeErr(e *apiError) *model.Error {
 
 // registerLimits refuses a catalog register body whose fields exceed the
 // limits. It runs before any other check, so no reason quotes a huge value.
-func registerLimits(b registerBody) error {
+func registerLimits(b catalogwire.Register) error {
 	if err := checkLen("Node name", b.Node, maxNameLen); err != nil {
 		return err
 	}
@@ -169,7 +170,7 @@ func registerLimits(b registerBody) error {
 }
 
 // serviceLimits refuses a service whose names, tags or meta exceed the limits.
-func serviceLimits(sv *serviceBody) error {
+func serviceLimits(sv *catalogwire.Service) error {
 	for _, f := range []struct{ what, value string }{
 		{"Service ID", sv.ID}, {"Service name", sv.Service}, {"Service address", sv.Address},
 	} {
