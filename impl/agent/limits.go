@@ -5,8 +5,8 @@ import (
 	"time"
 )
 
-// HTTPLimits bounds what one client connection can hold (DESIGN "HTTP
-// connection limits"). Zero fields take the defaults below.
+// HTTPLimits bounds what one client connection can hold (DESIGN.md "Bad
+// input and bad clients"). Zero fields take the defaults below.
 type HTTPLimits struct {
 	// ReadHeaderTimeout bounds reading a request line and headers.
 	ReadHeaderTimeout time.Duration

@@ -9,7 +9,7 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// Request limits (SPEC S39; DESIGN "Request limits"). Consul bounds values
+// Request limits (SPEC S39; DESIGN.md "Bad input and bad clients"). Consul bounds values
 // (512 KiB), txn bodies (512 KiB) and txn op counts (128) and nothing else:
 // it stores a 1 MiB key name, and every such name costs memory on every
 // server for as long as its tombstone lives. tenure bounds every name and
