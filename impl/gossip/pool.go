@@ -74,6 +74,15 @@ type Config struct {
 
 // Pool is a running membership.
 type Pool struct {
+	// joinLeave holds one token while a join or a leave runs, so a leave
+	// waits for a join under way. Serf tells only the members it knows
+	// that it leaves, and a join's members are known only once it returns;
+	// a leave sent in between reaches nobody, and the member it joined
+	// sees this one fail instead of leave. A channel, not a sync.Mutex: a
+	// goroutine parked on a Mutex does not count as blocked for
+	// testing/synctest, and the simulator's clock would stop.
+	joinLeave chan struct{} // capacity 1
+
 	serf    *serf.Serf
 	events  chan serf.Event
 	changes chan reconcile.Member
@@ -138,10 +147,11 @@ func Start(cfg Config) (*Pool, error) {
 		sc.SnapshotPath = filepath.Join(dir, "local.snapshot")
 	}
 	p := &Pool{
-		events:  make(chan serf.Event, 512),
-		changes: make(chan reconcile.Member, changeBuffer),
-		done:    make(chan struct{}),
-		logger:  cfg.Logger,
+		joinLeave: make(chan struct{}, 1),
+		events:    make(chan serf.Event, 512),
+		changes:   make(chan reconcile.Member, changeBuffer),
+		done:      make(chan struct{}),
+		logger:    cfg.Logger,
 	}
 	sc.EventCh = p.events
 	s, err := serf.Create(sc)
@@ -262,6 +272,8 @@ func (p *Pool) Local() Member { return fromSerf(p.serf.LocalMember()) }
 
 // Join contacts the given gossip addresses and returns how many it reached.
 func (p *Pool) Join(addrs []string) (int, error) {
+	p.joinLeave <- struct{}{}
+	defer func() { <-p.joinLeave }()
 	n, err := p.serf.Join(addrs, true)
 	if err != nil {
 		return n, fmt.Errorf("gossip: join %v: %w", addrs, err)
@@ -271,6 +283,8 @@ func (p *Pool) Join(addrs []string) (int, error) {
 
 // Leave leaves the pool gracefully: the others see this member as left.
 func (p *Pool) Leave() error {
+	p.joinLeave <- struct{}{}
+	defer func() { <-p.joinLeave }()
 	if err := p.serf.Leave(); err != nil {
 		return fmt.Errorf("gossip: leave: %w", err)
 	}
