@@ -59,8 +59,6 @@ type Config struct {
 	LogStore      raft.LogStore
 	StableStore   raft.StableStore
 	SnapshotStore raft.SnapshotStore
-	// durableLog changes how the durable raft log is opened (tests).
-	durableLog durableLogOptions
 	// Raft, if set, adjusts the raft configuration after tenure's defaults
 	// (LocalID, Logger and, in Dev, faster timings) are filled in.
 	Raft func(*raft.Config)

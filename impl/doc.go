@@ -27,10 +27,10 @@
 //     each connection's first byte (package rpc, Consul's layout): a
 //     follower forwards to the leader's raft address (Leader), client
 //     agents to a server's, naming the node the client talked to.
-//   - The durable log and stable store is raft-wal (BenchmarkLogStore: an
-//     fsynced one-entry append 101 µs vs 280 µs for raft-boltdb v1),
-//     snapshots are raft's file store; DataDir is flock-ed against a second
-//     server.
+//   - The stores are package raftlog's: raft-wal for the durable log and
+//     stable store, with the leader's fsync deferred behind an apply gate
+//     and a commit clamp; snapshots in raft's file store; DataDir flock-ed
+//     against a second server.
 //   - Time comes only from Clock (and raft's own use of the time package),
 //     so sim/ can run servers on synctest virtual time with skewed clocks.
 package impl

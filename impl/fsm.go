@@ -25,7 +25,7 @@ type fsm struct {
 	// observe, if set, is told each change (Config.Observe, a test seam).
 	observe func(Change)
 	// awaitDurable, if set, returns once this server's log is on disk up
-	// to an index (logSync.await): nothing is applied, and so seen, before.
+	// to an index (raftlog.LogSync.Await): nothing is applied, and so seen, before.
 	awaitDurable func(index uint64) error
 
 	mu      sync.RWMutex

@@ -406,9 +406,8 @@ func BenchmarkFSMApplyBatch(b *testing.B) {
 func benchFSMApply(b *testing.B, n, waiters int, batch bool) {
 	codec := newWireCodec()
 	f := newFSM(codec, newLockDelayGuard(NewManualClock(time.Unix(0, 0))), nil)
-	ls := newLogSync(false)
-	ls.durable.Store(1 << 62)
-	f.awaitDurable = ls.await
+	// Every entry is on disk already: the gate answers at once.
+	f.awaitDurable = func(uint64) error { return nil }
 	var index uint64
 	setup := func(c model.Command) {
 		index++

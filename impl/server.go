@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/impl/raftlog"
 	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"
 )
@@ -30,7 +31,7 @@ type Server struct {
 	leader *LeaderCore
 	fsm    *fsm
 	raft   *raft.Raft
-	stores *stores
+	stores *raftlog.Stores
 	// forward carries self-registration to the leader; ownPool is it when
 	// this server made it (and closes it).
 	forward rpc.Forwarder
@@ -87,20 +88,21 @@ func newServer(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	st, err := openStores(cfg)
+	st, err := raftlog.Open(raftlog.Config{DataDir: cfg.DataDir, Dev: cfg.Dev, Logger: cfg.Logger,
+		LogStore: cfg.LogStore, StableStore: cfg.StableStore, SnapshotStore: cfg.SnapshotStore})
 	if err != nil {
 		return nil, err
 	}
 	rpcSrv := rpc.NewServer(cfg.Logger.Named("rpc"))
 	trans, demux, err := openTransport(cfg, rpcSrv)
 	if err != nil {
-		return nil, errors.Join(err, st.close())
+		return nil, errors.Join(err, st.Close())
 	}
 	// The leader defers its log fsyncs only where the commit index it sends
-	// can be held back to what is on its disk (logsync.go).
+	// can be held back to what is on its disk (raftlog.LogSync).
 	var deferSyncs bool
-	if nt, ok := trans.(*raft.NetworkTransport); ok && st.sync != nil {
-		trans = &commitClamp{NetworkTransport: nt, durable: st.sync.durable.Load}
+	if nt, ok := trans.(*raft.NetworkTransport); ok && st.Sync != nil {
+		trans = raftlog.ClampCommits(nt, st.Sync)
 		deferSyncs = true
 	}
 	s := &Server{
@@ -134,20 +136,20 @@ func newServer(cfg Config) (*Server, error) {
 	})
 	s.fsm = newFSM(s.codec, s.leader.delays, s.leader.SessionsInvalidated)
 	s.fsm.apply, s.fsm.observe = cfg.Apply, cfg.Observe
-	if st.sync != nil {
-		s.fsm.awaitDurable = st.sync.await
+	if st.Sync != nil {
+		s.fsm.awaitDurable = st.Sync.Await
 	}
 
 	if err := bootstrapIfNew(cfg, rc, st, trans); err != nil {
-		return nil, errors.Join(err, closeTransport(trans), s.closePort(), st.close())
+		return nil, errors.Join(err, closeTransport(trans), s.closePort(), st.Close())
 	}
-	r, err := raft.NewRaft(rc, s.fsm, st.logs, st.stable, st.snaps, trans)
+	r, err := raft.NewRaft(rc, s.fsm, st.Logs, st.Stable, st.Snaps, trans)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("start raft: %w", err), closeTransport(trans), s.closePort(), st.close())
+		return nil, errors.Join(fmt.Errorf("start raft: %w", err), closeTransport(trans), s.closePort(), st.Close())
 	}
 	s.raft = r
 	if deferSyncs {
-		st.sync.setLeader(func() bool { return r.State() == raft.Leader })
+		st.Sync.SetLeader(func() bool { return r.State() == raft.Leader })
 	}
 
 	s.goTracked(s.monitorLeadership)
@@ -218,11 +220,11 @@ func closeTransport(t raft.Transport) error {
 }
 
 // bootstrapIfNew writes the initial configuration into empty stores.
-func bootstrapIfNew(cfg Config, rc *raft.Config, st *stores, trans raft.Transport) error {
+func bootstrapIfNew(cfg Config, rc *raft.Config, st *raftlog.Stores, trans raft.Transport) error {
 	if len(cfg.Peers) == 0 {
 		return nil
 	}
-	has, err := raft.HasExistingState(st.logs, st.stable, st.snaps)
+	has, err := raft.HasExistingState(st.Logs, st.Stable, st.Snaps)
 	if err != nil {
 		return fmt.Errorf("inspect raft state: %w", err)
 	}
@@ -235,7 +237,7 @@ func bootstrapIfNew(cfg Config, rc *raft.Config, st *stores, trans raft.Transpor
 			Suffrage: raft.Voter, ID: raft.ServerID(p.Name), Address: raft.ServerAddress(p.RaftAddr),
 		})
 	}
-	if err := raft.BootstrapCluster(rc, st.logs, st.stable, st.snaps, trans, conf); err != nil {
+	if err := raft.BootstrapCluster(rc, st.Logs, st.Stable, st.Snaps, trans, conf); err != nil {
 		return fmt.Errorf("bootstrap raft: %w", err)
 	}
 	return nil
@@ -280,7 +282,7 @@ func (s *Server) Shutdown() error {
 		if portErr != nil {
 			portErr = fmt.Errorf("close server port: %w", portErr)
 		}
-		s.shutdownErr = errors.Join(err, portErr, s.stores.close())
+		s.shutdownErr = errors.Join(err, portErr, s.stores.Close())
 	})
 	return s.shutdownErr
 }

@@ -19,18 +19,19 @@ var targets = []target{
 	{name: "recipe", dir: "recipe"},
 	{name: "reconcile", dir: "impl/reconcile"},
 	{name: "impl", dir: "impl", files: []string{
-		"apply.go",           // proposing a command on the leader
-		"leadercore.go",      // leader-side lock-delay check, ID assignment, TTL book
-		"leaderconfirm.go",   // when a refusal may trust the leader's state (S29)
-		"appliedwait.go",     // waiting for the state machine to reach an index
-		"fsm.go",             // what a committed entry does to the state
-		"lockdelays.go",      // lock-delay arming on the leader
-		"ttltimers.go",       // TTL expiry that invalidates sessions
-		"membership.go",      // the leader's gossip reconcile and voter changes
-		"bootstrap.go",       // -bootstrap-expect
-		"logsync.go",         // when a log entry counts as durable
-		"segmentrotation.go", // finishing a rotation raft-wal left half done
+		"apply.go",         // proposing a command on the leader
+		"leadercore.go",    // leader-side lock-delay check, ID assignment, TTL book
+		"leaderconfirm.go", // when a refusal may trust the leader's state (S29)
+		"appliedwait.go",   // waiting for the state machine to reach an index
+		"fsm.go",           // what a committed entry does to the state
+		"lockdelays.go",    // lock-delay arming on the leader
+		"ttltimers.go",     // TTL expiry that invalidates sessions
+		"membership.go",    // the leader's gossip reconcile and voter changes
+		"bootstrap.go",     // -bootstrap-expect
 	}},
+	// The raft log's storage: when a log entry counts as durable, and
+	// finishing a rotation raft-wal left half done.
+	{name: "raftlog", dir: "impl/raftlog", files: []string{"logsync.go", "segmentrotation.go"}},
 	// impl/gossip is mostly serf and memberlist wiring (their failure
 	// detection is theirs), but toMember decides how a member reads for
 	// the leader's reconcile: its status, whether it is a server, its raft

@@ -1,4 +1,4 @@
-package impl
+package raftlog
 
 import (
 	"errors"
@@ -15,8 +15,6 @@ import (
 	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/segment"
 	"github.com/hashicorp/raft-wal/types"
-
-	"github.com/tenurekv/tenure/model"
 )
 
 // recVFS is the real file system, recording for each segment file how far
@@ -117,7 +115,7 @@ func (m *recMeta) CommitState(st types.PersistentState) error {
 type syncedWAL struct {
 	wal    *wal.WAL
 	store  *syncedLogStore
-	ls     *logSync
+	ls     *LogSync
 	rec    *recVFS
 	meta   *recMeta
 	leader bool
@@ -162,7 +160,7 @@ func openSyncedWAL(t *testing.T, segmentSize int) *syncedWAL {
 			t.Error(err)
 		}
 	})
-	sw.ls.setLeader(func() bool { return sw.leader })
+	sw.ls.SetLeader(func() bool { return sw.leader })
 	sw.wal = w
 	sw.store = &syncedLogStore{LogStore: w, ls: sw.ls}
 	return sw
@@ -192,7 +190,7 @@ func TestLogSyncLeaderDefersItsFsync(t *testing.T) {
 		t.Fatalf("%d bytes still unsynced after a flush", n)
 	}
 	sw.wantDurable(t, 3, "after the flush")
-	if err := sw.ls.await(3); err != nil {
+	if err := sw.ls.Await(3); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -283,7 +281,7 @@ func TestLogSyncAwaitWaitsForTheFlush(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ls := newLogSync(false)
 		returned := make(chan error, 1)
-		go func() { returned <- ls.await(3) }()
+		go func() { returned <- ls.Await(3) }()
 		synctest.Wait()
 		select {
 		case err := <-returned:
@@ -303,7 +301,7 @@ func TestLogSyncAwaitWaitsForTheFlush(t *testing.T) {
 		default:
 			t.Fatal("await(3) still waits after entries up to 3 were flushed")
 		}
-		if err := ls.await(3); err != nil {
+		if err := ls.Await(3); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -354,7 +352,7 @@ func TestLogSyncFailedInPlaceFsyncLatches(t *testing.T) {
 	if err := sw.store.StoreLogs([]*raft.Log{{Index: 1, Term: 1}}); !errors.Is(err, eio) {
 		t.Fatalf("write after a failed fsync: %v", err)
 	}
-	if err := sw.ls.await(1); !errors.Is(err, eio) {
+	if err := sw.ls.Await(1); !errors.Is(err, eio) {
 		t.Fatalf("await after a failed fsync: %v", err)
 	}
 }
@@ -373,7 +371,7 @@ func TestLogSyncFailedFsyncStopsEverything(t *testing.T) {
 	if sw.ls.err() == nil {
 		t.Fatal("the failed fsync was not recorded")
 	}
-	if err := sw.ls.await(1); !errors.Is(err, eio) {
+	if err := sw.ls.Await(1); !errors.Is(err, eio) {
 		t.Fatalf("await after a failed fsync: %v", err)
 	}
 	// Clearing the fault proves nothing: the pages may be gone.
@@ -388,42 +386,6 @@ func TestLogSyncFailedFsyncStopsEverything(t *testing.T) {
 		t.Fatalf("follower write after a failed fsync: %v", err)
 	}
 	sw.wantDurable(t, 0, "after a failed fsync")
-}
-
-func TestFSMAppliesOnlyDurableEntries(t *testing.T) {
-	f := newFSM(newWireCodec(), newLockDelayGuard(NewManualClock(time.Unix(0, 0))), nil)
-	var asked []uint64
-	notYet := errors.New("not on disk")
-	f.awaitDurable = func(idx uint64) error {
-		asked = append(asked, idx)
-		if idx > 1 {
-			return notYet
-		}
-		return nil
-	}
-	set := func(key string) *raft.Log {
-		return commandLog(t, f.codec, uint64(len(asked)+1), model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: key, Value: []byte("v")}})
-	}
-	f.Apply(set("durable"))
-	func() {
-		defer func() {
-			if recover() == nil {
-				t.Error("an entry that is not on disk was applied without complaint")
-			}
-		}()
-		f.Apply(set("not-durable"))
-	}()
-	if len(asked) != 2 || asked[0] != 1 || asked[1] != 2 {
-		t.Fatalf("durability asked for %v, want [1 2]", asked)
-	}
-	f.read(func(st *model.State) {
-		if _, ok := st.Get("durable"); !ok {
-			t.Error("the durable entry was not applied")
-		}
-		if _, ok := st.Get("not-durable"); ok {
-			t.Error("the entry that is not on disk was applied")
-		}
-	})
 }
 
 // TestCommitClampHoldsFollowersBack sends AppendEntries through the clamp
@@ -485,57 +447,6 @@ func TestCommitClampHoldsFollowersBack(t *testing.T) {
 			_ = p.Close()
 		}
 		t.Fatalf("the clamp opened a pipeline: %v", err)
-	}
-}
-
-// TestDurableClusterDefersLeaderFsync runs three durable servers on real
-// server ports: the leader defers its fsyncs, the transport clamps, and
-// every server still ends with every write.
-func TestDurableClusterDefersLeaderFsync(t *testing.T) {
-	const n = 3
-	lns, peers := serverPorts(t, n)
-	servers := make([]*Server, n)
-	for i := range servers {
-		s, err := NewServer(Config{
-			NodeName: peers[i].Name, HTTPAddr: "127.0.0.1:1", DataDir: t.TempDir(),
-			Clock: NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), ServerListener: lns[i],
-			Peers: peers, Raft: fastRaft,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		servers[i] = s
-		defer func() {
-			if err := s.Shutdown(); err != nil {
-				t.Error(err)
-			}
-		}()
-		if s.stores.sync.leader.Load() == nil {
-			t.Fatalf("server %d never lets its leader defer an fsync", i)
-		}
-	}
-	leader := servers[awaitLeader(t, servers)]
-	const writes = 20
-	for i := range writes {
-		mustApply(t, leader, model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: fmt.Sprintf("k%02d", i), Value: []byte("v")}})
-	}
-	if leader.stores.sync.deferrals.Load() == 0 {
-		t.Error("the leader synced every write in place")
-	}
-	last := fmt.Sprintf("k%02d", writes-1)
-	for i, s := range servers {
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			var ok bool
-			s.Read(func(st *model.State) { _, ok = st.Get(last) })
-			if ok {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("server %d never applied the last write", i)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
 	}
 }
 

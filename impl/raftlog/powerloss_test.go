@@ -1,4 +1,4 @@
-package impl
+package raftlog
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 )
 
 // powerVFS stands between raft-wal's zero-filled segment files and
-// logSync, and can lose power. It keeps each file's writes since that
+// LogSync, and can lose power. It keeps each file's writes since that
 // file's last real fsync; cut leaves every file as a disk may hold it
 // after a power loss: what the fsync covered, plus a random subset of the
 // later writes, in order, some of them torn after a whole number of 512-byte
@@ -215,7 +215,7 @@ func (pl *powerLog) reopen(rng *rand.Rand, keep float64) {
 		pl.t.Fatalf("reopen after power loss: %v", err)
 	}
 	pl.dl = dl
-	dl.sync.setLeader(func() bool { return pl.leader })
+	dl.sync.SetLeader(func() bool { return pl.leader })
 }
 
 func (pl *powerLog) write(from, to uint64, term uint64) {
@@ -298,7 +298,7 @@ func powerLossCheck(logs raft.LogStore, latest map[uint64][]byte, first, durable
 // random, then loses power and reopens; it returns the check's verdict.
 // declare, if set, runs just before the loss and may raise the durable
 // index by hand.
-func (pl *powerLog) runToPowerLoss(rng *rand.Rand, steps int, declare func(ls *logSync)) error {
+func (pl *powerLog) runToPowerLoss(rng *rand.Rand, steps int, declare func(ls *LogSync)) error {
 	pl.t.Helper()
 	term := uint64(1)
 	for range steps {
@@ -360,7 +360,7 @@ func (pl *powerLog) runToPowerLoss(rng *rand.Rand, steps int, declare func(ls *l
 	return powerLossCheck(pl.dl.logs, pl.latest, pl.first, last+3)
 }
 
-// TestLogSyncPowerLoss runs the production log stack (logSync over raft-wal
+// TestLogSyncPowerLoss runs the production log stack (LogSync over raft-wal
 // on zero-filled segments) to a power loss at a random point, as leader and
 // follower by turns, with tail truncations and compactions, and reopens it
 // as a restarting server would: every entry the server had counted durable
@@ -383,7 +383,7 @@ func TestLogSyncPowerLoss(t *testing.T) {
 
 // TestPowerLossCheckCatchesAFalseDurableIndex is the check's known-bad
 // input: a durable index raised without its fsync (the fault the apply gate
-// and the commit clamp rely on logSync never to make), followed by a loss
+// and the commit clamp rely on LogSync never to make), followed by a loss
 // that keeps none of the unsynced writes, must be reported.
 func TestPowerLossCheckCatchesAFalseDurableIndex(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 1))
@@ -394,7 +394,7 @@ func TestPowerLossCheckCatchesAFalseDurableIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	pl.write(6, 9, 1)
-	err := pl.runToPowerLoss(rng, 0, func(ls *logSync) {
+	err := pl.runToPowerLoss(rng, 0, func(ls *LogSync) {
 		ls.mu.Lock()
 		ls.advanceLocked(9)
 		ls.mu.Unlock()

@@ -1,4 +1,4 @@
-package impl
+package raftlog
 
 import (
 	"errors"
@@ -16,39 +16,57 @@ import (
 	"github.com/hashicorp/raft-wal/types"
 )
 
-// stores are the raft log, stable and snapshot stores a server runs on, and
+// Config says where a server's raft stores live. A store set here is used
+// as it is and closed by its owner; Open makes the others.
+type Config struct {
+	// DataDir holds the raft log (DataDir/raft), the snapshots and the
+	// directory lock; unused with Dev.
+	DataDir string
+	// Dev keeps everything in memory, as consul agent -dev does.
+	Dev    bool
+	Logger hclog.Logger
+
+	LogStore      raft.LogStore
+	StableStore   raft.StableStore
+	SnapshotStore raft.SnapshotStore
+}
+
+// Stores are the raft log, stable and snapshot stores a server runs on, and
 // whatever must be closed after raft has shut down.
-type stores struct {
-	logs   raft.LogStore
-	stable raft.StableStore
-	snaps  raft.SnapshotStore
-	// sync defers the leader's log fsyncs (logsync.go); nil unless the log
+type Stores struct {
+	Logs   raft.LogStore
+	Stable raft.StableStore
+	Snaps  raft.SnapshotStore
+	// Sync defers the leader's log fsyncs (logsync.go); nil unless the log
 	// is tenure's own raft-wal.
-	sync    *logSync
+	Sync    *LogSync
 	closers []io.Closer
 }
 
-// openStores fills in every store the config does not inject.
+// Open fills in every store the config does not give.
 //
 // Durable mode uses raft-wal for the log and stable store. It was chosen by
 // BenchmarkLogStore (logstore_bench_test.go) on the build machine: an
 // fsynced append of one ~200-byte entry took 101 µs with raft-wal against
 // 280 µs with raft-boltdb v1, and a 64-entry batch 211 µs against 482 µs.
 // Snapshots go to raft's FileSnapshotStore under DataDir/snapshots.
-func openStores(c Config) (*stores, error) {
-	st := &stores{logs: c.LogStore, stable: c.StableStore, snaps: c.SnapshotStore}
+func Open(c Config) (*Stores, error) {
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	st := &Stores{Logs: c.LogStore, Stable: c.StableStore, Snaps: c.SnapshotStore}
 	if c.Dev {
-		if st.logs == nil || st.stable == nil {
+		if st.Logs == nil || st.Stable == nil {
 			mem := raft.NewInmemStore()
-			if st.logs == nil {
-				st.logs = mem
+			if st.Logs == nil {
+				st.Logs = mem
 			}
-			if st.stable == nil {
-				st.stable = mem
+			if st.Stable == nil {
+				st.Stable = mem
 			}
 		}
-		if st.snaps == nil {
-			st.snaps = raft.NewInmemSnapshotStore()
+		if st.Snaps == nil {
+			st.Snaps = raft.NewInmemSnapshotStore()
 		}
 		return st, nil
 	}
@@ -61,40 +79,40 @@ func openStores(c Config) (*stores, error) {
 		}
 		st.closers = append(st.closers, lock)
 	}
-	if st.logs == nil || st.stable == nil {
+	if st.Logs == nil || st.Stable == nil {
 		dir := filepath.Join(c.DataDir, "raft")
 		if err := os.MkdirAll(dir, 0o750); err != nil {
-			st.close()
+			st.Close()
 			return nil, fmt.Errorf("create raft log directory: %w", err)
 		}
 		// One log serves both: an injected store of either kind leaves the
 		// other's part of it unused.
-		dl, err := openDurableLog(dir, c.Logger.Named("wal"), c.durableLog)
+		dl, err := openDurableLog(dir, c.Logger.Named("wal"), durableLogOptions{})
 		if err != nil {
-			st.close()
+			st.Close()
 			return nil, err
 		}
 		st.closers = append(st.closers, dl.closers...)
-		if st.logs == nil {
-			st.logs, st.sync = dl.logs, dl.sync
+		if st.Logs == nil {
+			st.Logs, st.Sync = dl.logs, dl.sync
 		}
-		if st.stable == nil {
-			st.stable = dl.wal
+		if st.Stable == nil {
+			st.Stable = dl.wal
 		}
 	}
-	if st.snaps == nil {
+	if st.Snaps == nil {
 		snaps, err := raft.NewFileSnapshotStoreWithLogger(c.DataDir, 2, c.Logger.Named("snapshot"))
 		if err != nil {
-			st.close()
+			st.Close()
 			return nil, fmt.Errorf("open snapshot store in %s: %w", c.DataDir, err)
 		}
-		st.snaps = snaps
+		st.Snaps = snaps
 	}
 	return st, nil
 }
 
-// close closes the stores tenure opened; injected ones are the caller's.
-func (st *stores) close() error {
+// Close closes the stores Open opened; given ones are the caller's.
+func (st *Stores) Close() error {
 	var first error
 	for i := len(st.closers) - 1; i >= 0; i-- {
 		if err := st.closers[i].Close(); err != nil && first == nil {
@@ -107,22 +125,22 @@ func (st *stores) close() error {
 
 // durableLogOptions change how openDurableLog opens a log; tests only.
 type durableLogOptions struct {
-	// wrapVFS stands between the zero-filled segment files and logSync.
+	// wrapVFS stands between the zero-filled segment files and LogSync.
 	wrapVFS func(types.VFS) types.VFS
 	// segmentSize, if set, replaces raft-wal's default of 64 MiB.
 	segmentSize int
 	// wrapMeta stands between raft-wal and its meta store.
 	wrapMeta func(types.MetaStore) types.MetaStore
-	// manualFlush leaves the deferred fsyncs to the caller's logSync.flush.
+	// manualFlush leaves the deferred fsyncs to the caller's LogSync.flush.
 	manualFlush bool
 }
 
 // durableLog is tenure's own raft log: raft-wal on zero-filled segments,
-// with the leader's fsyncs deferred by logSync.
+// with the leader's fsyncs deferred by LogSync.
 type durableLog struct {
 	wal  *wal.WAL // also the stable store
 	logs raft.LogStore
-	sync *logSync
+	sync *LogSync
 	// closers close it, last first.
 	closers []io.Closer
 }

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package impl
+package raftlog
 
 import (
 	"fmt"

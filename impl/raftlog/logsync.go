@@ -1,4 +1,4 @@
-package impl
+package raftlog
 
 import (
 	"errors"
@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/raft-wal/types"
 )
 
-// logSync lets the leader send new entries to its followers while its own
+// LogSync lets the leader send new entries to its followers while its own
 // fsync of them is still running. hashicorp/raft writes the leader's log
 // before it replicates, so with a log store that fsyncs inside StoreLogs a
 // commit costs two fsyncs one after the other: the leader's, then a
@@ -42,7 +42,7 @@ import (
 // already have dropped the dirty pages, so a later success would prove
 // nothing): every later write fails, await reports it and the server
 // stops, as etcd and PostgreSQL do.
-type logSync struct {
+type LogSync struct {
 	// leader reports whether the caller of StoreLogs is the leader; raft
 	// only calls StoreLogs from its own run loop, whose state it reads.
 	leader atomic.Pointer[func() bool]
@@ -72,11 +72,11 @@ type logSync struct {
 	done chan struct{}
 }
 
-// newLogSync returns a logSync with nothing durable yet (the store opening
+// newLogSync returns a LogSync with nothing durable yet (the store opening
 // it reports what is, with synced), and a flusher in the background unless
 // background is false (tests flush by hand to see each step).
-func newLogSync(background bool) *logSync {
-	ls := &logSync{
+func newLogSync(background bool) *LogSync {
+	ls := &LogSync{
 		dirty:    make(map[*syncedFile]struct{}),
 		advanced: make(chan struct{}),
 		kick:     make(chan struct{}, 1),
@@ -91,16 +91,16 @@ func newLogSync(background bool) *logSync {
 	return ls
 }
 
-// setLeader tells logSync how to recognise the leader's writes. Until it is
+// SetLeader tells LogSync how to recognise the leader's writes. Until it is
 // called every write is synced in place.
-func (ls *logSync) setLeader(isLeader func() bool) { ls.leader.Store(&isLeader) }
+func (ls *LogSync) SetLeader(isLeader func() bool) { ls.leader.Store(&isLeader) }
 
-func (ls *logSync) isLeader() bool {
+func (ls *LogSync) isLeader() bool {
 	f := ls.leader.Load()
 	return f != nil && (*f)()
 }
 
-func (ls *logSync) run() {
+func (ls *LogSync) run() {
 	defer close(ls.done)
 	for {
 		select {
@@ -114,14 +114,14 @@ func (ls *logSync) run() {
 }
 
 // Close stops the flusher after one last flush.
-func (ls *logSync) Close() error {
+func (ls *LogSync) Close() error {
 	close(ls.stop)
 	<-ls.done
 	return ls.flush()
 }
 
 // markDirty records a Sync the leader's StoreLogs deferred.
-func (ls *logSync) markDirty(f *syncedFile) {
+func (ls *LogSync) markDirty(f *syncedFile) {
 	ls.mu.Lock()
 	ls.dirty[f] = struct{}{}
 	ls.mu.Unlock()
@@ -129,7 +129,7 @@ func (ls *logSync) markDirty(f *syncedFile) {
 
 // wrote records that entries up to last were handed to the store, their
 // Syncs deferred, and wakes the flusher.
-func (ls *logSync) wrote(last uint64) {
+func (ls *LogSync) wrote(last uint64) {
 	ls.mu.Lock()
 	ls.written = max(ls.written, last)
 	ls.mu.Unlock()
@@ -143,7 +143,7 @@ func (ls *logSync) wrote(last uint64) {
 // what had been written before it looked. The set of files and the index
 // are taken together, so each entry counted was written before its file's
 // Sync was deferred, and so before the real Sync below.
-func (ls *logSync) flush() error {
+func (ls *LogSync) flush() error {
 	ls.flushMu.Lock()
 	defer ls.flushMu.Unlock()
 	if err := ls.err(); err != nil {
@@ -173,7 +173,7 @@ func (ls *logSync) flush() error {
 }
 
 // advanceLocked raises the durable index to idx and wakes the waiters.
-func (ls *logSync) advanceLocked(idx uint64) {
+func (ls *LogSync) advanceLocked(idx uint64) {
 	if idx <= ls.durable.Load() {
 		return
 	}
@@ -185,7 +185,7 @@ func (ls *logSync) advanceLocked(idx uint64) {
 }
 
 // synced records entries up to last that were stored and synced in place.
-func (ls *logSync) synced(last uint64) {
+func (ls *LogSync) synced(last uint64) {
 	ls.mu.Lock()
 	ls.written = max(ls.written, last)
 	ls.advanceLocked(last)
@@ -195,7 +195,7 @@ func (ls *logSync) synced(last uint64) {
 // truncated forgets durability from index first on, after the log's tail
 // was deleted from there: entries written again at those indexes must be
 // synced again before they count.
-func (ls *logSync) truncated(first uint64) {
+func (ls *LogSync) truncated(first uint64) {
 	keep := max(first, 1) - 1 // raft's indexes start at 1
 	ls.mu.Lock()
 	ls.truncations++
@@ -204,7 +204,7 @@ func (ls *logSync) truncated(first uint64) {
 	ls.mu.Unlock()
 }
 
-func (ls *logSync) setFailed(err error) {
+func (ls *LogSync) setFailed(err error) {
 	ls.waitMu.Lock()
 	if ls.failed == nil {
 		ls.failed = err
@@ -214,15 +214,15 @@ func (ls *logSync) setFailed(err error) {
 	ls.waitMu.Unlock()
 }
 
-func (ls *logSync) err() error {
+func (ls *LogSync) err() error {
 	ls.waitMu.Lock()
 	defer ls.waitMu.Unlock()
 	return ls.failed
 }
 
-// await returns once entries up to idx are on this server's disk, or the
+// Await returns once entries up to idx are on this server's disk, or the
 // fsync failure that means they never will be.
-func (ls *logSync) await(idx uint64) error {
+func (ls *LogSync) Await(idx uint64) error {
 	for {
 		// The channel is taken before the index is read: an advance after
 		// the read closes this channel.
@@ -243,7 +243,7 @@ func (ls *logSync) await(idx uint64) error {
 // StoreLogs, between deferring the fsync (leader) and syncing in place.
 type syncedLogStore struct {
 	raft.LogStore
-	ls *logSync
+	ls *LogSync
 }
 
 func (s *syncedLogStore) StoreLog(l *raft.Log) error { return s.StoreLogs([]*raft.Log{l}) }
@@ -306,7 +306,7 @@ func (s *syncedLogStore) IsMonotonic() bool {
 // syncedVFS hands raft-wal segment files whose Sync the leader can defer.
 type syncedVFS struct {
 	types.VFS
-	ls *logSync
+	ls *LogSync
 }
 
 func (v syncedVFS) Create(dir, name string, size uint64) (types.WritableFile, error) {
@@ -327,7 +327,7 @@ func (v syncedVFS) OpenWriter(dir, name string) (types.WritableFile, error) {
 
 type syncedFile struct {
 	types.WritableFile
-	ls *logSync
+	ls *LogSync
 }
 
 // Sync is called by raft-wal's segment writer once per append, after the
@@ -353,7 +353,7 @@ func (f *syncedFile) Close() error {
 // syncedMeta orders raft-wal's metadata after the log data it describes.
 type syncedMeta struct {
 	types.MetaStore
-	ls *logSync
+	ls *LogSync
 }
 
 func (m syncedMeta) CommitState(st types.PersistentState) error {
@@ -389,8 +389,18 @@ func syncFiles(dir string) error {
 	return nil
 }
 
+// Deferrals counts the leader's writes whose fsync was deferred.
+func (ls *LogSync) Deferrals() uint64 { return ls.deferrals.Load() }
+
+// ClampCommits wraps raft's TCP transport so that the commit index it sends
+// to followers never passes what ls has on disk. The leader may defer its
+// fsyncs (SetLeader) only behind this transport.
+func ClampCommits(nt *raft.NetworkTransport, ls *LogSync) raft.Transport {
+	return &commitClamp{NetworkTransport: nt, durable: ls.durable.Load}
+}
+
 // commitClamp is raft's TCP transport with the commit index it sends to
-// followers held at the leader's durable index (see logSync).
+// followers held at the leader's durable index (see LogSync).
 type commitClamp struct {
 	*raft.NetworkTransport
 	durable func() uint64

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package impl
+package raftlog
 
 import "os"
 
