@@ -86,9 +86,9 @@ type Config struct {
 	// reap a deleted key's lock-delay mark while the delay still runs; only
 	// tests use one.
 	ReapWindow, ReapInterval time.Duration
-	// SyncRetry is the first delay before self-registration is retried after
+	// RegisterRetry is the first delay before self-registration is retried after
 	// a failure; it doubles up to 16× this value. Default 250ms.
-	SyncRetry time.Duration
+	RegisterRetry time.Duration
 	// RetryBackoff is the first delay before the leader retries a TTL
 	// destroy or a serfHealth update that failed; it doubles up to 32×.
 	// Default 500ms.
@@ -169,13 +169,13 @@ func (c Config) withDefaults() (Config, error) {
 	if c.NewID == nil {
 		c.NewID = randomUUID
 	}
-	if c.SyncRetry == 0 {
-		c.SyncRetry = 250 * time.Millisecond
+	if c.RegisterRetry == 0 {
+		c.RegisterRetry = 250 * time.Millisecond
 	}
 	if c.RetryBackoff == 0 {
 		c.RetryBackoff = 500 * time.Millisecond
 	}
-	if c.SyncRetry < 0 || c.RetryBackoff < 0 {
+	if c.RegisterRetry < 0 || c.RetryBackoff < 0 {
 		return c, errors.New("config: durations must not be negative")
 	}
 	if c.ServerListener != nil && c.RaftAddr == "" {

@@ -102,7 +102,7 @@ func (s *Server) leaderLoop(t *leaderTerm) {
 	s.leader.StartTerm()
 	close(t.ready)
 	s.logger.Info("leadership established", "ttl_sessions", s.ttlCount())
-	s.kickSync()
+	s.kickRegister()
 	if s.cfg.Membership != nil {
 		if !s.goTracked(func() { s.reconcileLoop(t) }) {
 			return

@@ -18,17 +18,17 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// syncLoop keeps this server's own node registered with its HTTP address and
-// a passing serfHealth check (S47), like a Consul agent's anti-entropy. With
-// a gossip Membership the leader registers every member, this one included,
-// and the loop only notes when that has happened. It
-// re-checks whenever the catalog changes (so a serfHealth the leader marked
-// critical is restored as soon as this node hears of it; KV and session
-// writes do not wake it), retries
-// failures, and a registration sent but not yet seen here, with backoff,
-// and otherwise sleeps.
-func (s *Server) syncLoop() {
-	pause := backoff.New(s.cfg.SyncRetry, 16*s.cfg.SyncRetry)
+// registerLoop is self-registration (not raftlog's log sync, nor an
+// agent's anti-entropy): it keeps this server's own node registered with its
+// HTTP address and a passing serfHealth check (S47). With a gossip
+// Membership the leader registers every member, this one included, and the
+// loop only notes when that has happened. It re-checks whenever the catalog
+// changes (so a serfHealth the leader marked critical is restored as soon as
+// this node hears of it; KV and session writes do not wake it), retries
+// failures, and a registration sent but not yet seen here, with backoff, and
+// otherwise sleeps.
+func (s *Server) registerLoop() {
+	pause := backoff.New(s.cfg.RegisterRetry, 16*s.cfg.RegisterRetry)
 	for {
 		changed := s.fsm.CatalogChanged()
 		if s.registeredHere() {
@@ -36,7 +36,7 @@ func (s *Server) syncLoop() {
 			pause.Reset()
 			select {
 			case <-changed:
-			case <-s.syncKick:
+			case <-s.registerKick:
 			case <-s.shutdownCh:
 				return
 			}
@@ -81,17 +81,17 @@ func (s *Server) sleepOr(d time.Duration, wake <-chan struct{}) bool {
 	select {
 	case <-done:
 	case <-wake:
-	case <-s.syncKick:
+	case <-s.registerKick:
 	case <-s.shutdownCh:
 		return false
 	}
 	return true
 }
 
-// kickSync asks the loop to re-check now (for example on taking office).
-func (s *Server) kickSync() {
+// kickRegister asks the loop to re-check now (for example on taking office).
+func (s *Server) kickRegister() {
 	select {
-	case s.syncKick <- struct{}{}:
+	case s.registerKick <- struct{}{}:
 	default:
 	}
 }

@@ -43,8 +43,8 @@ type Server struct {
 
 	lead leadership
 
-	syncKick   chan struct{} // wakes self-registration (buffered 1)
-	registered chan struct{} // closed once this node is registered and passing
+	registerKick chan struct{} // wakes self-registration (buffered 1)
+	registered   chan struct{} // closed once this node is registered and passing
 	// bootstrapWake is poked at every membership change while the server
 	// waits to form or join a cluster (bootstrapLoop).
 	bootstrapWake chan struct{}
@@ -114,7 +114,7 @@ func newServer(cfg Config) (*Server, error) {
 		forward:       cfg.Forward,
 		rpc:           rpcSrv,
 		demux:         demux,
-		syncKick:      make(chan struct{}, 1),
+		registerKick:  make(chan struct{}, 1),
 		registered:    make(chan struct{}),
 		bootstrapWake: make(chan struct{}, 1),
 		shutdownCh:    make(chan struct{}),
@@ -153,7 +153,7 @@ func newServer(cfg Config) (*Server, error) {
 	}
 
 	s.goTracked(s.monitorLeadership)
-	s.goTracked(s.syncLoop)
+	s.goTracked(s.registerLoop)
 	if cfg.Membership != nil {
 		s.goTracked(s.consumeMembership)
 		s.goTracked(s.bootstrapLoop)
