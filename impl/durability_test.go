@@ -18,7 +18,7 @@ import (
 // TestFSMAppliesOnlyDurableEntries: the FSM asks whether each entry is on
 // this server's disk before applying it, and refuses one that is not.
 func TestFSMAppliesOnlyDurableEntries(t *testing.T) {
-	f := newFSM(newWireCodec(), newLockDelayGuard(NewManualClock(time.Unix(0, 0))), nil)
+	f := newFSM(newWireCodec(), guardEffects{newLockDelayGuard(NewManualClock(time.Unix(0, 0))), nil})
 	var asked []uint64
 	notYet := errors.New("not on disk")
 	f.awaitDurable = func(idx uint64) error {

@@ -12,14 +12,14 @@ import (
 
 // fsm is model.State as a raft state machine. Besides applying commands it
 // does the per-server side effects Consul does at apply time: arming
-// lock-delays on this server's clock, telling the leader's TTL book which
-// sessions are gone, and waking blocking queries.
+// lock-delays on this server's clock and telling the leader's TTL book which
+// sessions are gone (both through applyEffects), and waking blocking
+// queries.
 type fsm struct {
-	codec  *wireCodec
-	delays *lockDelayGuard
-	// invalidated is told the sessions each applied command invalidated; the
-	// server points it at its TTL book. Set before raft starts, never changed.
-	invalidated func(ids []string)
+	codec *wireCodec
+	// leader hears what each applied entry means for this server's leader
+	// logic. Set before raft starts, never changed.
+	leader applyEffects
 	// apply, if set, replaces state.Apply (Config.Apply, a test seam).
 	apply func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result)
 	// observe, if set, is told each change (Config.Observe, a test seam).
@@ -44,17 +44,25 @@ type fsm struct {
 
 var _ raft.BatchingFSM = (*fsm)(nil)
 
-func newFSM(c *wireCodec, delays *lockDelayGuard, invalidated func([]string)) *fsm {
-	if invalidated == nil {
-		invalidated = func([]string) {}
-	}
+// applyEffects is all the FSM tells the leader's logic (LeaderCore), and
+// the only way the two meet: the lock-delays an applied entry armed on
+// this server's clock, a restore that forgets them, and the sessions an
+// entry invalidated, whose TTL deadlines go.
+type applyEffects interface {
+	ArmLockDelays(delays []model.LockDelay)
+	ForgetLockDelays()
+	SessionsInvalidated(ids []string)
+}
+
+var _ applyEffects = (*LeaderCore)(nil)
+
+func newFSM(c *wireCodec, leader applyEffects) *fsm {
 	return &fsm{
-		codec:       c,
-		delays:      delays,
-		invalidated: invalidated,
-		state:       model.New(),
-		changed:     make(chan struct{}),
-		catalog:     make(chan struct{}),
+		codec:   c,
+		leader:  leader,
+		state:   model.New(),
+		changed: make(chan struct{}),
+		catalog: make(chan struct{}),
 	}
 }
 
@@ -162,7 +170,7 @@ func (f *fsm) applyLogs(logs []*raft.Log, out []any) {
 		// the key free and get an acquire past the leader's lock-delay check.
 		// (An acquire proposed before this entry applied can still land just
 		// after it; Consul's pre-raft check has the same window.)
-		f.delays.arm(res.LockDelays)
+		f.leader.ArmLockDelays(res.LockDelays)
 		r.changed = f.state.Tables() != before
 		anyChanged = anyChanged || r.changed
 		out[r.pos] = res
@@ -186,7 +194,7 @@ func (f *fsm) applyLogs(logs []*raft.Log, out []any) {
 			f.keys.fire(res.KeysChanged)
 		}
 		if len(res.Invalidated) > 0 {
-			f.invalidated(res.Invalidated)
+			f.leader.SessionsInvalidated(res.Invalidated)
 		}
 		if f.observe != nil {
 			// Each entry's After is the copy taken before the next one; the
@@ -268,7 +276,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.notifyLocked(true)
 	f.mu.Unlock()
 	f.keys.fireAll()
-	f.delays.reset()
+	f.leader.ForgetLockDelays()
 	f.applied.advance(s.Index())
 	if f.observe != nil {
 		f.observe(Change{Index: s.Index(), Before: prev, After: s})

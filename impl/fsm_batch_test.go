@@ -38,6 +38,7 @@ type batchRun struct {
 	t           *testing.T
 	clock       *lockedArmClock
 	f           *fsm
+	delays      *lockDelayGuard // the FSM's, through guardEffects
 	invalidated [][]string
 	changes     []Change
 	durable     []uint64 // indexes awaitDurable was asked for
@@ -51,9 +52,10 @@ var batchWatched = []string{"a", "b", "x", "untouched"}
 func newBatchRun(t *testing.T) *batchRun {
 	r := &batchRun{t: t, watches: map[string]<-chan struct{}{}}
 	r.clock = &lockedArmClock{ManualClock: NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
-	r.f = newFSM(newWireCodec(), newLockDelayGuard(r.clock), func(ids []string) {
+	r.delays = newLockDelayGuard(r.clock)
+	r.f = newFSM(newWireCodec(), guardEffects{r.delays, func(ids []string) {
 		r.invalidated = append(r.invalidated, slices.Clone(ids))
-	})
+	}})
 	r.clock.f = r.f
 	r.f.observe = func(c Change) {
 		c.After = c.After.Clone() // After is only valid during the call
@@ -231,7 +233,7 @@ func TestFSMApplyBatchMatchesOneByOne(t *testing.T) {
 		t.Errorf("woke key watches %v, want %v", g, w)
 	}
 	for _, k := range []string{"a", "b"} {
-		if g, w := all.f.delays.remaining(k), one.f.delays.remaining(k); g != w || w == 0 {
+		if g, w := all.delays.remaining(k), one.delays.remaining(k); g != w || w == 0 {
 			t.Errorf("lock-delay of %s: %v remaining, want %v", k, g, w)
 		}
 	}
@@ -336,7 +338,7 @@ func TestFSMApplyBatchHonoursApplySeam(t *testing.T) {
 		t.Error("the batch left another state than one-by-one Apply")
 	}
 	for _, k := range []string{"a", "b"} {
-		if rem := all.f.delays.remaining(k); rem != 0 {
+		if rem := all.delays.remaining(k); rem != 0 {
 			t.Errorf("lock-delay of %s armed (%v) although the seam dropped it", k, rem)
 		}
 	}
@@ -405,7 +407,7 @@ func BenchmarkFSMApplyBatch(b *testing.B) {
 
 func benchFSMApply(b *testing.B, n, waiters int, batch bool) {
 	codec := newWireCodec()
-	f := newFSM(codec, newLockDelayGuard(NewManualClock(time.Unix(0, 0))), nil)
+	f := newFSM(codec, guardEffects{newLockDelayGuard(NewManualClock(time.Unix(0, 0))), nil})
 	// Every entry is on disk already: the gate answers at once.
 	f.awaitDurable = func(uint64) error { return nil }
 	var index uint64

@@ -17,7 +17,7 @@ import (
 // restore close both.
 func TestFSMCatalogChangedOnlyForTheCatalog(t *testing.T) {
 	codec := newWireCodec()
-	f := newFSM(codec, newLockDelayGuard(NewManualClock(time.Unix(0, 0))), nil)
+	f := newFSM(codec, guardEffects{newLockDelayGuard(NewManualClock(time.Unix(0, 0))), nil})
 	index := uint64(0)
 	entry := func(c model.Command) *raft.Log {
 		index++

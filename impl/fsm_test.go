@@ -27,7 +27,7 @@ type fsmHarness struct {
 func newFSMHarness(t *testing.T) *fsmHarness {
 	h := &fsmHarness{t: t, clock: NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), codec: newWireCodec()}
 	h.delays = newLockDelayGuard(h.clock)
-	h.fsm = newFSM(h.codec, h.delays, func(ids []string) { h.invalidated = append(h.invalidated, ids...) })
+	h.fsm = newFSM(h.codec, guardEffects{h.delays, func(ids []string) { h.invalidated = append(h.invalidated, ids...) }})
 	return h
 }
 

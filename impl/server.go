@@ -134,7 +134,7 @@ func newServer(cfg Config) (*Server, error) {
 		Confirm:       s.confirmLeadership,
 		Expire:        s.sessionsExpired,
 	})
-	s.fsm = newFSM(s.codec, s.leader.delays, s.leader.SessionsInvalidated)
+	s.fsm = newFSM(s.codec, s.leader)
 	s.fsm.apply, s.fsm.observe = cfg.Apply, cfg.Observe
 	if st.Sync != nil {
 		s.fsm.awaitDurable = st.Sync.Await

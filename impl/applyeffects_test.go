@@ -1,0 +1,19 @@
+package impl
+
+import "github.com/tenurekv/tenure/model"
+
+// guardEffects stands in for the leader's logic behind an FSM under test: a
+// lock-delay guard of the test's, and the invalidated sessions handed to
+// invalidated (which may be nil).
+type guardEffects struct {
+	*lockDelayGuard
+	invalidated func(ids []string)
+}
+
+func (g guardEffects) ArmLockDelays(d []model.LockDelay) { g.arm(d) }
+func (g guardEffects) ForgetLockDelays()                 { g.reset() }
+func (g guardEffects) SessionsInvalidated(ids []string) {
+	if g.invalidated != nil {
+		g.invalidated(ids)
+	}
+}
