@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
 	"github.com/tenurekv/tenure/model"
 )
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tenurekv/tenure/impl/clock"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -49,7 +50,7 @@ type Backend interface {
 	Peers() []string
 	// Clock is the server's clock; blocking-query waits use it so that the
 	// simulator's virtual time governs them.
-	Clock() Clock
+	Clock() clock.Clock
 }
 
 // ErrNotLeader is returned by leader-only operations on a follower.

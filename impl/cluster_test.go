@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/tenurekv/tenure/impl/catalogwire"
+	"github.com/tenurekv/tenure/impl/clock/clocktest"
 	"github.com/tenurekv/tenure/impl/reconcile"
 	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"
@@ -25,7 +26,7 @@ import (
 // impl, so impl's own tests cannot use it).
 type testCluster struct {
 	t      *testing.T
-	clock  *ManualClock
+	clock  *clocktest.Manual
 	router *catalogRouter
 	pool   *fakePool
 	nodes  []*testNode
@@ -55,7 +56,7 @@ func newTestCluster(t *testing.T, n int) *testCluster {
 // servers without gossip, so each registers itself through the leader.
 func newTestClusterOf(t *testing.T, n int, pool *fakePool) *testCluster {
 	t.Helper()
-	c := &testCluster{t: t, clock: NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), router: &catalogRouter{servers: map[string]*Server{}},
+	c := &testCluster{t: t, clock: clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), router: &catalogRouter{servers: map[string]*Server{}},
 		pool: pool}
 	var peers []Peer
 	for i := range n {

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
+
 	"github.com/tenurekv/tenure/model"
 )
 

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/go-uuid"
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/impl/clock"
 	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"
 )
@@ -32,7 +33,7 @@ type Config struct {
 
 	// Clock drives TTL timers, lock-delay, failure detection and retries.
 	// Default SystemClock.
-	Clock Clock
+	Clock clock.Clock
 	// Logger defaults to a logger that discards everything.
 	Logger hclog.Logger
 
@@ -146,7 +147,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("config: NodeName is required")
 	}
 	if c.Clock == nil {
-		c.Clock = SystemClock{}
+		c.Clock = clock.System{}
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/impl/clock"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -24,7 +25,7 @@ import (
 //	go test ./impl -run '^$' -bench DiskBound -benchtime 200000x
 func BenchmarkDiskBound(b *testing.B) {
 	dir := b.TempDir()
-	s := startDurableSolo(b, dir, SystemClock{})
+	s := startDurableSolo(b, dir, clock.System{})
 	value := make([]byte, 100)
 	applyFromWorkers(b, s, func(i int64) []model.Command {
 		return []model.Command{{KV: &model.KVOp{Verb: model.KVSet, Key: fmt.Sprintf("bench/%04d", i%1000), Value: value}}}
@@ -65,7 +66,7 @@ func applyFromWorkers(b *testing.B, s *Server, cmds func(i int64) []model.Comman
 
 // startDurableSolo starts a one-server durable cluster on dir with the
 // production store and compaction settings, and waits until it leads.
-func startDurableSolo(tb testing.TB, dir string, clock Clock) *Server {
+func startDurableSolo(tb testing.TB, dir string, clock clock.Clock) *Server {
 	tb.Helper()
 	_, trans := raft.NewInmemTransport("solo")
 	s, err := NewServer(Config{

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/impl/clock/clocktest"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -18,7 +19,7 @@ import (
 // TestFSMAppliesOnlyDurableEntries: the FSM asks whether each entry is on
 // this server's disk before applying it, and refuses one that is not.
 func TestFSMAppliesOnlyDurableEntries(t *testing.T) {
-	f := newFSM(newWireCodec(), guardEffects{newLockDelayGuard(NewManualClock(time.Unix(0, 0))), nil})
+	f := newFSM(newWireCodec(), guardEffects{newLockDelayGuard(clocktest.NewManual(time.Unix(0, 0))), nil})
 	var asked []uint64
 	notYet := errors.New("not on disk")
 	f.awaitDurable = func(idx uint64) error {
@@ -63,7 +64,7 @@ func TestDurableClusterDefersLeaderFsync(t *testing.T) {
 	for i := range servers {
 		s, err := NewServer(Config{
 			NodeName: peers[i].Name, HTTPAddr: "127.0.0.1:1", DataDir: t.TempDir(),
-			Clock: NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), ServerListener: lns[i],
+			Clock: clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), ServerListener: lns[i],
 			Peers: peers, Raft: fastRaft,
 		})
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/impl/clock/clocktest"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -19,7 +20,7 @@ func TestDurableRestart(t *testing.T) {
 	start := func() *Server {
 		_, trans := raft.NewInmemTransport("solo")
 		s, err := NewServer(Config{
-			NodeName: "solo", HTTPAddr: "127.0.0.1:1", Clock: NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), DataDir: dir,
+			NodeName: "solo", HTTPAddr: "127.0.0.1:1", Clock: clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), DataDir: dir,
 			Transport: trans, Peers: []Peer{{Name: "solo", RaftAddr: "solo"}}, Raft: fastRaft,
 		})
 		if err != nil {
@@ -53,7 +54,7 @@ func TestDurableRestart(t *testing.T) {
 
 	s = start()
 	// A second server on the same directory is refused at once.
-	if other, err := NewServer(Config{NodeName: "solo", Clock: NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), DataDir: dir, RaftAddr: "127.0.0.1:0"}); err == nil {
+	if other, err := NewServer(Config{NodeName: "solo", Clock: clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), DataDir: dir, RaftAddr: "127.0.0.1:0"}); err == nil {
 		_ = other.Shutdown()
 		t.Fatal("a second server opened a data directory in use")
 	} else if !strings.Contains(err.Error(), "in use") {

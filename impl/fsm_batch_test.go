@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/impl/clock/clocktest"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -19,7 +20,7 @@ import (
 // it notes every arm made while the FSM's write lock was free, that is, after
 // the entry that armed could already be read.
 type lockedArmClock struct {
-	*ManualClock
+	*clocktest.Manual
 	f        *fsm
 	watching bool
 	unlocked int
@@ -30,7 +31,7 @@ func (c *lockedArmClock) Now() time.Time {
 		c.f.mu.RUnlock()
 		c.unlocked++
 	}
-	return c.ManualClock.Now()
+	return c.Manual.Now()
 }
 
 // batchRun is a fresh fsm with every side effect of applying recorded.
@@ -51,7 +52,7 @@ var batchWatched = []string{"a", "b", "x", "untouched"}
 
 func newBatchRun(t *testing.T) *batchRun {
 	r := &batchRun{t: t, watches: map[string]<-chan struct{}{}}
-	r.clock = &lockedArmClock{ManualClock: NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
+	r.clock = &lockedArmClock{Manual: clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
 	r.delays = newLockDelayGuard(r.clock)
 	r.f = newFSM(newWireCodec(), guardEffects{r.delays, func(ids []string) {
 		r.invalidated = append(r.invalidated, slices.Clone(ids))
@@ -407,7 +408,7 @@ func BenchmarkFSMApplyBatch(b *testing.B) {
 
 func benchFSMApply(b *testing.B, n, waiters int, batch bool) {
 	codec := newWireCodec()
-	f := newFSM(codec, guardEffects{newLockDelayGuard(NewManualClock(time.Unix(0, 0))), nil})
+	f := newFSM(codec, guardEffects{newLockDelayGuard(clocktest.NewManual(time.Unix(0, 0))), nil})
 	// Every entry is on disk already: the gate answers at once.
 	f.awaitDurable = func(uint64) error { return nil }
 	var index uint64

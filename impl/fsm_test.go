@@ -11,12 +11,13 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/impl/clock/clocktest"
 	"github.com/tenurekv/tenure/model"
 )
 
 type fsmHarness struct {
 	t           *testing.T
-	clock       *ManualClock
+	clock       *clocktest.Manual
 	codec       *wireCodec
 	delays      *lockDelayGuard
 	fsm         *fsm
@@ -25,7 +26,7 @@ type fsmHarness struct {
 }
 
 func newFSMHarness(t *testing.T) *fsmHarness {
-	h := &fsmHarness{t: t, clock: NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), codec: newWireCodec()}
+	h := &fsmHarness{t: t, clock: clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), codec: newWireCodec()}
 	h.delays = newLockDelayGuard(h.clock)
 	h.fsm = newFSM(h.codec, guardEffects{h.delays, func(ids []string) { h.invalidated = append(h.invalidated, ids...) }})
 	return h

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenurekv/tenure/impl/clock"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -29,7 +30,7 @@ type LeaderCore struct {
 // LeaderConfig is what a LeaderCore runs on. Every field is required.
 type LeaderConfig struct {
 	// Clock times lock-delays and TTL deadlines.
-	Clock Clock
+	Clock clock.Clock
 	// TTLMultiplier scales a session's TTL into its deadline (S19).
 	TTLMultiplier float64
 	// NewID returns candidate session IDs; calls are serialised.

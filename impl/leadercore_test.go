@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenurekv/tenure/impl/clock/clocktest"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -16,7 +17,7 @@ import (
 // before, if set, runs just before each proposal is applied.
 type coreHarness struct {
 	core  *LeaderCore
-	clock *ManualClock
+	clock *clocktest.Manual
 	log   *expiryLog
 
 	mu       sync.RWMutex
@@ -33,7 +34,7 @@ type coreHarness struct {
 
 func newCoreHarness(t *testing.T, ids ...string) *coreHarness {
 	t.Helper()
-	h := &coreHarness{clock: NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), log: newExpiryLog(), st: model.New(), ids: ids}
+	h := &coreHarness{clock: clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), log: newExpiryLog(), st: model.New(), ids: ids}
 	h.core = NewLeaderCore(LeaderConfig{
 		Clock: h.clock, TTLMultiplier: 2, NewID: h.newID,
 		Read: func(fn func(*model.State)) {

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenurekv/tenure/impl/clock"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -12,14 +13,14 @@ import (
 // proposes an acquire. Both use this server's Clock, as Consul uses its own
 // wall clock, so the delay is not replicated and a restore forgets it.
 type lockDelayGuard struct {
-	clock Clock
+	clock clock.Clock
 
 	mu       sync.Mutex
 	delays   model.LockDelays
 	pruneMin int // prune once Len reaches this, so pruning costs O(1) amortised
 }
 
-func newLockDelayGuard(clock Clock) *lockDelayGuard {
+func newLockDelayGuard(clock clock.Clock) *lockDelayGuard {
 	return &lockDelayGuard{clock: clock, pruneMin: 64}
 }
 

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenurekv/tenure/impl/clock/clocktest"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -15,7 +16,7 @@ import (
 // keys it has seen; a live mark is never pruned; and after a burst of live
 // marks the bound is twice what the last prune kept.
 func TestLockDelayGuardStaysBounded(t *testing.T) {
-	clock := NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	g := newLockDelayGuard(clock)
 	for i := range 1000 {
 		key := fmt.Sprintf("k%d", i)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
 	"github.com/tenurekv/tenure/impl/reconcile"
 	"github.com/tenurekv/tenure/model"
 )

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/impl/clock/clocktest"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -26,7 +27,7 @@ import (
 //	make bench-reap    # go test ./impl -run '^$' -bench ReapBound -benchtime 1000000x
 func BenchmarkReapBound(b *testing.B) {
 	dir := b.TempDir()
-	clock := NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	s := startDurableSolo(b, dir, clock)
 	res, err := s.Apply(context.Background(), model.Command{CreateSession: &model.CreateSession{Node: "solo"}})
 	if err != nil || res.Err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/impl/clock"
 	"github.com/tenurekv/tenure/impl/raftlog"
 	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"
@@ -25,7 +26,7 @@ var ErrShutdown = errors.New("server is shutting down")
 type Server struct {
 	cfg    Config
 	logger hclog.Logger
-	clock  Clock
+	clock  clock.Clock
 
 	codec  *wireCodec
 	leader *LeaderCore
@@ -60,12 +61,6 @@ type Server struct {
 }
 
 var _ Backend = (*Server)(nil)
-
-// NewDevServer starts a single in-memory server that bootstraps itself, like
-// `consul agent -dev`.
-func NewDevServer(nodeName, httpAddr string, logger hclog.Logger) (*Server, error) {
-	return NewServer(Config{NodeName: nodeName, HTTPAddr: httpAddr, Logger: logger, Dev: true})
-}
 
 // NewServer builds and starts a server. It bootstraps cfg.Peers if the stores
 // hold no raft state, then joins the election; call Shutdown to stop it. It

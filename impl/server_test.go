@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/impl/clock/clocktest"
 	"github.com/tenurekv/tenure/impl/reconcile"
 	"github.com/tenurekv/tenure/model"
 )
@@ -28,9 +29,9 @@ func seqIDs(ids ...string) func() string {
 	}
 }
 
-func startDev(t *testing.T, cfg Config) (*Server, *ManualClock) {
+func startDev(t *testing.T, cfg Config) (*Server, *clocktest.Manual) {
 	t.Helper()
-	clock := NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	cfg.Dev = true
 	cfg.Clock = clock
 	if cfg.NodeName == "" {

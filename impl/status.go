@@ -5,6 +5,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/impl/clock"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -12,7 +13,7 @@ import (
 func (s *Server) NodeName() string { return s.cfg.NodeName }
 
 // Clock implements Backend.
-func (s *Server) Clock() Clock { return s.clock }
+func (s *Server) Clock() clock.Clock { return s.clock }
 
 // Leader implements Backend: the leader's raft address, which is its
 // server port (raft and forwarded requests share it), as raft knows it.

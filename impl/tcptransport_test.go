@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/impl/clock/clocktest"
 	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"
 )
@@ -109,7 +110,7 @@ func TestFollowerCatchesUpAfterRefusedWrites(t *testing.T) {
 		logs[i] = &refusingLogStore{LogStore: raft.NewInmemStore()}
 		s, err := NewServer(Config{
 			NodeName: peers[i].Name, HTTPAddr: "127.0.0.1:1",
-			Clock:          NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+			Clock:          clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 			ServerListener: lns[i], Peers: peers,
 			LogStore: logs[i], StableStore: raft.NewInmemStore(), SnapshotStore: raft.NewInmemSnapshotStore(),
 			Raft: func(c *raft.Config) {

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tenurekv/tenure/impl/clock"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -12,7 +13,7 @@ import (
 // while this server leads; followers and deposed leaders keep nothing, as in
 // Consul, so a deposed leader can never destroy a session.
 type ttlTimers struct {
-	clock      Clock
+	clock      clock.Clock
 	multiplier float64
 	// expire is called from the timer's goroutine with the sessions whose
 	// deadline passed, already taken out of the book. It must not block.
@@ -21,11 +22,11 @@ type ttlTimers struct {
 	mu     sync.Mutex
 	active bool
 	book   model.TTLDeadlines
-	timer  Timer
+	timer  clock.Timer
 	due    time.Time // when timer fires; zero when it is stopped
 }
 
-func newTTLTimers(clock Clock, multiplier float64, expire func(ids []string)) *ttlTimers {
+func newTTLTimers(clock clock.Clock, multiplier float64, expire func(ids []string)) *ttlTimers {
 	return &ttlTimers{clock: clock, multiplier: multiplier, expire: expire}
 }
 

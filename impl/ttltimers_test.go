@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenurekv/tenure/impl/clock/clocktest"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -49,7 +50,7 @@ func (l *expiryLog) none(t *testing.T) {
 }
 
 func TestTTLTimersExpireAtMultipliedTTL(t *testing.T) {
-	clock := NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	log := newExpiryLog()
 	tt := newTTLTimers(clock, 2, log.expire)
 	live := func(string) bool { return true }
@@ -80,7 +81,7 @@ func TestTTLTimersExpireAtMultipliedTTL(t *testing.T) {
 }
 
 func TestTTLTimersStopRemoveAndLiveness(t *testing.T) {
-	clock := NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	clock := clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	log := newExpiryLog()
 	tt := newTTLTimers(clock, 1, log.expire)
 	tt.reset("before-start", 10*time.Second, func(string) bool { return true })

@@ -4,14 +4,14 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/clock"
 )
 
 // registration is what registeredGate waits on (an *impl.Server): the
 // moment the server saw its own node registered, on the server's clock.
 type registration interface {
 	Registered() <-chan struct{}
-	Clock() impl.Clock
+	Clock() clock.Clock
 }
 
 // registeredGate holds session creates until this server has seen its own

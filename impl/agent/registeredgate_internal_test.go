@@ -7,7 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/clock"
 	"github.com/tenurekv/tenure/impl/httpapi"
 	"github.com/tenurekv/tenure/impl/httpapi/httpapitest"
 )
@@ -17,7 +17,7 @@ import (
 type pendingRegistration struct{ registered chan struct{} }
 
 func (p pendingRegistration) Registered() <-chan struct{} { return p.registered }
-func (pendingRegistration) Clock() impl.Clock             { return impl.SystemClock{} }
+func (pendingRegistration) Clock() clock.Clock            { return clock.System{} }
 
 // gateWait is the gate's bound in these tests: RegisterWait's default.
 const gateWait = 10 * time.Second
@@ -74,7 +74,7 @@ func TestRegisteredGateHoldsCreatesUntilRegistered(t *testing.T) {
 // gate's bound, and the create gets Consul's answer.
 func TestRegisteredGateWithoutLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		follower := httpapitest.New("s1", impl.SystemClock{}).Follower("s2")
+		follower := httpapitest.New("s1", clock.System{}).Follower("s2")
 		gate := registeredGate(httpapi.New(follower, httpapi.Options{}),
 			pendingRegistration{registered: make(chan struct{})}, gateWait)
 		rec, took := through(gate, http.MethodPut, "/v1/session/create")

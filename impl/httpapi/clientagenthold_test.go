@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/clock"
 	"github.com/tenurekv/tenure/impl/httpapi"
 	"github.com/tenurekv/tenure/impl/httpapi/httpapitest"
 	"github.com/tenurekv/tenure/impl/rpc"
@@ -69,7 +69,7 @@ func registerNode(t *testing.T, s *httpapitest.Store, node string) {
 // held and asks the servers nothing more.
 func TestClientAgentHoldsFirstCreateUntilRegistered(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := httpapitest.New("s1", impl.SystemClock{})
+		srv := httpapitest.New("s1", clock.System{})
 		client, fwd := holdingClient("c1", srv)
 
 		answered := make(chan *httptest.ResponseRecorder, 1)
@@ -114,7 +114,7 @@ func TestClientAgentHoldsFirstCreateUntilRegistered(t *testing.T) {
 // server is known and has registered the agent's node.
 func TestClientAgentHoldsWhileNoServerIsKnown(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := httpapitest.New("s1", impl.SystemClock{})
+		srv := httpapitest.New("s1", clock.System{})
 		registerNode(t, srv.Store(), "c1")
 		members := &staticMembers{}
 		client := httpapi.NewClientAgent(httpapi.ClientOptions{Node: "c1", Members: members,
@@ -142,7 +142,7 @@ func TestClientAgentHoldsWhileNoServerIsKnown(t *testing.T) {
 // its bound, and the create gets Consul's answer for a cluster without one.
 func TestClientAgentCreateWithoutLeader(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		srv := httpapitest.New("s1", impl.SystemClock{})
+		srv := httpapitest.New("s1", clock.System{})
 		registerNode(t, srv.Store(), "c1")
 		follower := srv.Follower("s2")
 		client, _ := holdingClient("c1", follower)

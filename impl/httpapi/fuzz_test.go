@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/clock/clocktest"
 	"github.com/tenurekv/tenure/impl/httpapi/httpapitest"
 	"github.com/tenurekv/tenure/model"
 )
@@ -42,7 +42,7 @@ func FuzzDecodeSessionCreate(f *testing.F) {
 
 // fuzzServer is one handler over a fresh double per input.
 func fuzzServer(t *testing.T) (http.Handler, *httpapitest.Store) {
-	b := httpapitest.New("node-a", impl.NewManualClock(time.Unix(0, 0)))
+	b := httpapitest.New("node-a", clocktest.NewManual(time.Unix(0, 0)))
 	return New(b, Options{}), b.Store()
 }
 

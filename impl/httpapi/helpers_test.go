@@ -13,7 +13,7 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/clock/clocktest"
 	"github.com/tenurekv/tenure/impl/httpapi"
 	"github.com/tenurekv/tenure/impl/httpapi/httpapitest"
 )
@@ -23,7 +23,7 @@ import (
 type fixture struct {
 	t      *testing.T
 	b      *httpapitest.Backend
-	clock  *impl.ManualClock // the backend's clock
+	clock  *clocktest.Manual // the backend's clock
 	srv    *httptest.Server
 	client *api.Client
 	blocks *blockTracker
@@ -52,10 +52,10 @@ func newFixture(t *testing.T, opts ...fixtureOpt) *fixture {
 	f := &fixture{t: t, blocks: &blockTracker{inflight: map[string]int{}}}
 	f.b = cfg.backend
 	if f.b == nil {
-		f.clock = impl.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
+		f.clock = clocktest.NewManual(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
 		f.b = httpapitest.New("node-a", f.clock)
 	} else {
-		f.clock, _ = f.b.Clock().(*impl.ManualClock)
+		f.clock, _ = f.b.Clock().(*clocktest.Manual)
 	}
 	f.srv = httptest.NewServer(f.blocks.wrap(httpapi.New(f.b, cfg.opts)))
 	t.Cleanup(func() {

@@ -19,7 +19,7 @@ func TestOverRealServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := impl.NewDevServer("dev-1", ln.Addr().String(), nil)
+	srv, err := impl.NewServer(impl.Config{NodeName: "dev-1", HTTPAddr: ln.Addr().String(), Dev: true})
 	if err != nil {
 		ln.Close()
 		t.Fatalf("dev server: %v", err)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/clock"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -26,7 +27,7 @@ import (
 // logic is impl.LeaderCore, the code impl.Server runs, proposing straight to
 // the state instead of through raft; the Store's one leader term never ends.
 type Store struct {
-	clock  impl.Clock
+	clock  clock.Clock
 	leader *impl.LeaderCore
 
 	mu       sync.RWMutex
@@ -40,7 +41,7 @@ type Store struct {
 }
 
 // NewStore returns an empty cluster state on clock.
-func NewStore(clock impl.Clock) *Store {
+func NewStore(clock clock.Clock) *Store {
 	s := &Store{clock: clock, state: model.New(), changed: make(chan struct{})}
 	s.leader = impl.NewLeaderCore(impl.LeaderConfig{
 		Clock:         clock,
@@ -170,7 +171,7 @@ var _ impl.Backend = (*Backend)(nil)
 
 // New returns the leader of a fresh one-server cluster named node, on clock.
 // Its node is registered with a passing serfHealth check (S47).
-func New(node string, clock impl.Clock) *Backend {
+func New(node string, clock clock.Clock) *Backend {
 	b := &Backend{store: NewStore(clock), node: node, isLeader: true, known: true,
 		raftLeader: "127.0.0.1:8300", peers: []string{"127.0.0.1:8300"}}
 	b.registerSelf()
@@ -299,4 +300,4 @@ func (b *Backend) Peers() []string {
 }
 
 // Clock implements impl.Backend.
-func (b *Backend) Clock() impl.Clock { return b.store.clock }
+func (b *Backend) Clock() clock.Clock { return b.store.clock }

@@ -1,4 +1,4 @@
-package impl
+package clocktest
 
 import (
 	"sync"
@@ -7,7 +7,7 @@ import (
 )
 
 func TestManualClockFiresOnlyDueTimers(t *testing.T) {
-	c := NewManualClock(time.Unix(0, 0))
+	c := NewManual(time.Unix(0, 0))
 	var mu sync.Mutex
 	var fired []string
 	var wg sync.WaitGroup

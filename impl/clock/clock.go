@@ -1,8 +1,11 @@
-package impl
+// Package clock is the server's only source of time, as an interface: the
+// real server runs on System, the simulator on per-node skewed clocks on
+// virtual time, and tests on clocktest.Manual.
+package clock
 
 import "time"
 
-// Clock is the server's only source of time. The real server uses SystemClock;
+// Clock is the server's only source of time. The real server uses System;
 // sim/ injects per-node skewed clocks on synctest virtual time, so TTL timers and
 // lock-delay run on the node's own (possibly wrong) notion of time.
 type Clock interface {
@@ -17,11 +20,11 @@ type Timer interface {
 	Reset(d time.Duration) bool
 }
 
-// SystemClock is the wall clock.
-type SystemClock struct{}
+// System is the wall clock.
+type System struct{}
 
 // Now returns time.Now().
-func (SystemClock) Now() time.Time { return time.Now() }
+func (System) Now() time.Time { return time.Now() }
 
 // AfterFunc wraps time.AfterFunc.
-func (SystemClock) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
+func (System) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }

@@ -1,31 +1,34 @@
-package impl
+// Package clocktest is a clock for tests: Manual moves only when the test
+// advances it.
+package clocktest
 
 import (
+	"github.com/tenurekv/tenure/impl/clock"
 	"slices"
 	"sync"
 	"time"
 )
 
-// ManualClock is an Clock that moves only when Advance is called, so a
+// Manual is a clock.Clock that moves only when Advance is called, so a
 // test decides exactly when blocking-query waits, TTLs and lock-delays end.
-type ManualClock struct {
+type Manual struct {
 	mu     sync.Mutex
 	now    time.Time
 	timers []*manualTimer
 }
 
-// NewManualClock starts at start.
-func NewManualClock(start time.Time) *ManualClock { return &ManualClock{now: start} }
+// NewManual starts at start.
+func NewManual(start time.Time) *Manual { return &Manual{now: start} }
 
 // Now returns the clock's time.
-func (c *ManualClock) Now() time.Time {
+func (c *Manual) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.now
 }
 
 // AfterFunc runs f in its own goroutine once Advance has moved the clock d past now.
-func (c *ManualClock) AfterFunc(d time.Duration, f func()) Timer {
+func (c *Manual) AfterFunc(d time.Duration, f func()) clock.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &manualTimer{c: c, f: f, at: c.now.Add(d), active: true}
@@ -34,7 +37,7 @@ func (c *ManualClock) AfterFunc(d time.Duration, f func()) Timer {
 }
 
 // Advance moves the clock by d and fires, in deadline order, every timer due.
-func (c *ManualClock) Advance(d time.Duration) {
+func (c *Manual) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
 	var due []*manualTimer
@@ -54,7 +57,7 @@ func (c *ManualClock) Advance(d time.Duration) {
 
 // Pending is the number of armed timers; tests poll it to learn that a
 // blocking read has started waiting.
-func (c *ManualClock) Pending() int {
+func (c *Manual) Pending() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n := 0
@@ -67,12 +70,12 @@ func (c *ManualClock) Pending() int {
 }
 
 // compact drops stopped and fired timers; c.mu is held.
-func (c *ManualClock) compact() {
+func (c *Manual) compact() {
 	c.timers = slices.DeleteFunc(c.timers, func(t *manualTimer) bool { return !t.active })
 }
 
 type manualTimer struct {
-	c      *ManualClock
+	c      *Manual
 	f      func()
 	at     time.Time
 	active bool
