@@ -72,13 +72,6 @@ func TestBenchScale(t *testing.T) {
 		systems = append(systems, scaleSystem{name: "consul", bin: c,
 			extra: []string{"-hcl", fmt.Sprintf("limits { http_max_conns_per_client = %d }", maxConns)}})
 	}
-	commit := "unknown"
-	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
-		commit = strings.TrimSpace(string(out))
-		if exec.Command("git", "diff", "--quiet", "HEAD").Run() != nil {
-			commit += "+uncommitted changes"
-		}
-	}
 	// Each table goes out as soon as its system is done, so a later
 	// system's failure does not lose it.
 	emit := func(s string) {
@@ -87,7 +80,7 @@ func TestBenchScale(t *testing.T) {
 	}
 	emit(fmt.Sprintf("\nbench-scale: commit %s, nproc %d, %s, RLIMIT_NOFILE %d; values %d B, txns of %d ops\n"+
 		"RSS is VmRSS, read %v after each phase; it includes the heap a Go runtime keeps after collecting\n",
-		commit, runtime.NumCPU(), runtime.Version(), lim.Cur, scaleValue, scaleTxnOps, rssSettle))
+		commitRef(), runtime.NumCPU(), runtime.Version(), lim.Cur, scaleValue, scaleTxnOps, rssSettle))
 	for _, sys := range systems {
 		emit(benchScaleSystem(t, sys).table())
 	}
