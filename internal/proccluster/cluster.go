@@ -193,7 +193,7 @@ func (c *Cluster) start(i int) error {
 // Kill kills node i's process with SIGKILL, as a crash would.
 func (c *Cluster) Kill(i int) {
 	c.t.Helper()
-	if err := c.Nodes[i].Proc.Kill(); err != nil {
+	if err := c.proc(i).Kill(); err != nil {
 		c.t.Fatalf("%s: %v", c.Name, err)
 	}
 }
@@ -202,9 +202,18 @@ func (c *Cluster) Kill(i int) {
 // test.
 func (c *Cluster) Stop(i int) {
 	c.t.Helper()
-	if err := c.Nodes[i].Proc.Stop(); err != nil {
+	if err := c.proc(i).Stop(); err != nil {
 		c.t.Errorf("%s: %v", c.Name, err)
 	}
+}
+
+// proc is node i's latest process; a node never started fails the test.
+func (c *Cluster) proc(i int) *Proc {
+	c.t.Helper()
+	if c.Nodes[i].Proc == nil {
+		c.t.Fatalf("%s %s was never started", c.Name, c.Nodes[i].Name())
+	}
+	return c.Nodes[i].Proc
 }
 
 // WaitReady waits until node i serves: it knows a leader among the
