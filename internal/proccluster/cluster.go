@@ -56,12 +56,12 @@ type Cluster struct {
 	Bin   string
 	Nodes []*Node // servers s1, s2, … first, then clients c1, c2, …
 	// LogDir holds each node's log, <node>.log. Close removes it unless
-	// the test failed or KeepLogs was called.
+	// the test failed (or the cluster never came up).
 	LogDir string
 
 	t        TB
 	dataDir  string
-	keepLogs bool
+	keepLogs bool // the cluster did not come up: its logs are named in the failure
 	closed   bool
 }
 
@@ -88,12 +88,12 @@ func (n *Node) Running() bool { return n.Proc != nil && n.Proc.Running() }
 func Up(t TB, bin string, o Options) *Cluster {
 	t.Helper()
 	for try := 1; ; try++ {
-		c := New(t, bin, o)
+		c := newCluster(t, bin, o)
 		err := c.up()
 		if err == nil {
 			return c
 		}
-		c.KeepLogs()
+		c.keepLogs = true
 		c.Close()
 		if try == startAttempts {
 			t.Fatalf("%s cluster did not come up, %d times; the last time: %v", c.Name, try, err)
@@ -116,9 +116,10 @@ func (c *Cluster) up() error {
 	return nil
 }
 
-// New lays out a cluster (ports, directories, command lines) and starts
-// nothing; Close, registered with t, kills what runs when the test ends.
-func New(t TB, bin string, o Options) *Cluster {
+// newCluster lays out a cluster (ports, directories, command lines) and
+// starts nothing; Close, registered with t, kills what runs when the test
+// ends.
+func newCluster(t TB, bin string, o Options) *Cluster {
 	t.Helper()
 	name := o.Name
 	if name == "" {
@@ -295,13 +296,9 @@ func (c *Cluster) Eventually(what string, cond func() error) {
 	}
 }
 
-// KeepLogs keeps LogDir after Close, as a failed test does.
-func (c *Cluster) KeepLogs() { c.keepLogs = true }
-
 // Close kills every process still running and removes the data
 // directories. When the test has failed it logs the end of each node's
-// log; the logs are kept, and named, when it failed or KeepLogs was
-// called. Later calls do nothing.
+// log, and keeps and names LogDir. Later calls do nothing.
 func (c *Cluster) Close() {
 	if c.closed {
 		return
