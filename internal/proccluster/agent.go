@@ -29,20 +29,10 @@ func (p Ports) ServerAddr() string { return hostPort(p.Server) }
 
 func hostPort(port int) string { return net.JoinHostPort(Host, strconv.Itoa(port)) }
 
-// FreePort returns a TCP port on Host that was free a moment ago. Another
-// process may take it before the agent does; Up and the conformance suite
-// start an agent that exits at once again on fresh ports.
-func FreePort() (int, error) {
-	ln, err := net.Listen("tcp", net.JoinHostPort(Host, "0"))
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// FreePorts returns three distinct free ports for one agent: they are held
-// open together, so none is handed out twice.
+// FreePorts returns three TCP ports on Host for one agent that were free a
+// moment ago; they are held open together, so none is handed out twice.
+// Another process may take one before the agent does: Up and the
+// conformance suite start an agent that exits at once again on fresh ports.
 func FreePorts() (Ports, error) {
 	var held []net.Listener
 	defer func() {
