@@ -74,7 +74,7 @@ AGENT  ?=
 ROUNDS ?= 3
 .PHONY: bench-detect
 bench-detect:
-	TENURE_DETECT=1 TENURE_DETECT_AGENT=$(AGENT) TENURE_DETECT_ROUNDS=$(ROUNDS) $(GO) test -count=1 -v -timeout 0 -run '^TestDetection$$' ./cmd/tenure
+	TENURE_DETECT=1 TENURE_DETECT_AGENT=$(AGENT) TENURE_DETECT_ROUNDS=$(ROUNDS) $(GO) test -count=1 -v -timeout 0 -run '^TestDetection$$' ./bench
 
 ## bench-cluster: lock throughput (1, 16, 64 clients, 8 on one key), the servers' CPU per cycle and
 ## lock hand-off of a durable 3-server tenure cluster, beside a 3-server Consul when CONSUL names a
@@ -87,19 +87,19 @@ BENCH_SECONDS ?= 10
 ## cluster, followed leg by leg across the three servers' runtime traces (a measurement, not a test)
 .PHONY: bench-trace
 bench-trace:
-	TENURE_BENCH_TRACE=1 $(GO) test -count=1 -v -timeout 0 -run '^TestBenchTrace$$' ./cmd/tenure
+	TENURE_BENCH_TRACE=1 $(GO) test -count=1 -v -timeout 0 -run '^TestBenchTrace$$' ./bench
 
 .PHONY: bench-cluster
 bench-cluster:
 	TENURE_BENCH_CLUSTER=1 TENURE_BENCH_CLUSTER_CONSUL=$(CONSUL) TENURE_BENCH_CLUSTER_ROUNDS=$(ROUNDS) \
-		TENURE_BENCH_CLUSTER_SECONDS=$(BENCH_SECONDS) $(GO) test -count=1 -v -timeout 0 -run '^TestBenchCluster$$' ./cmd/tenure
+		TENURE_BENCH_CLUSTER_SECONDS=$(BENCH_SECONDS) $(GO) test -count=1 -v -timeout 0 -run '^TestBenchCluster$$' ./bench
 
 ## bench-scale: a durable 3-server cluster as processes: RSS per 10k sessions and per 100k keys,
 ## then 10k blocking reads parked on one key and on 10k keys (memory per watcher, wake-up p50/p99/max);
 ## CONSUL, a consul binary, runs the same on Consul side by side, e.g. make bench-scale CONSUL=/path/to/consul
 .PHONY: bench-scale
 bench-scale:
-	TENURE_BENCH_SCALE=1 TENURE_BENCH_SCALE_CONSUL=$(CONSUL) $(GO) test -count=1 -v -timeout 0 -run '^TestBenchScale$$' ./cmd/tenure
+	TENURE_BENCH_SCALE=1 TENURE_BENCH_SCALE_CONSUL=$(CONSUL) $(GO) test -count=1 -v -timeout 0 -run '^TestBenchScale$$' ./bench
 
 ## chaos: kill -9 and restart leaders and followers of a durable 3-process cluster under
 ## writes and lock traffic, then check every acknowledged write on every node, e.g.
@@ -108,7 +108,7 @@ KILLS ?= 100
 SEED  ?= 1
 .PHONY: chaos
 chaos:
-	TENURE_CHAOS_KILLS=$(KILLS) TENURE_CHAOS_SEED=$(SEED) $(GO) test -count=1 -v -timeout 0 -run 'TestCrashLoop$$' ./cmd/tenure
+	TENURE_CHAOS_KILLS=$(KILLS) TENURE_CHAOS_SEED=$(SEED) $(GO) test -count=1 -v -timeout 0 -run 'TestCrashLoop$$' ./bench
 
 ## sim-long: many sim seeds in parallel processes with a progress line, e.g. make sim-long SEEDS=10000
 SEEDS ?= 1000

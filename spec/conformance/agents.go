@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,11 +9,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"strconv"
-	"sync"
-	"syscall"
 	"time"
+
+	"github.com/tenurekv/tenure/internal/proccluster"
 )
 
 // Client agents of a case's own (S53). What gossip does when a member
@@ -29,10 +27,8 @@ type Agent struct {
 	Node string // its node name, unique to the run and case
 	HTTP string // base URL of its HTTP API
 
-	t      *T
-	cmd    *exec.Cmd
-	out    *tailBuffer
-	exited chan struct{} // closed when the process has ended
+	t    *T
+	proc *proccluster.Proc
 }
 
 // agentJoinTimeout bounds how long a started agent may take to be
@@ -56,9 +52,9 @@ func (t *T) StartAgent(name string, extra ...string) *Agent {
 			return a
 		}
 		if try == attempts {
-			t.Fatalf("agent %s exited while starting, %d times; its output ends:\n%s", node, attempts, a.out.String())
+			t.Fatalf("agent %s exited while starting, %d times; its output ends:\n%s", node, attempts, a.proc.Output())
 		}
-		t.Logf("agent %s exited while starting (attempt %d); its output ends:\n%s", node, try, a.out.String())
+		t.Logf("agent %s exited while starting (attempt %d); its output ends:\n%s", node, try, a.proc.Output())
 	}
 }
 
@@ -75,9 +71,9 @@ func (t *T) StartLoneAgent(name string, extra ...string) *Agent {
 			return a
 		}
 		if try == attempts {
-			t.Fatalf("agent %s exited while starting, %d times; its output ends:\n%s", node, attempts, a.out.String())
+			t.Fatalf("agent %s exited while starting, %d times; its output ends:\n%s", node, attempts, a.proc.Output())
 		}
-		t.Logf("agent %s exited while starting (attempt %d); its output ends:\n%s", node, try, a.out.String())
+		t.Logf("agent %s exited while starting (attempt %d); its output ends:\n%s", node, try, a.proc.Output())
 	}
 }
 
@@ -117,13 +113,11 @@ func (a *Agent) awaitHTTP() bool {
 			_ = res.Body.Close()
 			return true
 		}
-		select {
-		case <-a.exited:
+		if !a.proc.Running() {
 			return false
-		default:
 		}
 		if time.Now().After(deadline) {
-			a.t.Fatalf("agent %s did not serve HTTP within %v: %v; its output ends:\n%s", a.Node, agentJoinTimeout, err, a.out.String())
+			a.t.Fatalf("agent %s did not serve HTTP within %v: %v; its output ends:\n%s", a.Node, agentJoinTimeout, err, a.proc.Output())
 		}
 		a.t.Sleep(50 * time.Millisecond)
 	}
@@ -138,57 +132,47 @@ func (t *T) awaitRegistered(a *Agent) bool {
 			t.Equal("serfHealth name of agent "+a.Node, serf.Name, "Serf Health Status")
 			return true
 		}
-		select {
-		case <-a.exited:
+		if !a.proc.Running() {
 			return false
-		default:
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("agent %s was not registered with serfHealth passing within %v; its output ends:\n%s",
-				a.Node, agentJoinTimeout, a.out.String())
+				a.Node, agentJoinTimeout, a.proc.Output())
 		}
 		t.Sleep(100 * time.Millisecond)
 	}
 }
 
-// startAgentOnce starts the agent process on fresh ports and registers its
-// cleanup.
+// startAgentOnce starts the agent process on fresh ports (a client agent,
+// unless extra makes it a server) and registers its cleanup.
 func (t *T) startAgentOnce(node, join, dc string, extra []string) *Agent {
 	dir, err := os.MkdirTemp("", "conformance-agent-")
 	if err != nil {
 		t.Fatalf("agent data dir: %v", err)
 	}
-	a := &Agent{Node: node, t: t, out: &tailBuffer{max: 16 << 10}, exited: make(chan struct{})}
-	httpPort, serfPort, serverPort := freePort(t), freePort(t), freePort(t)
-	a.HTTP = "http://127.0.0.1:" + httpPort
-	args := []string{"agent", "-node", node, "-data-dir", dir, "-bind", "127.0.0.1", "-client", "127.0.0.1",
-		"-http-port", httpPort, "-serf-lan-port", serfPort, "-server-port", serverPort,
-		"-dns-port=-1", "-grpc-port=-1", "-grpc-tls-port=-1", "-serf-wan-port=-1", "-https-port=-1"}
-	if join != "" {
-		args = append(args, "-retry-join", join, "-retry-interval", "1s")
-	}
-	if dc != "" {
-		args = append(args, "-datacenter", dc)
-	}
-	args = append(args, extra...)
-	// Not tied to the case's context: a timed-out case must still be able
-	// to force-leave the agent in its cleanup before the process goes.
-	a.cmd = exec.Command(t.env.agentBin, args...)
-	a.cmd.Stdout, a.cmd.Stderr = a.out, a.out
-	if err := a.cmd.Start(); err != nil {
+	ports, err := proccluster.FreePorts()
+	if err != nil {
 		_ = os.RemoveAll(dir)
-		t.Fatalf("start agent %s: %v", t.env.agentBin, err)
+		t.Fatalf("agent %s: %v", node, err)
 	}
-	go func() {
-		_ = a.cmd.Wait() // its exit status says nothing: cases kill it
-		close(a.exited)
-	}()
+	cmdLine := proccluster.Agent{Node: node, DataDir: dir, Ports: ports, Datacenter: dc, Extra: extra}
+	if join != "" {
+		cmdLine.RetryJoin = []string{join}
+	}
+	// Not tied to the case's context: a timed-out case must still be able
+	// to force-leave the agent in its cleanup before the process goes. Its
+	// output is kept in memory, for the failure messages.
+	proc, err := proccluster.Start(t.env.agentBin, cmdLine, "")
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		t.Fatalf("%v", err)
+	}
+	a := &Agent{Node: node, HTTP: "http://" + ports.HTTPAddr(), t: t, proc: proc}
 	t.Cleanup(func(ctx context.Context) error {
 		// The process first, then its membership: a force-left member that
-		// is still alive would refute the leave and stay registered.
-		_ = a.cmd.Process.Signal(syscall.SIGCONT)
-		_ = a.cmd.Process.Kill()
-		<-a.exited
+		// is still alive would refute the leave and stay registered. Its
+		// exit status says nothing: cases kill it.
+		_ = a.proc.Kill()
 		_ = os.RemoveAll(dir)
 		// Both may fail harmlessly: the member may be gone from the pool
 		// already (Consul answers 500 for an unknown node), and the node
@@ -204,8 +188,8 @@ func (t *T) startAgentOnce(node, join, dc string, extra []string) *Agent {
 // Kill ends the agent's process with SIGKILL: it stops answering gossip
 // without leaving, so the pool declares it failed.
 func (a *Agent) Kill() {
-	if err := a.cmd.Process.Kill(); err != nil {
-		a.t.Fatalf("kill agent %s: %v", a.Node, err)
+	if err := a.proc.Kill(); err != nil {
+		a.t.Fatalf("%v", err)
 	}
 }
 
@@ -262,41 +246,4 @@ func (a *Agent) Do(method, path string) *resp {
 		a.t.Fatalf("%s %s on agent %s: read body: %v", method, path, a.Node, err)
 	}
 	return &resp{Code: res.StatusCode, Header: res.Header, Body: b}
-}
-
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort(t *T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	defer ln.Close()
-	_, p, err := net.SplitHostPort(ln.Addr().String())
-	if err != nil {
-		t.Fatalf("find a free port: %v", err)
-	}
-	return p
-}
-
-// tailBuffer keeps the last max bytes written to it, for failure messages.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf.Write(p)
-	if over := b.buf.Len() - b.max; over > 0 {
-		b.buf.Next(over)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

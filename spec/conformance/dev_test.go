@@ -1,13 +1,13 @@
 package conformance
 
 import (
-	"os/exec"
-	"path/filepath"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/tenurekv/tenure/impl/agent"
 	"github.com/tenurekv/tenure/impl/agent/agenttest"
+	"github.com/tenurekv/tenure/internal/proccluster"
 )
 
 // devReapWait covers the in-process agent's reap window plus two intervals.
@@ -26,12 +26,9 @@ func init() {
 	}
 	DevReapWait = devReapWait
 	// The S53 cases kill and stop agents, so they need processes: a tenure
-	// binary built for this run.
-	DevAgent = func(tb testing.TB) string {
-		bin := filepath.Join(tb.TempDir(), "tenure")
-		if out, err := exec.Command("go", "build", "-o", bin, "github.com/tenurekv/tenure/cmd/tenure").CombinedOutput(); err != nil {
-			tb.Fatalf("build tenure for the agent cases: %v\n%s", err, out)
-		}
-		return bin
-	}
+	// binary built for this run, once for the suite and the mutant check.
+	DevAgent = func(tb testing.TB) string { return proccluster.BuildTenure(tb) }
 }
+
+// TestMain removes the binary DevAgent builds.
+func TestMain(m *testing.M) { os.Exit(proccluster.Main(m)) }

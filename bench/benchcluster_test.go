@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/tenurekv/tenure/internal/proccluster"
 )
 
 // TestBenchCluster measures lock throughput and hand-off latency of a
@@ -40,7 +41,7 @@ func TestBenchCluster(t *testing.T) {
 	// One directory holds every data directory and the fsync probe, so the
 	// floor is measured on the filesystem the servers write to.
 	base := t.TempDir()
-	tenure := buildTenure(t, base)
+	tenure := proccluster.BuildTenure(t)
 	systems := []benchSystem{{name: "tenure", bin: tenure}}
 	if c := os.Getenv("TENURE_BENCH_CLUSTER_CONSUL"); c != "" {
 		systems = append([]benchSystem{{name: "Consul", bin: c}}, systems...)
@@ -110,23 +111,12 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// benchOneCluster starts sys's cluster (a second try if the first never
-// comes up, e.g. a port taken meanwhile), runs every row and both hand-offs
+// benchOneCluster starts sys's cluster, runs every row and both hand-offs
 // on it and stops it.
 func benchOneCluster(t *testing.T, base string, sys benchSystem, round int, warmUp, measure time.Duration, res *benchResults) {
 	t.Helper()
-	var cl *benchProcs
-	var err error
-	for try := 0; try < 2; try++ {
-		if cl, err = startBenchProcs(t, base, sys); err == nil {
-			break
-		}
-		t.Logf("round %d, %s: cluster did not come up, trying again: %v", round+1, sys.name, err)
-	}
-	if err != nil {
-		t.Fatalf("round %d, %s: %v", round+1, sys.name, err)
-	}
-	defer cl.stop()
+	cl := startBenchProcs(t, base, sys)
+	defer cl.Close()
 	for _, row := range benchRows {
 		r, err := runLoadRow(cl, row, round, warmUp, measure)
 		if err != nil {
@@ -154,114 +144,30 @@ func benchOneCluster(t *testing.T, base string, sys benchSystem, round int, warm
 // benchProcs is one 3-server cluster of either system, started with the
 // same flags (tenure takes Consul's).
 type benchProcs struct {
-	t      *testing.T
-	name   string
-	https  []string // each server's HTTP address, followers first (waitReady)
-	rpcs   []string // each server's server-port address, in the order of https
-	cmds   []*exec.Cmd
-	logDir string
-	data   string
-	once   sync.Once
-	// keepLogs is set when the cluster did not come up: the error names
-	// the log directory, which must then outlive stop.
-	keepLogs bool
+	*proccluster.Cluster
+	t     *testing.T
+	https []string // each server's HTTP address, followers first
 }
 
-func startBenchProcs(t *testing.T, base string, sys benchSystem) (_ *benchProcs, err error) {
+// startBenchProcs starts sys's cluster with its data directories in base
+// and waits until every server serves.
+func startBenchProcs(t *testing.T, base string, sys benchSystem) *benchProcs {
 	t.Helper()
-	logDir, err := os.MkdirTemp("", "bench-cluster-logs")
-	if err != nil {
-		return nil, fmt.Errorf("log dir: %w", err)
-	}
-	data, err := os.MkdirTemp(base, "data")
-	if err != nil {
-		return nil, fmt.Errorf("data dir: %w", err)
-	}
-	cl := &benchProcs{t: t, name: sys.name, logDir: logDir, data: data}
-	// Registered before anything starts, so that a failure anywhere below
-	// (or a t.Fatal in a row) still kills every process.
-	t.Cleanup(cl.stop)
-	defer func() {
-		if err != nil {
-			cl.keepLogs = true
-			cl.stop()
-		}
-	}()
-	type ports struct{ http, serf, server string }
-	var ps []ports
-	for range 3 {
-		ps = append(ps, ports{freePort(t), freePort(t), freePort(t)})
-	}
-	for i, p := range ps {
-		name := fmt.Sprintf("s%d", i+1)
-		// info, not debug: a log line per request would be part of what is measured.
-		args := []string{"agent", "-server", "-bootstrap-expect", "3", "-node", name,
-			"-data-dir", filepath.Join(data, name), "-bind", "127.0.0.1", "-client", "127.0.0.1",
-			"-http-port", port(p.http), "-serf-lan-port", port(p.serf), "-server-port", port(p.server),
-			"-dns-port=-1", "-grpc-port=-1", "-grpc-tls-port=-1", "-serf-wan-port=-1", "-https-port=-1",
-			"-retry-interval", "1s", "-log-level", "info"}
-		args = append(args, sys.args...)
-		for j, o := range ps {
-			if j != i {
-				args = append(args, "-retry-join", o.serf)
-			}
-		}
-		f, err := os.Create(filepath.Join(logDir, name+".log"))
-		if err != nil {
-			return nil, fmt.Errorf("log file: %w", err)
-		}
-		cmd := exec.Command(sys.bin, args...)
-		cmd.Stdout, cmd.Stderr = f, f
-		if err := cmd.Start(); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("start %s %s: %w", sys.name, name, err)
-		}
-		f.Close() // the child holds its own descriptor
-		cl.cmds = append(cl.cmds, cmd)
-		cl.https = append(cl.https, p.http)
-		cl.rpcs = append(cl.rpcs, p.server)
-	}
-	if err := cl.waitReady(90 * time.Second); err != nil {
-		return nil, fmt.Errorf("%s not ready (logs in %s): %w", sys.name, logDir, err)
-	}
-	return cl, cl.leaderLast()
-}
-
-// leaderLast orders the servers followers first, so that client 0 (the
-// whole 1-client row) talks to a follower on both systems, as most clients
-// of a 3-server cluster do; which server won the election would otherwise
-// decide whether that row pays the forwarding hop.
-func (cl *benchProcs) leaderLast() error {
-	leader, err := cl.client(0).Status().Leader()
-	if err != nil {
-		return fmt.Errorf("%s leader: %w", cl.name, err)
-	}
-	for i, a := range cl.rpcs {
-		if a == leader {
-			last := len(cl.rpcs) - 1
-			cl.https[i], cl.https[last] = cl.https[last], cl.https[i]
-			cl.rpcs[i], cl.rpcs[last] = cl.rpcs[last], cl.rpcs[i]
-			return nil
+	// info, not debug: a log line per request would be part of what is measured.
+	cl := &benchProcs{t: t, Cluster: proccluster.Up(t, sys.bin,
+		proccluster.Options{Name: sys.name, LogLevel: "info", Flags: sys.args, DataIn: base})}
+	// Followers first, so that client 0 (the whole 1-client row) talks to
+	// a follower on both systems, as most clients of a 3-server cluster
+	// do; which server won the election would otherwise decide whether
+	// that row pays the forwarding hop.
+	lead := cl.Leader(0)
+	for i, nd := range cl.Nodes {
+		if i != lead {
+			cl.https = append(cl.https, nd.HTTPAddr())
 		}
 	}
-	return fmt.Errorf("%s leader %q is none of the servers %v", cl.name, leader, cl.rpcs)
-}
-
-// stop kills the servers and removes their data; their logs are kept, and
-// named, only when the test failed.
-func (cl *benchProcs) stop() {
-	cl.once.Do(func() {
-		for _, c := range cl.cmds {
-			_ = c.Process.Kill()
-			_ = c.Wait()
-		}
-		_ = os.RemoveAll(cl.data)
-		if cl.keepLogs || cl.t.Failed() {
-			cl.t.Logf("%s logs kept in %s", cl.name, cl.logDir)
-		} else {
-			_ = os.RemoveAll(cl.logDir)
-		}
-	})
+	cl.https = append(cl.https, cl.Nodes[lead].HTTPAddr())
+	return cl
 }
 
 // client is a consul/api client of server i with a transport of its own,
@@ -273,33 +179,6 @@ func (cl *benchProcs) client(i int) *api.Client {
 		cl.t.Fatal(err)
 	}
 	return c
-}
-
-// waitReady waits until every server knows the leader and a session can
-// be created through each (Consul refuses one until the leader has put
-// the node's serfHealth in the catalog).
-func (cl *benchProcs) waitReady(limit time.Duration) error {
-	for i := range cl.https {
-		c := cl.client(i)
-		if err := poll(limit, func() error {
-			l, err := c.Status().Leader()
-			if err != nil {
-				return err
-			}
-			if l == "" {
-				return errors.New("no leader")
-			}
-			sid, _, err := c.Session().Create(&api.SessionEntry{}, nil)
-			if err != nil {
-				return err
-			}
-			_, err = c.Session().Destroy(sid, nil)
-			return err
-		}); err != nil {
-			return fmt.Errorf("server %d: %w", i+1, err)
-		}
-	}
-	return nil
 }
 
 type benchRow struct {
@@ -442,9 +321,9 @@ type windowUse struct {
 // useOver reads the servers' CPU time and the machine's stolen time when
 // from comes and again when to comes.
 func (cl *benchProcs) useOver(from, to time.Time) windowUse {
-	pids := make([]int, len(cl.cmds))
-	for i, c := range cl.cmds {
-		pids[i] = c.Process.Pid
+	var pids []int
+	for _, nd := range cl.Nodes {
+		pids = append(pids, nd.Proc.Pid())
 	}
 	time.Sleep(time.Until(from))
 	cpuBefore, cpuErr := procCPU(pids)

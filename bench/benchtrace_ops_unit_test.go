@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"slices"
@@ -61,7 +61,7 @@ func TestFollowOps(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("followed %d operations, want 2 (the third misses a point)", len(got))
 	}
-	ms := func(ns ...int64) []time.Duration {
+	usDurations := func(ns ...int64) []time.Duration {
 		var d []time.Duration
 		for _, n := range ns {
 			d = append(d, time.Duration(us(n)))
@@ -70,8 +70,8 @@ func TestFollowOps(t *testing.T) {
 	}
 	// G answers first in the first operation, F in the second.
 	want := [][]time.Duration{
-		ms(10, 50, 40, 30, 40, 180, 30, 120, 20, 50, 230),
-		ms(10, 50, 40, 50, 40, 170, 10, 130, 20, 50, 230),
+		usDurations(10, 50, 40, 30, 40, 180, 30, 120, 20, 50, 230),
+		usDurations(10, 50, 40, 50, 40, 170, 10, 130, 20, 50, 230),
 	}
 	for i := range want {
 		if len(got[i]) != len(traceSegments) {

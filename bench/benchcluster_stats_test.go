@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -111,14 +111,16 @@ func dur(d time.Duration) string {
 	}
 }
 
-func TestBenchStats(t *testing.T) {
-	ms := func(xs ...int) []time.Duration {
-		var ds []time.Duration
-		for _, x := range xs {
-			ds = append(ds, time.Duration(x)*time.Millisecond)
-		}
-		return ds
+// ms is the durations of xs milliseconds, for the tests' inputs.
+func ms(xs ...int) []time.Duration {
+	var ds []time.Duration
+	for _, x := range xs {
+		ds = append(ds, time.Duration(x)*time.Millisecond)
 	}
+	return ds
+}
+
+func TestBenchStats(t *testing.T) {
 	hundred := make([]int, 100)
 	for i := range hundred {
 		hundred[i] = 100 - i // reversed, so percentile has to sort

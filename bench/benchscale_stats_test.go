@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -52,13 +52,6 @@ func vmRSS(status string) (int64, error) {
 }
 
 func TestSummarizeNearestRank(t *testing.T) {
-	ms := func(vs ...int) []time.Duration {
-		var out []time.Duration
-		for _, v := range vs {
-			out = append(out, time.Duration(v)*time.Millisecond)
-		}
-		return out
-	}
 	var hundred, thousand []int
 	for i := 100; i >= 1; i-- { // reversed: summarize must sort
 		hundred = append(hundred, i)

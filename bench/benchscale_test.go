@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -11,7 +11,6 @@ import (
 	"net/http/httptrace"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -20,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tenurekv/tenure/internal/proccluster"
 )
 
 // Sizes of `make bench-scale` (issue 17).
@@ -60,7 +61,7 @@ func TestBenchScale(t *testing.T) {
 			t.Fatalf("raise RLIMIT_NOFILE: %v", err)
 		}
 	}
-	bin := buildTenure(t, t.TempDir())
+	bin := proccluster.BuildTenure(t)
 	systems := []scaleSystem{{name: "tenure", bin: bin}}
 	if c := os.Getenv("TENURE_BENCH_SCALE_CONSUL"); c != "" {
 		// Consul allows 200 HTTP connections per client address by
@@ -71,13 +72,6 @@ func TestBenchScale(t *testing.T) {
 		systems = append(systems, scaleSystem{name: "consul", bin: c,
 			extra: []string{"-hcl", fmt.Sprintf("limits { http_max_conns_per_client = %d }", maxConns)}})
 	}
-	commit := "unknown"
-	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
-		commit = strings.TrimSpace(string(out))
-		if exec.Command("git", "diff", "--quiet", "HEAD").Run() != nil {
-			commit += "+uncommitted changes"
-		}
-	}
 	// Each table goes out as soon as its system is done, so a later
 	// system's failure does not lose it.
 	emit := func(s string) {
@@ -86,7 +80,7 @@ func TestBenchScale(t *testing.T) {
 	}
 	emit(fmt.Sprintf("\nbench-scale: commit %s, nproc %d, %s, RLIMIT_NOFILE %d; values %d B, txns of %d ops\n"+
 		"RSS is VmRSS, read %v after each phase; it includes the heap a Go runtime keeps after collecting\n",
-		commit, runtime.NumCPU(), runtime.Version(), lim.Cur, scaleValue, scaleTxnOps, rssSettle))
+		commitRef(), runtime.NumCPU(), runtime.Version(), lim.Cur, scaleValue, scaleTxnOps, rssSettle))
 	for _, sys := range systems {
 		emit(benchScaleSystem(t, sys).table())
 	}
@@ -177,12 +171,8 @@ func benchScaleSystem(t *testing.T, sys scaleSystem) scaleReport {
 	if out, err := exec.Command(sys.bin, "version").Output(); err == nil {
 		r.version = strings.SplitN(strings.TrimSpace(string(out)), "\n", 2)[0]
 	}
-	c := newScaleCluster(t, sys)
+	c := startScaleCluster(t, sys)
 	defer c.close()
-	for i := range c.nodes {
-		c.start(i)
-	}
-	c.waitReady()
 	r.lead = c.leader()
 	r.fol = (r.lead + 1) % 3
 	r.base = c.rssAll()
@@ -261,85 +251,28 @@ func benchScaleSystem(t *testing.T, sys scaleSystem) scaleReport {
 
 func scaleKey(i int) string { return fmt.Sprintf("bench/k%06d", i) }
 
-type scaleNode struct {
-	name, http, serf, server, dir string
-	cmd                           *exec.Cmd
-	log                           *os.File
-}
-
+// scaleCluster is one system's 3 servers and the HTTP client of the
+// setup traffic (the watchers have their own).
 type scaleCluster struct {
-	t      *testing.T
-	sys    scaleSystem
-	nodes  []*scaleNode
-	logDir string
-	http   *http.Client // setup traffic; the watchers have their own
+	*proccluster.Cluster
+	t    *testing.T
+	sys  scaleSystem
+	http *http.Client
 }
 
-func newScaleCluster(t *testing.T, sys scaleSystem) *scaleCluster {
+// startScaleCluster starts sys's servers and waits until they serve;
+// close, registered with t, stops them.
+func startScaleCluster(t *testing.T, sys scaleSystem) *scaleCluster {
 	t.Helper()
-	logDir, err := os.MkdirTemp("", "bench-scale-"+sys.name+"-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &scaleCluster{t: t, sys: sys, logDir: logDir,
-		http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 2 * time.Minute}}
-	for i := range 3 {
-		c.nodes = append(c.nodes, &scaleNode{name: fmt.Sprintf("s%d", i+1), http: freePort(t), serf: freePort(t),
-			server: freePort(t), dir: filepath.Join(t.TempDir(), "data")})
-	}
-	// Every process goes when the test ends, however it ends; the logs
-	// stay only when it failed.
-	t.Cleanup(func() {
-		c.close()
-		if t.Failed() {
-			t.Logf("%s logs kept in %s", sys.name, logDir)
-			return
-		}
-		_ = os.RemoveAll(logDir)
-	})
+	c := &scaleCluster{t: t, sys: sys, http: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 2 * time.Minute},
+		Cluster: proccluster.Up(t, sys.bin, proccluster.Options{Name: sys.name, LogLevel: "info", Flags: sys.extra})}
+	t.Cleanup(c.close)
 	return c
-}
-
-func (c *scaleCluster) start(i int) {
-	c.t.Helper()
-	nd := c.nodes[i]
-	if nd.log == nil {
-		f, err := os.Create(filepath.Join(c.logDir, nd.name+".log"))
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		nd.log = f
-	}
-	args := []string{"agent", "-server", "-bootstrap-expect", "3", "-node", nd.name, "-data-dir", nd.dir,
-		"-bind", "127.0.0.1", "-client", "127.0.0.1", "-http-port", port(nd.http), "-serf-lan-port", port(nd.serf),
-		"-server-port", port(nd.server), "-dns-port=-1", "-grpc-port=-1", "-grpc-tls-port=-1", "-serf-wan-port=-1",
-		"-https-port=-1", "-retry-interval", "1s", "-log-level", "info"}
-	for _, o := range c.nodes {
-		if o != nd {
-			args = append(args, "-retry-join", o.serf)
-		}
-	}
-	args = append(args, c.sys.extra...)
-	nd.cmd = exec.Command(c.sys.bin, args...)
-	nd.cmd.Stdout, nd.cmd.Stderr = nd.log, nd.log
-	if err := nd.cmd.Start(); err != nil {
-		c.t.Fatalf("start %s %s: %v", c.sys.name, nd.name, err)
-	}
 }
 
 // close kills every server still running; it may run twice.
 func (c *scaleCluster) close() {
-	for _, nd := range c.nodes {
-		if nd.cmd != nil {
-			_ = nd.cmd.Process.Kill()
-			_ = nd.cmd.Wait()
-			nd.cmd = nil
-		}
-		if nd.log != nil {
-			nd.log.Close()
-			nd.log = nil
-		}
-	}
+	c.Close()
 	c.http.CloseIdleConnections()
 }
 
@@ -348,19 +281,21 @@ func (c *scaleCluster) close() {
 // keeps freed heap for minutes, which would hide the watchers' memory.
 func (c *scaleCluster) restart() {
 	c.t.Helper()
-	for _, nd := range c.nodes {
-		_ = nd.cmd.Process.Kill()
-		_ = nd.cmd.Wait()
-		nd.cmd = nil
+	for i := range c.Nodes {
+		c.Kill(i)
 	}
 	c.http.CloseIdleConnections()
-	for i := range c.nodes {
-		c.start(i)
+	for i := range c.Nodes {
+		c.Start(i)
 	}
-	c.waitReady()
+	for i := range c.Nodes {
+		c.WaitReady(i)
+	}
 }
 
-func (c *scaleCluster) url(i int, path string) string { return "http://" + c.nodes[i].http + path }
+func (c *scaleCluster) url(i int, path string) string {
+	return "http://" + c.Nodes[i].HTTPAddr() + path
+}
 
 // call sends one request and returns the body and X-Consul-Index.
 func (c *scaleCluster) call(i int, method, path string, body []byte) (int, []byte, uint64, error) {
@@ -385,10 +320,10 @@ func (c *scaleCluster) mustCall(i int, method, path string, body []byte) ([]byte
 	c.t.Helper()
 	code, b, idx, err := c.call(i, method, path, body)
 	if err != nil {
-		c.t.Fatalf("%s: %s %s on %s: %v (logs in %s)", c.sys.name, method, path, c.nodes[i].name, err, c.logDir)
+		c.t.Fatalf("%s: %s %s on %s: %v (logs in %s)", c.sys.name, method, path, c.Nodes[i].Name(), err, c.LogDir)
 	}
 	if code != http.StatusOK {
-		c.t.Fatalf("%s: %s %s on %s: %d %s (logs in %s)", c.sys.name, method, path, c.nodes[i].name, code, b, c.logDir)
+		c.t.Fatalf("%s: %s %s on %s: %d %s (logs in %s)", c.sys.name, method, path, c.Nodes[i].Name(), code, b, c.LogDir)
 	}
 	return b, idx
 }
@@ -413,76 +348,21 @@ func txnBody(lo, hi int, value []byte) []byte {
 	return body
 }
 
-// waitReady waits until every server names the same leader and a session
-// can be created through each (Consul refuses one until the server's node
-// is registered with a passing serfHealth).
-func (c *scaleCluster) waitReady() {
-	c.t.Helper()
-	err := poll(2*time.Minute, func() error {
-		leaders := map[string]bool{}
-		for i := range c.nodes {
-			code, b, _, err := c.call(i, "GET", "/v1/status/leader", nil)
-			if err != nil {
-				return err
-			}
-			var addr string
-			if code != http.StatusOK || json.Unmarshal(b, &addr) != nil || addr == "" {
-				return fmt.Errorf("%s: no leader yet (%d %s)", c.nodes[i].name, code, b)
-			}
-			leaders[addr] = true
-		}
-		if len(leaders) != 1 {
-			return fmt.Errorf("leaders %v", leaders)
-		}
-		for i := range c.nodes {
-			code, b, _, err := c.call(i, "PUT", "/v1/session/create", []byte(`{"Name":"ready"}`))
-			if err != nil {
-				return err
-			}
-			var s struct{ ID string }
-			if code != http.StatusOK || json.Unmarshal(b, &s) != nil {
-				return fmt.Errorf("%s: session create: %d %s", c.nodes[i].name, code, b)
-			}
-			if code, b, _, err := c.call(i, "PUT", "/v1/session/destroy/"+s.ID, nil); err != nil || code != http.StatusOK {
-				return fmt.Errorf("%s: session destroy: %d %s %v", c.nodes[i].name, code, b, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		c.t.Fatalf("%s: cluster not ready: %v (logs in %s)", c.sys.name, err, c.logDir)
-	}
-}
-
 // leader returns the index of the server that leads.
-func (c *scaleCluster) leader() int {
-	c.t.Helper()
-	b, _ := c.get(0, "/v1/status/leader")
-	var addr string
-	if err := json.Unmarshal(b, &addr); err != nil {
-		c.t.Fatalf("%s: leader %q: %v", c.sys.name, b, err)
-	}
-	for i, nd := range c.nodes {
-		if nd.server == addr {
-			return i
-		}
-	}
-	c.t.Fatalf("%s: leader %q is none of the servers", c.sys.name, addr)
-	return -1
-}
+func (c *scaleCluster) leader() int { return c.Leader(0) }
 
 // rssAll waits rssSettle and reads every server's VmRSS (KiB).
 func (c *scaleCluster) rssAll() [3]int64 {
 	c.t.Helper()
 	time.Sleep(rssSettle)
 	var out [3]int64
-	for i, nd := range c.nodes {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", nd.cmd.Process.Pid))
+	for i, nd := range c.Nodes {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", nd.Proc.Pid()))
 		if err != nil {
-			c.t.Fatalf("%s %s: %v", c.sys.name, nd.name, err)
+			c.t.Fatalf("%s %s: %v", c.sys.name, nd.Name(), err)
 		}
 		if out[i], err = vmRSS(string(b)); err != nil {
-			c.t.Fatalf("%s %s: %v", c.sys.name, nd.name, err)
+			c.t.Fatalf("%s %s: %v", c.sys.name, nd.Name(), err)
 		}
 	}
 	return out
@@ -490,7 +370,7 @@ func (c *scaleCluster) rssAll() [3]int64 {
 
 // openFiles counts server i's file descriptors (its sockets, mostly).
 func (c *scaleCluster) openFiles(i int) int {
-	es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", c.nodes[i].cmd.Process.Pid))
+	es, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", c.Nodes[i].Proc.Pid()))
 	if err != nil {
 		c.t.Fatalf("%s: %v", c.sys.name, err)
 	}
@@ -525,7 +405,7 @@ func (c *scaleCluster) parallel(n, workers int, fn func(i int) error) {
 	}
 	wg.Wait()
 	if first != nil {
-		c.t.Fatalf("%s: %v (logs in %s)", c.sys.name, first, c.logDir)
+		c.t.Fatalf("%s: %v (logs in %s)", c.sys.name, first, c.LogDir)
 	}
 }
 
@@ -654,7 +534,7 @@ func (c *scaleCluster) watch(name string, keys []string, idxs []uint64, write fu
 	}
 	c.t.Logf("%s %s: parked after %v, open files %v, %d returned already", c.sys.name, name, w.parkTook, last, returned.Load())
 	if now := c.leader(); now != lead {
-		w.note += fmt.Sprintf("the leader moved from %s to %s while the watchers parked; ", c.nodes[lead].name, c.nodes[now].name)
+		w.note += fmt.Sprintf("the leader moved from %s to %s while the watchers parked; ", c.Nodes[lead].Name(), c.Nodes[now].Name())
 	}
 	w.parked = c.rssAll()
 
@@ -677,7 +557,7 @@ func (c *scaleCluster) watch(name string, keys []string, idxs []uint64, write fu
 			w.failed++
 			if w.firstErr == "" {
 				w.firstErr = fmt.Sprintf("watcher %d on %s, %v after the first GET, %v before the write: status %d %q, %v",
-					i, c.nodes[i%3].name, r.at.Sub(start).Round(time.Millisecond), writeStart.Sub(r.at).Round(time.Millisecond),
+					i, c.Nodes[i%3].Name(), r.at.Sub(start).Round(time.Millisecond), writeStart.Sub(r.at).Round(time.Millisecond),
 					r.code, strings.TrimSpace(r.body), r.err)
 			}
 		case r.at.Before(writeStart):
@@ -690,7 +570,7 @@ func (c *scaleCluster) watch(name string, keys []string, idxs []uint64, write fu
 	if w.failed > 0 {
 		// Not a bound on time: an answer other than the changed key is a
 		// failure of the system measured, and keeps the logs.
-		c.t.Errorf("%s %s: %d watchers failed; first: %s (logs in %s)", c.sys.name, name, w.failed, w.firstErr, c.logDir)
+		c.t.Errorf("%s %s: %d watchers failed; first: %s (logs in %s)", c.sys.name, name, w.failed, w.firstErr, c.LogDir)
 	}
 	for _, tr := range transports {
 		tr.CloseIdleConnections()

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"fmt"
@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/tenurekv/tenure/internal/proccluster"
 )
 
 // TestBenchTrace follows a lone client's acquire and release through a
@@ -27,18 +29,14 @@ func TestBenchTrace(t *testing.T) {
 		traceSecs = 2
 	)
 	base := t.TempDir()
-	bin := buildTenure(t, base)
 	debug := filepath.Join(base, "debug.hcl")
 	if err := os.WriteFile(debug, []byte("enable_debug = true\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cl, err := startBenchProcs(t, base, benchSystem{name: "tenure", bin: bin, args: []string{"-config-file", debug}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.stop()
+	cl := startBenchProcs(t, base, benchSystem{name: "tenure", bin: proccluster.BuildTenure(t), args: []string{"-config-file", debug}})
+	defer cl.Close()
 
-	// The whole 1-client row talks to server 0, a follower (leaderLast).
+	// The whole 1-client row talks to server 0, a follower (startBenchProcs).
 	var wg sync.WaitGroup
 	var row rowResult
 	var rowErr error

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/consul/api"
+
+	"github.com/tenurekv/tenure/internal/proccluster"
 )
 
 // TestCrashLoop kill -9s and restarts leaders and followers of a durable
@@ -44,19 +46,26 @@ func TestCrashLoop(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(seed, 0))
 
-	cl := startProcCluster(t, 3)
+	cl := proccluster.Up(t, proccluster.BuildTenure(t), proccluster.Options{LogLevel: "debug"})
 
 	ctx, stopLoad := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
+	// However the test ends, the load stops before the cluster does
+	// (cleanups run last registered first).
+	t.Cleanup(func() {
+		stopLoad()
+		wg.Wait()
+	})
 	ledgers := make([]*chaosLedger, 4)
 	for w := range ledgers {
 		ledgers[w] = newChaosLedger(w)
-		wg.Go(func() { ledgers[w].run(ctx, cl) })
+		clients := chaosClients(t, cl)
+		wg.Go(func() { ledgers[w].run(ctx, clients) })
 	}
 
 	start := time.Now()
 	for k := 1; k <= kills; k++ {
-		lead := cl.leader((k + 1) % 3)
+		lead := cl.Leader((k + 1) % 3)
 		victim := lead
 		role := "leader"
 		if rng.IntN(2) == 0 {
@@ -65,64 +74,49 @@ func TestCrashLoop(t *testing.T) {
 		}
 		// Let writes be in flight when the process dies.
 		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
-		cl.kill(victim)
+		cl.Kill(victim)
 		time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
-		cl.start(victim)
-		cl.waitRunning(victim)
-		cl.waitHealthy(victim, 3)
+		// A node that cannot open its data directory after the crash dies
+		// at once, which WaitReady reports with its log.
+		cl.Start(victim)
+		cl.WaitReady(victim)
 		acked := 0
 		for _, l := range ledgers {
 			acked += l.ackedCount()
 		}
 		fmt.Fprintf(os.Stderr, "chaos: kill %d/%d (%s %s) survived; %d writes acknowledged; %s elapsed\n",
-			k, kills, role, cl.nodes[victim].name, acked, time.Since(start).Round(time.Second))
+			k, kills, role, cl.Nodes[victim].Name(), acked, time.Since(start).Round(time.Second))
 	}
 	stopLoad()
 	wg.Wait()
 
-	for i := range cl.nodes {
-		cl.waitHealthy(i, 3)
+	for i := range cl.Nodes {
+		cl.WaitReady(i)
 	}
 	verified := 0
-	for i := range cl.nodes {
+	clients := chaosClients(t, cl)
+	for i, nd := range cl.Nodes {
 		for _, l := range ledgers {
-			cl.eventually(fmt.Sprintf("%s holding worker %d's acknowledged writes", cl.nodes[i].name, l.worker), func() error {
-				return l.verify(cl.client(i))
+			cl.Eventually(fmt.Sprintf("%s holding worker %d's acknowledged writes", nd.Name(), l.worker), func() error {
+				return l.verify(clients[i])
 			})
 		}
 	}
 	for _, l := range ledgers {
 		verified += l.ackedCount()
 	}
-	for i, nd := range cl.nodes {
-		b, err := os.ReadFile(nd.log.Name())
+	for i, nd := range cl.Nodes {
+		b, err := os.ReadFile(nd.LogPath)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if bytes.Contains(b, []byte("panic:")) {
-			t.Errorf("%s panicked:\n%s", nd.name, b)
+			t.Errorf("%s panicked:\n%s", nd.Name(), b)
 		}
-		cl.stop(i)
+		cl.Stop(i)
 	}
 	fmt.Fprintf(os.Stderr, "chaos: seed %d: kills survived: %d, acknowledged writes verified on every node: %d, in %s\n",
 		seed, kills, verified, time.Since(start).Round(time.Second))
-}
-
-// waitRunning fails the test if node i exits soon after its start: a node
-// that cannot open its data directory dies at once.
-func (c *procCluster) waitRunning(i int) {
-	c.t.Helper()
-	nd := c.nodes[i]
-	exited := make(chan error, 1)
-	go func() { exited <- nd.cmd.Wait() }()
-	select {
-	case err := <-exited:
-		b, _ := os.ReadFile(nd.log.Name())
-		c.t.Fatalf("%s exited on restart (%v):\n%s", nd.name, err, b)
-	case <-time.After(500 * time.Millisecond):
-		// Still up. Hand the pending Wait over to kill/stop.
-		nd.exited = exited
-	}
 }
 
 // chaosLedger is one client's record of what the cluster acknowledged.
@@ -155,8 +149,7 @@ func (l *chaosLedger) lockKey() string    { return fmt.Sprintf("chaos/%d/lock", 
 
 // run writes until ctx ends, through a node picked in turn; an error just
 // moves on (the node may be down).
-func (l *chaosLedger) run(ctx context.Context, cl *procCluster) {
-	clients := chaosClients(cl)
+func (l *chaosLedger) run(ctx context.Context, clients []*api.Client) {
 	for seq := 0; ctx.Err() == nil; seq++ {
 		c := clients[(seq+l.worker)%len(clients)]
 		switch seq % 3 {
@@ -266,14 +259,13 @@ func checkLedger(keys map[string]string, counterAcked, counterTried, acquires ui
 
 // chaosClients returns a client per node that gives up on a dead node
 // quickly instead of hanging the worker.
-func chaosClients(cl *procCluster) []*api.Client {
+func chaosClients(t *testing.T, cl *proccluster.Cluster) []*api.Client {
 	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 2}}
 	var out []*api.Client
-	for _, nd := range cl.nodes {
-		c, err := api.NewClient(&api.Config{Address: nd.http, HttpClient: hc})
+	for _, nd := range cl.Nodes {
+		c, err := api.NewClient(&api.Config{Address: nd.HTTPAddr(), HttpClient: hc})
 		if err != nil {
-			cl.t.Errorf("client for %s: %v", nd.name, err)
-			continue
+			t.Fatalf("client for %s: %v", nd.Name(), err)
 		}
 		out = append(out, c)
 	}
