@@ -52,6 +52,26 @@ func createThrough(h http.Handler) (*httptest.ResponseRecorder, time.Duration) {
 	return rec, time.Since(start)
 }
 
+// requireHeld sends a create through h and fails unless it is still
+// unanswered after d of virtual time; the answer comes on the channel once
+// the hold ends. before says what the hold waits for.
+func requireHeld(t *testing.T, h http.Handler, d time.Duration, before string) <-chan *httptest.ResponseRecorder {
+	t.Helper()
+	answered := make(chan *httptest.ResponseRecorder, 1)
+	go func() {
+		rec, _ := createThrough(h)
+		answered <- rec
+	}()
+	time.Sleep(d)
+	synctest.Wait()
+	select {
+	case rec := <-answered:
+		t.Fatalf("create answered before %s: %d %s", before, rec.Code, rec.Body)
+	default:
+	}
+	return answered
+}
+
 // registerNode is the leader's gossip reconcile registering node with a
 // passing serfHealth (S53).
 func registerNode(t *testing.T, s *httpapitest.Store, node string) {
@@ -72,19 +92,8 @@ func TestClientAgentHoldsFirstCreateUntilRegistered(t *testing.T) {
 		srv := httpapitest.New("s1", clock.System{})
 		client, fwd := holdingClient("c1", srv)
 
-		answered := make(chan *httptest.ResponseRecorder, 1)
-		go func() {
-			rec, _ := createThrough(client)
-			answered <- rec
-		}()
 		// The leader has not reconciled the agent's join yet.
-		time.Sleep(3 * time.Second)
-		synctest.Wait()
-		select {
-		case rec := <-answered:
-			t.Fatalf("create answered before the agent's node was registered: %d %s", rec.Code, rec.Body)
-		default:
-		}
+		answered := requireHeld(t, client, 3*time.Second, "the agent's node was registered")
 		if n := srv.Store().Applies(); n != 1 { // s1's own registration
 			t.Fatalf("%d commands applied while the create was held, want only s1's registration", n)
 		}
@@ -119,18 +128,7 @@ func TestClientAgentHoldsWhileNoServerIsKnown(t *testing.T) {
 		members := &staticMembers{}
 		client := httpapi.NewClientAgent(httpapi.ClientOptions{Node: "c1", Members: members,
 			Forward: rpc.Local{"s1": httpapi.New(srv, httpapi.Options{})}})
-		answered := make(chan *httptest.ResponseRecorder, 1)
-		go func() {
-			rec, _ := createThrough(client)
-			answered <- rec
-		}()
-		time.Sleep(2 * time.Second)
-		synctest.Wait()
-		select {
-		case rec := <-answered:
-			t.Fatalf("create answered before any server was known: %d %s", rec.Code, rec.Body)
-		default:
-		}
+		answered := requireHeld(t, client, 2*time.Second, "any server was known")
 		members.set("s1")
 		if s := createdSession(t, srv.Store(), <-answered); s.Node != "c1" {
 			t.Errorf("held create made a session on %q, want c1", s.Node)
