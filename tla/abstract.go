@@ -19,35 +19,35 @@ const (
 // checkGone is the status of a check whose node was deregistered.
 const checkGone = "gone"
 
-// KVRec is one key as Sessions.tla sees it; Exists = false is an absent key
+// kvRec is one key as Sessions.tla sees it; Exists = false is an absent key
 // with zero fields.
-type KVRec struct {
+type kvRec struct {
 	Exists      bool   `json:"exists"`
 	LockIndex   uint64 `json:"lockIndex"`
 	Session     string `json:"session"`
 	ModifyIndex uint64 `json:"modifyIndex"`
 }
 
-// Belief is a client's belief that it holds a key; Tenure is the ghost
+// belief is a client's belief that it holds a key; Tenure is the ghost
 // tenure it was formed in.
-type Belief struct {
+type belief struct {
 	Held      bool   `json:"held"`
 	LockIndex uint64 `json:"lockIndex"`
 	Tenure    uint64 `json:"tenure"`
 }
 
-// Write is the last write a resource accepted for a key; Stale records that
+// write is the last write a resource accepted for a key; Stale records that
 // its writer was not a legitimate holder when it wrote.
-type Write struct {
+type write struct {
 	Writer string `json:"writer"`
 	Stale  bool   `json:"stale"`
 }
 
-// Abs is one state of Sessions.tla: the values of its variables. Slices are
+// abs is one state of Sessions.tla: the values of its variables. Slices are
 // indexed by the scenario's sorted name lists (Nodes, Checks, Sessions,
 // Clients, Keys).
-type Abs struct {
-	sc          *Scenario
+type abs struct {
+	sc          *scenario
 	Index       uint64
 	NodeUp      []bool
 	ServiceUp   []bool
@@ -55,19 +55,19 @@ type Abs struct {
 	CheckStatus []string
 	SessState   []string
 	TTLLeft     []int
-	KV          []KVRec
+	KV          []kvRec
 	Issued      []uint64
 	Floor       uint64
 	DelayLeft   []int
 	Tenure      []uint64
-	Belief      [][]Belief // [client][key]
-	Fenced      []Write
-	Unfenced    []Write
+	Belief      [][]belief // [client][key]
+	Fenced      []write
+	Unfenced    []write
 }
 
 // Key is a compact encoding of the state, for deduplication. Two states
 // have the same key exactly when all their variables are equal.
-func (a *Abs) Key() string {
+func (a *abs) Key() string {
 	b := make([]byte, 0, 128)
 	num := func(v uint64) { b = binary.AppendUvarint(b, v) }
 	str := func(s string) { num(uint64(len(s))); b = append(b, s...) }
@@ -121,7 +121,7 @@ func (a *Abs) Key() string {
 
 // TLA returns the state in the shape TLC's JSON traces use: variable name to
 // value, functions over names as objects.
-func (a *Abs) TLA() map[string]any {
+func (a *abs) TLA() map[string]any {
 	sc := a.sc
 	byName := func(names []string, val func(i int) any) map[string]any {
 		m := make(map[string]any, len(names))
@@ -166,11 +166,11 @@ func normalJSON(v any) (any, error) {
 }
 
 // held reports Sessions.tla's Held(k).
-func (a *Abs) held(k int) bool { return a.KV[k].Exists && a.KV[k].Session != none }
+func (a *abs) held(k int) bool { return a.KV[k].Exists && a.KV[k].Session != none }
 
 // legit reports Sessions.tla's Legit(c, k): c acquired k in k's current,
 // unfinished tenure.
-func (a *Abs) legit(c, k int) bool {
+func (a *abs) legit(c, k int) bool {
 	b := a.Belief[c][k]
 	return b.Held && a.held(k) && b.Tenure == a.Tenure[k]
 }
@@ -178,7 +178,7 @@ func (a *Abs) legit(c, k int) bool {
 // seqValid reports Sessions.tla's SeqValid(c, k) on the abstract state. The
 // explorer's fenced resource asks the model instead (model.CheckSequencer);
 // the invariants use this one.
-func (a *Abs) seqValid(c, k int) bool {
+func (a *abs) seqValid(c, k int) bool {
 	b := a.Belief[c][k]
 	e := a.KV[k]
 	return b.Held && e.Exists && e.Session == a.sc.ClientSession[a.sc.Clients[c]] && e.LockIndex == b.LockIndex

@@ -7,14 +7,14 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// Action is one instance of a Sessions.tla action: its name and the values
+// action is one instance of a Sessions.tla action: its name and the values
 // of its parameters, by parameter name (as TLC's JSON traces give them).
-type Action struct {
+type action struct {
 	Name string
 	Args map[string]string
 }
 
-func (a Action) String() string {
+func (a action) String() string {
 	s := a.Name
 	if len(a.Args) == 0 {
 		return s
@@ -43,7 +43,7 @@ type param struct {
 // step is what one action does from world w (whose projection is a). It
 // returns the successor, the store command's result if it issued one, and
 // whether the action was enabled.
-type step func(r *rules, w *world, a *Abs, args []int) (*world, *model.Result, bool)
+type step func(r *rules, w *world, a *abs, args []int) (*world, *model.Result, bool)
 
 // actionDef is the Go counterpart of one disjunct of Sessions.tla's Next.
 type actionDef struct {
@@ -54,7 +54,7 @@ type actionDef struct {
 
 // rules are the fixed inputs of a run.
 type rules struct {
-	apply    ApplyFunc
+	apply    applyFunc
 	maxIndex uint64
 }
 
@@ -66,7 +66,7 @@ var value = []byte("v")
 // execution is not modelled, only the query's life.
 const queryService = "svc"
 
-func domainNames(sc *Scenario, domain string) []string {
+func domainNames(sc *scenario, domain string) []string {
 	switch domain {
 	case "Sessions":
 		return sc.Sessions
@@ -91,7 +91,7 @@ func domainNames(sc *Scenario, domain string) []string {
 var healths = []string{string(model.HealthCritical), string(model.HealthPassing), string(model.HealthWarning)}
 
 // room is the guard every store action has in Sessions.tla: index < MaxIndex.
-func (r *rules) room(a *Abs) bool { return a.Index < r.maxIndex }
+func (r *rules) room(a *abs) bool { return a.Index < r.maxIndex }
 
 // store runs cmd on a copy of w; a rejected command (or a false answer, for
 // the verbs whose answer is a boolean) disables the action.
@@ -123,7 +123,7 @@ func (w *world) sequencer(c, k int) model.Sequencer {
 
 // actions mirror Next in Sessions.tla, disjunct by disjunct, in its order.
 var actions = []actionDef{
-	{"CreateSession", []param{{"s", "Sessions"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
+	{"CreateSession", []param{{"s", "Sessions"}}, func(r *rules, w *world, a *abs, x []int) (*world, *model.Result, bool) {
 		sc, s := w.sc, w.sc.Sessions[x[0]]
 		if !r.room(a) || w.created[x[0]] { // an ID is never reused (S1)
 			return nil, nil, false
@@ -131,32 +131,32 @@ var actions = []actionDef{
 		nodeChecks, serviceChecks := sc.sessionChecks(s)
 		n, res, ok := r.store(w, model.Command{CreateSession: &model.CreateSession{
 			ID: s, Name: s, Node: sc.SessionNode[s], NodeChecks: nodeChecks, ServiceChecks: serviceChecks,
-			LockDelay: time.Duration(sc.SessionDelay[s]) * Tick,
+			LockDelay: time.Duration(sc.SessionDelay[s]) * tick,
 			Behavior:  sc.SessionBehavior[s], TTL: sc.ttlString(s),
 		}})
 		if !ok {
 			return nil, nil, false
 		}
 		n.created[x[0]] = true
-		if ttl := time.Duration(sc.SessionTTL[s]) * Tick; ttl > 0 {
+		if ttl := time.Duration(sc.SessionTTL[s]) * tick; ttl > 0 {
 			n.ttl.Reset(s, n.now, ttl/model.DefaultTTLMultiplier, model.DefaultTTLMultiplier)
 		}
 		return n, res, true
 	}},
-	{"DestroySession", []param{{"s", "Sessions"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
+	{"DestroySession", []param{{"s", "Sessions"}}, func(r *rules, w *world, a *abs, x []int) (*world, *model.Result, bool) {
 		if !r.room(a) || !w.live(x[0]) {
 			return nil, nil, false
 		}
 		return r.store(w, model.Command{DestroySession: &model.DestroySession{ID: w.sc.Sessions[x[0]]}})
 	}},
-	{"ExpireSession", []param{{"s", "Sessions"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
+	{"ExpireSession", []param{{"s", "Sessions"}}, func(r *rules, w *world, a *abs, x []int) (*world, *model.Result, bool) {
 		s := w.sc.Sessions[x[0]]
 		if !r.room(a) || !w.live(x[0]) || !slices.Contains(w.ttl.Expired(w.now), s) {
 			return nil, nil, false
 		}
 		return r.store(w, model.Command{DestroySession: &model.DestroySession{ID: s}})
 	}},
-	{"SetCheck", []param{{"ch", "Checks"}, {"st", "Healths"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
+	{"SetCheck", []param{{"ch", "Checks"}, {"st", "Healths"}}, func(r *rules, w *world, a *abs, x []int) (*world, *model.Result, bool) {
 		ch := w.sc.Checks[x[0]]
 		node := w.sc.CheckNode[ch]
 		// Registering a check of a deregistered node would bring the node back.
@@ -170,21 +170,21 @@ var actions = []actionDef{
 			Checks: []model.CheckSpec{{CheckID: ch, Name: ch, Status: model.Health(healths[x[1]]), ServiceID: w.sc.CheckService[ch]}},
 		}})
 	}},
-	{"DeregisterNode", []param{{"n", "Nodes"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
+	{"DeregisterNode", []param{{"n", "Nodes"}}, func(r *rules, w *world, a *abs, x []int) (*world, *model.Result, bool) {
 		n := w.sc.Nodes[x[0]]
 		if !r.room(a) || !w.nodeUp(n) {
 			return nil, nil, false
 		}
 		return r.store(w, model.Command{Deregister: &model.Deregister{Node: n}})
 	}},
-	{"DeregisterService", []param{{"sv", "Services"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
+	{"DeregisterService", []param{{"sv", "Services"}}, func(r *rules, w *world, a *abs, x []int) (*world, *model.Result, bool) {
 		sv := w.sc.Services[x[0]]
 		if !r.room(a) || !a.ServiceUp[x[0]] {
 			return nil, nil, false
 		}
 		return r.store(w, model.Command{Deregister: &model.Deregister{Node: w.sc.ServiceNode[sv], ServiceID: sv}})
 	}},
-	{"CreateQuery", []param{{"q", "Queries"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
+	{"CreateQuery", []param{{"q", "Queries"}}, func(r *rules, w *world, a *abs, x []int) (*world, *model.Result, bool) {
 		q := w.sc.Queries[x[0]]
 		if !r.room(a) || w.queried[x[0]] { // a query ID is never reused
 			return nil, nil, false
@@ -199,7 +199,7 @@ var actions = []actionDef{
 		n.queried[x[0]] = true
 		return n, res, true
 	}},
-	{"Acquire", []param{{"c", "Clients"}, {"k", "Keys"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
+	{"Acquire", []param{{"c", "Clients"}, {"k", "Keys"}}, func(r *rules, w *world, a *abs, x []int) (*world, *model.Result, bool) {
 		c, k := x[0], x[1]
 		key, s := w.sc.Keys[k], w.clientSession(c)
 		// The leader refuses an acquire during lock-delay before raft (S22).
@@ -217,10 +217,10 @@ var actions = []actionDef{
 			n.tenure[k]++
 		}
 		held, _ := n.m.Get(key)
-		n.belief[c][k] = Belief{Held: true, LockIndex: held.LockIndex, Tenure: n.tenure[k]}
+		n.belief[c][k] = belief{Held: true, LockIndex: held.LockIndex, Tenure: n.tenure[k]}
 		return n, res, true
 	}},
-	{"Release", []param{{"c", "Clients"}, {"k", "Keys"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
+	{"Release", []param{{"c", "Clients"}, {"k", "Keys"}}, func(r *rules, w *world, a *abs, x []int) (*world, *model.Result, bool) {
 		c, k := x[0], x[1]
 		if !r.room(a) || !w.belief[c][k].Held {
 			return nil, nil, false
@@ -229,22 +229,22 @@ var actions = []actionDef{
 		if !ok {
 			return nil, nil, false
 		}
-		n.belief[c][k] = Belief{}
+		n.belief[c][k] = belief{}
 		return n, res, true
 	}},
-	{"SetKey", []param{{"k", "Keys"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
+	{"SetKey", []param{{"k", "Keys"}}, func(r *rules, w *world, a *abs, x []int) (*world, *model.Result, bool) {
 		if !r.room(a) {
 			return nil, nil, false
 		}
 		return r.store(w, model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: w.sc.Keys[x[0]], Value: value}})
 	}},
-	{"DeleteKey", []param{{"k", "Keys"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
+	{"DeleteKey", []param{{"k", "Keys"}}, func(r *rules, w *world, a *abs, x []int) (*world, *model.Result, bool) {
 		if !r.room(a) {
 			return nil, nil, false
 		}
 		return r.store(w, model.Command{KV: &model.KVOp{Verb: model.KVDelete, Key: w.sc.Keys[x[0]]}})
 	}},
-	{"Reap", nil, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
+	{"Reap", nil, func(r *rules, w *world, a *abs, x []int) (*world, *model.Result, bool) {
 		// Enabled as in Sessions.tla: some absent key still has a watermark.
 		gone := false
 		for k := range a.KV {
@@ -255,9 +255,9 @@ var actions = []actionDef{
 		}
 		return r.store(w, model.Command{Reap: &model.Reap{Index: w.m.Index()}})
 	}},
-	{"RenewSession", []param{{"s", "Sessions"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
+	{"RenewSession", []param{{"s", "Sessions"}}, func(r *rules, w *world, a *abs, x []int) (*world, *model.Result, bool) {
 		s := w.sc.Sessions[x[0]]
-		full := time.Duration(w.sc.SessionTTL[s]) * Tick
+		full := time.Duration(w.sc.SessionTTL[s]) * tick
 		if !w.live(x[0]) || full == 0 || a.TTLLeft[x[0]] >= w.sc.SessionTTL[s] {
 			return nil, nil, false
 		}
@@ -265,39 +265,39 @@ var actions = []actionDef{
 		n.ttl.Reset(s, n.now, full/model.DefaultTTLMultiplier, model.DefaultTTLMultiplier)
 		return n, nil, true
 	}},
-	{"Tick", nil, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
+	{"Tick", nil, func(r *rules, w *world, a *abs, x []int) (*world, *model.Result, bool) {
 		if !slices.ContainsFunc(a.TTLLeft, positive) && !slices.ContainsFunc(a.DelayLeft, positive) {
 			return nil, nil, false
 		}
 		n := w.clone()
-		n.now = n.now.Add(Tick)
+		n.now = n.now.Add(tick)
 		return n, nil, true
 	}},
-	{"Notice", []param{{"c", "Clients"}, {"k", "Keys"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
+	{"Notice", []param{{"c", "Clients"}, {"k", "Keys"}}, func(r *rules, w *world, a *abs, x []int) (*world, *model.Result, bool) {
 		c, k := x[0], x[1]
 		if !w.belief[c][k].Held || w.m.CheckSequencer(w.sequencer(c, k)) == nil {
 			return nil, nil, false
 		}
 		n := w.clone()
-		n.belief[c][k] = Belief{}
+		n.belief[c][k] = belief{}
 		return n, nil, true
 	}},
-	{"WriteFenced", []param{{"c", "Clients"}, {"k", "Keys"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
+	{"WriteFenced", []param{{"c", "Clients"}, {"k", "Keys"}}, func(r *rules, w *world, a *abs, x []int) (*world, *model.Result, bool) {
 		c, k := x[0], x[1]
 		if !w.belief[c][k].Held || w.m.CheckSequencer(w.sequencer(c, k)) != nil {
 			return nil, nil, false
 		}
 		n := w.clone()
-		n.fenced[k] = Write{Writer: w.sc.Clients[c], Stale: !a.legit(c, k)}
+		n.fenced[k] = write{Writer: w.sc.Clients[c], Stale: !a.legit(c, k)}
 		return n, nil, true
 	}},
-	{"WriteUnfenced", []param{{"c", "Clients"}, {"k", "Keys"}}, func(r *rules, w *world, a *Abs, x []int) (*world, *model.Result, bool) {
+	{"WriteUnfenced", []param{{"c", "Clients"}, {"k", "Keys"}}, func(r *rules, w *world, a *abs, x []int) (*world, *model.Result, bool) {
 		c, k := x[0], x[1]
 		if !w.belief[c][k].Held {
 			return nil, nil, false
 		}
 		n := w.clone()
-		n.unfence[k] = Write{Writer: w.sc.Clients[c], Stale: !a.legit(c, k)}
+		n.unfence[k] = write{Writer: w.sc.Clients[c], Stale: !a.legit(c, k)}
 		return n, nil, true
 	}},
 }
@@ -305,7 +305,7 @@ var actions = []actionDef{
 func positive(n int) bool { return n > 0 }
 
 // instances calls f for every parameter binding of def in the scenario.
-func (def *actionDef) instances(sc *Scenario, f func(args []int)) {
+func (def *actionDef) instances(sc *scenario, f func(args []int)) {
 	args := make([]int, len(def.params))
 	var rec func(i int)
 	rec = func(i int) {
@@ -322,8 +322,8 @@ func (def *actionDef) instances(sc *Scenario, f func(args []int)) {
 }
 
 // action names the instance def(args).
-func (def *actionDef) action(sc *Scenario, args []int) Action {
-	act := Action{Name: def.name, Args: map[string]string{}}
+func (def *actionDef) action(sc *scenario, args []int) action {
+	act := action{Name: def.name, Args: map[string]string{}}
 	for i, p := range def.params {
 		act.Args[p.name] = domainNames(sc, p.domain)[args[i]]
 	}

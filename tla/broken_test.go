@@ -160,7 +160,7 @@ func TestBrokenTransitionsAreCaught(t *testing.T) {
 	cases := []struct {
 		name   string
 		config string
-		apply  ApplyFunc
+		apply  applyFunc
 		want   string // the TLA+ check that catches it first, without the model's checks
 		// wantInv, if set, catches it when the action properties are left out too.
 		wantInv string
@@ -176,11 +176,11 @@ func TestBrokenTransitionsAreCaught(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := LoadConfig(tc.config)
+			cfg, err := loadConfig(tc.config)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := Explore(cfg, Options{Apply: tc.apply, SkipModelChecks: true})
+			rep, err := explore(cfg, options{Apply: tc.apply, SkipModelChecks: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -195,7 +195,7 @@ func TestBrokenTransitionsAreCaught(t *testing.T) {
 			if tc.wantInv != "" {
 				noProps := cfg
 				noProps.Properties = nil
-				rep, err := Explore(noProps, Options{Apply: tc.apply, SkipModelChecks: true})
+				rep, err := explore(noProps, options{Apply: tc.apply, SkipModelChecks: true})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -204,7 +204,7 @@ func TestBrokenTransitionsAreCaught(t *testing.T) {
 				}
 			}
 
-			rep, err = Explore(cfg, Options{Apply: tc.apply})
+			rep, err = explore(cfg, options{Apply: tc.apply})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -220,13 +220,13 @@ func TestBrokenTransitionsAreCaught(t *testing.T) {
 // alone no longer protects the fenced resource. Only the fencing invariant
 // is checked here, so the run must reach an accepted stale write.
 func TestWatermarkBugBreaksFencing(t *testing.T) {
-	cfg, err := LoadConfig("MCSessions_delete.cfg")
+	cfg, err := loadConfig("MCSessions_delete.cfg")
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Invariants = []string{"FencedNoStaleWrite"}
 	cfg.Properties = nil
-	rep, err := Explore(cfg, Options{Apply: noWatermark, SkipModelChecks: true})
+	rep, err := explore(cfg, options{Apply: noWatermark, SkipModelChecks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestWatermarkBugBreaksFencing(t *testing.T) {
 	}
 	t.Logf("%v\n%s", rep.Violation, formatTrace(rep.Violation.Trace))
 
-	rep, err = Explore(cfg, Options{SkipModelChecks: true})
+	rep, err = explore(cfg, options{SkipModelChecks: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,8 +10,8 @@ import (
 	"strings"
 )
 
-// Config is what the explorer needs from one MCSessions_*.cfg file.
-type Config struct {
+// config is what the explorer needs from one MCSessions_*.cfg file.
+type config struct {
 	Name       string // file name, e.g. "MCSessions_release.cfg"
 	Scenario   string // prefix of the MCSessions.tla definitions, e.g. "Rel"
 	MaxIndex   int
@@ -38,24 +38,24 @@ var (
 	nameRE   = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
 )
 
-// LoadConfig reads and parses a .cfg file.
-func LoadConfig(path string) (Config, error) {
+// loadConfig reads and parses a .cfg file.
+func loadConfig(path string) (config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return Config{}, fmt.Errorf("load config: %w", err)
+		return config{}, fmt.Errorf("load config: %w", err)
 	}
-	cfg, err := ParseConfig(filepath.Base(path), string(data))
+	cfg, err := parseConfig(filepath.Base(path), string(data))
 	if err != nil {
-		return Config{}, fmt.Errorf("load config %s: %w", path, err)
+		return config{}, fmt.Errorf("load config %s: %w", path, err)
 	}
 	return cfg, nil
 }
 
-// ParseConfig parses the subset of TLC's config language the MCSessions
+// parseConfig parses the subset of TLC's config language the MCSessions
 // configs use: SPECIFICATION Spec, CONSTANTS with "<-" substitutions and
 // "MaxIndex = n", INVARIANT(S), PROPERTY/PROPERTIES, CHECK_DEADLOCK.
-func ParseConfig(name, text string) (Config, error) {
-	cfg := Config{Name: name}
+func parseConfig(name, text string) (config, error) {
+	cfg := config{Name: name}
 	section := ""
 	seen := map[string]bool{}
 	for i, raw := range strings.Split(text, "\n") {
@@ -67,8 +67,8 @@ func ParseConfig(name, text string) (Config, error) {
 		if line == "" {
 			continue
 		}
-		fail := func(format string, args ...any) (Config, error) {
-			return Config{}, fmt.Errorf("line %d %q: %s", i+1, raw, fmt.Sprintf(format, args...))
+		fail := func(format string, args ...any) (config, error) {
+			return config{}, fmt.Errorf("line %d %q: %s", i+1, raw, fmt.Sprintf(format, args...))
 		}
 		fields := strings.Fields(line)
 		switch fields[0] {
@@ -144,20 +144,20 @@ func ParseConfig(name, text string) (Config, error) {
 	}
 	for _, c := range append(append([]string{"MaxIndex"}, catalogConstants...), scenarioConstants...) {
 		if !seen[c] {
-			return Config{}, fmt.Errorf("constant %s is not given", c)
+			return config{}, fmt.Errorf("constant %s is not given", c)
 		}
 	}
 	if _, ok := scenarios[cfg.Scenario]; !ok {
-		return Config{}, fmt.Errorf("scenario %q is not one the explorer knows", cfg.Scenario)
+		return config{}, fmt.Errorf("scenario %q is not one the explorer knows", cfg.Scenario)
 	}
 	for _, inv := range cfg.Invariants {
 		if _, ok := invariants[inv]; !ok {
-			return Config{}, fmt.Errorf("invariant %s has no Go counterpart", inv)
+			return config{}, fmt.Errorf("invariant %s has no Go counterpart", inv)
 		}
 	}
 	for _, p := range cfg.Properties {
 		if _, ok := properties[p]; !ok {
-			return Config{}, fmt.Errorf("property %s has no Go counterpart", p)
+			return config{}, fmt.Errorf("property %s has no Go counterpart", p)
 		}
 	}
 	return cfg, nil

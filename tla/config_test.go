@@ -36,7 +36,7 @@ CHECK_DEADLOCK FALSE
 `
 
 func TestParseConfig(t *testing.T) {
-	cfg, err := ParseConfig("x.cfg", goodConfig)
+	cfg, err := parseConfig("x.cfg", goodConfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,17 +69,17 @@ func TestParseConfigRejects(t *testing.T) {
 			if !strings.Contains(goodConfig, tc.old) {
 				t.Fatalf("config lacks %q", tc.old)
 			}
-			_, err := ParseConfig("x.cfg", strings.ReplaceAll(goodConfig, tc.old, tc.new))
+			_, err := parseConfig("x.cfg", strings.ReplaceAll(goodConfig, tc.old, tc.new))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("ParseConfig = %v, want an error containing %q", err, tc.want)
+				t.Fatalf("parseConfig = %v, want an error containing %q", err, tc.want)
 			}
 		})
 	}
 }
 
 func TestLoadConfigMissingFile(t *testing.T) {
-	if _, err := LoadConfig("MCSessions_nonexistent.cfg"); err == nil {
-		t.Fatal("LoadConfig of a missing file succeeded")
+	if _, err := loadConfig("MCSessions_nonexistent.cfg"); err == nil {
+		t.Fatal("loadConfig of a missing file succeeded")
 	}
 }
 
@@ -89,19 +89,19 @@ func TestScenarioValidate(t *testing.T) {
 			t.Errorf("scenario %s: %v", name, err)
 		}
 	}
-	cases := map[string]func(sc *Scenario){
-		"unsorted keys":       func(sc *Scenario) { sc.Keys = []string{"k2", "k1"} },
-		"odd TTL":             func(sc *Scenario) { sc.SessionTTL = map[string]int{"s1": 3, "s2": 0} },
-		"lock-delay over cap": func(sc *Scenario) { sc.SessionDelay = map[string]int{"s1": 7, "s2": 0} },
-		"foreign check": func(sc *Scenario) {
+	cases := map[string]func(sc *scenario){
+		"unsorted keys":       func(sc *scenario) { sc.Keys = []string{"k2", "k1"} },
+		"odd TTL":             func(sc *scenario) { sc.SessionTTL = map[string]int{"s1": 3, "s2": 0} },
+		"lock-delay over cap": func(sc *scenario) { sc.SessionDelay = map[string]int{"s1": 7, "s2": 0} },
+		"foreign check": func(sc *scenario) {
 			sc.SessionChecks = map[string][]string{"s1": {"h2"}, "s2": nil}
 		},
-		"bad behaviour":  func(sc *Scenario) { sc.SessionBehavior = map[string]model.Behavior{"s1": "keep", "s2": "release"} },
-		"unknown client": func(sc *Scenario) { sc.ClientSession = map[string]string{"a": "s9", "b": "s2"} },
-		"service check on another node": func(sc *Scenario) {
+		"bad behaviour":  func(sc *scenario) { sc.SessionBehavior = map[string]model.Behavior{"s1": "keep", "s2": "release"} },
+		"unknown client": func(sc *scenario) { sc.ClientSession = map[string]string{"a": "s9", "b": "s2"} },
+		"service check on another node": func(sc *scenario) {
 			sc.CheckService = map[string]string{"h1": "w2"}
 		},
-		"query of an unknown session": func(sc *Scenario) { sc.QuerySession = map[string]string{"q1": "s9"} },
+		"query of an unknown session": func(sc *scenario) { sc.QuerySession = map[string]string{"q1": "s9"} },
 	}
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -5,7 +5,7 @@
 // for a config, but every store transition is computed by model.State.Apply,
 // lock-delays by model.LockDelays, TTL deadlines by model.TTLDeadlines and
 // sequencer checks by model.State.CheckSequencer. Each reached state is
-// projected onto the TLA+ variables (Abs) and deduplicated there, so the
+// projected onto the TLA+ variables (abs) and deduplicated there, so the
 // distinct-state count must equal TLC's (recorded in expected.json; an entry
 // marked "measured_by": "explorer" holds the explorer's own count for a spec
 // change TLC has not run on yet, see README.md). Every

@@ -6,8 +6,8 @@ import (
 	"os"
 )
 
-// Expected is one entry of expected.json: what TLC reported for a config.
-type Expected struct {
+// expected is one entry of expected.json: what TLC reported for a config.
+type expected struct {
 	Config         string `json:"config"`
 	Result         string `json:"result"` // "ok" or "violation"
 	Invariant      string `json:"invariant,omitempty"`
@@ -24,14 +24,14 @@ type Expected struct {
 	MeasuredBy string `json:"measured_by,omitempty"`
 }
 
-// LoadExpected reads and checks expected.json.
-func LoadExpected(path string) ([]Expected, error) {
+// readExpected reads and checks expected.json.
+func readExpected(path string) ([]expected, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load expected results: %w", err)
 	}
 	var doc struct {
-		Configs []Expected `json:"configs"`
+		Configs []expected `json:"configs"`
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("load expected results %s: %w", path, err)
@@ -47,7 +47,7 @@ func LoadExpected(path string) ([]Expected, error) {
 	return doc.Configs, nil
 }
 
-func (e Expected) validate() error {
+func (e expected) validate() error {
 	switch {
 	case e.Config == "":
 		return fmt.Errorf("no config named")

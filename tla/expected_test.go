@@ -22,11 +22,11 @@ func TestLoadExpectedRejects(t *testing.T) {
 		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := LoadExpected(path); err == nil {
-			t.Errorf("%s: LoadExpected accepted %s", name, text)
+		if _, err := readExpected(path); err == nil {
+			t.Errorf("%s: readExpected accepted %s", name, text)
 		}
 	}
-	if _, err := LoadExpected(filepath.Join(dir, "missing.json")); err == nil {
-		t.Error("LoadExpected of a missing file succeeded")
+	if _, err := readExpected(filepath.Join(dir, "missing.json")); err == nil {
+		t.Error("readExpected of a missing file succeeded")
 	}
 }

@@ -7,12 +7,12 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// Options tune a run. The zero value explores the whole space with the real
+// options tune a run. The zero value explores the whole space with the real
 // model and every check.
-type Options struct {
+type options struct {
 	// Apply replaces model.State.Apply; tests use it to show that a broken
-	// transition is caught. Nil means ModelApply.
-	Apply ApplyFunc
+	// transition is caught. Nil means modelApply.
+	Apply applyFunc
 	// SkipModelChecks leaves out model.CheckInvariants and
 	// model.CheckTransition, to show that the TLA+ invariants alone catch a bug.
 	SkipModelChecks bool
@@ -23,37 +23,37 @@ type Options struct {
 	StopAtViolation bool
 }
 
-// Step is one state of a trace and the action that led to it (empty for
+// traceStep is one state of a trace and the action that led to it (empty for
 // the initial state).
-type Step struct {
-	Action Action
-	State  *Abs
+type traceStep struct {
+	Action action
+	State  *abs
 }
 
-// Violation is a failed check with the shortest trace to it.
-type Violation struct {
+// violation is a failed check with the shortest trace to it.
+type violation struct {
 	Check string // invariant, property, or model check name
 	Err   error
-	Trace []Step
+	Trace []traceStep
 }
 
-func (v *Violation) Error() string {
+func (v *violation) Error() string {
 	return fmt.Sprintf("%s violated after %d steps: %v", v.Check, len(v.Trace)-1, v.Err)
 }
 
-// Report is the outcome of a run.
-type Report struct {
+// report is the outcome of a run.
+type report struct {
 	Distinct    int   // distinct abstract states reached (TLC's "distinct states found")
 	Levels      []int // new distinct states per BFS depth; Levels[0] = 1
 	Transitions int   // enabled action instances taken, self-loops included
-	Violation   *Violation
+	Violation   *violation
 }
 
 // node is a reached distinct state. Only the frontier keeps its world and
 // projection; a trace is rebuilt by replaying the actions from the root.
 type node struct {
 	w      *world
-	abs    *Abs
+	abs    *abs
 	parent *node
 	def    int8    // index into actions; -1 for the root
 	args   [2]int8 // parameter indexes of the action (at most two)
@@ -69,8 +69,8 @@ func (n *node) path() []*node {
 	return rev
 }
 
-// Explore walks the config's state space breadth first.
-func Explore(cfg Config, opts Options) (*Report, error) {
+// explore walks the config's state space breadth first.
+func explore(cfg config, opts options) (*report, error) {
 	sc, ok := scenarios[cfg.Scenario]
 	if !ok {
 		return nil, fmt.Errorf("explore %s: unknown scenario %q", cfg.Name, cfg.Scenario)
@@ -83,18 +83,18 @@ func Explore(cfg Config, opts Options) (*Report, error) {
 }
 
 type explorer struct {
-	cfg   Config
-	sc    *Scenario
+	cfg   config
+	sc    *scenario
 	rules *rules
-	opts  Options
+	opts  options
 	invs  []string
 	props []string
 }
 
-func newExplorer(cfg Config, sc *Scenario, opts Options) (*explorer, error) {
+func newExplorer(cfg config, sc *scenario, opts options) (*explorer, error) {
 	ap := opts.Apply
 	if ap == nil {
-		ap = ModelApply
+		ap = modelApply
 	}
 	// node stores an action instance in two int8s.
 	for _, def := range actions {
@@ -128,7 +128,7 @@ func newExplorer(cfg Config, sc *Scenario, opts Options) (*explorer, error) {
 func (x *explorer) initial() (*world, error) { return newWorld(x.sc) }
 
 // checkState runs the state checks on a newly reached state.
-func (x *explorer) checkState(w *world, a *Abs) (string, error) {
+func (x *explorer) checkState(w *world, a *abs) (string, error) {
 	for _, name := range x.invs {
 		if err := invariants[name](a, x.rules.maxIndex); err != nil {
 			return name, err
@@ -143,7 +143,7 @@ func (x *explorer) checkState(w *world, a *Abs) (string, error) {
 }
 
 // checkStep runs the step checks on prev → next.
-func (x *explorer) checkStep(prev, next *world, pa, na *Abs, res *model.Result) (string, error) {
+func (x *explorer) checkStep(prev, next *world, pa, na *abs, res *model.Result) (string, error) {
 	for _, name := range x.props {
 		if err := properties[name](pa, na); err != nil {
 			return name, err
@@ -159,13 +159,13 @@ func (x *explorer) checkStep(prev, next *world, pa, na *Abs, res *model.Result) 
 
 // trace replays n's path from Init and returns every state on it, ending
 // with last (the state the failing check saw, which may not be stored).
-func (x *explorer) trace(n *node, lastDef int, lastArgs []int, last *Abs) []Step {
+func (x *explorer) trace(n *node, lastDef int, lastArgs []int, last *abs) []traceStep {
 	w, err := x.initial()
 	if err != nil {
 		return nil
 	}
 	a := w.abs()
-	steps := []Step{{State: a}}
+	steps := []traceStep{{State: a}}
 	for _, p := range n.path() {
 		def := &actions[p.def]
 		args := p.argSlice(len(def.params))
@@ -175,10 +175,10 @@ func (x *explorer) trace(n *node, lastDef int, lastArgs []int, last *Abs) []Step
 			return steps
 		}
 		w, a = nw, nw.abs()
-		steps = append(steps, Step{Action: def.action(x.sc, args), State: a})
+		steps = append(steps, traceStep{Action: def.action(x.sc, args), State: a})
 	}
 	if last != nil {
-		steps = append(steps, Step{Action: actions[lastDef].action(x.sc, lastArgs), State: last})
+		steps = append(steps, traceStep{Action: actions[lastDef].action(x.sc, lastArgs), State: last})
 	}
 	return steps
 }
@@ -191,23 +191,23 @@ func (n *node) argSlice(k int) []int {
 	return out
 }
 
-func (x *explorer) run() *Report {
-	rep := &Report{}
+func (x *explorer) run() *report {
+	rep := &report{}
 	w0, err := x.initial()
 	if err != nil {
-		rep.Violation = &Violation{Check: "Init", Err: err}
+		rep.Violation = &violation{Check: "Init", Err: err}
 		return rep
 	}
 	root := &node{w: w0, abs: w0.abs(), def: -1}
 	seen := map[string]bool{root.abs.Key(): true}
 	rep.Distinct, rep.Levels = 1, []int{1}
 	if name, err := x.checkState(w0, root.abs); err != nil {
-		rep.Violation = &Violation{Check: name, Err: err, Trace: x.trace(root, 0, nil, nil)}
+		rep.Violation = &violation{Check: name, Err: err, Trace: x.trace(root, 0, nil, nil)}
 		return rep
 	}
-	fail := func(n *node, def int, args []int, a *Abs, name string, err error) {
+	fail := func(n *node, def int, args []int, a *abs, name string, err error) {
 		if rep.Violation == nil {
-			rep.Violation = &Violation{Check: name, Err: err, Trace: x.trace(n, def, args, a)}
+			rep.Violation = &violation{Check: name, Err: err, Trace: x.trace(n, def, args, a)}
 		}
 	}
 	level := []*node{root}

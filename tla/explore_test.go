@@ -4,9 +4,9 @@ import (
 	"testing"
 )
 
-func loadExpected(t *testing.T) []Expected {
+func loadExpected(t *testing.T) []expected {
 	t.Helper()
-	exp, err := LoadExpected("expected.json")
+	exp, err := readExpected("expected.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,11 +23,11 @@ func TestConfigsMatchTLC(t *testing.T) {
 	for _, e := range loadExpected(t) {
 		t.Run(e.Config, func(t *testing.T) {
 			t.Parallel()
-			cfg, err := LoadConfig(e.Config)
+			cfg, err := loadConfig(e.Config)
 			if err != nil {
 				t.Fatal(err)
 			}
-			rep, err := Explore(cfg, Options{StopAtViolation: true})
+			rep, err := explore(cfg, options{StopAtViolation: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -67,7 +67,7 @@ func TestConfigsMatchTLC(t *testing.T) {
 	}
 }
 
-func formatTrace(tr []Step) string {
+func formatTrace(tr []traceStep) string {
 	s := ""
 	for i, st := range tr {
 		s += "  " + st.Action.String()

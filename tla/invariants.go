@@ -9,11 +9,11 @@ import (
 
 // invariant is the Go counterpart of a state predicate of Sessions.tla; it
 // returns nil when the predicate holds and says why when it does not.
-type invariant func(a *Abs, maxIndex uint64) error
+type invariant func(a *abs, maxIndex uint64) error
 
 // property is the Go counterpart of an action property [][A]_vars, checked
 // on every step prev → next.
-type property func(prev, next *Abs) error
+type property func(prev, next *abs) error
 
 // invariants are Sessions.tla's state predicates, by name.
 var invariants = map[string]invariant{
@@ -37,7 +37,7 @@ var properties = map[string]property{
 	"InvalidationEffects": invalidationEffects,
 }
 
-func typeOK(a *Abs, maxIndex uint64) error {
+func typeOK(a *abs, maxIndex uint64) error {
 	sc := a.sc
 	if a.Index > maxIndex {
 		return fmt.Errorf("index %d above MaxIndex %d", a.Index, maxIndex)
@@ -61,7 +61,7 @@ func typeOK(a *Abs, maxIndex uint64) error {
 		if e.Session != none && !slices.Contains(sc.Sessions, e.Session) {
 			return fmt.Errorf("key %s held by unknown session %q", sc.Keys[i], e.Session)
 		}
-		for _, w := range []Write{a.Fenced[i], a.Unfenced[i]} {
+		for _, w := range []write{a.Fenced[i], a.Unfenced[i]} {
 			if w.Writer != none && !slices.Contains(sc.Clients, w.Writer) {
 				return fmt.Errorf("key %s written by unknown client %q", sc.Keys[i], w.Writer)
 			}
@@ -70,7 +70,7 @@ func typeOK(a *Abs, maxIndex uint64) error {
 	return nil
 }
 
-func mutualExclusion(a *Abs, _ uint64) error {
+func mutualExclusion(a *abs, _ uint64) error {
 	sc := a.sc
 	for k := range sc.Keys {
 		for c1 := range sc.Clients {
@@ -85,7 +85,7 @@ func mutualExclusion(a *Abs, _ uint64) error {
 	return nil
 }
 
-func holderLive(a *Abs, _ uint64) error {
+func holderLive(a *abs, _ uint64) error {
 	for k, e := range a.KV {
 		if !a.held(k) {
 			continue
@@ -98,7 +98,7 @@ func holderLive(a *Abs, _ uint64) error {
 	return nil
 }
 
-func lockIndexIssued(a *Abs, _ uint64) error {
+func lockIndexIssued(a *abs, _ uint64) error {
 	for k, e := range a.KV {
 		switch {
 		case !e.Exists:
@@ -111,7 +111,7 @@ func lockIndexIssued(a *Abs, _ uint64) error {
 	return nil
 }
 
-func sequencerNeverReissued(a *Abs, _ uint64) error {
+func sequencerNeverReissued(a *abs, _ uint64) error {
 	sc := a.sc
 	for k := range sc.Keys {
 		for c1 := range sc.Clients {
@@ -133,7 +133,7 @@ func sequencerNeverReissued(a *Abs, _ uint64) error {
 	return nil
 }
 
-func lockDelayRespected(a *Abs, _ uint64) error {
+func lockDelayRespected(a *abs, _ uint64) error {
 	for k := range a.KV {
 		if a.DelayLeft[k] > 0 && a.held(k) {
 			return fmt.Errorf("key %s held by %s with %d ticks of lock-delay left", a.sc.Keys[k], a.KV[k].Session, a.DelayLeft[k])
@@ -142,7 +142,7 @@ func lockDelayRespected(a *Abs, _ uint64) error {
 	return nil
 }
 
-func modifyIndexBounded(a *Abs, _ uint64) error {
+func modifyIndexBounded(a *abs, _ uint64) error {
 	for k, e := range a.KV {
 		if e.Exists && (e.ModifyIndex < 1 || e.ModifyIndex > a.Index) {
 			return fmt.Errorf("key %s has ModifyIndex %d outside 1..%d", a.sc.Keys[k], e.ModifyIndex, a.Index)
@@ -151,7 +151,7 @@ func modifyIndexBounded(a *Abs, _ uint64) error {
 	return nil
 }
 
-func staleWrite(a *Abs, ws []Write, resource string) error {
+func staleWrite(a *abs, ws []write, resource string) error {
 	for k, w := range ws {
 		if w.Stale {
 			return fmt.Errorf("the %s resource accepted a write to %s from %s, which does not hold it", resource, a.sc.Keys[k], w.Writer)
@@ -160,11 +160,11 @@ func staleWrite(a *Abs, ws []Write, resource string) error {
 	return nil
 }
 
-func fencedNoStaleWrite(a *Abs, _ uint64) error { return staleWrite(a, a.Fenced, "fenced") }
+func fencedNoStaleWrite(a *abs, _ uint64) error { return staleWrite(a, a.Fenced, "fenced") }
 
-func unfencedNoStaleWrite(a *Abs, _ uint64) error { return staleWrite(a, a.Unfenced, "unfenced") }
+func unfencedNoStaleWrite(a *abs, _ uint64) error { return staleWrite(a, a.Unfenced, "unfenced") }
 
-func beliefExclusive(a *Abs, _ uint64) error {
+func beliefExclusive(a *abs, _ uint64) error {
 	sc := a.sc
 	for k := range sc.Keys {
 		for c1 := range sc.Clients {
@@ -178,7 +178,7 @@ func beliefExclusive(a *Abs, _ uint64) error {
 	return nil
 }
 
-func lockIndexMonotonic(prev, next *Abs) error {
+func lockIndexMonotonic(prev, next *abs) error {
 	if next.Floor < prev.Floor {
 		return fmt.Errorf("lock floor fell from %d to %d", prev.Floor, next.Floor)
 	}
@@ -194,7 +194,7 @@ func lockIndexMonotonic(prev, next *Abs) error {
 	return nil
 }
 
-func invalidationEffects(prev, next *Abs) error {
+func invalidationEffects(prev, next *abs) error {
 	sc := prev.sc
 	for k, e := range prev.KV {
 		if !prev.held(k) {
@@ -221,7 +221,7 @@ func invalidationEffects(prev, next *Abs) error {
 
 // queryBoundLive: a live prepared query's session is live; invalidation
 // deletes the session's queries in its own step (S58).
-func queryBoundLive(a *Abs, _ uint64) error {
+func queryBoundLive(a *abs, _ uint64) error {
 	sc := a.sc
 	for i, q := range sc.Queries {
 		if a.QueryState[i] != sessLive {
@@ -237,7 +237,7 @@ func queryBoundLive(a *Abs, _ uint64) error {
 
 // boundChecksHealthy: a live session's bound checks, node or service ones,
 // are registered and not critical (S56).
-func boundChecksHealthy(a *Abs, _ uint64) error {
+func boundChecksHealthy(a *abs, _ uint64) error {
 	sc := a.sc
 	for i, s := range sc.Sessions {
 		if a.SessState[i] != sessLive {

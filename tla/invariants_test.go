@@ -7,7 +7,7 @@ import (
 
 // heldState is a reachable "release"-scenario state: s1 live and holding k
 // with LockIndex 1 in tenure 1, client a believing so, at index 2.
-func heldState(t *testing.T) *Abs {
+func heldState(t *testing.T) *abs {
 	t.Helper()
 	sc := scenarios["Rel"]
 	w, err := newWorld(&sc)
@@ -18,14 +18,14 @@ func heldState(t *testing.T) *Abs {
 	a.Index = 2
 	a.SessState[0] = sessLive
 	a.TTLLeft[0] = 2
-	a.KV[0] = KVRec{Exists: true, LockIndex: 1, Session: "s1", ModifyIndex: 2}
+	a.KV[0] = kvRec{Exists: true, LockIndex: 1, Session: "s1", ModifyIndex: 2}
 	a.Issued[0] = 1
 	a.Tenure[0] = 1
-	a.Belief[0][0] = Belief{Held: true, LockIndex: 1, Tenure: 1}
+	a.Belief[0][0] = belief{Held: true, LockIndex: 1, Tenure: 1}
 	return a
 }
 
-func copyAbs(a *Abs) *Abs {
+func copyAbs(a *abs) *abs {
 	c := *a
 	c.NodeUp = append([]bool(nil), a.NodeUp...)
 	c.ServiceUp = append([]bool(nil), a.ServiceUp...)
@@ -33,15 +33,15 @@ func copyAbs(a *Abs) *Abs {
 	c.CheckStatus = append([]string(nil), a.CheckStatus...)
 	c.SessState = append([]string(nil), a.SessState...)
 	c.TTLLeft = append([]int(nil), a.TTLLeft...)
-	c.KV = append([]KVRec(nil), a.KV...)
+	c.KV = append([]kvRec(nil), a.KV...)
 	c.Issued = append([]uint64(nil), a.Issued...)
 	c.DelayLeft = append([]int(nil), a.DelayLeft...)
 	c.Tenure = append([]uint64(nil), a.Tenure...)
-	c.Fenced = append([]Write(nil), a.Fenced...)
-	c.Unfenced = append([]Write(nil), a.Unfenced...)
-	c.Belief = make([][]Belief, len(a.Belief))
+	c.Fenced = append([]write(nil), a.Fenced...)
+	c.Unfenced = append([]write(nil), a.Unfenced...)
+	c.Belief = make([][]belief, len(a.Belief))
 	for i := range a.Belief {
-		c.Belief[i] = append([]Belief(nil), a.Belief[i]...)
+		c.Belief[i] = append([]belief(nil), a.Belief[i]...)
 	}
 	return &c
 }
@@ -64,21 +64,21 @@ func TestInvariantsHoldOnGoodState(t *testing.T) {
 
 // TestEveryInvariantFails: each invariant rejects a state that breaks it.
 func TestEveryInvariantFails(t *testing.T) {
-	cases := map[string]func(a *Abs){
-		"TypeOK":          func(a *Abs) { a.CheckStatus[0] = "flapping" },
-		"MutualExclusion": func(a *Abs) { a.Belief[1][0] = Belief{Held: true, LockIndex: 1, Tenure: 1} },
-		"HolderLive":      func(a *Abs) { a.SessState[0] = sessDead },
-		"LockIndexIssued": func(a *Abs) { a.Issued[0] = 0 },
-		"SequencerNeverReissued": func(a *Abs) {
+	cases := map[string]func(a *abs){
+		"TypeOK":          func(a *abs) { a.CheckStatus[0] = "flapping" },
+		"MutualExclusion": func(a *abs) { a.Belief[1][0] = belief{Held: true, LockIndex: 1, Tenure: 1} },
+		"HolderLive":      func(a *abs) { a.SessState[0] = sessDead },
+		"LockIndexIssued": func(a *abs) { a.Issued[0] = 0 },
+		"SequencerNeverReissued": func(a *abs) {
 			a.Tenure[0] = 2 // k changed tenure, yet a's sequencer still matches
 		},
-		"LockDelayRespected":   func(a *Abs) { a.DelayLeft[0] = 1 },
-		"ModifyIndexBounded":   func(a *Abs) { a.KV[0].ModifyIndex = 3 },
-		"FencedNoStaleWrite":   func(a *Abs) { a.Fenced[0] = Write{Writer: "b", Stale: true} },
-		"UnfencedNoStaleWrite": func(a *Abs) { a.Unfenced[0] = Write{Writer: "b", Stale: true} },
-		"BeliefExclusive":      func(a *Abs) { a.Belief[1][0] = Belief{Held: true, LockIndex: 1} },
-		"BoundChecksHealthy":   func(a *Abs) { a.CheckStatus[0] = "critical" }, // h1, bound by live s1
-		"QueryBoundLive": func(a *Abs) {
+		"LockDelayRespected":   func(a *abs) { a.DelayLeft[0] = 1 },
+		"ModifyIndexBounded":   func(a *abs) { a.KV[0].ModifyIndex = 3 },
+		"FencedNoStaleWrite":   func(a *abs) { a.Fenced[0] = write{Writer: "b", Stale: true} },
+		"UnfencedNoStaleWrite": func(a *abs) { a.Unfenced[0] = write{Writer: "b", Stale: true} },
+		"BeliefExclusive":      func(a *abs) { a.Belief[1][0] = belief{Held: true, LockIndex: 1} },
+		"BoundChecksHealthy":   func(a *abs) { a.CheckStatus[0] = "critical" }, // h1, bound by live s1
+		"QueryBoundLive": func(a *abs) {
 			a.QueryState[0] = sessLive // q1, bound to s1
 			a.SessState[0] = sessDead
 		},
@@ -102,11 +102,11 @@ func TestEveryInvariantFails(t *testing.T) {
 // TestEveryPropertyFails: each action property rejects a step that breaks it.
 func TestEveryPropertyFails(t *testing.T) {
 	cases := map[string]struct {
-		mutate func(next *Abs)
+		mutate func(next *abs)
 		want   string
 	}{
-		"LockIndexMonotonic": {func(n *Abs) { n.KV[0].LockIndex = 0 }, "LockIndex fell"},
-		"InvalidationEffects": {func(n *Abs) {
+		"LockIndexMonotonic": {func(n *abs) { n.KV[0].LockIndex = 0 }, "LockIndex fell"},
+		"InvalidationEffects": {func(n *abs) {
 			n.SessState[0] = sessDead
 			n.KV[0].Session = none
 			// lock-delay not armed

@@ -8,15 +8,15 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// Tick is the length of one TLA+ clock tick in the Go explorer. It is 10 s
+// tick is the length of one TLA+ clock tick in the Go explorer. It is 10 s
 // so that the shortest abstract TTL (2 ticks = TTL 10 s × multiplier 2) is a
 // TTL the model accepts (S3).
-const Tick = 10 * time.Second
+const tick = 10 * time.Second
 
-// Scenario mirrors one set of constants of MCSessions.tla (the Rel_, Del_ or
+// scenario mirrors one set of constants of MCSessions.tla (the Rel_, Del_ or
 // Two_ definitions plus the shared MC_ catalog). The distinct-state counts
 // and the trace replays are what show the two agree.
-type Scenario struct {
+type scenario struct {
 	Nodes       []string
 	Services    []string
 	ServiceNode map[string]string
@@ -50,7 +50,7 @@ var mcCheckNode = map[string]string{"h1": "n1", "h2": "n2"}
 var mcCheckService = map[string]string{"h2": "w2"}
 
 // scenarios are MCSessions.tla's scenarios by prefix.
-var scenarios = map[string]Scenario{
+var scenarios = map[string]scenario{
 	"Rel": {
 		Nodes: mcNodes, Services: mcServices, ServiceNode: mcServiceNode,
 		Checks: mcChecks, CheckNode: mcCheckNode, CheckService: mcCheckService,
@@ -99,7 +99,7 @@ var scenarios = map[string]Scenario{
 // Validate checks what Sessions.tla ASSUMEs, plus what the Go mapping needs:
 // a TTL of 2·n ticks is the model's TTL n·10 s, which must be at least 10 s,
 // and a lock-delay must stay under the 60 s cap so that ticks map one to one.
-func (sc Scenario) Validate() error {
+func (sc scenario) Validate() error {
 	for _, list := range [][]string{sc.Nodes, sc.Services, sc.Checks, sc.Sessions, sc.Clients, sc.Queries, sc.Keys} {
 		if !slices.IsSorted(list) || len(slices.Compact(slices.Clone(list))) != len(list) {
 			return fmt.Errorf("name list %v must be sorted and free of duplicates", list)
@@ -142,7 +142,7 @@ func (sc Scenario) Validate() error {
 		if ttl := sc.SessionTTL[s]; ttl < 0 || ttl == 1 || ttl%model.DefaultTTLMultiplier != 0 {
 			return fmt.Errorf("session %q: TTL of %d ticks is not 0 or an even number >= 2", s, ttl)
 		}
-		if d := sc.SessionDelay[s]; d < 0 || time.Duration(d)*Tick > model.MaxLockDelay {
+		if d := sc.SessionDelay[s]; d < 0 || time.Duration(d)*tick > model.MaxLockDelay {
 			return fmt.Errorf("session %q: lock-delay of %d ticks is outside [0, %v]", s, d, model.MaxLockDelay)
 		}
 	}
@@ -160,7 +160,7 @@ func (sc Scenario) Validate() error {
 // sessionChecks splits a session's checks the way a Consul 1.7+ client
 // sends them: node checks as NodeChecks, service checks as ServiceChecks
 // (S56). The legacy list stays empty.
-func (sc Scenario) sessionChecks(s string) (node []string, service []model.ServiceCheck) {
+func (sc scenario) sessionChecks(s string) (node []string, service []model.ServiceCheck) {
 	for _, ch := range sc.SessionChecks[s] {
 		if _, ok := sc.CheckService[ch]; ok {
 			service = append(service, model.ServiceCheck{ID: ch})
@@ -173,10 +173,10 @@ func (sc Scenario) sessionChecks(s string) (node []string, service []model.Servi
 
 // ttlString is the TTL the session is created with: its abstract deadline
 // divided by Consul's multiplier (S19).
-func (sc Scenario) ttlString(s string) string {
+func (sc scenario) ttlString(s string) string {
 	ticks := sc.SessionTTL[s]
 	if ticks == 0 {
 		return ""
 	}
-	return (time.Duration(ticks) * Tick / model.DefaultTTLMultiplier).String()
+	return (time.Duration(ticks) * tick / model.DefaultTTLMultiplier).String()
 }

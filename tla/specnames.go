@@ -8,9 +8,9 @@ import (
 	"strings"
 )
 
-// NextAction is one disjunct of Sessions.tla's Next: an action and the
+// nextAction is one disjunct of Sessions.tla's Next: an action and the
 // bound variables it is applied to.
-type NextAction struct {
+type nextAction struct {
 	Name   string
 	Params []param
 }
@@ -21,18 +21,18 @@ var (
 	defRE      = regexp.MustCompile(`(?m)^([A-Za-z][A-Za-z0-9_]*)\s*(?:\([^)]*\))?\s*==`)
 )
 
-// ParseNext reads the disjuncts of "Next ==" in a module's text. It accepts
+// parseNext reads the disjuncts of "Next ==" in a module's text. It accepts
 // only the shape Sessions.tla uses, one disjunct per line:
 //
 //	\/ \E c \in Clients, k \in Keys : Acquire(c, k)
 //	\/ Tick
-func ParseNext(text string) ([]NextAction, error) {
+func parseNext(text string) ([]nextAction, error) {
 	lines := strings.Split(text, "\n")
 	start := slices.IndexFunc(lines, func(l string) bool { return strings.TrimSpace(l) == "Next ==" })
 	if start < 0 {
 		return nil, fmt.Errorf(`no line "Next ==" found`)
 	}
-	var out []NextAction
+	var out []nextAction
 	for i := start + 1; i < len(lines); i++ {
 		line := strings.TrimSpace(lines[i])
 		if line == "" {
@@ -42,7 +42,7 @@ func ParseNext(text string) ([]NextAction, error) {
 		if m == nil {
 			return nil, fmt.Errorf("line %d %q: not a disjunct of the form \\/ [\\E x \\in S, ... :] Action[(x, ...)]", i+1, line)
 		}
-		act := NextAction{Name: m[2]}
+		act := nextAction{Name: m[2]}
 		if m[1] != "" {
 			for _, b := range strings.Split(m[1], ",") {
 				bm := binderRE.FindStringSubmatch(strings.TrimSpace(b))
@@ -73,9 +73,9 @@ func ParseNext(text string) ([]NextAction, error) {
 	return out, nil
 }
 
-// MatchActions checks that every action of Next has a Go counterpart with the
+// matchActions checks that every action of Next has a Go counterpart with the
 // same parameters over the same sets, and that every Go action is in Next.
-func MatchActions(next []NextAction) error {
+func matchActions(next []nextAction) error {
 	var problems []string
 	for _, na := range next {
 		i := slices.IndexFunc(actions, func(d actionDef) bool { return d.name == na.Name })
@@ -87,7 +87,7 @@ func MatchActions(next []NextAction) error {
 		}
 	}
 	for _, d := range actions {
-		if !slices.ContainsFunc(next, func(na NextAction) bool { return na.Name == d.name }) {
+		if !slices.ContainsFunc(next, func(na nextAction) bool { return na.Name == d.name }) {
 			problems = append(problems, fmt.Sprintf("Go action %s is not in Next", d.name))
 		}
 	}
@@ -97,9 +97,9 @@ func MatchActions(next []NextAction) error {
 	return nil
 }
 
-// DefinedOperators lists the operators a module's text defines at the start
+// definedOperators lists the operators a module's text defines at the start
 // of a line ("Name ==" or "Name(args) ==").
-func DefinedOperators(text string) map[string]bool {
+func definedOperators(text string) map[string]bool {
 	out := map[string]bool{}
 	for _, m := range defRE.FindAllStringSubmatch(text, -1) {
 		out[m[1]] = true
@@ -107,9 +107,9 @@ func DefinedOperators(text string) map[string]bool {
 	return out
 }
 
-// MatchChecks checks that every Go invariant and property is an operator the
+// matchChecks checks that every Go invariant and property is an operator the
 // spec defines.
-func MatchChecks(defined map[string]bool) error {
+func matchChecks(defined map[string]bool) error {
 	var missing []string
 	for _, name := range slices.Sorted(maps.Keys(invariants)) {
 		if !defined[name] {

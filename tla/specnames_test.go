@@ -19,14 +19,14 @@ func readSpec(t *testing.T) string {
 // TestActionsMatchNext: every action of Next has a Go counterpart with the
 // same parameters, and back.
 func TestActionsMatchNext(t *testing.T) {
-	next, err := ParseNext(readSpec(t))
+	next, err := parseNext(readSpec(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(next) != len(actions) {
 		t.Errorf("Next has %d disjuncts, Go has %d actions", len(next), len(actions))
 	}
-	if err := MatchActions(next); err != nil {
+	if err := matchActions(next); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -48,13 +48,13 @@ func TestActionMatchFailsOnDrift(t *testing.T) {
 			if !strings.Contains(spec, tc.old) {
 				t.Fatalf("spec lacks %q", tc.old)
 			}
-			next, err := ParseNext(strings.Replace(spec, tc.old, tc.new, 1))
+			next, err := parseNext(strings.Replace(spec, tc.old, tc.new, 1))
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = MatchActions(next)
+			err = matchActions(next)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("MatchActions = %v, want an error containing %q", err, tc.want)
+				t.Fatalf("matchActions = %v, want an error containing %q", err, tc.want)
 			}
 		})
 	}
@@ -68,17 +68,17 @@ func TestParseNextRejectsOtherShapes(t *testing.T) {
 		"arguments drift": "Next ==\n    \\/ \\E c \\in Clients, k \\in Keys : Acquire(k, c)\n",
 		"bad binder":      "Next ==\n    \\/ \\E c \\in Clients \\cup Keys : Acquire(c)\n",
 	} {
-		if _, err := ParseNext(text); err == nil {
-			t.Errorf("%s: ParseNext accepted %q", name, text)
+		if _, err := parseNext(text); err == nil {
+			t.Errorf("%s: parseNext accepted %q", name, text)
 		}
 	}
 }
 
 // TestChecksMatchSpec: every Go invariant and property is defined in
 // Sessions.tla, every one is used by some config, and every name a config
-// uses has a Go counterpart (LoadConfig enforces the last).
+// uses has a Go counterpart (loadConfig enforces the last).
 func TestChecksMatchSpec(t *testing.T) {
-	if err := MatchChecks(DefinedOperators(readSpec(t))); err != nil {
+	if err := matchChecks(definedOperators(readSpec(t))); err != nil {
 		t.Fatal(err)
 	}
 	used := map[string]bool{}
@@ -87,7 +87,7 @@ func TestChecksMatchSpec(t *testing.T) {
 		t.Fatalf("no configs: %v", err)
 	}
 	for _, f := range files {
-		cfg, err := LoadConfig(f)
+		cfg, err := loadConfig(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -109,9 +109,9 @@ func TestChecksMatchSpec(t *testing.T) {
 
 func TestMatchChecksFailsOnMissingDefinition(t *testing.T) {
 	spec := strings.Replace(readSpec(t), "LockDelayRespected ==", "LockDelayKept ==", 1)
-	err := MatchChecks(DefinedOperators(spec))
+	err := matchChecks(definedOperators(spec))
 	if err == nil || !strings.Contains(err.Error(), "LockDelayRespected") {
-		t.Fatalf("MatchChecks = %v, want LockDelayRespected reported", err)
+		t.Fatalf("matchChecks = %v, want LockDelayRespected reported", err)
 	}
 }
 

@@ -9,11 +9,11 @@ import (
 	"slices"
 )
 
-// Trace is a TLC counterexample as written by "-dumpTrace json": the states
+// trace is a TLC counterexample as written by "-dumpTrace json": the states
 // (variable name to value) and the action taken between each pair.
-type Trace struct {
+type trace struct {
 	States  []map[string]any
-	Actions []Action
+	Actions []action
 }
 
 // tlcTrace is the file layout: {"counterexample": {"state": [[i, {...}], ...],
@@ -30,22 +30,22 @@ type tlcAction struct {
 	Context map[string]string `json:"context"`
 }
 
-// LoadTrace reads a TLC JSON counterexample.
-func LoadTrace(path string) (*Trace, error) {
+// loadTrace reads a TLC JSON counterexample.
+func loadTrace(path string) (*trace, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("load trace: %w", err)
 	}
-	tr, err := ParseTrace(data)
+	tr, err := parseTrace(data)
 	if err != nil {
 		return nil, fmt.Errorf("load trace %s: %w", path, err)
 	}
 	return tr, nil
 }
 
-// ParseTrace decodes a TLC JSON counterexample and checks that its actions
+// parseTrace decodes a TLC JSON counterexample and checks that its actions
 // link its states in order.
-func ParseTrace(data []byte) (*Trace, error) {
+func parseTrace(data []byte) (*trace, error) {
 	var raw tlcTrace
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("decode trace: %w", err)
@@ -57,7 +57,7 @@ func ParseTrace(data []byte) (*Trace, error) {
 	if len(ce.Action) != len(ce.State)-1 {
 		return nil, fmt.Errorf("trace has %d states but %d actions", len(ce.State), len(ce.Action))
 	}
-	tr := &Trace{}
+	tr := &trace{}
 	for i, st := range ce.State {
 		num, vars, err := decodeNumbered(st)
 		if err != nil {
@@ -93,7 +93,7 @@ func ParseTrace(data []byte) (*Trace, error) {
 		if act.Context == nil {
 			act.Context = map[string]string{}
 		}
-		tr.Actions = append(tr.Actions, Action{Name: act.Name, Args: act.Context})
+		tr.Actions = append(tr.Actions, action{Name: act.Name, Args: act.Context})
 	}
 	return tr, nil
 }
@@ -118,10 +118,10 @@ func decodeNumbered(raw json.RawMessage) (int, map[string]any, error) {
 	return num, vars, nil
 }
 
-// Replay runs the trace's actions through the explorer's transitions from
+// replay runs the trace's actions through the explorer's transitions from
 // Init and checks that every state reached equals TLC's. It returns the Go
 // states, the initial one first.
-func Replay(cfg Config, tr *Trace, opts Options) ([]*Abs, error) {
+func replay(cfg config, tr *trace, opts options) ([]*abs, error) {
 	sc, ok := scenarios[cfg.Scenario]
 	if !ok {
 		return nil, fmt.Errorf("replay %s: unknown scenario %q", cfg.Name, cfg.Scenario)
@@ -138,7 +138,7 @@ func Replay(cfg Config, tr *Trace, opts Options) ([]*Abs, error) {
 	if err := sameState(a, tr.States[0]); err != nil {
 		return nil, fmt.Errorf("replay %s: initial state: %w", cfg.Name, err)
 	}
-	out := []*Abs{a}
+	out := []*abs{a}
 	for i, act := range tr.Actions {
 		def, args, err := bind(&sc, act)
 		if err != nil {
@@ -159,7 +159,7 @@ func Replay(cfg Config, tr *Trace, opts Options) ([]*Abs, error) {
 }
 
 // bind finds the Go action of a trace step and its argument indexes.
-func bind(sc *Scenario, act Action) (*actionDef, []int, error) {
+func bind(sc *scenario, act action) (*actionDef, []int, error) {
 	i := slices.IndexFunc(actions, func(d actionDef) bool { return d.name == act.Name })
 	if i < 0 {
 		return nil, nil, fmt.Errorf("action %s has no Go counterpart", act.Name)
@@ -183,7 +183,7 @@ func bind(sc *Scenario, act Action) (*actionDef, []int, error) {
 }
 
 // sameState compares a Go state with a TLC one, variable by variable.
-func sameState(a *Abs, tlc map[string]any) error {
+func sameState(a *abs, tlc map[string]any) error {
 	goState, err := normalJSON(a.TLA())
 	if err != nil {
 		return err

@@ -17,18 +17,18 @@ func TestTLCTracesReplay(t *testing.T) {
 		}
 		n++
 		t.Run(e.Config, func(t *testing.T) {
-			cfg, err := LoadConfig(e.Config)
+			cfg, err := loadConfig(e.Config)
 			if err != nil {
 				t.Fatal(err)
 			}
-			tr, err := LoadTrace(e.Trace)
+			tr, err := loadTrace(e.Trace)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(tr.States) != e.TraceStates {
 				t.Fatalf("trace has %d states, expected.json says %d", len(tr.States), e.TraceStates)
 			}
-			states, err := Replay(cfg, tr, Options{})
+			states, err := replay(cfg, tr, options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +57,7 @@ func TestReplayDetectsDivergence(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig("MCSessions_unfenced.cfg")
+	cfg, err := loadConfig("MCSessions_unfenced.cfg")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,13 +75,13 @@ func TestReplayDetectsDivergence(t *testing.T) {
 			if !strings.Contains(orig, tc.old) {
 				t.Fatalf("trace lacks %q", tc.old)
 			}
-			tr, err := ParseTrace([]byte(strings.ReplaceAll(orig, tc.old, tc.new)))
+			tr, err := parseTrace([]byte(strings.ReplaceAll(orig, tc.old, tc.new)))
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = Replay(cfg, tr, Options{})
+			_, err = replay(cfg, tr, options{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Replay = %v, want an error containing %q", err, tc.want)
+				t.Fatalf("replay = %v, want an error containing %q", err, tc.want)
 			}
 		})
 	}
@@ -96,8 +96,8 @@ func TestParseTraceRejectsMalformed(t *testing.T) {
 		"bad link":        `{"counterexample":{"state":[[1,{}],[2,{}]],"action":[[[2,{}],{"name":"Tick"},[1,{}]]]}}`,
 		"nameless action": `{"counterexample":{"state":[[1,{}],[2,{}]],"action":[[[1,{}],{},[2,{}]]]}}`,
 	} {
-		if _, err := ParseTrace([]byte(text)); err == nil {
-			t.Errorf("%s: ParseTrace accepted %s", name, text)
+		if _, err := parseTrace([]byte(text)); err == nil {
+			t.Errorf("%s: parseTrace accepted %s", name, text)
 		}
 	}
 }

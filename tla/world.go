@@ -14,9 +14,9 @@ var epoch = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 // (model.State), the leader's memories beside it (lock-delays, TTL
 // deadlines, its clock), and what Sessions.tla adds around the store:
 // which sessions were ever created, clients' beliefs, the ghost tenures and
-// the two resources. Slices are indexed like Abs's.
+// the two resources. Slices are indexed like abs's.
 type world struct {
-	sc      *Scenario
+	sc      *scenario
 	base    uint64 // raft index after the catalog setup: abstract index 0
 	m       *model.State
 	now     time.Time
@@ -25,14 +25,14 @@ type world struct {
 	created []bool
 	queried []bool // prepared queries ever created
 	tenure  []uint64
-	belief  [][]Belief
-	fenced  []Write
-	unfence []Write
+	belief  [][]belief
+	fenced  []write
+	unfence []write
 }
 
 // newWorld registers the scenario's nodes with their services and their
 // checks passing, as Sessions.tla's Init has them, through the model.
-func newWorld(sc *Scenario) (*world, error) {
+func newWorld(sc *scenario) (*world, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
@@ -58,16 +58,16 @@ func newWorld(sc *Scenario) (*world, error) {
 		created: make([]bool, len(sc.Sessions)),
 		queried: make([]bool, len(sc.Queries)),
 		tenure:  make([]uint64, len(sc.Keys)),
-		belief:  make([][]Belief, len(sc.Clients)),
-		fenced:  make([]Write, len(sc.Keys)),
-		unfence: make([]Write, len(sc.Keys)),
+		belief:  make([][]belief, len(sc.Clients)),
+		fenced:  make([]write, len(sc.Keys)),
+		unfence: make([]write, len(sc.Keys)),
 	}
 	for c := range w.belief {
-		w.belief[c] = make([]Belief, len(sc.Keys))
+		w.belief[c] = make([]belief, len(sc.Keys))
 	}
 	for k := range sc.Keys {
-		w.fenced[k] = Write{Writer: none}
-		w.unfence[k] = Write{Writer: none}
+		w.fenced[k] = write{Writer: none}
+		w.unfence[k] = write{Writer: none}
 	}
 	return w, nil
 }
@@ -84,12 +84,12 @@ func (w *world) clone() *world {
 		created: append([]bool(nil), w.created...),
 		queried: append([]bool(nil), w.queried...),
 		tenure:  append([]uint64(nil), w.tenure...),
-		belief:  make([][]Belief, len(w.belief)),
-		fenced:  append([]Write(nil), w.fenced...),
-		unfence: append([]Write(nil), w.unfence...),
+		belief:  make([][]belief, len(w.belief)),
+		fenced:  append([]write(nil), w.fenced...),
+		unfence: append([]write(nil), w.unfence...),
 	}
 	for i, row := range w.belief {
-		c.belief[i] = append([]Belief(nil), row...)
+		c.belief[i] = append([]belief(nil), row...)
 	}
 	for _, k := range w.sc.Keys {
 		if r := w.delays.Remaining(k, w.now); r > 0 {
@@ -98,7 +98,7 @@ func (w *world) clone() *world {
 	}
 	for _, s := range w.sc.Sessions {
 		if d, ok := w.ttl.Deadline(s); ok {
-			full := time.Duration(w.sc.SessionTTL[s]) * Tick
+			full := time.Duration(w.sc.SessionTTL[s]) * tick
 			c.ttl.Reset(s, d.Add(-full), full, 1)
 		}
 	}
@@ -110,13 +110,13 @@ func ticksLeft(d time.Duration) int {
 	if d <= 0 {
 		return 0
 	}
-	return int((d + Tick - 1) / Tick)
+	return int((d + tick - 1) / tick)
 }
 
 // abs projects the world onto Sessions.tla's variables.
-func (w *world) abs() *Abs {
+func (w *world) abs() *abs {
 	sc := w.sc
-	a := &Abs{
+	a := &abs{
 		sc:          sc,
 		Index:       w.m.Index() - w.base,
 		Floor:       w.m.LockFloor(),
@@ -126,13 +126,13 @@ func (w *world) abs() *Abs {
 		CheckStatus: make([]string, len(sc.Checks)),
 		SessState:   make([]string, len(sc.Sessions)),
 		TTLLeft:     make([]int, len(sc.Sessions)),
-		KV:          make([]KVRec, len(sc.Keys)),
+		KV:          make([]kvRec, len(sc.Keys)),
 		Issued:      make([]uint64, len(sc.Keys)),
 		DelayLeft:   make([]int, len(sc.Keys)),
 		Tenure:      append([]uint64(nil), w.tenure...),
-		Belief:      make([][]Belief, len(w.belief)),
-		Fenced:      append([]Write(nil), w.fenced...),
-		Unfenced:    append([]Write(nil), w.unfence...),
+		Belief:      make([][]belief, len(w.belief)),
+		Fenced:      append([]write(nil), w.fenced...),
+		Unfenced:    append([]write(nil), w.unfence...),
 	}
 	for i, n := range sc.Nodes {
 		_, a.NodeUp[i] = w.m.Node(n)
@@ -172,9 +172,9 @@ func (w *world) abs() *Abs {
 		}
 	}
 	for i, k := range sc.Keys {
-		a.KV[i] = KVRec{Session: none}
+		a.KV[i] = kvRec{Session: none}
 		if e, ok := w.m.Get(k); ok {
-			a.KV[i] = KVRec{Exists: true, LockIndex: e.LockIndex, Session: e.Session, ModifyIndex: e.ModifyIndex - w.base}
+			a.KV[i] = kvRec{Exists: true, LockIndex: e.LockIndex, Session: e.Session, ModifyIndex: e.ModifyIndex - w.base}
 			if e.Session == "" {
 				a.KV[i].Session = none
 			}
@@ -183,7 +183,7 @@ func (w *world) abs() *Abs {
 		a.DelayLeft[i] = ticksLeft(w.delays.Remaining(k, w.now))
 	}
 	for c, row := range w.belief {
-		a.Belief[c] = append([]Belief(nil), row...)
+		a.Belief[c] = append([]belief(nil), row...)
 	}
 	return a
 }
@@ -192,7 +192,7 @@ func (w *world) abs() *Abs {
 // next raft index and records in the leader's memories what it reports:
 // invalidated sessions lose their TTL deadline, and their keys' lock-delays
 // are armed at the current time (S22).
-func (w *world) apply(ap ApplyFunc, cmd model.Command) model.Result {
+func (w *world) apply(ap applyFunc, cmd model.Command) model.Result {
 	var res model.Result
 	w.m, res = ap(w.m, w.m.Index()+1, cmd)
 	if res.Failed() {
@@ -207,12 +207,12 @@ func (w *world) apply(ap ApplyFunc, cmd model.Command) model.Result {
 	return res
 }
 
-// ApplyFunc applies one command to a state and returns the state to keep
+// applyFunc applies one command to a state and returns the state to keep
 // (m itself, or a broken replacement); the explorer uses (*State).Apply
 // unless a test substitutes a broken one.
-type ApplyFunc func(m *model.State, index uint64, cmd model.Command) (*model.State, model.Result)
+type applyFunc func(m *model.State, index uint64, cmd model.Command) (*model.State, model.Result)
 
-// ModelApply is the real transition function.
-func ModelApply(m *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
+// modelApply is the real transition function.
+func modelApply(m *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
 	return m, m.Apply(index, cmd)
 }

@@ -25,11 +25,11 @@ const (
 	TagDC   = "dc"
 	TagID   = "id"   // the node's UUID, which the catalog records (S62)
 	TagPort = "port" // servers: the raft (server) port
-	// TagExpect is a server's -bootstrap-expect; TagRaft is set once the
+	// TagExpect is a server's -bootstrap-expect; tagRaft is set once the
 	// server belongs to a raft cluster (tenure's stand-in for Consul's
 	// asking every server for its peers before bootstrapping).
 	TagExpect = "expect"
-	TagRaft   = "raft"
+	tagRaft   = "raft"
 	// TagBuild ("<version>:<revision>") and the protocol range TagVsn,
 	// TagVsnMin and TagVsnMax are what `consul members` prints in its Build
 	// and Protocol columns; tenure speaks Consul's protocol 2.
@@ -66,9 +66,9 @@ type Config struct {
 	// Timing adjusts memberlist's LAN timings after Consul's defaults are
 	// set (tests and dev mode shorten them).
 	Timing func(*memberlist.Config)
-	// ReconnectTimeout is how long a failed member is kept before serf
+	// reconnectTimeout is how long a failed member is kept before serf
 	// reaps it; default 72 h, Consul's.
-	ReconnectTimeout time.Duration
+	reconnectTimeout time.Duration
 	Logger           hclog.Logger
 }
 
@@ -132,8 +132,8 @@ func Start(cfg Config) (*Pool, error) {
 	sc.Logger = std
 	sc.LeavePropagateDelay = 3 * time.Second // Consul's
 	sc.ReconnectTimeout = 72 * time.Hour
-	if cfg.ReconnectTimeout > 0 {
-		sc.ReconnectTimeout = cfg.ReconnectTimeout
+	if cfg.reconnectTimeout > 0 {
+		sc.ReconnectTimeout = cfg.reconnectTimeout
 	}
 	sc.EnableNameConflictResolution = false
 	if id := cfg.Tags[TagID]; id != "" {
@@ -206,7 +206,7 @@ func toMember(m serf.Member) reconcile.Member {
 			out.RaftAddr = net.JoinHostPort(m.Addr.String(), port)
 		}
 		out.Expect, _ = strconv.Atoi(m.Tags[TagExpect])
-		out.Bootstrapped = m.Tags[TagRaft] == "1"
+		out.Bootstrapped = m.Tags[tagRaft] == "1"
 	}
 	switch m.Status {
 	case serf.StatusAlive:
@@ -316,10 +316,10 @@ func (p *Pool) ForceLeave(node string, prune bool) error {
 // (impl.Membership).
 func (p *Pool) MarkBootstrapped() error {
 	tags := maps.Clone(p.serf.LocalMember().Tags)
-	if tags[TagRaft] == "1" {
+	if tags[tagRaft] == "1" {
 		return nil
 	}
-	tags[TagRaft] = "1"
+	tags[tagRaft] = "1"
 	if err := p.serf.SetTags(tags); err != nil {
 		return fmt.Errorf("gossip: set tags: %w", err)
 	}

@@ -17,7 +17,7 @@ import (
 // else stays unknown).
 func TestToMember(t *testing.T) {
 	ip := net.ParseIP("10.0.0.7")
-	server := map[string]string{TagRole: RoleServer, "http": "s.http:8500", TagPort: "8300", TagExpect: "3", TagRaft: "1"}
+	server := map[string]string{TagRole: RoleServer, "http": "s.http:8500", TagPort: "8300", TagExpect: "3", tagRaft: "1"}
 	for _, tc := range []struct {
 		name string
 		in   serf.Member
@@ -25,7 +25,7 @@ func TestToMember(t *testing.T) {
 	}{
 		{
 			name: "client with an old HTTP tag and server tags",
-			in:   serf.Member{Name: "c", Addr: ip, Tags: map[string]string{TagRole: RoleClient, "http": "c.http:8500", TagPort: "8300", TagExpect: "3", TagRaft: "1"}, Status: serf.StatusAlive},
+			in:   serf.Member{Name: "c", Addr: ip, Tags: map[string]string{TagRole: RoleClient, "http": "c.http:8500", TagPort: "8300", TagExpect: "3", tagRaft: "1"}, Status: serf.StatusAlive},
 			want: reconcile.Member{Name: "c", Address: "10.0.0.7", Status: reconcile.Alive},
 		},
 		{
@@ -46,7 +46,7 @@ func TestToMember(t *testing.T) {
 		},
 		{
 			name: "server without port, expect or raft tags",
-			in:   serf.Member{Name: "s", Addr: ip, Tags: map[string]string{TagRole: RoleServer, TagRaft: "0"}, Status: serf.StatusLeft},
+			in:   serf.Member{Name: "s", Addr: ip, Tags: map[string]string{TagRole: RoleServer, tagRaft: "0"}, Status: serf.StatusLeft},
 			want: reconcile.Member{Name: "s", Address: "10.0.0.7", Status: reconcile.Left, Server: true},
 		},
 		{
@@ -74,7 +74,7 @@ func TestMarkBootstrapped(t *testing.T) {
 			t.Fatal(err)
 		}
 		local := p.Local()
-		if local.Tags[TagRaft] != "1" || local.Tags[TagRole] != RoleClient {
+		if local.Tags[tagRaft] != "1" || local.Tags[TagRole] != RoleClient {
 			t.Fatalf("tags after MarkBootstrapped: %v", local.Tags)
 		}
 	}

@@ -63,8 +63,8 @@ type Member struct {
 // CheckName is the name Consul gives the gossip health check.
 const CheckName = "Serf Health Status"
 
-// VersionMetaKey is the node meta key Consul gives an agent's version.
-const VersionMetaKey = "consul-version"
+// versionMetaKey is the node meta key Consul gives an agent's version.
+const versionMetaKey = "consul-version"
 
 // Decide returns the catalog write that brings the catalog in line with m,
 // or false when the catalog already agrees. self is the leader's own node
@@ -100,7 +100,7 @@ func Decide(st *model.State, m Member, self string) (model.Command, bool) {
 			// now, for the same reason (KeepRecord).
 			r.KeepRecord = true
 		case m.Version != "":
-			r.NodeMeta = map[string]string{VersionMetaKey: m.Version}
+			r.NodeMeta = map[string]string{versionMetaKey: m.Version}
 		}
 		if isServer {
 			r.Services = []model.ServiceSpec{service}
@@ -125,9 +125,9 @@ func Decide(st *model.State, m Member, self string) (model.Command, bool) {
 	return model.Command{}, false
 }
 
-// ConsulServiceName is the service Consul registers on every server's
+// consulServiceName is the service Consul registers on every server's
 // node, through which clients find the servers (CONSUL.md §13).
-const ConsulServiceName = "consul"
+const consulServiceName = "consul"
 
 // consulService is the "consul" service m's node carries if m is a server,
 // as Consul's leader registers it: the server port, and meta naming the
@@ -140,7 +140,7 @@ func consulService(m Member) (model.ServiceSpec, bool) {
 	if _, p, err := net.SplitHostPort(m.RaftAddr); err == nil {
 		port, _ = strconv.Atoi(p)
 	}
-	return model.ServiceSpec{ID: ConsulServiceName, Service: ConsulServiceName, Port: port, Meta: map[string]string{
+	return model.ServiceSpec{ID: consulServiceName, Service: consulServiceName, Port: port, Meta: map[string]string{
 		"non_voter": "false", "read_replica": "false", "raft_version": "3",
 		"serf_protocol_current": strconv.Itoa(int(m.ProtocolCur)),
 		"serf_protocol_min":     strconv.Itoa(int(m.ProtocolMin)),
@@ -175,13 +175,13 @@ func Unknown(st *model.State, member func(name string) bool) []Member {
 // serfHealth's output, in Consul's words, so health reads show the same.
 const (
 	OutputAlive  = "Agent alive and reachable"
-	OutputFailed = "Agent not live or unreachable"
+	outputFailed = "Agent not live or unreachable"
 )
 
 func register(node, address string, status model.Health) model.Command {
 	output := OutputAlive
 	if status != model.HealthPassing {
-		output = OutputFailed
+		output = outputFailed
 	}
 	return model.Command{Register: &model.Register{Node: node, Address: address, Checks: []model.CheckSpec{
 		{CheckID: model.SerfHealthCheckID, Name: CheckName, Status: status, Output: output},

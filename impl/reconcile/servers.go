@@ -16,7 +16,7 @@ type VoterChange int
 
 // VoterChanges.
 const (
-	NoVoterChange VoterChange = iota
+	noVoterChange VoterChange = iota
 	AddVoter                  // a new server (or one at a new address)
 	RemoveVoter               // a server that left or was reaped
 )
@@ -29,7 +29,7 @@ const (
 // leader never removes itself.
 func DecideVoter(voters []Voter, m Member, self string) VoterChange {
 	if !m.Server || m.RaftAddr == "" {
-		return NoVoterChange
+		return noVoterChange
 	}
 	i := slices.IndexFunc(voters, func(v Voter) bool { return v.ID == m.Name })
 	switch m.Status {
@@ -42,7 +42,7 @@ func DecideVoter(voters []Voter, m Member, self string) VoterChange {
 			return RemoveVoter
 		}
 	}
-	return NoVoterChange
+	return noVoterChange
 }
 
 // BootstrapSet returns the servers to bootstrap a raft cluster with once

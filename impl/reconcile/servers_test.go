@@ -18,17 +18,17 @@ func TestDecideVoter(t *testing.T) {
 		want VoterChange
 	}{
 		{"new alive server is added", server("s3", "10.0.0.3:8300", Alive), AddVoter},
-		{"known server at its address is left alone", server("s2", "10.0.0.2:8300", Alive), NoVoterChange},
+		{"known server at its address is left alone", server("s2", "10.0.0.2:8300", Alive), noVoterChange},
 		{"known server at a new address is re-added", server("s2", "10.0.0.9:8300", Alive), AddVoter},
 		{"server that left is removed", server("s2", "10.0.0.2:8300", Left), RemoveVoter},
 		{"reaped server is removed", server("s2", "10.0.0.2:8300", Reaped), RemoveVoter},
-		{"failed server stays a voter", server("s2", "10.0.0.2:8300", Failed), NoVoterChange},
-		{"leaving server is not removed yet", server("s2", "10.0.0.2:8300", Leaving), NoVoterChange},
-		{"the leader never removes itself", server("s1", "10.0.0.1:8300", Left), NoVoterChange},
-		{"a server that left and was never a voter", server("s9", "10.0.0.9:8300", Left), NoVoterChange},
-		{"a client is never a voter", Member{Name: "c1", Status: Alive}, NoVoterChange},
-		{"a server without a raft address is not added", server("s4", "", Alive), NoVoterChange},
-		{"the first voter at its address is left alone", server("s1", "10.0.0.1:8300", Alive), NoVoterChange},
+		{"failed server stays a voter", server("s2", "10.0.0.2:8300", Failed), noVoterChange},
+		{"leaving server is not removed yet", server("s2", "10.0.0.2:8300", Leaving), noVoterChange},
+		{"the leader never removes itself", server("s1", "10.0.0.1:8300", Left), noVoterChange},
+		{"a server that left and was never a voter", server("s9", "10.0.0.9:8300", Left), noVoterChange},
+		{"a client is never a voter", Member{Name: "c1", Status: Alive}, noVoterChange},
+		{"a server without a raft address is not added", server("s4", "", Alive), noVoterChange},
+		{"the first voter at its address is left alone", server("s1", "10.0.0.1:8300", Alive), noVoterChange},
 	} {
 		if got := DecideVoter(voters, tc.m, "s1"); got != tc.want {
 			t.Errorf("%s: got %d, want %d", tc.name, got, tc.want)

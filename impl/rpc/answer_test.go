@@ -9,7 +9,7 @@ import (
 
 // TestServerAnswersAsHandleDoes: the server path encodes the answer's
 // header as it writes it rather than copying it, so it is checked to send
-// what Handle sends: the header as it was at WriteHeader, a 500 for an
+// what handle sends: the header as it was at WriteHeader, a 500 for an
 // answer that cannot be framed, a 400 for a method HTTP refuses.
 func TestServerAnswersAsHandleDoes(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -43,10 +43,10 @@ func TestServerAnswersAsHandleDoes(t *testing.T) {
 		{"G(T", "/late", http.StatusBadRequest, "", `forwarded request: net/http: invalid method "G(T"`},
 	} {
 		req := &Request{Method: c.method, URI: c.uri}
-		local := Handle(context.Background(), h, req)
+		local := handle(context.Background(), h, req)
 		for _, got := range []*Response{local, forward(t, p, addr, req)} {
 			if got == local && c.status == http.StatusInternalServerError {
-				continue // Handle leaves framing to its caller
+				continue // handle leaves framing to its caller
 			}
 			if got.Status != c.status || got.Header.Get("X-Consul-Index") != c.index ||
 				got.Header.Get("X-Late") != "" || string(got.Body) != c.body {

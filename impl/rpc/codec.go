@@ -14,17 +14,17 @@ import (
 	"time"
 )
 
-// The messages of a ProtoMux connection, each a length-prefixed frame
+// The messages of a protoMux connection, each a length-prefixed frame
 // (writeFrame). From the pool to the server:
 //
 //	kind (1 byte: msgRequest or msgCancel), seq (uvarint), ID (uvarint),
-//	and for msgRequest an encoded Request (EncodeRequest, then the body)
+//	and for msgRequest an encoded Request (encodeRequest, then the body)
 //
 // and from the server back:
 //
 //	seq (uvarint), an error text (uvarint length, then the text; empty
 //	when the call succeeded), and for a successful Forward.Request an
-//	encoded Response (EncodeResponse, then the body).
+//	encoded Response (encodeResponse, then the body).
 //
 // seq is net/rpc's number of the call, which pairs an answer with its call;
 // ID is the pool's number of a forwarded request, which a Cancel names.
@@ -55,21 +55,22 @@ const (
 	connBufferSize = 16 << 10
 )
 
-// ForwardArgs are the arguments of Forward.Request.
+// ForwardArgs are the arguments of Forward.Request. They are exported only
+// because net/rpc wants argument types that are.
 type ForwardArgs struct {
-	ID      uint64
-	Request *Request
+	id      uint64
+	request *Request
 
-	head  []byte          // the pool's EncodeRequest of Request
+	head  []byte          // the pool's encodeRequest of request
 	ctx   context.Context // the server's context of the request
 	conn  *serverConn     // the server's connection it came on
 	reply *Answer         // where the server's handler answers
 }
 
 // run runs the request on the server's handler: the worker's job.
-func (a *ForwardArgs) run() { a.conn.srv.run(a.ctx, a.Request, a.reply) }
+func (a *ForwardArgs) run() { a.conn.srv.run(a.ctx, a.request, a.reply) }
 
-// clientCodec is the pool's end of a ProtoMux connection. net/rpc calls
+// clientCodec is the pool's end of a protoMux connection. net/rpc calls
 // WriteRequest under its own lock and the reads from its one reader
 // goroutine.
 type clientCodec struct {
@@ -102,9 +103,9 @@ func (c *clientCodec) WriteRequest(r *rpc.Request, body any) error {
 	switch a := body.(type) {
 	case *ForwardArgs:
 		b := binary.AppendUvarint(append(c.buf[:0], msgRequest), r.Seq)
-		b = binary.AppendUvarint(b, a.ID)
+		b = binary.AppendUvarint(b, a.id)
 		c.buf = append(b, a.head...)
-		err = c.write(c.buf, a.Request.Body)
+		err = c.write(c.buf, a.request.Body)
 	case uint64:
 		b := binary.AppendUvarint(append(c.buf[:0], msgCancel), r.Seq)
 		c.buf = binary.AppendUvarint(b, a)
@@ -183,7 +184,7 @@ func (c *clientCodec) Close() error {
 	return c.closeErr
 }
 
-// serverConn is the server's end of a ProtoMux connection: net/rpc's
+// serverConn is the server's end of a protoMux connection: net/rpc's
 // ServerCodec plus the requests running on it, by the IDs the pool gave
 // them, so that a Cancel can end one.
 type serverConn struct {
@@ -296,7 +297,7 @@ func (c *serverConn) readBody(body any) error {
 			c.err = err
 			return err
 		}
-		*a = ForwardArgs{ID: id, Request: req, ctx: ctx, conn: c}
+		*a = ForwardArgs{id: id, request: req, ctx: ctx, conn: c}
 		return nil
 	case *uint64:
 		if len(d.p) != 0 {
@@ -426,7 +427,7 @@ type forwardService struct{ s *Server }
 func (f *forwardService) Request(a *ForwardArgs, reply *Answer) error {
 	// Deferred first, so run last: the answer is ready to be written.
 	defer a.conn.ready.Add(1)
-	defer a.conn.done(a.ID)
+	defer a.conn.done(a.id)
 	a.reply = reply
 	f.s.workers.run(a) // a.run, on a worker
 	if err := a.ctx.Err(); err != nil {

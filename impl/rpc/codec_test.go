@@ -26,7 +26,7 @@ func frameOf(payload ...[]byte) []byte {
 
 // callMessage is a pool's Forward.Request message for req, framed.
 func callMessage(t testing.TB, seq, id uint64, req *Request) []byte {
-	head, err := EncodeRequest(req)
+	head, err := encodeRequest(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +51,7 @@ func readCalls(sc *serverConn) (calls int, err error) {
 			if err != nil {
 				return calls, err
 			}
-			sc.done(a.ID)
+			sc.done(a.id)
 		default:
 			var id uint64
 			if err := sc.ReadRequestBody(&id); err != nil {
@@ -68,7 +68,7 @@ func serverConnOver(srv *Server, data []byte) *serverConn {
 	return sc
 }
 
-// TestServerCodecRejects: malformed messages are errors wrapping ErrFrame,
+// TestServerCodecRejects: malformed messages are errors wrapping errFrame,
 // and the connection reads nothing after one (the next header fails too).
 func TestServerCodecRejects(t *testing.T) {
 	srv := NewServer(nil)
@@ -98,11 +98,11 @@ func TestServerCodecRejects(t *testing.T) {
 			}
 		}
 		_, err := readCalls(sc)
-		if !errors.Is(err, ErrFrame) {
-			t.Errorf("%s: read ended with %v, want an ErrFrame", name, err)
+		if !errors.Is(err, errFrame) {
+			t.Errorf("%s: read ended with %v, want an errFrame", name, err)
 		}
 		var r rpc.Request
-		if err2 := sc.ReadRequestHeader(&r); !errors.Is(err2, ErrFrame) {
+		if err2 := sc.ReadRequestHeader(&r); !errors.Is(err2, errFrame) {
 			t.Errorf("%s: the next header read gave %v", name, err2)
 		}
 	}
@@ -125,16 +125,16 @@ func TestServerBoundsOutstanding(t *testing.T) {
 		d := NewDemux(ln, srv, false, nil)
 		defer d.Close()
 		conn, _ := ln.dial(context.Background(), "")
-		if _, err := conn.Write([]byte{ProtoMux}); err != nil {
+		if _, err := conn.Write([]byte{protoMux}); err != nil {
 			t.Fatal(err)
 		}
 		client := rpc.NewClientWithCodec(newClientCodec(conn))
 		defer client.Close()
 		req := &Request{Method: "GET", URI: "/v1/kv/k?index=1"}
-		head, _ := EncodeRequest(req)
+		head, _ := encodeRequest(req)
 		var calls []*rpc.Call
 		for i := range maxOutstanding + 1 {
-			calls = append(calls, client.Go(methodRequest, &ForwardArgs{ID: uint64(i + 1), Request: req, head: head},
+			calls = append(calls, client.Go(methodRequest, &ForwardArgs{id: uint64(i + 1), request: req, head: head},
 				new(Response), make(chan *rpc.Call, 1)))
 		}
 		synctest.Wait()
@@ -165,7 +165,7 @@ func TestBadMessageClosesConnection(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Write(append([]byte{ProtoMux}, frameOf([]byte{9, 1, 1})...)); err != nil {
+	if _, err := c.Write(append([]byte{protoMux}, frameOf([]byte{9, 1, 1})...)); err != nil {
 		t.Fatal(err)
 	}
 	if n, err := c.Read(make([]byte, 64)); err == nil {
@@ -180,14 +180,14 @@ func FuzzCodecs(f *testing.F) {
 		Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte("v")}
 	f.Add(append(callMessage(f, 1, 1, req), frameOf([]byte{msgCancel, 2, 1})...))
 	resp := &Response{Status: 200, Header: http.Header{"X-Consul-Index": {"3"}}, Body: []byte("true")}
-	head, _ := EncodeResponse(resp)
+	head, _ := encodeResponse(resp)
 	f.Add(append(frameOf([]byte{1, 0}, head, resp.Body), frameOf([]byte{2, 5}, []byte("nope!"))...))
 	f.Add([]byte{})
 	f.Add(frameOf([]byte{msgRequest, 0xff}))
 	srv := NewServer(nil)
 	f.Cleanup(func() { _ = srv.Close() })
 	ok := func(err error) bool {
-		return errors.Is(err, ErrFrame) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+		return errors.Is(err, errFrame) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if _, err := readCalls(serverConnOver(srv, data)); !ok(err) {
@@ -242,12 +242,12 @@ func TestBadAnswerClosesConnection(t *testing.T) {
 		c := rpc.NewClientWithCodec(newClientCodec(client))
 		defer c.Close()
 		req := &Request{Method: "GET", URI: "/v1/kv/k"}
-		head, _ := EncodeRequest(req)
-		if err := c.Call(methodRequest, &ForwardArgs{ID: 1, Request: req, head: head}, new(Response)); err == nil || !isBroken(err) {
+		head, _ := encodeRequest(req)
+		if err := c.Call(methodRequest, &ForwardArgs{id: 1, request: req, head: head}, new(Response)); err == nil || !isBroken(err) {
 			t.Fatalf("a bad answer gave %v, want a broken connection", err)
 		}
 		synctest.Wait()
-		if err := c.Call(methodRequest, &ForwardArgs{ID: 2, Request: req, head: head}, new(Response)); !errors.Is(err, rpc.ErrShutdown) {
+		if err := c.Call(methodRequest, &ForwardArgs{id: 2, request: req, head: head}, new(Response)); !errors.Is(err, rpc.ErrShutdown) {
 			t.Fatalf("the next call gave %v, want rpc.ErrShutdown", err)
 		}
 	})

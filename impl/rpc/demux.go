@@ -12,8 +12,8 @@ import (
 // The first byte of a connection to the server port. 1 and 4 are the
 // numbers Consul gives its raft and multiplexed RPC connections.
 const (
-	ProtoRaft byte = 1 // raft's NetworkTransport (RaftLayer)
-	ProtoMux  byte = 4 // net/rpc calls of forwarded requests (Pool, codec.go)
+	protoRaft byte = 1 // raft's NetworkTransport (RaftLayer)
+	protoMux  byte = 4 // net/rpc calls of forwarded requests (Pool, codec.go)
 )
 
 // Bounds of the demultiplexer: how long a new connection has to send its
@@ -128,10 +128,10 @@ func (d *Demux) classify(conn net.Conn) {
 		return
 	}
 	switch {
-	case b[0] == ProtoRaft && d.raft != nil:
+	case b[0] == protoRaft && d.raft != nil:
 		d.raft.deliver(conn)
-	case b[0] == ProtoMux:
-		d.srv.ServeConn(conn)
+	case b[0] == protoMux:
+		d.srv.serveConn(conn)
 	default:
 		d.logger.Debug("rpc: unknown protocol byte", "remote", conn.RemoteAddr(), "byte", b[0])
 		_ = conn.Close()

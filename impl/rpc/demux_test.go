@@ -88,7 +88,7 @@ func TestDemuxBoundsSilentConnections(t *testing.T) {
 		}
 		// The first ones timed out; the last was accepted only after them.
 		for _, c := range silent[:maxUnclassified] {
-			if _, err := c.Write([]byte{ProtoMux}); err == nil {
+			if _, err := c.Write([]byte{protoMux}); err == nil {
 				t.Fatal("a silent connection was still open after classifyTimeout")
 			}
 		}

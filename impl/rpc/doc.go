@@ -1,6 +1,6 @@
 // Package rpc is the server-to-server connection on the server port, in
 // Consul's shape: one TCP port per server whose connections say in their
-// first byte what they carry (ProtoRaft for raft's own transport, ProtoMux
+// first byte what they carry (protoRaft for raft's own transport, protoMux
 // for forwarded HTTP requests as net/rpc calls multiplexed on one plain
 // connection).
 //

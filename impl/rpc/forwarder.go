@@ -33,7 +33,7 @@ func (l Local) Forward(ctx context.Context, addr string, req *Request) (*Respons
 	if err != nil {
 		return nil, fmt.Errorf("forward to %s: %w", addr, err)
 	}
-	resp := Handle(ctx, h, in)
+	resp := handle(ctx, h, in)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("forward to %s: %w", addr, err)
 	}
@@ -45,17 +45,17 @@ func (l Local) Forward(ctx context.Context, addr string, req *Request) (*Respons
 }
 
 func roundTripRequest(r *Request) (*Request, error) {
-	head, err := EncodeRequest(r)
+	head, err := encodeRequest(r)
 	if err != nil {
 		return nil, err
 	}
-	return DecodeRequest(append(head, r.Body...))
+	return parseRequest(append(head, r.Body...))
 }
 
 func roundTripResponse(r *Response) (*Response, error) {
-	head, err := EncodeResponse(r)
+	head, err := encodeResponse(r)
 	if err != nil {
 		return nil, err
 	}
-	return DecodeResponse(append(head, r.Body...))
+	return parseResponse(append(head, r.Body...))
 }

@@ -36,11 +36,11 @@ var ForwardedHeaders = []string{"Content-Type", "X-Consul-Token", "Authorization
 // Bounds of a frame. MaxRequestBody is above every request body limit of
 // the HTTP API (the largest is a catalog register's 1 MiB), so that a body
 // the API would refuse is still refused by the API, with its own words.
-// MaxResponseBody bounds an answer: a KV listing of a large tree can be big,
+// maxResponseBody bounds an answer: a KV listing of a large tree can be big,
 // a frame larger than this is refused rather than held in memory.
 const (
 	MaxRequestBody  = 2 << 20
-	MaxResponseBody = 64 << 20
+	maxResponseBody = 64 << 20
 	maxNodeLen      = 1 << 10
 	maxMethodLen    = 16
 	maxURILen       = 64 << 10
@@ -52,15 +52,15 @@ const (
 	frameVersion     = 1
 )
 
-// ErrFrame is wrapped by every error about a malformed or oversized frame.
-var ErrFrame = errors.New("bad rpc frame")
+// errFrame is wrapped by every error about a malformed or oversized frame.
+var errFrame = errors.New("bad rpc frame")
 
 func frameErr(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrFrame, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", errFrame, fmt.Sprintf(format, args...))
 }
 
-// EncodeRequest is r's frame payload (without the length prefix).
-func EncodeRequest(r *Request) ([]byte, error) {
+// encodeRequest is r's frame payload (without the length prefix).
+func encodeRequest(r *Request) ([]byte, error) {
 	return appendRequest(make([]byte, 0, requestHeadSize(r)), r)
 }
 
@@ -97,13 +97,13 @@ func appendRequest(b []byte, r *Request) ([]byte, error) {
 	return binary.AppendUvarint(b, uint64(len(r.Body))), nil
 }
 
-// DecodeRequest parses a request payload; a malformed one is an error
-// wrapping ErrFrame.
-func DecodeRequest(p []byte) (*Request, error) {
+// parseRequest parses a request payload; a malformed one is an error
+// wrapping errFrame.
+func parseRequest(p []byte) (*Request, error) {
 	return decodeRequest(p, nil)
 }
 
-// decodeRequest is DecodeRequest; last, when not nil, is the origin node of
+// decodeRequest is parseRequest; last, when not nil, is the origin node of
 // the connection's previous request, reused rather than copied again when
 // it is the same (a connection carries one sender's requests).
 func decodeRequest(p []byte, last *string) (*Request, error) {
@@ -130,16 +130,16 @@ func decodeRequest(p []byte, last *string) (*Request, error) {
 	return r, nil
 }
 
-// EncodeResponse is r's frame payload (without the length prefix).
-func EncodeResponse(r *Response) ([]byte, error) {
+// encodeResponse is r's frame payload (without the length prefix).
+func encodeResponse(r *Response) ([]byte, error) {
 	return appendResponse(make([]byte, 0, 1+uvarintSize(uint64(max(r.Status, 0)))+headerSize(r.Header)+
 		uvarintSize(uint64(len(r.Body)))), r)
 }
 
 // appendResponse appends r's frame payload (without the body) to b.
 func appendResponse(b []byte, r *Response) ([]byte, error) {
-	if len(r.Body) > MaxResponseBody {
-		return nil, frameErr("response body of %d bytes is over %d", len(r.Body), MaxResponseBody)
+	if len(r.Body) > maxResponseBody {
+		return nil, frameErr("response body of %d bytes is over %d", len(r.Body), maxResponseBody)
 	}
 	b, err := appendResponseHead(b, r.Status, r.Header)
 	if err != nil {
@@ -158,8 +158,8 @@ func appendResponseHead(b []byte, status int, h http.Header) ([]byte, error) {
 
 func binaryAppendLen(b []byte, n int) []byte { return binary.AppendUvarint(b, uint64(n)) }
 
-// DecodeResponse parses a response payload.
-func DecodeResponse(p []byte) (*Response, error) {
+// parseResponse parses a response payload.
+func parseResponse(p []byte) (*Response, error) {
 	r := &Response{}
 	if err := decodeResponse(p, r); err != nil {
 		return nil, err
@@ -167,7 +167,7 @@ func DecodeResponse(p []byte) (*Response, error) {
 	return r, nil
 }
 
-// decodeResponse is DecodeResponse into r, which is left as it was on an
+// decodeResponse is parseResponse into r, which is left as it was on an
 // error.
 func decodeResponse(p []byte, r *Response) error {
 	d := decoder{p: p}
@@ -179,7 +179,7 @@ func decodeResponse(p []byte, r *Response) error {
 		return frameErr("status %d", status)
 	}
 	h := d.header()
-	body := d.body(MaxResponseBody)
+	body := d.body(maxResponseBody)
 	if d.err != nil {
 		return d.err
 	}
@@ -443,5 +443,5 @@ func readFrame(r io.Reader, limit int) ([]byte, error) {
 
 const (
 	maxRequestFrame  = MaxRequestBody + maxFrameOverhead
-	maxResponseFrame = MaxResponseBody + maxFrameOverhead
+	maxResponseFrame = maxResponseBody + maxFrameOverhead
 )

@@ -15,11 +15,11 @@ func TestFrameRoundTrip(t *testing.T) {
 	req := &Request{Origin: Origin{Node: "agent-1", Forwarded: true}, Method: http.MethodPut,
 		URI: "/v1/kv/a%2Fb?cas=3&flags=1", Header: http.Header{"X-Consul-Token": {"t"}, "Content-Type": {"a", "b"}},
 		Body: []byte("value")}
-	head, err := EncodeRequest(req)
+	head, err := encodeRequest(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := DecodeRequest(append(head, req.Body...))
+	got, err := parseRequest(append(head, req.Body...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,11 +27,11 @@ func TestFrameRoundTrip(t *testing.T) {
 		t.Fatalf("request changed (-sent +got):\n%s", diff)
 	}
 	resp := &Response{Status: 409, Header: http.Header{"X-Consul-Index": {"7"}}, Body: []byte("no")}
-	head, err = EncodeResponse(resp)
+	head, err = encodeResponse(resp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := DecodeResponse(append(head, resp.Body...))
+	back, err := parseResponse(append(head, resp.Body...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +62,8 @@ func TestFrameBounds(t *testing.T) {
 	for name, spoil := range cases {
 		r := ok()
 		spoil(r)
-		if _, err := EncodeRequest(r); !errors.Is(err, ErrFrame) {
-			t.Errorf("%s: encode gave %v, want ErrFrame", name, err)
+		if _, err := encodeRequest(r); !errors.Is(err, errFrame) {
+			t.Errorf("%s: encode gave %v, want errFrame", name, err)
 		}
 	}
 	// The decoder refuses what an encoder without bounds would send.
@@ -73,11 +73,11 @@ func TestFrameBounds(t *testing.T) {
 	b = appendRaw(b, "GET")
 	b = appendRaw(b, "/"+strings.Repeat("k", maxURILen))
 	b = append(b, 0, 0)
-	if _, err := DecodeRequest(b); !errors.Is(err, ErrFrame) {
-		t.Errorf("decode of an over-long URI gave %v, want ErrFrame", err)
+	if _, err := parseRequest(b); !errors.Is(err, errFrame) {
+		t.Errorf("decode of an over-long URI gave %v, want errFrame", err)
 	}
-	if _, err := readFrame(bytes.NewReader([]byte{0xff, 0xff, 0xff, 0xff}), maxRequestFrame); !errors.Is(err, ErrFrame) {
-		t.Errorf("a 4 GiB frame length gave %v, want ErrFrame", err)
+	if _, err := readFrame(bytes.NewReader([]byte{0xff, 0xff, 0xff, 0xff}), maxRequestFrame); !errors.Is(err, errFrame) {
+		t.Errorf("a 4 GiB frame length gave %v, want errFrame", err)
 	}
 }
 
@@ -90,17 +90,17 @@ func appendRaw(b []byte, s string) []byte {
 // are errors, never panics.
 func TestDecodeRejectsGarbage(t *testing.T) {
 	req := &Request{Origin: Origin{Node: "n"}, Method: "PUT", URI: "/v1/txn", Body: []byte("[]")}
-	head, _ := EncodeRequest(req)
+	head, _ := encodeRequest(req)
 	full := append(head, req.Body...)
 	for i := range len(full) {
-		if _, err := DecodeRequest(full[:i]); err == nil {
+		if _, err := parseRequest(full[:i]); err == nil {
 			t.Errorf("truncated to %d bytes: decoded", i)
 		}
 	}
-	if _, err := DecodeRequest(append(full, 'x')); err == nil {
+	if _, err := parseRequest(append(full, 'x')); err == nil {
 		t.Error("trailing byte: decoded")
 	}
-	if _, err := DecodeResponse([]byte{frameVersion, 99, 0, 0}); err == nil {
+	if _, err := parseResponse([]byte{frameVersion, 99, 0, 0}); err == nil {
 		t.Error("status 99: decoded")
 	}
 }
@@ -108,32 +108,32 @@ func TestDecodeRejectsGarbage(t *testing.T) {
 func FuzzDecodeFrames(f *testing.F) {
 	req := &Request{Origin: Origin{Node: "a", Forwarded: true}, Method: "PUT", URI: "/v1/kv/x?cas=1",
 		Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte("v")}
-	head, _ := EncodeRequest(req)
+	head, _ := encodeRequest(req)
 	f.Add(append(head, req.Body...))
 	resp := &Response{Status: 200, Header: http.Header{"X-Consul-Index": {"3"}}, Body: []byte("true")}
-	head, _ = EncodeResponse(resp)
+	head, _ = encodeResponse(resp)
 	f.Add(append(head, resp.Body...))
 	f.Add([]byte{})
 	f.Add([]byte{frameVersion, 2})
 	f.Add([]byte{frameVersion, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})
 	f.Fuzz(func(t *testing.T, p []byte) {
-		if r, err := DecodeRequest(p); err == nil {
+		if r, err := parseRequest(p); err == nil {
 			// What decodes encodes back to the same bytes' meaning.
-			head, err := EncodeRequest(r)
+			head, err := encodeRequest(r)
 			if err != nil {
 				t.Fatalf("decoded request does not encode: %v", err)
 			}
-			again, err := DecodeRequest(append(head, r.Body...))
+			again, err := parseRequest(append(head, r.Body...))
 			if err != nil || !cmp.Equal(r, again) {
 				t.Fatalf("request does not survive a round trip: %v", err)
 			}
 		}
-		if r, err := DecodeResponse(p); err == nil {
-			head, err := EncodeResponse(r)
+		if r, err := parseResponse(p); err == nil {
+			head, err := encodeResponse(r)
 			if err != nil {
 				t.Fatalf("decoded response does not encode: %v", err)
 			}
-			if _, err := DecodeResponse(append(head, r.Body...)); err != nil {
+			if _, err := parseResponse(append(head, r.Body...)); err != nil {
 				t.Fatalf("response does not survive a round trip: %v", err)
 			}
 		}

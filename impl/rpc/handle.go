@@ -10,10 +10,10 @@ import (
 	"sync"
 )
 
-// Handle runs h on req as if req had arrived over HTTP, with ctx (carrying
+// handle runs h on req as if req had arrived over HTTP, with ctx (carrying
 // req.Origin) as the request's context, and returns what h wrote. An answer
-// over MaxResponseBody becomes a 500.
-func Handle(ctx context.Context, h http.Handler, req *Request) *Response {
+// over maxResponseBody becomes a 500.
+func handle(ctx context.Context, h http.Handler, req *Request) *Response {
 	w := &capture{header: http.Header{}}
 	if resp := serve(ctx, h, req, w); resp != nil {
 		return resp
@@ -30,7 +30,7 @@ func serve(ctx context.Context, h http.Handler, req *Request, w *capture) *Respo
 	h.ServeHTTP(w, r)
 	if w.over {
 		return errorResponse(http.StatusInternalServerError,
-			fmt.Sprintf("answer over %d bytes is too large to forward", MaxResponseBody))
+			fmt.Sprintf("answer over %d bytes is too large to forward", maxResponseBody))
 	}
 	w.WriteHeader(http.StatusOK) // a handler that wrote nothing answered 200
 	return nil
@@ -61,7 +61,7 @@ func newRequest(ctx context.Context, req *Request) (*http.Request, error) {
 	}
 	r := &http.Request{Method: req.Method, URL: u, RequestURI: req.URI, Proto: "HTTP/1.1", ProtoMajor: 1,
 		ProtoMinor: 1, Header: hdr, Body: body, ContentLength: int64(len(req.Body))}
-	return r.WithContext(WithOrigin(ctx, req.Origin)), nil
+	return r.WithContext(withOrigin(ctx, req.Origin)), nil
 }
 
 // bodyReader is a forwarded request's body: one allocation where
@@ -95,7 +95,7 @@ func errorResponse(status int, msg string) *Response {
 }
 
 // capture is the http.ResponseWriter of a forwarded request: it keeps the
-// answer for the response frame, up to MaxResponseBody.
+// answer for the response frame, up to maxResponseBody.
 type capture struct {
 	header http.Header
 	status int
@@ -103,7 +103,7 @@ type capture struct {
 	over   bool
 
 	// What is sent is the header as it was at WriteHeader: what the
-	// handler sets later is not sent, as over HTTP. Handle keeps a copy
+	// handler sets later is not sent, as over HTTP. handle keeps a copy
 	// (sent); the server encodes it at once instead (head, or the error
 	// that it cannot be encoded), which it would do anyway to send it.
 	encode  bool
@@ -144,12 +144,12 @@ func (c *capture) WriteString(s string) (int, error) {
 }
 
 // room sends the header if it is not yet sent and refuses n more bytes of
-// body past MaxResponseBody, marking the answer as over.
+// body past maxResponseBody, marking the answer as over.
 func (c *capture) room(n int) error {
 	c.WriteHeader(http.StatusOK)
-	if len(c.body)+n > MaxResponseBody {
+	if len(c.body)+n > maxResponseBody {
 		c.over = true
-		return fmt.Errorf("forwarded answer over %d bytes", MaxResponseBody)
+		return fmt.Errorf("forwarded answer over %d bytes", maxResponseBody)
 	}
 	return nil
 }

@@ -13,8 +13,8 @@ type Origin struct {
 
 type originKey struct{}
 
-// WithOrigin is ctx carrying o.
-func WithOrigin(ctx context.Context, o Origin) context.Context {
+// withOrigin is ctx carrying o.
+func withOrigin(ctx context.Context, o Origin) context.Context {
 	return &originCtx{Context: ctx, origin: o}
 }
 

@@ -22,7 +22,7 @@ type PoolConfig struct {
 }
 
 // Pool forwards requests to servers: per server address connsPerServer
-// ProtoMux connections, each dialled on first use, shared by every caller
+// protoMux connections, each dialled on first use, shared by every caller
 // and replaced once it breaks.
 type Pool struct {
 	cfg PoolConfig
@@ -64,8 +64,8 @@ type poolConn struct {
 	broken atomic.Bool
 }
 
-// ErrPoolClosed is returned by Forward after Close.
-var ErrPoolClosed = errors.New("rpc: pool closed")
+// errPoolClosed is returned by Forward after Close.
+var errPoolClosed = errors.New("rpc: pool closed")
 
 // NewPool returns an empty pool.
 func NewPool(cfg PoolConfig) *Pool {
@@ -85,7 +85,7 @@ func NewPool(cfg PoolConfig) *Pool {
 // Cancel, which ends the request's context there, and Forward returns
 // ctx's error at once.
 func (p *Pool) Forward(ctx context.Context, addr string, req *Request) (*Response, error) {
-	head, err := EncodeRequest(req)
+	head, err := encodeRequest(req)
 	if err != nil {
 		return nil, fmt.Errorf("forward to %s: %w", addr, err)
 	}
@@ -133,7 +133,7 @@ func (p *Pool) call(ctx context.Context, pc *poolConn, head []byte, req *Request
 	}
 	id := pc.nextID.Add(1)
 	// The arguments and the answer in one allocation.
-	fc := &forwardCall{args: ForwardArgs{ID: id, Request: req, head: head}}
+	fc := &forwardCall{args: ForwardArgs{id: id, request: req, head: head}}
 	// Counted as about to be written only now that it has a slot: a call
 	// waiting for one must not hold back the flush of those written.
 	pc.codec.ready.Add(1)
@@ -167,7 +167,7 @@ func (p *Pool) slot(addr string) (*poolSlot, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
-		return nil, ErrPoolClosed
+		return nil, errPoolClosed
 	}
 	s := p.servers[addr]
 	if s == nil {
@@ -197,9 +197,9 @@ func (p *Pool) connOf(ctx context.Context, addr string, slot *poolSlot) (*poolCo
 	closed := p.closed
 	p.mu.Unlock()
 	if closed {
-		return nil, ErrPoolClosed // not worth a dial: a call cut off by Close is retried here
+		return nil, errPoolClosed // not worth a dial: a call cut off by Close is retried here
 	}
-	conn, err := p.dial(ctx, addr, ProtoMux)
+	conn, err := p.dial(ctx, addr, protoMux)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +209,7 @@ func (p *Pool) connOf(ctx context.Context, addr string, slot *poolSlot) (*poolCo
 	defer p.mu.Unlock()
 	if p.closed {
 		_ = pc.client.Close()
-		return nil, ErrPoolClosed
+		return nil, errPoolClosed
 	}
 	slot.conn = pc
 	p.cfg.Logger.Debug("rpc: new connection", "server", addr)

@@ -174,12 +174,12 @@ func TestHandleParsesLikeAServer(t *testing.T) {
 	var got *http.Request
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r })
 	for uri, path := range map[string]string{"//v1/kv/x": "//v1/kv/x", "/v1/kv/a%2Fb?recurse": "/v1/kv/a/b"} {
-		resp := Handle(context.Background(), h, &Request{Method: "GET", URI: uri})
+		resp := handle(context.Background(), h, &Request{Method: "GET", URI: uri})
 		if resp.Status != http.StatusOK || got.URL.Path != path || got.URL.Host != "" || got.RequestURI != uri {
 			t.Errorf("%s: status %d, path %q host %q", uri, resp.Status, got.URL.Path, got.URL.Host)
 		}
 	}
-	if resp := Handle(context.Background(), h, &Request{Method: "GET", URI: "no-slash"}); resp.Status != http.StatusBadRequest {
+	if resp := handle(context.Background(), h, &Request{Method: "GET", URI: "no-slash"}); resp.Status != http.StatusBadRequest {
 		t.Errorf("a relative URI answered %d", resp.Status)
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 // RaftLayer is a raft.StreamLayer on the server port: it accepts the
 // connections the Demux classifies as raft and dials peers announcing
-// ProtoRaft.
+// protoRaft.
 type RaftLayer struct {
 	addr  net.Addr
 	conns chan net.Conn
@@ -59,7 +59,7 @@ func (l *RaftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net
 	if err != nil {
 		return nil, fmt.Errorf("raft dial %s: %w", address, err)
 	}
-	if _, err := conn.Write([]byte{ProtoRaft}); err != nil {
+	if _, err := conn.Write([]byte{protoRaft}); err != nil {
 		_ = conn.Close()
 		return nil, fmt.Errorf("raft dial %s: %w", address, err)
 	}

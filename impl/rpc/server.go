@@ -12,11 +12,11 @@ import (
 )
 
 // Server serves forwarded requests with an http.Handler: the connections
-// the Demux hands it, or connections given to ServeConn directly.
+// the Demux hands it, or connections given to serveConn directly.
 type Server struct {
 	logger  hclog.Logger
 	handler atomic.Pointer[http.Handler]
-	rpc     *rpc.Server // the Forward service, for ProtoMux connections
+	rpc     *rpc.Server // the Forward service, for protoMux connections
 	workers *workerPool // run the Forward service's requests
 
 	ctx    context.Context // ends every request's context on Close
@@ -41,7 +41,7 @@ func NewServer(logger hclog.Logger) *Server {
 	r, err := newRPCServer(s)
 	if err != nil {
 		// Only a change to forwardService's methods can get here; every
-		// ProtoMux connection is then closed at once.
+		// protoMux connection is then closed at once.
 		logger.Error("rpc: no forwarding service", "error", err)
 	}
 	s.rpc = r
@@ -74,9 +74,9 @@ func (s *Server) untrack(conn net.Conn) {
 	s.wg.Done()
 }
 
-// ServeConn serves conn, whose protocol byte (ProtoMux) has been read,
+// serveConn serves conn, whose protocol byte (protoMux) has been read,
 // until it ends.
-func (s *Server) ServeConn(conn net.Conn) {
+func (s *Server) serveConn(conn net.Conn) {
 	if !s.track(conn) {
 		return
 	}
