@@ -12,7 +12,7 @@ import (
 )
 
 // Apply implements Backend.Apply: leader only, once the term is
-// established; the rest is LeaderCore.Apply over raft.
+// established; the rest is leader.Core.Apply over raft.
 func (s *Server) Apply(ctx context.Context, cmd model.Command) (model.Result, error) {
 	if _, err := s.waitLeaderReady(ctx); err != nil {
 		return model.Result{}, err
@@ -20,7 +20,7 @@ func (s *Server) Apply(ctx context.Context, cmd model.Command) (model.Result, er
 	return s.leader.Apply(ctx, cmd)
 }
 
-// proposeCommand is LeaderCore's Propose: cmd encoded and run through raft.
+// proposeCommand is leader.Core's Propose: cmd encoded and run through raft.
 func (s *Server) proposeCommand(ctx context.Context, cmd model.Command) (model.Result, error) {
 	data, err := s.codec.encodeCommand(cmd)
 	if err != nil {

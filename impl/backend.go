@@ -3,7 +3,6 @@ package impl
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/tenurekv/tenure/impl/clock"
@@ -22,16 +21,16 @@ type Backend interface {
 	Leader() (isLeader bool, leaderAddr string, known bool)
 	// Apply proposes cmd through raft and returns once it is applied on this
 	// server. Leader only: elsewhere it returns ErrNotLeader. An acquire (plain
-	// or txn lock) of a key under lock-delay returns *LockDelayError without
+	// or txn lock) of a key under lock-delay returns *leader.LockDelayError without
 	// proposing anything (S22, S25). If instead the state machine refused the
 	// lock for an invalidation the leader's check could not yet see
 	// (Result.DelayRefused), Apply returns that applied Result together with
-	// a *LockDelayError, so both refusals are reported alike. A CreateSession
+	// a *leader.LockDelayError, so both refusals are reported alike. A CreateSession
 	// or a prepared-query create with an empty ID is given a fresh unique ID
 	// first (S1, S57).
 	Apply(ctx context.Context, cmd model.Command) (model.Result, error)
 	// Renew resets a session's TTL deadline (leader only) and returns the
-	// session; ErrSessionNotFound if it does not exist (S20).
+	// session; leader.ErrSessionNotFound if it does not exist (S20).
 	Renew(ctx context.Context, id string) (model.Session, error)
 	// VerifyLeader confirms leadership with a quorum round (?consistent).
 	VerifyLeader(ctx context.Context) error
@@ -55,20 +54,6 @@ type Backend interface {
 
 // ErrNotLeader is returned by leader-only operations on a follower.
 var ErrNotLeader = errors.New("not the raft leader")
-
-// ErrSessionNotFound is Renew's answer for an unknown or expired session.
-var ErrSessionNotFound = errors.New("session not found")
-
-// LockDelayError says an acquire was refused because the key is in its
-// lock-delay (S22, S25).
-type LockDelayError struct {
-	Key       string
-	Remaining time.Duration
-}
-
-func (e *LockDelayError) Error() string {
-	return fmt.Sprintf("failed to lock key %q due to lock delay", e.Key)
-}
 
 // RaftOperator is what a Backend that runs raft offers the operator
 // endpoints (/v1/operator/raft/*): an optional capability, so that an

@@ -34,12 +34,12 @@ func TestDevServerInBubble(t *testing.T) {
 		renewed := time.Now()
 		time.Sleep(20*time.Second - time.Millisecond)
 		synctest.Wait()
-		if !s.leader.sessionLive(id) {
+		if !s.leader.SessionLive(id) {
 			t.Fatal("session expired before TTL × 2 since its renew")
 		}
 		time.Sleep(time.Millisecond)
 		synctest.Wait()
-		for s.leader.sessionLive(id) {
+		for s.leader.SessionLive(id) {
 			if time.Since(renewed) > 21*time.Second {
 				t.Fatal("session outlived TTL × 2 + 1s on a stable leader")
 			}

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/tenurekv/tenure/impl/clock/clocktest"
+	"github.com/tenurekv/tenure/impl/leader"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -19,7 +20,7 @@ import (
 // TestFSMAppliesOnlyDurableEntries: the FSM asks whether each entry is on
 // this server's disk before applying it, and refuses one that is not.
 func TestFSMAppliesOnlyDurableEntries(t *testing.T) {
-	f := newFSM(newWireCodec(), guardEffects{newLockDelayGuard(clocktest.NewManual(time.Unix(0, 0))), nil})
+	f := newFSM(newWireCodec(), guardEffects{leader.NewLockDelays(clocktest.NewManual(time.Unix(0, 0))), nil})
 	var asked []uint64
 	notYet := errors.New("not on disk")
 	f.awaitDurable = func(idx uint64) error {

@@ -78,7 +78,7 @@ func TestDurableRestart(t *testing.T) {
 			t.Errorf("session lost in restart: %+v", se)
 		}
 	})
-	if _, ok := s.leader.ttl.deadline(sid); !ok {
+	if _, ok := s.leader.TTLDeadline(sid); !ok {
 		t.Error("restarted leader did not arm the restored TTL session")
 	}
 }

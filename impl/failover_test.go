@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenurekv/tenure/impl/leader"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -47,17 +48,17 @@ func TestFailoverKeepsTTLSessionAndLock(t *testing.T) {
 		acked[k] = v
 	}
 	// apply returns once the leader has applied; the survivor may lag.
-	c.waitFor("survivor applied the TTL session", func() bool { return c.nodes[survivor].srv.leader.sessionLive(ttlSession) })
+	c.waitFor("survivor applied the TTL session", func() bool { return c.nodes[survivor].srv.leader.SessionLive(ttlSession) })
 	// 15s of the old leader's 20s deadline pass without a renew.
 	c.clock.Advance(15 * time.Second)
-	if !c.nodes[survivor].srv.leader.sessionLive(ttlSession) {
+	if !c.nodes[survivor].srv.leader.SessionLive(ttlSession) {
 		t.Fatal("TTL session expired before TTL × multiplier on a stable leader")
 	}
 
 	c.stop(old)
 	lead := c.leader()
 	srv := c.nodes[lead].srv
-	rearmed, ok := srv.leader.ttl.deadline(ttlSession)
+	rearmed, ok := srv.leader.TTLDeadline(ttlSession)
 	if !ok {
 		t.Fatal("new leader did not re-arm the TTL session")
 	}
@@ -67,12 +68,12 @@ func TestFailoverKeepsTTLSessionAndLock(t *testing.T) {
 	// 19s after the failover (34s after create, well past the old 20s
 	// deadline, more than TTL after the failover): still alive and holding.
 	c.clock.Advance(2*ttl - time.Second)
-	c.waitFor("dead node's session invalidated", func() bool { return !srv.leader.sessionLive(onDead) })
+	c.waitFor("dead node's session invalidated", func() bool { return !srv.leader.SessionLive(onDead) })
 	for i, nd := range c.nodes {
 		if nd.srv == nil {
 			continue
 		}
-		c.waitFor(nd.name+" applying the invalidation", func() bool { return !nd.srv.leader.sessionLive(onDead) })
+		c.waitFor(nd.name+" applying the invalidation", func() bool { return !nd.srv.leader.SessionLive(onDead) })
 		c.read(i, func(st *model.State) {
 			if _, ok := st.Session(ttlSession); !ok {
 				t.Errorf("%s: TTL session gone %v after failover (TTL %v)", nd.name, 2*ttl-time.Second, ttl)
@@ -96,7 +97,7 @@ func TestFailoverKeepsTTLSessionAndLock(t *testing.T) {
 
 	// Past the re-armed deadline the session expires through raft.
 	c.clock.Advance(time.Second)
-	c.waitFor("TTL expiry", func() bool { return !srv.leader.sessionLive(ttlSession) })
+	c.waitFor("TTL expiry", func() bool { return !srv.leader.SessionLive(ttlSession) })
 	var entry model.KVEntry
 	c.read(lead, func(st *model.State) { entry, _ = st.Get("svc/leader") })
 	if entry.Session != "" || string(entry.Value) != "me" {
@@ -104,9 +105,9 @@ func TestFailoverKeepsTTLSessionAndLock(t *testing.T) {
 	}
 	other := c.apply(model.Command{CreateSession: &model.CreateSession{Node: survivorName}}).SessionID
 	_, err := srv.Apply(context.Background(), model.Command{KV: &model.KVOp{Verb: model.KVLock, Key: "svc/leader", Session: other}})
-	var lde *LockDelayError
+	var lde *leader.LockDelayError
 	if !errors.As(err, &lde) || lde.Key != "svc/leader" || lde.Remaining <= 0 || lde.Remaining > 15*time.Second {
-		t.Fatalf("acquire during lock-delay: err %v, want *LockDelayError for svc/leader", err)
+		t.Fatalf("acquire during lock-delay: err %v, want *leader.LockDelayError for svc/leader", err)
 	}
 	c.clock.Advance(15 * time.Second)
 	if !c.apply(model.Command{KV: &model.KVOp{Verb: model.KVLock, Key: "svc/leader", Session: other}}).OK {

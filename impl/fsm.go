@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/tenurekv/tenure/impl/leader"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -44,7 +45,7 @@ type fsm struct {
 
 var _ raft.BatchingFSM = (*fsm)(nil)
 
-// applyEffects is all the FSM tells the leader's logic (LeaderCore), and
+// applyEffects is all the FSM tells the leader's logic (leader.Core), and
 // the only way the two meet: the lock-delays an applied entry armed on
 // this server's clock, a restore that forgets them, and the sessions an
 // entry invalidated, whose TTL deadlines go.
@@ -54,7 +55,7 @@ type applyEffects interface {
 	SessionsInvalidated(ids []string)
 }
 
-var _ applyEffects = (*LeaderCore)(nil)
+var _ applyEffects = (*leader.Core)(nil)
 
 func newFSM(c *wireCodec, leader applyEffects) *fsm {
 	return &fsm{

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/tenurekv/tenure/impl/clock/clocktest"
+	"github.com/tenurekv/tenure/impl/leader"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -39,7 +40,7 @@ type batchRun struct {
 	t           *testing.T
 	clock       *lockedArmClock
 	f           *fsm
-	delays      *lockDelayGuard // the FSM's, through guardEffects
+	delays      *leader.LockDelays // the FSM's, through guardEffects
 	invalidated [][]string
 	changes     []Change
 	durable     []uint64 // indexes awaitDurable was asked for
@@ -53,7 +54,7 @@ var batchWatched = []string{"a", "b", "x", "untouched"}
 func newBatchRun(t *testing.T) *batchRun {
 	r := &batchRun{t: t, watches: map[string]<-chan struct{}{}}
 	r.clock = &lockedArmClock{Manual: clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))}
-	r.delays = newLockDelayGuard(r.clock)
+	r.delays = leader.NewLockDelays(r.clock)
 	r.f = newFSM(newWireCodec(), guardEffects{r.delays, func(ids []string) {
 		r.invalidated = append(r.invalidated, slices.Clone(ids))
 	}})
@@ -234,7 +235,7 @@ func TestFSMApplyBatchMatchesOneByOne(t *testing.T) {
 		t.Errorf("woke key watches %v, want %v", g, w)
 	}
 	for _, k := range []string{"a", "b"} {
-		if g, w := all.delays.remaining(k), one.delays.remaining(k); g != w || w == 0 {
+		if g, w := all.delays.Remaining(k), one.delays.Remaining(k); g != w || w == 0 {
 			t.Errorf("lock-delay of %s: %v remaining, want %v", k, g, w)
 		}
 	}
@@ -339,7 +340,7 @@ func TestFSMApplyBatchHonoursApplySeam(t *testing.T) {
 		t.Error("the batch left another state than one-by-one Apply")
 	}
 	for _, k := range []string{"a", "b"} {
-		if rem := all.delays.remaining(k); rem != 0 {
+		if rem := all.delays.Remaining(k); rem != 0 {
 			t.Errorf("lock-delay of %s armed (%v) although the seam dropped it", k, rem)
 		}
 	}
@@ -408,7 +409,7 @@ func BenchmarkFSMApplyBatch(b *testing.B) {
 
 func benchFSMApply(b *testing.B, n, waiters int, batch bool) {
 	codec := newWireCodec()
-	f := newFSM(codec, guardEffects{newLockDelayGuard(clocktest.NewManual(time.Unix(0, 0))), nil})
+	f := newFSM(codec, guardEffects{leader.NewLockDelays(clocktest.NewManual(time.Unix(0, 0))), nil})
 	// Every entry is on disk already: the gate answers at once.
 	f.awaitDurable = func(uint64) error { return nil }
 	var index uint64

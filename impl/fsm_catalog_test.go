@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/tenurekv/tenure/impl/clock/clocktest"
+	"github.com/tenurekv/tenure/impl/leader"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -18,7 +19,7 @@ import (
 // restore close both.
 func TestFSMCatalogChangedOnlyForTheCatalog(t *testing.T) {
 	codec := newWireCodec()
-	f := newFSM(codec, guardEffects{newLockDelayGuard(clocktest.NewManual(time.Unix(0, 0))), nil})
+	f := newFSM(codec, guardEffects{leader.NewLockDelays(clocktest.NewManual(time.Unix(0, 0))), nil})
 	index := uint64(0)
 	entry := func(c model.Command) *raft.Log {
 		index++

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/tenurekv/tenure/impl/clock/clocktest"
+	"github.com/tenurekv/tenure/impl/leader"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -19,7 +20,7 @@ type fsmHarness struct {
 	t           *testing.T
 	clock       *clocktest.Manual
 	codec       *wireCodec
-	delays      *lockDelayGuard
+	delays      *leader.LockDelays
 	fsm         *fsm
 	invalidated []string
 	index       uint64
@@ -27,7 +28,7 @@ type fsmHarness struct {
 
 func newFSMHarness(t *testing.T) *fsmHarness {
 	h := &fsmHarness{t: t, clock: clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), codec: newWireCodec()}
-	h.delays = newLockDelayGuard(h.clock)
+	h.delays = leader.NewLockDelays(h.clock)
 	h.fsm = newFSM(h.codec, guardEffects{h.delays, func(ids []string) { h.invalidated = append(h.invalidated, ids...) }})
 	return h
 }
@@ -83,7 +84,7 @@ func TestFSMAnswersUndecodableEntryWithError(t *testing.T) {
 func TestFSMArmsLockDelayAndReportsInvalidation(t *testing.T) {
 	h := newFSMHarness(t)
 	h.setup()
-	if err := h.delays.check([]string{"k"}); err != nil {
+	if err := h.delays.Check([]string{"k"}); err != nil {
 		t.Fatalf("lock-delay before any invalidation: %v", err)
 	}
 	// serfHealth going critical invalidates s1 (S12) and arms k's delay (S22).
@@ -92,16 +93,16 @@ func TestFSMArmsLockDelayAndReportsInvalidation(t *testing.T) {
 	if !slices.Equal(h.invalidated, []string{"s1"}) {
 		t.Fatalf("invalidated = %v, want [s1]", h.invalidated)
 	}
-	var lde *LockDelayError
-	if err := h.delays.check([]string{"other", "k"}); !errors.As(err, &lde) || lde.Key != "k" || lde.Remaining != 10*time.Second {
+	var lde *leader.LockDelayError
+	if err := h.delays.Check([]string{"other", "k"}); !errors.As(err, &lde) || lde.Key != "k" || lde.Remaining != 10*time.Second {
 		t.Fatalf("check right after invalidation = %v, want k with 10s remaining", err)
 	}
 	h.clock.Advance(10*time.Second - time.Nanosecond)
-	if err := h.delays.check([]string{"k"}); err == nil {
+	if err := h.delays.Check([]string{"k"}); err == nil {
 		t.Fatal("lock-delay ended early")
 	}
 	h.clock.Advance(time.Nanosecond)
-	if err := h.delays.check([]string{"k"}); err != nil {
+	if err := h.delays.Check([]string{"k"}); err != nil {
 		t.Fatalf("lock-delay outlived its 10s: %v", err)
 	}
 }
@@ -141,7 +142,7 @@ func TestFSMSnapshotRestore(t *testing.T) {
 	h := newFSMHarness(t)
 	h.setup()
 	h.mustApply(model.Command{DestroySession: &model.DestroySession{ID: "s1"}})
-	if h.delays.remaining("k") == 0 {
+	if h.delays.Remaining("k") == 0 {
 		t.Fatal("setup: destroy armed no lock-delay")
 	}
 	snap, err := h.fsm.Snapshot()
@@ -158,7 +159,7 @@ func TestFSMSnapshotRestore(t *testing.T) {
 	snap.Release()
 
 	other := newFSMHarness(t)
-	other.delays.arm([]model.LockDelay{{Key: "k", Delay: time.Minute}})
+	other.delays.Arm([]model.LockDelay{{Key: "k", Delay: time.Minute}})
 	ch := other.fsm.Changed()
 	if err := other.fsm.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
 		t.Fatal(err)
@@ -166,7 +167,7 @@ func TestFSMSnapshotRestore(t *testing.T) {
 	if !other.fsm.state.Equal(want) {
 		t.Fatal("restored state differs from the snapshot's")
 	}
-	if other.delays.remaining("k") != 0 {
+	if other.delays.Remaining("k") != 0 {
 		t.Fatal("restore kept a lock-delay; Consul forgets them (CONSUL.md §4)")
 	}
 	select {
@@ -219,7 +220,7 @@ func TestFSMUsesApplySeam(t *testing.T) {
 	if !slices.Equal(seen, []uint64{1, 2, 3, 4}) {
 		t.Fatalf("seam saw indexes %v, want 1..4", seen)
 	}
-	if rem := h.delays.remaining("k"); rem != 0 {
+	if rem := h.delays.Remaining("k"); rem != 0 {
 		t.Fatalf("lock-delay armed (%v) although the seam dropped it", rem)
 	}
 	if h.fsm.state != last {

@@ -68,7 +68,7 @@ func confirmByCommit(ctx context.Context, r leaderView, applied appliedView, wai
 	return verify(ctx)
 }
 
-// confirmLeadership is LeaderCore's Confirm: confirmByCommit over this
+// confirmLeadership is leader.Core's Confirm: confirmByCommit over this
 // server's raft and state machine, with VerifyLeader as the fallback.
 func (s *Server) confirmLeadership(ctx context.Context) error {
 	if _, err := s.waitLeaderReady(ctx); err != nil {

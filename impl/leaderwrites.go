@@ -20,7 +20,7 @@ func (s *Server) sessionsExpired(ids []string) {
 		s.goTracked(func() {
 			s.leaderWrite(t, "destroy expired session "+id, func() (model.Command, bool) {
 				// A session invalidated meanwhile needs no destroy.
-				return model.Command{DestroySession: &model.DestroySession{ID: id}}, s.leader.sessionLive(id)
+				return model.Command{DestroySession: &model.DestroySession{ID: id}}, s.leader.SessionLive(id)
 			})
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/tenurekv/tenure/impl/clock"
+	"github.com/tenurekv/tenure/impl/leader"
 	"github.com/tenurekv/tenure/impl/raftlog"
 	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"
@@ -29,7 +30,7 @@ type Server struct {
 	clock  clock.Clock
 
 	codec  *wireCodec
-	leader *LeaderCore
+	leader *leader.Core
 	fsm    *fsm
 	raft   *raft.Raft
 	stores *raftlog.Stores
@@ -120,7 +121,7 @@ func newServer(cfg Config) (*Server, error) {
 		s.forward = s.ownPool
 	}
 	s.lead.changed = make(chan struct{})
-	s.leader = NewLeaderCore(LeaderConfig{
+	s.leader = leader.New(leader.Config{
 		Clock:         cfg.Clock,
 		TTLMultiplier: cfg.TTLMultiplier,
 		NewID:         cfg.NewID,

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/tenurekv/tenure/impl/clock/clocktest"
+	"github.com/tenurekv/tenure/impl/leader"
 	"github.com/tenurekv/tenure/impl/reconcile"
 	"github.com/tenurekv/tenure/model"
 )
@@ -104,7 +105,7 @@ func TestApplyGivesFreshSessionIDs(t *testing.T) {
 func TestRenew(t *testing.T) {
 	s, clock := startDev(t, Config{})
 	id := mustApply(t, s, model.Command{CreateSession: &model.CreateSession{Node: "dev", TTL: "10s"}}).SessionID
-	d0, ok := s.leader.ttl.deadline(id)
+	d0, ok := s.leader.TTLDeadline(id)
 	if !ok || !d0.Equal(clock.Now().Add(20*time.Second)) {
 		t.Fatalf("deadline after create %v (%v), want now+20s", d0, ok)
 	}
@@ -113,17 +114,17 @@ func TestRenew(t *testing.T) {
 	if err != nil || se.ID != id || se.TTL != "10s" {
 		t.Fatalf("renew: %+v, %v", se, err)
 	}
-	if d1, _ := s.leader.ttl.deadline(id); !d1.Equal(clock.Now().Add(20 * time.Second)) {
+	if d1, _ := s.leader.TTLDeadline(id); !d1.Equal(clock.Now().Add(20 * time.Second)) {
 		t.Fatalf("deadline after renew %v, want now+20s", d1)
 	}
-	if _, err := s.Renew(context.Background(), "nope"); !errors.Is(err, ErrSessionNotFound) {
+	if _, err := s.Renew(context.Background(), "nope"); !errors.Is(err, leader.ErrSessionNotFound) {
 		t.Fatalf("renew of unknown session: %v", err)
 	}
 	mustApply(t, s, model.Command{DestroySession: &model.DestroySession{ID: id}})
-	if _, ok := s.leader.ttl.deadline(id); ok {
+	if _, ok := s.leader.TTLDeadline(id); ok {
 		t.Fatal("destroyed session kept its deadline")
 	}
-	if _, err := s.Renew(context.Background(), id); !errors.Is(err, ErrSessionNotFound) {
+	if _, err := s.Renew(context.Background(), id); !errors.Is(err, leader.ErrSessionNotFound) {
 		t.Fatalf("renew of destroyed session: %v", err)
 	}
 }
@@ -140,7 +141,7 @@ func TestLockDelayRefusedBeforeRaft(t *testing.T) {
 		{Txn: &model.Txn{Ops: []model.KVOp{{Verb: model.KVSet, Key: "x"}, {Verb: model.KVLock, Key: "k", Session: b}}}},
 	} {
 		_, err := s.Apply(context.Background(), cmd)
-		var lde *LockDelayError
+		var lde *leader.LockDelayError
 		if !errors.As(err, &lde) || lde.Key != "k" || lde.Remaining != 5*time.Second {
 			t.Fatalf("acquire under lock-delay: %v", err)
 		}
@@ -156,31 +157,28 @@ func TestLockDelayRefusedBeforeRaft(t *testing.T) {
 	}
 }
 
-// TestLockDelayRefusedByStateMachine replays the window S22 closes: a lock
-// checked (and stamped) before an invalidation lands after it. The state
-// machine refuses it and Apply reports it like a check refusal.
+// TestLockDelayRefusedByStateMachine replays the window S22 closes on a
+// real server: a lock checked (and stamped) before an invalidation lands
+// after it, and every server's state machine refuses it.
 func TestLockDelayRefusedByStateMachine(t *testing.T) {
 	s, _ := startDev(t, Config{})
 	a := mustApply(t, s, model.Command{CreateSession: &model.CreateSession{Node: "dev", LockDelay: 5 * time.Second}}).SessionID
 	b := mustApply(t, s, model.Command{CreateSession: &model.CreateSession{Node: "dev"}}).SessionID
 	mustApply(t, s, model.Command{KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: a}})
-	lock, err := s.leader.checkLockDelay(model.Command{KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: b}})
-	if err != nil || lock.KV.LockDelaySeen == 0 {
-		t.Fatalf("check: %v, stamped %d", err, lock.KV.LockDelaySeen)
-	}
+	// The leader's check stamps a lock with the state index it saw; this
+	// one was checked before the destroy below (leader.Core.Apply does the
+	// stamping, and turns the refusal into a *leader.LockDelayError).
+	var seen uint64
+	s.Read(func(st *model.State) { seen = st.Index() })
+	lock := model.Command{KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: b, LockDelaySeen: seen}}
 	mustApply(t, s, model.Command{DestroySession: &model.DestroySession{ID: a}})
 	data, err := s.codec.encodeCommand(lock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, err := s.propose(context.Background(), data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := s.leader.answer(lock, raw)
-	var lde *LockDelayError
-	if !errors.As(err, &lde) || lde.Key != "k" || lde.Remaining != 5*time.Second || res.OK || res.Index == 0 {
-		t.Fatalf("late lock: result %+v, err %v; want applied refusal with *LockDelayError", res, err)
+	res, err := s.propose(context.Background(), data)
+	if err != nil || res.OK || res.Index == 0 || len(res.DelayRefused) != 1 || res.DelayRefused[0] != "k" {
+		t.Fatalf("late lock: result %+v, err %v; want an applied refusal for lock-delay on k", res, err)
 	}
 	s.Read(func(st *model.State) {
 		if e, _ := st.Get("k"); e.Session != "" {
@@ -225,7 +223,7 @@ func TestFollowerRefusesLeaderOnlyCalls(t *testing.T) {
 	if f.LastContact() <= 0 || f.LastContact() > time.Minute {
 		t.Errorf("follower LastContact %v", f.LastContact())
 	}
-	if f.leader.ttl.active {
+	if f.leader.InTerm() {
 		t.Error("follower has an active TTL book")
 	}
 }

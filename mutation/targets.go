@@ -20,15 +20,15 @@ var targets = []target{
 	{name: "reconcile", dir: "impl/reconcile"},
 	{name: "impl", dir: "impl", files: []string{
 		"apply.go",         // proposing a command on the leader
-		"leadercore.go",    // leader-side lock-delay check, ID assignment, TTL book
 		"leaderconfirm.go", // when a refusal may trust the leader's state (S29)
 		"appliedwait.go",   // waiting for the state machine to reach an index
 		"fsm.go",           // what a committed entry does to the state
-		"lockdelays.go",    // lock-delay arming on the leader
-		"ttltimers.go",     // TTL expiry that invalidates sessions
 		"membership.go",    // the leader's gossip reconcile and voter changes
 		"bootstrap.go",     // -bootstrap-expect
 	}},
+	// The leader's decisions: the lock-delay check, session IDs, the TTL book
+	// and expiry.
+	{name: "leader", dir: "impl/leader", files: []string{"core.go", "lockdelays.go", "ttltimers.go"}},
 	// The raft log's storage: when a log entry counts as durable, and
 	// finishing a rotation raft-wal left half done.
 	{name: "raftlog", dir: "impl/raftlog", files: []string{"logsync.go", "segmentrotation.go"}},

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/leader"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -167,7 +167,7 @@ func (h *handler) kvPut(c *call) error {
 		return err
 	}
 	res, err := h.b.Apply(c.r.Context(), model.Command{KV: &op})
-	var delay *impl.LockDelayError
+	var delay *leader.LockDelayError
 	if errors.As(err, &delay) {
 		// Consul's bare false, plus how long to wait (S25).
 		c.w.Header().Set(lockDelayHeader, delay.Remaining.String())

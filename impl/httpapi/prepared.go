@@ -15,7 +15,7 @@ import (
 // Prepared queries (S57-S59): /v1/query creates and lists,
 // /v1/query/<id> reads, replaces and deletes, and
 // /v1/query/<id or name>/execute and /explain run one. The leader chooses a
-// new query's ID (impl.LeaderCore), as it does a session's.
+// new query's ID (leader.Core), as it does a session's.
 
 // queryBody is structs.PreparedQuery as a client sends it. Unknown fields
 // are ignored; a template is refused, as tenure does not support them.

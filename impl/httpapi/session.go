@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/leader"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -75,7 +75,7 @@ func (h *handler) sessionRenew(c *call) error {
 		return err
 	}
 	s, err := h.b.Renew(c.r.Context(), c.arg)
-	if errors.Is(err, impl.ErrSessionNotFound) {
+	if errors.Is(err, leader.ErrSessionNotFound) {
 		return errorf(http.StatusNotFound, "Session id '%s' not found", c.arg)
 	}
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/leader"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -104,7 +104,7 @@ func (h *handler) txn(c *call) error {
 		return err
 	}
 	res, err := h.b.Apply(c.r.Context(), cmd)
-	var delay *impl.LockDelayError
+	var delay *leader.LockDelayError
 	if errors.As(err, &delay) {
 		c.w.Header().Set(lockDelayHeader, delay.Remaining.String())
 		return txnConflict(c, []model.TxnError{{OpIndex: lockOpIndex(txn, delay.Key), What: delay.Error()}})

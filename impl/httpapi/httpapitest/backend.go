@@ -2,7 +2,7 @@
 // (and anything else that speaks to impl.Backend) without raft.
 //
 // A Store is one fake cluster's replicated state: commands go straight to a
-// model.State through impl.LeaderCore, the leader logic impl.Server runs
+// model.State through leader.Core, the leader logic impl.Server runs
 // over raft (session IDs, lock-delay check, TTL book), so the double cannot
 // drift from the server. Backend is one server's view of the Store;
 // several views share one Store, so a follower sees every write at once
@@ -20,22 +20,23 @@ import (
 
 	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/impl/clock"
+	"github.com/tenurekv/tenure/impl/leader"
 	"github.com/tenurekv/tenure/model"
 )
 
 // Store is the state shared by every view of one fake cluster. Its leader
-// logic is impl.LeaderCore, the code impl.Server runs, proposing straight to
+// logic is leader.Core, the code impl.Server runs, proposing straight to
 // the state instead of through raft; the Store's one leader term never ends.
 type Store struct {
 	clock  clock.Clock
-	leader *impl.LeaderCore
+	leader *leader.Core
 
 	mu       sync.RWMutex
 	state    *model.State
 	index    uint64 // the fake log's last index
 	changed  chan struct{}
 	applies  int
-	refusals []impl.LockDelayError
+	refusals []leader.LockDelayError
 	nextID   atomic.Uint64 // only the core calls it, serialised
 	reads    atomic.Int64
 }
@@ -43,7 +44,7 @@ type Store struct {
 // NewStore returns an empty cluster state on clock.
 func NewStore(clock clock.Clock) *Store {
 	s := &Store{clock: clock, state: model.New(), changed: make(chan struct{})}
-	s.leader = impl.NewLeaderCore(impl.LeaderConfig{
+	s.leader = leader.New(leader.Config{
 		Clock:         clock,
 		TTLMultiplier: model.DefaultTTLMultiplier,
 		NewID:         s.freshID,
@@ -84,13 +85,13 @@ func (s *Store) Snapshot() *model.State {
 }
 
 // Refusals lists the acquires refused for lock-delay, in order.
-func (s *Store) Refusals() []impl.LockDelayError {
+func (s *Store) Refusals() []leader.LockDelayError {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return append([]impl.LockDelayError(nil), s.refusals...)
+	return append([]leader.LockDelayError(nil), s.refusals...)
 }
 
-// Apply applies cmd as the leader would (impl.LeaderCore.Apply), recording
+// Apply applies cmd as the leader would (leader.Core.Apply), recording
 // lock-delay refusals.
 func (s *Store) Apply(cmd model.Command) (model.Result, error) {
 	return s.apply(context.Background(), cmd)
@@ -98,7 +99,7 @@ func (s *Store) Apply(cmd model.Command) (model.Result, error) {
 
 func (s *Store) apply(ctx context.Context, cmd model.Command) (model.Result, error) {
 	res, err := s.leader.Apply(ctx, cmd)
-	if lde, ok := errors.AsType[*impl.LockDelayError](err); ok {
+	if lde, ok := errors.AsType[*leader.LockDelayError](err); ok {
 		s.mu.Lock()
 		s.refusals = append(s.refusals, *lde)
 		s.mu.Unlock()

@@ -1,4 +1,4 @@
-package impl
+package leader
 
 import (
 	"fmt"
@@ -17,14 +17,14 @@ import (
 // marks the bound is twice what the last prune kept.
 func TestLockDelayGuardStaysBounded(t *testing.T) {
 	clock := clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	g := newLockDelayGuard(clock)
+	g := NewLockDelays(clock)
 	for i := range 1000 {
 		key := fmt.Sprintf("k%d", i)
-		g.arm([]model.LockDelay{{Key: key, Delay: 500 * time.Millisecond}})
+		g.Arm([]model.LockDelay{{Key: key, Delay: 500 * time.Millisecond}})
 		if n := g.delays.Len(); n >= 64 {
 			t.Fatalf("after arming %d keys the guard holds %d marks, want fewer than 64", i+1, n)
 		}
-		if err := g.check([]string{key}); err == nil {
+		if err := g.Check([]string{key}); err == nil {
 			t.Fatalf("the mark just armed on %s is gone", key)
 		}
 		clock.Advance(time.Second)
@@ -36,10 +36,10 @@ func TestLockDelayGuardStaysBounded(t *testing.T) {
 	for i := range burst {
 		burst[i] = model.LockDelay{Key: fmt.Sprintf("burst%d", i), Delay: time.Second}
 	}
-	g.arm(burst)
+	g.Arm(burst)
 	clock.Advance(2 * time.Second)
 	for i := range 1000 {
-		g.arm([]model.LockDelay{{Key: fmt.Sprintf("after%d", i), Delay: 500 * time.Millisecond}})
+		g.Arm([]model.LockDelay{{Key: fmt.Sprintf("after%d", i), Delay: 500 * time.Millisecond}})
 		if n := g.delays.Len(); n >= 200 {
 			t.Fatalf("%d arms after the burst expired the guard holds %d marks, want fewer than 200", i+1, n)
 		}

@@ -1,4 +1,4 @@
-package impl
+package leader
 
 import (
 	"sync"
@@ -54,7 +54,7 @@ func (t *ttlTimers) stop() {
 	t.rearmLocked()
 }
 
-// reset (re)starts id's deadline after a create or renew, if this server
+// Reset (re)starts id's deadline after a create or renew, if this server
 // leads and live(id) still holds. Checking liveness under the book's lock
 // orders the reset against the FSM's removal of an invalidated session, so
 // no stale deadline is left behind. A session without a TTL gets no
@@ -127,4 +127,11 @@ func (t *ttlTimers) rearmLocked() {
 		t.timer.Reset(d)
 	}
 	t.due = next
+}
+
+// isActive reports whether the book runs (between start and stop).
+func (t *ttlTimers) isActive() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.active
 }

@@ -1,4 +1,4 @@
-package impl
+package leader
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// coreHarness runs a LeaderCore over a bare model.State, the way impl's FSM
+// coreHarness runs a Core over a bare model.State, the way impl's FSM
 // would: delays armed under the state's lock, the TTL book told after it.
 // before, if set, runs just before each proposal is applied.
 type coreHarness struct {
-	core  *LeaderCore
+	core  *Core
 	clock *clocktest.Manual
 	log   *expiryLog
 
@@ -35,7 +35,7 @@ type coreHarness struct {
 func newCoreHarness(t *testing.T, ids ...string) *coreHarness {
 	t.Helper()
 	h := &coreHarness{clock: clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), log: newExpiryLog(), st: model.New(), ids: ids}
-	h.core = NewLeaderCore(LeaderConfig{
+	h.core = New(Config{
 		Clock: h.clock, TTLMultiplier: 2, NewID: h.newID,
 		Read: func(fn func(*model.State)) {
 			h.mu.RLock()
@@ -152,9 +152,10 @@ func TestLeaderCoreRefusesHeldKeyAfterConfirming(t *testing.T) {
 		t.Fatal("the holder's own re-acquire must be proposed, without a confirmation")
 	}
 
-	h.confirmErr = ErrNotLeader
-	if _, err := h.core.Apply(context.Background(), lockCmd("k", b)); !errors.Is(err, ErrNotLeader) {
-		t.Fatalf("refusal without confirmed leadership: %v, want ErrNotLeader", err)
+	notLeader := errors.New("not the raft leader")
+	h.confirmErr = notLeader
+	if _, err := h.core.Apply(context.Background(), lockCmd("k", b)); !errors.Is(err, notLeader) {
+		t.Fatalf("refusal without confirmed leadership: %v, want the confirmation's error", err)
 	}
 	h.confirmErr = nil
 

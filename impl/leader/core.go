@@ -1,4 +1,4 @@
-package impl
+package leader
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// LeaderCore is what a leader does around its log, without the log: it
+// Core is what a leader does around its log, without the log: it
 // gives new sessions IDs (S1), refuses and stamps acquires under lock-delay
 // (S22, S25), and keeps the TTL book (S18-S21). Server runs it over raft;
 // httpapitest runs the same code over a bare model.State, so a fix to this
 // logic lands in both at once.
-type LeaderCore struct {
+type Core struct {
 	read    func(fn func(st *model.State))
 	propose func(ctx context.Context, cmd model.Command) (model.Result, error)
 	confirm func(ctx context.Context) error
@@ -23,12 +23,12 @@ type LeaderCore struct {
 
 	idMu   sync.Mutex // serialises newID, which need not be safe for concurrent use
 	line   acquireLine
-	delays *lockDelayGuard
+	delays *LockDelays
 	ttl    *ttlTimers
 }
 
-// LeaderConfig is what a LeaderCore runs on. Every field is required.
-type LeaderConfig struct {
+// Config is what a Core runs on. Every field is required.
+type Config struct {
 	// Clock times lock-delays and TTL deadlines.
 	Clock clock.Clock
 	// TTLMultiplier scales a session's TTL into its deadline (S19).
@@ -53,14 +53,14 @@ type LeaderConfig struct {
 	Expire func(ids []string)
 }
 
-// NewLeaderCore returns a core with an inactive TTL book (see StartTerm).
-func NewLeaderCore(cfg LeaderConfig) *LeaderCore {
-	return &LeaderCore{
+// New returns a core with an inactive TTL book (see StartTerm).
+func New(cfg Config) *Core {
+	return &Core{
 		read:    cfg.Read,
 		propose: cfg.Propose,
 		confirm: cfg.Confirm,
 		newID:   cfg.NewID,
-		delays:  newLockDelayGuard(cfg.Clock),
+		delays:  NewLockDelays(cfg.Clock),
 		ttl:     newTTLTimers(cfg.Clock, cfg.TTLMultiplier, cfg.Expire),
 	}
 }
@@ -68,7 +68,7 @@ func NewLeaderCore(cfg LeaderConfig) *LeaderCore {
 // Apply proposes cmd as a leader must: a new session or prepared query
 // gets a fresh ID, an acquire under lock-delay is refused before it is
 // proposed, and a new TTL session gets its deadline. See Backend.Apply for the errors.
-func (l *LeaderCore) Apply(ctx context.Context, cmd model.Command) (model.Result, error) {
+func (l *Core) Apply(ctx context.Context, cmd model.Command) (model.Result, error) {
 	cmd = l.withSessionID(cmd)
 	cmd = l.withQueryID(cmd)
 	cmd, err := l.checkLockDelay(cmd)
@@ -88,7 +88,7 @@ func (l *LeaderCore) Apply(ctx context.Context, cmd model.Command) (model.Result
 // applyLock runs a stand-alone acquire: refused from the state if another
 // session holds the key, else proposed once no other acquire of the key is
 // in flight (acquireLine), and if one was, decided again on its outcome.
-func (l *LeaderCore) applyLock(ctx context.Context, cmd model.Command) (model.Result, error) {
+func (l *Core) applyLock(ctx context.Context, cmd model.Command) (model.Result, error) {
 	for {
 		if res, refused, err := l.refuseHeld(ctx, cmd); refused || err != nil {
 			return res, err
@@ -118,7 +118,7 @@ func (l *LeaderCore) applyLock(ctx context.Context, cmd model.Command) (model.Re
 // anything before the request, and every write acknowledged before it is
 // applied here. An acquire that would not be refused is proposed as usual,
 // so free keys pay nothing extra.
-func (l *LeaderCore) refuseHeld(ctx context.Context, cmd model.Command) (model.Result, bool, error) {
+func (l *Core) refuseHeld(ctx context.Context, cmd model.Command) (model.Result, bool, error) {
 	if !l.heldByOther(*cmd.KV) {
 		return model.Result{}, false, nil
 	}
@@ -133,13 +133,13 @@ func (l *LeaderCore) refuseHeld(ctx context.Context, cmd model.Command) (model.R
 	return model.Result{Index: index}, held, nil
 }
 
-func (l *LeaderCore) heldByOther(op model.KVOp) (held bool) {
+func (l *Core) heldByOther(op model.KVOp) (held bool) {
 	l.read(func(st *model.State) { held = st.LockHeldByOther(op) })
 	return held
 }
 
 // Renew restarts a session's TTL deadline (S20); it writes nothing.
-func (l *LeaderCore) Renew(id string) (model.Session, error) {
+func (l *Core) Renew(id string) (model.Session, error) {
 	var (
 		se model.Session
 		ok bool
@@ -148,14 +148,14 @@ func (l *LeaderCore) Renew(id string) (model.Session, error) {
 	if !ok {
 		return model.Session{}, ErrSessionNotFound
 	}
-	l.ttl.reset(id, se.TTLDuration(), l.sessionLive)
+	l.ttl.reset(id, se.TTLDuration(), l.SessionLive)
 	return se, nil
 }
 
 // StartTerm activates the TTL book with a fresh deadline for every session:
 // a new leader cannot know when a session was last renewed (S21). Call it
 // once the state holds every entry committed before the term.
-func (l *LeaderCore) StartTerm() {
+func (l *Core) StartTerm() {
 	l.ttl.start(func() (out []model.Session) {
 		l.read(func(st *model.State) { out = st.SessionList("") })
 		return out
@@ -164,40 +164,40 @@ func (l *LeaderCore) StartTerm() {
 
 // EndTerm empties and deactivates the TTL book: a deposed leader must never
 // expire a session (S21).
-func (l *LeaderCore) EndTerm() { l.ttl.stop() }
+func (l *Core) EndTerm() { l.ttl.stop() }
 
 // ArmLockDelays starts the delays an applied command reported. The state
 // machine calls it under its write lock, before the release is visible, so
 // no acquire can see the key free and pass the check.
-func (l *LeaderCore) ArmLockDelays(delays []model.LockDelay) { l.delays.arm(delays) }
+func (l *Core) ArmLockDelays(delays []model.LockDelay) { l.delays.Arm(delays) }
 
 // SessionsInvalidated drops invalidated sessions from the TTL book. The
 // state machine calls it after releasing its lock: the book reads the state
 // under its own lock, so calling it under the state's lock could deadlock.
-func (l *LeaderCore) SessionsInvalidated(ids []string) { l.ttl.remove(ids) }
+func (l *Core) SessionsInvalidated(ids []string) { l.ttl.remove(ids) }
 
 // ForgetLockDelays drops every delay, as Consul does on snapshot restore.
-func (l *LeaderCore) ForgetLockDelays() { l.delays.reset() }
+func (l *Core) ForgetLockDelays() { l.delays.Reset() }
 
 // answer finishes an applied command: a state-machine lock-delay refusal
 // becomes a *LockDelayError, and a new TTL session gets its deadline.
-func (l *LeaderCore) answer(cmd model.Command, res model.Result) (model.Result, error) {
+func (l *Core) answer(cmd model.Command, res model.Result) (model.Result, error) {
 	if len(res.DelayRefused) > 0 {
 		// The state machine refused a lock for an invalidation the check
 		// could not see yet (S22); report it like a check refusal, with what
 		// remains of this server's entry (S25).
 		key := res.DelayRefused[0]
-		return res, &LockDelayError{Key: key, Remaining: max(l.delays.remaining(key), time.Nanosecond)}
+		return res, &LockDelayError{Key: key, Remaining: max(l.delays.Remaining(key), time.Nanosecond)}
 	}
 	if c := cmd.CreateSession; c != nil && res.Err == nil {
-		l.ttl.reset(c.ID, model.Session{TTL: c.TTL}.TTLDuration(), l.sessionLive)
+		l.ttl.reset(c.ID, model.Session{TTL: c.TTL}.TTLDuration(), l.SessionLive)
 	}
 	return res, nil
 }
 
 // withSessionID gives a CreateSession without an ID a fresh one that no live
 // session uses (S1). The caller's command is not modified.
-func (l *LeaderCore) withSessionID(cmd model.Command) model.Command {
+func (l *Core) withSessionID(cmd model.Command) model.Command {
 	if cmd.CreateSession == nil || cmd.CreateSession.ID != "" {
 		return cmd
 	}
@@ -206,7 +206,7 @@ func (l *LeaderCore) withSessionID(cmd model.Command) model.Command {
 	defer l.idMu.Unlock()
 	for {
 		c.ID = l.newID()
-		if !l.sessionLive(c.ID) {
+		if !l.SessionLive(c.ID) {
 			break
 		}
 	}
@@ -218,7 +218,7 @@ func (l *LeaderCore) withSessionID(cmd model.Command) model.Command {
 // no stored query uses as its ID or name (S57): a query is found by ID
 // first, then by name, so an ID that equals a name would hide that query.
 // The caller's command is not modified.
-func (l *LeaderCore) withQueryID(cmd model.Command) model.Command {
+func (l *Core) withQueryID(cmd model.Command) model.Command {
 	if cmd.Query == nil || cmd.Query.Op != model.QueryCreate || cmd.Query.Query.ID != "" {
 		return cmd
 	}
@@ -242,7 +242,7 @@ func (l *LeaderCore) withQueryID(cmd model.Command) model.Command {
 // machine can refuse it if an invalidation it could not see lands first.
 // Index and delays are read under the state's lock, which is also where the
 // state machine arms delays, so the pair is consistent.
-func (l *LeaderCore) checkLockDelay(cmd model.Command) (model.Command, error) {
+func (l *Core) checkLockDelay(cmd model.Command) (model.Command, error) {
 	keys := cmd.LockKeys()
 	if len(keys) == 0 {
 		return cmd, nil
@@ -253,7 +253,7 @@ func (l *LeaderCore) checkLockDelay(cmd model.Command) (model.Command, error) {
 	)
 	l.read(func(st *model.State) {
 		seen = st.Index()
-		err = l.delays.check(keys)
+		err = l.delays.Check(keys)
 	})
 	if err != nil {
 		return cmd, err
@@ -275,9 +275,16 @@ func (l *LeaderCore) checkLockDelay(cmd model.Command) (model.Command, error) {
 	return cmd, nil
 }
 
-// sessionLive reports whether the applied state holds session id.
-func (l *LeaderCore) sessionLive(id string) bool {
+// SessionLive reports whether the applied state holds session id.
+func (l *Core) SessionLive(id string) bool {
 	var ok bool
 	l.read(func(st *model.State) { _, ok = st.Session(id) })
 	return ok
 }
+
+// TTLDeadline is session id's deadline in the TTL book, if it has one; the
+// book is empty while this server does not lead.
+func (l *Core) TTLDeadline(id string) (time.Time, bool) { return l.ttl.deadline(id) }
+
+// InTerm reports whether the TTL book runs: between StartTerm and EndTerm.
+func (l *Core) InTerm() bool { return l.ttl.isActive() }

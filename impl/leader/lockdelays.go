@@ -1,4 +1,4 @@
-package impl
+package leader
 
 import (
 	"sync"
@@ -8,11 +8,11 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// lockDelayGuard is this server's lock-delay memory (S22-S24): armed by the
+// LockDelays is this server's lock-delay memory (S22-S24): armed by the
 // FSM when it applies an invalidation, consulted by the leader before it
 // proposes an acquire. Both use this server's Clock, as Consul uses its own
 // wall clock, so the delay is not replicated and a restore forgets it.
-type lockDelayGuard struct {
+type LockDelays struct {
 	clock clock.Clock
 
 	mu       sync.Mutex
@@ -20,12 +20,12 @@ type lockDelayGuard struct {
 	pruneMin int // prune once Len reaches this, so pruning costs O(1) amortised
 }
 
-func newLockDelayGuard(clock clock.Clock) *lockDelayGuard {
-	return &lockDelayGuard{clock: clock, pruneMin: 64}
+func NewLockDelays(clock clock.Clock) *LockDelays {
+	return &LockDelays{clock: clock, pruneMin: 64}
 }
 
-// arm starts the delays an applied command reported.
-func (g *lockDelayGuard) arm(delays []model.LockDelay) {
+// Arm starts the delays an applied command reported.
+func (g *LockDelays) Arm(delays []model.LockDelay) {
 	if len(delays) == 0 {
 		return
 	}
@@ -41,8 +41,8 @@ func (g *lockDelayGuard) arm(delays []model.LockDelay) {
 	}
 }
 
-// check refuses the first of keys still under lock-delay.
-func (g *lockDelayGuard) check(keys []string) error {
+// Check refuses the first of keys still under lock-delay.
+func (g *LockDelays) Check(keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -57,16 +57,16 @@ func (g *lockDelayGuard) check(keys []string) error {
 	return nil
 }
 
-// remaining reports key's remaining delay (for tests and diagnostics).
-func (g *lockDelayGuard) remaining(key string) time.Duration {
+// Remaining reports key's remaining delay (for tests and diagnostics).
+func (g *LockDelays) Remaining(key string) time.Duration {
 	now := g.clock.Now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.delays.Remaining(key, now)
 }
 
-// reset forgets every delay, as Consul does on snapshot restore (CONSUL.md §4).
-func (g *lockDelayGuard) reset() {
+// Reset forgets every delay, as Consul does on snapshot restore (CONSUL.md §4).
+func (g *LockDelays) Reset() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.delays.Reset()
