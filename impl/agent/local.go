@@ -23,8 +23,8 @@ type localAgent struct {
 
 // startLocal builds the local agent of node and starts its loop once ready
 // closes (or ctx ends first). cfg's random and periodic parts (Stagger,
-// Sync.Stagger, ReapInterval, Sync.Interval…) are the caller's, so the
-// simulator can pass seeded ones.
+// Sync.Stagger, Sync.Interval…) are the caller's, so the simulator can pass
+// seeded ones.
 func startLocal(ctx context.Context, cfg local.Config, node, nodeAddr string, fwd rpc.Forwarder,
 	servers func() []string, pool *gossip.Pool, ready <-chan struct{}, log hclog.Logger) *localAgent {
 	cfg.Node = node

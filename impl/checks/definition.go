@@ -19,12 +19,12 @@ func ValidStatus(s string) bool { return s == Passing || s == Warning || s == Cr
 // Limits and defaults of Consul's agent, fixed (not user-settable) there too
 // except OutputMaxSize, which is the agent's check_output_max_size.
 const (
-	MinInterval          = time.Second
-	MinDeregisterAfter   = time.Minute
-	DefaultOutputMaxSize = 4096
-	DefaultHTTPTimeout   = 10 * time.Second
-	DefaultTCPTimeout    = 10 * time.Second
-	DefaultScriptTimeout = 30 * time.Second
+	minInterval          = time.Second
+	minDeregisterAfter   = time.Minute
+	defaultOutputMaxSize = 4096
+	defaultHTTPTimeout   = 10 * time.Second
+	defaultTCPTimeout    = 10 * time.Second
+	defaultScriptTimeout = 30 * time.Second
 )
 
 // Kind is a check's type string, as GET /v1/agent/checks reports it in Type.
@@ -33,17 +33,17 @@ type Kind string
 // The kinds; only TTL, HTTP, TCP and Script run in tenure (see the package
 // comment for why the others are refused).
 const (
-	KindNone      Kind = ""
-	KindTTL       Kind = "ttl"
-	KindHTTP      Kind = "http"
-	KindH2Ping    Kind = "h2ping"
-	KindTCP       Kind = "tcp"
-	KindUDP       Kind = "udp"
-	KindGRPC      Kind = "grpc"
-	KindDocker    Kind = "docker"
-	KindScript    Kind = "script"
-	KindAlias     Kind = "alias"
-	KindOSService Kind = "os_service"
+	kindNone      Kind = ""
+	kindTTL       Kind = "ttl"
+	kindHTTP      Kind = "http"
+	kindH2Ping    Kind = "h2ping"
+	kindTCP       Kind = "tcp"
+	kindUDP       Kind = "udp"
+	kindGRPC      Kind = "grpc"
+	kindDocker    Kind = "docker"
+	kindScript    Kind = "script"
+	kindAlias     Kind = "alias"
+	kindOSService Kind = "os_service"
 )
 
 // Definition is a check as a client registers it: the fields of Consul's
@@ -106,27 +106,27 @@ func (d *Definition) Kind() Kind {
 	iv := d.Interval > 0
 	switch {
 	case d.TTL > 0:
-		return KindTTL
+		return kindTTL
 	case d.HTTP != "" && iv:
-		return KindHTTP
+		return kindHTTP
 	case d.H2PING != "" && iv:
-		return KindH2Ping
+		return kindH2Ping
 	case d.TCP != "" && iv:
-		return KindTCP
+		return kindTCP
 	case d.UDP != "" && iv:
-		return KindUDP
+		return kindUDP
 	case d.GRPC != "" && iv:
-		return KindGRPC
+		return kindGRPC
 	case d.DockerContainerID != "" && len(d.Args) > 0 && iv:
-		return KindDocker
+		return kindDocker
 	case len(d.Args) > 0 && iv:
-		return KindScript
+		return kindScript
 	case d.AliasService != "":
-		return KindAlias
+		return kindAlias
 	case d.OSService != "" && iv:
-		return KindOSService
+		return kindOSService
 	}
-	return KindNone
+	return kindNone
 }
 
 // Validate is Consul's rule set for a check type, with its reasons, plus
@@ -151,10 +151,10 @@ func (d *Definition) Validate() error {
 	case d.FailuresBeforeWarning > d.FailuresBeforeCritical:
 		return reason("FailuresBeforeWarning can't be higher than FailuresBeforeCritical")
 	}
-	// The rules above leave every definition with some kind, so KindNone
+	// The rules above leave every definition with some kind, so kindNone
 	// cannot reach here.
 	switch k := d.Kind(); k {
-	case KindTTL, KindHTTP, KindTCP, KindScript:
+	case kindTTL, kindHTTP, kindTCP, kindScript:
 		return nil
 	default:
 		return fmt.Errorf("%s checks are not supported by tenure", k)
@@ -173,22 +173,22 @@ type Source int
 const (
 	// Remote is a definition posted over HTTP.
 	Remote Source = iota
-	// Local is a definition from the agent's own configuration files.
-	Local
+	// local is a definition from the agent's own configuration files.
+	local
 )
 
 // Policy is the agent configuration that registration depends on.
 type Policy struct {
 	EnableScriptChecks      bool // -enable-script-checks: HTTP and config files
 	EnableLocalScriptChecks bool // -enable-local-script-checks: config files only
-	OutputMaxSize           int  // check_output_max_size; 0 means 4096
+	outputMaxSize           int  // check_output_max_size; 0 means 4096
 }
 
 func (p Policy) outputMax() int {
-	if p.OutputMaxSize > 0 {
-		return p.OutputMaxSize
+	if p.outputMaxSize > 0 {
+		return p.outputMaxSize
 	}
-	return DefaultOutputMaxSize
+	return defaultOutputMaxSize
 }
 
 // Error is a refusal with the HTTP status Consul answers it with.
@@ -221,14 +221,14 @@ func Prepare(d Definition, src Source, p Policy) (Definition, error) {
 
 // ScriptAllowed refuses a script check the agent's settings do not allow.
 func ScriptAllowed(d *Definition, src Source, p Policy) error {
-	if d.Kind() != KindScript {
+	if d.Kind() != kindScript {
 		return nil
 	}
 	switch {
 	case src == Remote && !p.EnableScriptChecks:
 		return &Error{http.StatusInternalServerError,
 			"Scripts are disabled on this agent from remote calls; to enable, configure 'enable_script_checks' to true"}
-	case src == Local && !p.EnableScriptChecks && !p.EnableLocalScriptChecks:
+	case src == local && !p.EnableScriptChecks && !p.EnableLocalScriptChecks:
 		return &Error{http.StatusInternalServerError,
 			"Scripts are disabled on this agent; to enable, configure 'enable_script_checks' or 'enable_local_script_checks' to true"}
 	}
@@ -247,11 +247,11 @@ func Normalize(d Definition, p Policy) Definition {
 	if d.Status == "" {
 		d.Status = Critical
 	}
-	if d.Interval > 0 && d.Interval < MinInterval {
-		d.Interval = MinInterval
+	if d.Interval > 0 && d.Interval < minInterval {
+		d.Interval = minInterval
 	}
-	if d.DeregisterCriticalServiceAfter > 0 && d.DeregisterCriticalServiceAfter < MinDeregisterAfter {
-		d.DeregisterCriticalServiceAfter = MinDeregisterAfter
+	if d.DeregisterCriticalServiceAfter > 0 && d.DeregisterCriticalServiceAfter < minDeregisterAfter {
+		d.DeregisterCriticalServiceAfter = minDeregisterAfter
 	}
 	if limit := p.outputMax(); d.OutputMaxSize == 0 || d.OutputMaxSize > limit {
 		d.OutputMaxSize = limit
@@ -270,17 +270,17 @@ func Normalize(d Definition, p Policy) Definition {
 	return d
 }
 
-// EffectiveTimeout is the probe timeout: the check's own, or its kind's
+// effectiveTimeout is the probe timeout: the check's own, or its kind's
 // default.
-func (d *Definition) EffectiveTimeout() time.Duration {
+func (d *Definition) effectiveTimeout() time.Duration {
 	if d.Timeout > 0 {
 		return d.Timeout
 	}
 	switch d.Kind() {
-	case KindScript:
-		return DefaultScriptTimeout
-	case KindTCP:
-		return DefaultTCPTimeout
+	case kindScript:
+		return defaultScriptTimeout
+	case kindTCP:
+		return defaultTCPTimeout
 	}
-	return DefaultHTTPTimeout
+	return defaultHTTPTimeout
 }

@@ -146,7 +146,7 @@ func TestPrepareRefusals(t *testing.T) {
 		{"os_service unsupported", Definition{Name: "a", OSService: "x", Interval: time.Second}, Remote, Policy{}, 400, "Invalid check: os_service checks are not supported by tenure"},
 		{"remote script, only local enabled", script, Remote, Policy{EnableLocalScriptChecks: true}, 500,
 			"Scripts are disabled on this agent from remote calls; to enable, configure 'enable_script_checks' to true"},
-		{"local script, none enabled", script, Local, Policy{}, 500,
+		{"local script, none enabled", script, local, Policy{}, 500,
 			"Scripts are disabled on this agent; to enable, configure 'enable_script_checks' or 'enable_local_script_checks' to true"},
 	}
 	for _, c := range cases {
@@ -170,8 +170,8 @@ func TestPrepareAcceptsAndNormalizes(t *testing.T) {
 		p    Policy
 	}{
 		{"remote with enable_script_checks", Remote, Policy{EnableScriptChecks: true}},
-		{"local with enable_local_script_checks", Local, Policy{EnableLocalScriptChecks: true}},
-		{"local with enable_script_checks", Local, Policy{EnableScriptChecks: true}},
+		{"local with enable_local_script_checks", local, Policy{EnableLocalScriptChecks: true}},
+		{"local with enable_script_checks", local, Policy{EnableScriptChecks: true}},
 	} {
 		if _, err := Prepare(script, c.src, c.p); err != nil {
 			t.Errorf("%s: %v", c.name, err)
@@ -181,16 +181,16 @@ func TestPrepareAcceptsAndNormalizes(t *testing.T) {
 	in := Definition{Name: "web", HTTP: "http://x", TCP: "x:1", Interval: 10 * time.Millisecond,
 		DeregisterCriticalServiceAfter: time.Second, FailuresBeforeCritical: 4, OutputMaxSize: 1 << 20,
 		Header: map[string][]string{"A": {"1"}}}
-	got, err := Prepare(in, Remote, Policy{OutputMaxSize: 100})
+	got, err := Prepare(in, Remote, Policy{outputMaxSize: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ID != "web" || got.Status != Critical || got.Interval != MinInterval ||
-		got.DeregisterCriticalServiceAfter != MinDeregisterAfter || got.OutputMaxSize != 100 ||
+	if got.ID != "web" || got.Status != Critical || got.Interval != minInterval ||
+		got.DeregisterCriticalServiceAfter != minDeregisterAfter || got.OutputMaxSize != 100 ||
 		got.FailuresBeforeWarning != 4 {
 		t.Fatalf("normalized to %+v", got)
 	}
-	if got.Kind() != KindHTTP {
+	if got.Kind() != kindHTTP {
 		t.Fatalf("HTTP and TCP both set: kind %q, want http (first match wins)", got.Kind())
 	}
 	got.Header["A"][0] = "changed"
@@ -199,11 +199,11 @@ func TestPrepareAcceptsAndNormalizes(t *testing.T) {
 	}
 
 	low, _ := Prepare(Definition{Name: "t", TTL: time.Second, OutputMaxSize: 10, Status: Passing, ID: "x"}, Remote, Policy{})
-	if low.OutputMaxSize != 10 || low.Status != Passing || low.ID != "x" || low.Kind() != KindTTL {
+	if low.OutputMaxSize != 10 || low.Status != Passing || low.ID != "x" || low.Kind() != kindTTL {
 		t.Fatalf("a check's own lower cap, status or ID was not kept: %+v", low)
 	}
 	dflt, _ := Prepare(Definition{Name: "t", TTL: time.Second}, Remote, Policy{})
-	if dflt.OutputMaxSize != DefaultOutputMaxSize {
+	if dflt.OutputMaxSize != defaultOutputMaxSize {
 		t.Fatalf("default output cap %d", dflt.OutputMaxSize)
 	}
 	if dflt.Interval != 0 || dflt.DeregisterCriticalServiceAfter != 0 {
@@ -221,12 +221,12 @@ func TestEffectiveTimeout(t *testing.T) {
 		d    Definition
 		want time.Duration
 	}{
-		{Definition{HTTP: "h", Interval: time.Second}, DefaultHTTPTimeout},
-		{Definition{TCP: "h", Interval: time.Second}, DefaultTCPTimeout},
-		{Definition{Args: []string{"x"}, Interval: time.Second}, DefaultScriptTimeout},
+		{Definition{HTTP: "h", Interval: time.Second}, defaultHTTPTimeout},
+		{Definition{TCP: "h", Interval: time.Second}, defaultTCPTimeout},
+		{Definition{Args: []string{"x"}, Interval: time.Second}, defaultScriptTimeout},
 		{Definition{Args: []string{"x"}, Interval: time.Second, Timeout: time.Second}, time.Second},
 	} {
-		if got := c.d.EffectiveTimeout(); got != c.want {
+		if got := c.d.effectiveTimeout(); got != c.want {
 			t.Errorf("%+v: timeout %v, want %v", c.d, got, c.want)
 		}
 	}
@@ -243,7 +243,7 @@ func TestDefaultTimeoutsAreConsuls(t *testing.T) {
 		{Definition{TCP: "h", Interval: time.Second}, 10 * time.Second},
 		{Definition{Args: []string{"x"}, Interval: time.Second}, 30 * time.Second},
 	} {
-		if got := c.d.EffectiveTimeout(); got != c.want {
+		if got := c.d.effectiveTimeout(); got != c.want {
 			t.Errorf("%+v: timeout %v, want Consul's %v", c.d, got, c.want)
 		}
 	}

@@ -13,21 +13,21 @@ import (
 	"time"
 )
 
-// Prober runs one attempt of an interval check. It must return once ctx
+// prober runs one attempt of an interval check. It must return once ctx
 // ends, so a hanging target costs its own check one timeout and nothing
 // else.
-type Prober interface {
+type prober interface {
 	Probe(ctx context.Context) (status, output string)
 }
 
-// NewProber builds the prober for a prepared HTTP, TCP or script definition.
-func NewProber(d Definition) (Prober, error) {
+// newProber builds the prober for a prepared HTTP, TCP or script definition.
+func newProber(d Definition) (prober, error) {
 	switch k := d.Kind(); k {
-	case KindHTTP:
+	case kindHTTP:
 		return newHTTPProbe(d), nil
-	case KindTCP:
+	case kindTCP:
 		return tcpProbe{d}, nil
-	case KindScript:
+	case kindScript:
 		return scriptProbe{d}, nil
 	default:
 		return nil, fmt.Errorf("no prober for a %q check", k)
@@ -72,7 +72,7 @@ func newHTTPProbe(d Definition) *httpProbe {
 			ServerName:         d.TLSServerName,
 		},
 	}
-	c := &http.Client{Transport: tr, Timeout: d.EffectiveTimeout()}
+	c := &http.Client{Transport: tr, Timeout: d.effectiveTimeout()}
 	if d.DisableRedirects {
 		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	}
@@ -127,7 +127,7 @@ func (p *httpProbe) Probe(ctx context.Context) (string, string) {
 type tcpProbe struct{ d Definition }
 
 func (p tcpProbe) Probe(ctx context.Context) (string, string) {
-	nd := &net.Dialer{Timeout: p.d.EffectiveTimeout()}
+	nd := &net.Dialer{Timeout: p.d.effectiveTimeout()}
 	var conn net.Conn
 	var err error
 	what := "TCP"
@@ -155,7 +155,7 @@ type scriptProbe struct{ d Definition }
 const scriptWaitDelay = time.Second
 
 func (p scriptProbe) Probe(ctx context.Context) (string, string) {
-	timeout := p.d.EffectiveTimeout()
+	timeout := p.d.effectiveTimeout()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out := &tail{max: p.d.OutputMaxSize}

@@ -24,7 +24,7 @@ func prepared(t *testing.T, d Definition) Definition {
 	if d.Interval == 0 {
 		d.Interval = time.Second
 	}
-	p, err := Prepare(d, Local, Policy{EnableLocalScriptChecks: true})
+	p, err := Prepare(d, local, Policy{EnableLocalScriptChecks: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func prepared(t *testing.T, d Definition) Definition {
 
 func probe(t *testing.T, d Definition) (string, string) {
 	t.Helper()
-	p, err := NewProber(prepared(t, d))
+	p, err := newProber(prepared(t, d))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestTail(t *testing.T) {
 }
 
 func TestNewProberRefusesTTL(t *testing.T) {
-	if _, err := NewProber(ttlDef("t", time.Second)); err == nil {
+	if _, err := newProber(ttlDef("t", time.Second)); err == nil {
 		t.Fatal("a TTL check got a prober")
 	}
 }

@@ -78,17 +78,17 @@ func (c *running) stop() {
 // Start runs a prepared definition, replacing (and first stopping) a check
 // with the same ID. A TTL check begins its TTL now.
 func (r *Runner) Start(d Definition) error {
-	var p Prober
-	if d.Kind() != KindTTL {
+	var p prober
+	if d.Kind() != kindTTL {
 		var err error
-		if p, err = NewProber(d); err != nil {
+		if p, err = newProber(d); err != nil {
 			return fmt.Errorf("start check %q: %w", d.ID, err)
 		}
 	}
 	return r.start(d, p)
 }
 
-func (r *Runner) start(d Definition, p Prober) error {
+func (r *Runner) start(d Definition, p prober) error {
 	r.opMu.Lock()
 	defer r.opMu.Unlock()
 	r.mu.Lock()
@@ -111,7 +111,7 @@ func (r *Runner) start(d Definition, p Prober) error {
 	c := &running{def: d}
 	id := d.ID
 	notify := func(status, output string) { r.notify(id, status, output) }
-	if d.Kind() == KindTTL {
+	if d.Kind() == kindTTL {
 		c.ttl = newTTLCheck(d, notify)
 	} else {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -181,7 +181,7 @@ func (r *Runner) Close() {
 // probeLoop runs an interval check until ctx ends: first after the stagger,
 // then Interval after each attempt ends, each attempt bounded by the
 // check's timeout.
-func probeLoop(ctx context.Context, done chan struct{}, d Definition, p Prober, first time.Duration, notify func(status, output string)) {
+func probeLoop(ctx context.Context, done chan struct{}, d Definition, p prober, first time.Duration, notify func(status, output string)) {
 	defer close(done)
 	th := newThresholds(d)
 	t := time.NewTimer(first)
@@ -192,7 +192,7 @@ func probeLoop(ctx context.Context, done chan struct{}, d Definition, p Prober, 
 			return
 		case <-t.C:
 		}
-		pctx, cancel := context.WithTimeout(ctx, d.EffectiveTimeout())
+		pctx, cancel := context.WithTimeout(ctx, d.effectiveTimeout())
 		status, output := p.Probe(pctx)
 		cancel()
 		if ctx.Err() != nil {

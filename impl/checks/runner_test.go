@@ -56,7 +56,7 @@ func (r *recorder) of(id string) []event {
 func noStagger(time.Duration) time.Duration { return 0 }
 
 func ttlDef(id string, ttl time.Duration) Definition {
-	d, err := Prepare(Definition{ID: id, Name: id, TTL: ttl}, Remote, Policy{OutputMaxSize: 16})
+	d, err := Prepare(Definition{ID: id, Name: id, TTL: ttl}, Remote, Policy{outputMaxSize: 16})
 	if err != nil {
 		panic(err)
 	}

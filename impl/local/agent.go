@@ -15,7 +15,7 @@ import (
 const (
 	NodeMaintenanceCheckID    = "_node_maintenance"
 	ServiceMaintenancePrefix  = "_service_maintenance:"
-	MaintenanceCheckType      = "maintenance"
+	maintenanceCheckType      = "maintenance"
 	nodeMaintenanceName       = "Node Maintenance Mode"
 	serviceMaintenanceName    = "Service Maintenance Mode"
 	defaultNodeMaintReason    = "Maintenance mode is enabled for this node, but no reason was provided. This is a default message."
@@ -24,23 +24,23 @@ const (
 
 // Defaults of Config.
 const (
-	DefaultMaxServices  = 512
-	DefaultReapInterval = 30 * time.Second // Consul's check_reap_interval
+	defaultMaxServices  = 512
+	defaultReapInterval = 30 * time.Second // Consul's check_reap_interval
 )
 
 // Config configures an Agent.
 type Config struct {
 	Node   string
 	Policy checks.Policy
-	// MaxServices and MaxChecks bound the agent's registrations (tenure's
+	// maxServices and maxChecks bound the agent's registrations (tenure's
 	// own limits; Consul has none). Maintenance checks count too.
-	MaxServices int
-	MaxChecks   int
+	maxServices int
+	maxChecks   int
 	// CheckUpdateInterval is check_update_interval (0: 5m, <0: no deferral).
 	CheckUpdateInterval time.Duration
-	// ReapInterval is how often services with a long-critical check are
+	// reapInterval is how often services with a long-critical check are
 	// looked for (0: 30s).
-	ReapInterval time.Duration
+	reapInterval time.Duration
 	// Stagger draws the random waits (first check runs, deferred output
 	// syncs); nil means uniform random. Sync.Stagger is separate.
 	Stagger func(d time.Duration) time.Duration
@@ -66,21 +66,21 @@ type Agent struct {
 // NewAgent returns an agent for cfg.Node syncing to cat. Call Run to start
 // anti-entropy and the reaper, Close to stop the checks.
 func NewAgent(cfg Config, cat Catalog) *Agent {
-	if cfg.MaxServices <= 0 {
-		cfg.MaxServices = DefaultMaxServices
+	if cfg.maxServices <= 0 {
+		cfg.maxServices = defaultMaxServices
 	}
-	if cfg.MaxChecks <= 0 {
-		cfg.MaxChecks = checks.DefaultMaxChecks
+	if cfg.maxChecks <= 0 {
+		cfg.maxChecks = checks.DefaultMaxChecks
 	}
-	if cfg.ReapInterval <= 0 {
-		cfg.ReapInterval = DefaultReapInterval
+	if cfg.reapInterval <= 0 {
+		cfg.reapInterval = defaultReapInterval
 	}
-	st := NewState(cfg.Node, cfg.CheckUpdateInterval, cfg.Stagger)
-	a := &Agent{cfg: cfg, state: st, syncer: NewSyncer(st, cat, cfg.Sync)}
-	// The agent enforces MaxChecks itself before changing anything, counting
+	st := newState(cfg.Node, cfg.CheckUpdateInterval, cfg.Stagger)
+	a := &Agent{cfg: cfg, state: st, syncer: newSyncer(st, cat, cfg.Sync)}
+	// The agent enforces maxChecks itself before changing anything, counting
 	// maintenance checks too, so the runner's bound (on running checks
 	// only) never trips half-way through a registration.
-	a.runner = checks.NewRunner(checks.Options{MaxChecks: cfg.MaxChecks, Stagger: cfg.Stagger}, st.UpdateCheck)
+	a.runner = checks.NewRunner(checks.Options{MaxChecks: cfg.maxChecks, Stagger: cfg.Stagger}, st.updateCheck)
 	return a
 }
 
@@ -88,7 +88,7 @@ func NewAgent(cfg Config, cat Catalog) *Agent {
 func (a *Agent) State() *State { return a.state }
 
 // Syncer is the agent's anti-entropy (SyncChanges after a registration,
-// ServerUp on a new leader).
+// noteServerUp on a new leader).
 func (a *Agent) Syncer() *Syncer { return a.syncer }
 
 // Run runs anti-entropy and the reaper of long-critical services until ctx
@@ -97,9 +97,9 @@ func (a *Agent) Run(ctx context.Context) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.syncer.Run(ctx)
+		a.syncer.run(ctx)
 	}()
-	t := time.NewTicker(a.cfg.ReapInterval)
+	t := time.NewTicker(a.cfg.reapInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -107,16 +107,16 @@ func (a *Agent) Run(ctx context.Context) {
 			<-done
 			return
 		case <-t.C:
-			a.Reap()
+			a.reap()
 		}
 	}
 }
 
-// Reap deregisters every service one of whose checks has been critical for
+// reap deregisters every service one of whose checks has been critical for
 // longer than its DeregisterCriticalServiceAfter, and returns their IDs.
-func (a *Agent) Reap() []string {
+func (a *Agent) reap() []string {
 	var reaped []string
-	for _, id := range a.state.CriticalServices(time.Now()) {
+	for _, id := range a.state.criticalServices(time.Now()) {
 		if a.DeregisterService(id) == nil {
 			reaped = append(reaped, id)
 		}
@@ -183,11 +183,11 @@ func (a *Agent) RegisterCheck(def checks.Definition, src checks.Source) error {
 		svc = &s
 	}
 	if _, exists := a.state.Check(d.ID); !exists {
-		if _, n := a.state.counts(); n >= a.cfg.MaxChecks {
-			return tooMany("checks", a.cfg.MaxChecks)
+		if _, n := a.state.counts(); n >= a.cfg.maxChecks {
+			return tooMany("checks", a.cfg.maxChecks)
 		}
 	}
-	a.state.AddCheck(checkFrom(d, svc), d.DeregisterCriticalServiceAfter)
+	a.state.addCheck(checkFrom(d, svc), d.DeregisterCriticalServiceAfter)
 	return a.runner.Start(d)
 }
 
@@ -199,7 +199,7 @@ func (a *Agent) DeregisterCheck(id string) error {
 		return unknownCheck(id)
 	}
 	a.runner.Stop(id)
-	a.state.RemoveCheck(id)
+	a.state.removeCheck(id)
 	return nil
 }
 
@@ -270,8 +270,8 @@ func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replac
 	a.opMu.Lock()
 	defer a.opMu.Unlock()
 	nSvc, nChk := a.state.counts()
-	if _, exists := a.state.Service(id); !exists && nSvc >= a.cfg.MaxServices {
-		return tooMany("services", a.cfg.MaxServices)
+	if _, exists := a.state.Service(id); !exists && nSvc >= a.cfg.maxServices {
+		return tooMany("services", a.cfg.maxServices)
 	}
 	keep := map[string]bool{}
 	for _, c := range prepared {
@@ -280,22 +280,22 @@ func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replac
 		}
 		keep[c.ID] = true
 	}
-	if nChk > a.cfg.MaxChecks {
-		return tooMany("checks", a.cfg.MaxChecks)
+	if nChk > a.cfg.maxChecks {
+		return tooMany("checks", a.cfg.maxChecks)
 	}
 
-	a.state.AddService(svc)
+	a.state.addService(svc)
 	for _, c := range prepared {
-		a.state.AddCheck(checkFrom(c, &svc), c.DeregisterCriticalServiceAfter)
+		a.state.addCheck(checkFrom(c, &svc), c.DeregisterCriticalServiceAfter)
 		if err := a.runner.Start(c); err != nil {
 			return err
 		}
 	}
 	if replaceExistingChecks {
 		for _, c := range a.state.Checks() {
-			if c.ServiceID == id && !keep[c.CheckID] && c.Type != MaintenanceCheckType {
+			if c.ServiceID == id && !keep[c.CheckID] && c.Type != maintenanceCheckType {
 				a.runner.Stop(c.CheckID)
-				a.state.RemoveCheck(c.CheckID)
+				a.state.removeCheck(c.CheckID)
 			}
 		}
 	}
@@ -315,7 +315,7 @@ func (a *Agent) DeregisterService(id string) error {
 			a.runner.Stop(c.CheckID)
 		}
 	}
-	a.state.RemoveService(id)
+	a.state.removeService(id)
 	return nil
 }
 
@@ -330,15 +330,15 @@ func (a *Agent) EnableNodeMaintenance(reason string) {
 	if reason == "" {
 		reason = defaultNodeMaintReason
 	}
-	a.state.AddCheck(Check{CheckID: NodeMaintenanceCheckID, Name: nodeMaintenanceName, Notes: reason,
-		Status: checks.Critical, Type: MaintenanceCheckType}, 0)
+	a.state.addCheck(Check{CheckID: NodeMaintenanceCheckID, Name: nodeMaintenanceName, Notes: reason,
+		Status: checks.Critical, Type: maintenanceCheckType}, 0)
 }
 
 // DisableNodeMaintenance removes the node maintenance check, if any.
 func (a *Agent) DisableNodeMaintenance() {
 	a.opMu.Lock()
 	defer a.opMu.Unlock()
-	a.state.RemoveCheck(NodeMaintenanceCheckID)
+	a.state.removeCheck(NodeMaintenanceCheckID)
 }
 
 // EnableServiceMaintenance adds the critical "_service_maintenance:<id>"
@@ -360,8 +360,8 @@ func (a *Agent) EnableServiceMaintenance(id, reason string) error {
 	if reason == "" {
 		reason = defaultServiceMaintReason
 	}
-	a.state.AddCheck(Check{CheckID: cid, Name: serviceMaintenanceName, Notes: reason,
-		Status: checks.Critical, Type: MaintenanceCheckType,
+	a.state.addCheck(Check{CheckID: cid, Name: serviceMaintenanceName, Notes: reason,
+		Status: checks.Critical, Type: maintenanceCheckType,
 		ServiceID: svc.ID, ServiceName: svc.Service, ServiceTags: svc.Tags}, 0)
 	return nil
 }
@@ -376,6 +376,6 @@ func (a *Agent) DisableServiceMaintenance(id string) error {
 	if _, ok := a.state.Service(id); !ok {
 		return unknownService(id)
 	}
-	a.state.RemoveCheck(ServiceMaintenancePrefix + id)
+	a.state.removeCheck(ServiceMaintenancePrefix + id)
 	return nil
 }

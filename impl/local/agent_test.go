@@ -62,7 +62,7 @@ func settle() {
 // the first), so every change so far is in the catalog and the next one is
 // written at once.
 func quiesce() {
-	time.Sleep(2*DefaultMinSyncGap + time.Nanosecond)
+	time.Sleep(2*defaultMinSyncGap + time.Nanosecond)
 	synctest.Wait()
 }
 
@@ -182,11 +182,11 @@ func TestOutputOnlyChangesAreDeferred(t *testing.T) {
 }
 
 // TestFlappingCheckIsRateLimited: a client flips a TTL check every 10 ms for
-// 10 s. Writes stay within one per MinSyncGap and the catalog ends on the
+// 10 s. Writes stay within one per minSyncGap and the catalog ends on the
 // last status; with the gap off the same flapping writes on every flip.
 func TestFlappingCheckIsRateLimited(t *testing.T) {
 	flap := func(t *testing.T, gap time.Duration) (writes int, final string) {
-		h := start(t, func(c *Config) { c.Sync.MinSyncGap = gap })
+		h := start(t, func(c *Config) { c.Sync.minSyncGap = gap })
 		ttlService(t, h, "web1", "1h", "")
 		base := h.cat.Writes()
 		status := checks.Passing
@@ -233,12 +233,12 @@ func TestFullSyncRepairsDrift(t *testing.T) {
 		quiesce()
 		want := h.cat.Dump(node)
 
-		h.cat.Put(node, &Service{ID: "web1", Service: "web", Tags: []string{"changed"}}, nil)
-		h.cat.Drop(node, "web2", "")
-		h.cat.Drop(node, "", NodeMaintenanceCheckID)
-		h.cat.Put(node, &Service{ID: "rogue", Service: "rogue"}, &Check{CheckID: "rogue-check", ServiceID: "rogue", Status: "passing"})
-		h.cat.Put(node, nil, &Check{CheckID: "stray", Status: "passing"})
-		h.cat.Put(node, &Service{ID: "consul", Service: "consul"}, &Check{CheckID: "serfHealth", Status: "passing"})
+		h.cat.put(node, &Service{ID: "web1", Service: "web", Tags: []string{"changed"}}, nil)
+		h.cat.drop(node, "web2", "")
+		h.cat.drop(node, "", NodeMaintenanceCheckID)
+		h.cat.put(node, &Service{ID: "rogue", Service: "rogue"}, &Check{CheckID: "rogue-check", ServiceID: "rogue", Status: "passing"})
+		h.cat.put(node, nil, &Check{CheckID: "stray", Status: "passing"})
+		h.cat.put(node, &Service{ID: "consul", Service: "consul"}, &Check{CheckID: "serfHealth", Status: "passing"})
 		leader := "check serfHealth svc= passing \"\"\n"
 		leaderSvc := "\nservice consul consul tags=[] :0"
 		base := h.cat.Writes()
@@ -293,18 +293,18 @@ func TestDeregisterCriticalServiceAfter(t *testing.T) {
 
 func TestCriticalForRestartsOnRecovery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := NewState(node, 0, zero)
-		st.AddService(Service{ID: "s", Service: "s"})
-		st.AddCheck(Check{CheckID: "c", ServiceID: "s", Status: checks.Critical}, time.Minute)
+		st := newState(node, 0, zero)
+		st.addService(Service{ID: "s", Service: "s"})
+		st.addCheck(Check{CheckID: "c", ServiceID: "s", Status: checks.Critical}, time.Minute)
 		time.Sleep(50 * time.Second)
-		st.UpdateCheck("c", checks.Passing, "")
-		st.UpdateCheck("c", checks.Critical, "")
+		st.updateCheck("c", checks.Passing, "")
+		st.updateCheck("c", checks.Critical, "")
 		time.Sleep(50 * time.Second)
-		if got := st.CriticalServices(time.Now()); len(got) != 0 {
+		if got := st.criticalServices(time.Now()); len(got) != 0 {
 			t.Fatalf("critical time survived a passing result: %v", got)
 		}
 		time.Sleep(10 * time.Second)
-		if got := st.CriticalServices(time.Now()); !cmp.Equal(got, []string{"s"}) {
+		if got := st.criticalServices(time.Now()); !cmp.Equal(got, []string{"s"}) {
 			t.Fatalf("critical for 1 min: %v", got)
 		}
 	})
@@ -376,7 +376,7 @@ func TestMaintenance(t *testing.T) {
 // leaves the agent and the catalog as they were.
 func TestRefusalsChangeNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, func(c *Config) { c.MaxServices = 2; c.MaxChecks = 3 })
+		h := start(t, func(c *Config) { c.maxServices = 2; c.maxChecks = 3 })
 		ttlService(t, h, "web1", "1h", "")
 		svcs, chks, writes := h.a.State().Services(), h.a.State().Checks(), h.cat.Writes()
 
@@ -579,7 +579,7 @@ func TestFailedSyncIsRetried(t *testing.T) {
 			c.Sync.Stagger = func(d time.Duration) time.Duration { return d / 2 }
 		})
 		ttlService(t, h, "web1", "1h", "")
-		h.cat.Fail(errors.New("no leader"))
+		h.cat.fail(errors.New("no leader"))
 		if err := h.a.UpdateTTL("service:web1", checks.Passing, ""); err != nil {
 			t.Fatal(err)
 		}
@@ -587,7 +587,7 @@ func TestFailedSyncIsRetried(t *testing.T) {
 		if len(errs) != 1 || !strings.Contains(errs[0].Error(), "sync register service web1: no leader") {
 			t.Fatalf("errors reported: %v", errs)
 		}
-		h.cat.Fail(nil)
+		h.cat.fail(nil)
 		time.Sleep(22500*time.Millisecond - time.Nanosecond)
 		settle()
 		if strings.Contains(h.cat.Dump(node), "passing") {
@@ -605,13 +605,13 @@ func TestFailedSyncIsRetried(t *testing.T) {
 // out of the way).
 func TestReapReturnsWhatItRemoved(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, func(c *Config) { c.ReapInterval = time.Hour })
+		h := start(t, func(c *Config) { c.reapInterval = time.Hour })
 		ttlService(t, h, "doomed", "10s", `,"DeregisterCriticalServiceAfter":"1m"`)
 		time.Sleep(time.Minute)
-		if got := h.a.Reap(); !cmp.Equal(got, []string{"doomed"}) {
+		if got := h.a.reap(); !cmp.Equal(got, []string{"doomed"}) {
 			t.Fatalf("reaped %v", got)
 		}
-		if got := h.a.Reap(); len(got) != 0 {
+		if got := h.a.reap(); len(got) != 0 {
 			t.Fatalf("reaped again: %v", got)
 		}
 	})
@@ -621,7 +621,7 @@ func TestReapReturnsWhatItRemoved(t *testing.T) {
 // re-registration included, and is reachable exactly.
 func TestCheckLimitIsExact(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := start(t, func(c *Config) { c.MaxChecks = 3 })
+		h := start(t, func(c *Config) { c.maxChecks = 3 })
 		reg := func(body string) error {
 			def, err := DecodeService([]byte(body))
 			if err != nil {
@@ -666,16 +666,16 @@ func (d *denyingCatalog) Register(string, *Service, []Check) error {
 func TestPermissionDeniedWaitsForFullSync(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cat := &denyingCatalog{MemCatalog: NewMemCatalog()}
-		st := NewState(node, 0, zero)
-		s := NewSyncer(st, cat, SyncConfig{Stagger: zero})
-		st.AddService(Service{ID: "a", Service: "a"})
+		st := newState(node, 0, zero)
+		s := newSyncer(st, cat, SyncConfig{Stagger: zero})
+		st.addService(Service{ID: "a", Service: "a"})
 		if err := s.SyncChanges(); err != nil {
 			t.Fatalf("a denial is not an error to retry: %v", err)
 		}
 		if err := s.SyncChanges(); err != nil || cat.denied != 1 {
 			t.Fatalf("denied write retried by a partial sync (%d tries)", cat.denied)
 		}
-		if err := s.SyncFull(); err != nil || cat.denied != 2 {
+		if err := s.syncFull(); err != nil || cat.denied != 2 {
 			t.Fatalf("full sync did not retry the denied write (%d tries)", cat.denied)
 		}
 	})
@@ -686,26 +686,26 @@ func TestServerUpTriggersFullSync(t *testing.T) {
 		h := start(t, func(c *Config) {
 			c.Sync.Stagger = func(d time.Duration) time.Duration { return d / 2 }
 		})
-		reads := h.cat.Reads()
+		reads := h.cat.readCount()
 		time.Sleep(10 * time.Second)
-		h.a.Syncer().ServerUp()
+		h.a.Syncer().noteServerUp()
 		time.Sleep(1500*time.Millisecond - time.Nanosecond)
 		settle()
-		if h.cat.Reads() != reads {
+		if h.cat.readCount() != reads {
 			t.Fatal("full sync ran before its stagger")
 		}
 		time.Sleep(time.Nanosecond)
 		settle()
-		if h.cat.Reads() != reads+2 {
-			t.Fatalf("ServerUp: %d reads, want one full sync (2)", h.cat.Reads()-reads)
+		if h.cat.readCount() != reads+2 {
+			t.Fatalf("noteServerUp: %d reads, want one full sync (2)", h.cat.readCount()-reads)
 		}
 	})
 }
 
 func TestScaleFactor(t *testing.T) {
 	for n, want := range map[int]int{1: 1, 128: 1, 129: 2, 256: 2, 257: 3, 512: 3, 1024: 4, 8192: 7} {
-		if got := ScaleFactor(n); got != want {
-			t.Errorf("ScaleFactor(%d) = %d, want %d", n, got, want)
+		if got := scaleFactor(n); got != want {
+			t.Errorf("scaleFactor(%d) = %d, want %d", n, got, want)
 		}
 	}
 }
@@ -717,16 +717,16 @@ func TestFullSyncIntervalScales(t *testing.T) {
 			c.Sync.ClusterSize = func() int { return 256 }
 			c.Sync.Stagger = func(d time.Duration) time.Duration { return d - time.Nanosecond }
 		})
-		reads := h.cat.Reads()
+		reads := h.cat.readCount()
 		time.Sleep(3*time.Minute - 2*time.Nanosecond)
 		settle()
-		if h.cat.Reads() != reads {
+		if h.cat.readCount() != reads {
 			t.Fatal("full sync came before 1m + 2 × 1m on 256 members")
 		}
 		time.Sleep(time.Nanosecond)
 		settle()
-		if h.cat.Reads() != reads+2 {
-			t.Fatalf("%d reads at 3m", h.cat.Reads()-reads)
+		if h.cat.readCount() != reads+2 {
+			t.Fatalf("%d reads at 3m", h.cat.readCount()-reads)
 		}
 	})
 }
@@ -741,7 +741,7 @@ func TestRealTCPCheckReachesCatalog(t *testing.T) {
 	}
 	defer ln.Close()
 	cat := NewMemCatalog()
-	a := NewAgent(Config{Node: node, Stagger: zero, Sync: SyncConfig{Stagger: zero, MinSyncGap: -1}}, cat)
+	a := NewAgent(Config{Node: node, Stagger: zero, Sync: SyncConfig{Stagger: zero, minSyncGap: -1}}, cat)
 	defer a.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

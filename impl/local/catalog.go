@@ -60,15 +60,15 @@ func (m *MemCatalog) Writes() int {
 	return m.writes
 }
 
-// Reads is the number of reads so far.
-func (m *MemCatalog) Reads() int {
+// readCount is the number of reads so far.
+func (m *MemCatalog) readCount() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.reads
 }
 
-// Fail makes every call return err until Fail(nil).
-func (m *MemCatalog) Fail(err error) {
+// fail makes every call return err until fail(nil).
+func (m *MemCatalog) fail(err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.failWith = err
@@ -214,27 +214,27 @@ func (m *MemCatalog) RegisterNode(node string, info NodeInfo) error {
 	return nil
 }
 
-// Record is node's record and whether the node exists, for tests to
+// record is node's record and whether the node exists, for tests to
 // inspect; it is not counted as a read.
-func (m *MemCatalog) Record(node string) (NodeInfo, bool) {
+func (m *MemCatalog) record(node string) (NodeInfo, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	_, ok := m.services[node]
 	return m.records[node].clone(), ok
 }
 
-// PutNode rewrites node's record behind the agent's back, without counting
+// putNode rewrites node's record behind the agent's back, without counting
 // a write: drift, as an operator's /v1/catalog/register would cause.
-func (m *MemCatalog) PutNode(node string, info NodeInfo) {
+func (m *MemCatalog) putNode(node string, info NodeInfo) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.node(node)
 	m.records[node] = info.clone()
 }
 
-// Put writes a service or a check straight into the catalog without
+// put writes a service or a check straight into the catalog without
 // counting a write: drift, as a /v1/catalog/register call would cause.
-func (m *MemCatalog) Put(node string, svc *Service, check *Check) {
+func (m *MemCatalog) put(node string, svc *Service, check *Check) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	svcs, chks := m.node(node)
@@ -248,9 +248,9 @@ func (m *MemCatalog) Put(node string, svc *Service, check *Check) {
 	}
 }
 
-// Drop deletes a service (with its checks) or a check behind the agent's
+// drop deletes a service (with its checks) or a check behind the agent's
 // back, without counting a write.
-func (m *MemCatalog) Drop(node, serviceID, checkID string) {
+func (m *MemCatalog) drop(node, serviceID, checkID string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	svcs, chks := m.node(node)

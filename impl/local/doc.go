@@ -35,8 +35,8 @@
 //     IDs "service:<id>" (or "service:<id>:<n>" from 1 when there are
 //     several) and names "Service '<name>' check".
 //
-// tenure's own bounds, beyond Consul: at most MaxServices services and
-// MaxChecks checks per agent, and at most one partial sync per MinSyncGap
+// tenure's own bounds, beyond Consul: at most maxServices services and
+// maxChecks checks per agent, and at most one partial sync per minSyncGap
 // (1 s), with changes arriving in between merged into the next one, so a
 // check flapping as fast as a client can post costs the leader at most one
 // write per gap per service.

@@ -20,8 +20,8 @@ func newNodeSynced(cat Catalog) *Syncer {
 
 func newNodeSyncedState(cat Catalog) (*State, *Syncer) {
 	info := agentNodeInfo()
-	st := NewState(node, 0, zero)
-	return st, NewSyncer(st, cat, SyncConfig{Stagger: zero, NodeInfo: &info})
+	st := newState(node, 0, zero)
+	return st, newSyncer(st, cat, SyncConfig{Stagger: zero, NodeInfo: &info})
 }
 
 // TestNodeInfoSameComparesEveryField: a record differing in any one field
@@ -55,13 +55,13 @@ func TestNodeInfoSameComparesEveryField(t *testing.T) {
 func TestFirstSyncWritesNodeInfo(t *testing.T) {
 	cat := NewMemCatalog()
 	s := newNodeSynced(cat)
-	if err := s.SyncFull(); err != nil {
+	if err := s.syncFull(); err != nil {
 		t.Fatal(err)
 	}
-	if r := cat.Reads(); r != 2 {
+	if r := cat.readCount(); r != 2 {
 		t.Errorf("a full sync made %d reads, want 2: the node with its services, and its checks", r)
 	}
-	got, found := cat.Record(node)
+	got, found := cat.record(node)
 	if !found {
 		t.Fatal("the node is not in the catalog after the first sync")
 	}
@@ -72,7 +72,7 @@ func TestFirstSyncWritesNodeInfo(t *testing.T) {
 		t.Errorf("first sync made %d writes, want 1", w)
 	}
 	for range 2 {
-		if err := s.SyncFull(); err != nil {
+		if err := s.syncFull(); err != nil {
 			t.Fatal(err)
 		}
 		mustSync(t, s)
@@ -95,18 +95,18 @@ func TestFullSyncRestoresRewrittenNodeInfo(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			cat := NewMemCatalog()
 			s := newNodeSynced(cat)
-			if err := s.SyncFull(); err != nil {
+			if err := s.syncFull(); err != nil {
 				t.Fatal(err)
 			}
-			cat.PutNode(node, drift)
+			cat.putNode(node, drift)
 			mustSync(t, s)
-			if got, _ := cat.Record(node); !drift.same(got) {
+			if got, _ := cat.record(node); !drift.same(got) {
 				t.Fatalf("a partial sync rewrote the node: %+v", got)
 			}
-			if err := s.SyncFull(); err != nil {
+			if err := s.syncFull(); err != nil {
 				t.Fatal(err)
 			}
-			if got, _ := cat.Record(node); !agentNodeInfo().same(got) {
+			if got, _ := cat.record(node); !agentNodeInfo().same(got) {
 				t.Errorf("full sync left the rewritten record: %+v", got)
 			}
 		})
@@ -120,13 +120,13 @@ func TestFullSyncRestoresRewrittenNodeInfo(t *testing.T) {
 func TestFullSyncWithNodeInfoRepairsServices(t *testing.T) {
 	cat := NewMemCatalog()
 	st, s := newNodeSyncedState(cat)
-	st.AddService(Service{ID: "web", Service: "web"})
-	if err := s.SyncFull(); err != nil {
+	st.addService(Service{ID: "web", Service: "web"})
+	if err := s.syncFull(); err != nil {
 		t.Fatal(err)
 	}
-	cat.Drop(node, "web", "")
-	cat.Put(node, &Service{ID: "stray", Service: "stray"}, nil)
-	if err := s.SyncFull(); err != nil {
+	cat.drop(node, "web", "")
+	cat.put(node, &Service{ID: "stray", Service: "stray"}, nil)
+	if err := s.syncFull(); err != nil {
 		t.Fatal(err)
 	}
 	svcs, _ := cat.NodeServices(node)
@@ -144,12 +144,12 @@ func TestNodeInfoWriteRetriedAfterFailure(t *testing.T) {
 	if err := s.SyncChanges(); err == nil {
 		t.Fatal("a sync whose node write failed reported no error")
 	}
-	if _, found := cat.Record(node); found {
+	if _, found := cat.record(node); found {
 		t.Fatal("the failed write left a node")
 	}
 	cat.fail = nil
 	mustSync(t, s)
-	if got, _ := cat.Record(node); !agentNodeInfo().same(got) {
+	if got, _ := cat.record(node); !agentNodeInfo().same(got) {
 		t.Errorf("the retry did not write the record: %+v", got)
 	}
 
@@ -169,15 +169,15 @@ func TestNodeInfoWriteRetriedAfterFailure(t *testing.T) {
 func TestNodeInfoNeedsTheCapability(t *testing.T) {
 	cat := NewMemCatalog()
 	_, s := newSynced(cat) // no NodeInfo
-	if err := s.SyncFull(); err != nil {
+	if err := s.syncFull(); err != nil {
 		t.Fatal(err)
 	}
-	if _, found := cat.Record(node); found || cat.Writes() != 0 {
+	if _, found := cat.record(node); found || cat.Writes() != 0 {
 		t.Errorf("a syncer without NodeInfo wrote the node (found %v, %d writes)", found, cat.Writes())
 	}
 	info := agentNodeInfo()
-	s = NewSyncer(NewState(node, 0, zero), servicesOnly{cat}, SyncConfig{Stagger: zero, NodeInfo: &info})
-	if err := s.SyncFull(); err != nil {
+	s = newSyncer(newState(node, 0, zero), servicesOnly{cat}, SyncConfig{Stagger: zero, NodeInfo: &info})
+	if err := s.syncFull(); err != nil {
 		t.Fatal(err)
 	}
 	if cat.Writes() != 0 {

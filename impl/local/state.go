@@ -49,10 +49,10 @@ type State struct {
 	changes  chan struct{} // capacity 1: pending change notices coalesce into one
 }
 
-// NewState returns the empty state of node. checkUpdateInterval < 0 turns
+// newState returns the empty state of node. checkUpdateInterval < 0 turns
 // deferral of output-only changes off (Consul's 0); 0 means the default.
 // stagger draws the random part of the deferral (nil: uniform in [0, d)).
-func NewState(node string, checkUpdateInterval time.Duration, stagger func(time.Duration) time.Duration) *State {
+func newState(node string, checkUpdateInterval time.Duration, stagger func(time.Duration) time.Duration) *State {
 	switch {
 	case checkUpdateInterval == 0:
 		checkUpdateInterval = DefaultCheckUpdateInterval
@@ -75,9 +75,9 @@ func NewState(node string, checkUpdateInterval time.Duration, stagger func(time.
 // Node is the agent's node name.
 func (s *State) Node() string { return s.node }
 
-// Changes delivers a notice whenever something went out of sync; notices
+// changeNotices delivers a notice whenever something went out of sync; notices
 // that are not yet taken merge into one.
-func (s *State) Changes() <-chan struct{} { return s.changes }
+func (s *State) changeNotices() <-chan struct{} { return s.changes }
 
 func (s *State) trigger() {
 	select {
@@ -91,18 +91,18 @@ func (s *State) bump() uint64 {
 	return s.ver
 }
 
-// AddService adds or replaces a service and marks it out of sync.
-func (s *State) AddService(svc Service) {
+// addService adds or replaces a service and marks it out of sync.
+func (s *State) addService(svc Service) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.services[svc.ID] = &serviceEntry{svc: svc.clone(), ver: s.bump()}
 	s.trigger()
 }
 
-// RemoveService marks a service and its checks deleted; the Syncer removes
+// removeService marks a service and its checks deleted; the Syncer removes
 // them from the catalog and then forgets them. It reports whether the
 // service existed.
-func (s *State) RemoveService(id string) bool {
+func (s *State) removeService(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.services[id]
@@ -119,10 +119,10 @@ func (s *State) RemoveService(id string) bool {
 	return true
 }
 
-// AddCheck adds or replaces a check and marks it out of sync. A check that
+// addCheck adds or replaces a check and marks it out of sync. A check that
 // already exists keeps its status and output, so re-registering does not
 // flap it. dcsa is the check's DeregisterCriticalServiceAfter.
-func (s *State) AddCheck(c Check, dcsa time.Duration) {
+func (s *State) addCheck(c Check, dcsa time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c = c.clone()
@@ -140,8 +140,8 @@ func (s *State) AddCheck(c Check, dcsa time.Duration) {
 	s.trigger()
 }
 
-// RemoveCheck marks a check deleted and reports whether it existed.
-func (s *State) RemoveCheck(id string) bool {
+// removeCheck marks a check deleted and reports whether it existed.
+func (s *State) removeCheck(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.checks[id]
@@ -165,13 +165,13 @@ func stopTimer(e *checkEntry) {
 	}
 }
 
-// UpdateCheck records a check's new result, as Consul's local state does: a
+// updateCheck records a check's new result, as Consul's local state does: a
 // status change goes out of sync at once; an output-only change is kept
 // locally and goes out of sync only after check_update_interval/2 plus a
 // random part of it, so a chatty check costs the leader little; an
 // identical result changes nothing. Unknown or deleted checks are ignored
 // (a runner may report once more while its check is being removed).
-func (s *State) UpdateCheck(id, status, output string) {
+func (s *State) updateCheck(id, status, output string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.checks[id]
@@ -281,10 +281,10 @@ func (s *State) counts() (services, checks int) {
 	return services, checks
 }
 
-// CriticalServices lists the services that have a check with a
+// criticalServices lists the services that have a check with a
 // DeregisterCriticalServiceAfter which has been critical, locally, for at
 // least that long.
-func (s *State) CriticalServices(now time.Time) []string {
+func (s *State) criticalServices(now time.Time) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	seen := map[string]bool{}

@@ -13,14 +13,14 @@ import (
 
 // Consul's anti-entropy timings (not user-settable there either).
 const (
-	DefaultSyncInterval    = time.Minute      // ae_interval: full sync period, before scaling
-	DefaultRetryInterval   = 15 * time.Second // after a failed sync
-	DefaultServerUpStagger = 3 * time.Second  // spread of full syncs after a new leader
-	// DefaultMinSyncGap is tenure's own bound on partial syncs: at most one
+	defaultSyncInterval    = time.Minute      // ae_interval: full sync period, before scaling
+	defaultRetryInterval   = 15 * time.Second // after a failed sync
+	defaultServerUpStagger = 3 * time.Second  // spread of full syncs after a new leader
+	// defaultMinSyncGap is tenure's own bound on partial syncs: at most one
 	// per gap, whatever the checks do. Consul relies on checks running at
 	// most once a second; a client hammering a TTL check has no such limit,
 	// so the gap is what keeps a flapping check from flooding the leader.
-	DefaultMinSyncGap = time.Second
+	defaultMinSyncGap = time.Second
 )
 
 // The entries full syncs leave alone: the leader owns them.
@@ -33,8 +33,8 @@ const (
 type SyncConfig struct {
 	Interval        time.Duration
 	RetryInterval   time.Duration
-	ServerUpStagger time.Duration
-	MinSyncGap      time.Duration
+	serverUpStagger time.Duration
+	minSyncGap      time.Duration
 	// ClusterSize is the number of LAN members (failed and left included),
 	// which stretches the full-sync period on big clusters; nil means 1.
 	ClusterSize func() int
@@ -87,21 +87,21 @@ func (s *Syncer) Halt() {
 	<-s.syncing
 }
 
-// NewSyncer returns a Syncer of st against cat.
-func NewSyncer(st *State, cat Catalog, cfg SyncConfig) *Syncer {
+// newSyncer returns a Syncer of st against cat.
+func newSyncer(st *State, cat Catalog, cfg SyncConfig) *Syncer {
 	if cfg.Interval <= 0 {
-		cfg.Interval = DefaultSyncInterval
+		cfg.Interval = defaultSyncInterval
 	}
 	if cfg.RetryInterval <= 0 {
-		cfg.RetryInterval = DefaultRetryInterval
+		cfg.RetryInterval = defaultRetryInterval
 	}
-	if cfg.ServerUpStagger <= 0 {
-		cfg.ServerUpStagger = DefaultServerUpStagger
+	if cfg.serverUpStagger <= 0 {
+		cfg.serverUpStagger = defaultServerUpStagger
 	}
-	if cfg.MinSyncGap < 0 {
-		cfg.MinSyncGap = 0
-	} else if cfg.MinSyncGap == 0 {
-		cfg.MinSyncGap = DefaultMinSyncGap
+	if cfg.minSyncGap < 0 {
+		cfg.minSyncGap = 0
+	} else if cfg.minSyncGap == 0 {
+		cfg.minSyncGap = defaultMinSyncGap
 	}
 	if cfg.ClusterSize == nil {
 		cfg.ClusterSize = func() int { return 1 }
@@ -122,9 +122,9 @@ func NewSyncer(st *State, cat Catalog, cfg SyncConfig) *Syncer {
 	return s
 }
 
-// ScaleFactor is how much Consul stretches sync periods with cluster size:
+// scaleFactor is how much Consul stretches sync periods with cluster size:
 // 1 up to 128 members, then one more per doubling.
-func ScaleFactor(n int) int {
+func scaleFactor(n int) int {
 	const threshold = 128
 	if n <= threshold {
 		return 1
@@ -133,12 +133,12 @@ func ScaleFactor(n int) int {
 }
 
 func (s *Syncer) scaled(d time.Duration) time.Duration {
-	return time.Duration(ScaleFactor(s.cfg.ClusterSize())) * d
+	return time.Duration(scaleFactor(s.cfg.ClusterSize())) * d
 }
 
-// ServerUp asks for a full sync soon (after a random stagger), as Consul
+// noteServerUp asks for a full sync soon (after a random stagger), as Consul
 // does when a server joins or a new leader announces itself.
-func (s *Syncer) ServerUp() {
+func (s *Syncer) noteServerUp() {
 	select {
 	case s.serverUp <- struct{}{}:
 	default:
@@ -151,11 +151,11 @@ func (s *Syncer) report(err error) {
 	}
 }
 
-// Run syncs until ctx ends: a full sync first, then a full sync every
+// run syncs until ctx ends: a full sync first, then a full sync every
 // Interval plus a random scaled part of it (RetryInterval likewise after a
 // failure), and a partial sync for each batch of changes, at most one per
-// MinSyncGap.
-func (s *Syncer) Run(ctx context.Context) {
+// minSyncGap.
+func (s *Syncer) run(ctx context.Context) {
 	full := time.NewTimer(0)
 	defer full.Stop()
 	var gap, retry <-chan time.Time
@@ -165,7 +165,7 @@ func (s *Syncer) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-full.C:
-			err := s.SyncFull()
+			err := s.syncFull()
 			s.report(err)
 			if err != nil {
 				full.Reset(s.cfg.RetryInterval + s.cfg.Stagger(s.scaled(s.cfg.RetryInterval)))
@@ -173,8 +173,8 @@ func (s *Syncer) Run(ctx context.Context) {
 				full.Reset(s.cfg.Interval + s.cfg.Stagger(s.scaled(s.cfg.Interval)))
 			}
 		case <-s.serverUp:
-			full.Reset(s.cfg.Stagger(s.scaled(s.cfg.ServerUpStagger)))
-		case <-s.st.Changes():
+			full.Reset(s.cfg.Stagger(s.scaled(s.cfg.serverUpStagger)))
+		case <-s.st.changeNotices():
 			pending = true
 		case <-gap:
 			gap = nil
@@ -189,19 +189,19 @@ func (s *Syncer) Run(ctx context.Context) {
 					retry = time.After(s.cfg.RetryInterval + s.cfg.Stagger(s.scaled(s.cfg.RetryInterval)))
 				}
 			}
-			if s.cfg.MinSyncGap > 0 {
-				gap = time.After(s.cfg.MinSyncGap)
+			if s.cfg.minSyncGap > 0 {
+				gap = time.After(s.cfg.minSyncGap)
 			}
 		}
 	}
 }
 
-// SyncFull reads the node's record and entries from the catalog, marks the
+// syncFull reads the node's record and entries from the catalog, marks the
 // record and every local entry the catalog lacks or has differently, marks
 // for deletion what the catalog has and the agent does not (except the
 // leader's "consul" service and "serfHealth" check), and then syncs the
 // changes.
-func (s *Syncer) SyncFull() error {
+func (s *Syncer) syncFull() error {
 	s.syncing <- struct{}{}
 	defer func() { <-s.syncing }()
 	if s.halted {

@@ -56,8 +56,8 @@ func (h *hookCatalog) DeregisterCheck(node, id string) error {
 }
 
 func newSynced(cat Catalog) (*State, *Syncer) {
-	st := NewState(node, 0, zero)
-	return st, NewSyncer(st, cat, SyncConfig{Stagger: zero})
+	st := newState(node, 0, zero)
+	return st, newSyncer(st, cat, SyncConfig{Stagger: zero})
 }
 
 func svcCheck(id, svc, status string) Check {
@@ -120,14 +120,14 @@ func TestSameComparesEveryField(t *testing.T) {
 func TestServiceDeletionIsOneWrite(t *testing.T) {
 	cat := newHook()
 	st, s := newSynced(cat)
-	st.AddService(Service{ID: "w", Service: "w"})
-	st.AddService(Service{ID: "v", Service: "v"})
-	st.AddCheck(svcCheck("c1", "w", checks.Passing), 0)
-	st.AddCheck(svcCheck("c2", "w", checks.Passing), 0)
-	st.AddCheck(svcCheck("c3", "v", checks.Passing), 0)
+	st.addService(Service{ID: "w", Service: "w"})
+	st.addService(Service{ID: "v", Service: "v"})
+	st.addCheck(svcCheck("c1", "w", checks.Passing), 0)
+	st.addCheck(svcCheck("c2", "w", checks.Passing), 0)
+	st.addCheck(svcCheck("c3", "v", checks.Passing), 0)
 	mustSync(t, s)
 	cat.attempts = 0
-	st.RemoveService("w")
+	st.removeService("w")
 	mustSync(t, s)
 	if cat.attempts != 1 {
 		t.Fatalf("deleting a service with two checks took %d calls", cat.attempts)
@@ -145,13 +145,13 @@ func TestServiceDeletionIsOneWrite(t *testing.T) {
 func TestEveryChangedServiceIsWritten(t *testing.T) {
 	cat := NewMemCatalog()
 	st, s := newSynced(cat)
-	st.AddService(Service{ID: "a", Service: "a"})
-	st.AddService(Service{ID: "b", Service: "b"})
-	st.AddCheck(Check{CheckID: "n1", Status: checks.Passing}, 0)
-	st.AddCheck(Check{CheckID: "n2", Status: checks.Passing}, 0)
+	st.addService(Service{ID: "a", Service: "a"})
+	st.addService(Service{ID: "b", Service: "b"})
+	st.addCheck(Check{CheckID: "n1", Status: checks.Passing}, 0)
+	st.addCheck(Check{CheckID: "n2", Status: checks.Passing}, 0)
 	mustSync(t, s)
-	st.AddService(Service{ID: "b", Service: "b", Port: 9})
-	st.UpdateCheck("n2", checks.Critical, "")
+	st.addService(Service{ID: "b", Service: "b", Port: 9})
+	st.updateCheck("n2", checks.Critical, "")
 	mustSync(t, s)
 	if got := cat.Dump(node); !strings.Contains(got, "service b b tags=[] :9") || !strings.Contains(got, `check n2 svc= critical`) {
 		t.Fatalf("catalog:\n%s", got)
@@ -164,11 +164,11 @@ func TestEveryChangedServiceIsWritten(t *testing.T) {
 func TestCheckWriteCarriesItsService(t *testing.T) {
 	cat := NewMemCatalog()
 	st, s := newSynced(cat)
-	st.AddService(Service{ID: "w", Service: "w"})
-	st.AddCheck(svcCheck("c", "w", checks.Passing), 0)
+	st.addService(Service{ID: "w", Service: "w"})
+	st.addCheck(svcCheck("c", "w", checks.Passing), 0)
 	mustSync(t, s)
-	cat.Drop(node, "w", "")
-	st.UpdateCheck("c", checks.Critical, "down")
+	cat.drop(node, "w", "")
+	st.updateCheck("c", checks.Critical, "down")
 	mustSync(t, s)
 	if got := cat.Dump(node); got != "check c svc=w critical \"down\"\nservice w w tags=[] :0" {
 		t.Fatalf("catalog:\n%s", got)
@@ -186,8 +186,8 @@ func TestOneFailedWriteDoesNotStopTheOthers(t *testing.T) {
 		}
 		return nil
 	}
-	st.AddService(Service{ID: "a", Service: "a"})
-	st.AddService(Service{ID: "b", Service: "b"})
+	st.addService(Service{ID: "a", Service: "a"})
+	st.addService(Service{ID: "b", Service: "b"})
 	err := s.SyncChanges()
 	if err == nil || !strings.Contains(err.Error(), "sync register service a: refused") {
 		t.Fatalf("error %v", err)
@@ -207,10 +207,10 @@ func TestOneFailedWriteDoesNotStopTheOthers(t *testing.T) {
 func TestChangeDuringWriteStaysOutOfSync(t *testing.T) {
 	cat := newHook()
 	st, s := newSynced(cat)
-	st.AddCheck(Check{CheckID: "c", Status: checks.Passing}, 0)
+	st.addCheck(Check{CheckID: "c", Status: checks.Passing}, 0)
 	cat.beforeWrite = func(string) error {
 		cat.beforeWrite = nil
-		st.UpdateCheck("c", checks.Critical, "")
+		st.updateCheck("c", checks.Critical, "")
 		return nil
 	}
 	mustSync(t, s)
@@ -219,10 +219,10 @@ func TestChangeDuringWriteStaysOutOfSync(t *testing.T) {
 		t.Fatalf("catalog:\n%s", got)
 	}
 
-	st.AddService(Service{ID: "w", Service: "w"})
+	st.addService(Service{ID: "w", Service: "w"})
 	cat.beforeWrite = func(string) error {
 		cat.beforeWrite = nil
-		st.AddService(Service{ID: "w", Service: "w", Port: 7})
+		st.addService(Service{ID: "w", Service: "w", Port: 7})
 		return nil
 	}
 	mustSync(t, s)
@@ -237,17 +237,17 @@ func TestChangeDuringWriteStaysOutOfSync(t *testing.T) {
 func TestReaddedDuringDeletionSurvives(t *testing.T) {
 	cat := newHook()
 	st, s := newSynced(cat)
-	st.AddService(Service{ID: "w", Service: "w"})
-	st.AddCheck(Check{CheckID: "c", Status: checks.Passing}, 0)
+	st.addService(Service{ID: "w", Service: "w"})
+	st.addCheck(Check{CheckID: "c", Status: checks.Passing}, 0)
 	mustSync(t, s)
-	st.RemoveService("w")
-	st.RemoveCheck("c")
+	st.removeService("w")
+	st.removeCheck("c")
 	cat.beforeWrite = func(what string) error {
 		switch what {
 		case "deregister service w":
-			st.AddService(Service{ID: "w", Service: "w", Port: 1})
+			st.addService(Service{ID: "w", Service: "w", Port: 1})
 		case "deregister check c":
-			st.AddCheck(Check{CheckID: "c", Status: checks.Warning}, 0)
+			st.addCheck(Check{CheckID: "c", Status: checks.Warning}, 0)
 		}
 		return nil
 	}
@@ -264,12 +264,12 @@ func TestReaddedDuringDeletionSurvives(t *testing.T) {
 func TestDeletingWhatTheCatalogLostIsDone(t *testing.T) {
 	cat := newHook()
 	st, s := newSynced(cat)
-	st.AddService(Service{ID: "w", Service: "w"})
-	st.AddCheck(Check{CheckID: "c", Status: checks.Passing}, 0)
+	st.addService(Service{ID: "w", Service: "w"})
+	st.addCheck(Check{CheckID: "c", Status: checks.Passing}, 0)
 	mustSync(t, s)
-	cat.Drop(node, "w", "c")
-	st.RemoveService("w")
-	st.RemoveCheck("c")
+	cat.drop(node, "w", "c")
+	st.removeService("w")
+	st.removeCheck("c")
 	mustSync(t, s)
 	cat.attempts = 0
 	mustSync(t, s)
@@ -284,22 +284,22 @@ func TestFullSyncWithPendingDeletions(t *testing.T) {
 	cat := newHook()
 	st, s := newSynced(cat)
 	for _, id := range []string{"gone", "kept"} {
-		st.AddService(Service{ID: id, Service: id})
-		st.AddCheck(Check{CheckID: id, Status: checks.Passing}, 0)
+		st.addService(Service{ID: id, Service: id})
+		st.addCheck(Check{CheckID: id, Status: checks.Passing}, 0)
 	}
 	mustSync(t, s)
-	cat.Fail(errors.New("down"))
+	cat.fail(errors.New("down"))
 	for _, id := range []string{"gone", "kept"} {
-		st.RemoveService(id)
-		st.RemoveCheck(id)
+		st.removeService(id)
+		st.removeCheck(id)
 	}
 	if s.SyncChanges() == nil {
 		t.Fatal("sync against a failing catalog succeeded")
 	}
-	cat.Fail(nil)
-	cat.Drop(node, "gone", "gone")
+	cat.fail(nil)
+	cat.drop(node, "gone", "gone")
 	cat.attempts = 0
-	if err := s.SyncFull(); err != nil {
+	if err := s.syncFull(); err != nil {
 		t.Fatal(err)
 	}
 	if got := cat.Dump(node); got != "" {
@@ -315,10 +315,10 @@ func TestFullSyncWithPendingDeletions(t *testing.T) {
 func TestFullSyncNoticesChangedChecks(t *testing.T) {
 	cat := NewMemCatalog()
 	st, s := newSynced(cat)
-	st.AddCheck(Check{CheckID: "c", Status: checks.Passing}, 0)
+	st.addCheck(Check{CheckID: "c", Status: checks.Passing}, 0)
 	mustSync(t, s)
-	cat.Put(node, nil, &Check{CheckID: "c", Status: checks.Critical})
-	if err := s.SyncFull(); err != nil {
+	cat.put(node, nil, &Check{CheckID: "c", Status: checks.Critical})
+	if err := s.syncFull(); err != nil {
 		t.Fatal(err)
 	}
 	if got := cat.Dump(node); got != `check c svc= passing ""` {
@@ -327,24 +327,24 @@ func TestFullSyncNoticesChangedChecks(t *testing.T) {
 }
 
 func TestStateRemovalAndLateReports(t *testing.T) {
-	st := NewState(node, -1, zero)
-	if st.RemoveService("ghost") || st.RemoveCheck("ghost") {
+	st := newState(node, -1, zero)
+	if st.removeService("ghost") || st.removeCheck("ghost") {
 		t.Fatal("removed something that was never there")
 	}
-	st.UpdateCheck("ghost", checks.Passing, "") // a runner's late report: ignored
-	st.AddService(Service{ID: "w", Service: "w"})
-	st.AddCheck(svcCheck("c", "w", checks.Critical), time.Minute)
-	if !st.RemoveService("w") || st.RemoveService("w") {
-		t.Fatal("RemoveService twice: want true then false")
+	st.updateCheck("ghost", checks.Passing, "") // a runner's late report: ignored
+	st.addService(Service{ID: "w", Service: "w"})
+	st.addCheck(svcCheck("c", "w", checks.Critical), time.Minute)
+	if !st.removeService("w") || st.removeService("w") {
+		t.Fatal("removeService twice: want true then false")
 	}
-	if st.RemoveCheck("c") {
+	if st.removeCheck("c") {
 		t.Fatal("the service's check outlived the service")
 	}
-	st.UpdateCheck("c", checks.Critical, "late")
+	st.updateCheck("c", checks.Critical, "late")
 	if _, ok := st.Check("c"); ok {
 		t.Fatal("a late report brought a deleted check back")
 	}
-	if got := st.CriticalServices(time.Now().Add(time.Hour)); len(got) != 0 {
+	if got := st.criticalServices(time.Now().Add(time.Hour)); len(got) != 0 {
 		t.Fatalf("a deleted service is reported critical: %v", got)
 	}
 }
@@ -352,16 +352,16 @@ func TestStateRemovalAndLateReports(t *testing.T) {
 // TestCriticalServicesLooksAtEveryCheck: checks without the setting, or
 // not critical, do not hide the ones that qualify.
 func TestCriticalServicesLooksAtEveryCheck(t *testing.T) {
-	st := NewState(node, 0, zero)
-	st.AddService(Service{ID: "s", Service: "s"})
-	st.AddService(Service{ID: "t", Service: "t"})
-	st.AddCheck(Check{CheckID: "a-node", Status: checks.Critical}, time.Minute)
-	st.AddCheck(svcCheck("b-plain", "s", checks.Critical), 0)
-	st.AddCheck(svcCheck("c-fine", "s", checks.Passing), time.Minute)
-	st.AddCheck(svcCheck("d-doomed", "s", checks.Critical), time.Minute)
-	st.AddCheck(svcCheck("e-doomed-too", "s", checks.Critical), time.Minute)
-	st.AddCheck(svcCheck("f-other", "t", checks.Critical), time.Minute)
-	if got := st.CriticalServices(time.Now().Add(time.Minute)); !cmp.Equal(got, []string{"s", "t"}) {
+	st := newState(node, 0, zero)
+	st.addService(Service{ID: "s", Service: "s"})
+	st.addService(Service{ID: "t", Service: "t"})
+	st.addCheck(Check{CheckID: "a-node", Status: checks.Critical}, time.Minute)
+	st.addCheck(svcCheck("b-plain", "s", checks.Critical), 0)
+	st.addCheck(svcCheck("c-fine", "s", checks.Passing), time.Minute)
+	st.addCheck(svcCheck("d-doomed", "s", checks.Critical), time.Minute)
+	st.addCheck(svcCheck("e-doomed-too", "s", checks.Critical), time.Minute)
+	st.addCheck(svcCheck("f-other", "t", checks.Critical), time.Minute)
+	if got := st.criticalServices(time.Now().Add(time.Minute)); !cmp.Equal(got, []string{"s", "t"}) {
 		t.Fatalf("critical services %v, want [s t] once each", got)
 	}
 }
@@ -371,18 +371,18 @@ func TestCriticalServicesLooksAtEveryCheck(t *testing.T) {
 func TestFullSyncPastPendingDeletions(t *testing.T) {
 	cat := NewMemCatalog()
 	st, s := newSynced(cat)
-	st.AddService(Service{ID: "a", Service: "a"})
-	st.AddService(Service{ID: "b", Service: "b"})
-	st.AddCheck(Check{CheckID: "a", Status: checks.Passing}, 0)
-	st.AddCheck(Check{CheckID: "b", Status: checks.Passing}, 0)
+	st.addService(Service{ID: "a", Service: "a"})
+	st.addService(Service{ID: "b", Service: "b"})
+	st.addCheck(Check{CheckID: "a", Status: checks.Passing}, 0)
+	st.addCheck(Check{CheckID: "b", Status: checks.Passing}, 0)
 	mustSync(t, s)
-	cat.Fail(errors.New("down"))
-	st.RemoveService("a")
-	st.RemoveCheck("a")
+	cat.fail(errors.New("down"))
+	st.removeService("a")
+	st.removeCheck("a")
 	_ = s.SyncChanges()
-	cat.Fail(nil)
-	cat.Put(node, &Service{ID: "b", Service: "drifted"}, &Check{CheckID: "b", Status: checks.Critical})
-	if err := s.SyncFull(); err != nil {
+	cat.fail(nil)
+	cat.put(node, &Service{ID: "b", Service: "drifted"}, &Check{CheckID: "b", Status: checks.Critical})
+	if err := s.syncFull(); err != nil {
 		t.Fatal(err)
 	}
 	if got := cat.Dump(node); got != "check b svc= passing \"\"\nservice b b tags=[] :0" {
@@ -392,13 +392,13 @@ func TestFullSyncPastPendingDeletions(t *testing.T) {
 
 func TestReregistrationKeepsCriticalSince(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := NewState(node, 0, zero)
-		st.AddService(Service{ID: "s", Service: "s"})
-		st.AddCheck(svcCheck("c", "s", checks.Critical), time.Minute)
+		st := newState(node, 0, zero)
+		st.addService(Service{ID: "s", Service: "s"})
+		st.addCheck(svcCheck("c", "s", checks.Critical), time.Minute)
 		time.Sleep(50 * time.Second)
-		st.AddCheck(svcCheck("c", "s", checks.Critical), time.Minute)
+		st.addCheck(svcCheck("c", "s", checks.Critical), time.Minute)
 		time.Sleep(10 * time.Second)
-		if got := st.CriticalServices(time.Now()); !cmp.Equal(got, []string{"s"}) {
+		if got := st.criticalServices(time.Now()); !cmp.Equal(got, []string{"s"}) {
 			t.Fatalf("re-registration restarted the critical clock: %v", got)
 		}
 	})
@@ -408,12 +408,12 @@ func TestReregistrationKeepsCriticalSince(t *testing.T) {
 // and the random part at its middle, output waits 30s + 30s.
 func TestDeferralFollowsTheConfiguredInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		st := NewState(node, time.Minute, func(d time.Duration) time.Duration { return d / 2 })
+		st := newState(node, time.Minute, func(d time.Duration) time.Duration { return d / 2 })
 		cat := NewMemCatalog()
-		s := NewSyncer(st, cat, SyncConfig{Stagger: zero})
-		st.AddCheck(Check{CheckID: "c", Status: checks.Passing}, 0)
+		s := newSyncer(st, cat, SyncConfig{Stagger: zero})
+		st.addCheck(Check{CheckID: "c", Status: checks.Passing}, 0)
 		mustSync(t, s)
-		st.UpdateCheck("c", checks.Passing, "new")
+		st.updateCheck("c", checks.Passing, "new")
 		time.Sleep(time.Minute - time.Nanosecond)
 		synctest.Wait()
 		mustSync(t, s)
@@ -448,7 +448,7 @@ func TestMemCatalog(t *testing.T) {
 	if len(svcs) != 2 || svcs[0].ID != "v" || len(chks) != 4 || chks[0].CheckID != "c" || chks[3].CheckID != "n" {
 		t.Fatalf("reads not sorted: %v %v", svcs, chks)
 	}
-	m.Drop(node, "w", "")
+	m.drop(node, "w", "")
 	if got := m.Dump(node); got != "check d svc=v  \"\"\ncheck n svc=  \"\"\nservice v  tags=[] :0" {
 		t.Fatalf("after dropping w:\n%s", got)
 	}
@@ -467,7 +467,7 @@ func TestHaltWaitsForTheSyncUnderWayAndEndsSyncing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cat := newHook()
 		st, s := newSynced(cat)
-		st.AddService(Service{ID: "w", Service: "w"})
+		st.addService(Service{ID: "w", Service: "w"})
 		release := make(chan struct{})
 		cat.beforeWrite = func(string) error {
 			<-release // a catalog write in flight
@@ -493,8 +493,8 @@ func TestHaltWaitsForTheSyncUnderWayAndEndsSyncing(t *testing.T) {
 			t.Fatalf("sync under way: %v", err)
 		}
 		attempts := cat.attempts
-		st.AddService(Service{ID: "after", Service: "after"})
-		for name, sync := range map[string]func() error{"SyncChanges": s.SyncChanges, "SyncFull": s.SyncFull} {
+		st.addService(Service{ID: "after", Service: "after"})
+		for name, sync := range map[string]func() error{"SyncChanges": s.SyncChanges, "syncFull": s.syncFull} {
 			if err := sync(); !errors.Is(err, ErrHalted) {
 				t.Errorf("%s after Halt: %v, want ErrHalted", name, err)
 			}
