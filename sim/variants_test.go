@@ -45,7 +45,7 @@ func calledFrom(suffix string) bool {
 // ahead, so no delay ever blocks an acquire.
 var lockDelayIgnored = &core.Variant{Name: "lock-delay-ignored", Clock: func(c *simclock.Clock) func() time.Time {
 	return func() time.Time {
-		if calledFrom("(*lockDelayGuard).check") {
+		if calledFrom("(*LockDelays).Check") {
 			return c.Now().Add(2 * model.MaxLockDelay)
 		}
 		return c.Now()
