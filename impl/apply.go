@@ -22,7 +22,7 @@ func (s *Server) Apply(ctx context.Context, cmd model.Command) (model.Result, er
 
 // proposeCommand is leader.Core's Propose: cmd encoded and run through raft.
 func (s *Server) proposeCommand(ctx context.Context, cmd model.Command) (model.Result, error) {
-	data, err := s.codec.encodeCommand(cmd)
+	data, err := s.fsm.Encode(cmd)
 	if err != nil {
 		return model.Result{}, err
 	}

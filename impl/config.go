@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/tenurekv/tenure/impl/clock"
+	"github.com/tenurekv/tenure/impl/fsm"
 	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"
 )
@@ -100,7 +101,7 @@ type Config struct {
 	// model.RestoreUnchecked). It is a test seam only, for deliberately
 	// broken servers that the simulator's checks must catch; a real server
 	// leaves it nil.
-	Apply func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result)
+	Apply fsm.ApplyFunc
 
 	// Membership, if set, is this server's gossip pool; see Membership.
 	Membership Membership
@@ -115,24 +116,7 @@ type Config struct {
 	// exactly what each index did; it must not block or call back into
 	// the server. A real server leaves it nil (each call costs a state
 	// copy).
-	Observe func(Change)
-}
-
-// Change is one step of the state machine, as Config.Observe sees it.
-// Before and After are the states around it; neither may be modified, and
-// After is only valid during the call.
-type Change struct {
-	// Index is the entry's raft index; for a restore, the restored
-	// state's own Index().
-	Index uint64
-	// Term is the raft term the entry was proposed in (0 for a restore):
-	// an entry can commit, and apply, in a later leader's term.
-	Term uint64
-	// Command is the entry's command; nil for a snapshot restore.
-	Command *model.Command
-	Result  model.Result
-	Before  *model.State
-	After   *model.State
+	Observe func(fsm.Change)
 }
 
 // Peer is one raft server: its node name (raft server ID) and raft address.

@@ -5,7 +5,7 @@
 // Design, briefly (CONSUL.md §n is spec/CONSUL.md, the project's record of Consul):
 //
 //   - Log entries are one version byte, one command-type byte and the
-//     command as msgpack (codec.go). An entry a server cannot decode is
+//     command as msgpack (package fsm). An entry a server cannot decode is
 //     answered with an error, never a panic; snapshots are versioned too.
 //   - Lock-delay lives on every server, armed by the FSM at apply on that
 //     server's Clock and forgotten on restore (CONSUL.md §4); the leader checks

@@ -113,7 +113,7 @@ func (s *Server) leaderLoop(t *leaderTerm) {
 
 func (s *Server) ttlCount() int {
 	n := 0
-	s.fsm.read(func(st *model.State) {
+	s.fsm.Read(func(st *model.State) {
 		for _, se := range st.Sessions() {
 			if se.TTLDuration() > 0 {
 				n++

@@ -21,13 +21,13 @@ type leaderView interface {
 	LastIndex() uint64
 }
 
-// appliedView is what confirmByCommit reads of the state machine;
-// *appliedWaits has it.
+// appliedView is what confirmByCommit reads of the state machine
+// (*fsm.FSM).
 type appliedView interface {
-	// reached returns a channel closed once index has been applied.
-	reached(index uint64) <-chan struct{}
-	// sinceAdvance is how long ago the last index was applied.
-	sinceAdvance() time.Duration
+	// Reached returns a channel closed once index has been applied.
+	Reached(index uint64) <-chan struct{}
+	// SinceAdvance is how long ago the last index was applied.
+	SinceAdvance() time.Duration
 }
 
 // confirmByCommit returns nil once this server has been confirmed as
@@ -50,14 +50,14 @@ type appliedView interface {
 // to come soon.
 func confirmByCommit(ctx context.Context, r leaderView, applied appliedView, wait time.Duration, verify func(context.Context) error) error {
 	term := r.CurrentTerm()
-	if r.State() != raft.Leader || applied.sinceAdvance() > wait {
+	if r.State() != raft.Leader || applied.SinceAdvance() > wait {
 		return verify(ctx)
 	}
 	next := r.LastIndex() + 1
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
-	case <-applied.reached(next):
+	case <-applied.Reached(next):
 		if r.State() == raft.Leader && r.CurrentTerm() == term {
 			return nil
 		}
@@ -74,5 +74,5 @@ func (s *Server) confirmLeadership(ctx context.Context) error {
 	if _, err := s.waitLeaderReady(ctx); err != nil {
 		return err
 	}
-	return confirmByCommit(ctx, s.raft, &s.fsm.applied, confirmCommitWait, s.VerifyLeader)
+	return confirmByCommit(ctx, s.raft, s.fsm, confirmCommitWait, s.VerifyLeader)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,14 +37,56 @@ func (l *scriptedLeader) CurrentTerm() uint64 {
 
 func (l *scriptedLeader) LastIndex() uint64 { return l.last }
 
-// scriptedApplied is real index waits with a scripted time since the last
-// apply, so no case depends on how fast the test runs.
+// scriptedApplied is index waits the test advances, with a scripted time
+// since the last apply, so no case depends on how fast the test runs.
 type scriptedApplied struct {
-	appliedWaits
-	since time.Duration
+	mu      sync.Mutex
+	index   uint64
+	waiters []appliedWaiter
+	since   time.Duration
 }
 
-func (a *scriptedApplied) sinceAdvance() time.Duration { return a.since }
+type appliedWaiter struct {
+	index uint64
+	ch    chan struct{}
+}
+
+func (a *scriptedApplied) Reached(index uint64) <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ch := make(chan struct{})
+	if index <= a.index {
+		close(ch)
+	} else {
+		a.waiters = append(a.waiters, appliedWaiter{index, ch})
+	}
+	return ch
+}
+
+func (a *scriptedApplied) SinceAdvance() time.Duration { return a.since }
+
+// advance applies up to index, waking the waiters it reaches.
+func (a *scriptedApplied) advance(index uint64) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.index = max(a.index, index)
+	kept := a.waiters[:0]
+	for _, w := range a.waiters {
+		if w.index <= a.index {
+			close(w.ch)
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	a.waiters = kept
+}
+
+// pending counts the waits not reached yet.
+func (a *scriptedApplied) pending() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.waiters)
+}
 
 // TestConfirmByCommit: leadership is confirmed without a heartbeat round only
 // by applying an entry past the log's end at the call, while one term was led

@@ -100,7 +100,7 @@ func (s *Server) reconcileAll(t *leaderTerm) {
 		s.reconcileMember(t, m)
 	}
 	var unknown []reconcile.Member
-	s.fsm.read(func(st *model.State) {
+	s.fsm.Read(func(st *model.State) {
 		unknown = reconcile.Unknown(st, func(n string) bool { return known[strings.ToLower(n)] })
 	})
 	for _, m := range unknown {
@@ -163,7 +163,7 @@ func (s *Server) reconcileCatalog(t *leaderTerm, m reconcile.Member) {
 			cmd model.Command
 			ok  bool
 		)
-		s.fsm.read(func(st *model.State) { cmd, ok = reconcile.Decide(st, m, s.cfg.NodeName) })
+		s.fsm.Read(func(st *model.State) { cmd, ok = reconcile.Decide(st, m, s.cfg.NodeName) })
 		return cmd, ok
 	})
 }

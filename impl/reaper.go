@@ -68,7 +68,7 @@ func (s *Server) reapLoop(stop <-chan struct{}) {
 // hasReapable reports whether any deletion is at or below through.
 func (s *Server) hasReapable(through uint64) bool {
 	found := false
-	s.fsm.read(func(st *model.State) {
+	s.fsm.Read(func(st *model.State) {
 		for _, at := range st.Tombstones() {
 			if at <= through {
 				found = true

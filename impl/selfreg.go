@@ -100,7 +100,7 @@ func (s *Server) kickRegister() {
 // with its address and a passing serfHealth.
 func (s *Server) registeredHere() bool {
 	ok := false
-	s.fsm.read(func(st *model.State) {
+	s.fsm.Read(func(st *model.State) {
 		n, has := st.Node(s.cfg.NodeName)
 		c, hasCheck := st.Check(model.CheckKey{Node: s.cfg.NodeName, CheckID: model.SerfHealthCheckID})
 		ok = has && n.Address == s.cfg.nodeAddr() && hasCheck && c.Status == model.HealthPassing
@@ -115,7 +115,7 @@ func (s *Server) selfRegistration() model.Register {
 	reg := model.Register{Node: s.cfg.NodeName, ID: s.cfg.NodeID, Address: s.cfg.nodeAddr(), Checks: []model.CheckSpec{
 		{CheckID: model.SerfHealthCheckID, Name: reconcile.CheckName, Status: model.HealthPassing, Output: reconcile.OutputAlive},
 	}}
-	s.fsm.read(func(st *model.State) {
+	s.fsm.Read(func(st *model.State) {
 		if n, ok := st.Node(s.cfg.NodeName); ok {
 			reg.TaggedAddresses, reg.NodeMeta = n.TaggedAddresses, n.Meta
 			if reg.ID == "" {

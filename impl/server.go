@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/tenurekv/tenure/impl/clock"
+	"github.com/tenurekv/tenure/impl/fsm"
 	"github.com/tenurekv/tenure/impl/leader"
 	"github.com/tenurekv/tenure/impl/raftlog"
 	"github.com/tenurekv/tenure/impl/rpc"
@@ -29,9 +30,8 @@ type Server struct {
 	logger hclog.Logger
 	clock  clock.Clock
 
-	codec  *wireCodec
 	leader *leader.Core
-	fsm    *fsm
+	fsm    *fsm.FSM
 	raft   *raft.Raft
 	stores *raftlog.Stores
 	// forward carries self-registration to the leader; ownPool is it when
@@ -105,7 +105,6 @@ func newServer(cfg Config) (*Server, error) {
 		cfg:           cfg,
 		logger:        cfg.Logger,
 		clock:         cfg.Clock,
-		codec:         newWireCodec(),
 		stores:        st,
 		forward:       cfg.Forward,
 		rpc:           rpcSrv,
@@ -125,16 +124,16 @@ func newServer(cfg Config) (*Server, error) {
 		Clock:         cfg.Clock,
 		TTLMultiplier: cfg.TTLMultiplier,
 		NewID:         cfg.NewID,
-		Read:          func(fn func(*model.State)) { s.fsm.read(fn) },
+		Read:          func(fn func(*model.State)) { s.fsm.Read(fn) },
 		Propose:       s.proposeCommand,
 		Confirm:       s.confirmLeadership,
 		Expire:        s.sessionsExpired,
 	})
-	s.fsm = newFSM(s.codec, s.leader)
-	s.fsm.apply, s.fsm.observe = cfg.Apply, cfg.Observe
+	fo := fsm.Options{Apply: cfg.Apply, Observe: cfg.Observe}
 	if st.Sync != nil {
-		s.fsm.awaitDurable = st.Sync.Await
+		fo.AwaitDurable = st.Sync.Await
 	}
+	s.fsm = fsm.New(s.leader, fo)
 
 	if err := bootstrapIfNew(cfg, rc, st, trans); err != nil {
 		return nil, errors.Join(err, closeTransport(trans), s.closePort(), st.Close())

@@ -172,7 +172,7 @@ func TestLockDelayRefusedByStateMachine(t *testing.T) {
 	s.Read(func(st *model.State) { seen = st.Index() })
 	lock := model.Command{KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: b, LockDelaySeen: seen}}
 	mustApply(t, s, model.Command{DestroySession: &model.DestroySession{ID: a}})
-	data, err := s.codec.encodeCommand(lock)
+	data, err := s.fsm.Encode(lock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,13 @@ func TestLockDelayRefusedByStateMachine(t *testing.T) {
 
 func TestServerSurvivesUndecodableEntry(t *testing.T) {
 	s, _ := startDev(t, Config{})
-	f := s.raft.Apply([]byte{commandVersion, 200, 1, 2, 3}, 0)
+	// A well-formed entry's version byte, then a command type no
+	// version has.
+	valid, err := s.fsm.Encode(model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := s.raft.Apply([]byte{valid[0], 200, 1, 2, 3}, 0)
 	if err := f.Error(); err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func (s *Server) Leader() (isLeader bool, leaderAddr string, known bool) {
 }
 
 // Read implements Backend.
-func (s *Server) Read(fn func(st *model.State)) { s.fsm.read(fn) }
+func (s *Server) Read(fn func(st *model.State)) { s.fsm.Read(fn) }
 
 // Changed implements Backend. Take the channel before reading.
 func (s *Server) Changed() <-chan struct{} { return s.fsm.Changed() }

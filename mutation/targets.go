@@ -21,11 +21,12 @@ var targets = []target{
 	{name: "impl", dir: "impl", files: []string{
 		"apply.go",         // proposing a command on the leader
 		"leaderconfirm.go", // when a refusal may trust the leader's state (S29)
-		"appliedwait.go",   // waiting for the state machine to reach an index
-		"fsm.go",           // what a committed entry does to the state
 		"membership.go",    // the leader's gossip reconcile and voter changes
 		"bootstrap.go",     // -bootstrap-expect
 	}},
+	// The state machine: what a committed entry does to the state, and
+	// waiting for it to reach an index.
+	{name: "fsm", dir: "impl/fsm", files: []string{"fsm.go", "appliedwait.go"}},
 	// The leader's decisions: the lock-delay check, session IDs, the TTL book
 	// and expiry.
 	{name: "leader", dir: "impl/leader", files: []string{"core.go", "lockdelays.go", "ttltimers.go"}},

@@ -1,4 +1,4 @@
-package impl
+package fsm
 
 import (
 	"github.com/tenurekv/tenure/impl/leader"

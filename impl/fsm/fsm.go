@@ -1,9 +1,10 @@
-package impl
+package fsm
 
 import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -11,22 +12,19 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// fsm is model.State as a raft state machine. Besides applying commands it
+// FSM is model.State as a raft state machine. Besides applying commands it
 // does the per-server side effects Consul does at apply time: arming
 // lock-delays on this server's clock and telling the leader's TTL book which
-// sessions are gone (both through applyEffects), and waking blocking
+// sessions are gone (both through Effects), and waking blocking
 // queries.
-type fsm struct {
+type FSM struct {
 	codec *wireCodec
 	// leader hears what each applied entry means for this server's leader
 	// logic. Set before raft starts, never changed.
-	leader applyEffects
-	// apply, if set, replaces state.Apply (Config.Apply, a test seam).
-	apply func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result)
-	// observe, if set, is told each change (Config.Observe, a test seam).
-	observe func(Change)
-	// awaitDurable, if set, returns once this server's log is on disk up
-	// to an index (raftlog.LogSync.Await): nothing is applied, and so seen, before.
+	leader Effects
+	// apply, observe and awaitDurable are Options'.
+	apply        ApplyFunc
+	observe      func(Change)
 	awaitDurable func(index uint64) error
 
 	mu      sync.RWMutex
@@ -43,22 +41,76 @@ type fsm struct {
 	applied appliedWaits
 }
 
-var _ raft.BatchingFSM = (*fsm)(nil)
+var _ raft.BatchingFSM = (*FSM)(nil)
 
-// applyEffects is all the FSM tells the leader's logic (leader.Core), and
+// Effects is all the FSM tells the leader's logic (leader.Core), and
 // the only way the two meet: the lock-delays an applied entry armed on
 // this server's clock, a restore that forgets them, and the sessions an
 // entry invalidated, whose TTL deadlines go.
-type applyEffects interface {
+type Effects interface {
 	ArmLockDelays(delays []model.LockDelay)
 	ForgetLockDelays()
 	SessionsInvalidated(ids []string)
 }
 
-var _ applyEffects = (*leader.Core)(nil)
+var _ Effects = (*leader.Core)(nil)
 
-func newFSM(c *wireCodec, leader applyEffects) *fsm {
-	return &fsm{
+// ApplyFunc applies cmd at index to st and returns the state that follows
+// (st itself, changed, or another) and the result.
+type ApplyFunc func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result)
+
+// Options are the optional parts of an FSM.
+type Options struct {
+	// Apply, if set, replaces state.Apply (impl.Config.Apply, a test seam).
+	Apply ApplyFunc
+	// Observe, if set, is told each change (impl.Config.Observe).
+	Observe func(Change)
+	// AwaitDurable, if set, returns once this server's log is on disk up
+	// to an index (raftlog.LogSync.Await): nothing is applied, and so
+	// seen, before.
+	AwaitDurable func(index uint64) error
+}
+
+// Change is one step of the state machine, as Options.Observe sees it.
+// Before and After are the states around it; neither may be modified, and
+// After is only valid during the call.
+type Change struct {
+	// Index is the entry's raft index; for a restore, the restored
+	// state's own Index().
+	Index uint64
+	// Term is the raft term the entry was proposed in (0 for a restore):
+	// an entry can commit, and apply, in a later leader's term.
+	Term uint64
+	// Command is the entry's command; nil for a snapshot restore.
+	Command *model.Command
+	Result  model.Result
+	Before  *model.State
+	After   *model.State
+}
+
+// New is an empty state machine that tells leader what applied entries
+// armed and invalidated.
+func New(leader Effects, o Options) *FSM {
+	f := newFSM(newWireCodec(), leader)
+	f.apply, f.observe, f.awaitDurable = o.Apply, o.Observe, o.AwaitDurable
+	return f
+}
+
+// Encode is cmd as a raft log entry's data, in the format Apply decodes.
+func (f *FSM) Encode(cmd model.Command) ([]byte, error) { return f.codec.encodeCommand(cmd) }
+
+// WatchKey returns a channel closed at the next applied change of key, and
+// a stop for when the caller no longer waits. Take it before reading.
+func (f *FSM) WatchKey(key string) (<-chan struct{}, func()) { return f.keys.watch(key) }
+
+// Reached returns a channel closed once index has been applied.
+func (f *FSM) Reached(index uint64) <-chan struct{} { return f.applied.reached(index) }
+
+// SinceAdvance is how long ago the last index was applied.
+func (f *FSM) SinceAdvance() time.Duration { return f.applied.sinceAdvance() }
+
+func newFSM(c *wireCodec, leader Effects) *FSM {
+	return &FSM{
 		codec:   c,
 		leader:  leader,
 		state:   model.New(),
@@ -71,7 +123,7 @@ func newFSM(c *wireCodec, leader applyEffects) *fsm {
 // entry it cannot decode; it never panics on the entry's content. Raft calls
 // ApplyBatch instead while running; Apply remains for raft.RecoverCluster
 // and for tests, and shares ApplyBatch's path so the two cannot drift.
-func (f *fsm) Apply(l *raft.Log) any {
+func (f *FSM) Apply(l *raft.Log) any {
 	var out [1]any
 	f.applyLogs([]*raft.Log{l}, out[:])
 	return out[0]
@@ -82,7 +134,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 // the state lock and one wake of Changed per batch rather than per entry.
 // Entries other than commands (raft also sends configuration changes) are
 // not the state machine's and answer nil.
-func (f *fsm) ApplyBatch(logs []*raft.Log) []any {
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
 	f.applyLogs(logs, out)
 	return out
@@ -100,7 +152,7 @@ type applied struct {
 
 // applyLogs applies logs in order and puts each entry's response at the same
 // position of out.
-func (f *fsm) applyLogs(logs []*raft.Log, out []any) {
+func (f *FSM) applyLogs(logs []*raft.Log, out []any) {
 	var last, lastGated uint64
 	n := 0
 	for _, l := range logs {
@@ -214,7 +266,7 @@ func (f *fsm) applyLogs(logs []*raft.Log, out []any) {
 // notifyLocked wakes every waiter of the previous Changed channel, and of
 // CatalogChanged's if catalog. Holding mu makes "Changed, then Read"
 // race-free for blocking queries.
-func (f *fsm) notifyLocked(catalog bool) {
+func (f *FSM) notifyLocked(catalog bool) {
 	close(f.changed)
 	f.changed = make(chan struct{})
 	if catalog {
@@ -229,7 +281,7 @@ func catalogMoved(a, b model.TableIndexes) bool {
 
 // CatalogChanged is Changed for the catalog tables (nodes, services,
 // checks) only; the same take-before-reading rule applies.
-func (f *fsm) CatalogChanged() <-chan struct{} {
+func (f *FSM) CatalogChanged() <-chan struct{} {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.catalog
@@ -237,14 +289,14 @@ func (f *fsm) CatalogChanged() <-chan struct{} {
 
 // Changed returns a channel closed at the next applied change. Take it before
 // reading, so that a change between the read and the wait is not missed.
-func (f *fsm) Changed() <-chan struct{} {
+func (f *FSM) Changed() <-chan struct{} {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.changed
 }
 
-// read calls fn with the state under the read lock.
-func (f *fsm) read(fn func(s *model.State)) {
+// Read calls fn with the state under the read lock; fn must not keep it.
+func (f *FSM) Read(fn func(s *model.State)) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	fn(f.state)
@@ -253,7 +305,7 @@ func (f *fsm) read(fn func(s *model.State)) {
 // Snapshot implements raft.FSM. Clone is cheap (entries are values whose
 // byte slices the model never mutates), so raft's apply loop is held briefly
 // and encoding happens in Persist, off that loop.
-func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return &fsmSnapshot{codec: f.codec, state: f.state.Clone()}, nil
@@ -261,7 +313,7 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 
 // Restore implements raft.FSM: it replaces the whole state and forgets every
 // lock-delay, as Consul does (CONSUL.md §4).
-func (f *fsm) Restore(rc io.ReadCloser) error {
+func (f *FSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	data, err := io.ReadAll(rc)
 	if err != nil {

@@ -1,4 +1,4 @@
-package impl
+package fsm
 
 import (
 	"errors"
@@ -22,7 +22,7 @@ import (
 // the entry that armed could already be read.
 type lockedArmClock struct {
 	*clocktest.Manual
-	f        *fsm
+	f        *FSM
 	watching bool
 	unlocked int
 }
@@ -39,7 +39,7 @@ func (c *lockedArmClock) Now() time.Time {
 type batchRun struct {
 	t           *testing.T
 	clock       *lockedArmClock
-	f           *fsm
+	f           *FSM
 	delays      *leader.LockDelays // the FSM's, through guardEffects
 	invalidated [][]string
 	changes     []Change
@@ -282,7 +282,7 @@ func TestFSMApplyBatchWakesChangedOnce(t *testing.T) {
 	}
 	// A blocking query that took Changed before the batch and reads after
 	// its wake sees every entry.
-	all.f.read(func(st *model.State) {
+	all.f.Read(func(st *model.State) {
 		if st.Index() != one.f.state.Index() || !st.Equal(one.f.state) {
 			t.Fatalf("read after the wake is at index %d, want %d", st.Index(), one.f.state.Index())
 		}
@@ -436,7 +436,7 @@ func benchFSMApply(b *testing.B, n, waiters int, batch bool) {
 		wg.Go(func() {
 			for {
 				ch := f.Changed()
-				f.read(func(st *model.State) { _ = st.SessionList("") })
+				f.Read(func(st *model.State) { _ = st.SessionList("") })
 				select {
 				case <-ch:
 				case <-stop:

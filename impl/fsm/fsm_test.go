@@ -1,4 +1,4 @@
-package impl
+package fsm
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ type fsmHarness struct {
 	clock       *clocktest.Manual
 	codec       *wireCodec
 	delays      *leader.LockDelays
-	fsm         *fsm
+	fsm         *FSM
 	invalidated []string
 	index       uint64
 }
@@ -274,7 +274,7 @@ func TestFSMObservesEveryIndex(t *testing.T) {
 }
 
 // snapshotBytes is f's snapshot as raft would persist it.
-func snapshotBytes(t *testing.T, f *fsm) []byte {
+func snapshotBytes(t *testing.T, f *FSM) []byte {
 	t.Helper()
 	snap, err := f.Snapshot()
 	if err != nil {

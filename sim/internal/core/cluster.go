@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/fsm"
 	"github.com/tenurekv/tenure/impl/gossip"
 	"github.com/tenurekv/tenure/impl/httpapi"
 	"github.com/tenurekv/tenure/impl/rpc"
@@ -179,7 +180,7 @@ func (c *Cluster) boot(s *server) error {
 		},
 		// Runs on the applying goroutine, before virtual time moves on:
 		// each observation carries the exact instant of its entry.
-		Observe: func(ch impl.Change) {
+		Observe: func(ch fsm.Change) {
 			if stopped.Load() || ch.After.Index() == ch.Before.Index() {
 				return // a crashed incarnation, or an entry that changed nothing
 			}
@@ -378,7 +379,7 @@ func (c *Cluster) applyOnLeader(ctx context.Context, cmd model.Command) error {
 // and removed, the keys it changed, the checks whose status it changed, the
 // catalog nodes it removed, and the keys it left held by a session that no
 // longer exists.
-func observe(ch impl.Change) *StateObs {
+func observe(ch fsm.Change) *StateObs {
 	before, after := ch.Before, ch.After
 	obs := &StateObs{Index: after.Index(), Term: ch.Term, Restored: ch.Command == nil}
 	if ch.Command != nil {
