@@ -44,9 +44,9 @@ type Config struct {
 	// Limits bounds each client connection (timeouts, header size); zero
 	// fields take defaults.
 	Limits HTTPLimits
-	// RegisterWait bounds how long a session create waits for this node's
+	// registerWait bounds how long a session create waits for this node's
 	// own registration (S47) before it is served anyway. Default 10s.
-	RegisterWait time.Duration
+	registerWait time.Duration
 	// Gossip, if set, makes the agent a member of a LAN gossip pool: the
 	// server then takes its catalog registrations and serfHealth from
 	// gossip (impl.Membership) and the membership endpoints answer. Its
@@ -119,8 +119,8 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.HTTP.Logger == nil && cfg.Server.Logger != nil {
 		cfg.HTTP.Logger = cfg.Server.Logger.Named("http")
 	}
-	if cfg.RegisterWait <= 0 {
-		cfg.RegisterWait = 10 * time.Second
+	if cfg.registerWait <= 0 {
+		cfg.registerWait = 10 * time.Second
 	}
 	ln := cfg.Listener
 	if ln == nil {
@@ -202,12 +202,12 @@ func New(cfg Config) (*Agent, error) {
 	limits := cfg.Limits.withDefaults()
 	serverAPI := httpapi.New(srv, cfg.HTTP)
 	api := registeredGate(httpapi.WithLocalAgent(a.local.la, serverAPI,
-		httpapi.LocalOptions{Datacenter: cfg.HTTP.Datacenter, Logger: cfg.HTTP.Logger}), srv, cfg.RegisterWait)
+		httpapi.LocalOptions{Datacenter: cfg.HTTP.Datacenter, Logger: cfg.HTTP.Logger}), srv, cfg.registerWait)
 	own.h.Store(&api)
 	// Requests forwarded to the server port run the server's API. The
 	// agent-local endpoints are not among them: an agent answers those
 	// itself and never forwards them.
-	srv.ServeForwarded(registeredGate(serverAPI, srv, cfg.RegisterWait))
+	srv.ServeForwarded(registeredGate(serverAPI, srv, cfg.registerWait))
 	a.http = &http.Server{
 		Handler:     limits.writeDeadline(withDebug(api, cfg.Telemetry, cfg.Debug), cfg.HTTP.LongestBlock()),
 		BaseContext: func(net.Listener) context.Context { return ctx },

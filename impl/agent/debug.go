@@ -23,7 +23,7 @@ func NewTelemetry() (*MemSink, error) {
 	// dashboard expects), no host name in them. The sink adds the "consul"
 	// part itself: as go-metrics' service name it would be put in front of
 	// every key in a new slice, per sample.
-	sink := NewMemSink("consul", 10*time.Second, time.Minute, time.Now)
+	sink := newMemSink("consul", 10*time.Second, time.Minute, time.Now)
 	cfg := metrics.DefaultConfig("")
 	cfg.EnableHostname = false
 	cfg.EnableRuntimeMetrics = false
@@ -50,7 +50,7 @@ func withDebug(next http.Handler, sink *MemSink, pprofOn bool) http.Handler {
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(sink.Summary())
+			_ = json.NewEncoder(w).Encode(sink.summary())
 		case pprofOn && strings.HasPrefix(r.URL.Path, "/debug/pprof/"):
 			servePprof(w, r)
 		default:

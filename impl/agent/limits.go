@@ -17,10 +17,10 @@ type HTTPLimits struct {
 	// WriteTimeout bounds sending an answer, counted from the handler's
 	// start; a blocking read (?index) gets the longest it may park on top.
 	WriteTimeout time.Duration
-	// IdleTimeout bounds a keep-alive connection between requests.
-	IdleTimeout time.Duration
-	// MaxHeaderBytes bounds the request line and headers together.
-	MaxHeaderBytes int
+	// idleTimeout bounds a keep-alive connection between requests.
+	idleTimeout time.Duration
+	// maxHeaderBytes bounds the request line and headers together.
+	maxHeaderBytes int
 }
 
 // Defaults. A real client sends its request in one go, so the read bounds
@@ -45,9 +45,9 @@ func (l HTTPLimits) withDefaults() HTTPLimits {
 	set(&l.ReadHeaderTimeout, defaultReadHeaderTimeout)
 	set(&l.ReadTimeout, defaultReadTimeout)
 	set(&l.WriteTimeout, defaultWriteTimeout)
-	set(&l.IdleTimeout, defaultIdleTimeout)
-	if l.MaxHeaderBytes <= 0 {
-		l.MaxHeaderBytes = defaultMaxHeaderBytes
+	set(&l.idleTimeout, defaultIdleTimeout)
+	if l.maxHeaderBytes <= 0 {
+		l.maxHeaderBytes = defaultMaxHeaderBytes
 	}
 	return l
 }
@@ -59,8 +59,8 @@ func (l HTTPLimits) withDefaults() HTTPLimits {
 func (l HTTPLimits) server(s *http.Server) {
 	s.ReadHeaderTimeout = l.ReadHeaderTimeout
 	s.ReadTimeout = l.ReadTimeout
-	s.IdleTimeout = l.IdleTimeout
-	s.MaxHeaderBytes = l.MaxHeaderBytes
+	s.IdleTimeout = l.idleTimeout
+	s.MaxHeaderBytes = l.maxHeaderBytes
 }
 
 // writeDeadline gives each answer WriteTimeout from the handler's start,

@@ -21,7 +21,7 @@ import (
 // shortLimits makes every connection bound short enough for a test to
 // outlast it; the bounds are what is tested, not their values.
 func shortLimits(cfg *agent.Config) {
-	// IdleTimeout keeps its default: a short one would only race the
+	// The idle timeout keeps its default: a short one would only race the
 	// client's reuse of idle connections.
 	cfg.Limits = agent.HTTPLimits{ReadHeaderTimeout: 200 * time.Millisecond,
 		ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond}

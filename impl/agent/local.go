@@ -107,9 +107,3 @@ func gossipServers(pool *gossip.Pool, node string, addr func(gossip.Member) stri
 	k := int(h.Sum32() % uint32(len(out)))
 	return append(out[k:], out[:k]...)
 }
-
-// Local is the agent's own services and checks.
-func (a *Agent) Local() *local.Agent { return a.local.la }
-
-// Local is the client agent's own services and checks.
-func (c *Client) Local() *local.Agent { return c.local.la }

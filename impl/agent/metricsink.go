@@ -50,9 +50,9 @@ type interval struct {
 
 var nameSeed = maphash.MakeSeed()
 
-// NewMemSink returns a sink naming every metric under prefix, keeping
+// newMemSink returns a sink naming every metric under prefix, keeping
 // retain worth of intervals of length every, on the clock now.
-func NewMemSink(prefix string, every, retain time.Duration, now func() time.Time) *MemSink {
+func newMemSink(prefix string, every, retain time.Duration, now func() time.Time) *MemSink {
 	return &MemSink{
 		prefix:    prefix,
 		interval:  every,
@@ -195,9 +195,9 @@ func (s *MemSink) current() *interval {
 	return in
 }
 
-// Summary is what /v1/agent/metrics shows: the last closed interval, or the
+// summary is what /v1/agent/metrics shows: the last closed interval, or the
 // current one while it is the only one, as InmemSink.DisplayMetrics picks.
-func (s *MemSink) Summary() metrics.MetricsSummary {
+func (s *MemSink) summary() metrics.MetricsSummary {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.current()

@@ -56,7 +56,7 @@ func TestMemSinkShowsWhatInmemSinkShows(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			mem := NewMemSink("consul", time.Hour, 2*time.Hour, func() time.Time { return t0 })
+			mem := newMemSink("consul", time.Hour, 2*time.Hour, func() time.Time { return t0 })
 			if collide {
 				mem.hash = func([]string, []metrics.Label) uint64 { return 7 }
 			}
@@ -64,7 +64,7 @@ func TestMemSinkShowsWhatInmemSinkShows(t *testing.T) {
 			if t0.Truncate(time.Hour) != time.Now().Truncate(time.Hour) && attempt < 3 {
 				continue
 			}
-			want, got = encode(t, summary), encode(t, mem.Summary())
+			want, got = encode(t, summary), encode(t, mem.summary())
 			break
 		}
 		if got != want {
@@ -86,9 +86,9 @@ func encode(t *testing.T, v any) string {
 // only one, then the last closed one; only the last retain/interval are kept.
 func TestMemSinkIntervals(t *testing.T) {
 	now := time.Date(2026, 11, 25, 10, 0, 3, 0, time.UTC)
-	s := NewMemSink("consul", 10*time.Second, 30*time.Second, func() time.Time { return now })
+	s := newMemSink("consul", 10*time.Second, 30*time.Second, func() time.Time { return now })
 	count := func() int {
-		for _, c := range s.Summary().Counters {
+		for _, c := range s.summary().Counters {
 			if c.Name == "consul.ops" {
 				return c.Count
 			}
@@ -102,7 +102,7 @@ func TestMemSinkIntervals(t *testing.T) {
 	}
 	now = now.Add(10 * time.Second) // a new interval: the first is closed
 	s.IncrCounter([]string{"ops"}, 1)
-	if c, ts := count(), s.Summary().Timestamp; c != 2 || ts != "2026-11-25 10:00:00 +0000 UTC" {
+	if c, ts := count(), s.summary().Timestamp; c != 2 || ts != "2026-11-25 10:00:00 +0000 UTC" {
 		t.Fatalf("after a boundary: count %d at %s, want the closed interval's 2 at 10:00:00", c, ts)
 	}
 	now = now.Add(10 * time.Second) // the middle interval, with one op, is closed now
@@ -137,7 +137,7 @@ func TestTelemetryNamesUnderConsul(t *testing.T) {
 	t.Cleanup(func() { _, _ = metrics.NewGlobal(metrics.DefaultConfig(""), &metrics.BlackholeSink{}) })
 	metrics.MeasureSince([]string{"raft", "commitTime"}, time.Now())
 	metrics.IncrCounterWithLabels([]string{"raft", "apply"}, 1, []metrics.Label{{Name: "a", Value: "b"}})
-	body := encode(t, sink.Summary())
+	body := encode(t, sink.summary())
 	for _, name := range []string{`"Name": "consul.raft.commitTime"`, `"Name": "consul.raft.apply"`} {
 		if !strings.Contains(body, name) {
 			t.Errorf("summary lacks %s:\n%s", name, body)
@@ -166,5 +166,5 @@ func BenchmarkSinkSample(b *testing.B) {
 		}
 	}
 	b.Run("InmemSink", func(b *testing.B) { run(b, "consul", metrics.NewInmemSink(10*time.Second, time.Minute)) })
-	b.Run("MemSink", func(b *testing.B) { run(b, "", NewMemSink("consul", 10*time.Second, time.Minute, time.Now)) })
+	b.Run("MemSink", func(b *testing.B) { run(b, "", newMemSink("consul", 10*time.Second, time.Minute, time.Now)) })
 }

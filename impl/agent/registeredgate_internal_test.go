@@ -19,7 +19,7 @@ type pendingRegistration struct{ registered chan struct{} }
 func (p pendingRegistration) Registered() <-chan struct{} { return p.registered }
 func (pendingRegistration) Clock() clock.Clock            { return clock.System{} }
 
-// gateWait is the gate's bound in these tests: RegisterWait's default.
+// gateWait is the gate's bound in these tests: registerWait's default.
 const gateWait = 10 * time.Second
 
 // through sends method path through h and returns the answer and the

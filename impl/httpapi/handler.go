@@ -23,11 +23,11 @@ type Options struct {
 	// port (an *rpc.Pool; tests pass an rpc.Local). Without it a follower
 	// answers 500 where it would forward.
 	Forward rpc.Forwarder
-	// MaxQueryTime caps a blocking read's ?wait; default 600s (Consul's max_query_time).
-	MaxQueryTime time.Duration
-	// DefaultQueryTime is the wait of a blocking read without ?wait; default
+	// maxQueryTime caps a blocking read's ?wait; default 600s (Consul's max_query_time).
+	maxQueryTime time.Duration
+	// defaultQueryTime is the wait of a blocking read without ?wait; default
 	// 300s (Consul's default_query_time).
-	DefaultQueryTime time.Duration
+	defaultQueryTime time.Duration
 	// Jitter, if set, returns extra wait in [0, limit) that is added to each
 	// blocking read, limit being wait/16 as in Consul. Nil adds none, which
 	// keeps simulated runs reproducible.
@@ -60,7 +60,7 @@ const (
 // the capped wait plus the most jitter can add. A server's write deadline
 // for a blocking read must allow this much.
 func (o Options) LongestBlock() time.Duration {
-	maxWait := o.MaxQueryTime
+	maxWait := o.maxQueryTime
 	if maxWait <= 0 {
 		maxWait = defaultMaxQueryTime
 	}
@@ -69,11 +69,11 @@ func (o Options) LongestBlock() time.Duration {
 
 // New returns the HTTP API over b.
 func New(b impl.Backend, opts Options) http.Handler {
-	if opts.MaxQueryTime <= 0 {
-		opts.MaxQueryTime = defaultMaxQueryTime
+	if opts.maxQueryTime <= 0 {
+		opts.maxQueryTime = defaultMaxQueryTime
 	}
-	if opts.DefaultQueryTime <= 0 {
-		opts.DefaultQueryTime = defaultDefaultQueryTime
+	if opts.defaultQueryTime <= 0 {
+		opts.defaultQueryTime = defaultDefaultQueryTime
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()

@@ -20,14 +20,6 @@ import (
 	"github.com/tenurekv/tenure/impl/gossip"
 )
 
-// StartDev starts a dev agent (single in-memory node) on 127.0.0.1 with a
-// free port and returns its base URL, http://127.0.0.1:port. Its signature
-// matches conformance.StartDev.
-func StartDev(tb testing.TB) string {
-	tb.Helper()
-	return "http://" + StartDevAgent(tb, nil).HTTPAddr()
-}
-
 // StartDevAgent starts a dev agent, letting mod adjust its configuration
 // first, and waits until it serves session creates (S47).
 func StartDevAgent(tb testing.TB, mod func(*agent.Config)) *agent.Agent {
@@ -39,7 +31,7 @@ func StartDevAgent(tb testing.TB, mod func(*agent.Config)) *agent.Agent {
 	if mod != nil {
 		mod(&cfg)
 	}
-	a, err := NewReady(cfg)
+	a, err := newReady(cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -70,9 +62,9 @@ func devConfig(node string) (agent.Config, error) {
 			Tags: map[string]string{gossip.TagBuild: "0.0.0-test:"}}}, nil
 }
 
-// NewReady starts an agent and waits until it is ready (see awaitReady);
+// newReady starts an agent and waits until it is ready (see awaitReady);
 // on failure the agent is shut down. The caller stops it.
-func NewReady(cfg agent.Config) (*agent.Agent, error) {
+func newReady(cfg agent.Config) (*agent.Agent, error) {
 	a, err := agent.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("start agent %s: %w", cfg.Server.NodeName, err)
@@ -88,8 +80,8 @@ type ClusterOptions struct {
 	// Durable puts each server's raft log and snapshots on disk under a
 	// temporary directory (the production stores); otherwise in memory.
 	Durable bool
-	// Mod, if set, adjusts each agent's configuration before it starts.
-	Mod func(i int, cfg *agent.Config)
+	// mod, if set, adjusts each agent's configuration before it starts.
+	mod func(i int, cfg *agent.Config)
 }
 
 // Cluster is n agents over loopback TCP.
@@ -162,8 +154,8 @@ func StartCluster(tb testing.TB, n int, opts ClusterOptions) *Cluster {
 			cfg.Server.LogStore, cfg.Server.StableStore = mem, mem
 			cfg.Server.SnapshotStore = raft.NewInmemSnapshotStore()
 		}
-		if opts.Mod != nil {
-			opts.Mod(i, &cfg)
+		if opts.mod != nil {
+			opts.mod(i, &cfg)
 		}
 		a, err := agent.New(cfg)
 		if err != nil {

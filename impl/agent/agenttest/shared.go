@@ -10,10 +10,10 @@ import (
 	"github.com/tenurekv/tenure/impl/agent"
 )
 
-// AddrEnv names the agent that tests using SharedAddr run against instead
+// addrEnv names the agent that tests using SharedAddr run against instead
 // of the in-process one, host:port (a real Consul exercises the recipes'
 // fallback paths).
-const AddrEnv = "TENURE_TEST_ADDR"
+const addrEnv = "TENURE_TEST_ADDR"
 
 var (
 	sharedOnce sync.Once
@@ -22,10 +22,10 @@ var (
 )
 
 // SharedAddr is the HTTP address (host:port) tests of one binary share:
-// AddrEnv when set, else a dev agent started on first use and stopped by
+// addrEnv's value when set, else a dev agent started on first use and stopped by
 // Main. Tests keep apart by using unique key names.
 func SharedAddr() (string, error) {
-	if addr := os.Getenv(AddrEnv); addr != "" {
+	if addr := os.Getenv(addrEnv); addr != "" {
 		return addr, nil
 	}
 	sharedOnce.Do(func() {
@@ -34,7 +34,7 @@ func SharedAddr() (string, error) {
 			sharedErr = err
 			return
 		}
-		shared, sharedErr = NewReady(cfg)
+		shared, sharedErr = newReady(cfg)
 	})
 	if sharedErr != nil {
 		return "", sharedErr

@@ -41,8 +41,8 @@ type Store struct {
 	reads    atomic.Int64
 }
 
-// NewStore returns an empty cluster state on clock.
-func NewStore(clock clock.Clock) *Store {
+// newStore returns an empty cluster state on clock.
+func newStore(clock clock.Clock) *Store {
 	s := &Store{clock: clock, state: model.New(), changed: make(chan struct{})}
 	s.leader = leader.New(leader.Config{
 		Clock:         clock,
@@ -173,7 +173,7 @@ var _ impl.Backend = (*Backend)(nil)
 // New returns the leader of a fresh one-server cluster named node, on clock.
 // Its node is registered with a passing serfHealth check (S47).
 func New(node string, clock clock.Clock) *Backend {
-	b := &Backend{store: NewStore(clock), node: node, isLeader: true, known: true,
+	b := &Backend{store: newStore(clock), node: node, isLeader: true, known: true,
 		raftLeader: "127.0.0.1:8300", peers: []string{"127.0.0.1:8300"}}
 	b.registerSelf()
 	return b
