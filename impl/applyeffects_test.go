@@ -11,7 +11,7 @@ type guardEffects struct {
 }
 
 func (g guardEffects) ArmLockDelays(d []model.LockDelay) { g.arm(d) }
-func (g guardEffects) ForgetLockDelays()                 { g.reset() }
+func (g guardEffects) forgetLockDelays()                 { g.reset() }
 func (g guardEffects) SessionsInvalidated(ids []string) {
 	if g.invalidated != nil {
 		g.invalidated(ids)

@@ -50,7 +50,7 @@ var _ raft.BatchingFSM = (*fsm)(nil)
 // entry invalidated, whose TTL deadlines go.
 type applyEffects interface {
 	ArmLockDelays(delays []model.LockDelay)
-	ForgetLockDelays()
+	forgetLockDelays()
 	SessionsInvalidated(ids []string)
 }
 
@@ -205,7 +205,7 @@ func (f *fsm) applyLogs(logs []*raft.Log, out []any) {
 				after = recs[i+1].before
 			}
 			l, cmd := logs[r.pos], r.cmd // a copy, so that recs can stay on the stack
-			f.observe(Change{Index: l.Index, Term: l.Term, Command: &cmd, Result: res, Before: r.before, After: after})
+			f.observe(Change{index: l.Index, Term: l.Term, Command: &cmd, result: res, Before: r.before, After: after})
 		}
 	}
 }
@@ -276,10 +276,10 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.notifyLocked(true)
 	f.mu.Unlock()
 	f.keys.fireAll()
-	f.leader.ForgetLockDelays()
+	f.leader.forgetLockDelays()
 	f.applied.advance(s.Index())
 	if f.observe != nil {
-		f.observe(Change{Index: s.Index(), Before: prev, After: s})
+		f.observe(Change{index: s.Index(), Before: prev, After: s})
 	}
 	return nil
 }

@@ -162,9 +162,9 @@ func (l *LeaderCore) StartTerm() {
 	})
 }
 
-// EndTerm empties and deactivates the TTL book: a deposed leader must never
+// endTerm empties and deactivates the TTL book: a deposed leader must never
 // expire a session (S21).
-func (l *LeaderCore) EndTerm() { l.ttl.stop() }
+func (l *LeaderCore) endTerm() { l.ttl.stop() }
 
 // ArmLockDelays starts the delays an applied command reported. The state
 // machine calls it under its write lock, before the release is visible, so
@@ -176,8 +176,8 @@ func (l *LeaderCore) ArmLockDelays(delays []model.LockDelay) { l.delays.arm(dela
 // under its own lock, so calling it under the state's lock could deadlock.
 func (l *LeaderCore) SessionsInvalidated(ids []string) { l.ttl.remove(ids) }
 
-// ForgetLockDelays drops every delay, as Consul does on snapshot restore.
-func (l *LeaderCore) ForgetLockDelays() { l.delays.reset() }
+// forgetLockDelays drops every delay, as Consul does on snapshot restore.
+func (l *LeaderCore) forgetLockDelays() { l.delays.reset() }
 
 // answer finishes an applied command: a state-machine lock-delay refusal
 // becomes a *LockDelayError, and a new TTL session gets its deadline.

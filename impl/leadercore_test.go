@@ -200,7 +200,7 @@ func TestLeaderCoreReportsStateMachineRefusal(t *testing.T) {
 }
 
 // TestLeaderCoreTTLOnlyInTerm: TTL deadlines are kept only between
-// StartTerm and EndTerm; a deposed leader expires nothing (S21).
+// StartTerm and endTerm; a deposed leader expires nothing (S21).
 func TestLeaderCoreTTLOnlyInTerm(t *testing.T) {
 	h := newCoreHarness(t, "early", "late")
 	ttl := func() model.Command {
@@ -220,7 +220,7 @@ func TestLeaderCoreTTLOnlyInTerm(t *testing.T) {
 	if got := h.log.waitFire(t); len(got) != 1 || got[0] != early {
 		t.Fatalf("expired %v at 20s, want [%s] (%s was renewed)", got, early, late)
 	}
-	h.core.EndTerm()
+	h.core.endTerm()
 	h.clock.Advance(time.Minute)
 	h.log.none(t)
 	if _, err := h.core.Renew("nope"); !errors.Is(err, ErrSessionNotFound) {
