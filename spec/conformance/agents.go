@@ -22,7 +22,7 @@ import (
 // be of the server's kind (gossip pools of different implementations need
 // not interoperate) and take Consul's agent flags, which tenure's do.
 
-// Agent is a client agent process started by T.StartAgent.
+// clientAgent is a client agent process started by caseT.StartAgent.
 type clientAgent struct {
 	Node string // its node name, unique to the run and case
 	HTTP string // base URL of its HTTP API

@@ -23,7 +23,7 @@ type Case struct {
 	// client over HTTP; the case then always reports SKIP with that reason.
 	unobservable string
 	// Agents marks cases that start gossip members of their own
-	// (T.StartAgent) from Options.Agent; without one they report SKIP.
+	// (caseT.StartAgent) from Options.Agent; without one they report SKIP.
 	agents bool
 	run    func(t *caseT)
 }
@@ -232,7 +232,7 @@ func runCase(parent context.Context, e *env, c Case, seq int, timeout time.Durat
 	return res
 }
 
-// T is a case's handle: its context, its server, its failures and cleanups.
+// caseT is a case's handle: its context, its server, its failures and cleanups.
 // A case runs in one goroutine; Errorf/Fatalf may also be called from
 // goroutines the case starts (Fatalf only from the case goroutine).
 type caseT struct {
