@@ -55,7 +55,7 @@ func (s *Server) propose(_ context.Context, data []byte) (model.Result, error) {
 	case errors.Is(err, raft.ErrLeadershipLost):
 		return model.Result{}, fmt.Errorf("raft apply: %w (the write may or may not commit)", err)
 	case errors.Is(err, raft.ErrRaftShutdown):
-		return model.Result{}, ErrShutdown
+		return model.Result{}, errShutdown
 	default:
 		return model.Result{}, fmt.Errorf("raft apply: %w", err)
 	}
@@ -94,7 +94,7 @@ func (s *Server) VerifyLeader(ctx context.Context) error {
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
 		return ErrNotLeader
 	case errors.Is(err, raft.ErrRaftShutdown):
-		return ErrShutdown
+		return errShutdown
 	case err != nil:
 		return fmt.Errorf("verify leadership: %w", err)
 	}

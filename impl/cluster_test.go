@@ -89,7 +89,7 @@ func (c *testCluster) start(i int, peers []Peer) {
 	cfg := Config{
 		NodeName: nd.name, HTTPAddr: nd.name + ".http", Clock: c.clock,
 		Transport: nd.trans, LogStore: nd.logs, StableStore: nd.logs, SnapshotStore: nd.snaps,
-		Raft: fastRaft, Peers: peers, Forward: c.router,
+		tuneRaft: fastRaft, Peers: peers, Forward: c.router,
 	}
 	if c.pool != nil {
 		cfg.Membership = c.pool.view()

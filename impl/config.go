@@ -61,9 +61,9 @@ type Config struct {
 	LogStore      raft.LogStore
 	StableStore   raft.StableStore
 	SnapshotStore raft.SnapshotStore
-	// Raft, if set, adjusts the raft configuration after tenure's defaults
+	// tuneRaft, if set, adjusts the raft configuration after tenure's defaults
 	// (LocalID, Logger and, in Dev, faster timings) are filled in.
-	Raft func(*raft.Config)
+	tuneRaft func(*raft.Config)
 
 	// Peers is the full server list, this node included. A server with no
 	// raft state bootstraps exactly this configuration, so starting every
@@ -88,13 +88,13 @@ type Config struct {
 	// reap a deleted key's lock-delay mark while the delay still runs; only
 	// tests use one.
 	ReapWindow, ReapInterval time.Duration
-	// RegisterRetry is the first delay before self-registration is retried after
+	// registerRetry is the first delay before self-registration is retried after
 	// a failure; it doubles up to 16× this value. Default 250ms.
-	RegisterRetry time.Duration
-	// RetryBackoff is the first delay before the leader retries a TTL
+	registerRetry time.Duration
+	// retryBackoff is the first delay before the leader retries a TTL
 	// destroy or a serfHealth update that failed; it doubles up to 32×.
 	// Default 500ms.
-	RetryBackoff time.Duration
+	retryBackoff time.Duration
 
 	// Apply, if set, replaces st.Apply in the state machine and returns the
 	// state to keep (st itself, or a replacement built with
@@ -154,13 +154,13 @@ func (c Config) withDefaults() (Config, error) {
 	if c.NewID == nil {
 		c.NewID = randomUUID
 	}
-	if c.RegisterRetry == 0 {
-		c.RegisterRetry = 250 * time.Millisecond
+	if c.registerRetry == 0 {
+		c.registerRetry = 250 * time.Millisecond
 	}
-	if c.RetryBackoff == 0 {
-		c.RetryBackoff = 500 * time.Millisecond
+	if c.retryBackoff == 0 {
+		c.retryBackoff = 500 * time.Millisecond
 	}
-	if c.RegisterRetry < 0 || c.RetryBackoff < 0 {
+	if c.registerRetry < 0 || c.retryBackoff < 0 {
 		return c, errors.New("config: durations must not be negative")
 	}
 	if c.ServerListener != nil && c.RaftAddr == "" {
@@ -224,8 +224,8 @@ func (c Config) raftConfig() (*raft.Config, error) {
 		rc.LeaderLeaseTimeout = 100 * time.Millisecond
 		rc.CommitTimeout = 5 * time.Millisecond
 	}
-	if c.Raft != nil {
-		c.Raft(rc)
+	if c.tuneRaft != nil {
+		c.tuneRaft(rc)
 	}
 	if err := raft.ValidateConfig(rc); err != nil {
 		return nil, fmt.Errorf("config: raft: %w", err)

@@ -24,7 +24,7 @@ func TestDurableClusterDefersLeaderFsync(t *testing.T) {
 		s, err := NewServer(Config{
 			NodeName: peers[i].Name, HTTPAddr: "127.0.0.1:1", DataDir: t.TempDir(),
 			Clock: clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), ServerListener: lns[i],
-			Peers: peers, Raft: fastRaft,
+			Peers: peers, tuneRaft: fastRaft,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -21,7 +21,7 @@ func TestDurableRestart(t *testing.T) {
 		_, trans := raft.NewInmemTransport("solo")
 		s, err := NewServer(Config{
 			NodeName: "solo", HTTPAddr: "127.0.0.1:1", Clock: clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), DataDir: dir,
-			Transport: trans, Peers: []Peer{{Name: "solo", RaftAddr: "solo"}}, Raft: fastRaft,
+			Transport: trans, Peers: []Peer{{Name: "solo", RaftAddr: "solo"}}, tuneRaft: fastRaft,
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -83,7 +83,7 @@ func (s *Server) endTerm() {
 // failure detection, then readiness.
 func (s *Server) leaderLoop(t *leaderTerm) {
 	defer close(t.done)
-	pause := backoff.New(s.cfg.RetryBackoff, 32*s.cfg.RetryBackoff)
+	pause := backoff.New(s.cfg.retryBackoff, 32*s.cfg.retryBackoff)
 	for {
 		err := s.raft.Barrier(0).Error()
 		if err == nil {
@@ -154,7 +154,7 @@ func (s *Server) waitLeaderReady(ctx context.Context) (*leaderTerm, error) {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("waiting for leadership to be established: %w", ctx.Err())
 		case <-s.shutdownCh:
-			return nil, ErrShutdown
+			return nil, errShutdown
 		}
 	}
 }

@@ -28,9 +28,9 @@ func (s *Server) sessionsExpired(ids []string) {
 
 // leaderWrite proposes next() until it succeeds, next says there is nothing
 // left to do, or term t ends. Failures back off on the server's clock from
-// RetryBackoff up to 32 times it; Consul retries its TTL destroy similarly.
+// retryBackoff up to 32 times it; Consul retries its TTL destroy similarly.
 func (s *Server) leaderWrite(t *leaderTerm, what string, next func() (model.Command, bool)) {
-	pause := backoff.New(s.cfg.RetryBackoff, 32*s.cfg.RetryBackoff)
+	pause := backoff.New(s.cfg.retryBackoff, 32*s.cfg.retryBackoff)
 	for {
 		select {
 		case <-t.stop:
@@ -61,7 +61,7 @@ func (s *Server) leaderWrite(t *leaderTerm, what string, next func() (model.Comm
 			}
 			return
 		}
-		if errors.Is(err, ErrNotLeader) || errors.Is(err, ErrShutdown) {
+		if errors.Is(err, ErrNotLeader) || errors.Is(err, errShutdown) {
 			return
 		}
 		wait := pause.Next()

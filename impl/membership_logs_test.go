@@ -49,7 +49,7 @@ func TestMembershipLogsNoFailureThatDidNotHappen(t *testing.T) {
 			o.trans.Connect(raft.ServerAddress(name), nd.trans)
 		}
 		srv, err := NewServer(Config{NodeName: name, HTTPAddr: name + ".http", Transport: nd.trans,
-			LogStore: nd.logs, StableStore: nd.logs, SnapshotStore: nd.snaps, Raft: fastRaft,
+			LogStore: nd.logs, StableStore: nd.logs, SnapshotStore: nd.snaps, tuneRaft: fastRaft,
 			Membership: g.pool.view(), BootstrapExpect: expect,
 			Logger: hclog.New(&hclog.LoggerOptions{Name: name, Output: logs, Level: hclog.Warn})})
 		if err != nil {

@@ -210,7 +210,7 @@ func (g *gossipCluster) start(name string, expect int) *Server {
 		o.trans.Connect(raft.ServerAddress(name), nd.trans)
 	}
 	srv, err := NewServer(Config{NodeName: name, HTTPAddr: name + ".http", Transport: nd.trans,
-		LogStore: nd.logs, StableStore: nd.logs, SnapshotStore: nd.snaps, Raft: fastRaft,
+		LogStore: nd.logs, StableStore: nd.logs, SnapshotStore: nd.snaps, tuneRaft: fastRaft,
 		Membership: g.pool.view(), BootstrapExpect: expect})
 	if err != nil {
 		g.t.Fatal(err)

@@ -37,9 +37,9 @@ func (s *Server) RaftStats() map[string]string { return s.raft.Stats() }
 // LastIndex is the last raft index this server has in its log.
 func (s *Server) LastIndex() uint64 { return s.raft.LastIndex() }
 
-// ErrPeerNotFound is RemovePeer's answer for a server the configuration
+// errPeerNotFound is RemovePeer's answer for a server the configuration
 // does not list.
-var ErrPeerNotFound = errors.New("not found in the Raft configuration")
+var errPeerNotFound = errors.New("not found in the Raft configuration")
 
 // RemovePeer removes a server from raft by ID, or by address when id is
 // empty (DELETE /v1/operator/raft/peer). Only the leader can.
@@ -60,7 +60,7 @@ func (s *Server) RemovePeer(id, address string) error {
 		}
 	}
 	if id != "" {
-		return fmt.Errorf("id %q was %w", id, ErrPeerNotFound)
+		return fmt.Errorf("id %q was %w", id, errPeerNotFound)
 	}
-	return fmt.Errorf("address %q was %w", address, ErrPeerNotFound)
+	return fmt.Errorf("address %q was %w", address, errPeerNotFound)
 }

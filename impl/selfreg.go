@@ -28,7 +28,7 @@ import (
 // failures, and a registration sent but not yet seen here, with backoff, and
 // otherwise sleeps.
 func (s *Server) registerLoop() {
-	pause := backoff.New(s.cfg.RegisterRetry, 16*s.cfg.RegisterRetry)
+	pause := backoff.New(s.cfg.registerRetry, 16*s.cfg.registerRetry)
 	for {
 		changed := s.fsm.CatalogChanged()
 		if s.registeredHere() {

@@ -19,8 +19,8 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// ErrShutdown is returned by calls made while or after the server shuts down.
-var ErrShutdown = errors.New("server is shutting down")
+// errShutdown is returned by calls made while or after the server shuts down.
+var errShutdown = errors.New("server is shutting down")
 
 // Server is one tenure server: the model as a raft FSM plus the leader-only
 // memory Consul keeps beside raft (TTL timers, failure detection) and each

@@ -252,7 +252,7 @@ func TestConfigValidation(t *testing.T) {
 		{"peer without addr", Config{NodeName: "n", RaftAddr: "127.0.0.1:0", DataDir: dir,
 			Peers: []Peer{{Name: "n"}}}, "needs a name and a raft address"},
 		{"invalid raft config", Config{NodeName: "n", Dev: true,
-			Raft: func(c *raft.Config) { c.HeartbeatTimeout = time.Microsecond }}, "raft"},
+			tuneRaft: func(c *raft.Config) { c.HeartbeatTimeout = time.Microsecond }}, "raft"},
 	}
 	for _, tc := range cases {
 		s, err := NewServer(tc.cfg)

@@ -113,7 +113,7 @@ func TestFollowerCatchesUpAfterRefusedWrites(t *testing.T) {
 			Clock:          clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
 			ServerListener: lns[i], Peers: peers,
 			LogStore: logs[i], StableStore: raft.NewInmemStore(), SnapshotStore: raft.NewInmemSnapshotStore(),
-			Raft: func(c *raft.Config) {
+			tuneRaft: func(c *raft.Config) {
 				c.HeartbeatTimeout = time.Second
 				c.ElectionTimeout = time.Second
 				c.LeaderLeaseTimeout = 500 * time.Millisecond

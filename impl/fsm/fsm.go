@@ -75,15 +75,15 @@ type Options struct {
 // Before and After are the states around it; neither may be modified, and
 // After is only valid during the call.
 type Change struct {
-	// Index is the entry's raft index; for a restore, the restored
+	// index is the entry's raft index; for a restore, the restored
 	// state's own Index().
-	Index uint64
+	index uint64
 	// Term is the raft term the entry was proposed in (0 for a restore):
 	// an entry can commit, and apply, in a later leader's term.
 	Term uint64
 	// Command is the entry's command; nil for a snapshot restore.
 	Command *model.Command
-	Result  model.Result
+	result  model.Result
 	Before  *model.State
 	After   *model.State
 }
@@ -258,7 +258,7 @@ func (f *FSM) applyLogs(logs []*raft.Log, out []any) {
 				after = recs[i+1].before
 			}
 			l, cmd := logs[r.pos], r.cmd // a copy, so that recs can stay on the stack
-			f.observe(Change{Index: l.Index, Term: l.Term, Command: &cmd, Result: res, Before: r.before, After: after})
+			f.observe(Change{index: l.Index, Term: l.Term, Command: &cmd, result: res, Before: r.before, After: after})
 		}
 	}
 }
@@ -332,7 +332,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.leader.ForgetLockDelays()
 	f.applied.advance(s.Index())
 	if f.observe != nil {
-		f.observe(Change{Index: s.Index(), Before: prev, After: s})
+		f.observe(Change{index: s.Index(), Before: prev, After: s})
 	}
 	return nil
 }

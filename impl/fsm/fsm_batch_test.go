@@ -188,13 +188,13 @@ func sameChanges(t *testing.T, got, want []Change) {
 	}
 	for i, w := range want {
 		g := got[i]
-		if g.Index != w.Index || g.Term != w.Term || !reflect.DeepEqual(g.Command, w.Command) ||
-			!reflect.DeepEqual(g.Result, w.Result) {
-			t.Errorf("change %d: %d/%d %+v %+v, want %d/%d %+v %+v", i, g.Index, g.Term, g.Command, g.Result,
-				w.Index, w.Term, w.Command, w.Result)
+		if g.index != w.index || g.Term != w.Term || !reflect.DeepEqual(g.Command, w.Command) ||
+			!reflect.DeepEqual(g.result, w.result) {
+			t.Errorf("change %d: %d/%d %+v %+v, want %d/%d %+v %+v", i, g.index, g.Term, g.Command, g.result,
+				w.index, w.Term, w.Command, w.result)
 		}
 		if !g.Before.Equal(w.Before) || !g.After.Equal(w.After) {
-			t.Errorf("change %d (index %d): Before or After differs", i, w.Index)
+			t.Errorf("change %d (index %d): Before or After differs", i, w.index)
 		}
 	}
 }

@@ -245,8 +245,8 @@ func TestFSMObservesEveryIndex(t *testing.T) {
 		t.Fatalf("observed %d changes, want one per entry (5)", len(seen))
 	}
 	for i, c := range seen {
-		if c.Index != uint64(i+1) || c.Command == nil {
-			t.Fatalf("change %d: index %d, command %v", i, c.Index, c.Command)
+		if c.index != uint64(i+1) || c.Command == nil {
+			t.Fatalf("change %d: index %d, command %v", i, c.index, c.Command)
 		}
 		if i > 0 && !c.Before.Equal(seen[i-1].After) {
 			t.Fatalf("change %d: Before is not the previous change's After", i)
@@ -256,8 +256,8 @@ func TestFSMObservesEveryIndex(t *testing.T) {
 	if e, _ := last.Before.Get("k"); e.Session != "s1" {
 		t.Fatalf("before the destroy k is %+v, want held by s1", e)
 	}
-	if e, _ := last.After.Get("k"); e.Session != "" || !slices.Equal(last.Result.Invalidated, []string{"s1"}) {
-		t.Fatalf("after the destroy k is %+v, invalidated %v", e, last.Result.Invalidated)
+	if e, _ := last.After.Get("k"); e.Session != "" || !slices.Equal(last.result.Invalidated, []string{"s1"}) {
+		t.Fatalf("after the destroy k is %+v, invalidated %v", e, last.result.Invalidated)
 	}
 
 	data := snapshotBytes(t, h.fsm)
@@ -267,7 +267,7 @@ func TestFSMObservesEveryIndex(t *testing.T) {
 	if err := other.fsm.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		t.Fatal(err)
 	}
-	if len(restored) != 1 || restored[0].Command != nil || restored[0].Index != h.fsm.state.Index() ||
+	if len(restored) != 1 || restored[0].Command != nil || restored[0].index != h.fsm.state.Index() ||
 		!restored[0].After.Equal(h.fsm.state) || restored[0].Before.Index() != 0 {
 		t.Fatalf("restore observed as %+v", restored)
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 // holdAgentWait is the client agent's bound on holding a create (S47); the
-// tests hold it to the same 10 s a server agent's RegisterWait has.
+// tests hold it to the same 10 s a server agent's registerWait has.
 const holdAgentWait = 10 * time.Second
 
 // healthReads counts the health reads a client agent made to learn whether

@@ -30,7 +30,7 @@ func (a *clientAgent) awaitRegistered(ctx context.Context) {
 	}
 }
 
-// registerWait bounds awaitRegistered, as RegisterWait does on a server.
+// registerWait bounds awaitRegistered, as a server agent's registerWait does.
 const registerWait = 10 * time.Second
 
 // nodePassing asks a server whether this agent's serfHealth is passing.

@@ -201,7 +201,7 @@ func TestLeaderCoreReportsStateMachineRefusal(t *testing.T) {
 }
 
 // TestLeaderCoreTTLOnlyInTerm: TTL deadlines are kept only between
-// StartTerm and EndTerm; a deposed leader expires nothing (S21).
+// StartTerm and endTerm; a deposed leader expires nothing (S21).
 func TestLeaderCoreTTLOnlyInTerm(t *testing.T) {
 	h := newCoreHarness(t, "early", "late")
 	ttl := func() model.Command {

@@ -6,30 +6,30 @@ import (
 	"strconv"
 )
 
-// Host is the one address agents bind, serve and gossip on.
-const Host = "127.0.0.1"
+// host is the one address agents bind, serve and gossip on.
+const host = "127.0.0.1"
 
-// Ports are an agent's three listeners on Host. Consul's other listeners
-// (DNS, gRPC, HTTPS, WAN gossip) are turned off by Agent.Args, so agents
+// Ports are an agent's three listeners on host. Consul's other listeners
+// (DNS, gRPC, HTTPS, WAN gossip) are turned off by Agent.args, so agents
 // side by side do not clash on their default ports.
 type Ports struct {
-	HTTP    int
-	SerfLAN int // gossip, TCP and UDP
-	Server  int // raft and RPC: the address /v1/status/leader names
+	http    int
+	serfLAN int // gossip, TCP and UDP
+	server  int // raft and RPC: the address /v1/status/leader names
 }
 
 // HTTPAddr is the agent's HTTP API, host:port.
-func (p Ports) HTTPAddr() string { return hostPort(p.HTTP) }
+func (p Ports) HTTPAddr() string { return hostPort(p.http) }
 
-// SerfAddr is the agent's gossip address, host:port, which others join.
-func (p Ports) SerfAddr() string { return hostPort(p.SerfLAN) }
+// serfAddr is the agent's gossip address, host:port, which others join.
+func (p Ports) serfAddr() string { return hostPort(p.serfLAN) }
 
-// ServerAddr is the server's raft address, host:port.
-func (p Ports) ServerAddr() string { return hostPort(p.Server) }
+// serverAddr is the server's raft address, host:port.
+func (p Ports) serverAddr() string { return hostPort(p.server) }
 
-func hostPort(port int) string { return net.JoinHostPort(Host, strconv.Itoa(port)) }
+func hostPort(port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
 
-// FreePorts returns three TCP ports on Host for one agent that were free a
+// FreePorts returns three TCP ports on host for one agent that were free a
 // moment ago; they are held open together, so none is handed out twice.
 // Another process may take one before the agent does: Up and the
 // conformance suite start an agent that exits at once again on fresh ports.
@@ -42,59 +42,59 @@ func FreePorts() (Ports, error) {
 	}()
 	var ports [3]int
 	for i := range ports {
-		ln, err := net.Listen("tcp", net.JoinHostPort(Host, "0"))
+		ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
 			return Ports{}, fmt.Errorf("find a free port: %w", err)
 		}
 		held = append(held, ln)
 		ports[i] = ln.Addr().(*net.TCPAddr).Port
 	}
-	return Ports{HTTP: ports[0], SerfLAN: ports[1], Server: ports[2]}, nil
+	return Ports{http: ports[0], serfLAN: ports[1], server: ports[2]}, nil
 }
 
 // Agent is one agent's command line in Consul's flags. The zero value of a
 // field leaves the binary's default.
 type Agent struct {
 	Node    string
-	DataDir string // not used with Dev
+	DataDir string // not used with dev
 	Ports   Ports
 
-	// Dev is one in-memory server that leads at once (consul agent -dev).
-	Dev bool
-	// Server is a server; it waits for BootstrapExpect servers (counting
-	// itself) before the first election. Without Server or Dev the agent
+	// dev is one in-memory server that leads at once (consul agent -dev).
+	dev bool
+	// server is a server; it waits for bootstrapExpect servers (counting
+	// itself) before the first election. Without server or dev the agent
 	// is a client agent.
-	Server          bool
-	BootstrapExpect int
+	server          bool
+	bootstrapExpect int
 
 	// RetryJoin are gossip addresses (host:port) joined at start, and
 	// again every second until one answers.
 	RetryJoin  []string
 	Datacenter string
-	LogLevel   string
+	logLevel   string
 	// Extra are more flags, given last, e.g. Consul's -hcl.
 	Extra []string
 }
 
-// Args is the agent's command line, "agent" first.
-func (a Agent) Args() []string {
+// args is the agent's command line, "agent" first.
+func (a Agent) args() []string {
 	args := []string{"agent"}
 	switch {
-	case a.Dev:
+	case a.dev:
 		args = append(args, "-dev")
-	case a.Server:
+	case a.server:
 		args = append(args, "-server")
-		if a.BootstrapExpect > 0 {
-			args = append(args, "-bootstrap-expect", strconv.Itoa(a.BootstrapExpect))
+		if a.bootstrapExpect > 0 {
+			args = append(args, "-bootstrap-expect", strconv.Itoa(a.bootstrapExpect))
 		}
 	}
 	args = append(args, "-node", a.Node)
-	if !a.Dev {
+	if !a.dev {
 		args = append(args, "-data-dir", a.DataDir)
 	}
-	args = append(args, "-bind", Host, "-client", Host,
-		"-http-port", strconv.Itoa(a.Ports.HTTP), "-serf-lan-port", strconv.Itoa(a.Ports.SerfLAN),
-		"-server-port", strconv.Itoa(a.Ports.Server),
+	args = append(args, "-bind", host, "-client", host,
+		"-http-port", strconv.Itoa(a.Ports.http), "-serf-lan-port", strconv.Itoa(a.Ports.serfLAN),
+		"-server-port", strconv.Itoa(a.Ports.server),
 		// Consul listens on these by default; tenure has none of them and
 		// takes -1 (off) for each.
 		"-dns-port=-1", "-grpc-port=-1", "-grpc-tls-port=-1", "-serf-wan-port=-1", "-https-port=-1")
@@ -109,8 +109,8 @@ func (a Agent) Args() []string {
 	if a.Datacenter != "" {
 		args = append(args, "-datacenter", a.Datacenter)
 	}
-	if a.LogLevel != "" {
-		args = append(args, "-log-level", a.LogLevel)
+	if a.logLevel != "" {
+		args = append(args, "-log-level", a.logLevel)
 	}
 	return append(args, a.Extra...)
 }

@@ -36,7 +36,7 @@ type Options struct {
 	// Name names the system in messages and directories, e.g. "tenure"
 	// or "Consul"; default: the binary's file name.
 	Name     string
-	Servers  int // default 3; -bootstrap-expect is their number
+	servers  int // default 3; -bootstrap-expect is their number
 	Clients  int // client agents, joined to the servers
 	LogLevel string
 	Flags    []string // more flags for every agent, e.g. Consul's -hcl
@@ -52,8 +52,8 @@ type Options struct {
 // directories across Kill and Start, as a restarted machine does. Its
 // methods are for the test's goroutine; a failure ends the test.
 type Cluster struct {
-	Name  string
-	Bin   string
+	name  string
+	bin   string
 	Nodes []*Node // servers s1, s2, … first, then clients c1, c2, …
 	// LogDir holds each node's log, <node>.log. Close removes it unless
 	// the test failed (or the cluster never came up).
@@ -67,16 +67,16 @@ type Cluster struct {
 
 // Node is one agent of a Cluster.
 type Node struct {
-	Agent   Agent  // its command line
+	agent   Agent  // its command line
 	LogPath string // its log, across restarts
 	Proc    *Proc  // its latest process; nil before the first Start
 }
 
 // Name is the node's name.
-func (n *Node) Name() string { return n.Agent.Node }
+func (n *Node) Name() string { return n.agent.Node }
 
 // HTTPAddr is the node's HTTP API, host:port.
-func (n *Node) HTTPAddr() string { return n.Agent.Ports.HTTPAddr() }
+func (n *Node) HTTPAddr() string { return n.agent.Ports.HTTPAddr() }
 
 // Running reports whether the node's process was started and has not ended.
 func (n *Node) Running() bool { return n.Proc != nil && n.Proc.Running() }
@@ -96,9 +96,9 @@ func Up(t TB, bin string, o Options) *Cluster {
 		c.keepLogs = true
 		c.Close()
 		if try == startAttempts {
-			t.Fatalf("%s cluster did not come up, %d times; the last time: %v", c.Name, try, err)
+			t.Fatalf("%s cluster did not come up, %d times; the last time: %v", c.name, try, err)
 		}
-		t.Logf("%s cluster did not come up (attempt %d), trying again on fresh ports: %v", c.Name, try, err)
+		t.Logf("%s cluster did not come up (attempt %d), trying again on fresh ports: %v", c.name, try, err)
 	}
 }
 
@@ -125,7 +125,7 @@ func newCluster(t TB, bin string, o Options) *Cluster {
 	if name == "" {
 		name = filepath.Base(bin)
 	}
-	servers := o.Servers
+	servers := o.servers
 	if servers == 0 {
 		servers = 3
 	}
@@ -138,7 +138,7 @@ func newCluster(t TB, bin string, o Options) *Cluster {
 		_ = os.RemoveAll(logDir)
 		t.Fatalf("%s cluster: data directory: %v", name, err)
 	}
-	c := &Cluster{Name: name, Bin: bin, LogDir: logDir, t: t, dataDir: dataDir}
+	c := &Cluster{name: name, bin: bin, LogDir: logDir, t: t, dataDir: dataDir}
 	t.Cleanup(c.Close)
 	for i := range servers + o.Clients {
 		ports, err := FreePorts()
@@ -150,8 +150,8 @@ func newCluster(t TB, bin string, o Options) *Cluster {
 			node = fmt.Sprintf("c%d", i-servers+1)
 		}
 		c.Nodes = append(c.Nodes, &Node{
-			Agent: Agent{Node: node, DataDir: filepath.Join(dataDir, node), Ports: ports,
-				Server: i < servers, BootstrapExpect: servers, LogLevel: o.LogLevel, Extra: o.Flags},
+			agent: Agent{Node: node, DataDir: filepath.Join(dataDir, node), Ports: ports,
+				server: i < servers, bootstrapExpect: servers, logLevel: o.LogLevel, Extra: o.Flags},
 			LogPath: filepath.Join(logDir, node+".log"),
 		})
 	}
@@ -160,11 +160,11 @@ func newCluster(t TB, bin string, o Options) *Cluster {
 	for _, nd := range c.Nodes {
 		for _, s := range c.Nodes[:servers] {
 			if s != nd {
-				nd.Agent.RetryJoin = append(nd.Agent.RetryJoin, s.Agent.Ports.SerfAddr())
+				nd.agent.RetryJoin = append(nd.agent.RetryJoin, s.agent.Ports.serfAddr())
 			}
 		}
-		if !nd.Agent.Server {
-			nd.Agent.BootstrapExpect = 0
+		if !nd.agent.server {
+			nd.agent.bootstrapExpect = 0
 		}
 	}
 	return c
@@ -181,11 +181,11 @@ func (c *Cluster) Start(i int) {
 func (c *Cluster) start(i int) error {
 	nd := c.Nodes[i]
 	if nd.Running() {
-		return fmt.Errorf("%s %s is running already", c.Name, nd.Name())
+		return fmt.Errorf("%s %s is running already", c.name, nd.Name())
 	}
-	p, err := Start(c.Bin, nd.Agent, nd.LogPath)
+	p, err := Start(c.bin, nd.agent, nd.LogPath)
 	if err != nil {
-		return fmt.Errorf("%s: %w", c.Name, err)
+		return fmt.Errorf("%s: %w", c.name, err)
 	}
 	nd.Proc = p
 	return nil
@@ -195,7 +195,7 @@ func (c *Cluster) start(i int) error {
 func (c *Cluster) Kill(i int) {
 	c.t.Helper()
 	if err := c.proc(i).Kill(); err != nil {
-		c.t.Fatalf("%s: %v", c.Name, err)
+		c.t.Fatalf("%s: %v", c.name, err)
 	}
 }
 
@@ -203,8 +203,8 @@ func (c *Cluster) Kill(i int) {
 // test.
 func (c *Cluster) Stop(i int) {
 	c.t.Helper()
-	if err := c.proc(i).Stop(); err != nil {
-		c.t.Errorf("%s: %v", c.Name, err)
+	if err := c.proc(i).stop(); err != nil {
+		c.t.Errorf("%s: %v", c.name, err)
 	}
 }
 
@@ -212,7 +212,7 @@ func (c *Cluster) Stop(i int) {
 func (c *Cluster) proc(i int) *Proc {
 	c.t.Helper()
 	if c.Nodes[i].Proc == nil {
-		c.t.Fatalf("%s %s was never started", c.Name, c.Nodes[i].Name())
+		c.t.Fatalf("%s %s was never started", c.name, c.Nodes[i].Name())
 	}
 	return c.Nodes[i].Proc
 }
@@ -232,13 +232,13 @@ func (c *Cluster) WaitReady(i int) {
 func (c *Cluster) ready(i int) error {
 	nd := c.Nodes[i]
 	if nd.Proc == nil {
-		return fmt.Errorf("%s %s was never started", c.Name, nd.Name())
+		return fmt.Errorf("%s %s was never started", c.name, nd.Name())
 	}
 	var names []string
 	for _, o := range c.Nodes {
 		names = append(names, o.Name())
 	}
-	err := poll(readyTimeout, nd.Proc.Exited(), func() error {
+	err := poll(readyTimeout, nd.Proc.done(), func() error {
 		leader, err := leaderOf(nd.HTTPAddr())
 		if err != nil {
 			return err
@@ -252,9 +252,9 @@ func (c *Cluster) ready(i int) error {
 	case err == nil:
 		return nil
 	case !nd.Running():
-		return fmt.Errorf("%s %s exited while starting (%v); its log ends:\n%s", c.Name, nd.Name(), nd.Proc.Wait(), nd.Proc.Output())
+		return fmt.Errorf("%s %s exited while starting (%v); its log ends:\n%s", c.name, nd.Name(), nd.Proc.Wait(), nd.Proc.Output())
 	default:
-		return fmt.Errorf("%s %s not serving after %v: %w (logs in %s)", c.Name, nd.Name(), readyTimeout, err, c.LogDir)
+		return fmt.Errorf("%s %s not serving after %v: %w (logs in %s)", c.name, nd.Name(), readyTimeout, err, c.LogDir)
 	}
 }
 
@@ -262,7 +262,7 @@ func (c *Cluster) ready(i int) error {
 // -1 for none.
 func (c *Cluster) serverAt(addr string) int {
 	for i, nd := range c.Nodes {
-		if nd.Agent.Server && nd.Running() && nd.Agent.Ports.ServerAddr() == addr {
+		if nd.agent.server && nd.Running() && nd.agent.Ports.serverAddr() == addr {
 			return i
 		}
 	}
@@ -292,7 +292,7 @@ func (c *Cluster) Leader(via int) int {
 func (c *Cluster) Eventually(what string, cond func() error) {
 	c.t.Helper()
 	if err := Poll(eventuallyTimeout, cond); err != nil {
-		c.t.Fatalf("%s: timed out waiting for %s: %v", c.Name, what, err)
+		c.t.Fatalf("%s: timed out waiting for %s: %v", c.name, what, err)
 	}
 }
 
@@ -307,7 +307,7 @@ func (c *Cluster) Close() {
 	for _, nd := range c.Nodes {
 		if nd.Proc != nil {
 			if err := nd.Proc.Kill(); err != nil {
-				c.t.Errorf("%s: %v", c.Name, err)
+				c.t.Errorf("%s: %v", c.name, err)
 			}
 		}
 	}
@@ -316,12 +316,12 @@ func (c *Cluster) Close() {
 	if failed {
 		for _, nd := range c.Nodes {
 			if nd.Proc != nil {
-				c.t.Logf("%s %s: its log ends:\n%s", c.Name, nd.Name(), nd.Proc.Output())
+				c.t.Logf("%s %s: its log ends:\n%s", c.name, nd.Name(), nd.Proc.Output())
 			}
 		}
 	}
 	if failed || c.keepLogs {
-		c.t.Logf("%s logs kept in %s", c.Name, c.LogDir)
+		c.t.Logf("%s logs kept in %s", c.name, c.LogDir)
 		return
 	}
 	_ = os.RemoveAll(c.LogDir)

@@ -15,13 +15,13 @@ import (
 // outputTail is how much of a process's output Output returns.
 const outputTail = 16 << 10
 
-// stopTimeout bounds how long Stop waits after SIGTERM before it kills.
+// stopTimeout bounds how long stop waits after SIGTERM before it kills.
 const stopTimeout = 30 * time.Second
 
 // Proc is one started agent process. Its methods may be called from any
 // goroutine.
 type Proc struct {
-	Agent Agent // the command line it was started with
+	agent Agent // the command line it was started with
 
 	cmd     *exec.Cmd
 	logPath string
@@ -33,10 +33,10 @@ type Proc struct {
 // Start starts bin with a's command line. Its output is appended to the
 // file logPath, so that a restarted agent's log follows its earlier one;
 // with logPath "" only its end is kept, in memory. Output returns that end
-// either way. The caller ends the process (Kill or Stop).
+// either way. The caller ends the process (Kill or stop).
 func Start(bin string, a Agent, logPath string) (*Proc, error) {
-	p := &Proc{Agent: a, logPath: logPath, exited: make(chan struct{})}
-	p.cmd = exec.Command(bin, a.Args()...)
+	p := &Proc{agent: a, logPath: logPath, exited: make(chan struct{})}
+	p.cmd = exec.Command(bin, a.args()...)
 	if logPath != "" {
 		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
@@ -53,7 +53,7 @@ func Start(bin string, a Agent, logPath string) (*Proc, error) {
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start agent %s (%s): %w", a.Node, bin, err)
 	}
-	// One waiter for the process's whole life, so that Exited can be
+	// One waiter for the process's whole life, so that done can be
 	// watched while a Kill or Stop waits too.
 	go func() {
 		p.waitErr = p.cmd.Wait()
@@ -65,8 +65,8 @@ func Start(bin string, a Agent, logPath string) (*Proc, error) {
 // Pid is the process's id.
 func (p *Proc) Pid() int { return p.cmd.Process.Pid }
 
-// Exited is closed once the process has ended.
-func (p *Proc) Exited() <-chan struct{} { return p.exited }
+// done is closed once the process has ended.
+func (p *Proc) done() <-chan struct{} { return p.exited }
 
 // Running reports whether the process has not ended yet.
 func (p *Proc) Running() bool {
@@ -88,7 +88,7 @@ func (p *Proc) Wait() error {
 // Signal sends sig; a process that has ended already is no error.
 func (p *Proc) Signal(sig os.Signal) error {
 	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("signal %v to agent %s: %w", sig, p.Agent.Node, err)
+		return fmt.Errorf("signal %v to agent %s: %w", sig, p.agent.Node, err)
 	}
 	return nil
 }
@@ -104,10 +104,10 @@ func (p *Proc) Kill() error {
 	return nil
 }
 
-// Stop sends SIGTERM, on which an agent shuts down gracefully (a client
+// stop sends SIGTERM, on which an agent shuts down gracefully (a client
 // agent leaves the pool first), and waits for it to exit: an error if it
 // exited uncleanly, or did not exit within stopTimeout (it is killed then).
-func (p *Proc) Stop() error {
+func (p *Proc) stop() error {
 	if err := p.Signal(syscall.SIGTERM); err != nil {
 		return err
 	}
@@ -115,10 +115,10 @@ func (p *Proc) Stop() error {
 	case <-p.exited:
 	case <-time.After(stopTimeout):
 		_ = p.Kill()
-		return fmt.Errorf("agent %s did not exit within %v of SIGTERM; killed it", p.Agent.Node, stopTimeout)
+		return fmt.Errorf("agent %s did not exit within %v of SIGTERM; killed it", p.agent.Node, stopTimeout)
 	}
 	if p.waitErr != nil {
-		return fmt.Errorf("agent %s exited uncleanly after SIGTERM: %w", p.Agent.Node, p.waitErr)
+		return fmt.Errorf("agent %s exited uncleanly after SIGTERM: %w", p.agent.Node, p.waitErr)
 	}
 	return nil
 }
@@ -127,8 +127,8 @@ func (p *Proc) Stop() error {
 // nothing, as a machine that hangs.
 func (p *Proc) Pause() error { return p.Signal(syscall.SIGSTOP) }
 
-// Resume continues a paused process (SIGCONT).
-func (p *Proc) Resume() error { return p.Signal(syscall.SIGCONT) }
+// resume continues a paused process (SIGCONT).
+func (p *Proc) resume() error { return p.Signal(syscall.SIGCONT) }
 
 // Output is the end of the process's output, for failure messages.
 func (p *Proc) Output() string {

@@ -44,7 +44,7 @@ func fakeAgent() {
 // agent, in Consul's flags, with every listener Consul would open by
 // default turned off.
 func TestAgentArgs(t *testing.T) {
-	ports := Ports{HTTP: 18500, SerfLAN: 18301, Server: 18300}
+	ports := Ports{http: 18500, serfLAN: 18301, server: 18300}
 	off := "-bind 127.0.0.1 -client 127.0.0.1 -http-port 18500 -serf-lan-port 18301 -server-port 18300 " +
 		"-dns-port=-1 -grpc-port=-1 -grpc-tls-port=-1 -serf-wan-port=-1 -https-port=-1"
 	for name, tc := range map[string]struct {
@@ -52,8 +52,8 @@ func TestAgentArgs(t *testing.T) {
 		want  string
 	}{
 		"server": {
-			Agent{Node: "s1", DataDir: "/d/s1", Ports: ports, Server: true, BootstrapExpect: 3,
-				RetryJoin: []string{"127.0.0.1:1", "127.0.0.1:2"}, LogLevel: "debug", Extra: []string{"-hcl", "x = 1"}},
+			Agent{Node: "s1", DataDir: "/d/s1", Ports: ports, server: true, bootstrapExpect: 3,
+				RetryJoin: []string{"127.0.0.1:1", "127.0.0.1:2"}, logLevel: "debug", Extra: []string{"-hcl", "x = 1"}},
 			"agent -server -bootstrap-expect 3 -node s1 -data-dir /d/s1 " + off +
 				" -retry-join 127.0.0.1:1 -retry-join 127.0.0.1:2 -retry-interval 1s -log-level debug -hcl x = 1",
 		},
@@ -62,11 +62,11 @@ func TestAgentArgs(t *testing.T) {
 			"agent -node c1 -data-dir /d/c1 " + off + " -datacenter dc2",
 		},
 		"dev": {
-			Agent{Node: "d", DataDir: "/ignored", Ports: ports, Dev: true, Server: true, BootstrapExpect: 3},
+			Agent{Node: "d", DataDir: "/ignored", Ports: ports, dev: true, server: true, bootstrapExpect: 3},
 			"agent -dev -node d " + off,
 		},
 	} {
-		if got := strings.Join(tc.agent.Args(), " "); got != tc.want {
+		if got := strings.Join(tc.agent.args(), " "); got != tc.want {
 			t.Errorf("%s:\n got %s\nwant %s", name, got, tc.want)
 		}
 	}
@@ -77,10 +77,10 @@ func TestFreePorts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.HTTP == p.SerfLAN || p.HTTP == p.Server || p.SerfLAN == p.Server || p.HTTP == 0 {
+	if p.http == p.serfLAN || p.http == p.server || p.serfLAN == p.server || p.http == 0 {
 		t.Errorf("ports %+v, want three distinct ones", p)
 	}
-	if got := p.SerfAddr(); got != fmt.Sprintf("127.0.0.1:%d", p.SerfLAN) {
+	if got := p.serfAddr(); got != fmt.Sprintf("127.0.0.1:%d", p.serfLAN) {
 		t.Errorf("SerfAddr %q", got)
 	}
 }
@@ -113,11 +113,11 @@ func TestProcSignals(t *testing.T) {
 	if p.Output() != paused {
 		t.Errorf("a paused process went on writing")
 	}
-	if err := p.Resume(); err != nil {
+	if err := p.resume(); err != nil {
 		t.Fatal(err)
 	}
 	waitOutput(t, p, fmt.Sprintf("tick %d", strings.Count(paused, "tick")+1))
-	if err := p.Stop(); err != nil {
+	if err := p.stop(); err != nil {
 		t.Errorf("stop: %v", err)
 	}
 	if p.Running() || !strings.HasSuffix(p.Output(), "left\n") {
@@ -145,7 +145,7 @@ func TestProcSignals(t *testing.T) {
 			t.Errorf("after Kill of a paused process: running %v, exit %v", p.Running(), err)
 		}
 		select {
-		case <-p.Exited():
+		case <-p.done():
 		default:
 			t.Errorf("Exited not closed after Kill")
 		}
@@ -198,7 +198,7 @@ func TestTenureCluster(t *testing.T) {
 		t.Skip("set TENURE_CLUSTER_TEST=1 to start tenure processes")
 	}
 	bin := BuildTenure(t)
-	c := Up(t, bin, Options{Servers: 1, Clients: 1})
+	c := Up(t, bin, Options{servers: 1, Clients: 1})
 	if names := []string{c.Nodes[0].Name(), c.Nodes[1].Name()}; !slices.Equal(names, []string{"s1", "c1"}) {
 		t.Errorf("nodes %v", names)
 	}
@@ -215,7 +215,7 @@ func TestTenureCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dev, err := Start(bin, Agent{Node: "dev", Dev: true, Ports: ports}, "")
+	dev, err := Start(bin, Agent{Node: "dev", dev: true, Ports: ports}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestTenureCluster(t *testing.T) {
 	if err := Poll(30*time.Second, func() error { return serves(ports.HTTPAddr(), "dev", []string{"dev"}) }); err != nil {
 		t.Fatalf("dev agent: %v; its output ends:\n%s", err, dev.Output())
 	}
-	if err := dev.Stop(); err != nil {
+	if err := dev.stop(); err != nil {
 		t.Error(err)
 	}
 }

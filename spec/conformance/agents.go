@@ -22,12 +22,12 @@ import (
 // be of the server's kind (gossip pools of different implementations need
 // not interoperate) and take Consul's agent flags, which tenure's do.
 
-// Agent is a client agent process started by T.StartAgent.
-type Agent struct {
+// clientAgent is a client agent process started by caseT.StartAgent.
+type clientAgent struct {
 	Node string // its node name, unique to the run and case
 	HTTP string // base URL of its HTTP API
 
-	t    *T
+	t    *caseT
 	proc *proccluster.Proc
 }
 
@@ -39,7 +39,7 @@ const agentJoinTimeout = 60 * time.Second
 // gossip pool, and waits until the leader has registered its node with
 // serfHealth passing (the alive-member rule of S53). extra are more agent
 // flags (Consul's). It is killed, force-left and deregistered after the case.
-func (t *T) StartAgent(name string, extra ...string) *Agent {
+func (t *caseT) StartAgent(name string, extra ...string) *clientAgent {
 	join, dc := t.poolAddr()
 	node := t.agentNode(name)
 	// The free ports are only free when found: an agent that exits at once
@@ -61,7 +61,7 @@ func (t *T) StartAgent(name string, extra ...string) *Agent {
 // StartLoneAgent starts a client agent named after name that joins no pool,
 // and returns once its HTTP API answers. Join joins it to the server's pool
 // later. It is killed, force-left and deregistered after the case.
-func (t *T) StartLoneAgent(name string, extra ...string) *Agent {
+func (t *caseT) StartLoneAgent(name string, extra ...string) *clientAgent {
 	_, dc := t.poolAddr()
 	node := t.agentNode(name)
 	const attempts = 3
@@ -79,7 +79,7 @@ func (t *T) StartLoneAgent(name string, extra ...string) *Agent {
 
 // poolAddr is the gossip address of the server under test, which agents
 // join, and its datacenter.
-func (t *T) poolAddr() (join, dc string) {
+func (t *caseT) poolAddr() (join, dc string) {
 	if t.env.agentBin == "" {
 		t.Skipf("no agent binary (-agent)")
 	}
@@ -99,13 +99,13 @@ func (t *T) poolAddr() (join, dc string) {
 
 // agentNode is the node name of the case's agent called name, unique to the
 // run and case.
-func (t *T) agentNode(name string) string {
+func (t *caseT) agentNode(name string) string {
 	return fmt.Sprintf("conf-%s-%d-%s", t.env.runID, t.seq, name)
 }
 
 // awaitHTTP waits until a's HTTP API answers; it reports false if a's
 // process ended first.
-func (a *Agent) awaitHTTP() bool {
+func (a *clientAgent) awaitHTTP() bool {
 	deadline := time.Now().Add(agentJoinTimeout)
 	for {
 		res, err := a.t.env.http.Get(a.HTTP + "/v1/agent/self")
@@ -125,7 +125,7 @@ func (a *Agent) awaitHTTP() bool {
 
 // awaitRegistered waits until the leader has registered a's node with
 // serfHealth passing; it reports false if a's process ended first.
-func (t *T) awaitRegistered(a *Agent) bool {
+func (t *caseT) awaitRegistered(a *clientAgent) bool {
 	deadline := time.Now().Add(agentJoinTimeout)
 	for {
 		if serf := t.NodeChecks(a.Node)["serfHealth"]; serf != nil && serf.Status == "passing" {
@@ -145,7 +145,7 @@ func (t *T) awaitRegistered(a *Agent) bool {
 
 // startAgentOnce starts the agent process on fresh ports (a client agent,
 // unless extra makes it a server) and registers its cleanup.
-func (t *T) startAgentOnce(node, join, dc string, extra []string) *Agent {
+func (t *caseT) startAgentOnce(node, join, dc string, extra []string) *clientAgent {
 	dir, err := os.MkdirTemp("", "conformance-agent-")
 	if err != nil {
 		t.Fatalf("agent data dir: %v", err)
@@ -167,7 +167,7 @@ func (t *T) startAgentOnce(node, join, dc string, extra []string) *Agent {
 		_ = os.RemoveAll(dir)
 		t.Fatalf("%v", err)
 	}
-	a := &Agent{Node: node, HTTP: "http://" + ports.HTTPAddr(), t: t, proc: proc}
+	a := &clientAgent{Node: node, HTTP: "http://" + ports.HTTPAddr(), t: t, proc: proc}
 	t.Cleanup(func(ctx context.Context) error {
 		// The process first, then its membership: a force-left member that
 		// is still alive would refute the leave and stay registered. Its
@@ -187,7 +187,7 @@ func (t *T) startAgentOnce(node, join, dc string, extra []string) *Agent {
 
 // Kill ends the agent's process with SIGKILL: it stops answering gossip
 // without leaving, so the pool declares it failed.
-func (a *Agent) Kill() {
+func (a *clientAgent) Kill() {
 	if err := a.proc.Kill(); err != nil {
 		a.t.Fatalf("%v", err)
 	}
@@ -195,7 +195,7 @@ func (a *Agent) Kill() {
 
 // Leave asks the agent over its own HTTP API to leave the pool gracefully
 // (it then shuts down).
-func (a *Agent) Leave() {
+func (a *clientAgent) Leave() {
 	r := a.Do(http.MethodPut, "/v1/agent/leave")
 	a.t.Require(r.Code == 200, "leave %s: want 200, got %s", a.Node, r)
 }
@@ -203,7 +203,7 @@ func (a *Agent) Leave() {
 // join asks the agent over its own HTTP API to join the gossip pool at
 // addr. Unlike Do it reports failure instead of ending the case, so it may
 // run beside a request the case is waiting on.
-func (a *Agent) join(addr string) error {
+func (a *clientAgent) join(addr string) error {
 	ctx, cancel := context.WithTimeout(a.t.ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPut, a.HTTP+"/v1/agent/join/"+url.PathEscape(addr), nil)
@@ -226,7 +226,7 @@ func (a *Agent) join(addr string) error {
 }
 
 // Do sends a request without a body to the agent's own HTTP API.
-func (a *Agent) Do(method, path string) *resp {
+func (a *clientAgent) Do(method, path string) *resp {
 	ctx, cancel := context.WithTimeout(a.t.ctx, 30*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, a.HTTP+path, nil)

@@ -12,16 +12,16 @@ import (
 
 func blockingCases() []Case {
 	return []Case{
-		{Clause: "S45", Name: "key-index-is-modifyindex", Run: s45KeyIndex},
-		{Clause: "S45", Name: "missing-key-and-list-include-deletions", Run: s45Deletions},
-		{Clause: "S45", Name: "index-never-zero", Run: s45NeverZero},
-		{Clause: "S46", Name: "write-wakes-blocked-read", Run: func(t *T) { s46Wakes(t, "set") }},
-		{Clause: "S46", Name: "release-wakes-blocked-read", Run: func(t *T) { s46Wakes(t, "release") }},
-		{Clause: "S46", Name: "invalidation-wakes-blocked-read", Run: func(t *T) { s46Wakes(t, "destroy") }},
-		{Clause: "S46", Name: "delete-wakes-blocked-read", Run: func(t *T) { s46Wakes(t, "delete") }},
-		{Clause: "S46", Name: "create-wakes-read-of-missing-key", Run: s46Create},
-		{Clause: "S46", Name: "write-under-prefix-wakes-list", Run: s46List},
-		{Clause: "S46", Name: "blocks-until-wait-if-unchanged", Run: s46Timeout},
+		{clause: "S45", name: "key-index-is-modifyindex", run: s45KeyIndex},
+		{clause: "S45", name: "missing-key-and-list-include-deletions", run: s45Deletions},
+		{clause: "S45", name: "index-never-zero", run: s45NeverZero},
+		{clause: "S46", name: "write-wakes-blocked-read", run: func(t *caseT) { s46Wakes(t, "set") }},
+		{clause: "S46", name: "release-wakes-blocked-read", run: func(t *caseT) { s46Wakes(t, "release") }},
+		{clause: "S46", name: "invalidation-wakes-blocked-read", run: func(t *caseT) { s46Wakes(t, "destroy") }},
+		{clause: "S46", name: "delete-wakes-blocked-read", run: func(t *caseT) { s46Wakes(t, "delete") }},
+		{clause: "S46", name: "create-wakes-read-of-missing-key", run: s46Create},
+		{clause: "S46", name: "write-under-prefix-wakes-list", run: s46List},
+		{clause: "S46", name: "blocks-until-wait-if-unchanged", run: s46Timeout},
 	}
 }
 
@@ -34,7 +34,7 @@ type blockResult struct {
 
 // blockingGet starts GET path?index=idx&wait=wait (path may carry a query)
 // and returns a function that waits for its answer.
-func (t *T) blockingGet(path string, idx uint64, wait string) func() blockResult {
+func (t *caseT) blockingGet(path string, idx uint64, wait string) func() blockResult {
 	sep := "?"
 	for _, c := range path {
 		if c == '?' {
@@ -57,7 +57,7 @@ func (t *T) blockingGet(path string, idx uint64, wait string) func() blockResult
 	}
 }
 
-func s45KeyIndex(t *T) {
+func s45KeyIndex(t *caseT) {
 	k := t.Key("k")
 	s := t.CreateUnboundSession(nil)
 	t.Set(k, "1")
@@ -77,7 +77,7 @@ func s45KeyIndex(t *T) {
 	}
 }
 
-func s45Deletions(t *T) {
+func s45Deletions(t *caseT) {
 	a, b := t.Key("dir/a"), t.Key("dir/b")
 	t.Set(a, "1")
 	t.Set(b, "1")
@@ -99,7 +99,7 @@ func s45Deletions(t *T) {
 	t.Check(rl.Code == 404 && rl.Index() > del, "list of a prefix whose keys are all deleted: want 404 above %d, got %s index %d", del, rl, rl.Index())
 }
 
-func s45NeverZero(t *T) {
+func s45NeverZero(t *caseT) {
 	for _, p := range []string{
 		"/v1/kv/" + t.Key("never-written"),
 		"/v1/kv/" + t.Key("nothing/") + "?recurse",
@@ -114,7 +114,7 @@ func s45NeverZero(t *T) {
 	}
 }
 
-func s46Wakes(t *T, how string) {
+func s46Wakes(t *caseT, how string) {
 	k := t.Key("k")
 	s := t.CreateUnboundSession(nil)
 	if how == "set" || how == "delete" {
@@ -156,7 +156,7 @@ func s46Wakes(t *T, how string) {
 	}
 }
 
-func s46Create(t *T) {
+func s46Create(t *caseT) {
 	k := t.Key("k")
 	r := t.GetRaw(k, "")
 	t.Require(r.Code == 404, "GET of a missing key: %s", r)
@@ -205,7 +205,7 @@ type atomicTime struct {
 func (a *atomicTime) set(t time.Time) { a.mu.Lock(); a.t = t; a.mu.Unlock() }
 func (a *atomicTime) get() time.Time  { a.mu.Lock(); defer a.mu.Unlock(); return a.t }
 
-func s46List(t *T) {
+func s46List(t *caseT) {
 	dir := t.Key("dir/")
 	t.Set(dir+"a", "1")
 	_, r := t.List(dir)
@@ -219,7 +219,7 @@ func s46List(t *T) {
 	t.Equal("entries seen by the woken list", len(ps), 2)
 }
 
-func s46Timeout(t *T) {
+func s46Timeout(t *caseT) {
 	k, sibling := t.Key("k"), t.Key("k-sibling")
 	t.Set(k, "still")
 	before := t.MustGet(k)

@@ -15,21 +15,21 @@ import (
 // the agent endpoints answer with Consul's codes (S61).
 
 // The two S12 cases wait a few seconds of real check timers but are not
-// marked Slow: Slow cases start first, and two more of them delay the quick
+// marked slow: slow cases start first, and two more of them delay the quick
 // cases by seconds, enough for the in-process dev agent's 2 s reap window
 // to raise the LockIndex floor under S26 and S27 before they run.
 func checkCases() []Case {
 	return []Case{
-		{Clause: "S12", Name: "agent-ttl-check-expiry-invalidates", Run: s12AgentTTLExpiry},
-		{Clause: "S12", Name: "agent-http-check-failure-invalidates", Run: s12AgentHTTPFailure},
-		{Clause: "S6", Name: "maintenance-check-born-critical-binds-nothing", Run: s6Maintenance},
-		{Clause: "S61", Name: "agent-endpoints-answer-consul-codes", Run: s61AgentCodes},
+		{clause: "S12", name: "agent-ttl-check-expiry-invalidates", run: s12AgentTTLExpiry},
+		{clause: "S12", name: "agent-http-check-failure-invalidates", run: s12AgentHTTPFailure},
+		{clause: "S6", name: "maintenance-check-born-critical-binds-nothing", run: s6Maintenance},
+		{clause: "S61", name: "agent-endpoints-answer-consul-codes", run: s61AgentCodes},
 	}
 }
 
 // catalogStatus waits until the catalog shows the agent's check id with
 // status.
-func (t *T) catalogStatus(node, id, status string, timeout time.Duration) {
+func (t *caseT) catalogStatus(node, id, status string, timeout time.Duration) {
 	t.WaitFor("check "+id+" "+status+" in the catalog", timeout, 100*time.Millisecond, func() bool {
 		return t.CatalogCheckStatus(node, id) == status
 	})
@@ -38,7 +38,7 @@ func (t *T) catalogStatus(node, id, status string, timeout time.Duration) {
 // A TTL check kept passing holds its session up; once the application stops
 // passing it, the check expires on the agent, the catalog learns it, and
 // the session bound to it is invalidated and its lock released.
-func s12AgentTTLExpiry(t *T) {
+func s12AgentTTLExpiry(t *caseT) {
 	node := t.AgentNode()
 	id := t.RegisterAgentCheck("ttl", map[string]any{"TTL": "2s", "Status": "passing"})
 	t.catalogStatus(node, id, "passing", 10*time.Second)
@@ -62,7 +62,7 @@ func s12AgentTTLExpiry(t *T) {
 
 // An HTTP check the agent runs against a target that starts failing goes
 // critical, and the session bound to it ends.
-func s12AgentHTTPFailure(t *T) {
+func s12AgentHTTPFailure(t *caseT) {
 	node := t.AgentNode()
 	target := t.StartHTTPTarget()
 	id := t.RegisterAgentCheck("http", map[string]any{"HTTP": target.URL, "Interval": "1s", "Status": "passing"})
@@ -87,7 +87,7 @@ func s12AgentHTTPFailure(t *T) {
 // session cannot be bound to them (S6: a critical check is refused at
 // create), and sessions bound to serfHealth live on; disabling removes the
 // checks.
-func s6Maintenance(t *T) {
+func s6Maintenance(t *caseT) {
 	node := t.AgentNode()
 	svc := t.RegisterAgentService("maint", nil)
 	sid := t.CreateSessionOn(node, []string{"serfHealth"}, nil)
@@ -121,7 +121,7 @@ func s6Maintenance(t *T) {
 
 // s61AgentCodes: the refusals of the agent endpoints, with Consul's status
 // and reason, each changing nothing.
-func s61AgentCodes(t *T) {
+func s61AgentCodes(t *caseT) {
 	ttl := t.RegisterAgentCheck("ttl", map[string]any{"TTL": "1h", "Status": "passing"})
 	httpID := t.RegisterAgentCheck("http", map[string]any{"HTTP": "http://127.0.0.1:1/", "Interval": "1h", "Status": "passing"})
 	svc := t.RegisterAgentService("svc", nil)

@@ -12,22 +12,22 @@ import (
 
 func invalidationCases() []Case {
 	return []Case{
-		{Clause: "S10", Name: "node-deregistration-invalidates-node-sessions", Run: s10NodeDereg},
-		{Clause: "S11", Name: "check-deregistration-invalidates-bound-sessions", Run: s11CheckDereg},
-		{Clause: "S12", Name: "critical-invalidates-warning-passing-do-not", Run: s12Critical},
-		{Clause: "S13", Name: "destroy-invalidates", Run: s13Destroy},
-		{Clause: "S13", Name: "destroy-unknown-changes-nothing", Run: s13DestroyUnknown},
-		{Clause: "S15", Name: "critical-release-one-index-no-partial-read", Run: s15Critical},
-		{Clause: "S15", Name: "destroy-release-delete-no-partial-read", Run: s15Destroy},
-		{Clause: "S16", Name: "release-keeps-contents-clears-session", Run: s16Release},
-		{Clause: "S17", Name: "delete-deletes-held-keys-at-one-index", Run: s17Delete},
-		{Clause: "S48", Name: "catalog-status-update-invalidates-at-its-index", Run: s48StatusUpdate},
+		{clause: "S10", name: "node-deregistration-invalidates-node-sessions", run: s10NodeDereg},
+		{clause: "S11", name: "check-deregistration-invalidates-bound-sessions", run: s11CheckDereg},
+		{clause: "S12", name: "critical-invalidates-warning-passing-do-not", run: s12Critical},
+		{clause: "S13", name: "destroy-invalidates", run: s13Destroy},
+		{clause: "S13", name: "destroy-unknown-changes-nothing", run: s13DestroyUnknown},
+		{clause: "S15", name: "critical-release-one-index-no-partial-read", run: s15Critical},
+		{clause: "S15", name: "destroy-release-delete-no-partial-read", run: s15Destroy},
+		{clause: "S16", name: "release-keeps-contents-clears-session", run: s16Release},
+		{clause: "S17", name: "delete-deletes-held-keys-at-one-index", run: s17Delete},
+		{clause: "S48", name: "catalog-status-update-invalidates-at-its-index", run: s48StatusUpdate},
 	}
 }
 
 // holding creates a session from fields on node bound to checks and has it
 // acquire each key; it returns the session ID.
-func (t *T) holding(node string, checks []string, fields map[string]any, keys ...string) string {
+func (t *caseT) holding(node string, checks []string, fields map[string]any, keys ...string) string {
 	id := t.CreateSessionOn(node, checks, fields)
 	for _, k := range keys {
 		t.Require(t.Acquire(k, id, "v-"+k), "session %s could not acquire fresh key %s", id, k)
@@ -36,13 +36,13 @@ func (t *T) holding(node string, checks []string, fields map[string]any, keys ..
 }
 
 // heldBy checks whether key exists and is held by sid.
-func (t *T) heldBy(key, sid string) bool {
+func (t *caseT) heldBy(key, sid string) bool {
 	p, _ := t.Get(key)
 	return p != nil && p.Session == sid
 }
 
 // expectReleased checks key exists, unlocked, with LockIndex kept.
-func (t *T) expectReleased(what, key string, before *api.KVPair) {
+func (t *caseT) expectReleased(what, key string, before *api.KVPair) {
 	p, _ := t.Get(key)
 	if !t.Check(p != nil, "%s: key %s was deleted, want it released", what, key) {
 		return
@@ -53,8 +53,8 @@ func (t *T) expectReleased(what, key string, before *api.KVPair) {
 	}
 }
 
-func s10NodeDereg(t *T) {
-	n := t.RegisterNode("n", CheckSpec{"c1", "passing"})
+func s10NodeDereg(t *caseT) {
+	n := t.RegisterNode("n", checkSpec{"c1", "passing"})
 	m := t.RegisterNode("m")
 	k1, k2, k3 := t.Key("k1"), t.Key("k2"), t.Key("k3")
 	a := t.holding(n, []string{"c1"}, nil, k1)
@@ -70,8 +70,8 @@ func s10NodeDereg(t *T) {
 	t.Check(t.heldBy(k3, c), "key of the other node's session was released")
 }
 
-func s11CheckDereg(t *T) {
-	n := t.RegisterNode("n", CheckSpec{"c1", "passing"}, CheckSpec{"c2", "passing"})
+func s11CheckDereg(t *caseT) {
+	n := t.RegisterNode("n", checkSpec{"c1", "passing"}, checkSpec{"c2", "passing"})
 	k1, k2, k3, k4 := t.Key("k1"), t.Key("k2"), t.Key("k3"), t.Key("k4")
 	a := t.holding(n, []string{"c1"}, nil, k1)
 	b := t.holding(n, []string{"c2"}, nil, k2)
@@ -86,8 +86,8 @@ func s11CheckDereg(t *T) {
 	t.Check(t.heldBy(k2, b) && t.heldBy(k3, c), "keys of live sessions were released")
 }
 
-func s12Critical(t *T) {
-	n := t.RegisterNode("n", CheckSpec{"c1", "passing"}, CheckSpec{"c2", "passing"})
+func s12Critical(t *caseT) {
+	n := t.RegisterNode("n", checkSpec{"c1", "passing"}, checkSpec{"c2", "passing"})
 	k1, k2, k3 := t.Key("k1"), t.Key("k2"), t.Key("k3")
 	a := t.holding(n, []string{"c1"}, nil, k1)
 	b := t.holding(n, []string{"c2"}, nil, k2)
@@ -107,7 +107,7 @@ func s12Critical(t *T) {
 	t.Check(t.heldBy(k2, b), "key of the live session was released")
 }
 
-func s13Destroy(t *T) {
+func s13Destroy(t *caseT) {
 	k := t.Key("k")
 	a := t.holding(t.HomeNode(), nil, nil, k)
 	before := t.MustGet(k)
@@ -117,7 +117,7 @@ func s13Destroy(t *T) {
 	t.Destroy(a) // destroying again is destroying an unknown ID: still true
 }
 
-func s13DestroyUnknown(t *T) {
+func s13DestroyUnknown(t *caseT) {
 	k := t.Key("k")
 	home := t.HomeNode()
 	a := t.holding(home, nil, nil, k)
@@ -135,7 +135,7 @@ func s13DestroyUnknown(t *T) {
 // invalidation of session sid holding keys: once the session is seen gone
 // its keys must already be released; once a key is seen released the
 // session must already be gone. It returns how many rounds it made.
-func (t *T) probeAtomic(sid string, keys []string, stop *atomic.Bool) (rounds int) {
+func (t *caseT) probeAtomic(sid string, keys []string, stop *atomic.Bool) (rounds int) {
 	for !stop.Load() {
 		rounds++
 		if !t.Alive(sid) {
@@ -157,8 +157,8 @@ func (t *T) probeAtomic(sid string, keys []string, stop *atomic.Bool) (rounds in
 	return rounds
 }
 
-func s15Critical(t *T) {
-	n := t.RegisterNode("n", CheckSpec{"c", "passing"})
+func s15Critical(t *caseT) {
+	n := t.RegisterNode("n", checkSpec{"c", "passing"})
 	k1, k2 := t.Key("k1"), t.Key("k2")
 	a := t.holding(n, []string{"c"}, nil, k1, k2)
 	var stop atomic.Bool
@@ -176,7 +176,7 @@ func s15Critical(t *T) {
 		chk.ModifyIndex, p1.ModifyIndex, p2.ModifyIndex)
 }
 
-func s15Destroy(t *T) {
+func s15Destroy(t *caseT) {
 	for _, behavior := range []string{"release", "delete"} {
 		k1, k2 := t.Key(behavior+"/k1"), t.Key(behavior+"/k2")
 		a := t.holding(t.HomeNode(), nil, map[string]any{"Behavior": behavior}, k1, k2)
@@ -211,7 +211,7 @@ func s15Destroy(t *T) {
 	}
 }
 
-func s16Release(t *T) {
+func s16Release(t *caseT) {
 	k1, k2, k3 := t.Key("k1"), t.Key("k2"), t.Key("k3")
 	t.Set(k3, "pre-existing")
 	a := t.CreateUnboundSession(nil)
@@ -242,7 +242,7 @@ func s16Release(t *T) {
 	}
 }
 
-func s17Delete(t *T) {
+func s17Delete(t *caseT) {
 	ka, kb, other := t.Key("held/a"), t.Key("held/b"), t.Key("held/other")
 	t.Set(other, "not held")
 	d := t.CreateUnboundSession(map[string]any{"Behavior": "delete"})
@@ -271,8 +271,8 @@ func sessionOf(p *api.KVPair) string {
 	return p.Session
 }
 
-func s48StatusUpdate(t *T) {
-	n := t.RegisterNode("n", CheckSpec{"c", "passing"})
+func s48StatusUpdate(t *caseT) {
+	n := t.RegisterNode("n", checkSpec{"c", "passing"})
 	k := t.Key("k")
 	a := t.holding(n, []string{"c"}, nil, k)
 	for _, st := range []string{"warning", "passing"} {

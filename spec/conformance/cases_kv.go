@@ -13,33 +13,33 @@ import (
 
 func kvCases() []Case {
 	return []Case{
-		{Clause: "S26", Name: "acquire-absent-creates-held-key", Run: s26AcquireAbsent},
-		{Clause: "S27", Name: "acquire-unlocked-bumps-lockindex", Run: s27AcquireUnlocked},
-		{Clause: "S28", Name: "reacquire-by-holder-keeps-lockindex", Run: s28Reacquire},
-		{Clause: "S29", Name: "acquire-held-by-other-refused", Run: s29HeldByOther},
-		{Clause: "S30", Name: "acquire-without-valid-session-errors", Run: s30NoSession},
-		{Clause: "S31", Name: "release-by-holder", Run: s31ReleaseHolder},
-		{Clause: "S31", Name: "release-by-non-holder-refused", Run: s31ReleaseNonHolder},
-		{Clause: "S31", Name: "release-unlocked-or-absent-refused", Run: s31ReleaseUnlocked},
-		{Clause: "S32", Name: "set-and-cas-on-locked-key-keep-session", Run: s32Advisory},
-		{Clause: "S33", Name: "set-and-cas-keep-lockindex", Run: s33KeepLockIndex},
-		{Clause: "S34", Name: "set-and-cas-reset-lockindex", Run: s34ResetLockIndex},
-		{Clause: "S35", Name: "cas", Run: s35CAS},
-		{Clause: "S36", Name: "delete-locked-key", Run: s36DeleteLocked},
-		{Clause: "S36", Name: "delete-cas", Run: s36DeleteCAS},
-		{Clause: "S36", Name: "delete-recurse", Run: s36DeleteRecurse},
-		{Clause: "S37", Name: "modifyindex-monotonic-noop-keeps", Run: s37ModifyIndex},
-		{Clause: "S38", Name: "value-and-flags-replaced", Run: s38ValueFlags},
-		{Clause: "S39", Name: "bad-input-400-413-changes-nothing", Run: s39BadInput},
-		{Clause: "S39", Name: "request-limits-413-change-nothing", Run: s39RequestLimits},
-		{Clause: "S64", Name: "acquire-names-its-sequencer", Run: s64AcquireNames},
+		{clause: "S26", name: "acquire-absent-creates-held-key", run: s26AcquireAbsent},
+		{clause: "S27", name: "acquire-unlocked-bumps-lockindex", run: s27AcquireUnlocked},
+		{clause: "S28", name: "reacquire-by-holder-keeps-lockindex", run: s28Reacquire},
+		{clause: "S29", name: "acquire-held-by-other-refused", run: s29HeldByOther},
+		{clause: "S30", name: "acquire-without-valid-session-errors", run: s30NoSession},
+		{clause: "S31", name: "release-by-holder", run: s31ReleaseHolder},
+		{clause: "S31", name: "release-by-non-holder-refused", run: s31ReleaseNonHolder},
+		{clause: "S31", name: "release-unlocked-or-absent-refused", run: s31ReleaseUnlocked},
+		{clause: "S32", name: "set-and-cas-on-locked-key-keep-session", run: s32Advisory},
+		{clause: "S33", name: "set-and-cas-keep-lockindex", run: s33KeepLockIndex},
+		{clause: "S34", name: "set-and-cas-reset-lockindex", run: s34ResetLockIndex},
+		{clause: "S35", name: "cas", run: s35CAS},
+		{clause: "S36", name: "delete-locked-key", run: s36DeleteLocked},
+		{clause: "S36", name: "delete-cas", run: s36DeleteCAS},
+		{clause: "S36", name: "delete-recurse", run: s36DeleteRecurse},
+		{clause: "S37", name: "modifyindex-monotonic-noop-keeps", run: s37ModifyIndex},
+		{clause: "S38", name: "value-and-flags-replaced", run: s38ValueFlags},
+		{clause: "S39", name: "bad-input-400-413-changes-nothing", run: s39BadInput},
+		{clause: "S39", name: "request-limits-413-change-nothing", run: s39RequestLimits},
+		{clause: "S64", name: "acquire-names-its-sequencer", run: s64AcquireNames},
 	}
 }
 
 // s64AcquireNames checks the headers of S64 against the key as read after
 // each write: named on every successful acquire, absent on a refusal and on
 // writes that are not acquires.
-func s64AcquireNames(t *T) {
+func s64AcquireNames(t *caseT) {
 	k := t.Key("k")
 	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	step := func(what, value, query, wantText string, names bool) {
@@ -63,7 +63,7 @@ func s64AcquireNames(t *T) {
 	step("acquire by the next holder", "w", "acquire="+b, "true", true)
 }
 
-func s26AcquireAbsent(t *T) {
+func s26AcquireAbsent(t *caseT) {
 	k := t.Key("k")
 	a := t.CreateUnboundSession(nil)
 	t.Require(t.PutBool(k, "v", "acquire="+a+"&flags=9"), "acquire of an absent key answered false")
@@ -79,7 +79,7 @@ func s26AcquireAbsent(t *T) {
 		"want CreateIndex = ModifyIndex > 0, got %d, %d", p.CreateIndex, p.ModifyIndex)
 }
 
-func s27AcquireUnlocked(t *T) {
+func s27AcquireUnlocked(t *caseT) {
 	k := t.Key("k")
 	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	t.Set(k, "plain")
@@ -98,7 +98,7 @@ func s27AcquireUnlocked(t *T) {
 	}
 }
 
-func s28Reacquire(t *T) {
+func s28Reacquire(t *caseT) {
 	k := t.Key("k")
 	a := t.CreateUnboundSession(nil)
 	t.Require(t.PutBool(k, "first", "acquire="+a+"&flags=1"), "acquire failed")
@@ -113,7 +113,7 @@ func s28Reacquire(t *T) {
 	t.Check(p.ModifyIndex > before.ModifyIndex, "re-acquire changed the value but ModifyIndex stayed %d", p.ModifyIndex)
 }
 
-func s29HeldByOther(t *T) {
+func s29HeldByOther(t *caseT) {
 	k := t.Key("k")
 	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	t.Require(t.PutBool(k, "mine", "acquire="+a+"&flags=4"), "acquire failed")
@@ -122,7 +122,7 @@ func s29HeldByOther(t *T) {
 	t.Unchanged("refused acquire", k, before)
 }
 
-func s30NoSession(t *T) {
+func s30NoSession(t *caseT) {
 	absent, existing := t.Key("absent"), t.Key("existing")
 	t.Set(existing, "v")
 	before := t.MustGet(existing)
@@ -139,7 +139,7 @@ func s30NoSession(t *T) {
 	}
 }
 
-func s31ReleaseHolder(t *T) {
+func s31ReleaseHolder(t *caseT) {
 	k := t.Key("k")
 	a := t.CreateUnboundSession(nil)
 	t.Require(t.PutBool(k, "held", "acquire="+a+"&flags=1"), "acquire failed")
@@ -155,7 +155,7 @@ func s31ReleaseHolder(t *T) {
 	t.Check(t.Alive(a), "release ended the session")
 }
 
-func s31ReleaseNonHolder(t *T) {
+func s31ReleaseNonHolder(t *caseT) {
 	k := t.Key("k")
 	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "held"), "acquire failed")
@@ -166,7 +166,7 @@ func s31ReleaseNonHolder(t *T) {
 	}
 }
 
-func s31ReleaseUnlocked(t *T) {
+func s31ReleaseUnlocked(t *caseT) {
 	k, absent := t.Key("k"), t.Key("absent")
 	a := t.CreateUnboundSession(nil)
 	t.Set(k, "free")
@@ -178,7 +178,7 @@ func s31ReleaseUnlocked(t *T) {
 	t.Check(p == nil, "release of an absent key created it")
 }
 
-func s32Advisory(t *T) {
+func s32Advisory(t *caseT) {
 	k := t.Key("k")
 	a := t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "held"), "acquire failed")
@@ -192,7 +192,7 @@ func s32Advisory(t *T) {
 	t.Equal("Value after cas", string(p.Value), "cas")
 }
 
-func s33KeepLockIndex(t *T) {
+func s33KeepLockIndex(t *caseT) {
 	k := t.Key("k")
 	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "v"), "acquire failed")
@@ -208,7 +208,7 @@ func s33KeepLockIndex(t *T) {
 	t.Equal("LockIndex after the next acquire", t.MustGet(k).LockIndex, li+1)
 }
 
-func s34ResetLockIndex(t *T) {
+func s34ResetLockIndex(t *caseT) {
 	k := t.Key("k")
 	a := t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "v"), "acquire failed")
@@ -225,7 +225,7 @@ func s34ResetLockIndex(t *T) {
 	t.Equal("Session after cas", p.Session, a)
 }
 
-func s35CAS(t *T) {
+func s35CAS(t *caseT) {
 	k, absent := t.Key("k"), t.Key("absent")
 	t.Check(!t.CAS(absent, "x", 12345), "cas with a non-zero index on an absent key answered true")
 	p, _ := t.Get(absent)
@@ -243,7 +243,7 @@ func s35CAS(t *T) {
 	t.Equal("Value after cas", string(t.MustGet(k).Value), "updated")
 }
 
-func s36DeleteLocked(t *T) {
+func s36DeleteLocked(t *caseT) {
 	k := t.Key("k")
 	a := t.CreateUnboundSession(map[string]any{"LockDelay": "10s"})
 	b := t.CreateUnboundSession(nil)
@@ -255,7 +255,7 @@ func s36DeleteLocked(t *T) {
 	t.Check(t.Acquire(k, b, ""), "acquire right after delete refused (delete armed lock-delay)")
 }
 
-func s36DeleteCAS(t *T) {
+func s36DeleteCAS(t *caseT) {
 	k := t.Key("k")
 	t.Set(k, "v")
 	before := t.MustGet(k)
@@ -270,7 +270,7 @@ func s36DeleteCAS(t *T) {
 	t.Check(t.Delete(k, "cas=0"), "delete cas=0 of an absent key answered false")
 }
 
-func s36DeleteRecurse(t *T) {
+func s36DeleteRecurse(t *caseT) {
 	a := t.CreateUnboundSession(nil)
 	locked, plain, deep, sibling := t.Key("p/locked"), t.Key("p/plain"), t.Key("p/q/deep"), t.Key("pz")
 	t.Require(t.Acquire(locked, a, "v"), "acquire failed")
@@ -289,7 +289,7 @@ func s36DeleteRecurse(t *T) {
 
 // modWatch tracks the highest index seen so far.
 type modWatch struct {
-	t    *T
+	t    *caseT
 	high uint64
 }
 
@@ -307,7 +307,7 @@ func (m *modWatch) entry(what string, p *api.KVPair) {
 	m.next(what, p.ModifyIndex)
 }
 
-func s37ModifyIndex(t *T) {
+func s37ModifyIndex(t *caseT) {
 	a, b := t.Key("a"), t.Key("b")
 	s := t.CreateUnboundSession(nil)
 	w := &modWatch{t: t}
@@ -341,7 +341,7 @@ func s37ModifyIndex(t *T) {
 	t.Equal("ModifyIndex after a refused release", t.MustGet(a).ModifyIndex, held.ModifyIndex)
 }
 
-func s38ValueFlags(t *T) {
+func s38ValueFlags(t *caseT) {
 	k := t.Key("k")
 	s := t.CreateUnboundSession(nil)
 	step := func(what, value, query string, wantValue string, wantFlags uint64) {
@@ -360,7 +360,7 @@ func s38ValueFlags(t *T) {
 	step("cas", "f", "cas="+u64(t.MustGet(k).ModifyIndex), "f", 0)
 }
 
-func s39BadInput(t *T) {
+func s39BadInput(t *caseT) {
 	k, absent := t.Key("k"), t.Key("absent")
 	s := t.CreateUnboundSession(nil)
 	t.Set(k, "v")
@@ -392,7 +392,7 @@ func s39BadInput(t *T) {
 // s39RequestLimits: keys, session names and txn keys over tenure's limits
 // answer 413 with a one-line reason and store nothing; at the limit they
 // are served.
-func s39RequestLimits(t *T) {
+func s39RequestLimits(t *caseT) {
 	const maxKey, maxName = 8 << 10, 1 << 10
 	pad := func(prefix string, n int) string { return prefix + strings.Repeat("k", n-len(prefix)) }
 	limited := func(what string, r *resp) {

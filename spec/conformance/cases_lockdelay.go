@@ -11,16 +11,16 @@ const lockDelay = 2 * time.Second
 
 func lockDelayCases() []Case {
 	return []Case{
-		{Clause: "S22", Name: "destroy-release-behavior-arms", Run: func(t *T) { s22Destroy(t, "release") }},
-		{Clause: "S22", Name: "destroy-delete-behavior-arms", Run: func(t *T) { s22Destroy(t, "delete") }},
-		{Clause: "S22", Name: "check-critical-arms", Run: func(t *T) { s22Catalog(t, "critical") }},
-		{Clause: "S22", Name: "check-deregistration-arms", Run: func(t *T) { s22Catalog(t, "check") }},
-		{Clause: "S22", Name: "node-deregistration-arms", Run: func(t *T) { s22Catalog(t, "node") }},
-		{Clause: "S23", Name: "release-does-not-arm", Run: s23Release},
-		{Clause: "S23", Name: "delete-does-not-arm", Run: s23Delete},
-		{Clause: "S23", Name: "set-and-cas-do-not-arm", Run: s23SetCAS},
-		{Clause: "S24", Name: "only-acquire-is-blocked", Run: s24OnlyAcquire},
-		{Clause: "S25", Name: "refusal-names-remaining-delay", Run: s25Header},
+		{clause: "S22", name: "destroy-release-behavior-arms", run: func(t *caseT) { s22Destroy(t, "release") }},
+		{clause: "S22", name: "destroy-delete-behavior-arms", run: func(t *caseT) { s22Destroy(t, "delete") }},
+		{clause: "S22", name: "check-critical-arms", run: func(t *caseT) { s22Catalog(t, "critical") }},
+		{clause: "S22", name: "check-deregistration-arms", run: func(t *caseT) { s22Catalog(t, "check") }},
+		{clause: "S22", name: "node-deregistration-arms", run: func(t *caseT) { s22Catalog(t, "node") }},
+		{clause: "S23", name: "release-does-not-arm", run: s23Release},
+		{clause: "S23", name: "delete-does-not-arm", run: s23Delete},
+		{clause: "S23", name: "set-and-cas-do-not-arm", run: s23SetCAS},
+		{clause: "S24", name: "only-acquire-is-blocked", run: s24OnlyAcquire},
+		{clause: "S25", name: "refusal-names-remaining-delay", run: s25Header},
 	}
 }
 
@@ -28,12 +28,12 @@ func lockDelayCases() []Case {
 // and answered at done: acquire (plain and txn) by another session fails at
 // once, and the first key becomes acquirable no earlier than sent+ld and
 // soon after done+ld.
-func (t *T) expectArmed(keys []string, sent, done time.Time, ld time.Duration) {
+func (t *caseT) expectArmed(keys []string, sent, done time.Time, ld time.Duration) {
 	other := t.CreateUnboundSession(nil)
 	for _, k := range keys {
 		before, _ := t.Get(k)
 		t.Check(!t.Acquire(k, other, "x"), "acquire of %s right after invalidation succeeded: lock-delay not armed", k)
-		r, _ := t.Txn(TxnKV{Verb: "lock", Key: k, Session: other, Value: []byte("x")})
+		r, _ := t.Txn(txnKV{Verb: "lock", Key: k, Session: other, Value: []byte("x")})
 		t.Check(r.Code == 409, "txn lock of %s right after invalidation: want 409, got %s", k, r)
 		t.Unchanged("refused acquires", k, before)
 	}
@@ -48,7 +48,7 @@ func (t *T) expectArmed(keys []string, sent, done time.Time, ld time.Duration) {
 		"acquire succeeded %v after the invalidation was sent; lock-delay is %v", got.Sub(sent), ld)
 }
 
-func s22Destroy(t *T, behavior string) {
+func s22Destroy(t *caseT, behavior string) {
 	k1, k2 := t.Key("k1"), t.Key("k2")
 	a := t.holding(t.HomeNode(), nil, map[string]any{"LockDelay": "2s", "Behavior": behavior}, k1, k2)
 	sent := time.Now()
@@ -57,8 +57,8 @@ func s22Destroy(t *T, behavior string) {
 	t.expectArmed([]string{k1, k2}, sent, done, lockDelay)
 }
 
-func s22Catalog(t *T, trigger string) {
-	n := t.RegisterNode("n", CheckSpec{"c", "passing"})
+func s22Catalog(t *caseT, trigger string) {
+	n := t.RegisterNode("n", checkSpec{"c", "passing"})
 	k1, k2 := t.Key("k1"), t.Key("k2")
 	t.holding(n, []string{"c"}, map[string]any{"LockDelay": "2s"}, k1, k2)
 	sent := time.Now()
@@ -74,7 +74,7 @@ func s22Catalog(t *T, trigger string) {
 	t.expectArmed([]string{k1, k2}, sent, done, lockDelay)
 }
 
-func s23Release(t *T) {
+func s23Release(t *caseT) {
 	k := t.Key("k")
 	a := t.CreateUnboundSession(map[string]any{"LockDelay": "10s"})
 	b := t.CreateUnboundSession(nil)
@@ -83,7 +83,7 @@ func s23Release(t *T) {
 	t.Check(t.Acquire(k, b, "w"), "acquire right after an explicit release refused: release armed lock-delay")
 }
 
-func s23Delete(t *T) {
+func s23Delete(t *caseT) {
 	k := t.Key("k")
 	a := t.CreateUnboundSession(map[string]any{"LockDelay": "10s"})
 	b := t.CreateUnboundSession(nil)
@@ -93,7 +93,7 @@ func s23Delete(t *T) {
 	t.Check(t.Alive(a), "deleting a held key invalidated the holder")
 }
 
-func s23SetCAS(t *T) {
+func s23SetCAS(t *caseT) {
 	k := t.Key("k")
 	a := t.CreateUnboundSession(map[string]any{"LockDelay": "10s"})
 	b := t.CreateUnboundSession(nil)
@@ -104,7 +104,7 @@ func s23SetCAS(t *T) {
 	t.Check(t.Acquire(k, b, "w"), "acquire after set, cas and release refused: lock-delay armed")
 }
 
-func s24OnlyAcquire(t *T) {
+func s24OnlyAcquire(t *caseT) {
 	k, free := t.Key("k"), t.Key("free")
 	a := t.CreateUnboundSession(map[string]any{"LockDelay": "5s"})
 	b := t.CreateUnboundSession(nil)
@@ -121,7 +121,7 @@ func s24OnlyAcquire(t *T) {
 	p, _ := t.Get(k)
 	t.Check(p == nil, "key survived delete during lock-delay")
 	t.Check(!t.Acquire(k, b, ""), "acquire of the deleted key during lock-delay succeeded")
-	r, _ := t.Txn(TxnKV{Verb: "lock", Key: k, Session: b})
+	r, _ := t.Txn(txnKV{Verb: "lock", Key: k, Session: b})
 	t.Check(r.Code == 409, "txn lock during lock-delay: want 409, got %s", r)
 	if time.Since(sent) > 4*time.Second {
 		t.Logf("checks took %v of the 5s delay", time.Since(sent))
@@ -130,7 +130,7 @@ func s24OnlyAcquire(t *T) {
 		func() bool { return t.Acquire(k, b, "") })
 }
 
-func s25Header(t *T) {
+func s25Header(t *caseT) {
 	k, held := t.Key("k"), t.Key("held")
 	a := t.CreateUnboundSession(map[string]any{"LockDelay": "5s"})
 	b := t.CreateUnboundSession(nil)
@@ -143,7 +143,7 @@ func s25Header(t *T) {
 	d, err := time.ParseDuration(h)
 	t.Check(err == nil && d > 0 && d <= 5*time.Second,
 		"X-Tenure-Lock-Delay: want a duration in (0, 5s], got %q (%v)", h, err)
-	rt, ans := t.Txn(TxnKV{Verb: "lock", Key: k, Session: b})
+	rt, ans := t.Txn(txnKV{Verb: "lock", Key: k, Session: b})
 	want := fmt.Sprintf("failed to lock key %q due to lock delay", k)
 	t.Check(rt.Code == 409 && len(ans.Errors) == 1 && ans.Errors[0].What == want && ans.Errors[0].OpIndex == 0,
 		"txn lock during lock-delay: want 409 [{0 %q}], got %s", want, rt)

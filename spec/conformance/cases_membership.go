@@ -10,19 +10,19 @@ import (
 
 func membershipCases() []Case {
 	return []Case{
-		{Clause: "S53", Name: "alive-member-registered-with-passing-serfhealth", Run: s53AliveMember},
-		{Clause: "S53", Name: "server-node-carries-consul-service", Run: s53ConsulService},
-		{Clause: "S53", Name: "failed-member-invalidates-only-serfhealth-sessions-force-leave-the-rest", Slow: true, Agents: true,
-			Run: s53FailedThenForceLeft},
-		{Clause: "S53", Name: "left-member-deregistered-with-all-its-sessions", Slow: true, Agents: true, Run: s53Left},
-		{Clause: "S54", Name: "no-dead-server-cleanup", Run: s54NoDeadServerCleanup},
+		{clause: "S53", name: "alive-member-registered-with-passing-serfhealth", run: s53AliveMember},
+		{clause: "S53", name: "server-node-carries-consul-service", run: s53ConsulService},
+		{clause: "S53", name: "failed-member-invalidates-only-serfhealth-sessions-force-leave-the-rest", slow: true, agents: true,
+			run: s53FailedThenForceLeft},
+		{clause: "S53", name: "left-member-deregistered-with-all-its-sessions", slow: true, agents: true, run: s53Left},
+		{clause: "S54", name: "no-dead-server-cleanup", run: s54NoDeadServerCleanup},
 	}
 }
 
 // s54NoDeadServerCleanup: the autopilot configuration says dead servers
 // are not cleaned up, which is what keeps a failed server's node, and the
 // sessions on it, in place (S54).
-func s54NoDeadServerCleanup(t *T) {
+func s54NoDeadServerCleanup(t *caseT) {
 	r := t.Do(http.MethodGet, "/v1/operator/autopilot/configuration", nil)
 	t.Require(r.Code == 200, "autopilot configuration: want 200, got %s", r)
 	var conf struct{ CleanupDeadServers *bool }
@@ -34,7 +34,7 @@ func s54NoDeadServerCleanup(t *T) {
 // s53AliveMember: the serving agent is an alive member of its gossip pool,
 // and the leader has registered its node with the gossip health check
 // passing, under Consul's check name (CONSUL.md §13).
-func s53AliveMember(t *T) {
+func s53AliveMember(t *caseT) {
 	node := t.AgentNode()
 	r := t.Do(http.MethodGet, "/v1/agent/members", nil)
 	t.Require(r.Code == 200, "agent members: want 200, got %s", r)
@@ -66,7 +66,7 @@ func s53AliveMember(t *T) {
 // A server's node carries the "consul" service the leader registers for
 // it, through which clients find the servers: raft protocol 3, the
 // server's version, and healthy while the server is.
-func s53ConsulService(t *T) {
+func s53ConsulService(t *caseT) {
 	node := t.AgentNode()
 	r := t.Do(http.MethodGet, "/v1/health/service/consul?passing", nil)
 	t.Require(r.Code == 200, "health service consul: want 200, got %s", r)
@@ -101,7 +101,7 @@ const memberTimeout = 90 * time.Second
 // check.
 type heldPair struct{ bound, free, boundKey, freeKey string }
 
-func holdTwo(t *T, a *Agent) heldPair {
+func holdTwo(t *caseT, a *clientAgent) heldPair {
 	h := heldPair{boundKey: t.Key("bound"), freeKey: t.Key("free")}
 	// The default check list, so bound to serfHealth as every session an
 	// agent creates for itself is (S2).
@@ -116,7 +116,7 @@ func holdTwo(t *T, a *Agent) heldPair {
 // its serfHealth goes critical, taking the sessions bound to it and no
 // others, and the node stays registered. A force-leave of the failed
 // member then deregisters the node, taking every session left on it.
-func s53FailedThenForceLeft(t *T) {
+func s53FailedThenForceLeft(t *caseT) {
 	a := t.StartAgent("failed")
 	h := holdTwo(t, a)
 	a.Kill()
@@ -144,7 +144,7 @@ func s53FailedThenForceLeft(t *T) {
 
 // s53Left: a member that leaves gracefully is deregistered, taking every
 // session on its node, bound to serfHealth or not.
-func s53Left(t *T) {
+func s53Left(t *caseT) {
 	a := t.StartAgent("left")
 	h := holdTwo(t, a)
 	a.Leave()

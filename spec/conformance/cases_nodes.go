@@ -14,13 +14,13 @@ import (
 
 func nodeCases() []Case {
 	return []Case{
-		{Clause: "S62", Name: "register-replaces-node-info", Run: s62ReplacesInfo},
-		{Clause: "S62", Name: "node-id-rename-invalidates-old-node-sessions", Run: s62Rename},
-		{Clause: "S62", Name: "live-node-name-reserved-for-its-id", Run: s62Reserved},
-		{Clause: "S62", Name: "bad-node-id-refused", Run: s62BadID},
-		{Clause: "S62", Name: "agent-node-carries-its-node-id", Run: s62AgentNode},
-		{Clause: "S62", Name: "node-names-compare-ignoring-case", Run: s62IgnoreCase},
-		{Clause: "S63", Name: "agent-node-carries-its-meta-and-tagged-addresses", Agents: true, Run: s63AgentRecord},
+		{clause: "S62", name: "register-replaces-node-info", run: s62ReplacesInfo},
+		{clause: "S62", name: "node-id-rename-invalidates-old-node-sessions", run: s62Rename},
+		{clause: "S62", name: "live-node-name-reserved-for-its-id", run: s62Reserved},
+		{clause: "S62", name: "bad-node-id-refused", run: s62BadID},
+		{clause: "S62", name: "agent-node-carries-its-node-id", run: s62AgentNode},
+		{clause: "S62", name: "node-names-compare-ignoring-case", run: s62IgnoreCase},
+		{clause: "S63", name: "agent-node-carries-its-meta-and-tagged-addresses", agents: true, run: s63AgentRecord},
 	}
 }
 
@@ -34,7 +34,7 @@ type catalogNodeInfo struct {
 }
 
 // nodeInfo reads a node's record, or nil if the catalog has no such node.
-func (t *T) nodeInfo(node string) *catalogNodeInfo {
+func (t *caseT) nodeInfo(node string) *catalogNodeInfo {
 	r := t.Do(http.MethodGet, "/v1/catalog/node/"+url.PathEscape(node), nil)
 	t.Require(r.Code == 200, "catalog node %s: want 200, got %s", node, r)
 	var out struct{ Node *catalogNodeInfo }
@@ -43,7 +43,7 @@ func (t *T) nodeInfo(node string) *catalogNodeInfo {
 }
 
 // nodeID is a node ID unique to this run.
-func (t *T) nodeID() string {
+func (t *caseT) nodeID() string {
 	id, err := uuid.GenerateUUID()
 	t.Require(err == nil, "node ID: %v", err)
 	return id
@@ -51,7 +51,7 @@ func (t *T) nodeID() string {
 
 // freeNodeName is a node name unique to this run and case that the catalog
 // does not have, cleaned up after the case.
-func (t *T) freeNodeName(name string) string {
+func (t *caseT) freeNodeName(name string) string {
 	node := t.RegisterNode(name)
 	t.DeregisterNode(node)
 	return node
@@ -60,7 +60,7 @@ func (t *T) freeNodeName(name string) string {
 // A register stores the node's ID, tagged addresses and meta; ?node-meta
 // finds the node by them; a register that repeats them writes nothing, and
 // one that leaves them out clears them.
-func s62ReplacesInfo(t *T) {
+func s62ReplacesInfo(t *caseT) {
 	n := t.RegisterNode("n")
 	id := t.nodeID()
 	reg := map[string]any{"Node": n, "ID": id, "Address": "127.0.0.1",
@@ -93,8 +93,8 @@ func s62ReplacesInfo(t *T) {
 // A register with a node's ID under another name renames it: the old node
 // goes with its checks, so its sessions are invalidated and their locks
 // released; the new name keeps the old node's CreateIndex.
-func s62Rename(t *T) {
-	from := t.RegisterNode("from", CheckSpec{"alive", "passing"})
+func s62Rename(t *caseT) {
+	from := t.RegisterNode("from", checkSpec{"alive", "passing"})
 	id := t.nodeID()
 	t.catalog("register", map[string]any{"Node": from, "ID": id, "Address": "127.0.0.1"})
 	before := t.nodeInfo(from)
@@ -118,8 +118,8 @@ func s62Rename(t *T) {
 // critical) keeps its name: a register of that name, in any case, with
 // another ID is refused and changes nothing. Once serfHealth is critical
 // the name can be taken.
-func s62Reserved(t *T) {
-	n := t.RegisterNode("n", CheckSpec{"serfHealth", "passing"})
+func s62Reserved(t *caseT) {
+	n := t.RegisterNode("n", checkSpec{"serfHealth", "passing"})
 	id, other := t.nodeID(), t.nodeID()
 	t.catalog("register", map[string]any{"Node": n, "ID": id, "Address": "127.0.0.1"})
 	for _, name := range []string{n, strings.ToUpper(n)} {
@@ -135,7 +135,7 @@ func s62Reserved(t *T) {
 }
 
 // A node ID that is not a UUID is refused, and nothing is written.
-func s62BadID(t *T) {
+func s62BadID(t *caseT) {
 	n := t.freeNodeName("n")
 	for _, id := range []string{"xyz", "11111111-1111-1111-1111-11111111111z", "111111111111-1111-1111-1111-11111111"} {
 		r := t.DoJSON(http.MethodPut, "/v1/catalog/register", map[string]any{"Node": n, "ID": id, "Address": "127.0.0.1"})
@@ -146,7 +146,7 @@ func s62BadID(t *T) {
 
 // The agent under test has a node ID, advertises it in its gossip "id" tag,
 // and its catalog node carries it, with the agent's version as meta.
-func s62AgentNode(t *T) {
+func s62AgentNode(t *caseT) {
 	r := t.Do(http.MethodGet, "/v1/agent/self", nil)
 	t.Require(r.Code == 200, "agent self: want 200, got %s", r)
 	var self struct {
@@ -176,8 +176,8 @@ func s62AgentNode(t *T) {
 
 // Node names compare ignoring case: a session created on, a check written
 // to, and a read of a node under another spelling all mean the same node.
-func s62IgnoreCase(t *T) {
-	n := t.RegisterNode("Caps", CheckSpec{"alive", "passing"})
+func s62IgnoreCase(t *caseT) {
+	n := t.RegisterNode("Caps", checkSpec{"alive", "passing"})
 	lower, upper := strings.ToLower(n), strings.ToUpper(n)
 	sess := t.CreateSession(map[string]any{"Node": lower, "NodeChecks": []string{"alive"}})
 	info := t.nodeInfo(upper)
@@ -198,7 +198,7 @@ const agentRecordWait = 30 * time.Second
 // meta beside consul-network-segment ("") and consul-version, its address
 // tagged lan and wan and again by address family, and the same meta in
 // its /v1/agent/self.
-func s63AgentRecord(t *T) {
+func s63AgentRecord(t *caseT) {
 	a := t.StartAgent("meta", "-node-meta", "rack:r1", "-node-meta", "note:a:b")
 	var info *catalogNodeInfo
 	deadline := time.Now().Add(agentRecordWait)

@@ -11,24 +11,24 @@ import (
 
 func queryCases() []Case {
 	return []Case{
-		{Clause: "S57", Name: "refused-writes-change-nothing", Run: s57Refused},
-		{Clause: "S57", Name: "update-replaces-keeps-createindex", Run: s57Update},
-		{Clause: "S58", Name: "queries-deleted-with-their-session", Run: s58Deleted},
-		{Clause: "S58", Name: "service-deregistration-deletes-bound-queries", Run: s58ServiceDereg},
-		{Clause: "S59", Name: "execute-filters-health-tags-meta", Run: s59Execute},
-		{Clause: "S60", Name: "refusals-answer-500-with-reason", Run: s60Status},
+		{clause: "S57", name: "refused-writes-change-nothing", run: s57Refused},
+		{clause: "S57", name: "update-replaces-keeps-createindex", run: s57Update},
+		{clause: "S58", name: "queries-deleted-with-their-session", run: s58Deleted},
+		{clause: "S58", name: "service-deregistration-deletes-bound-queries", run: s58ServiceDereg},
+		{clause: "S59", name: "execute-filters-health-tags-meta", run: s59Execute},
+		{clause: "S60", name: "refusals-answer-500-with-reason", run: s60Status},
 	}
 }
 
 // refusedQuery checks a refused query write: a rejection whose reason
 // contains want.
-func (t *T) refusedQuery(what string, r *resp, want string) {
+func (t *caseT) refusedQuery(what string, r *resp, want string) {
 	t.Check(r.Code >= 400, "%s: want a rejection, got %s", what, r)
 	t.Check(strings.Contains(r.Text(), want), "%s: reason %q lacks %q", what, r.Text(), want)
 }
 
 // queryNames lists the names of every stored query.
-func (t *T) queryNames() []string {
+func (t *caseT) queryNames() []string {
 	r := t.Do(http.MethodGet, "/v1/query", nil)
 	if r.Code != 200 {
 		t.Fatalf("query list: want 200, got %s", r)
@@ -42,7 +42,7 @@ func (t *T) queryNames() []string {
 	return out
 }
 
-func s57Refused(t *T) {
+func s57Refused(t *caseT) {
 	web := t.ServiceName("web")
 	taken := t.ServiceName("taken")
 	id := t.CreateQuery(map[string]any{"Name": taken, "Service": map[string]any{"Service": web}})
@@ -80,7 +80,7 @@ func s57Refused(t *T) {
 	}
 }
 
-func s57Update(t *T) {
+func s57Update(t *caseT) {
 	n := t.RegisterNode("n")
 	sid := t.CreateSessionOn(n, nil, nil)
 	web, api := t.ServiceName("web"), t.ServiceName("api")
@@ -102,8 +102,8 @@ func s57Update(t *T) {
 
 // Invalidating a session deletes every query bound to it, named or not,
 // whatever the trigger; a query bound to no session stays.
-func s58Deleted(t *T) {
-	n := t.RegisterNode("n", CheckSpec{"c", "passing"})
+func s58Deleted(t *caseT) {
+	n := t.RegisterNode("n", checkSpec{"c", "passing"})
 	web := t.ServiceName("web")
 	svc := map[string]any{"Service": web}
 	byCheck := t.CreateSessionOn(n, []string{"c"}, nil)
@@ -124,10 +124,10 @@ func s58Deleted(t *T) {
 
 // A session bound to a service's check dies when the service is
 // deregistered, and its queries with it.
-func s58ServiceDereg(t *T) {
+func s58ServiceDereg(t *caseT) {
 	n := t.RegisterNode("n")
 	web := t.ServiceName("web")
-	t.RegisterService(n, "web-1", web, nil, CheckSpec{"web-alive", "passing"})
+	t.RegisterService(n, "web-1", web, nil, checkSpec{"web-alive", "passing"})
 	sid := t.CreateSession(map[string]any{"Node": n, "Checks": []string{}, "ServiceChecks": []map[string]any{{"ID": "web-alive"}}})
 	q := t.CreateQuery(map[string]any{"Name": t.ServiceName("q"), "Session": sid, "Service": map[string]any{"Service": web}})
 	t.DeregisterService(n, "web-1")
@@ -138,10 +138,10 @@ func s58ServiceDereg(t *T) {
 // Execute returns the instances of the query's service (its name in any
 // case) that carry its tags, have its ServiceMeta and no critical check,
 // node checks included; OnlyPassing drops warnings; IgnoreCheckIDs skips.
-func s59Execute(t *T) {
+func s59Execute(t *caseT) {
 	web := t.ServiceName("web")
 	reg := func(name string, nodeCheck, svcCheck string, tags []string, meta string) string {
-		n := t.RegisterNode(name, CheckSpec{"node-ok", nodeCheck})
+		n := t.RegisterNode(name, checkSpec{"node-ok", nodeCheck})
 		t.catalog("register", map[string]any{"Node": n, "Address": "127.0.0.1",
 			"Service": map[string]any{"ID": "web-1", "Service": web, "Tags": tags, "Meta": map[string]string{"ver": meta}},
 			"Check":   map[string]any{"Node": n, "CheckID": "web-alive", "Name": "web-alive", "Status": svcCheck, "ServiceID": "web-1"}})
@@ -171,7 +171,7 @@ func s59Execute(t *T) {
 }
 
 // Consul answers every refused prepared-query write 500 with its reason.
-func s60Status(t *T) {
+func s60Status(t *caseT) {
 	web := t.ServiceName("web")
 	for _, tc := range []struct {
 		what string

@@ -13,14 +13,14 @@ import (
 
 func recipeCases() []Case {
 	return []Case{
-		{Clause: "S49", Name: "one-holder-under-contention", Run: s49Contention},
-		{Clause: "S49", Name: "no-new-holder-during-lock-delay", Run: s49NoHolderDuringDelay},
-		{Clause: "S50", Name: "stale-holder-acts-only-sequencer-check-stops-it", Run: s50StaleHolder},
-		{Clause: "S51", Name: "semaphore-admits-at-most-limit", Run: s51Semaphore},
+		{clause: "S49", name: "one-holder-under-contention", run: s49Contention},
+		{clause: "S49", name: "no-new-holder-during-lock-delay", run: s49NoHolderDuringDelay},
+		{clause: "S50", name: "stale-holder-acts-only-sequencer-check-stops-it", run: s50StaleHolder},
+		{clause: "S51", name: "semaphore-admits-at-most-limit", run: s51Semaphore},
 	}
 }
 
-func s49Contention(t *T) {
+func s49Contention(t *caseT) {
 	k := t.Key("k")
 	const n = 8
 	ss := make([]string, n)
@@ -63,7 +63,7 @@ func s49Contention(t *T) {
 	}
 }
 
-func s49NoHolderDuringDelay(t *T) {
+func s49NoHolderDuringDelay(t *caseT) {
 	k := t.Key("k")
 	a := t.CreateUnboundSession(map[string]any{"LockDelay": "2s"})
 	const n = 4
@@ -123,7 +123,7 @@ func s49NoHolderDuringDelay(t *T) {
 	t.Equal("holder", t.MustGet(k).Session, ss[all[0].i])
 }
 
-func s50StaleHolder(t *T) {
+func s50StaleHolder(t *caseT) {
 	lock, resource := t.Key("lock"), t.Key("resource")
 	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	sa := t.acquireSeq(lock, a, "")
@@ -137,19 +137,19 @@ func s50StaleHolder(t *T) {
 	// A resource that checks the sequencer refuses the stale holder...
 	t.txnFails("stale holder's sequencer-checked write", 0,
 		fmt.Sprintf("failed session check for key %q, current session %q != %q", lock, b, a),
-		TxnKV{Verb: "check-session", Key: lock, Session: a},
-		TxnKV{Verb: "set", Key: resource, Value: []byte("a again")})
+		txnKV{Verb: "check-session", Key: lock, Session: a},
+		txnKV{Verb: "set", Key: resource, Value: []byte("a again")})
 	t.Equal("resource after the refused write", string(t.MustGet(resource).Value), "written by stale a")
 	// ...and accepts the real one.
-	r, _ := t.Txn(TxnKV{Verb: "check-session", Key: lock, Session: b},
-		TxnKV{Verb: "set", Key: resource, Value: []byte("b")})
+	r, _ := t.Txn(txnKV{Verb: "check-session", Key: lock, Session: b},
+		txnKV{Verb: "set", Key: resource, Value: []byte("b")})
 	t.Check(r.Code == 200, "holder's sequencer-checked write: want 200, got %s", r)
 	t.Equal("resource after the holder's write", string(t.MustGet(resource).Value), "b")
 }
 
 // s51Semaphore runs consul/api's semaphore recipe with Limit 2 and checks
 // that holders never exceed 2, each holding its contender key.
-func s51Semaphore(t *T) {
+func s51Semaphore(t *caseT) {
 	prefix := t.Key("sem")
 	mk := func() (*api.Semaphore, string) {
 		sid := t.CreateUnboundSession(map[string]any{"Behavior": "delete"})

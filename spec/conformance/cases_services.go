@@ -9,19 +9,19 @@ import (
 
 func serviceCases() []Case {
 	return []Case{
-		{Clause: "S55", Name: "register-all-or-nothing", Run: s55AllOrNothing},
-		{Clause: "S55", Name: "service-deregistration-invalidates-bound-sessions", Run: s55Dereg},
-		{Clause: "S56", Name: "check-lists-read-back-as-created", Run: s56ReadBack},
-		{Clause: "S56", Name: "service-check-critical-invalidates", Run: s56ServiceCritical},
+		{clause: "S55", name: "register-all-or-nothing", run: s55AllOrNothing},
+		{clause: "S55", name: "service-deregistration-invalidates-bound-sessions", run: s55Dereg},
+		{clause: "S56", name: "check-lists-read-back-as-created", run: s56ReadBack},
+		{clause: "S56", name: "service-check-critical-invalidates", run: s56ServiceCritical},
 	}
 }
 
 // A register whose check names a service the node does not have is
 // refused whole: its node, service and other checks are not written.
-func s55AllOrNothing(t *T) {
+func s55AllOrNothing(t *caseT) {
 	n := t.RegisterNode("n")
 	web := t.ServiceName("web")
-	t.RegisterService(n, "web-1", web, []string{"a"}, CheckSpec{"web-alive", "passing"})
+	t.RegisterService(n, "web-1", web, []string{"a"}, checkSpec{"web-alive", "passing"})
 	t.Equal("instances after a register of service and check", t.HealthService(web, ""), []string{n})
 	checks := t.NodeChecks(n)
 	if c := checks["web-alive"]; t.Check(c != nil, "service check web-alive missing on %s", n) {
@@ -68,10 +68,10 @@ func s55AllOrNothing(t *T) {
 
 // Deregistering a service removes it with its checks, which invalidates
 // the sessions bound to them, and no other.
-func s55Dereg(t *T) {
-	n := t.RegisterNode("n", CheckSpec{"disk", "passing"})
+func s55Dereg(t *caseT) {
+	n := t.RegisterNode("n", checkSpec{"disk", "passing"})
 	web := t.ServiceName("web")
-	t.RegisterService(n, "web-1", web, nil, CheckSpec{"web-alive", "passing"})
+	t.RegisterService(n, "web-1", web, nil, checkSpec{"web-alive", "passing"})
 	k1, k2 := t.Key("k1"), t.Key("k2")
 	bound := t.holding(n, []string{"web-alive"}, nil, k1)
 	other := t.holding(n, []string{"disk"}, nil, k2)
@@ -94,7 +94,7 @@ type sessionLists struct {
 	hasChecks          bool
 }
 
-func (t *T) sessionLists(id string) sessionLists {
+func (t *caseT) sessionLists(id string) sessionLists {
 	r := t.Do(http.MethodGet, "/v1/session/info/"+id, nil)
 	var raw []map[string]any
 	var out []sessionLists
@@ -108,10 +108,10 @@ func (t *T) sessionLists(id string) sessionLists {
 // Every read returns NodeChecks and ServiceChecks as created, and the
 // legacy Checks only when the create's fixup kept it; the session is bound
 // to all three.
-func s56ReadBack(t *T) {
-	n := t.RegisterNode("n", CheckSpec{"a", "passing"}, CheckSpec{"b", "passing"}, CheckSpec{"c", "passing"})
+func s56ReadBack(t *caseT) {
+	n := t.RegisterNode("n", checkSpec{"a", "passing"}, checkSpec{"b", "passing"}, checkSpec{"c", "passing"})
 	web := t.ServiceName("web")
-	t.RegisterService(n, "web-1", web, nil, CheckSpec{"web-alive", "passing"})
+	t.RegisterService(n, "web-1", web, nil, checkSpec{"web-alive", "passing"})
 
 	legacy := t.CreateSession(map[string]any{"Node": n, "Checks": []string{"a", "b"}, "NodeChecks": []string{"c"}})
 	l := t.sessionLists(legacy)
@@ -141,10 +141,10 @@ func s56ReadBack(t *T) {
 // A session bound through ServiceChecks (and one through NodeChecks naming
 // a service check) is invalidated in the write that makes the check
 // critical; warning does not.
-func s56ServiceCritical(t *T) {
-	n := t.RegisterNode("n", CheckSpec{"disk", "passing"})
+func s56ServiceCritical(t *caseT) {
+	n := t.RegisterNode("n", checkSpec{"disk", "passing"})
 	web := t.ServiceName("web")
-	t.RegisterService(n, "web-1", web, nil, CheckSpec{"web-alive", "passing"})
+	t.RegisterService(n, "web-1", web, nil, checkSpec{"web-alive", "passing"})
 	k1, k2 := t.Key("k1"), t.Key("k2")
 	byService := t.CreateSession(map[string]any{"Node": n, "Checks": []string{},
 		"ServiceChecks": []map[string]any{{"ID": "web-alive"}}})

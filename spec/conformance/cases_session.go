@@ -14,35 +14,35 @@ import (
 
 func sessionCases() []Case {
 	return []Case{
-		{Clause: "S1", Name: "fresh-ids-never-reused", Run: s1FreshIDs},
-		{Clause: "S1", Name: "fields-as-created", Run: s1Fields},
-		{Clause: "S1", Name: "immutable", Run: s1Immutable},
-		{Clause: "S2", Name: "defaults", Run: s2Defaults},
-		{Clause: "S3", Name: "ttl-accepted", Run: s3TTLAccepted},
-		{Clause: "S3", Name: "ttl-rejected-creates-nothing", Run: s3TTLRejected},
-		{Clause: "S4", Name: "behavior", Run: s4Behavior},
-		{Clause: "S5", Name: "lockdelay-above-60s-stored", Run: s5Stored},
-		{Clause: "S5", Name: "lockdelay-capped-at-60s", Slow: true, Run: s5Capped},
-		{Clause: "S5", Name: "lockdelay-zero-disables", Run: s5Zero},
-		{Clause: "S6", Name: "unregistered-node-rejected", Run: s6UnknownNode},
-		{Clause: "S6", Name: "missing-check-rejected", Run: s6MissingCheck},
-		{Clause: "S6", Name: "check-on-other-node-rejected", Run: s6OtherNode},
-		{Clause: "S6", Name: "critical-check-rejected", Run: s6Critical},
-		{Clause: "S6", Name: "passing-and-warning-accepted", Run: s6Warning},
-		{Clause: "S6", Name: "default-serfhealth-must-exist", Run: s6DefaultSerf},
-		{Clause: "S7", Name: "empty-check-list-binds-nothing", Run: s7EmptyChecks},
-		{Clause: "S8", Name: "rejected-create-400-one-line", Run: s8Rejected400},
-		{Clause: "S9", Name: "validation-500-texts", Run: s9Validation500},
-		{Clause: "S9", Name: "lockdelay-number-below-1000-is-seconds", Run: s9LockDelaySeconds},
-		{Clause: "S47", Name: "empty-body-create-on-server-node", Run: s47EmptyBody},
-		{Clause: "S65", Name: "create-through-a-client-agent-before-it-joins", Slow: true, Agents: true,
-			Run: s65CreateBeforeJoin},
-		{Clause: "S65", Name: "create-on-a-server-agent-before-it-leads", Slow: true, Agents: true,
-			Run: s65CreateBeforeLeader},
+		{clause: "S1", name: "fresh-ids-never-reused", run: s1FreshIDs},
+		{clause: "S1", name: "fields-as-created", run: s1Fields},
+		{clause: "S1", name: "immutable", run: s1Immutable},
+		{clause: "S2", name: "defaults", run: s2Defaults},
+		{clause: "S3", name: "ttl-accepted", run: s3TTLAccepted},
+		{clause: "S3", name: "ttl-rejected-creates-nothing", run: s3TTLRejected},
+		{clause: "S4", name: "behavior", run: s4Behavior},
+		{clause: "S5", name: "lockdelay-above-60s-stored", run: s5Stored},
+		{clause: "S5", name: "lockdelay-capped-at-60s", slow: true, run: s5Capped},
+		{clause: "S5", name: "lockdelay-zero-disables", run: s5Zero},
+		{clause: "S6", name: "unregistered-node-rejected", run: s6UnknownNode},
+		{clause: "S6", name: "missing-check-rejected", run: s6MissingCheck},
+		{clause: "S6", name: "check-on-other-node-rejected", run: s6OtherNode},
+		{clause: "S6", name: "critical-check-rejected", run: s6Critical},
+		{clause: "S6", name: "passing-and-warning-accepted", run: s6Warning},
+		{clause: "S6", name: "default-serfhealth-must-exist", run: s6DefaultSerf},
+		{clause: "S7", name: "empty-check-list-binds-nothing", run: s7EmptyChecks},
+		{clause: "S8", name: "rejected-create-400-one-line", run: s8Rejected400},
+		{clause: "S9", name: "validation-500-texts", run: s9Validation500},
+		{clause: "S9", name: "lockdelay-number-below-1000-is-seconds", run: s9LockDelaySeconds},
+		{clause: "S47", name: "empty-body-create-on-server-node", run: s47EmptyBody},
+		{clause: "S65", name: "create-through-a-client-agent-before-it-joins", slow: true, agents: true,
+			run: s65CreateBeforeJoin},
+		{clause: "S65", name: "create-on-a-server-agent-before-it-leads", slow: true, agents: true,
+			run: s65CreateBeforeLeader},
 	}
 }
 
-func s1FreshIDs(t *T) {
+func s1FreshIDs(t *caseT) {
 	seen := map[string]bool{}
 	var first []string
 	for i := 0; i < 4; i++ {
@@ -61,8 +61,8 @@ func s1FreshIDs(t *T) {
 	}
 }
 
-func s1Fields(t *T) {
-	node := t.RegisterNode("n", CheckSpec{"c1", "passing"})
+func s1Fields(t *caseT) {
+	node := t.RegisterNode("n", checkSpec{"c1", "passing"})
 	body := map[string]any{"Node": node, "NodeChecks": []string{"c1"}, "Name": "conf-fields",
 		"LockDelay": "3s", "Behavior": "delete", "TTL": "30s"}
 	id := t.CreateSession(body)
@@ -99,7 +99,7 @@ func mustJSON(v any) []byte {
 }
 
 // sessionRaw reads a session's JSON object as the server sent it.
-func (t *T) sessionRaw(id string) string {
+func (t *caseT) sessionRaw(id string) string {
 	r := t.Do(http.MethodGet, "/v1/session/info/"+id, nil)
 	t.Require(r.Code == 200, "session info: want 200, got %s", r)
 	var raw []json.RawMessage
@@ -108,7 +108,7 @@ func (t *T) sessionRaw(id string) string {
 	return string(raw[0])
 }
 
-func s1Immutable(t *T) {
+func s1Immutable(t *caseT) {
 	id := t.CreateUnboundSession(map[string]any{"TTL": "60s"})
 	before := t.sessionRaw(id)
 	k := t.Key("k")
@@ -119,7 +119,7 @@ func s1Immutable(t *T) {
 	t.Equal("session after renew, acquire and release", t.sessionRaw(id), before)
 }
 
-func s2Defaults(t *T) {
+func s2Defaults(t *caseT) {
 	for _, body := range [][]byte{nil, []byte("{}")} {
 		r := t.Do(http.MethodPut, "/v1/session/create", body)
 		t.Require(r.Code == 200, "create with body %q: want 200, got %s", body, r)
@@ -150,7 +150,7 @@ func s2Defaults(t *T) {
 }
 
 // nodeExists reports whether the catalog has the node.
-func (t *T) nodeExists(node string) bool {
+func (t *caseT) nodeExists(node string) bool {
 	r := t.Do(http.MethodGet, "/v1/catalog/node/"+node, nil)
 	if r.Code == 404 {
 		return false
@@ -160,7 +160,7 @@ func (t *T) nodeExists(node string) bool {
 }
 
 // rejected asserts a create was refused (any non-2xx) and made no session on node.
-func (t *T) rejected(what string, r *resp, node string) {
+func (t *caseT) rejected(what string, r *resp, node string) {
 	t.Check(r.Code >= 400, "%s: want a rejection, got %s", what, r)
 	if node != "" {
 		ss := t.NodeSessions(node)
@@ -168,7 +168,7 @@ func (t *T) rejected(what string, r *resp, node string) {
 	}
 }
 
-func s3TTLAccepted(t *T) {
+func s3TTLAccepted(t *caseT) {
 	node := t.HomeNode()
 	for _, ttl := range []string{"", "0", "0s", "10s", "90s", "1h30m", "24h"} {
 		id := t.CreateSessionOn(node, nil, map[string]any{"TTL": ttl})
@@ -181,7 +181,7 @@ func s3TTLAccepted(t *T) {
 	}
 }
 
-func s3TTLRejected(t *T) {
+func s3TTLRejected(t *caseT) {
 	node := t.HomeNode()
 	for _, ttl := range []any{"abc", "10", "-10s", "-1h", "9s", "9999ms", "24h0m1s", "25h", 10} {
 		r := t.CreateSessionRaw(map[string]any{"Node": node, "NodeChecks": []string{}, "TTL": ttl})
@@ -189,7 +189,7 @@ func s3TTLRejected(t *T) {
 	}
 }
 
-func s4Behavior(t *T) {
+func s4Behavior(t *caseT) {
 	node := t.HomeNode()
 	for sent, want := range map[string]string{"": "release", "release": "release", "delete": "delete"} {
 		id := t.CreateSessionOn(node, nil, map[string]any{"Behavior": sent})
@@ -204,7 +204,7 @@ func s4Behavior(t *T) {
 	}
 }
 
-func s5Stored(t *T) {
+func s5Stored(t *caseT) {
 	for _, c := range []struct {
 		sent any
 		want time.Duration
@@ -218,7 +218,7 @@ func s5Stored(t *T) {
 
 // s5Capped: a 90s lock-delay is applied as 60s. Acquire must fail while the
 // capped delay runs and succeed soon after it ends.
-func s5Capped(t *T) {
+func s5Capped(t *caseT) {
 	k := t.Key("k")
 	a := t.CreateUnboundSession(map[string]any{"LockDelay": "90s"})
 	b := t.CreateUnboundSession(nil)
@@ -236,7 +236,7 @@ func s5Capped(t *T) {
 		"acquire succeeded %v after the destroy was sent, before the 60s cap ran out", got.Sub(sent))
 }
 
-func s5Zero(t *T) {
+func s5Zero(t *caseT) {
 	for _, ld := range []any{"0s", 0} {
 		k := t.Key(fmt.Sprintf("k-%v", ld))
 		a := t.CreateUnboundSession(map[string]any{"LockDelay": ld})
@@ -250,7 +250,7 @@ func s5Zero(t *T) {
 	}
 }
 
-func s6UnknownNode(t *T) {
+func s6UnknownNode(t *caseT) {
 	ghost := fmt.Sprintf("conf-%s-%d-ghost", t.env.runID, t.seq)
 	for _, body := range []map[string]any{
 		{"Node": ghost, "NodeChecks": []string{}},
@@ -261,32 +261,32 @@ func s6UnknownNode(t *T) {
 	}
 }
 
-func s6MissingCheck(t *T) {
-	node := t.RegisterNode("n", CheckSpec{"a", "passing"})
+func s6MissingCheck(t *caseT) {
+	node := t.RegisterNode("n", checkSpec{"a", "passing"})
 	for _, checks := range [][]string{{"b"}, {"a", "b"}} {
 		r := t.CreateSessionRaw(map[string]any{"Node": node, "NodeChecks": checks})
 		t.rejected(fmt.Sprintf("NodeChecks %v with b unregistered", checks), r, node)
 	}
 }
 
-func s6OtherNode(t *T) {
-	n1 := t.RegisterNode("n1", CheckSpec{"shared", "passing"})
+func s6OtherNode(t *caseT) {
+	n1 := t.RegisterNode("n1", checkSpec{"shared", "passing"})
 	n2 := t.RegisterNode("n2")
 	r := t.CreateSessionRaw(map[string]any{"Node": n2, "NodeChecks": []string{"shared"}})
 	t.rejected("check registered on another node", r, n2)
 	t.Check(len(t.NodeSessions(n1)) == 0, "a session appeared on the check's node %s", n1)
 }
 
-func s6Critical(t *T) {
-	node := t.RegisterNode("n", CheckSpec{"ok", "passing"}, CheckSpec{"bad", "critical"})
+func s6Critical(t *caseT) {
+	node := t.RegisterNode("n", checkSpec{"ok", "passing"}, checkSpec{"bad", "critical"})
 	for _, checks := range [][]string{{"bad"}, {"ok", "bad"}} {
 		r := t.CreateSessionRaw(map[string]any{"Node": node, "NodeChecks": checks})
 		t.rejected(fmt.Sprintf("NodeChecks %v with bad critical", checks), r, node)
 	}
 }
 
-func s6Warning(t *T) {
-	node := t.RegisterNode("n", CheckSpec{"ok", "passing"}, CheckSpec{"warn", "warning"})
+func s6Warning(t *caseT) {
+	node := t.RegisterNode("n", checkSpec{"ok", "passing"}, checkSpec{"warn", "warning"})
 	for _, checks := range [][]string{{"ok"}, {"warn"}, {"ok", "warn"}} {
 		id := t.CreateSessionOn(node, checks, nil)
 		s := t.SessionInfo(id)
@@ -295,16 +295,16 @@ func s6Warning(t *T) {
 	}
 }
 
-func s6DefaultSerf(t *T) {
-	node := t.RegisterNode("n", CheckSpec{"c", "passing"})
+func s6DefaultSerf(t *caseT) {
+	node := t.RegisterNode("n", checkSpec{"c", "passing"})
 	r := t.CreateSessionRaw(map[string]any{"Node": node})
 	t.rejected("default NodeChecks [serfHealth] on a node without serfHealth", r, node)
 }
 
-func s7EmptyChecks(t *T) {
+func s7EmptyChecks(t *caseT) {
 	// The node has a critical check and no serfHealth: a create that bound
 	// any check at all would be refused.
-	node := t.RegisterNode("n", CheckSpec{"crit", "critical"}, CheckSpec{"c", "passing"})
+	node := t.RegisterNode("n", checkSpec{"crit", "critical"}, checkSpec{"c", "passing"})
 	var ids []string
 	for _, body := range []map[string]any{
 		{"Node": node, "NodeChecks": []string{}},
@@ -337,8 +337,8 @@ type badCreate struct {
 	raw  []byte // sent as is when set (malformed JSON)
 }
 
-func createFailures(t *T) (node string, bad []badCreate) {
-	node = t.RegisterNode("n", CheckSpec{"ok", "passing"}, CheckSpec{"crit", "critical"})
+func createFailures(t *caseT) (node string, bad []badCreate) {
+	node = t.RegisterNode("n", checkSpec{"ok", "passing"}, checkSpec{"crit", "critical"})
 	ghost := fmt.Sprintf("conf-%s-%d-ghost", t.env.runID, t.seq)
 	nc := []string{}
 	return node, []badCreate{
@@ -354,7 +354,7 @@ func createFailures(t *T) (node string, bad []badCreate) {
 	}
 }
 
-func (t *T) sendBad(b badCreate) *resp {
+func (t *caseT) sendBad(b badCreate) *resp {
 	if b.raw != nil {
 		r := t.Do(http.MethodPut, "/v1/session/create", b.raw)
 		if r.Code == 200 {
@@ -368,7 +368,7 @@ func (t *T) sendBad(b badCreate) *resp {
 	return t.CreateSessionRaw(b.body)
 }
 
-func s8Rejected400(t *T) {
+func s8Rejected400(t *caseT) {
 	node, bad := createFailures(t)
 	for _, b := range bad {
 		r := t.sendBad(b)
@@ -379,7 +379,7 @@ func s8Rejected400(t *T) {
 	t.Check(len(t.NodeSessions(node)) == 0, "rejected creates left sessions on %s", node)
 }
 
-func s9Validation500(t *T) {
+func s9Validation500(t *caseT) {
 	node, bad := createFailures(t)
 	want := map[string]struct {
 		code int
@@ -405,7 +405,7 @@ func s9Validation500(t *T) {
 	t.Check(len(t.NodeSessions(node)) == 0, "rejected creates left sessions on %s", node)
 }
 
-func s9LockDelaySeconds(t *T) {
+func s9LockDelaySeconds(t *caseT) {
 	for _, c := range []struct {
 		sent any
 		want time.Duration
@@ -418,7 +418,7 @@ func s9LockDelaySeconds(t *T) {
 	}
 }
 
-func s47EmptyBody(t *T) {
+func s47EmptyBody(t *caseT) {
 	r := t.Do(http.MethodPut, "/v1/session/create", nil)
 	t.Require(r.Code == 200, "create with no body: want 200, got %s", r)
 	var out struct{ ID string }
@@ -436,7 +436,7 @@ func s47EmptyBody(t *T) {
 // not joined the pool yet is held, not refused; the agent joins a second
 // later, and the create then makes a session on the agent's node bound to
 // its serfHealth.
-func s65CreateBeforeJoin(t *T) {
+func s65CreateBeforeJoin(t *caseT) {
 	join, _ := t.poolAddr()
 	a := t.StartLoneAgent("create-before-join")
 	joined := make(chan error, 1)
@@ -461,7 +461,7 @@ func s65CreateBeforeJoin(t *T) {
 // its own cluster the moment its HTTP API answers, before it has elected
 // itself and registered its node, is held, not refused; it then makes a
 // session on the server's node bound to its serfHealth.
-func s65CreateBeforeLeader(t *T) {
+func s65CreateBeforeLeader(t *caseT) {
 	a := t.StartLoneAgent("server-before-leader", "-server", "-bootstrap-expect", "1")
 	r := a.Do(http.MethodPut, "/v1/session/create")
 	t.Require(r.Code == 200, "empty-body create on server agent %s as it starts: want 200, got %s", a.Node, r)

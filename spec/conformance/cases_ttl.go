@@ -20,18 +20,18 @@ const (
 
 func ttlCases() []Case {
 	return []Case{
-		{Clause: "S14", Name: "ttl-expiry-releases-deletes-and-arms-lock-delay", Slow: true, Run: s14TTLExpiry},
-		{Clause: "S18", Name: "renew-resets-and-ttl-is-a-lower-bound", Slow: true, Run: s18RenewResets},
-		{Clause: "S19", Name: "expiry-about-2x-ttl-after-renew", Slow: true, Run: s19TwiceTTL},
-		{Clause: "S20", Name: "renew-live-answers-session", Run: s20RenewLive},
-		{Clause: "S20", Name: "renew-unknown-or-destroyed-404", Run: s20Renew404},
-		{Clause: "S21", Name: "new-leader-rearms-ttl",
-			Unobservable: "needs a leader change, which a client of one server cannot cause"},
+		{clause: "S14", name: "ttl-expiry-releases-deletes-and-arms-lock-delay", slow: true, run: s14TTLExpiry},
+		{clause: "S18", name: "renew-resets-and-ttl-is-a-lower-bound", slow: true, run: s18RenewResets},
+		{clause: "S19", name: "expiry-about-2x-ttl-after-renew", slow: true, run: s19TwiceTTL},
+		{clause: "S20", name: "renew-live-answers-session", run: s20RenewLive},
+		{clause: "S20", name: "renew-unknown-or-destroyed-404", run: s20Renew404},
+		{clause: "S21", name: "new-leader-rearms-ttl",
+			unobservable: "needs a leader change, which a client of one server cannot cause"},
 	}
 }
 
 // renew renews sid and returns the send time; the answer must be 200.
-func (t *T) renew(sid string) time.Time {
+func (t *caseT) renew(sid string) time.Time {
 	sent := time.Now()
 	r := t.Do(http.MethodPut, "/v1/session/renew/"+sid, nil)
 	t.Require(r.Code == 200, "renew of live session %s: want 200, got %s", sid, r)
@@ -39,11 +39,11 @@ func (t *T) renew(sid string) time.Time {
 }
 
 // waitGone polls until sid no longer exists and returns when that was seen.
-func (t *T) waitGone(sid string, timeout time.Duration) time.Time {
+func (t *caseT) waitGone(sid string, timeout time.Duration) time.Time {
 	return t.WaitFor("session "+sid+" to expire", timeout, 200*time.Millisecond, func() bool { return !t.Alive(sid) })
 }
 
-func s14TTLExpiry(t *T) {
+func s14TTLExpiry(t *caseT) {
 	kr, kd := t.Key("released"), t.Key("deleted")
 	r := t.CreateUnboundSession(map[string]any{"TTL": "10s", "LockDelay": "3s"})
 	d := t.CreateUnboundSession(map[string]any{"TTL": "10s", "Behavior": "delete"})
@@ -80,7 +80,7 @@ func s14TTLExpiry(t *T) {
 	t.Check(pd == nil, "key of the expired delete-behavior session still exists (Session %q)", sessionOf(pd))
 }
 
-func s18RenewResets(t *T) {
+func s18RenewResets(t *caseT) {
 	created := time.Now()
 	sid := t.CreateUnboundSession(map[string]any{"TTL": "10s"})
 	// Renew twice, each time well within TTL of the previous reset, then
@@ -97,7 +97,7 @@ func s18RenewResets(t *T) {
 	t.Logf("expired %v after the last renew", gone.Sub(last).Round(100*time.Millisecond))
 }
 
-func s19TwiceTTL(t *T) {
+func s19TwiceTTL(t *caseT) {
 	sid := t.CreateUnboundSession(map[string]any{"TTL": "10s"})
 	t.Sleep(3 * time.Second)
 	last := t.renew(sid)
@@ -107,7 +107,7 @@ func s19TwiceTTL(t *T) {
 	t.Check(gone.Sub(last) <= 2*ttl+5*time.Second, "expiry %v after renew is not about 2 x TTL", gone.Sub(last))
 }
 
-func s20RenewLive(t *T) {
+func s20RenewLive(t *caseT) {
 	for _, ttlv := range []string{"10s", ""} {
 		sid := t.CreateUnboundSession(map[string]any{"TTL": ttlv})
 		r := t.Do(http.MethodPut, "/v1/session/renew/"+sid, nil)
@@ -129,7 +129,7 @@ func s20RenewLive(t *T) {
 	}
 }
 
-func s20Renew404(t *T) {
+func s20Renew404(t *caseT) {
 	gone := t.CreateUnboundSession(map[string]any{"TTL": "10s"})
 	t.Destroy(gone)
 	for _, id := range []string{fakeID(), gone} {

@@ -9,23 +9,23 @@ import (
 
 func sequencerCases() []Case {
 	return []Case{
-		{Clause: "S40", Name: "valid-while-held-invalid-after-holder-change", Run: s40Validity},
-		{Clause: "S40", Name: "no-sequencer-repeats-across-holders", Run: s40NoRepeat},
-		{Clause: "S41", Name: "lockindex-never-reissued", Run: s41NeverReissued},
-		{Clause: "S42", Name: "check-session", Run: s42CheckSession},
-		{Clause: "S42", Name: "check-session-rejects-stale-holder", Run: s42StaleHolder},
-		{Clause: "S42", Name: "check-index", Run: s42CheckIndex},
-		{Clause: "S43", Name: "check-sequencer", Run: s43CheckSequencer},
-		{Clause: "S44", Name: "failing-op-aborts-all", Run: s44Atomic},
-		{Clause: "S44", Name: "more-than-128-ops-413", Run: s44TooMany},
-		{Clause: "S52", Name: "no-sequencer-reissued-after-reap", Run: s52AfterReap},
+		{clause: "S40", name: "valid-while-held-invalid-after-holder-change", run: s40Validity},
+		{clause: "S40", name: "no-sequencer-repeats-across-holders", run: s40NoRepeat},
+		{clause: "S41", name: "lockindex-never-reissued", run: s41NeverReissued},
+		{clause: "S42", name: "check-session", run: s42CheckSession},
+		{clause: "S42", name: "check-session-rejects-stale-holder", run: s42StaleHolder},
+		{clause: "S42", name: "check-index", run: s42CheckIndex},
+		{clause: "S43", name: "check-sequencer", run: s43CheckSequencer},
+		{clause: "S44", name: "failing-op-aborts-all", run: s44Atomic},
+		{clause: "S44", name: "more-than-128-ops-413", run: s44TooMany},
+		{clause: "S52", name: "no-sequencer-reissued-after-reap", run: s52AfterReap},
 	}
 }
 
 // s52AfterReap locks a key twice, deletes it, waits until the server has
 // reaped the deletion, and locks the re-created key: its LockIndex must be
 // above both earlier ones, and the prefix's index must not have gone back.
-func s52AfterReap(t *T) {
+func s52AfterReap(t *caseT) {
 	if t.env.reapWait == 0 {
 		t.Skipf("the server's reap window is unknown (set -reap-wait)")
 	}
@@ -51,7 +51,7 @@ type seq struct {
 }
 
 // acquireSeq acquires key for sid and returns its sequencer.
-func (t *T) acquireSeq(key, sid, value string) seq {
+func (t *caseT) acquireSeq(key, sid, value string) seq {
 	t.Require(t.Acquire(key, sid, value), "acquire of %s by %s answered false", key, sid)
 	p := t.MustGet(key)
 	t.Require(p.Session == sid, "after acquire %s is held by %q, not %s", key, p.Session, sid)
@@ -59,12 +59,12 @@ func (t *T) acquireSeq(key, sid, value string) seq {
 }
 
 // valid says whether s is valid now: key exists, held by s.sid at s.li.
-func (t *T) valid(s seq) bool {
+func (t *caseT) valid(s seq) bool {
 	p, _ := t.Get(s.key)
 	return p != nil && p.Session == s.sid && p.LockIndex == s.li
 }
 
-func s40Validity(t *T) {
+func s40Validity(t *caseT) {
 	k := t.Key("k")
 	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	s1 := t.acquireSeq(k, a, "v1")
@@ -86,7 +86,7 @@ func s40Validity(t *T) {
 	t.Check(!t.valid(s4), "sequencer %+v valid again after invalidation and a new holder %+v", s4, s5)
 }
 
-func s40NoRepeat(t *T) {
+func s40NoRepeat(t *caseT) {
 	k := t.Key("k")
 	ss := []string{t.CreateUnboundSession(nil), t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)}
 	seen := map[uint64]string{}
@@ -108,7 +108,7 @@ func s40NoRepeat(t *T) {
 	}
 }
 
-func s41NeverReissued(t *T) {
+func s41NeverReissued(t *caseT) {
 	k := t.Key("k")
 	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	var high uint64
@@ -145,26 +145,26 @@ func s41NeverReissued(t *T) {
 	next("acquire after the holder's key was deleted by invalidation", t.acquireSeq(k, b, ""))
 }
 
-func s42CheckSession(t *T) {
+func s42CheckSession(t *caseT) {
 	k, missing := t.Key("k"), t.Key("missing")
 	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, "v"), "acquire failed")
-	r, _ := t.Txn(TxnKV{Verb: "check-session", Key: k, Session: a})
+	r, _ := t.Txn(txnKV{Verb: "check-session", Key: k, Session: a})
 	t.Check(r.Code == 200, "check-session by the holder: want 200, got %s", r)
 	t.txnFails("check-session naming another session", 0,
 		fmt.Sprintf("failed session check for key %q, current session %q != %q", k, a, b),
-		TxnKV{Verb: "check-session", Key: k, Session: b})
+		txnKV{Verb: "check-session", Key: k, Session: b})
 	t.txnFails("check-session of a missing key", 0,
 		fmt.Sprintf("failed to check session, key %q doesn't exist", missing),
-		TxnKV{Verb: "check-session", Key: missing, Session: a})
+		txnKV{Verb: "check-session", Key: missing, Session: a})
 	t.Require(t.Release(k, a, ""), "release failed")
 	t.txnFails("check-session after release", 0,
 		fmt.Sprintf("failed session check for key %q, current session %q != %q", k, "", a),
-		TxnKV{Verb: "check-session", Key: k, Session: a})
+		txnKV{Verb: "check-session", Key: k, Session: a})
 }
 
 // s42StaleHolder: a holder that lost its session must fail a guarded write.
-func s42StaleHolder(t *T) {
+func s42StaleHolder(t *caseT) {
 	k, guarded := t.Key("lock"), t.Key("guarded")
 	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	t.Require(t.Acquire(k, a, ""), "acquire failed")
@@ -172,8 +172,8 @@ func s42StaleHolder(t *T) {
 	t.Require(t.Acquire(k, b, ""), "acquire by the new holder failed")
 	t.txnFails("guarded write by a stale holder", 0,
 		fmt.Sprintf("failed session check for key %q, current session %q != %q", k, b, a),
-		TxnKV{Verb: "check-session", Key: k, Session: a},
-		TxnKV{Verb: "set", Key: guarded, Value: []byte("stale")})
+		txnKV{Verb: "check-session", Key: k, Session: a},
+		txnKV{Verb: "set", Key: guarded, Value: []byte("stale")})
 	p, _ := t.Get(guarded)
 	t.Check(p == nil, "the stale holder's guarded write was applied")
 	// A stale holder whose session lives on (lock released, re-taken by b).
@@ -182,29 +182,29 @@ func s42StaleHolder(t *T) {
 	t.Require(t.Acquire(k, c, ""), "acquire failed")
 	t.txnFails("guarded write by a released, still live holder", 0,
 		fmt.Sprintf("failed session check for key %q, current session %q != %q", k, c, b),
-		TxnKV{Verb: "check-session", Key: k, Session: b},
-		TxnKV{Verb: "set", Key: guarded, Value: []byte("stale")})
+		txnKV{Verb: "check-session", Key: k, Session: b},
+		txnKV{Verb: "set", Key: guarded, Value: []byte("stale")})
 	p, _ = t.Get(guarded)
 	t.Check(p == nil, "the released holder's guarded write was applied")
 }
 
-func s42CheckIndex(t *T) {
+func s42CheckIndex(t *caseT) {
 	k, missing := t.Key("k"), t.Key("missing")
 	t.Set(k, "v")
 	mi := t.MustGet(k).ModifyIndex
-	r, _ := t.Txn(TxnKV{Verb: "check-index", Key: k, Index: mi})
+	r, _ := t.Txn(txnKV{Verb: "check-index", Key: k, Index: mi})
 	t.Check(r.Code == 200, "check-index with the current index: want 200, got %s", r)
 	t.txnFails("check-index with a stale index", 0,
 		fmt.Sprintf("failed index check for key %q, current modify index %d != %d", k, mi, mi+1),
-		TxnKV{Verb: "check-index", Key: k, Index: mi + 1})
+		txnKV{Verb: "check-index", Key: k, Index: mi + 1})
 	t.txnFails("check-index of a missing key", 0,
 		fmt.Sprintf("failed to check index, key %q doesn't exist", missing),
-		TxnKV{Verb: "check-index", Key: missing, Index: mi})
+		txnKV{Verb: "check-index", Key: missing, Index: mi})
 }
 
 // txnFails sends ops and expects 409 with exactly one error at opIndex whose
 // What equals want ("" accepts any non-empty text naming the key).
-func (t *T) txnFails(what string, opIndex int, want string, ops ...TxnKV) {
+func (t *caseT) txnFails(what string, opIndex int, want string, ops ...txnKV) {
 	r, a := t.Txn(ops...)
 	if !t.Check(r.Code == 409, "%s: want 409, got %s", what, r) {
 		return
@@ -222,14 +222,14 @@ func (t *T) txnFails(what string, opIndex int, want string, ops ...TxnKV) {
 	}
 }
 
-func s43CheckSequencer(t *T) {
+func s43CheckSequencer(t *caseT) {
 	k, missing, guarded := t.Key("k"), t.Key("missing"), t.Key("guarded")
 	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	s := t.acquireSeq(k, a, "")
-	op := func(key, sid string, li uint64) TxnKV {
-		return TxnKV{Verb: "check-sequencer", Key: key, Session: sid, Index: li}
+	op := func(key, sid string, li uint64) txnKV {
+		return txnKV{Verb: "check-sequencer", Key: key, Session: sid, Index: li}
 	}
-	r, _ := t.Txn(op(k, a, s.li), TxnKV{Verb: "set", Key: guarded, Value: []byte("ok")})
+	r, _ := t.Txn(op(k, a, s.li), txnKV{Verb: "set", Key: guarded, Value: []byte("ok")})
 	t.Check(r.Code == 200, "check-sequencer of the valid sequencer: want 200, got %s", r)
 	g, _ := t.Get(guarded)
 	t.Check(g != nil, "write guarded by a valid sequencer not applied")
@@ -237,23 +237,23 @@ func s43CheckSequencer(t *T) {
 	t.txnFails("check-sequencer with the wrong session", 0, "", op(k, b, s.li))
 	t.txnFails("check-sequencer of a missing key", 0, "", op(missing, a, 1))
 	t.Require(t.Release(k, a, ""), "release failed")
-	t.txnFails("check-sequencer after release", 1, "", TxnKV{Verb: "get", Key: k}, op(k, a, s.li))
+	t.txnFails("check-sequencer after release", 1, "", txnKV{Verb: "get", Key: k}, op(k, a, s.li))
 	s2 := t.acquireSeq(k, a, "")
 	t.txnFails("check-sequencer of the holder's previous sequencer", 0, "", op(k, a, s.li))
 	r, _ = t.Txn(op(k, a, s2.li))
 	t.Check(r.Code == 200, "check-sequencer of the new sequencer: want 200, got %s", r)
 }
 
-func s44Atomic(t *T) {
+func s44Atomic(t *caseT) {
 	k1, k2, k3, k4 := t.Key("k1"), t.Key("k2"), t.Key("k3"), t.Key("k4")
 	a, b := t.CreateUnboundSession(nil), t.CreateUnboundSession(nil)
 	t.Set(k2, "orig")
 	b2 := t.MustGet(k2)
 	t.txnFails("txn with a stale cas", 2, "",
-		TxnKV{Verb: "set", Key: k1, Value: []byte("1")},
-		TxnKV{Verb: "lock", Key: k3, Session: a},
-		TxnKV{Verb: "cas", Key: k2, Value: []byte("2"), Index: b2.ModifyIndex + 1},
-		TxnKV{Verb: "set", Key: k4, Value: []byte("4")})
+		txnKV{Verb: "set", Key: k1, Value: []byte("1")},
+		txnKV{Verb: "lock", Key: k3, Session: a},
+		txnKV{Verb: "cas", Key: k2, Value: []byte("2"), Index: b2.ModifyIndex + 1},
+		txnKV{Verb: "set", Key: k4, Value: []byte("4")})
 	for _, k := range []string{k1, k3, k4} {
 		p, _ := t.Get(k)
 		t.Check(p == nil, "aborted txn wrote %s", k)
@@ -262,21 +262,21 @@ func s44Atomic(t *T) {
 	t.Require(t.Acquire(k3, b, ""), "acquire failed")
 	b3 := t.MustGet(k3)
 	t.txnFails("txn locking a held key", 1, "",
-		TxnKV{Verb: "delete", Key: k2},
-		TxnKV{Verb: "lock", Key: k3, Session: a})
+		txnKV{Verb: "delete", Key: k2},
+		txnKV{Verb: "lock", Key: k3, Session: a})
 	t.Unchanged("aborted txn", k2, b2)
 	t.Unchanged("aborted txn", k3, b3)
-	r, ans := t.Txn(TxnKV{Verb: "set", Key: k1, Value: []byte("1")},
-		TxnKV{Verb: "cas", Key: k2, Value: []byte("2"), Index: b2.ModifyIndex})
+	r, ans := t.Txn(txnKV{Verb: "set", Key: k1, Value: []byte("1")},
+		txnKV{Verb: "cas", Key: k2, Value: []byte("2"), Index: b2.ModifyIndex})
 	t.Check(r.Code == 200 && len(ans.Errors) == 0 && len(ans.Results) == 2, "valid txn: want 200 with 2 results, got %s", r)
 	t.Equal("k1 after txn", string(t.MustGet(k1).Value), "1")
 	t.Equal("k2 after txn", string(t.MustGet(k2).Value), "2")
 }
 
-func s44TooMany(t *T) {
-	ops := make([]TxnKV, 129)
+func s44TooMany(t *caseT) {
+	ops := make([]txnKV, 129)
 	for i := range ops {
-		ops[i] = TxnKV{Verb: "set", Key: t.Key(fmt.Sprintf("big/%03d", i)), Value: []byte("x")}
+		ops[i] = txnKV{Verb: "set", Key: t.Key(fmt.Sprintf("big/%03d", i)), Value: []byte("x")}
 	}
 	r, _ := t.Txn(ops...)
 	t.Check(r.Code == 413, "txn of 129 ops: want 413, got %s", r)

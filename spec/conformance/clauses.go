@@ -11,8 +11,8 @@ const (
 	Tenure   Status = "tenure"   // tenure's stronger guarantees and extensions
 )
 
-// ParseStatus validates a profile or status name.
-func ParseStatus(s string) (Status, error) {
+// parseStatus validates a profile or status name.
+func parseStatus(s string) (Status, error) {
 	switch Status(s) {
 	case Contract, Consul, Tenure:
 		return Status(s), nil
@@ -20,22 +20,22 @@ func ParseStatus(s string) (Status, error) {
 	return "", &usageError{msg: "unknown profile " + quote(s) + " (want contract, consul or tenure)"}
 }
 
-// Covers reports whether a run under profile p checks clauses of status s:
+// covers reports whether a run under profile p checks clauses of status s:
 // contract runs contract clauses; consul and tenure each add their own.
-func (p Status) Covers(s Status) bool {
+func (p Status) covers(s Status) bool {
 	return s == Contract || s == p
 }
 
 // Clause is one numbered clause of spec/SPEC.md.
-type Clause struct {
+type clause struct {
 	ID     string
 	Status Status
 	Title  string
 }
 
-// Clauses mirrors the clause index of spec/SPEC.md. A unit test parses
+// clauses mirrors the clause index of spec/SPEC.md. A unit test parses
 // that file and fails if the two disagree, so the suite cannot drift.
-var Clauses = []Clause{
+var clauses = []clause{
 	{"S1", Contract, "create returns a fresh ID; session fields; immutable"},
 	{"S2", Contract, "create defaults"},
 	{"S3", Contract, "TTL empty/0 or within [10s, 24h]"},
@@ -104,11 +104,11 @@ var Clauses = []Clause{
 }
 
 // clauseByID returns the clause with the given ID.
-func clauseByID(id string) (Clause, bool) {
-	for _, c := range Clauses {
+func clauseByID(id string) (clause, bool) {
+	for _, c := range clauses {
 		if c.ID == id {
 			return c, true
 		}
 	}
-	return Clause{}, false
+	return clause{}, false
 }

@@ -21,9 +21,9 @@ func quote(s string) string { return strconv.Quote(s) }
 
 // Exit codes of Main.
 const (
-	ExitOK    = 0 // every selected case passed or was skipped
-	ExitFail  = 1 // a case failed, or the server could not be reached
-	ExitUsage = 2 // bad flags
+	exitOK    = 0 // every selected case passed or was skipped
+	exitFail  = 1 // a case failed, or the server could not be reached
+	exitUsage = 2 // bad flags
 )
 
 // mainCases is the case set Main runs; tests substitute their own.
@@ -38,7 +38,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	profile := fs.String("profile", string(Contract), "clauses to check: contract, consul (contract+consul) or tenure (contract+tenure)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	run := fs.String("run", "", "only run cases whose ID (e.g. S27/acquire-unlocked-bumps-lockindex) matches this regexp")
-	parallel := fs.Int("parallel", DefaultParallel, "cases run at once")
+	parallel := fs.Int("parallel", defaultParallel, "cases run at once")
 	skipSlow := fs.Bool("skip-slow", false, "skip cases that wait out real TTL and lock-delay timers (about a minute)")
 	list := fs.Bool("list", false, "list the cases and their status, run nothing")
 	reapWait := fs.Duration("reap-wait", 0, "how long the server takes to reap a deletion (reap window plus interval); 0 skips the S52 case")
@@ -49,33 +49,33 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return ExitOK
+			return exitOK
 		}
-		return ExitUsage
+		return exitUsage
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "tenure conform: unexpected arguments %q\n", fs.Args())
-		return ExitUsage
+		return exitUsage
 	}
-	p, err := ParseStatus(*profile)
+	p, err := parseStatus(*profile)
 	if err != nil {
 		fmt.Fprintf(stderr, "tenure conform: %v\n", err)
-		return ExitUsage
+		return exitUsage
 	}
 	if _, err := regexp.Compile(*run); err != nil {
 		fmt.Fprintf(stderr, "tenure conform: bad -run regexp: %v\n", err)
-		return ExitUsage
+		return exitUsage
 	}
 	if *parallel < 1 {
 		fmt.Fprintf(stderr, "tenure conform: -parallel must be at least 1\n")
-		return ExitUsage
+		return exitUsage
 	}
 	if _, err := newEnv(*addr, *token); err != nil {
 		fmt.Fprintf(stderr, "tenure conform: %v\n", err)
-		return ExitUsage
+		return exitUsage
 	}
 	opts := Options{Addr: *addr, Token: *token, Profile: p, Parallel: *parallel,
-		JSON: *asJSON, Filter: *run, SkipSlow: *skipSlow, ReapWait: *reapWait, Agent: *agentBin, Cases: mainCases()}
+		JSON: *asJSON, Filter: *run, SkipSlow: *skipSlow, ReapWait: *reapWait, Agent: *agentBin, cases: mainCases()}
 	if *list {
 		return listCases(stdout, opts)
 	}
@@ -90,7 +90,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "tenure conform: %v\n", err)
-		return ExitFail
+		return exitFail
 	}
 	return rep.ExitCode()
 }
@@ -98,7 +98,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 // listCases prints the selected cases and whether the profile runs them.
 func listCases(w io.Writer, opts Options) int {
 	re := regexp.MustCompile(opts.Filter) // validated by Main
-	for _, c := range opts.Cases {
+	for _, c := range opts.cases {
 		if !re.MatchString(c.ID()) {
 			continue
 		}
@@ -106,7 +106,7 @@ func listCases(w io.Writer, opts Options) int {
 		if r := skipReason(c, opts.Profile, opts.SkipSlow, opts.Agent); r != "" {
 			what = "skip: " + r
 		}
-		fmt.Fprintf(w, "%-55s %-9s %s\n", c.ID(), c.Status(), what)
+		fmt.Fprintf(w, "%-55s %-9s %s\n", c.ID(), c.status(), what)
 	}
-	return ExitOK
+	return exitOK
 }

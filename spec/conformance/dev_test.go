@@ -10,25 +10,23 @@ import (
 	"github.com/tenurekv/tenure/internal/proccluster"
 )
 
-// devReapWait covers the in-process agent's reap window plus two intervals.
-const devReapWait = 2 * time.Second
-
 // With no -addr, `go test ./spec/conformance` (and so `make test`) runs the
 // suite and the mutant check against an in-process tenure dev agent. It reaps
 // deletions after one second, so the S52 case can watch a reap happen.
 func init() {
-	StartDev = func(tb testing.TB) string {
+	startDev = func(tb testing.TB) string {
 		a := agenttest.StartDevAgent(tb, func(c *agent.Config) {
 			c.Server.ReapWindow = time.Second
 			c.Server.ReapInterval = 250 * time.Millisecond
 		})
 		return "http://" + a.HTTPAddr()
 	}
-	DevReapWait = devReapWait
+	// The in-process agent's reap window plus two intervals.
+	devReapWait = 2 * time.Second
 	// The S53 cases kill and stop agents, so they need processes: a tenure
 	// binary built for this run, once for the suite and the mutant check.
-	DevAgent = func(tb testing.TB) string { return proccluster.BuildTenure(tb) }
+	devAgent = func(tb testing.TB) string { return proccluster.BuildTenure(tb) }
 }
 
-// TestMain removes the binary DevAgent builds.
+// TestMain removes the binary devAgent builds.
 func TestMain(m *testing.M) { os.Exit(proccluster.Main(m)) }

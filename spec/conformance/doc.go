@@ -20,6 +20,6 @@
 //
 // Entry points: Run (library), Main (the `tenure conform` command), and
 // `go test ./spec/conformance -addr URL -profile P [-agent BIN] [-filter RE]`;
-// with no -addr the test uses StartDev (and DevAgent for -agent) if an
-// implementation linked one in, and skips otherwise.
+// with no -addr the test uses the in-process server a test file of this
+// package starts (dev_test.go: a tenure dev agent), and skips without one.
 package conformance

@@ -15,7 +15,7 @@ import (
 // and the assertions.
 
 // Do sends one request and stops the case on a transport error.
-func (t *T) Do(method, path string, body []byte) *resp {
+func (t *caseT) Do(method, path string, body []byte) *resp {
 	r, err := t.env.do(t.ctx, method, path, body)
 	if err != nil {
 		t.Fatalf("%v", err)
@@ -24,7 +24,7 @@ func (t *T) Do(method, path string, body []byte) *resp {
 }
 
 // DoJSON sends v encoded as JSON.
-func (t *T) DoJSON(method, path string, v any) *resp {
+func (t *caseT) DoJSON(method, path string, v any) *resp {
 	b, err := json.Marshal(v)
 	if err != nil {
 		t.Fatalf("encode %s body: %v", path, err)
@@ -33,14 +33,14 @@ func (t *T) DoJSON(method, path string, v any) *resp {
 }
 
 // decode unmarshals r's body into v or stops the case.
-func (t *T) decode(what string, r *resp, v any) {
+func (t *caseT) decode(what string, r *resp, v any) {
 	if err := json.Unmarshal(r.Body, v); err != nil {
 		t.Fatalf("%s: cannot decode %s: %v", what, r, err)
 	}
 }
 
 // Equal records a failure unless got and want are deeply equal.
-func (t *T) Equal(what string, got, want any) bool {
+func (t *caseT) Equal(what string, got, want any) bool {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("%s: got %s, want %s", what, show(got), show(want))
 		return false
@@ -61,7 +61,7 @@ func show(v any) string {
 }
 
 // Check records a failure with the message unless ok.
-func (t *T) Check(ok bool, format string, args ...any) bool {
+func (t *caseT) Check(ok bool, format string, args ...any) bool {
 	if !ok {
 		t.Errorf(format, args...)
 	}
@@ -69,7 +69,7 @@ func (t *T) Check(ok bool, format string, args ...any) bool {
 }
 
 // Require stops the case with the message unless ok.
-func (t *T) Require(ok bool, format string, args ...any) {
+func (t *caseT) Require(ok bool, format string, args ...any) {
 	if !ok {
 		t.Fatalf(format, args...)
 	}
@@ -77,7 +77,7 @@ func (t *T) Require(ok bool, format string, args ...any) {
 
 // WaitFor polls cond every interval until it holds and returns the time it
 // was first seen to hold; it stops the case after timeout.
-func (t *T) WaitFor(what string, timeout, interval time.Duration, cond func() bool) time.Time {
+func (t *caseT) WaitFor(what string, timeout, interval time.Duration, cond func() bool) time.Time {
 	deadline := time.Now().Add(timeout)
 	for {
 		if cond() {

@@ -10,16 +10,16 @@ import (
 	"github.com/hashicorp/consul/api"
 )
 
-// CheckSpec is a check for RegisterNode to put on a node.
-type CheckSpec struct{ ID, Status string }
+// checkSpec is a check for RegisterNode to put on a node.
+type checkSpec struct{ ID, Status string }
 
-func checkBody(node string, c CheckSpec) map[string]any {
+func checkBody(node string, c checkSpec) map[string]any {
 	return map[string]any{"Node": node, "CheckID": c.ID, "Name": c.ID, "Status": c.Status}
 }
 
 // RegisterNode registers a node unique to this run and case, with the given
 // checks, and deregisters it after the case. It returns the node's name.
-func (t *T) RegisterNode(name string, checks ...CheckSpec) string {
+func (t *caseT) RegisterNode(name string, checks ...checkSpec) string {
 	node := fmt.Sprintf("conf-%s-%d-%s", t.env.runID, t.seq, name)
 	cs := make([]map[string]any, 0, len(checks))
 	for _, c := range checks {
@@ -41,22 +41,22 @@ func (t *T) RegisterNode(name string, checks ...CheckSpec) string {
 }
 
 // SetCheck registers (or updates) one check on node with a status.
-func (t *T) SetCheck(node, id, status string) {
+func (t *caseT) SetCheck(node, id, status string) {
 	t.catalog("register", map[string]any{"Node": node, "Address": "127.0.0.1",
-		"Check": checkBody(node, CheckSpec{ID: id, Status: status})})
+		"Check": checkBody(node, checkSpec{ID: id, Status: status})})
 }
 
 // DeregisterCheck removes one check from node.
-func (t *T) DeregisterCheck(node, id string) {
+func (t *caseT) DeregisterCheck(node, id string) {
 	t.catalog("deregister", map[string]any{"Node": node, "CheckID": id})
 }
 
 // DeregisterNode removes a node.
-func (t *T) DeregisterNode(node string) {
+func (t *caseT) DeregisterNode(node string) {
 	t.catalog("deregister", map[string]any{"Node": node})
 }
 
-func (t *T) catalog(op string, body map[string]any) {
+func (t *caseT) catalog(op string, body map[string]any) {
 	r := t.DoJSON(http.MethodPut, "/v1/catalog/"+op, body)
 	if r.Code != 200 || r.Text() != "true" {
 		t.Fatalf("catalog %s %v: want 200 true, got %s", op, body, r)
@@ -64,7 +64,7 @@ func (t *T) catalog(op string, body map[string]any) {
 }
 
 // NodeChecks reads a node's health checks (ID → check).
-func (t *T) NodeChecks(node string) map[string]*api.HealthCheck {
+func (t *caseT) NodeChecks(node string) map[string]*api.HealthCheck {
 	r := t.Do(http.MethodGet, "/v1/health/node/"+url.PathEscape(node), nil)
 	if r.Code != 200 {
 		t.Fatalf("health node %s: want 200, got %s", node, r)
@@ -80,7 +80,7 @@ func (t *T) NodeChecks(node string) map[string]*api.HealthCheck {
 
 // HomeNode returns the case's own node, registered on first use with no
 // checks.
-func (t *T) HomeNode() string {
+func (t *caseT) HomeNode() string {
 	t.mu.Lock()
 	home := t.home
 	t.mu.Unlock()

@@ -14,7 +14,7 @@ import (
 // run and case and everything registered is deregistered after the case.
 
 // AgentNode is the node name of the agent under test.
-func (t *T) AgentNode() string {
+func (t *caseT) AgentNode() string {
 	r := t.Do(http.MethodGet, "/v1/agent/self", nil)
 	if r.Code != 200 {
 		t.Fatalf("agent self: want 200, got %s", r)
@@ -29,7 +29,7 @@ func (t *T) AgentNode() string {
 
 // agentPut sends a PUT to an agent endpoint and stops the case unless it
 // answers 200.
-func (t *T) agentPut(path string, body any) {
+func (t *caseT) agentPut(path string, body any) {
 	var r *resp
 	if body == nil {
 		r = t.Do(http.MethodPut, path, nil)
@@ -44,7 +44,7 @@ func (t *T) agentPut(path string, body any) {
 // RegisterAgentCheck registers a check on the agent (def is the register
 // body; its ID is set to a name unique to the case) and deregisters it
 // after the case. It returns the check's ID.
-func (t *T) RegisterAgentCheck(name string, def map[string]any) string {
+func (t *caseT) RegisterAgentCheck(name string, def map[string]any) string {
 	id := t.ServiceName(name)
 	body := map[string]any{"ID": id, "Name": id}
 	for k, v := range def {
@@ -58,7 +58,7 @@ func (t *T) RegisterAgentCheck(name string, def map[string]any) string {
 // RegisterAgentService registers a service on the agent with the given
 // extra fields (Check, Checks…) and deregisters it after the case. It
 // returns the service's ID, which is also its name.
-func (t *T) RegisterAgentService(name string, fields map[string]any) string {
+func (t *caseT) RegisterAgentService(name string, fields map[string]any) string {
 	id := t.ServiceName(name)
 	body := map[string]any{"ID": id, "Name": id}
 	for k, v := range fields {
@@ -71,7 +71,7 @@ func (t *T) RegisterAgentService(name string, fields map[string]any) string {
 
 // agentCleanup PUTs path after the case; a 404 means the case removed the
 // entry itself.
-func (t *T) agentCleanup(path string) {
+func (t *caseT) agentCleanup(path string) {
 	t.Cleanup(func(ctx context.Context) error {
 		r, err := t.env.do(ctx, http.MethodPut, path, nil)
 		if err != nil {
@@ -86,31 +86,31 @@ func (t *T) agentCleanup(path string) {
 
 // CatalogCheckStatus is the status of a check of node in the catalog, ""
 // when the catalog does not have it.
-func (t *T) CatalogCheckStatus(node, id string) string {
+func (t *caseT) CatalogCheckStatus(node, id string) string {
 	if c := t.NodeChecks(node)[id]; c != nil {
 		return c.Status
 	}
 	return ""
 }
 
-// HTTPTarget is an HTTP server on 127.0.0.1 for an agent's HTTP check to
+// httpTarget is an HTTP server on 127.0.0.1 for an agent's HTTP check to
 // probe: it answers 200 until Fail, then 503.
-type HTTPTarget struct {
+type httpTarget struct {
 	URL     string
 	failing atomic.Bool
 }
 
 // Fail makes every later probe fail.
-func (h *HTTPTarget) Fail() { h.failing.Store(true) }
+func (h *httpTarget) Fail() { h.failing.Store(true) }
 
 // StartHTTPTarget starts a target, stopped after the case. The agent must
 // run on this host (the suite's agents listen on 127.0.0.1).
-func (t *T) StartHTTPTarget() *HTTPTarget {
+func (t *caseT) StartHTTPTarget() *httpTarget {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("HTTP check target: %v", err)
 	}
-	h := &HTTPTarget{URL: "http://" + ln.Addr().String() + "/health"}
+	h := &httpTarget{URL: "http://" + ln.Addr().String() + "/health"}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if h.failing.Load() {
 			http.Error(w, "failing on purpose", http.StatusServiceUnavailable)

@@ -12,7 +12,7 @@ import (
 
 // Key returns a key under the case's private prefix; the prefix is deleted
 // after the case.
-func (t *T) Key(name string) string {
+func (t *caseT) Key(name string) string {
 	t.mu.Lock()
 	first := !t.prefixUsed
 	t.prefixUsed = true
@@ -34,10 +34,10 @@ func (t *T) Key(name string) string {
 }
 
 // Prefix is the case's private key prefix (ends in "/").
-func (t *T) Prefix() string { return t.prefix }
+func (t *caseT) Prefix() string { return t.prefix }
 
 // GetRaw reads a key; extra is a query string such as "index=5&wait=1s".
-func (t *T) GetRaw(key, extra string) *resp {
+func (t *caseT) GetRaw(key, extra string) *resp {
 	p := "/v1/kv/" + key
 	if extra != "" {
 		p += "?" + extra
@@ -46,11 +46,11 @@ func (t *T) GetRaw(key, extra string) *resp {
 }
 
 // Get reads a key: nil when absent (404). The index is X-Consul-Index.
-func (t *T) Get(key string) (*api.KVPair, uint64) {
+func (t *caseT) Get(key string) (*api.KVPair, uint64) {
 	return t.getWith(key, "")
 }
 
-func (t *T) getWith(key, extra string) (*api.KVPair, uint64) {
+func (t *caseT) getWith(key, extra string) (*api.KVPair, uint64) {
 	r := t.GetRaw(key, extra)
 	switch r.Code {
 	case 404:
@@ -68,7 +68,7 @@ func (t *T) getWith(key, extra string) (*api.KVPair, uint64) {
 }
 
 // MustGet reads a key that must exist.
-func (t *T) MustGet(key string) *api.KVPair {
+func (t *caseT) MustGet(key string) *api.KVPair {
 	p, _ := t.Get(key)
 	if p == nil {
 		t.Fatalf("key %s unexpectedly absent", key)
@@ -77,7 +77,7 @@ func (t *T) MustGet(key string) *api.KVPair {
 }
 
 // List reads a prefix recursively: entries (nil on 404) and X-Consul-Index.
-func (t *T) List(prefix string) ([]*api.KVPair, *resp) {
+func (t *caseT) List(prefix string) ([]*api.KVPair, *resp) {
 	r := t.GetRaw(prefix, "recurse")
 	switch r.Code {
 	case 404:
@@ -92,7 +92,7 @@ func (t *T) List(prefix string) ([]*api.KVPair, *resp) {
 }
 
 // PutRaw writes a key with the given query (e.g. "acquire=<id>&flags=3").
-func (t *T) PutRaw(key, value, query string) *resp {
+func (t *caseT) PutRaw(key, value, query string) *resp {
 	p := "/v1/kv/" + key
 	if query != "" {
 		p += "?" + query
@@ -102,11 +102,11 @@ func (t *T) PutRaw(key, value, query string) *resp {
 
 // PutBool writes a key and returns the boolean answer; anything but a 200
 // with true/false stops the case.
-func (t *T) PutBool(key, value, query string) bool {
+func (t *caseT) PutBool(key, value, query string) bool {
 	return t.boolAnswer("PUT "+key+"?"+query, t.PutRaw(key, value, query))
 }
 
-func (t *T) boolAnswer(what string, r *resp) bool {
+func (t *caseT) boolAnswer(what string, r *resp) bool {
 	if r.Code != 200 {
 		t.Fatalf("%s: want 200, got %s", what, r)
 	}
@@ -121,29 +121,29 @@ func (t *T) boolAnswer(what string, r *resp) bool {
 }
 
 // Set is a plain PUT; it must answer true.
-func (t *T) Set(key, value string) {
+func (t *caseT) Set(key, value string) {
 	if !t.PutBool(key, value, "") {
 		t.Fatalf("plain PUT of %s answered false", key)
 	}
 }
 
 // Acquire is PUT ?acquire=sid.
-func (t *T) Acquire(key, sid, value string) bool {
+func (t *caseT) Acquire(key, sid, value string) bool {
 	return t.PutBool(key, value, "acquire="+url.QueryEscape(sid))
 }
 
 // Release is PUT ?release=sid.
-func (t *T) Release(key, sid, value string) bool {
+func (t *caseT) Release(key, sid, value string) bool {
 	return t.PutBool(key, value, "release="+url.QueryEscape(sid))
 }
 
 // CAS is PUT ?cas=index.
-func (t *T) CAS(key, value string, index uint64) bool {
+func (t *caseT) CAS(key, value string, index uint64) bool {
 	return t.PutBool(key, value, "cas="+strconv.FormatUint(index, 10))
 }
 
 // Delete is DELETE with an optional query ("cas=5", "recurse").
-func (t *T) Delete(key, query string) bool {
+func (t *caseT) Delete(key, query string) bool {
 	p := "/v1/kv/" + key
 	if query != "" {
 		p += "?" + query
@@ -167,7 +167,7 @@ func stateOf(p *api.KVPair) *kvState {
 }
 
 // Unchanged records a failure if key's state differs from before.
-func (t *T) Unchanged(what, key string, before *api.KVPair) {
+func (t *caseT) Unchanged(what, key string, before *api.KVPair) {
 	now, _ := t.Get(key)
 	t.Equal(what+": state of "+key, stateOf(now), stateOf(before))
 }

@@ -14,14 +14,14 @@ import (
 // their session took them first.
 
 // ServiceName returns a service name unique to this run and case.
-func (t *T) ServiceName(name string) string {
+func (t *caseT) ServiceName(name string) string {
 	return fmt.Sprintf("conf-%s-%d-%s", t.env.runID, t.seq, name)
 }
 
 // RegisterService registers service id (named name, with tags) on node,
 // which RegisterNode made, together with checks of that service, in one
 // catalog write.
-func (t *T) RegisterService(node, id, name string, tags []string, checks ...CheckSpec) {
+func (t *caseT) RegisterService(node, id, name string, tags []string, checks ...checkSpec) {
 	cs := make([]map[string]any, 0, len(checks))
 	for _, c := range checks {
 		body := checkBody(node, c)
@@ -33,20 +33,20 @@ func (t *T) RegisterService(node, id, name string, tags []string, checks ...Chec
 }
 
 // SetServiceCheck registers (or updates) a check of service id on node.
-func (t *T) SetServiceCheck(node, serviceID, id, status string) {
-	body := checkBody(node, CheckSpec{ID: id, Status: status})
+func (t *caseT) SetServiceCheck(node, serviceID, id, status string) {
+	body := checkBody(node, checkSpec{ID: id, Status: status})
 	body["ServiceID"] = serviceID
 	t.catalog("register", map[string]any{"Node": node, "Address": "127.0.0.1", "Check": body})
 }
 
 // DeregisterService removes a service, and so its checks, from node.
-func (t *T) DeregisterService(node, id string) {
+func (t *caseT) DeregisterService(node, id string) {
 	t.catalog("deregister", map[string]any{"Node": node, "ServiceID": id})
 }
 
 // HealthService reads /v1/health/service/<name> (extra is a query string)
 // and returns the nodes of the entries, sorted.
-func (t *T) HealthService(name, extra string) []string {
+func (t *caseT) HealthService(name, extra string) []string {
 	p := "/v1/health/service/" + url.PathEscape(name)
 	if extra != "" {
 		p += "?" + extra
@@ -71,7 +71,7 @@ func (t *T) HealthService(name, extra string) []string {
 
 // CreateQueryRaw posts a prepared-query definition and returns the raw
 // answer; a query it does create is deleted after the case.
-func (t *T) CreateQueryRaw(def map[string]any) *resp {
+func (t *caseT) CreateQueryRaw(def map[string]any) *resp {
 	r := t.DoJSON(http.MethodPost, "/v1/query", def)
 	if r.Code == 200 {
 		var out struct{ ID string }
@@ -82,7 +82,7 @@ func (t *T) CreateQueryRaw(def map[string]any) *resp {
 	return r
 }
 
-func (t *T) deleteQueryLater(id string) {
+func (t *caseT) deleteQueryLater(id string) {
 	t.Cleanup(func(ctx context.Context) error {
 		r, err := t.env.do(ctx, http.MethodGet, "/v1/query/"+id, nil)
 		if err != nil || r.Code == 404 {
@@ -99,7 +99,7 @@ func (t *T) deleteQueryLater(id string) {
 }
 
 // CreateQuery creates a prepared query and returns its ID.
-func (t *T) CreateQuery(def map[string]any) string {
+func (t *caseT) CreateQuery(def map[string]any) string {
 	r := t.CreateQueryRaw(def)
 	if r.Code != 200 {
 		t.Fatalf("create query %v: want 200, got %s", def, r)
@@ -120,7 +120,7 @@ type queryDef struct {
 }
 
 // Query reads a prepared query by ID: nil when it does not exist (404).
-func (t *T) Query(id string) *queryDef {
+func (t *caseT) Query(id string) *queryDef {
 	r := t.Do(http.MethodGet, "/v1/query/"+url.PathEscape(id), nil)
 	switch r.Code {
 	case 404:
@@ -139,7 +139,7 @@ func (t *T) Query(id string) *queryDef {
 
 // Execute runs a prepared query by ID or name and returns the nodes of
 // its answer, sorted (Consul shuffles them).
-func (t *T) Execute(idOrName string) []string {
+func (t *caseT) Execute(idOrName string) []string {
 	r := t.Do(http.MethodGet, "/v1/query/"+url.PathEscape(idOrName)+"/execute", nil)
 	if r.Code != 200 {
 		t.Fatalf("execute %s: want 200, got %s", idOrName, r)

@@ -13,7 +13,7 @@ import (
 
 // CreateSessionRaw sends a session create body as is and returns the raw
 // answer; a session it does create is destroyed after the case.
-func (t *T) CreateSessionRaw(body any) *resp {
+func (t *caseT) CreateSessionRaw(body any) *resp {
 	r := t.DoJSON(http.MethodPut, "/v1/session/create", body)
 	if r.Code == 200 {
 		var out struct{ ID string }
@@ -24,7 +24,7 @@ func (t *T) CreateSessionRaw(body any) *resp {
 	return r
 }
 
-func (t *T) destroyLater(id string) {
+func (t *caseT) destroyLater(id string) {
 	t.Cleanup(func(ctx context.Context) error {
 		r, err := t.env.do(ctx, http.MethodPut, "/v1/session/destroy/"+id, nil)
 		if err != nil {
@@ -40,7 +40,7 @@ func (t *T) destroyLater(id string) {
 // CreateSession creates a session and returns its ID. fields is the JSON
 // body; when it has no LockDelay, "0s" is sent so that cases not about
 // lock-delay are not slowed by the 15s default. Name defaults to the case ID.
-func (t *T) CreateSession(fields map[string]any) string {
+func (t *caseT) CreateSession(fields map[string]any) string {
 	body := map[string]any{"LockDelay": "0s", "Name": t.c.ID()}
 	for k, v := range fields {
 		body[k] = v
@@ -58,7 +58,7 @@ func (t *T) CreateSession(fields map[string]any) string {
 }
 
 // CreateSessionOn creates a session on node bound to exactly the given checks.
-func (t *T) CreateSessionOn(node string, checks []string, fields map[string]any) string {
+func (t *caseT) CreateSessionOn(node string, checks []string, fields map[string]any) string {
 	if checks == nil {
 		checks = []string{}
 	}
@@ -70,7 +70,7 @@ func (t *T) CreateSessionOn(node string, checks []string, fields map[string]any)
 }
 
 // SessionInfo reads a session: nil when it does not exist.
-func (t *T) SessionInfo(id string) *api.SessionEntry {
+func (t *caseT) SessionInfo(id string) *api.SessionEntry {
 	r := t.Do(http.MethodGet, "/v1/session/info/"+id, nil)
 	if r.Code != 200 {
 		t.Fatalf("session info %s: want 200, got %s", id, r)
@@ -88,10 +88,10 @@ func (t *T) SessionInfo(id string) *api.SessionEntry {
 }
 
 // Alive reports whether the session exists.
-func (t *T) Alive(id string) bool { return t.SessionInfo(id) != nil }
+func (t *caseT) Alive(id string) bool { return t.SessionInfo(id) != nil }
 
 // Destroy destroys a session; it must answer 200 true.
-func (t *T) Destroy(id string) {
+func (t *caseT) Destroy(id string) {
 	r := t.Do(http.MethodPut, "/v1/session/destroy/"+id, nil)
 	if r.Code != 200 || r.Text() != "true" {
 		t.Fatalf("destroy %s: want 200 true, got %s", id, r)
@@ -99,7 +99,7 @@ func (t *T) Destroy(id string) {
 }
 
 // NodeSessions lists the sessions of a node.
-func (t *T) NodeSessions(node string) []*api.SessionEntry {
+func (t *caseT) NodeSessions(node string) []*api.SessionEntry {
 	r := t.Do(http.MethodGet, "/v1/session/node/"+url.PathEscape(node), nil)
 	if r.Code != 200 {
 		t.Fatalf("session node %s: want 200, got %s", node, r)
@@ -112,7 +112,7 @@ func (t *T) NodeSessions(node string) []*api.SessionEntry {
 // CreateUnboundSession creates a session on the case's own node bound to
 // no checks, so it
 // lives until destroyed (or its TTL runs out).
-func (t *T) CreateUnboundSession(fields map[string]any) string {
+func (t *caseT) CreateUnboundSession(fields map[string]any) string {
 	return t.CreateSessionOn(t.HomeNode(), nil, fields)
 }
 

@@ -6,8 +6,8 @@ import (
 	"github.com/hashicorp/consul/api"
 )
 
-// TxnKV is one KV op of PUT /v1/txn.
-type TxnKV struct {
+// txnKV is one KV op of PUT /v1/txn.
+type txnKV struct {
 	Verb    string
 	Key     string
 	Value   []byte `json:",omitempty"`
@@ -16,26 +16,26 @@ type TxnKV struct {
 	Session string `json:",omitempty"`
 }
 
-// TxnError is one entry of a failed txn's Errors.
-type TxnError struct {
+// txnError is one entry of a failed txn's Errors.
+type txnError struct {
 	OpIndex int
 	What    string
 }
 
-// TxnAnswer is the decoded body of a txn answer (200 or 409).
-type TxnAnswer struct {
+// txnAnswer is the decoded body of a txn answer (200 or 409).
+type txnAnswer struct {
 	Results []struct{ KV *api.KVPair }
-	Errors  []TxnError
+	Errors  []txnError
 }
 
 // Txn sends KV ops; it decodes the body of a 200 or 409 answer.
-func (t *T) Txn(ops ...TxnKV) (*resp, TxnAnswer) {
-	wrapped := make([]map[string]TxnKV, len(ops))
+func (t *caseT) Txn(ops ...txnKV) (*resp, txnAnswer) {
+	wrapped := make([]map[string]txnKV, len(ops))
 	for i, op := range ops {
-		wrapped[i] = map[string]TxnKV{"KV": op}
+		wrapped[i] = map[string]txnKV{"KV": op}
 	}
 	r := t.DoJSON(http.MethodPut, "/v1/txn", wrapped)
-	var a TxnAnswer
+	var a txnAnswer
 	if r.Code == 200 || r.Code == 409 {
 		t.decode("txn", r, &a)
 	}

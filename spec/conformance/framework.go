@@ -12,28 +12,28 @@ import (
 )
 
 // Case is one check of one clause. Its status (and so the profiles that run
-// it) is the clause's status in Clauses.
+// it) is the clause's status in clauses.
 type Case struct {
-	Clause string // clause ID, e.g. "S27"
-	Name   string // short slug, e.g. "acquire-unlocked-bumps-lockindex"
-	// Slow marks cases that must wait out real timers (TTL, lock-delay cap);
+	clause string // clause ID, e.g. "S27"
+	name   string // short slug, e.g. "acquire-unlocked-bumps-lockindex"
+	// slow marks cases that must wait out real timers (TTL, lock-delay cap);
 	// they are started first so they overlap the rest of the suite.
-	Slow bool
-	// Unobservable, when set, says why the clause cannot be checked by a
+	slow bool
+	// unobservable, when set, says why the clause cannot be checked by a
 	// client over HTTP; the case then always reports SKIP with that reason.
-	Unobservable string
+	unobservable string
 	// Agents marks cases that start gossip members of their own
-	// (T.StartAgent) from Options.Agent; without one they report SKIP.
-	Agents bool
-	Run    func(t *T)
+	// (caseT.StartAgent) from Options.Agent; without one they report SKIP.
+	agents bool
+	run    func(t *caseT)
 }
 
 // ID is the case's name as used in reports and by the filter.
-func (c Case) ID() string { return c.Clause + "/" + c.Name }
+func (c Case) ID() string { return c.clause + "/" + c.name }
 
 // Status is the status of the case's clause ("" if the clause is unknown).
-func (c Case) Status() Status {
-	cl, _ := clauseByID(c.Clause)
+func (c Case) status() Status {
+	cl, _ := clauseByID(c.clause)
 	return cl.Status
 }
 
@@ -42,14 +42,14 @@ type Options struct {
 	Addr     string // base URL of the server, e.g. http://127.0.0.1:8500
 	Token    string // ACL token sent as X-Consul-Token; empty sends none
 	Profile  Status // contract (default), consul or tenure
-	Parallel int    // cases run at once; 0 means DefaultParallel
+	Parallel int    // cases run at once; 0 means 12
 	JSON     bool   // Main: print JSON instead of the table
 	Filter   string // regexp over case IDs ("S27/acquire-..."); empty runs all
 	SkipSlow bool   // report slow cases as SKIP instead of running them
-	// Cases replaces the built-in suite (framework tests use this).
-	Cases []Case
+	// cases replaces the built-in suite (framework tests use this).
+	cases []Case
 	// Timeout bounds each case (slow cases get three times as much);
-	// 0 means DefaultCaseTimeout.
+	// 0 means a minute.
 	Timeout time.Duration
 	// ReapWait is how long the server takes to reap a deletion (its reap
 	// window plus one interval). 0 skips the cases that need a reap (S52):
@@ -64,8 +64,8 @@ type Options struct {
 
 // Defaults for Options.
 const (
-	DefaultParallel    = 12
-	DefaultCaseTimeout = 60 * time.Second
+	defaultParallel    = 12
+	defaultCaseTimeout = 60 * time.Second
 )
 
 // Run executes the cases selected by opts against opts.Addr and reports
@@ -83,7 +83,7 @@ func Run(ctx context.Context, opts Options) Report {
 		rep.count()
 		return rep
 	}
-	if _, err := ParseStatus(string(rep.Profile)); err != nil {
+	if _, err := parseStatus(string(rep.Profile)); err != nil {
 		rep.Error = err.Error()
 		return finish()
 	}
@@ -92,7 +92,7 @@ func Run(ctx context.Context, opts Options) Report {
 		rep.Error = fmt.Sprintf("bad filter %q: %v", opts.Filter, err)
 		return finish()
 	}
-	cases := opts.Cases
+	cases := opts.cases
 	if cases == nil {
 		cases = Suite()
 	}
@@ -108,7 +108,7 @@ func Run(ctx context.Context, opts Options) Report {
 	results := make([]CaseResult, len(selected))
 	var torun []int
 	for i, c := range selected {
-		results[i] = CaseResult{ID: c.ID(), Clause: c.Clause, Name: c.Name, Status: c.Status()}
+		results[i] = CaseResult{ID: c.ID(), Clause: c.clause, Name: c.name, Status: c.status()}
 		if reason := skipReason(c, rep.Profile, opts.SkipSlow, opts.Agent); reason != "" {
 			results[i].Outcome, results[i].Reason = Skip, reason
 			continue
@@ -131,17 +131,17 @@ func Run(ctx context.Context, opts Options) Report {
 			rep.Cases = results
 			return finish()
 		}
-		// Slow cases first so their waiting overlaps everything else.
+		// slow cases first so their waiting overlaps everything else.
 		sort.SliceStable(torun, func(a, b int) bool {
-			return selected[torun[a]].Slow && !selected[torun[b]].Slow
+			return selected[torun[a]].slow && !selected[torun[b]].slow
 		})
 		par := opts.Parallel
 		if par <= 0 {
-			par = DefaultParallel
+			par = defaultParallel
 		}
 		timeout := opts.Timeout
 		if timeout <= 0 {
-			timeout = DefaultCaseTimeout
+			timeout = defaultCaseTimeout
 		}
 		sem := make(chan struct{}, par)
 		var wg sync.WaitGroup
@@ -153,7 +153,7 @@ func Run(ctx context.Context, opts Options) Report {
 				defer wg.Done()
 				defer func() { <-sem }()
 				d := timeout
-				if c.Slow {
+				if c.slow {
 					d *= 3
 				}
 				results[i] = runCase(ctx, e, c, seq, d, results[i])
@@ -168,19 +168,19 @@ func Run(ctx context.Context, opts Options) Report {
 // skipReason says why c is not run under profile p, or "" if it runs.
 // agent is Options.Agent.
 func skipReason(c Case, p Status, skipSlow bool, agent string) string {
-	st := c.Status()
+	st := c.status()
 	switch {
 	case st == "":
-		return fmt.Sprintf("clause %s is not in the clause index", c.Clause)
-	case c.Run == nil && c.Unobservable == "":
+		return fmt.Sprintf("clause %s is not in the clause index", c.clause)
+	case c.run == nil && c.unobservable == "":
 		return "case has no body"
-	case !p.Covers(st):
-		return fmt.Sprintf("clause %s is %s; profile %s runs %s", c.Clause, st, p, profileScope(p))
-	case c.Unobservable != "":
-		return "not observable over HTTP: " + c.Unobservable
-	case skipSlow && c.Slow:
+	case !p.covers(st):
+		return fmt.Sprintf("clause %s is %s; profile %s runs %s", c.clause, st, p, profileScope(p))
+	case c.unobservable != "":
+		return "not observable over HTTP: " + c.unobservable
+	case skipSlow && c.slow:
 		return "slow case (waits on real TTL or lock-delay timers) skipped"
-	case c.Agents && agent == "":
+	case c.agents && agent == "":
 		return "starts gossip members of its own: needs an agent binary of the server's kind (-agent)"
 	}
 	return ""
@@ -213,7 +213,7 @@ func runCase(parent context.Context, e *env, c Case, seq int, timeout time.Durat
 				}
 			}
 		}()
-		c.Run(t)
+		c.run(t)
 	}()
 	<-done
 	t.runCleanups()
@@ -232,10 +232,10 @@ func runCase(parent context.Context, e *env, c Case, seq int, timeout time.Durat
 	return res
 }
 
-// T is a case's handle: its context, its server, its failures and cleanups.
+// caseT is a case's handle: its context, its server, its failures and cleanups.
 // A case runs in one goroutine; Errorf/Fatalf may also be called from
 // goroutines the case starts (Fatalf only from the case goroutine).
-type T struct {
+type caseT struct {
 	ctx    context.Context
 	env    *env
 	c      Case
@@ -252,9 +252,9 @@ type T struct {
 	cleanups   []func(ctx context.Context) error
 }
 
-func newT(ctx context.Context, e *env, c Case, seq int) *T {
+func newT(ctx context.Context, e *env, c Case, seq int) *caseT {
 	slug := strings.NewReplacer("/", "-", " ", "-").Replace(c.ID())
-	return &T{
+	return &caseT{
 		ctx:    ctx,
 		env:    e,
 		c:      c,
@@ -264,9 +264,9 @@ func newT(ctx context.Context, e *env, c Case, seq int) *T {
 }
 
 // Context is cancelled when the case times out or the run is cancelled.
-func (t *T) Context() context.Context { return t.ctx }
+func (t *caseT) Context() context.Context { return t.ctx }
 
-func (t *T) fail(msg string) {
+func (t *caseT) fail(msg string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.failed = true
@@ -274,16 +274,16 @@ func (t *T) fail(msg string) {
 }
 
 // Errorf records a failure and lets the case continue.
-func (t *T) Errorf(format string, args ...any) { t.fail(fmt.Sprintf(format, args...)) }
+func (t *caseT) Errorf(format string, args ...any) { t.fail(fmt.Sprintf(format, args...)) }
 
 // Fatalf records a failure and stops the case (cleanups still run).
-func (t *T) Fatalf(format string, args ...any) {
+func (t *caseT) Fatalf(format string, args ...any) {
 	t.fail(fmt.Sprintf(format, args...))
 	panic(failNow{})
 }
 
 // Skipf stops the case and reports it as SKIP with the reason.
-func (t *T) Skipf(format string, args ...any) {
+func (t *caseT) Skipf(format string, args ...any) {
 	t.mu.Lock()
 	t.skipped = fmt.Sprintf(format, args...)
 	t.mu.Unlock()
@@ -291,14 +291,14 @@ func (t *T) Skipf(format string, args ...any) {
 }
 
 // Logf keeps a note that is shown with the case's result.
-func (t *T) Logf(format string, args ...any) {
+func (t *caseT) Logf(format string, args ...any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.logs = append(t.logs, fmt.Sprintf(format, args...))
 }
 
 // Failed reports whether the case has failed so far.
-func (t *T) Failed() bool {
+func (t *caseT) Failed() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.failed
@@ -306,13 +306,13 @@ func (t *T) Failed() bool {
 
 // Cleanup registers f to run after the case, last registered first. It gets
 // a fresh context so cleanup still happens after a timeout.
-func (t *T) Cleanup(f func(ctx context.Context) error) {
+func (t *caseT) Cleanup(f func(ctx context.Context) error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.cleanups = append(t.cleanups, f)
 }
 
-func (t *T) runCleanups() {
+func (t *caseT) runCleanups() {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for i := len(t.cleanups) - 1; i >= 0; i-- {
@@ -325,7 +325,7 @@ func (t *T) runCleanups() {
 }
 
 // Sleep waits d, stopping the case if its context ends first.
-func (t *T) Sleep(d time.Duration) {
+func (t *caseT) Sleep(d time.Duration) {
 	if d <= 0 {
 		return
 	}
@@ -339,11 +339,11 @@ func (t *T) Sleep(d time.Duration) {
 }
 
 // SleepUntil waits until the wall clock reaches at.
-func (t *T) SleepUntil(at time.Time) { t.Sleep(time.Until(at)) }
+func (t *caseT) SleepUntil(at time.Time) { t.Sleep(time.Until(at)) }
 
 // Go runs f in a new goroutine in which Fatalf is safe (it ends only that
 // goroutine); the returned function waits for it.
-func (t *T) Go(f func()) (wait func()) {
+func (t *caseT) Go(f func()) (wait func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

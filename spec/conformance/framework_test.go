@@ -30,12 +30,12 @@ func stub(t *testing.T) string {
 // synthetic cases on clauses of each status: S1 contract, S9 consul, S8 tenure.
 func synthetic() []Case {
 	return []Case{
-		{Clause: "S1", Name: "passes", Run: func(t *T) { t.Check(true, "never") }},
-		{Clause: "S1", Name: "fails", Run: func(t *T) { t.Errorf("first"); t.Errorf("second") }},
-		{Clause: "S9", Name: "consul-only", Run: func(t *T) {}},
-		{Clause: "S8", Name: "tenure-only", Run: func(t *T) {}},
-		{Clause: "S21", Name: "unobservable", Unobservable: "needs a leader change"},
-		{Clause: "S14", Name: "slow", Slow: true, Run: func(t *T) {}},
+		{clause: "S1", name: "passes", run: func(t *caseT) { t.Check(true, "never") }},
+		{clause: "S1", name: "fails", run: func(t *caseT) { t.Errorf("first"); t.Errorf("second") }},
+		{clause: "S9", name: "consul-only", run: func(t *caseT) {}},
+		{clause: "S8", name: "tenure-only", run: func(t *caseT) {}},
+		{clause: "S21", name: "unobservable", unobservable: "needs a leader change"},
+		{clause: "S14", name: "slow", slow: true, run: func(t *caseT) {}},
 	}
 }
 
@@ -57,7 +57,7 @@ func TestProfileSelection(t *testing.T) {
 		{Consul, map[string]Outcome{"S1/passes": Pass, "S1/fails": Fail, "S9/consul-only": Pass, "S8/tenure-only": Skip, "S21/unobservable": Skip, "S14/slow": Pass}},
 		{Tenure, map[string]Outcome{"S1/passes": Pass, "S1/fails": Fail, "S9/consul-only": Skip, "S8/tenure-only": Pass, "S21/unobservable": Skip, "S14/slow": Pass}},
 	} {
-		rep := Run(context.Background(), Options{Addr: addr, Profile: tc.profile, Cases: synthetic()})
+		rep := Run(context.Background(), Options{Addr: addr, Profile: tc.profile, cases: synthetic()})
 		got := map[string]Outcome{}
 		for id, c := range byID(rep) {
 			got[id] = c.Outcome
@@ -81,9 +81,9 @@ func equalMaps(a, b map[string]Outcome) bool {
 }
 
 func TestSkipReasons(t *testing.T) {
-	rep := Run(context.Background(), Options{Addr: stub(t), Profile: Consul, SkipSlow: true, Cases: append(synthetic(),
-		Case{Clause: "S99", Name: "unknown-clause", Run: func(*T) {}},
-		Case{Clause: "S1", Name: "no-body"})})
+	rep := Run(context.Background(), Options{Addr: stub(t), Profile: Consul, SkipSlow: true, cases: append(synthetic(),
+		Case{clause: "S99", name: "unknown-clause", run: func(*caseT) {}},
+		Case{clause: "S1", name: "no-body"})})
 	m := byID(rep)
 	for id, want := range map[string]string{
 		"S8/tenure-only":     "clause S8 is tenure; profile consul runs contract+consul clauses",
@@ -97,7 +97,7 @@ func TestSkipReasons(t *testing.T) {
 			t.Errorf("%s: got %s %q, want SKIP with %q", id, c.Outcome, c.Reason, want)
 		}
 	}
-	rep = Run(context.Background(), Options{Addr: stub(t), Profile: Contract, Cases: synthetic()})
+	rep = Run(context.Background(), Options{Addr: stub(t), Profile: Contract, cases: synthetic()})
 	if c := byID(rep)["S9/consul-only"]; !strings.Contains(c.Reason, "profile contract runs contract clauses only") {
 		t.Errorf("contract-profile skip reason %q", c.Reason)
 	}
@@ -107,12 +107,12 @@ func TestSkipReasons(t *testing.T) {
 // the reason, unless Options.Agent names a binary; with one it runs.
 func TestAgentCasesNeedABinary(t *testing.T) {
 	var ran atomic.Int32
-	cases := []Case{{Clause: "S53", Name: "agents", Agents: true, Run: func(*T) { ran.Add(1) }}}
-	c := byID(Run(context.Background(), Options{Addr: stub(t), Cases: cases}))["S53/agents"]
+	cases := []Case{{clause: "S53", name: "agents", agents: true, run: func(*caseT) { ran.Add(1) }}}
+	c := byID(Run(context.Background(), Options{Addr: stub(t), cases: cases}))["S53/agents"]
 	if c.Outcome != Skip || !strings.Contains(c.Reason, "needs an agent binary") || ran.Load() != 0 {
 		t.Errorf("without -agent: got %s %q (ran %d times), want SKIP naming the agent binary", c.Outcome, c.Reason, ran.Load())
 	}
-	c = byID(Run(context.Background(), Options{Addr: stub(t), Agent: "/bin/true", Cases: cases}))["S53/agents"]
+	c = byID(Run(context.Background(), Options{Addr: stub(t), Agent: "/bin/true", cases: cases}))["S53/agents"]
 	if c.Outcome != Pass || ran.Load() != 1 {
 		t.Errorf("with -agent: got %s %q (ran %d times), want PASS, run once", c.Outcome, c.Reason, ran.Load())
 	}
@@ -121,28 +121,28 @@ func TestAgentCasesNeedABinary(t *testing.T) {
 func TestCaseOutcomes(t *testing.T) {
 	var cleaned atomic.Int32
 	cases := []Case{
-		{Clause: "S1", Name: "fatal", Run: func(t *T) {
+		{clause: "S1", name: "fatal", run: func(t *caseT) {
 			t.Cleanup(func(context.Context) error { cleaned.Add(1); return nil })
 			t.Fatalf("stop %d", 1)
 			t.Errorf("not reached")
 		}},
-		{Clause: "S1", Name: "panic", Run: func(t *T) {
+		{clause: "S1", name: "panic", run: func(t *caseT) {
 			t.Cleanup(func(context.Context) error { cleaned.Add(1); return nil })
 			panic("boom")
 		}},
-		{Clause: "S1", Name: "skipf", Run: func(t *T) { t.Skipf("not today") }},
-		{Clause: "S1", Name: "helper-goroutine-fatal", Run: func(t *T) {
+		{clause: "S1", name: "skipf", run: func(t *caseT) { t.Skipf("not today") }},
+		{clause: "S1", name: "helper-goroutine-fatal", run: func(t *caseT) {
 			t.Go(func() { t.Fatalf("in helper") })()
 			t.Logf("case continues after a helper's Fatalf")
 		}},
-		{Clause: "S1", Name: "timeout", Run: func(t *T) { t.Sleep(time.Hour) }},
-		{Clause: "S1", Name: "equal", Run: func(t *T) {
+		{clause: "S1", name: "timeout", run: func(t *caseT) { t.Sleep(time.Hour) }},
+		{clause: "S1", name: "equal", run: func(t *caseT) {
 			t.Equal("number", 1, 2)
 			t.Equal("same", "a", "a")
 			t.Require(t.Failed(), "Failed() false after a failed Equal")
 		}},
 	}
-	rep := Run(context.Background(), Options{Addr: stub(t), Cases: cases, Timeout: 200 * time.Millisecond})
+	rep := Run(context.Background(), Options{Addr: stub(t), cases: cases, Timeout: 200 * time.Millisecond})
 	m := byID(rep)
 	for id, want := range map[string]struct {
 		o      Outcome
@@ -175,7 +175,7 @@ func TestParallelBound(t *testing.T) {
 	var running, peak atomic.Int32
 	var cases []Case
 	for i := 0; i < 12; i++ {
-		cases = append(cases, Case{Clause: "S1", Name: string(rune('a' + i)), Run: func(t *T) {
+		cases = append(cases, Case{clause: "S1", name: string(rune('a' + i)), run: func(t *caseT) {
 			n := running.Add(1)
 			for {
 				p := peak.Load()
@@ -187,7 +187,7 @@ func TestParallelBound(t *testing.T) {
 			running.Add(-1)
 		}})
 	}
-	rep := Run(context.Background(), Options{Addr: stub(t), Parallel: 3, Cases: cases})
+	rep := Run(context.Background(), Options{Addr: stub(t), Parallel: 3, cases: cases})
 	if rep.Passed != 12 {
 		t.Fatalf("passed %d of 12", rep.Passed)
 	}
@@ -197,15 +197,15 @@ func TestParallelBound(t *testing.T) {
 }
 
 func TestFilterAndRunErrors(t *testing.T) {
-	rep := Run(context.Background(), Options{Addr: stub(t), Filter: "^S1/pass", Cases: synthetic()})
+	rep := Run(context.Background(), Options{Addr: stub(t), Filter: "^S1/pass", cases: synthetic()})
 	if len(rep.Cases) != 1 || rep.Cases[0].ID != "S1/passes" {
 		t.Errorf("filter ^S1/pass selected %+v", rep.Cases)
 	}
-	rep = Run(context.Background(), Options{Addr: stub(t), Filter: "(", Cases: synthetic()})
+	rep = Run(context.Background(), Options{Addr: stub(t), Filter: "(", cases: synthetic()})
 	if rep.Error == "" || rep.OK() || len(rep.Cases) != 0 {
 		t.Errorf("bad filter: error %q, %d cases", rep.Error, len(rep.Cases))
 	}
-	rep = Run(context.Background(), Options{Addr: stub(t), Profile: "strict", Cases: synthetic()})
+	rep = Run(context.Background(), Options{Addr: stub(t), Profile: "strict", cases: synthetic()})
 	if !strings.Contains(rep.Error, `unknown profile "strict"`) || rep.OK() {
 		t.Errorf("bad profile: error %q", rep.Error)
 	}
@@ -213,7 +213,7 @@ func TestFilterAndRunErrors(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	dead := srv.URL
 	srv.Close()
-	rep = Run(context.Background(), Options{Addr: dead, Cases: synthetic()})
+	rep = Run(context.Background(), Options{Addr: dead, cases: synthetic()})
 	if !strings.Contains(rep.Error, "cannot reach server") || rep.OK() {
 		t.Errorf("unreachable server: error %q", rep.Error)
 	}
@@ -221,7 +221,7 @@ func TestFilterAndRunErrors(t *testing.T) {
 		t.Errorf("case against an unreachable server: %s %q", c.Outcome, c.Reason)
 	}
 	// A run whose cases are all skipped needs no server at all.
-	rep = Run(context.Background(), Options{Addr: dead, Filter: "S8/|S21/", Cases: synthetic()})
+	rep = Run(context.Background(), Options{Addr: dead, Filter: "S8/|S21/", cases: synthetic()})
 	if !rep.OK() || rep.Skipped != 2 {
 		t.Errorf("all-skip run against no server: ok=%v skipped=%d error=%q", rep.OK(), rep.Skipped, rep.Error)
 	}
@@ -258,7 +258,7 @@ func TestSummarize(t *testing.T) {
 }
 
 func TestRendering(t *testing.T) {
-	rep := Run(context.Background(), Options{Addr: stub(t), Profile: Consul, Cases: synthetic()})
+	rep := Run(context.Background(), Options{Addr: stub(t), Profile: Consul, cases: synthetic()})
 	var tab bytes.Buffer
 	if err := rep.WriteTable(&tab); err != nil {
 		t.Fatal(err)
@@ -323,19 +323,19 @@ func TestMainExitCodes(t *testing.T) {
 		code int
 		out  string // regexp over stdout+stderr
 	}{
-		{[]string{"-addr", addr}, ExitFail, `FAIL S1/fails`},
-		{[]string{"-addr", addr, "-run", "^S1/passes$"}, ExitOK, `ok: profile contract`},
-		{[]string{"-addr", addr, "-profile", "tenure", "-run", "S8/"}, ExitOK, `S8\s+tenure\s+PASS`},
-		{[]string{"-addr", addr, "-json", "-run", "S1/fails"}, ExitFail, `"outcome": "FAIL"`},
-		{[]string{"-addr", addr, "-profile", "bogus"}, ExitUsage, `unknown profile "bogus"`},
-		{[]string{"-addr", addr, "-run", "("}, ExitUsage, `bad -run regexp`},
-		{[]string{"-addr", "ftp://127.0.0.1:8500"}, ExitUsage, `want http://host:port`},
-		{[]string{"-addr", strings.TrimPrefix(addr, "http://"), "-run", "^S1/passes$"}, ExitOK, `ok: profile contract`},
-		{[]string{"-addr", addr, "-parallel", "0"}, ExitUsage, `-parallel must be at least 1`},
-		{[]string{"-addr", addr, "extra"}, ExitUsage, `unexpected arguments`},
-		{[]string{"-nosuchflag"}, ExitUsage, `flag provided but not defined`},
-		{[]string{"-h"}, ExitOK, `usage: tenure conform`},
-		{[]string{"-list", "-profile", "consul"}, ExitOK, `S8/tenure-only\s+tenure\s+skip: clause S8 is tenure`},
+		{[]string{"-addr", addr}, exitFail, `FAIL S1/fails`},
+		{[]string{"-addr", addr, "-run", "^S1/passes$"}, exitOK, `ok: profile contract`},
+		{[]string{"-addr", addr, "-profile", "tenure", "-run", "S8/"}, exitOK, `S8\s+tenure\s+PASS`},
+		{[]string{"-addr", addr, "-json", "-run", "S1/fails"}, exitFail, `"outcome": "FAIL"`},
+		{[]string{"-addr", addr, "-profile", "bogus"}, exitUsage, `unknown profile "bogus"`},
+		{[]string{"-addr", addr, "-run", "("}, exitUsage, `bad -run regexp`},
+		{[]string{"-addr", "ftp://127.0.0.1:8500"}, exitUsage, `want http://host:port`},
+		{[]string{"-addr", strings.TrimPrefix(addr, "http://"), "-run", "^S1/passes$"}, exitOK, `ok: profile contract`},
+		{[]string{"-addr", addr, "-parallel", "0"}, exitUsage, `-parallel must be at least 1`},
+		{[]string{"-addr", addr, "extra"}, exitUsage, `unexpected arguments`},
+		{[]string{"-nosuchflag"}, exitUsage, `flag provided but not defined`},
+		{[]string{"-h"}, exitOK, `usage: tenure conform`},
+		{[]string{"-list", "-profile", "consul"}, exitOK, `S8/tenure-only\s+tenure\s+skip: clause S8 is tenure`},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := Main(tc.args, &stdout, &stderr)
@@ -346,7 +346,7 @@ func TestMainExitCodes(t *testing.T) {
 	}
 }
 
-// TestClausesMatchIndex keeps Clauses in step with spec/SPEC.md.
+// TestClausesMatchIndex keeps clauses in step with spec/SPEC.md.
 func TestClausesMatchIndex(t *testing.T) {
 	f, err := os.Open("../SPEC.md")
 	if err != nil {
@@ -357,7 +357,7 @@ func TestClausesMatchIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := compareClauses(parsed, Clauses); err != nil {
+	if err := compareClauses(parsed, clauses); err != nil {
 		t.Error(err)
 	}
 }
@@ -368,11 +368,11 @@ func TestCompareClausesCatchesDrift(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ok := []Clause{{"S1", Contract, ""}, {"S2", Tenure, ""}}
+	ok := []clause{{"S1", Contract, ""}, {"S2", Tenure, ""}}
 	if err := compareClauses(parsed, ok); err != nil {
 		t.Errorf("matching tables reported as drift: %v", err)
 	}
-	for _, bad := range [][]Clause{
+	for _, bad := range [][]clause{
 		{{"S1", Contract, ""}},                                         // missing S2
 		{{"S1", Contract, ""}, {"S2", Consul, ""}},                     // wrong status
 		{{"S1", Contract, ""}, {"S2", Tenure, ""}, {"S3", Tenure, ""}}, // extra
@@ -395,18 +395,18 @@ func TestSuiteShape(t *testing.T) {
 			t.Errorf("duplicate case %s", c.ID())
 		}
 		seen[c.ID()] = true
-		if c.Status() == "" {
-			t.Errorf("case %s names unknown clause %s", c.ID(), c.Clause)
+		if c.status() == "" {
+			t.Errorf("case %s names unknown clause %s", c.ID(), c.clause)
 		}
-		if !slug.MatchString(c.Name) {
+		if !slug.MatchString(c.name) {
 			t.Errorf("case %s: name is not a slug", c.ID())
 		}
-		if (c.Run == nil) == (c.Unobservable == "") {
-			t.Errorf("case %s must have exactly one of Run and Unobservable", c.ID())
+		if (c.run == nil) == (c.unobservable == "") {
+			t.Errorf("case %s must have exactly one of run and unobservable", c.ID())
 		}
-		covered[c.Clause] = true
+		covered[c.clause] = true
 	}
-	for _, cl := range Clauses {
+	for _, cl := range clauses {
 		if !covered[cl.ID] {
 			t.Errorf("clause %s has no case", cl.ID)
 		}
@@ -414,25 +414,25 @@ func TestSuiteShape(t *testing.T) {
 }
 
 // parseClauseIndex reads the "### S<n> · <status>" clause headings of SPEC.md.
-func parseClauseIndex(f io.Reader) ([]Clause, error) {
+func parseClauseIndex(f io.Reader) ([]clause, error) {
 	line := regexp.MustCompile(`^### (S\d+) · (\S+)`)
-	var out []Clause
+	var out []clause
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		m := line.FindStringSubmatch(sc.Text())
 		if m == nil {
 			continue
 		}
-		st, err := ParseStatus(m[2])
+		st, err := parseStatus(m[2])
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Clause{ID: m[1], Status: st})
+		out = append(out, clause{ID: m[1], Status: st})
 	}
 	return out, sc.Err()
 }
 
-func compareClauses(index, table []Clause) error {
+func compareClauses(index, table []clause) error {
 	want := map[string]Status{}
 	for _, c := range index {
 		want[c.ID] = c.Status

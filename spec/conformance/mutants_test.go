@@ -18,7 +18,7 @@ import (
 // Mutants: a loopback proxy in front of a real server (-addr) that breaks
 // one clause on the wire. Each mutant must make at least one of the cases
 // aimed at it FAIL, which shows those cases can fail. Needs a server (-addr
-// or StartDev); skipped otherwise, like TestConformance.
+// or startDev); skipped otherwise, like TestConformance.
 
 type upstream struct {
 	base   string
@@ -588,7 +588,7 @@ func TestMutantsAreCaught(t *testing.T) {
 	// lock-delay); running them side by side halves the package's wall time.
 	t.Parallel()
 	// The mutated cases are all contract cases, so any correct server will
-	// do as the base: a real Consul via -addr, or tenure via StartDev.
+	// do as the base: a real Consul via -addr, or tenure via startDev.
 	base, _, reapWait := serverUnderTest(t)
 	// The identity proxy must not break anything the mutants' cases check.
 	var all []string
