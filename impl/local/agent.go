@@ -284,6 +284,10 @@ func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replac
 		return tooMany("checks", a.cfg.maxChecks)
 	}
 
+	// No sync between the service and its checks: a partial write would
+	// put the service in the catalog without them.
+	a.syncer.pause()
+	defer a.syncer.resume()
 	a.state.addService(svc)
 	for _, c := range prepared {
 		a.state.addCheck(checkFrom(c, &svc), c.DeregisterCriticalServiceAfter)

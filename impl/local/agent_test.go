@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -765,4 +766,59 @@ func TestRealTCPCheckReachesCatalog(t *testing.T) {
 	waitFor("check port svc= passing \"TCP connect " + ln.Addr().String() + ": Success\"")
 	_ = ln.Close()
 	waitFor("check port svc= critical")
+}
+
+// TestServiceRegistrationWaitsForTheSyncUnderWay: a service registration
+// holds anti-entropy off while it changes the service and then its checks,
+// as Consul's agent pauses its syncer, so no sync can write the service
+// without its checks; a registration made while a sync is writing waits
+// for that sync, and the one after it writes service and checks together.
+func TestServiceRegistrationWaitsForTheSyncUnderWay(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cat := newHook()
+		a := NewAgent(Config{Node: node, Stagger: zero, Sync: SyncConfig{Stagger: zero}}, cat)
+		defer a.Close()
+		a.state.addService(Service{ID: "other", Service: "other"})
+		release := make(chan struct{})
+		releaseOnce := sync.OnceFunc(func() { close(release) })
+		defer releaseOnce() // a failed check leaves no goroutine parked
+		cat.beforeWrite = func(string) error {
+			<-release // a sync's catalog write in flight
+			return nil
+		}
+		synced := make(chan error, 1)
+		go func() { synced <- a.syncer.SyncChanges() }()
+		synctest.Wait()
+
+		def, err := DecodeService([]byte(`{"ID":"web","Name":"web","Port":80,"Checks":[{"CheckID":"c1","TTL":"1h"},{"CheckID":"c2","TTL":"1h"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		registered := make(chan error, 1)
+		go func() { registered <- a.RegisterService(def, checks.Remote, false) }()
+		synctest.Wait()
+		select {
+		case err := <-registered:
+			t.Fatalf("registration returned (%v) while a sync was writing", err)
+		default:
+		}
+		releaseOnce()
+		if err := <-synced; err != nil {
+			t.Fatal(err)
+		}
+		if err := <-registered; err != nil {
+			t.Fatal(err)
+		}
+		cat.beforeWrite = nil
+		writes := cat.attempts
+		if err := a.syncer.SyncChanges(); err != nil {
+			t.Fatal(err)
+		}
+		if got := cat.attempts - writes; got != 1 {
+			t.Errorf("service web and its two checks took %d writes, want 1", got)
+		}
+		if got := cat.Dump(node); !strings.Contains(got, "check c1 svc=web") || !strings.Contains(got, "check c2 svc=web") {
+			t.Errorf("catalog after the registration:\n%s", got)
+		}
+	})
 }

@@ -73,6 +73,14 @@ type Syncer struct {
 	halted bool
 }
 
+// pause holds the sync token until resume, so that no sync runs in
+// between: a registration that changes a service and its checks one after
+// the other reaches the catalog whole, in one write, as Consul's agent
+// pauses its syncer around a service registration. It waits for a sync
+// under way to finish.
+func (s *Syncer) pause()  { s.syncing <- struct{}{} }
+func (s *Syncer) resume() { <-s.syncing }
+
 // ErrHalted is what a sync returns once the Syncer is halted.
 var ErrHalted = errors.New("anti-entropy halted: the agent has left")
 
