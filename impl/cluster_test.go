@@ -11,8 +11,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/tenurekv/tenure/impl/catalogwire"
-	"github.com/tenurekv/tenure/impl/clock/clocktest"
+	"github.com/tenurekv/tenure/impl/internal/catalogwire"
+	"github.com/tenurekv/tenure/impl/internal/clocktest"
 	"github.com/tenurekv/tenure/impl/reconcile"
 	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenurekv/tenure/impl/leader"
+	"github.com/tenurekv/tenure/impl/internal/leader"
 	"github.com/tenurekv/tenure/model"
 )
 

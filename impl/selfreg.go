@@ -11,7 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/tenurekv/tenure/impl/catalogwire"
+	"github.com/tenurekv/tenure/impl/internal/catalogwire"
 	"github.com/tenurekv/tenure/impl/reconcile"
 	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/internal/backoff"

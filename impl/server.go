@@ -13,8 +13,8 @@ import (
 
 	"github.com/tenurekv/tenure/impl/clock"
 	"github.com/tenurekv/tenure/impl/fsm"
-	"github.com/tenurekv/tenure/impl/leader"
-	"github.com/tenurekv/tenure/impl/raftlog"
+	"github.com/tenurekv/tenure/impl/internal/leader"
+	"github.com/tenurekv/tenure/impl/internal/raftlog"
 	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"
 )

@@ -29,10 +29,10 @@ var targets = []target{
 	{name: "fsm", dir: "impl/fsm", files: []string{"fsm.go", "appliedwait.go"}},
 	// The leader's decisions: the lock-delay check, session IDs, the TTL book
 	// and expiry.
-	{name: "leader", dir: "impl/leader", files: []string{"core.go", "lockdelays.go", "ttltimers.go"}},
+	{name: "leader", dir: "impl/internal/leader", files: []string{"core.go", "lockdelays.go", "ttltimers.go"}},
 	// The raft log's storage: when a log entry counts as durable, and
 	// finishing a rotation raft-wal left half done.
-	{name: "raftlog", dir: "impl/raftlog", files: []string{"logsync.go", "segmentrotation.go"}},
+	{name: "raftlog", dir: "impl/internal/raftlog", files: []string{"logsync.go", "segmentrotation.go"}},
 	// impl/gossip is mostly serf and memberlist wiring (their failure
 	// detection is theirs), but toMember decides how a member reads for
 	// the leader's reconcile: its status, whether it is a server, its raft

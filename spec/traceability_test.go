@@ -301,7 +301,7 @@ func simCheckNames(t *testing.T, root string) map[string]bool {
 // columns may cite to their directories.
 var (
 	modelPackages = map[string]string{"model": "../model"}
-	implPackages  = map[string]string{"impl": "../impl", "fsm": "../impl/fsm", "leader": "../impl/leader", "httpapi": "../impl/httpapi", "agent": "../impl/agent",
+	implPackages  = map[string]string{"impl": "../impl", "fsm": "../impl/fsm", "leader": "../impl/internal/leader", "httpapi": "../impl/httpapi", "agent": "../impl/agent",
 		"reconcile": "../impl/reconcile", "local": "../impl/local"}
 )
 

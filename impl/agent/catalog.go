@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tenurekv/tenure/impl/catalogwire"
+	"github.com/tenurekv/tenure/impl/internal/catalogwire"
 	"github.com/tenurekv/tenure/impl/local"
 	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"

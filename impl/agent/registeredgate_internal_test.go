@@ -9,7 +9,7 @@ import (
 
 	"github.com/tenurekv/tenure/impl/clock"
 	"github.com/tenurekv/tenure/impl/httpapi"
-	"github.com/tenurekv/tenure/impl/httpapi/httpapitest"
+	"github.com/tenurekv/tenure/impl/internal/httpapitest"
 )
 
 // pendingRegistration is a server whose own registration lands when the

@@ -12,8 +12,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/tenurekv/tenure/impl/clock/clocktest"
-	"github.com/tenurekv/tenure/impl/leader"
+	"github.com/tenurekv/tenure/impl/internal/clocktest"
+	"github.com/tenurekv/tenure/impl/internal/leader"
 	"github.com/tenurekv/tenure/model"
 )
 

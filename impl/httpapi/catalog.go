@@ -7,7 +7,7 @@ import (
 
 	"github.com/hashicorp/go-uuid"
 
-	"github.com/tenurekv/tenure/impl/catalogwire"
+	"github.com/tenurekv/tenure/impl/internal/catalogwire"
 	"github.com/tenurekv/tenure/model"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tenurekv/tenure/impl/clock"
 	"github.com/tenurekv/tenure/impl/httpapi"
-	"github.com/tenurekv/tenure/impl/httpapi/httpapitest"
+	"github.com/tenurekv/tenure/impl/internal/httpapitest"
 	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"
 )

@@ -12,7 +12,7 @@ import (
 	"github.com/hashicorp/consul/api"
 
 	"github.com/tenurekv/tenure/impl/httpapi"
-	"github.com/tenurekv/tenure/impl/httpapi/httpapitest"
+	"github.com/tenurekv/tenure/impl/internal/httpapitest"
 	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"
 )

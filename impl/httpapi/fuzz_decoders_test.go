@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tenurekv/tenure/impl/catalogwire"
+	"github.com/tenurekv/tenure/impl/internal/catalogwire"
 	"github.com/tenurekv/tenure/model"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenurekv/tenure/impl/clock/clocktest"
-	"github.com/tenurekv/tenure/impl/httpapi/httpapitest"
+	"github.com/tenurekv/tenure/impl/internal/clocktest"
+	"github.com/tenurekv/tenure/impl/internal/httpapitest"
 	"github.com/tenurekv/tenure/model"
 )
 

@@ -13,9 +13,9 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/tenurekv/tenure/impl/clock/clocktest"
 	"github.com/tenurekv/tenure/impl/httpapi"
-	"github.com/tenurekv/tenure/impl/httpapi/httpapitest"
+	"github.com/tenurekv/tenure/impl/internal/clocktest"
+	"github.com/tenurekv/tenure/impl/internal/httpapitest"
 )
 
 // fixture is one server: a test-double backend on a manual clock behind

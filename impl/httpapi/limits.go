@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"slices"
 
-	"github.com/tenurekv/tenure/impl/catalogwire"
+	"github.com/tenurekv/tenure/impl/internal/catalogwire"
 	"github.com/tenurekv/tenure/model"
 )
 

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/tenurekv/tenure/impl/leader"
+	"github.com/tenurekv/tenure/impl/internal/leader"
 	"github.com/tenurekv/tenure/model"
 )
 

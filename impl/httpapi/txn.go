@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/tenurekv/tenure/impl/leader"
+	"github.com/tenurekv/tenure/impl/internal/leader"
 	"github.com/tenurekv/tenure/model"
 )
 

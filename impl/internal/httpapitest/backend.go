@@ -20,7 +20,7 @@ import (
 
 	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/impl/clock"
-	"github.com/tenurekv/tenure/impl/leader"
+	"github.com/tenurekv/tenure/impl/internal/leader"
 	"github.com/tenurekv/tenure/model"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenurekv/tenure/impl/clock/clocktest"
+	"github.com/tenurekv/tenure/impl/internal/clocktest"
 	"github.com/tenurekv/tenure/model"
 )
 
