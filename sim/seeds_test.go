@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"runtime"
@@ -41,18 +42,33 @@ func TestSeeds(t *testing.T) {
 		results = f
 	}
 	table := checks.NewTradeoff()
-	start := time.Now()
+	batchStart := time.Now()
+	var virtual time.Duration
 	for _, seed := range seeds {
+		start := time.Now()
 		res := runSeed(t, configFromFlags(t, seed))
 		ev := checkResult(t, res)
 		table.Add(res.Events)
 		if err := seedlog.Write(results, seedLine(res, ev)); err != nil {
 			t.Fatal(err)
 		}
-		t.Logf("seed %d: %d events, virtual %v, wall %v, digest %s, %d violations, lin %s (%d ops, %d late lock-delay refusals excused)",
-			seed, len(res.Events), res.Virtual.Round(time.Second), time.Since(start).Round(time.Millisecond), res.Digest, len(ev.Violations), ev.Lin.Verdict, ev.Lin.Ops, ev.Excused)
+		wall := time.Since(start)
+		virtual += res.Virtual
+		t.Logf("seed %d: %d events, virtual %v, wall %v (%s), digest %s, %d violations, lin %s (%d ops, %d late lock-delay refusals excused)",
+			seed, len(res.Events), res.Virtual.Round(time.Second), wall.Round(time.Millisecond), speedup(res.Virtual, wall),
+			res.Digest, len(ev.Violations), ev.Lin.Verdict, ev.Lin.Ops, ev.Excused)
 	}
+	wall := time.Since(batchStart)
+	t.Logf("%d seeds: virtual %v, wall %v (%s)", len(seeds), virtual.Round(time.Second), wall.Round(time.Millisecond), speedup(virtual, wall))
 	table.Print(os.Stdout)
+}
+
+// speedup is virtual time over wall time, the simulator's speed.
+func speedup(virtual, wall time.Duration) string {
+	if wall <= 0 {
+		return "speed unknown"
+	}
+	return fmt.Sprintf("%.0f× real time", virtual.Seconds()/wall.Seconds())
 }
 
 // TestReplay runs one seed several times at GOMAXPROCS=1 and reports how
