@@ -44,9 +44,6 @@ type Config struct {
 	// Limits bounds each client connection (timeouts, header size); zero
 	// fields take defaults.
 	Limits HTTPLimits
-	// registerWait bounds how long a session create waits for this node's
-	// own registration (S47) before it is served anyway. Default 10s.
-	registerWait time.Duration
 	// Gossip, if set, makes the agent a member of a LAN gossip pool: the
 	// server then takes its catalog registrations and serfHealth from
 	// gossip (impl.Membership) and the membership endpoints answer. Its
@@ -118,9 +115,6 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.HTTP.Logger == nil && cfg.Server.Logger != nil {
 		cfg.HTTP.Logger = cfg.Server.Logger.Named("http")
-	}
-	if cfg.registerWait <= 0 {
-		cfg.registerWait = 10 * time.Second
 	}
 	ln := cfg.Listener
 	if ln == nil {
@@ -202,14 +196,14 @@ func New(cfg Config) (*Agent, error) {
 	limits := cfg.Limits.withDefaults()
 	serverAPI := httpapi.New(srv, cfg.HTTP)
 	api := registeredGate(httpapi.WithLocalAgent(a.local.la, serverAPI,
-		httpapi.LocalOptions{Datacenter: cfg.HTTP.Datacenter, Logger: cfg.HTTP.Logger}), srv, cfg.registerWait)
+		httpapi.LocalOptions{Datacenter: cfg.HTTP.Datacenter, Logger: cfg.HTTP.Logger}), srv, registerWait)
 	own.h.Store(&api)
 	// Requests forwarded to the server port run the server's API. The
 	// agent-local endpoints are not among them: an agent answers those
 	// itself and never forwards them.
-	srv.ServeForwarded(registeredGate(serverAPI, srv, cfg.registerWait))
+	srv.ServeForwarded(registeredGate(serverAPI, srv, registerWait))
 	a.http = &http.Server{
-		Handler:     limits.writeDeadline(withDebug(api, cfg.Telemetry, cfg.Debug), cfg.HTTP.LongestBlock()),
+		Handler:     limits.writeDeadline(withDebug(api, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog:    logger(cfg.Server.Logger).StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}

@@ -48,7 +48,6 @@ type ClientConfig struct {
 	Datacenter string
 	Version    string
 	Logger     hclog.Logger
-	limits     HTTPLimits
 	// Local configures the agent's own services and checks, as for a
 	// server agent (Config.Local).
 	Local local.Config
@@ -121,9 +120,9 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		Members: &leavingPool{Pool: pool, left: c.left, local: c.local}, Forward: cfg.Forward, ServerAddr: cfg.ServerAddr,
 		Datacenter: cfg.Datacenter,
 		Version:    cfg.Version, NodeMeta: info.Meta, Logger: log.Named("http")}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: log.Named("http")})
-	limits := cfg.limits.withDefaults()
+	limits := HTTPLimits{}.withDefaults()
 	c.http = &http.Server{
-		Handler:     limits.writeDeadline(withDebug(api, cfg.Telemetry, cfg.Debug), httpapi.Options{}.LongestBlock()),
+		Handler:     limits.writeDeadline(withDebug(api, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog:    log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}

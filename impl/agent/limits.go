@@ -17,10 +17,6 @@ type HTTPLimits struct {
 	// WriteTimeout bounds sending an answer, counted from the handler's
 	// start; a blocking read (?index) gets the longest it may park on top.
 	WriteTimeout time.Duration
-	// idleTimeout bounds a keep-alive connection between requests.
-	idleTimeout time.Duration
-	// maxHeaderBytes bounds the request line and headers together.
-	maxHeaderBytes int
 }
 
 // Defaults. A real client sends its request in one go, so the read bounds
@@ -45,10 +41,6 @@ func (l HTTPLimits) withDefaults() HTTPLimits {
 	set(&l.ReadHeaderTimeout, defaultReadHeaderTimeout)
 	set(&l.ReadTimeout, defaultReadTimeout)
 	set(&l.WriteTimeout, defaultWriteTimeout)
-	set(&l.idleTimeout, defaultIdleTimeout)
-	if l.maxHeaderBytes <= 0 {
-		l.maxHeaderBytes = defaultMaxHeaderBytes
-	}
 	return l
 }
 
@@ -59,8 +51,8 @@ func (l HTTPLimits) withDefaults() HTTPLimits {
 func (l HTTPLimits) server(s *http.Server) {
 	s.ReadHeaderTimeout = l.ReadHeaderTimeout
 	s.ReadTimeout = l.ReadTimeout
-	s.IdleTimeout = l.idleTimeout
-	s.MaxHeaderBytes = l.maxHeaderBytes
+	s.IdleTimeout = defaultIdleTimeout
+	s.MaxHeaderBytes = defaultMaxHeaderBytes
 }
 
 // writeDeadline gives each answer WriteTimeout from the handler's start,

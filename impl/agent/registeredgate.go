@@ -7,6 +7,11 @@ import (
 	"github.com/tenurekv/tenure/impl/clock"
 )
 
+// registerWait bounds how long a session create waits for this node's own
+// registration (S65) before it is served anyway, as the client agent's
+// hold does.
+const registerWait = 10 * time.Second
+
 // registration is what registeredGate waits on (an *impl.Server): the
 // moment the server saw its own node registered, on the server's clock.
 type registration interface {

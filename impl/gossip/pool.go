@@ -66,10 +66,7 @@ type Config struct {
 	// Timing adjusts memberlist's LAN timings after Consul's defaults are
 	// set (tests and dev mode shorten them).
 	Timing func(*memberlist.Config)
-	// reconnectTimeout is how long a failed member is kept before serf
-	// reaps it; default 72 h, Consul's.
-	reconnectTimeout time.Duration
-	Logger           hclog.Logger
+	Logger hclog.Logger
 }
 
 // Pool is a running membership.
@@ -131,10 +128,8 @@ func Start(cfg Config) (*Pool, error) {
 	sc.MemberlistConfig = ml
 	sc.Logger = std
 	sc.LeavePropagateDelay = 3 * time.Second // Consul's
+	// How long a failed member is kept before serf reaps it; Consul's.
 	sc.ReconnectTimeout = 72 * time.Hour
-	if cfg.reconnectTimeout > 0 {
-		sc.ReconnectTimeout = cfg.reconnectTimeout
-	}
 	sc.EnableNameConflictResolution = false
 	if id := cfg.Tags[TagID]; id != "" {
 		sc.Merge = idMerge{name: cfg.NodeName, id: id}

@@ -23,11 +23,6 @@ type Options struct {
 	// port (an *rpc.Pool; tests pass an rpc.Local). Without it a follower
 	// answers 500 where it would forward.
 	Forward rpc.Forwarder
-	// maxQueryTime caps a blocking read's ?wait; default 600s (Consul's max_query_time).
-	maxQueryTime time.Duration
-	// defaultQueryTime is the wait of a blocking read without ?wait; default
-	// 300s (Consul's default_query_time).
-	defaultQueryTime time.Duration
 	// Jitter, if set, returns extra wait in [0, limit) that is added to each
 	// blocking read, limit being wait/16 as in Consul. Nil adds none, which
 	// keeps simulated runs reproducible.
@@ -51,30 +46,20 @@ type Options struct {
 
 // Defaults taken from Consul's agent configuration (CONSUL.md §7).
 const (
-	defaultMaxQueryTime     = 600 * time.Second
-	defaultDefaultQueryTime = 300 * time.Second
-	jitterFraction          = 16
+	maxQueryTime     = 600 * time.Second
+	defaultQueryTime = 300 * time.Second
+	jitterFraction   = 16
 )
 
-// LongestBlock is the longest a blocking read may park under these options:
-// the capped wait plus the most jitter can add. A server's write deadline
-// for a blocking read must allow this much.
-func (o Options) LongestBlock() time.Duration {
-	maxWait := o.maxQueryTime
-	if maxWait <= 0 {
-		maxWait = defaultMaxQueryTime
-	}
-	return maxWait + maxWait/jitterFraction
+// LongestBlock is the longest a blocking read may park: the capped wait
+// plus the most jitter can add. A server's write deadline for a blocking
+// read must allow this much.
+func LongestBlock() time.Duration {
+	return maxQueryTime + maxQueryTime/jitterFraction
 }
 
 // New returns the HTTP API over b.
 func New(b impl.Backend, opts Options) http.Handler {
-	if opts.maxQueryTime <= 0 {
-		opts.maxQueryTime = defaultMaxQueryTime
-	}
-	if opts.defaultQueryTime <= 0 {
-		opts.defaultQueryTime = defaultDefaultQueryTime
-	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}

@@ -89,9 +89,9 @@ func parseQuery(v url.Values) (queryOpts, error) {
 // RPCQueryTimeout).
 func (h *handler) waitTime(w time.Duration) time.Duration {
 	if w <= 0 {
-		w = h.opts.defaultQueryTime
+		w = defaultQueryTime
 	}
-	w = min(w, h.opts.maxQueryTime)
+	w = min(w, maxQueryTime)
 	if h.opts.Jitter != nil {
 		if limit := w / jitterFraction; limit > 0 {
 			w += min(max(h.opts.Jitter(limit), 0), limit)

@@ -31,10 +31,9 @@ const (
 
 // SyncConfig tunes a Syncer; zero values take the defaults above.
 type SyncConfig struct {
-	Interval        time.Duration
-	RetryInterval   time.Duration
-	serverUpStagger time.Duration
-	minSyncGap      time.Duration
+	Interval      time.Duration
+	RetryInterval time.Duration
+	minSyncGap    time.Duration
 	// ClusterSize is the number of LAN members (failed and left included),
 	// which stretches the full-sync period on big clusters; nil means 1.
 	ClusterSize func() int
@@ -102,9 +101,6 @@ func newSyncer(st *State, cat Catalog, cfg SyncConfig) *Syncer {
 	}
 	if cfg.RetryInterval <= 0 {
 		cfg.RetryInterval = defaultRetryInterval
-	}
-	if cfg.serverUpStagger <= 0 {
-		cfg.serverUpStagger = defaultServerUpStagger
 	}
 	if cfg.minSyncGap < 0 {
 		cfg.minSyncGap = 0
@@ -181,7 +177,7 @@ func (s *Syncer) run(ctx context.Context) {
 				full.Reset(s.cfg.Interval + s.cfg.Stagger(s.scaled(s.cfg.Interval)))
 			}
 		case <-s.serverUp:
-			full.Reset(s.cfg.Stagger(s.scaled(s.cfg.serverUpStagger)))
+			full.Reset(s.cfg.Stagger(s.scaled(defaultServerUpStagger)))
 		case <-s.st.changeNotices():
 			pending = true
 		case <-gap:

@@ -80,8 +80,6 @@ type ClusterOptions struct {
 	// Durable puts each server's raft log and snapshots on disk under a
 	// temporary directory (the production stores); otherwise in memory.
 	Durable bool
-	// mod, if set, adjusts each agent's configuration before it starts.
-	mod func(i int, cfg *agent.Config)
 }
 
 // Cluster is n agents over loopback TCP.
@@ -153,9 +151,6 @@ func StartCluster(tb testing.TB, n int, opts ClusterOptions) *Cluster {
 			mem := raft.NewInmemStore()
 			cfg.Server.LogStore, cfg.Server.StableStore = mem, mem
 			cfg.Server.SnapshotStore = raft.NewInmemSnapshotStore()
-		}
-		if opts.mod != nil {
-			opts.mod(i, &cfg)
 		}
 		a, err := agent.New(cfg)
 		if err != nil {
