@@ -1,10 +1,12 @@
 package proccluster
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 )
 
@@ -59,4 +61,42 @@ func Main(m interface{ Run() int }) int {
 		_ = os.RemoveAll(built.dir)
 	}
 	return code
+}
+
+// BuildTenureMutant builds tenure with one deliberate bug: find replaced by
+// repl in file (a path from the module root), through go build -overlay, so
+// the tree is untouched. find must occur exactly once, or a change to the
+// source could make the mutant the original without anyone noticing. The
+// binary lives in dir (the caller's temporary directory).
+func BuildTenureMutant(t TB, dir, file, find, repl string) string {
+	t.Helper()
+	root, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("find the module root: %v", err)
+	}
+	src := filepath.Join(filepath.Dir(strings.TrimSpace(string(root))), file)
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatalf("read %s: %v", file, err)
+	}
+	if n := strings.Count(string(b), find); n != 1 {
+		t.Fatalf("mutant text occurs %d times in %s, want once: %q", n, file, find)
+	}
+	mutated := filepath.Join(dir, filepath.Base(file))
+	if err := os.WriteFile(mutated, []byte(strings.Replace(string(b), find, repl, 1)), 0o600); err != nil {
+		t.Fatalf("write mutant of %s: %v", file, err)
+	}
+	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {src: mutated}})
+	if err != nil {
+		t.Fatalf("overlay: %v", err)
+	}
+	ov := filepath.Join(dir, "overlay.json")
+	if err := os.WriteFile(ov, overlay, 0o600); err != nil {
+		t.Fatalf("write overlay: %v", err)
+	}
+	bin := filepath.Join(dir, "tenure")
+	if out, err := exec.Command("go", "build", "-overlay", ov, "-o", bin, tenurePackage).CombinedOutput(); err != nil {
+		t.Fatalf("build tenure with %s mutated: %v\n%s", file, err, out)
+	}
+	return bin
 }
