@@ -1,6 +1,7 @@
 package layout
 
 import (
+	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -90,11 +91,7 @@ func mapPaths(readme string) ([]string, error) {
 	return out, nil
 }
 
-type mapError string
-
-func (e mapError) Error() string { return string(e) }
-
-const errNoMap = mapError(`README.md has no "## Map" section`)
+var errNoMap = errors.New(`README.md has no "## Map" section`)
 
 // goPackageDirs are the directories under dir holding .go files, relative
 // to dir; testdata and hidden directories are not packages.
