@@ -52,6 +52,9 @@ type Config struct {
 	// (client agents of a dev server send theirs there).
 	RaftAddr       string
 	ServerListener net.Listener
+	// Dial connects to other servers' ports, for raft and for forwarded
+	// requests. Default rpc.DialTCP; the simulator gives its network's.
+	Dial rpc.Dial
 
 	// Transport, LogStore, StableStore and SnapshotStore replace the
 	// defaults (the simulator injects in-memory ones and its own network).
@@ -153,6 +156,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.NewID == nil {
 		c.NewID = randomUUID
+	}
+	if c.Dial == nil {
+		c.Dial = rpc.DialTCP
 	}
 	if c.registerRetry == 0 {
 		c.registerRetry = 250 * time.Millisecond

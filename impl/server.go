@@ -116,7 +116,7 @@ func newServer(cfg Config) (*Server, error) {
 		raftDone:      make(chan struct{}),
 	}
 	if s.forward == nil {
-		s.ownPool = rpc.NewPool(rpc.PoolConfig{Logger: cfg.Logger.Named("rpc")})
+		s.ownPool = rpc.NewPool(rpc.PoolConfig{Dial: cfg.Dial, Logger: cfg.Logger.Named("rpc")})
 		s.forward = s.ownPool
 	}
 	s.lead.changed = make(chan struct{})
@@ -171,13 +171,13 @@ func openTransport(cfg Config, srv *rpc.Server) (raft.Transport, *rpc.Demux, err
 		if err != nil {
 			return nil, nil, err
 		}
-		return t, rpc.NewDemux(ln, srv, false, cfg.Logger.Named("rpc")), nil
+		return t, rpc.NewDemux(ln, srv, nil, cfg.Logger.Named("rpc")), nil
 	}
 	ln, err := serverListener(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	return openServerPort(ln, srv, cfg.Logger)
+	return openServerPort(ln, srv, cfg.Dial, cfg.Logger)
 }
 
 func serverListener(cfg Config) (net.Listener, error) {

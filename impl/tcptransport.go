@@ -12,18 +12,18 @@ import (
 	"github.com/tenurekv/tenure/impl/rpc"
 )
 
-// openServerPort serves the server port on ln, which must be a TCP listener
-// on a concrete (advertisable) address: raft's transport and the forwarded
+// openServerPort serves the server port on ln, which must listen on a
+// concrete (advertisable) address: raft's transport and the forwarded
 // requests srv serves share it, told apart by each connection's first byte
-// (rpc.Demux). Passing an open listener, rather than an address to bind,
-// lets tests and tools pick free ports with 127.0.0.1:0 and know them
-// before any server starts.
-func openServerPort(ln net.Listener, srv *rpc.Server, logger hclog.Logger) (*raft.NetworkTransport, *rpc.Demux, error) {
-	addr, ok := ln.Addr().(*net.TCPAddr)
-	if !ok || addr.IP == nil || addr.IP.IsUnspecified() {
-		return nil, nil, errors.Join(fmt.Errorf("server port: %s is not an advertisable TCP address", ln.Addr()), ln.Close())
+// (rpc.Demux), and raft dials its peers with dial. Passing an open
+// listener, rather than an address to bind, lets tests and tools pick free
+// ports with 127.0.0.1:0 and know them before any server starts, and lets
+// the simulator serve the port on its own network.
+func openServerPort(ln net.Listener, srv *rpc.Server, dial rpc.Dial, logger hclog.Logger) (*raft.NetworkTransport, *rpc.Demux, error) {
+	if !advertisable(ln.Addr()) {
+		return nil, nil, errors.Join(fmt.Errorf("server port: %s is not an advertisable address", ln.Addr()), ln.Close())
 	}
-	d := rpc.NewDemux(ln, srv, true, logger.Named("rpc"))
+	d := rpc.NewDemux(ln, srv, dial, logger.Named("rpc"))
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  d.RaftLayer(),
 		MaxPool: 3,
@@ -37,4 +37,16 @@ func openServerPort(ln net.Listener, srv *rpc.Server, logger hclog.Logger) (*raf
 		MaxRPCsInFlight: 1,
 		Logger:          logger.Named("raft-net"),
 	}), d, nil
+}
+
+// advertisable reports whether peers can dial addr as it is: a host (an IP
+// that is not 0.0.0.0 or ::, or a name, as on the simulator's network) and
+// a port.
+func advertisable(addr net.Addr) bool {
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil || host == "" || port == "" {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsUnspecified()
 }

@@ -27,7 +27,7 @@ func TestServerPortReplicatesWithoutPipelining(t *testing.T) {
 		t.Fatal(err)
 	}
 	logger := hclog.NewNullLogger()
-	trans, demux, err := openServerPort(ln, rpc.NewServer(logger), logger)
+	trans, demux, err := openServerPort(ln, rpc.NewServer(logger), rpc.DialTCP, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,6 +200,27 @@ func awaitLeader(t *testing.T, servers []*Server) int {
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("no leader")
+		}
+	}
+}
+
+// addrString is a net.Addr of any network, as the simulator's listeners
+// report theirs.
+type addrString string
+
+func (addrString) Network() string  { return "sim" }
+func (a addrString) String() string { return string(a) }
+
+// TestServerPortNeedsAnAdvertisableAddress: peers dial the port at the
+// listener's address, so an unspecified IP or a missing host or port is
+// refused, while an IP or a host name (the simulator's nodes) is taken.
+func TestServerPortNeedsAnAdvertisableAddress(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8300": true, "10.0.0.1:8300": true, "n1:8300": true, "[::1]:8300": true,
+		"0.0.0.0:8300": false, "[::]:8300": false, ":8300": false, "n1": false, "n1:": false,
+	} {
+		if got := advertisable(addrString(addr)); got != want {
+			t.Errorf("advertisable(%q) = %v, want %v", addr, got, want)
 		}
 	}
 }

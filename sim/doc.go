@@ -1,5 +1,7 @@
-// Package sim runs the real tenure server (impl.Server behind impl/httpapi)
-// as a 3- or 5-node cluster with clients inside a testing/synctest bubble,
+// Package sim runs the agent tenure ships (impl/agent.New, the constructor
+// cmd/tenure uses, given the simulated network, clocks and stores as
+// options) as a 3- or 5-server cluster with clients inside a
+// testing/synctest bubble,
 // injects seeded faults, records a full event trace and checks named
 // properties over it. This package holds only the tests and the -seed
 // flag; the simulator itself is in sim/internal:

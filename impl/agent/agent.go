@@ -67,6 +67,11 @@ type Config struct {
 	Debug bool
 	// Telemetry, if set (NewTelemetry), is served at /v1/agent/metrics.
 	Telemetry *MemSink
+	// AdjustServer, if set, changes the server's configuration once the
+	// agent has filled it in (gossip membership, addresses, forwarding),
+	// just before the server starts. A test seam for the simulator's
+	// deliberately broken servers; the binary leaves it nil.
+	AdjustServer func(*impl.Config)
 }
 
 // Agent is a running server and its HTTP API.
@@ -89,7 +94,7 @@ type Agent struct {
 func New(cfg Config) (*Agent, error) {
 	var ownPool *rpc.Pool
 	if cfg.Forward == nil {
-		ownPool = rpc.NewPool(rpc.PoolConfig{Logger: logger(cfg.Server.Logger).Named("rpc")})
+		ownPool = rpc.NewPool(rpc.PoolConfig{Dial: cfg.Server.Dial, Logger: logger(cfg.Server.Logger).Named("rpc")})
 		cfg.Forward = ownPool
 	}
 	if cfg.Server.Forward == nil {
@@ -151,6 +156,9 @@ func New(cfg Config) (*Agent, error) {
 		cfg.Server.NodeAddr = pool.Local().IP
 		leaving = &leavingPool{Pool: pool, left: left}
 		cfg.HTTP.Members = leaving
+	}
+	if cfg.AdjustServer != nil {
+		cfg.AdjustServer(&cfg.Server)
 	}
 	srv, err := impl.NewServer(cfg.Server)
 	if err != nil {
@@ -324,6 +332,18 @@ func stopHTTP(hs *http.Server, served <-chan error) error {
 	return errors.Join(errs...)
 }
 
+// killHTTP closes the listener and every connection at once.
+func killHTTP(hs *http.Server, served <-chan error) error {
+	err := hs.Close()
+	if serr := <-served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		err = errors.Join(err, fmt.Errorf("agent: serve HTTP: %w", serr))
+	}
+	if err != nil {
+		return fmt.Errorf("agent: kill HTTP: %w", err)
+	}
+	return nil
+}
+
 // Server is the raft server behind the API.
 func (a *Agent) Server() *impl.Server { return a.srv }
 
@@ -331,11 +351,27 @@ func (a *Agent) Server() *impl.Server { return a.srv }
 func (a *Agent) HTTPAddr() string { return a.addr }
 
 // Shutdown stops serving, ends in-flight requests (blocking reads answer at
-// once), then shuts the server down. Safe to call more than once.
-func (a *Agent) Shutdown() error {
+// once), then shuts the server down. Safe to call more than once, and
+// after Kill.
+func (a *Agent) Shutdown() error { return a.stop(true) }
+
+// Kill stops the agent as kill -9 stops the process: client connections
+// are cut without waiting for answers in flight, and the agent does not
+// leave the gossip pool, so the others see it fail. What the server has
+// written stays in its stores for a restart. The simulator's crash fault.
+func (a *Agent) Kill() error { return a.stop(false) }
+
+// stop shuts everything down; with drain, HTTP answers what is in flight
+// first.
+func (a *Agent) stop(drain bool) error {
 	a.once.Do(func() {
 		a.cancel()
-		errs := []error{stopHTTP(a.http, a.served)}
+		var errs []error
+		if drain {
+			errs = append(errs, stopHTTP(a.http, a.served))
+		} else {
+			errs = append(errs, killHTTP(a.http, a.served))
+		}
 		a.local.stop()
 		errs = append(errs, a.srv.Shutdown())
 		if a.ownPool != nil {

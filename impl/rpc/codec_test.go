@@ -122,7 +122,7 @@ func TestServerBoundsOutstanding(t *testing.T) {
 			started.Add(1)
 			<-release
 		}))
-		d := NewDemux(ln, srv, false, nil)
+		d := NewDemux(ln, srv, nil, nil)
 		defer d.Close()
 		conn, _ := ln.dial(context.Background(), "")
 		if _, err := conn.Write([]byte{protoMux}); err != nil {

@@ -41,17 +41,18 @@ type Demux struct {
 	done    chan struct{}
 }
 
-// NewDemux starts accepting on ln. With raft set, raft connections go to
-// the returned Demux's RaftLayer; srv serves forwarded requests. Close
-// stops it, srv included.
-func NewDemux(ln net.Listener, srv *Server, raft bool, logger hclog.Logger) *Demux {
+// NewDemux starts accepting on ln. With raftDial set, raft connections go
+// to the returned Demux's RaftLayer, which dials peers with raftDial; nil
+// refuses raft. srv serves forwarded requests. Close stops it, srv
+// included.
+func NewDemux(ln net.Listener, srv *Server, raftDial Dial, logger hclog.Logger) *Demux {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
 	d := &Demux{ln: ln, srv: srv, logger: logger, slots: make(chan struct{}, maxUnclassified),
 		pending: map[net.Conn]struct{}{}, done: make(chan struct{})}
-	if raft {
-		d.raft = newRaftLayer(ln.Addr())
+	if raftDial != nil {
+		d.raft = newRaftLayer(ln.Addr(), raftDial)
 	}
 	d.wg.Add(1)
 	go d.accept()

@@ -54,7 +54,7 @@ func TestDemuxBoundsSilentConnections(t *testing.T) {
 		ln := newPipeListener()
 		srv := NewServer(nil)
 		srv.SetHandler(echo)
-		d := NewDemux(ln, srv, false, nil)
+		d := NewDemux(ln, srv, nil, nil)
 		defer d.Close()
 		var silent []net.Conn
 		for range maxUnclassified + 1 {
@@ -107,7 +107,7 @@ func TestCancelInBubble(t *testing.T) {
 			<-r.Context().Done()
 			ended <- r.Context().Err()
 		}))
-		d := NewDemux(ln, srv, false, nil)
+		d := NewDemux(ln, srv, nil, nil)
 		p := NewPool(PoolConfig{Dial: ln.dial})
 		defer p.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

@@ -8,7 +8,6 @@ import (
 	"net/rpc"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -17,7 +16,7 @@ import (
 type PoolConfig struct {
 	// Dial opens a connection to a server port; default TCP with a 10 s
 	// timeout. The simulator passes its network's dialer.
-	Dial   func(ctx context.Context, addr string) (net.Conn, error)
+	Dial   Dial
 	Logger hclog.Logger
 }
 
@@ -73,10 +72,7 @@ func NewPool(cfg PoolConfig) *Pool {
 		cfg.Logger = hclog.NewNullLogger()
 	}
 	if cfg.Dial == nil {
-		d := &net.Dialer{Timeout: 10 * time.Second}
-		cfg.Dial = func(ctx context.Context, addr string) (net.Conn, error) {
-			return d.DialContext(ctx, "tcp", addr)
-		}
+		cfg.Dial = DialTCP
 	}
 	return &Pool{cfg: cfg, servers: map[string]*poolServer{}}
 }

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"sync"
@@ -14,6 +15,7 @@ import (
 // protoRaft.
 type RaftLayer struct {
 	addr  net.Addr
+	dial  Dial
 	conns chan net.Conn
 	once  sync.Once
 	done  chan struct{}
@@ -21,8 +23,8 @@ type RaftLayer struct {
 
 var _ raft.StreamLayer = (*RaftLayer)(nil)
 
-func newRaftLayer(addr net.Addr) *RaftLayer {
-	return &RaftLayer{addr: addr, conns: make(chan net.Conn), done: make(chan struct{})}
+func newRaftLayer(addr net.Addr, dial Dial) *RaftLayer {
+	return &RaftLayer{addr: addr, dial: dial, conns: make(chan net.Conn), done: make(chan struct{})}
 }
 
 func (l *RaftLayer) deliver(conn net.Conn) {
@@ -55,7 +57,9 @@ func (l *RaftLayer) Addr() net.Addr { return l.addr }
 
 // Dial implements raft.StreamLayer.
 func (l *RaftLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	conn, err := net.DialTimeout("tcp", string(address), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	conn, err := l.dial(ctx, string(address))
 	if err != nil {
 		return nil, fmt.Errorf("raft dial %s: %w", address, err)
 	}

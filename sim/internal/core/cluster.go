@@ -16,10 +16,9 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/agent"
 	"github.com/tenurekv/tenure/impl/fsm"
 	"github.com/tenurekv/tenure/impl/gossip"
-	"github.com/tenurekv/tenure/impl/httpapi"
-	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"
 	"github.com/tenurekv/tenure/sim/simclock"
 	"github.com/tenurekv/tenure/sim/simnet"
@@ -37,12 +36,10 @@ type server struct {
 	logs  *raft.InmemStore
 	snaps *raft.InmemSnapshotStore
 
-	mu          sync.Mutex
-	srv         *impl.Server
-	hs          *http.Server
-	port        *rpc.Demux   // the server port: forwarded requests
-	pool        *gossip.Pool // with Gossip: this incarnation's membership
-	fwd         *rpc.Pool    // this incarnation's forwarding connections
+	mu sync.Mutex
+	// ag is the running incarnation, built by impl/agent.New as the
+	// binary's is; nil while crashed.
+	ag          *agent.Agent
 	incarnation int
 	// stopped is set when the running incarnation is crashed, so that
 	// whatever it applies while shutting down is not recorded.
@@ -52,11 +49,17 @@ type server struct {
 
 func (s *server) httpAddr() string { return s.Name + ":" + HttpPort }
 
+// raftAddr is the server port, where raft and forwarded requests arrive.
+func (s *server) raftAddr() string { return serverPortAddr(s.Name) }
+
 // current returns the running server, nil while crashed.
 func (s *server) Current() *impl.Server {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.srv
+	if s.ag == nil {
+		return nil
+	}
+	return s.ag.Server()
 }
 
 // cluster runs the servers inside the bubble.
@@ -103,7 +106,7 @@ func NewCluster(n *simnet.Network, rec *Recorder, seed uint64, names []string, c
 		return nil, fmt.Errorf("sim: client agents %v need gossip", agents)
 	}
 	for _, name := range names {
-		c.peers = append(c.peers, impl.Peer{Name: name, RaftAddr: name})
+		c.peers = append(c.peers, impl.Peer{Name: name, RaftAddr: serverPortAddr(name)})
 	}
 	for _, name := range names {
 		sk := clocks[name]
@@ -133,28 +136,14 @@ func NewCluster(n *simnet.Network, rec *Recorder, seed uint64, names []string, c
 	return c, nil
 }
 
-// start boots s on its stores with a fresh transport, HTTP listener, leader
-// observer and apply hook.
+// start boots s on its stores: an agent built by impl/agent.New, as the
+// binary builds one, on the simulated network, clocks and stores, with a
+// leader observer and the recorder's apply hook.
 func (c *Cluster) Start(s *server) error {
-	if err := c.boot(s); err != nil {
-		return err
-	}
-	if c.gossip != nil {
-		c.joinGossip(s)
-	}
-	return nil
-}
-
-// boot is Start without joining gossip, under s's lock.
-func (c *Cluster) boot(s *server) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.srv != nil {
+	if s.ag != nil {
 		return fmt.Errorf("start %s: already running", s.Name)
-	}
-	trans, err := c.net.NewTransport(raft.ServerAddress(s.Name))
-	if err != nil {
-		return fmt.Errorf("start %s: %w", s.Name, err)
 	}
 	name, inc := s.Name, s.incarnation
 	c.appliedMu.Lock()
@@ -167,11 +156,10 @@ func (c *Cluster) boot(s *server) error {
 	// leadTerm is the term this server leads in, 0 while it does not lead:
 	// one value, so an apply never sees a leader without its term.
 	var leadTerm atomic.Uint64
-	fwd := simPool(c.net, s.Name)
-	cfg := impl.Config{
-		NodeName: s.Name, HTTPAddr: s.httpAddr(), Clock: s.gate,
-		Transport: trans, LogStore: s.logs, StableStore: s.logs, SnapshotStore: s.snaps,
-		Peers: c.peers, Forward: fwd,
+	srvCfg := impl.Config{
+		NodeName: name, HTTPAddr: s.httpAddr(), RaftAddr: s.raftAddr(), Clock: s.gate,
+		LogStore: s.logs, StableStore: s.logs, SnapshotStore: s.snaps, Peers: c.peers,
+		Dial: c.serverDial(name),
 		// Session IDs must not depend on crypto/rand, or no run replays.
 		// Counter first: failure reports show IDs cut to 8 characters.
 		NewID: func() string {
@@ -194,28 +182,39 @@ func (c *Cluster) boot(s *server) error {
 			c.appliedMu.Unlock()
 		},
 	}
-	var pool *gossip.Pool
+	cfg := agent.Config{Server: srvCfg, Local: c.agentLocal(name)}
+	if c.variant != nil {
+		cfg.AdjustServer = c.variant.Config
+	}
+	var gossipTrans *gossipTransport
 	if c.gossip != nil {
-		if pool, err = c.startGossip(s); err != nil {
-			return errors.Join(err, fwd.Close())
+		var err error
+		if gossipTrans, err = newGossipTransport(c.net, c.gossip, name); err != nil {
+			return fmt.Errorf("start %s gossip: %w", name, err)
 		}
-		cfg.Membership = pool
-		// As impl/agent does: the node's catalog address is its gossip
-		// address, which the leader's reconcile writes.
-		cfg.NodeAddr = pool.Local().IP
+		// The agent's tags carry its role and server port, as the binary's do.
+		cfg.Gossip = &gossip.Config{Transport: gossipTrans, Timing: c.gossipTiming(name)}
+		for _, o := range c.Servers {
+			if o != s {
+				cfg.Join = append(cfg.Join, c.gossip.addr(o.Name))
+			}
+		}
+		cfg.RetryInterval = agentRetryJoin
 	}
-	if c.variant != nil && c.variant.Config != nil {
-		c.variant.Config(&cfg)
-	}
-	srv, err := impl.NewServer(cfg)
+	ln, err := c.net.Listen(s.httpAddr())
 	if err != nil {
-		err = errors.Join(fmt.Errorf("start %s: %w", s.Name, err), fwd.Close())
-		if pool != nil {
-			err = errors.Join(err, pool.Shutdown())
-		}
-		return err
+		return errors.Join(fmt.Errorf("start %s: %w", name, err), shutdownGossip(gossipTrans))
 	}
-	srv.Raft().RegisterObserver(raft.NewObserver(nil, false, func(o *raft.Observation) bool {
+	if cfg.Server.ServerListener, err = c.net.Listen(s.raftAddr()); err != nil {
+		return errors.Join(fmt.Errorf("start %s: %w", name, err), ln.Close(), shutdownGossip(gossipTrans))
+	}
+	cfg.Listener = ln
+	ag, err := agent.New(cfg)
+	if err != nil {
+		// New closed both listeners; the gossip transport is still ours.
+		return errors.Join(fmt.Errorf("start %s: %w", name, err), shutdownGossip(gossipTrans))
+	}
+	ag.Server().Raft().RegisterObserver(raft.NewObserver(nil, false, func(o *raft.Observation) bool {
 		// Runs synchronously inside raft: the time is the exact virtual
 		// instant of the change.
 		if st, ok := o.Data.(raft.RaftState); ok && (st == raft.Leader) != (leadTerm.Load() != 0) {
@@ -231,93 +230,38 @@ func (c *Cluster) boot(s *server) error {
 		}
 		return false
 	}))
-	ln, err := c.net.Listen(s.httpAddr())
-	if err != nil {
-		return errors.Join(fmt.Errorf("listen %s: %w", s.httpAddr(), err), srv.Shutdown(), fwd.Close())
-	}
-	portAddr := serverPortAddr(s.Name)
-	portLn, err := c.net.Listen(portAddr)
-	if err != nil {
-		return errors.Join(fmt.Errorf("listen %s: %w", portAddr, err), ln.Close(), srv.Shutdown(), fwd.Close())
-	}
-	// Followers and client agents forward to the server port, where the
-	// same API runs on what they send.
-	api := httpapi.New(srv, httpapi.Options{Forward: cfg.Forward})
-	rs := rpc.NewServer(nil)
-	rs.SetHandler(api)
-	port := rpc.NewDemux(portLn, rs, false, nil)
-	hs := &http.Server{Handler: api}
-	go func() { _ = hs.Serve(ln) }()
-	s.srv, s.hs, s.port, s.stopped, s.pool, s.fwd = srv, hs, port, &stopped, pool, fwd
+	s.ag, s.stopped = ag, &stopped
 	return nil
 }
 
-// startGossip starts s's membership on the simulated network. Its tags
-// carry no raft port: the simulator's raft addresses are node names, and
-// the cluster's voters are fixed (Peers).
-func (c *Cluster) startGossip(s *server) (*gossip.Pool, error) {
-	t, err := newGossipTransport(c.net, c.gossip, s.Name)
-	if err != nil {
-		return nil, fmt.Errorf("start %s gossip: %w", s.Name, err)
+// shutdownGossip closes a gossip transport no agent took; t may be nil.
+func shutdownGossip(t *gossipTransport) error {
+	if t == nil {
+		return nil
 	}
-	pool, err := gossip.Start(gossip.Config{NodeName: s.Name, Transport: t, Timing: c.gossipTiming(s.Name),
-		Tags: map[string]string{gossip.TagRole: gossip.RoleServer}})
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("start %s gossip: %w", s.Name, err), t.Shutdown())
-	}
-	return pool, nil
+	return t.Shutdown()
 }
 
-// joinGossip joins s to every other running server's pool; a server that
-// finds nobody is joined by the next one to start.
-func (c *Cluster) joinGossip(s *server) {
-	pool := func(o *server) *gossip.Pool {
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		return o.pool
-	}
-	var addrs []string
-	for _, o := range c.Servers {
-		if o != s && pool(o) != nil {
-			addrs = append(addrs, c.gossip.addr(o.Name))
-		}
-	}
-	own := pool(s)
-	if len(addrs) == 0 || own == nil {
-		return
-	}
-	if _, err := own.Join(addrs); err != nil {
-		c.rec.Add(Event{Kind: KindNote, Node: s.Name, Msg: "gossip join: " + err.Error()})
-	}
-}
-
-// crash stops s as a kill would: HTTP and raft go down at once; the stores
-// are kept for a restart.
+// crash stops s as kill -9 would (agent.Kill): HTTP, raft and gossip go
+// down at once, with no leave; the stores are kept for a restart.
 func (c *Cluster) Crash(s *server) error {
 	s.mu.Lock()
-	srv, hs, port, stopped, pool, fwd := s.srv, s.hs, s.port, s.stopped, s.pool, s.fwd
-	s.srv, s.hs, s.port, s.pool, s.fwd = nil, nil, nil, nil, nil
-	if srv != nil {
+	ag, stopped := s.ag, s.stopped
+	s.ag = nil
+	if ag != nil {
 		s.incarnation++
 	}
 	s.mu.Unlock()
-	if srv == nil {
+	if ag == nil {
 		return nil
 	}
 	stopped.Store(true)
-	err := errors.Join(hs.Close(), port.Close())
-	if serr := srv.Shutdown(); serr != nil {
-		err = errors.Join(err, fmt.Errorf("shutdown %s: %w", s.Name, serr))
-	}
-	// The pool is the caller's, not the server's: its connections (and
-	// their reading goroutines) end here.
-	err = errors.Join(err, fwd.Close())
-	if pool != nil {
-		// A crash: no leave, so the others see the member fail.
-		err = errors.Join(err, pool.Shutdown())
-	}
+	err := ag.Kill()
 	s.gate.resume()
-	return err
+	if err != nil {
+		return fmt.Errorf("crash %s: %w", s.Name, err)
+	}
+	return nil
 }
 
 func (c *Cluster) Shutdown() error {

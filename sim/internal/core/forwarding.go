@@ -9,8 +9,8 @@ import (
 )
 
 // ServerPort is every simulated server's server port on the simulated
-// network. Only forwarded requests use it: the simulator's raft travels as
-// simnet messages addressed by node name.
+// network: raft (its NetworkTransport) and forwarded requests, as in the
+// binary.
 const ServerPort = "8300"
 
 // serverPortAddr maps a server's raft address (its node name, what
@@ -34,4 +34,20 @@ func simPool(n *simnet.Network, from string) *rpc.Pool {
 	return rpc.NewPool(rpc.PoolConfig{Dial: func(ctx context.Context, addr string) (net.Conn, error) {
 		return dial(ctx, "sim", serverPortAddr(addr))
 	}})
+}
+
+// serverDial is node from's rpc.Dial on the simulated network. A server's
+// raft address starts as its node name (Peers) and becomes its gossip IP
+// once the leader's reconcile records it from gossip, as Consul's does; the
+// simulated network routes by node name, so an IP is looked up first.
+func (c *Cluster) serverDial(from string) func(ctx context.Context, addr string) (net.Conn, error) {
+	dial := c.net.Dialer(from)
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		if host, port, err := net.SplitHostPort(addr); err == nil && c.gossip != nil {
+			if node, ok := c.gossip.nodes[host]; ok {
+				addr = net.JoinHostPort(node, port)
+			}
+		}
+		return dial(ctx, "sim", addr)
+	}
 }
