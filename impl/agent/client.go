@@ -38,13 +38,13 @@ type ClientConfig struct {
 	// Join and RetryInterval as for a server agent.
 	Join          []string
 	RetryInterval time.Duration
-	// Forward carries requests to servers' server ports; default a
-	// private rpc.Pool, closed on Shutdown.
-	Forward rpc.Forwarder
-	// ServerAddr is where a server gossip lists takes forwarded requests;
-	// default its server port (Member.RaftAddr, from the gossip address
-	// and the port tag). The simulator maps members to its own addresses.
-	ServerAddr func(gossip.Member) string
+	// Dial connects to servers' ports (a server's is its gossip address
+	// with its port tag) for the requests the agent forwards; default
+	// rpc.DialTCP. The simulator gives its network's.
+	Dial rpc.Dial
+	// Forward, if set, carries the forwarded requests instead of the
+	// agent's own pool (tests count them with it).
+	Forward    rpc.Forwarder
 	Datacenter string
 	Version    string
 	Logger     hclog.Logger
@@ -81,14 +81,12 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if log == nil {
 		log = hclog.NewNullLogger()
 	}
-	var ownPool *rpc.Pool
-	if cfg.Forward == nil {
-		ownPool = rpc.NewPool(rpc.PoolConfig{Logger: log.Named("rpc")})
-		cfg.Forward = ownPool
+	ownPool := rpc.NewPool(rpc.PoolConfig{Dial: cfg.Dial, Logger: log.Named("rpc")})
+	var fwd rpc.Forwarder = ownPool
+	if cfg.Forward != nil {
+		fwd = cfg.Forward
 	}
-	if cfg.ServerAddr == nil {
-		cfg.ServerAddr = func(m gossip.Member) string { return m.RaftAddr }
-	}
+	serverAddr := func(m gossip.Member) string { return m.RaftAddr }
 
 	g := cfg.Gossip
 	g.NodeName = cfg.NodeName
@@ -105,19 +103,19 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	pool, err := gossip.Start(g)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("agent: %w", err), cfg.Listener.Close(), closePool(ownPool))
+		return nil, errors.Join(fmt.Errorf("agent: %w", err), cfg.Listener.Close(), ownPool.Close())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{pool: pool, ownPool: ownPool, addr: cfg.HTTPAddr, left: make(chan struct{}), cancel: cancel, served: make(chan error, 1)}
 	// Anti-entropy goes to a server gossip knows, as the agent's other
 	// forwarded requests do; it starts once one is known.
-	servers := func() []string { return gossipServers(pool, cfg.NodeName, cfg.ServerAddr) }
+	servers := func() []string { return gossipServers(pool, cfg.NodeName, serverAddr) }
 	info := nodeInfo(cfg.NodeID, pool.Local().IP, agentVersion(g.Tags, cfg.Version), cfg.NodeMeta)
 	cfg.Local.Sync.NodeInfo = info
-	c.local = startLocal(ctx, cfg.Local, cfg.NodeName, pool.Local().IP, cfg.Forward, servers, pool,
+	c.local = startLocal(ctx, cfg.Local, cfg.NodeName, pool.Local().IP, fwd, servers, pool,
 		serverKnown(ctx, servers, 200*time.Millisecond), log.Named("local"))
 	api := httpapi.WithLocalAgent(c.local.la, httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName,
-		Members: &leavingPool{Pool: pool, left: c.left, local: c.local}, Forward: cfg.Forward, ServerAddr: cfg.ServerAddr,
+		Members: &leavingPool{Pool: pool, left: c.left, local: c.local}, Forward: fwd, ServerAddr: serverAddr,
 		Datacenter: cfg.Datacenter,
 		Version:    cfg.Version, NodeMeta: info.Meta, Logger: log.Named("http")}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: log.Named("http")})
 	limits := HTTPLimits{}.withDefaults()
@@ -144,21 +142,25 @@ func (c *Client) Members() *gossip.Pool { return c.pool }
 func (c *Client) Left() <-chan struct{} { return c.left }
 
 // Shutdown stops serving and stops gossip without leaving (the others see
-// this agent fail). Safe to call more than once.
-func (c *Client) Shutdown() error {
+// this agent fail). Safe to call more than once, and after Kill.
+func (c *Client) Shutdown() error { return c.stop(true) }
+
+// Kill stops the agent as kill -9 stops the process: as Shutdown, but
+// client connections are cut without waiting for answers in flight. The
+// simulator's crash of a client's host.
+func (c *Client) Kill() error { return c.stop(false) }
+
+func (c *Client) stop(drain bool) error {
 	c.once.Do(func() {
 		c.cancel()
-		err := stopHTTP(c.http, c.served)
+		var err error
+		if drain {
+			err = stopHTTP(c.http, c.served)
+		} else {
+			err = killHTTP(c.http, c.served)
+		}
 		c.local.stop()
-		c.err = errors.Join(err, closePool(c.ownPool), c.pool.Shutdown())
+		c.err = errors.Join(err, c.ownPool.Close(), c.pool.Shutdown())
 	})
 	return c.err
-}
-
-// closePool closes p if the agent made it.
-func closePool(p *rpc.Pool) error {
-	if p == nil {
-		return nil
-	}
-	return p.Close()
 }

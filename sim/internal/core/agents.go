@@ -9,7 +9,6 @@ import (
 	"github.com/tenurekv/tenure/impl/agent"
 	"github.com/tenurekv/tenure/impl/gossip"
 	"github.com/tenurekv/tenure/impl/local"
-	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -29,7 +28,6 @@ type ClientAgent struct {
 
 	mu      sync.Mutex
 	ag      *agent.Client
-	fwd     *rpc.Pool // the agent's forwarding connections, not closed by it
 	crashed bool
 }
 
@@ -66,16 +64,14 @@ func (c *Cluster) startAgent(a *ClientAgent) error {
 	for _, s := range c.Servers {
 		join = append(join, c.gossip.addr(s.Name))
 	}
-	fwd := simPool(c.net, a.Name)
 	ag, err := agent.NewClient(agent.ClientConfig{NodeName: a.Name, Listener: ln, HTTPAddr: a.HTTPAddr(),
 		Gossip: gossip.Config{Transport: t, Timing: c.gossipTiming(a.Name)}, Join: join, RetryInterval: agentRetryJoin,
-		Forward: fwd, ServerAddr: func(m gossip.Member) string { return serverPortAddr(m.Name) },
-		Local: c.agentLocal(a.Name)})
+		Dial: c.serverDial(a.Name), Local: c.agentLocal(a.Name)})
 	if err != nil {
 		// NewClient closed the listener; the transport is still ours.
-		return errors.Join(fmt.Errorf("start agent %s: %w", a.Name, err), t.Shutdown(), fwd.Close())
+		return errors.Join(fmt.Errorf("start agent %s: %w", a.Name, err), t.Shutdown())
 	}
-	a.ag, a.fwd = ag, fwd
+	a.ag = ag
 	return nil
 }
 
@@ -102,13 +98,13 @@ func (c *Cluster) agentLocal(node string) local.Config {
 // A crashed agent stays down.
 func (c *Cluster) CrashAgent(a *ClientAgent) error {
 	a.mu.Lock()
-	ag, fwd := a.ag, a.fwd
-	a.ag, a.fwd, a.crashed = nil, nil, true
+	ag := a.ag
+	a.ag, a.crashed = nil, true
 	a.mu.Unlock()
 	if ag == nil {
 		return nil
 	}
-	if err := errors.Join(ag.Shutdown(), fwd.Close()); err != nil {
+	if err := ag.Kill(); err != nil {
 		return fmt.Errorf("crash agent %s: %w", a.Name, err)
 	}
 	return nil

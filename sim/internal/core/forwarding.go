@@ -3,9 +3,6 @@ package core
 import (
 	"context"
 	"net"
-
-	"github.com/tenurekv/tenure/impl/rpc"
-	"github.com/tenurekv/tenure/sim/simnet"
 )
 
 // ServerPort is every simulated server's server port on the simulated
@@ -22,18 +19,6 @@ func serverPortAddr(addr string) string {
 		host = h
 	}
 	return net.JoinHostPort(host, ServerPort)
-}
-
-// simPool is the forwarding pool of node from over the simulated network:
-// the production path, net/rpc calls on a few shared connections per
-// server. Its connections and goroutines are made by the bubble's
-// goroutines and end when the pool is closed (at a crash, or the cluster's
-// Shutdown) or its server's port closes.
-func simPool(n *simnet.Network, from string) *rpc.Pool {
-	dial := n.Dialer(from)
-	return rpc.NewPool(rpc.PoolConfig{Dial: func(ctx context.Context, addr string) (net.Conn, error) {
-		return dial(ctx, "sim", serverPortAddr(addr))
-	}})
 }
 
 // serverDial is node from's rpc.Dial on the simulated network. A server's
