@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand"
 	"net"
 	"os"
 	"path/filepath"
@@ -66,6 +67,13 @@ type Config struct {
 	// Timing adjusts memberlist's LAN timings after Consul's defaults are
 	// set (tests and dev mode shorten them).
 	Timing func(*memberlist.Config)
+	// Rand, if set, returns the random source of one named use of
+	// randomness in memberlist and serf (memberlist.Rand*, serf.Rand*;
+	// the names do not overlap): the simulator seeds one per node and use,
+	// so that no draw depends on the order its goroutines run in. Nil
+	// keeps the global math/rand. It needs tenure's patched copies of both
+	// (third_party/, DESIGN.md "Patched dependencies").
+	Rand   func(use string) *rand.Rand
 	Logger hclog.Logger
 }
 
@@ -106,6 +114,7 @@ func Start(cfg Config) (*Pool, error) {
 	ml.AdvertiseAddr, ml.AdvertisePort = cfg.AdvertiseAddr, cfg.AdvertisePort
 	ml.DeadNodeReclaimTime = 30 * time.Second // Consul's override
 	ml.Transport = cfg.Transport
+	ml.Rand = cfg.Rand
 	if len(cfg.EncryptKey) > 0 {
 		if err := memberlist.ValidateKey(cfg.EncryptKey); err != nil {
 			return nil, fmt.Errorf("gossip: encrypt key: %w", err)
@@ -126,6 +135,7 @@ func Start(cfg Config) (*Pool, error) {
 	sc.NodeName = cfg.NodeName
 	sc.Tags = cfg.Tags
 	sc.MemberlistConfig = ml
+	sc.Rand = cfg.Rand
 	sc.Logger = std
 	sc.LeavePropagateDelay = 3 * time.Second // Consul's
 	// How long a failed member is kept before serf reaps it; Consul's.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math/rand"
 	"net"
 	"os"
 	"strings"
@@ -24,6 +25,15 @@ type Config struct {
 	// other nodes. If this is left nil, then memberlist will by default
 	// make a NetTransport using BindAddr and BindPort from this structure.
 	Transport Transport
+
+	// Rand, if set, returns the random source for one named use of
+	// randomness (the Rand* constants): each use then draws only from its
+	// own source, under a lock, instead of the global math/rand, so that a
+	// simulation that seeds them draws the same values whatever order its
+	// goroutines run in. It is called once per use, in newMemberlist; a nil
+	// result keeps the global source for that use. (tenure patch, see
+	// PATCH.md.)
+	Rand func(use string) *rand.Rand
 
 	// Label is an optional set of bytes to include on the outside of each
 	// packet and stream.

@@ -49,6 +49,7 @@ type Memberlist struct {
 	advertisePort uint16
 
 	config         *Config
+	rands          randSources   // tenure patch: Config.Rand's sources
 	shutdown       atomic.Uint32 // Used as an atomic boolean value
 	shutdownCh     chan struct{}
 	leave          atomic.Int32 // Used as an atomic boolean value
@@ -208,6 +209,7 @@ func newMemberlist(conf *Config) (*Memberlist, error) {
 
 	m := &Memberlist{
 		config:               conf,
+		rands:                newRandSources(conf), // tenure patch
 		shutdownCh:           make(chan struct{}),
 		leaveBroadcast:       make(chan struct{}, 1),
 		transport:            nodeAwareTransport,

@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"math/rand"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -136,7 +135,7 @@ func (m *Memberlist) schedule() {
 	// Create a new probeTicker
 	if m.config.ProbeInterval > 0 {
 		t := time.NewTicker(m.config.ProbeInterval)
-		go m.triggerFunc(m.config.ProbeInterval, t.C, stopCh, m.probe)
+		go m.triggerFunc(m.rands.probeStagger, m.config.ProbeInterval, t.C, stopCh, m.probe)
 		m.tickers = append(m.tickers, t)
 	}
 
@@ -148,7 +147,7 @@ func (m *Memberlist) schedule() {
 	// Create a gossip ticker if needed
 	if m.config.GossipInterval > 0 && m.config.GossipNodes > 0 {
 		t := time.NewTicker(m.config.GossipInterval)
-		go m.triggerFunc(m.config.GossipInterval, t.C, stopCh, m.gossip)
+		go m.triggerFunc(m.rands.gossipStagger, m.config.GossipInterval, t.C, stopCh, m.gossip)
 		m.tickers = append(m.tickers, t)
 	}
 
@@ -161,9 +160,9 @@ func (m *Memberlist) schedule() {
 
 // triggerFunc is used to trigger a function call each time a
 // message is received until a stop tick arrives.
-func (m *Memberlist) triggerFunc(stagger time.Duration, C <-chan time.Time, stop <-chan struct{}, f func()) {
+func (m *Memberlist) triggerFunc(r *randSource, stagger time.Duration, C <-chan time.Time, stop <-chan struct{}, f func()) {
 	// Use a random stagger to avoid syncronizing
-	randStagger := time.Duration(uint64(rand.Int63()) % uint64(stagger))
+	randStagger := time.Duration(uint64(r.int63()) % uint64(stagger))
 	select {
 	case <-time.After(randStagger):
 	case <-stop:
@@ -187,7 +186,7 @@ func (m *Memberlist) pushPullTrigger(stop <-chan struct{}) {
 	interval := m.config.PushPullInterval
 
 	// Use a random stagger to avoid syncronizing
-	randStagger := time.Duration(uint64(rand.Int63()) % uint64(interval))
+	randStagger := time.Duration(uint64(m.rands.pushPullStagger.int63()) % uint64(interval))
 	select {
 	case <-time.After(randStagger):
 	case <-stop:
@@ -416,7 +415,7 @@ func (m *Memberlist) probeNode(node *nodeState) {
 HANDLE_REMOTE_FAILURE:
 	// Get some random live nodes.
 	m.nodeLock.RLock()
-	kNodes := kRandomNodes(m.config.IndirectChecks, m.nodes, func(n *nodeState) bool {
+	kNodes := kRandomNodes(m.rands.probeIndirect, m.config.IndirectChecks, m.nodes, func(n *nodeState) bool {
 		return n.Name == m.config.Name ||
 			n.Name == node.Name ||
 			n.State != StateAlive
@@ -582,7 +581,7 @@ func (m *Memberlist) resetNodes() {
 	m.numNodes.Store(uint32(deadIdx))
 
 	// Shuffle live nodes
-	shuffleNodes(m.nodes)
+	shuffleNodes(m.rands.probeOrder, m.nodes)
 }
 
 // gossip is invoked every GossipInterval period to broadcast our gossip
@@ -592,7 +591,7 @@ func (m *Memberlist) gossip() {
 
 	// Get some random live, suspect, or recently dead nodes
 	m.nodeLock.RLock()
-	kNodes := kRandomNodes(m.config.GossipNodes, m.nodes, func(n *nodeState) bool {
+	kNodes := kRandomNodes(m.rands.gossip, m.config.GossipNodes, m.nodes, func(n *nodeState) bool {
 		if n.Name == m.config.Name {
 			return true
 		}
@@ -648,7 +647,7 @@ func (m *Memberlist) gossip() {
 func (m *Memberlist) pushPull() {
 	// Get a random live node
 	m.nodeLock.RLock()
-	nodes := kRandomNodes(1, m.nodes, func(n *nodeState) bool {
+	nodes := kRandomNodes(m.rands.pushPull, 1, m.nodes, func(n *nodeState) bool {
 		return n.Name == m.config.Name ||
 			n.State != StateAlive
 	})
@@ -1024,7 +1023,7 @@ func (m *Memberlist) aliveNode(a *alive, notify chan struct{}, bootstrap bool) {
 		// nodes did an append, failure detection bound would be
 		// very high.
 		n := len(m.nodes)
-		offset := randomOffset(n)
+		offset := randomOffset(m.rands.nodeOffset, n)
 
 		// Add at the end and swap with the node at the offset
 		m.nodes = append(m.nodes, state)

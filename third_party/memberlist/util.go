@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand"
 	"net"
 	"slices"
 	"strconv"
@@ -58,11 +57,11 @@ func encode(msgType messageType, in any, msgpackUseNewTimeFormat bool) (*bytes.B
 }
 
 // Returns a random offset between 0 and n
-func randomOffset(n int) int {
+func randomOffset(r *randSource, n int) int {
 	if n == 0 {
 		return 0
 	}
-	return int(rand.Uint32() % uint32(n))
+	return int(r.uint32() % uint32(n))
 }
 
 // suspicionTimeout computes the timeout that should be used when
@@ -82,9 +81,9 @@ func retransmitLimit(retransmitMult, n int) int {
 }
 
 // shuffleNodes randomly shuffles the input nodes using the Fisher-Yates shuffle
-func shuffleNodes(nodes []*nodeState) {
+func shuffleNodes(r *randSource, nodes []*nodeState) {
 	n := len(nodes)
-	rand.Shuffle(n, func(i, j int) {
+	r.shuffle(n, func(i, j int) {
 		nodes[i], nodes[j] = nodes[j], nodes[i]
 	})
 }
@@ -128,7 +127,7 @@ func moveDeadNodes(nodes []*nodeState, gossipToTheDeadTime time.Duration) int {
 // kRandomNodes is used to select up to k random Nodes, excluding any nodes where
 // the exclude function returns true. It is possible that less than k nodes are
 // returned.
-func kRandomNodes(k int, nodes []*nodeState, exclude func(*nodeState) bool) []Node {
+func kRandomNodes(r *randSource, k int, nodes []*nodeState, exclude func(*nodeState) bool) []Node {
 	n := len(nodes)
 	kNodes := make([]Node, 0, k)
 
@@ -137,7 +136,7 @@ func kRandomNodes(k int, nodes []*nodeState, exclude func(*nodeState) bool) []No
 	// to ensure the search is exhaustive
 	if n < k*3 {
 		nodes := slices.Clone(nodes)
-		shuffleNodes(nodes)
+		shuffleNodes(r, nodes)
 		for idx := 0; idx < n && len(kNodes) < k; idx++ {
 			state := nodes[idx]
 			if exclude != nil && exclude(state) {
@@ -153,7 +152,7 @@ OUTER:
 	// but when n >= k*3 but still not "large", we want to give the search a shot
 	// at being exhaustive
 	for i := 0; i < 3*n && len(kNodes) < k; i++ {
-		idx := randomOffset(n)
+		idx := randomOffset(r, n)
 		state := nodes[idx]
 
 		if exclude != nil && exclude(state) {

@@ -68,7 +68,7 @@ func (c *Cluster) startAgent(a *ClientAgent) error {
 	}
 	fwd := simPool(c.net, a.Name)
 	ag, err := agent.NewClient(agent.ClientConfig{NodeName: a.Name, Listener: ln, HTTPAddr: a.HTTPAddr(),
-		Gossip: gossip.Config{Transport: t, Timing: c.gossipTiming(a.Name)}, Join: join, RetryInterval: agentRetryJoin,
+		Gossip: gossip.Config{Transport: t, Timing: c.gossipTiming(a.Name), Rand: c.gossipRand(a.Name)}, Join: join, RetryInterval: agentRetryJoin,
 		Forward: fwd, ServerAddr: func(m gossip.Member) string { return serverPortAddr(m.Name) },
 		Local: c.agentLocal(a.Name)})
 	if err != nil {

@@ -260,7 +260,7 @@ func (c *Cluster) startGossip(s *server) (*gossip.Pool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start %s gossip: %w", s.Name, err)
 	}
-	pool, err := gossip.Start(gossip.Config{NodeName: s.Name, Transport: t, Timing: c.gossipTiming(s.Name),
+	pool, err := gossip.Start(gossip.Config{NodeName: s.Name, Transport: t, Timing: c.gossipTiming(s.Name), Rand: c.gossipRand(s.Name),
 		Tags: map[string]string{gossip.TagRole: gossip.RoleServer}})
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("start %s gossip: %w", s.Name, err), t.Shutdown())

@@ -71,6 +71,12 @@ type Config struct {
 	MetricLabels []metrics.Label
 
 	rand *rand.Rand
+
+	// Rand, if set, is the source of the random direction ApplyForce
+	// takes between two coincident coordinates, instead of the global
+	// math/rand; the Client draws from it under its lock. (tenure patch,
+	// see PATCH.md.)
+	Rand *rand.Rand
 }
 
 // DefaultConfig returns a Config that has some default values suitable for

@@ -110,7 +110,11 @@ func (c *Coordinate) ApplyForce(config *Config, force float64, other *Coordinate
 	}
 
 	ret := c.Clone()
-	unit, mag := unitVectorAt(config.rand, c.Vec, other.Vec)
+	rng := config.rand
+	if config.Rand != nil { // tenure patch
+		rng = config.Rand
+	}
+	unit, mag := unitVectorAt(rng, c.Vec, other.Vec)
 	ret.Vec = add(ret.Vec, mul(unit, force))
 	if mag > zeroThreshold {
 		ret.Height = (ret.Height+other.Height)*force/mag + ret.Height

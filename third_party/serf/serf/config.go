@@ -6,6 +6,7 @@ package serf
 import (
 	"io"
 	"log"
+	"math/rand"
 	"os"
 	"time"
 
@@ -200,6 +201,15 @@ type Config struct {
 	//   * Delegate - Serf uses a custom delegate.
 	//
 	MemberlistConfig *memberlist.Config
+
+	// Rand, if set, returns the random source for one named use of
+	// randomness (the Rand* constants): each use then draws only from its
+	// own source instead of the global math/rand, so that a simulation
+	// that seeds them draws the same values whatever order its goroutines
+	// run in. It is called once per use, in Create; a nil result keeps
+	// the global source for that use. memberlist's uses are set on
+	// MemberlistConfig.Rand. (tenure patch, see PATCH.md.)
+	Rand func(use string) *rand.Rand
 
 	// LogOutput is the location to write logs to. If this is not set,
 	// logs will go to stderr.

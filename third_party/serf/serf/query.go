@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand"
 	"net"
 	"regexp"
 	"slices"
@@ -291,7 +290,7 @@ func (s *Serf) relayResponse(
 
 	// Relay to a random set of peers.
 	localName := s.LocalMember().Name
-	relayMembers := kRandomMembers(int(relayFactor), members, func(m Member) bool {
+	relayMembers := kRandomMembers(s.rands.queryRelay, int(relayFactor), members, func(m Member) bool {
 		return m.Status != StatusAlive || m.ProtocolMax < 5 || m.Name == localName
 	})
 	for _, m := range relayMembers {
@@ -309,7 +308,7 @@ func (s *Serf) relayResponse(
 
 // kRandomMembers selects up to k members from a given list, optionally
 // filtering by the given filterFunc
-func kRandomMembers(k int, members []Member, filterFunc func(Member) bool) []Member {
+func kRandomMembers(r *randSource, k int, members []Member, filterFunc func(Member) bool) []Member {
 	n := len(members)
 	kMembers := make([]Member, 0, k)
 OUTER:
@@ -318,7 +317,7 @@ OUTER:
 	// exhaustive
 	for i := 0; i < 3*n && len(kMembers) < k; i++ {
 		// Get random member
-		idx := rand.Intn(n)
+		idx := r.intn(n)
 		member := members[idx]
 
 		// Give the filter a shot at it.

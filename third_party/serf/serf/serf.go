@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
-	"math/rand"
 	"net"
 	"os"
 	"regexp"
@@ -64,6 +63,8 @@ type Serf struct {
 	clock      LamportClock
 	eventClock LamportClock
 	queryClock LamportClock
+
+	rands randSources // tenure patch: Config.Rand's sources
 
 	broadcasts    *memberlist.TransmitLimitedQueue
 	config        *Config
@@ -264,6 +265,7 @@ func Create(conf *Config) (*Serf, error) {
 
 	serf := &Serf{
 		config:                  conf,
+		rands:                   newRandSources(conf), // tenure patch
 		logger:                  logger,
 		members:                 make(map[string]*memberState),
 		queryResponse:           make(map[LamportTime]*QueryResponse),
@@ -316,6 +318,9 @@ func Create(conf *Config) (*Serf, error) {
 	if !conf.DisableCoordinates {
 		coordinateConfig := coordinate.DefaultConfig()
 		coordinateConfig.MetricLabels = serf.metricLabels
+		if conf.Rand != nil { // tenure patch
+			coordinateConfig.Rand = conf.Rand(RandCoordinate)
+		}
 		serf.coordClient, err = coordinate.NewClient(coordinateConfig)
 		if err != nil {
 			return nil, fmt.Errorf("Failed to create coordinate client: %v", err)
@@ -555,7 +560,7 @@ func (s *Serf) Query(name string, payload []byte, params *QueryParam) (*QueryRes
 	// Create a message
 	q := messageQuery{
 		LTime:       s.queryClock.Time(),
-		ID:          uint32(rand.Int31()),
+		ID:          uint32(s.rands.queryID.int31()),
 		Addr:        local.Addr,
 		Port:        local.Port,
 		SourceNode:  local.Name,
@@ -1650,14 +1655,14 @@ func (s *Serf) reconnect() {
 		numAlive = 1 // guard against zero divide
 	}
 	prob := numFailed / numAlive
-	if rand.Float32() > prob {
+	if s.rands.reconnect.float32() > prob {
 		s.memberLock.RUnlock()
 		s.logger.Printf("[DEBUG] serf: forgoing reconnect for random throttling")
 		return
 	}
 
 	// Select a random member to try and join
-	idx := rand.Int31n(int32(n))
+	idx := s.rands.reconnect.int31n(int32(n))
 	mem := s.failedMembers[idx]
 
 	// Format the addr
