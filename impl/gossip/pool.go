@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -232,10 +233,10 @@ func toMember(m serf.Member) reconcile.Member {
 func (p *Pool) Changes() <-chan reconcile.Member { return p.changes }
 
 // List is every member serf knows, alive or not (left and failed ones
-// until serf reaps them), with what `consul members` shows.
+// until serf reaps them), with what `consul members` shows, sorted by name.
 func (p *Pool) List() []Member {
 	var out []Member
-	for _, m := range p.serf.Members() {
+	for _, m := range p.sorted() {
 		out = append(out, fromSerf(m))
 	}
 	return out
@@ -244,10 +245,20 @@ func (p *Pool) List() []Member {
 // Members is List in the form the leader's reconcile reads (impl.Membership).
 func (p *Pool) Members() []reconcile.Member {
 	var out []reconcile.Member
-	for _, m := range p.serf.Members() {
+	for _, m := range p.sorted() {
 		out = append(out, toMember(m))
 	}
 	return out
+}
+
+// sorted is serf's members by name. serf lists them in its map's order,
+// which Go draws at random on every call: a client agent that asked the
+// first server listed whether it was registered asked a different one
+// from run to run, and the simulator's seeds did not replay.
+func (p *Pool) sorted() []serf.Member {
+	ms := p.serf.Members()
+	slices.SortFunc(ms, func(a, b serf.Member) int { return strings.Compare(a.Name, b.Name) })
+	return ms
 }
 
 // Member is a member with what `consul members` shows.
