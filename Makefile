@@ -116,6 +116,17 @@ NODES ?= 3
 sim-long:
 	$(GO) run ./sim/cmd/simlong -seeds $(SEEDS) -nodes $(NODES)
 
+## replay-rate: how often a sim seed's reruns replay its first run (identical trace digest), on
+## 3 and 5 servers at GOMAXPROCS=1 and at the default (minutes), e.g. make replay-rate RATE_SEEDS=200
+## RATE_REPLAYS=3; TestDiverge shows where two runs of one seed part (sim/replayrate_test.go)
+RATE_SEEDS   ?= 20
+RATE_REPLAYS ?= 4
+.PHONY: replay-rate
+replay-rate:
+	@for n in 3 5; do for p in 1 0; do \
+	$(GO) test -count=1 -timeout 0 -run 'TestReplayRate$$' -v ./sim -args -replay-rate -seeds $(RATE_SEEDS) \
+		-replays $(RATE_REPLAYS) -nodes $$n -replay-procs $$p | grep 'replay rate' || exit 1; done; done
+
 ## mutate: mutation testing (gremlins, pinned in go.mod) over model/, linearizability/, recipe/,
 ## impl's decision files, impl/reconcile, impl/gossip, impl/checks and impl/local, plus the named
 ## deletion mutants (mutation/deletionlist.go); summary in bin/mutation/report.txt. Fails on a

@@ -76,3 +76,7 @@ tool (
 	github.com/go-gremlins/gremlins/cmd/gremlins
 	honnef.co/go/tools/cmd/staticcheck
 )
+
+replace github.com/hashicorp/memberlist => ./third_party/memberlist
+
+replace github.com/hashicorp/serf => ./third_party/serf

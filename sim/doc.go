@@ -78,19 +78,25 @@
 //
 // Determinism: the seed fixes the fault schedule, the clocks and every
 // client's choices exactly (TestReplay asserts it). memberlist and serf
-// draw their randomness (probe order, gossip targets, stagger) from the
-// global math/rand, which each run seeds; it is one stream shared with
-// raft, so which node gets which draw depends on scheduling and cannot be
-// seeded per node. memberlist's crypto/rand is used only for encryption,
-// which the simulator leaves off. The run itself replays identically
-// only sometimes, since Go's scheduler is not seedable: before gossip,
-// 192 of 200 runs (3 nodes, 10 seeds × 20) and 60 of 60 (5 nodes) at
-// GOMAXPROCS=1, up to the order of events at one virtual instant; with
-// gossip on the servers, and as much with a client agent per client, no
-// two of 20 runs of seed 1 alike (TestReplay -replays 20: 20 distinct
-// traces): memberlist's timers and packets interleave with everything else
-// on one shared random stream. TestSeeds logs each run's speed, virtual
-// over wall time (about 100× on 3 servers with their client agents).
+// draw each use of randomness (probe order, gossip targets, staggers, …)
+// from a source of their own, seeded per node and use (core/gossiprand.go,
+// through tenure's patch of both: third_party/, DESIGN.md "Patched
+// dependencies"); the network draws each message's delay and loss from a
+// stream of its own (sim/simnet); memberlist's probe interval is 1731 ns
+// off Consul's so its probe and gossip ticks never coincide; the agents'
+// random waits come from the seed. raft still draws its timeouts from the
+// global math/rand, which each run seeds: when two of its goroutines draw
+// at one virtual instant (a new leader's heartbeat and replication
+// goroutines, the servers' snapshot timers at start), the scheduler decides
+// which gets which value, and such a run does not replay. Measured with
+// make replay-rate (TestReplayRate; a rerun replays when its trace digest
+// equals the first run's): at GOMAXPROCS=1, 110 of 120 reruns (40 seeds × 3,
+// 3 servers) and 108 of 120 (5 servers); before, 0 of 30 and 0 of 30. At
+// the default GOMAXPROCS (2 cores) goroutines truly race and few reruns
+// replay (1 of 60, 0 of 60).
+// TestDiverge prints where two runs of a seed part. TestSeeds logs each
+// run's speed, virtual over wall time (about 100× on 3 servers with their
+// client agents).
 //
 // Tests: TestSeeds (a seeded batch with the trade-off table), TestTeeth
 // (broken servers and failure detectors, each caught by a named check),

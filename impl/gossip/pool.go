@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -66,6 +68,13 @@ type Config struct {
 	// Timing adjusts memberlist's LAN timings after Consul's defaults are
 	// set (tests and dev mode shorten them).
 	Timing func(*memberlist.Config)
+	// Rand, if set, returns the random source of one named use of
+	// randomness in memberlist and serf (memberlist.Rand*, serf.Rand*;
+	// the names do not overlap): the simulator seeds one per node and use,
+	// so that no draw depends on the order its goroutines run in. Nil
+	// keeps the global math/rand. It needs tenure's patched copies of both
+	// (third_party/, DESIGN.md "Patched dependencies").
+	Rand   func(use string) *rand.Rand
 	Logger hclog.Logger
 }
 
@@ -106,6 +115,7 @@ func Start(cfg Config) (*Pool, error) {
 	ml.AdvertiseAddr, ml.AdvertisePort = cfg.AdvertiseAddr, cfg.AdvertisePort
 	ml.DeadNodeReclaimTime = 30 * time.Second // Consul's override
 	ml.Transport = cfg.Transport
+	ml.Rand = cfg.Rand
 	if len(cfg.EncryptKey) > 0 {
 		if err := memberlist.ValidateKey(cfg.EncryptKey); err != nil {
 			return nil, fmt.Errorf("gossip: encrypt key: %w", err)
@@ -126,6 +136,7 @@ func Start(cfg Config) (*Pool, error) {
 	sc.NodeName = cfg.NodeName
 	sc.Tags = cfg.Tags
 	sc.MemberlistConfig = ml
+	sc.Rand = cfg.Rand
 	sc.Logger = std
 	sc.LeavePropagateDelay = 3 * time.Second // Consul's
 	// How long a failed member is kept before serf reaps it; Consul's.
@@ -222,10 +233,10 @@ func toMember(m serf.Member) reconcile.Member {
 func (p *Pool) Changes() <-chan reconcile.Member { return p.changes }
 
 // List is every member serf knows, alive or not (left and failed ones
-// until serf reaps them), with what `consul members` shows.
+// until serf reaps them), with what `consul members` shows, sorted by name.
 func (p *Pool) List() []Member {
 	var out []Member
-	for _, m := range p.serf.Members() {
+	for _, m := range p.sorted() {
 		out = append(out, fromSerf(m))
 	}
 	return out
@@ -234,10 +245,20 @@ func (p *Pool) List() []Member {
 // Members is List in the form the leader's reconcile reads (impl.Membership).
 func (p *Pool) Members() []reconcile.Member {
 	var out []reconcile.Member
-	for _, m := range p.serf.Members() {
+	for _, m := range p.sorted() {
 		out = append(out, toMember(m))
 	}
 	return out
+}
+
+// sorted is serf's members by name. serf lists them in its map's order,
+// which Go draws at random on every call: a client agent that asked the
+// first server listed whether it was registered asked a different one
+// from run to run, and the simulator's seeds did not replay.
+func (p *Pool) sorted() []serf.Member {
+	ms := p.serf.Members()
+	slices.SortFunc(ms, func(a, b serf.Member) int { return strings.Compare(a.Name, b.Name) })
+	return ms
 }
 
 // Member is a member with what `consul members` shows.

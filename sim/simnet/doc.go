@@ -12,9 +12,12 @@
 //   - Delay: each message takes Link.Latency plus a uniform jitter in
 //     [0, Link.Jitter], on bubble timers. Links are directed; SetLink
 //     overrides the default for one direction.
-//   - Randomness: every decision (drop, jitter) is drawn from a PCG stream
-//     derived from the seed and the directed link, so a link's draws depend
-//     only on the order of messages on that link.
+//   - Randomness: every decision (drop, jitter) about a message is drawn
+//     from a PCG stream of its own, derived from the seed, the directed
+//     link, the message's description (kind, size, raft terms and
+//     indexes) and the instant it is sent, so its draws do not depend on
+//     the order in which goroutines sent at one instant (messages
+//     described alike at one instant are told apart by count).
 //   - Arrival order: messages are delivered in (arrival time, send order).
 //     RPCs may overtake each other under jitter, as on separate TCP
 //     connections; each connection's byte stream stays FIFO.

@@ -76,8 +76,11 @@ type Network struct {
 	opts  Options
 	start time.Time
 
-	links    map[linkKey]Link
-	rngs     map[linkKey]*rand.Rand
+	links map[linkKey]Link
+	// drawAt and draws count the messages with one draw key (msgRandLocked)
+	// sent at the instant drawAt.
+	drawAt   time.Time
+	draws    map[uint64]uint64
 	cuts     map[linkKey]bool
 	isolated map[string]bool
 	paused   map[string]*[]*envelope // node -> held messages in order
@@ -121,7 +124,7 @@ func New(opts Options) (*Network, error) {
 		opts:       opts,
 		start:      time.Now(),
 		links:      map[linkKey]Link{},
-		rngs:       map[linkKey]*rand.Rand{},
+		draws:      map[uint64]uint64{},
 		cuts:       map[linkKey]bool{},
 		isolated:   map[string]bool{},
 		paused:     map[string]*[]*envelope{},
@@ -238,21 +241,31 @@ func (n *Network) linkLocked(from, to string) Link {
 	return n.opts.Link
 }
 
-// rngLocked returns the PRNG stream of a directed link, derived from the seed
-// and the link's names so that one link's draws do not depend on traffic on
-// other links.
-func (n *Network) rngLocked(from, to string) *rand.Rand {
-	k := linkKey{from, to}
-	if r, ok := n.rngs[k]; ok {
-		return r
+// msgRandLocked returns the PRNG of one message's drop and jitter draws,
+// derived from the seed, the directed link, the message's trace description
+// (kind and size, raft terms and indexes) and the instant it is sent, and,
+// for a message described alike to one the link already carried at that
+// instant, how many did. Not the bytes: serf encodes maps (tags, member
+// states) in Go's random map order, so equal states differ in bytes. A message's draws therefore do not depend on the order in which
+// goroutines sent at one instant: one link's stream, drawn in send order,
+// gave a gossip packet and a forwarding dial sent together by one agent
+// each other's delays whenever the scheduler swapped them.
+func (n *Network) msgRandLocked(e *envelope) *rand.Rand {
+	now := time.Now()
+	if !now.Equal(n.drawAt) {
+		n.drawAt = now
+		clear(n.draws)
 	}
 	h := fnv.New64a()
-	h.Write([]byte(from))
+	h.Write([]byte(e.from))
 	h.Write([]byte{0})
-	h.Write([]byte(to))
-	r := rand.New(rand.NewPCG(n.opts.Seed, h.Sum64()))
-	n.rngs[k] = r
-	return r
+	h.Write([]byte(e.to))
+	h.Write([]byte{0})
+	h.Write([]byte(describe(e.msg)))
+	k := h.Sum64()
+	dup := n.draws[k]
+	n.draws[k] = dup + 1
+	return rand.New(rand.NewPCG(n.opts.Seed, k^uint64(now.UnixNano())*0x9e3779b97f4a7c15^dup*0xbf58476d1ce4e5b9))
 }
 
 // cutLocked reports whether messages from a to b are currently blocked.
@@ -287,7 +300,7 @@ func (n *Network) routeLocked(e *envelope) {
 		return
 	}
 	l := n.linkLocked(e.from, e.to)
-	r := n.rngLocked(e.from, e.to)
+	r := n.msgRandLocked(e)
 	delay := l.Latency
 	if l.DropRate > 0 {
 		if e.stream == nil {

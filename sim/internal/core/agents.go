@@ -65,7 +65,7 @@ func (c *Cluster) startAgent(a *ClientAgent) error {
 		join = append(join, c.gossip.addr(s.Name))
 	}
 	ag, err := agent.NewClient(agent.ClientConfig{NodeName: a.Name, Listener: ln, HTTPAddr: a.HTTPAddr(),
-		Gossip: gossip.Config{Transport: t, Timing: c.gossipTiming(a.Name)}, Join: join, RetryInterval: agentRetryJoin,
+		Gossip: gossip.Config{Transport: t, Timing: c.gossipTiming(a.Name), Rand: c.gossipRand(a.Name)}, Join: join, RetryInterval: agentRetryJoin,
 		Dial: c.serverDial(a.Name), Local: c.agentLocal(a.Name)})
 	if err != nil {
 		// NewClient closed the listener; the transport is still ours.

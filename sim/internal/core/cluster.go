@@ -193,7 +193,7 @@ func (c *Cluster) Start(s *server) error {
 			return fmt.Errorf("start %s gossip: %w", name, err)
 		}
 		// The agent's tags carry its role and server port, as the binary's do.
-		cfg.Gossip = &gossip.Config{Transport: gossipTrans, Timing: c.gossipTiming(name)}
+		cfg.Gossip = &gossip.Config{Transport: gossipTrans, Timing: c.gossipTiming(name), Rand: c.gossipRand(name)}
 		for _, o := range c.Servers {
 			if o != s {
 				cfg.Join = append(cfg.Join, c.gossip.addr(o.Name))

@@ -21,10 +21,21 @@ const gossipPort = 8301
 // every timing at Consul's defaults: compression is off, since it only
 // changes the bytes on the wire, which the simulated network does not
 // charge for, and it was the largest share of a run's CPU (an LZW table
-// per packet).
+// per packet). The probe interval is longer than Consul's by probeSkew,
+// which is all that differs in timing.
 func simGossip(c *memberlist.Config) {
 	c.EnableCompression = false
+	c.ProbeInterval += probeSkew
 }
+
+// probeSkew keeps memberlist's probe and gossip tickers apart. Both start
+// at the same instant and Consul's intervals (1 s, 200 ms) are multiples,
+// so on virtual time every probe tick fell on a gossip tick, and which of
+// the two goroutines ran first decided which packet carried the pending
+// broadcasts: the scheduler's choice, and a seed did not replay. On a real
+// clock the two never fire at the same nanosecond. With the skew they meet
+// again only after 200 ms / probeSkew ≈ 115 000 probes (32 hours).
+const probeSkew = 1731 * time.Nanosecond
 
 // gossipNames gives each simulated node a made-up IPv4 address, because
 // memberlist addresses members by IP while the simulated network names
