@@ -44,6 +44,9 @@ type Server struct {
 	demux *rpc.Demux
 
 	lead leadership
+	// deferSyncs: the leader's log fsyncs are deferred behind the apply
+	// gate and the commit clamp (raftlog.LogSync).
+	deferSyncs bool
 
 	registerKick chan struct{} // wakes self-registration (buffered 1)
 	registered   chan struct{} // closed once this node is registered and passing
@@ -143,6 +146,7 @@ func newServer(cfg Config) (*Server, error) {
 		return nil, errors.Join(fmt.Errorf("start raft: %w", err), closeTransport(trans), s.closePort(), st.Close())
 	}
 	s.raft = r
+	s.deferSyncs = deferSyncs
 	if deferSyncs {
 		st.Sync.SetLeader(func() bool { return r.State() == raft.Leader })
 	}

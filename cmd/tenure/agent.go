@@ -10,8 +10,6 @@ import (
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
-
-	"github.com/tenurekv/tenure/impl/agent"
 )
 
 // agentSettings reads config files, then flags, and validates the result.
@@ -49,12 +47,6 @@ func runAgent(args []string, stderr io.Writer) int {
 	for _, w := range warnings {
 		logger.Warn(w)
 	}
-	sink, err := agent.NewTelemetry()
-	if err != nil {
-		logger.Error("start failed", "error", err)
-		return 1
-	}
-	s.telemetry = sink
 	a, err := s.start(logger)
 	if err != nil {
 		logger.Error("start failed", "error", err)

@@ -213,6 +213,11 @@ type runningAgent interface {
 // start starts the agent the settings describe: a server with -server or
 // -dev, a client agent otherwise.
 func (s *settings) start(logger hclog.Logger) (runningAgent, error) {
+	sink, err := agent.NewTelemetry()
+	if err != nil {
+		return nil, err
+	}
+	s.telemetry = sink
 	cfg, err := s.agentConfig(logger)
 	if err != nil {
 		return nil, err

@@ -76,6 +76,8 @@ type Config struct {
 
 // Agent is a running server and its HTTP API.
 type Agent struct {
+	// components are the agent's own parts (Components adds the server's).
+	components []string
 	srv      *impl.Server
 	ownPool  *rpc.Pool // Config.Forward when the agent made it
 	local    *localAgent
@@ -201,6 +203,7 @@ func New(cfg Config) (*Agent, error) {
 	if leaving != nil {
 		leaving.local = a.local
 	}
+	a.components = agentComponents(cfg, syncAddr != ownAPIAddr)
 	limits := cfg.Limits.withDefaults()
 	serverAPI := httpapi.New(srv, cfg.HTTP)
 	api := registeredGate(httpapi.WithLocalAgent(a.local.la, serverAPI,

@@ -62,6 +62,17 @@ func (s *server) Current() *impl.Server {
 	return s.ag.Server()
 }
 
+// Components lists the parts the running incarnation was built with
+// (agent.Agent.Components), nil while crashed.
+func (s *server) Components() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ag == nil {
+		return nil
+	}
+	return s.ag.Components()
+}
+
 // cluster runs the servers inside the bubble.
 type Cluster struct {
 	net     *simnet.Network
