@@ -120,6 +120,11 @@ type Config struct {
 	// the server. A real server leaves it nil (each call costs a state
 	// copy).
 	Observe func(fsm.Change)
+	// Fatal, if set, is told when this server must stop because its log
+	// could not be made durable (a failed fsync), instead of the panic
+	// that ends the process; the server then applies nothing more. The
+	// simulator crashes the node there. A real server leaves it nil.
+	Fatal func(error)
 }
 
 // Peer is one raft server: its node name (raft server ID) and raft address.

@@ -132,7 +132,7 @@ func newServer(cfg Config) (*Server, error) {
 		Confirm:       s.confirmLeadership,
 		Expire:        s.sessionsExpired,
 	})
-	fo := fsm.Options{Apply: cfg.Apply, Observe: cfg.Observe}
+	fo := fsm.Options{Apply: cfg.Apply, Observe: cfg.Observe, Fatal: cfg.Fatal}
 	if st.Sync != nil {
 		fo.AwaitDurable = st.Sync.Await
 	}

@@ -49,3 +49,38 @@ func TestFSMAppliesOnlyDurableEntries(t *testing.T) {
 		}
 	})
 }
+
+// TestFSMStopsAfterAFailedSync: with Options.Fatal, a failed durability
+// wait is reported once instead of a panic, and from then on nothing is
+// applied, not even entries the disk would now accept.
+func TestFSMStopsAfterAFailedSync(t *testing.T) {
+	f := newFSM(newWireCodec(), guardEffects{leader.NewLockDelays(clocktest.NewManual(time.Unix(0, 0))), nil})
+	broken := errors.New("fsync: input/output error")
+	failing := true
+	f.awaitDurable = func(uint64) error {
+		if failing {
+			return broken
+		}
+		return nil
+	}
+	var fatal []error
+	f.fatal = func(err error) { fatal = append(fatal, err) }
+	set := func(index uint64, key string) *raft.Log {
+		return commandLog(t, f.codec, index, model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: key, Value: []byte("v")}})
+	}
+	if got := f.Apply(set(1, "first")); !errors.Is(got.(error), ErrNotDurable) {
+		t.Fatalf("the entry whose sync failed answered %v, want ErrNotDurable", got)
+	}
+	failing = false
+	if got := f.Apply(set(2, "second")); got != ErrNotDurable {
+		t.Fatalf("an entry after the failure answered %v, want ErrNotDurable", got)
+	}
+	if len(fatal) != 1 || !errors.Is(fatal[0], broken) || !errors.Is(fatal[0], ErrNotDurable) {
+		t.Fatalf("Fatal told %v, want the sync's error once", fatal)
+	}
+	f.Read(func(st *model.State) {
+		if st.Index() != 0 {
+			t.Errorf("a stopped FSM applied up to index %d", st.Index())
+		}
+	})
+}

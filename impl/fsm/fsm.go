@@ -1,9 +1,11 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -26,6 +28,9 @@ type FSM struct {
 	apply        ApplyFunc
 	observe      func(Change)
 	awaitDurable func(index uint64) error
+	fatal        func(error)
+	// stopped is set once AwaitDurable has failed (Options.Fatal).
+	stopped atomic.Bool
 
 	mu      sync.RWMutex
 	state   *model.State
@@ -69,7 +74,16 @@ type Options struct {
 	// to an index (raftlog.LogSync.Await): nothing is applied, and so
 	// seen, before.
 	AwaitDurable func(index uint64) error
+	// Fatal, if set, is told that AwaitDurable failed, instead of the
+	// panic that ends the process. From then on the FSM applies nothing:
+	// every entry answers ErrNotDurable. The simulator crashes the node
+	// here, as the panic would.
+	Fatal func(error)
 }
+
+// ErrNotDurable answers the entries of a server whose log failed to reach
+// its disk (Options.Fatal).
+var ErrNotDurable = errors.New("this server's log is not durable: stopped")
 
 // Change is one step of the state machine, as Options.Observe sees it.
 // Before and After are the states around it; neither may be modified, and
@@ -92,7 +106,7 @@ type Change struct {
 // armed and invalidated.
 func New(leader Effects, o Options) *FSM {
 	f := newFSM(newWireCodec(), leader)
-	f.apply, f.observe, f.awaitDurable = o.Apply, o.Observe, o.AwaitDurable
+	f.apply, f.observe, f.awaitDurable, f.fatal = o.Apply, o.Observe, o.AwaitDurable, o.Fatal
 	return f
 }
 
@@ -166,13 +180,24 @@ func (f *FSM) applyLogs(logs []*raft.Log, out []any) {
 			lastGated = l.Index
 		}
 	}
+	if f.stopped.Load() {
+		refuseAll(logs, out)
+		return
+	}
 	if f.awaitDurable != nil && lastGated > 0 {
 		// Entries reach the disk in order, so waiting for the last one
 		// covers the batch.
 		if err := f.awaitDurable(lastGated); err != nil {
 			// The entry may not be on this disk and never will be; going on
 			// would let clients see a write a restart can lose.
-			panic(fmt.Sprintf("raft entry %d: this server's log is not durable, stopping: %v", lastGated, err))
+			err = fmt.Errorf("raft entry %d: %w: %w", lastGated, ErrNotDurable, err)
+			f.stopped.Store(true)
+			if f.fatal == nil {
+				panic(err.Error())
+			}
+			f.fatal(err)
+			refuseAll(logs, out)
+			return
 		}
 	}
 	if n == 0 {
@@ -358,3 +383,13 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 }
 
 func (s *fsmSnapshot) Release() {}
+
+// refuseAll answers every command of a stopped server's batch with
+// ErrNotDurable.
+func refuseAll(logs []*raft.Log, out []any) {
+	for i, l := range logs {
+		if l.Type == raft.LogCommand {
+			out[i] = ErrNotDurable
+		}
+	}
+}
