@@ -3,7 +3,6 @@ package raftlog
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,8 @@ import (
 	"github.com/hashicorp/go-metrics"
 	"github.com/hashicorp/raft"
 	"github.com/hashicorp/raft-wal/types"
+
+	"github.com/tenurekv/tenure/impl/disk"
 )
 
 // LogSync lets the leader send new entries to its followers while its own
@@ -373,8 +374,8 @@ func (m syncedMeta) SetStable(key, value []byte) error {
 // syncFiles fsyncs every file in dir. A previous process may have been
 // killed with deferred Syncs: its writes are in the page cache, readable
 // but not yet on disk, and they must be before they count as durable.
-func syncFiles(dir string) error {
-	entries, err := os.ReadDir(dir)
+func syncFiles(d disk.FS, dir string) error {
+	entries, err := d.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("list raft log directory: %w", err)
 	}
@@ -382,7 +383,7 @@ func syncFiles(dir string) error {
 		if !e.Type().IsRegular() {
 			continue
 		}
-		if err := syncPath(filepath.Join(dir, e.Name())); err != nil {
+		if err := syncPath(d, filepath.Join(dir, e.Name())); err != nil {
 			return fmt.Errorf("fsync %s: %w", e.Name(), err)
 		}
 	}
