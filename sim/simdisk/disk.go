@@ -600,6 +600,16 @@ func (d *Disk) FailSyncs(err error) {
 // SetSyncDelay makes every fsync sleep for delay (time.Sleep: virtual time
 // in a synctest bubble) on the calling goroutine before it takes effect;
 // a power loss during the sleep loses what it was to persist.
+//
+// Inside a bubble, a goroutine waiting on a sync.Mutex is not durably
+// blocked, so if the fsync's caller holds a mutex that another goroutine
+// waits for, the bubble's clock stops for good. raft-wal holds its write
+// lock across the fsync of an append and of a rotation's metadata, and
+// its rotation, a compaction (raft's snapshot goroutine) and Close take it
+// too: a delay is safe only while none of those can overlap a write, e.g.
+// with segments large enough not to rotate and no snapshot under way.
+// raftlog's own locks held across fsyncs are channels, which do not stop
+// the clock.
 func (d *Disk) SetSyncDelay(delay time.Duration) {
 	d.mu.Lock()
 	d.syncDelay = max(delay, 0)

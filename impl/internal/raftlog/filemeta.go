@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 
 	"github.com/hashicorp/raft-wal/types"
 
@@ -30,7 +29,10 @@ import (
 type fileMeta struct {
 	fs disk.FS
 
-	mu     sync.Mutex
+	// lock guards the rest and is held across a commit's fsyncs: a
+	// one-slot channel, as LogSync.flushing is, so that a goroutine waiting
+	// for it inside a synctest bubble is durably blocked.
+	lock   chan struct{}
 	dir    string // set by the first Load
 	state  types.PersistentState
 	stable []stableKV // sorted by key
@@ -58,8 +60,7 @@ type metaFile struct {
 var errMetaClosed = errors.New("raft log meta store is closed")
 
 func (m *fileMeta) Load(dir string) (types.PersistentState, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.acquire()()
 	if m.closed {
 		return types.PersistentState{}, errMetaClosed
 	}
@@ -117,8 +118,7 @@ func readMetaFile(d disk.FS, path string) (metaFile, error) {
 }
 
 func (m *fileMeta) CommitState(st types.PersistentState) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.acquire()()
 	st = cloneState(st)
 	if err := m.commitLocked(st, m.stable); err != nil {
 		return err
@@ -128,8 +128,7 @@ func (m *fileMeta) CommitState(st types.PersistentState) error {
 }
 
 func (m *fileMeta) GetStable(key []byte) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.acquire()()
 	if m.closed {
 		return nil, errMetaClosed
 	}
@@ -142,8 +141,7 @@ func (m *fileMeta) GetStable(key []byte) ([]byte, error) {
 // SetStable stores value under key; a nil value deletes the key, as in
 // raft-wal's BoltDB store.
 func (m *fileMeta) SetStable(key, value []byte) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
+	defer m.acquire()()
 	stable := slices.Clone(m.stable)
 	i, ok := m.find(key)
 	switch {
@@ -211,10 +209,15 @@ func (m *fileMeta) commitLocked(st types.PersistentState, stable []stableKV) err
 
 // Close makes every later call fail; a second Close does nothing.
 func (m *fileMeta) Close() error {
-	m.mu.Lock()
+	defer m.acquire()()
 	m.closed = true
-	m.mu.Unlock()
 	return nil
+}
+
+// acquire takes the lock and returns its release.
+func (m *fileMeta) acquire() func() {
+	m.lock <- struct{}{}
+	return func() { <-m.lock }
 }
 
 // cloneState copies st, so that neither raft-wal nor this store sees the

@@ -61,8 +61,12 @@ type LogSync struct {
 	truncations uint64
 	durable     atomic.Uint64 // written under mu
 
-	// flushMu makes flushes one at a time.
-	flushMu sync.Mutex
+	// flushing makes flushes one at a time: a one-slot channel rather than
+	// a sync.Mutex because a flush holds it across fsyncs, and inside a
+	// synctest bubble (the simulator) a goroutine waiting on a mutex is not
+	// durably blocked: an fsync that sleeps on virtual time (simdisk's slow
+	// disk) would then stop the bubble's clock for good.
+	flushing chan struct{}
 
 	waitMu   sync.Mutex
 	advanced chan struct{} // closed and replaced when durable grows or failed is set
@@ -79,6 +83,7 @@ type LogSync struct {
 func newLogSync(background bool) *LogSync {
 	ls := &LogSync{
 		dirty:    make(map[*syncedFile]struct{}),
+		flushing: make(chan struct{}, 1),
 		advanced: make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
@@ -145,8 +150,8 @@ func (ls *LogSync) wrote(last uint64) {
 // are taken together, so each entry counted was written before its file's
 // Sync was deferred, and so before the real Sync below.
 func (ls *LogSync) flush() error {
-	ls.flushMu.Lock()
-	defer ls.flushMu.Unlock()
+	ls.flushing <- struct{}{}
+	defer func() { <-ls.flushing }()
 	if err := ls.err(); err != nil {
 		return err
 	}

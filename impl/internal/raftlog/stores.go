@@ -195,7 +195,7 @@ func openDurableLog(dir string, logger hclog.Logger, o durableLogOptions) (*dura
 	// file of tenure's own.
 	var meta types.MetaStore = &metadb.BoltMetaDB{}
 	if !isOS(d) {
-		meta = &fileMeta{fs: d}
+		meta = &fileMeta{fs: d, lock: make(chan struct{}, 1)}
 	}
 	dl.closers = append(dl.closers, dl.sync, zeroed)
 	metaStore := meta
