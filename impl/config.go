@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/tenurekv/tenure/impl/clock"
+	"github.com/tenurekv/tenure/impl/disk"
 	"github.com/tenurekv/tenure/impl/fsm"
 	"github.com/tenurekv/tenure/impl/rpc"
 	"github.com/tenurekv/tenure/model"
@@ -44,6 +45,14 @@ type Config struct {
 	// DataDir holds the durable raft log, stable store and snapshots when
 	// not Dev and the stores are not injected.
 	DataDir string
+	// Disk is the file system DataDir is on; nil is the real disk. The
+	// simulator gives an in-memory one (sim/simdisk) that can lose power.
+	// On any disk but disk.OS, raft-wal's metadata and the snapshots are
+	// files of tenure's own rather than BoltDB and raft's file store.
+	Disk disk.FS
+	// LogSegmentSize, if set, replaces raft-wal's 64 MiB log segments; the
+	// simulator uses small ones so that short runs rotate them.
+	LogSegmentSize int
 	// RaftAddr is the server port's host:port when Transport is nil: raft
 	// and forwarded requests (package rpc) share it, and it is the address
 	// advertised to peers. ServerListener, if set, is that port already

@@ -88,6 +88,7 @@ func newServer(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	st, err := raftlog.Open(raftlog.Config{DataDir: cfg.DataDir, Dev: cfg.Dev, Logger: cfg.Logger,
+		Disk: cfg.Disk, SegmentSize: cfg.LogSegmentSize,
 		LogStore: cfg.LogStore, StableStore: cfg.StableStore, SnapshotStore: cfg.SnapshotStore})
 	if err != nil {
 		return nil, err

@@ -9,8 +9,9 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb"
 	wal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/fs"
 	"github.com/hashicorp/raft-wal/segment"
+
+	"github.com/tenurekv/tenure/impl/disk"
 )
 
 // These benchmarks chose the durable log store (see stores.go): each op is
@@ -29,7 +30,7 @@ func BenchmarkLogStore(b *testing.B) {
 		},
 		// raft-wal on zero-filled segments with fdatasync (segmentfill.go).
 		"wal-zeroed": func(dir string) (raft.LogStore, func() error, error) {
-			v := &zeroedVFS{VFS: fs.New()}
+			v := &zeroedVFS{FS: disk.OS{}}
 			w, err := wal.Open(dir, wal.WithSegmentFiler(segment.NewFiler(dir, v)))
 			if err != nil {
 				return nil, nil, err

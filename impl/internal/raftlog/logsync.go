@@ -3,7 +3,6 @@ package raftlog
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,8 @@ import (
 	"github.com/hashicorp/go-metrics"
 	"github.com/hashicorp/raft"
 	"github.com/hashicorp/raft-wal/types"
+
+	"github.com/tenurekv/tenure/impl/disk"
 )
 
 // LogSync lets the leader send new entries to its followers while its own
@@ -60,8 +61,12 @@ type LogSync struct {
 	truncations uint64
 	durable     atomic.Uint64 // written under mu
 
-	// flushMu makes flushes one at a time.
-	flushMu sync.Mutex
+	// flushing makes flushes one at a time: a one-slot channel rather than
+	// a sync.Mutex because a flush holds it across fsyncs, and inside a
+	// synctest bubble (the simulator) a goroutine waiting on a mutex is not
+	// durably blocked: an fsync that sleeps on virtual time (simdisk's slow
+	// disk) would then stop the bubble's clock for good.
+	flushing chan struct{}
 
 	waitMu   sync.Mutex
 	advanced chan struct{} // closed and replaced when durable grows or failed is set
@@ -78,6 +83,7 @@ type LogSync struct {
 func newLogSync(background bool) *LogSync {
 	ls := &LogSync{
 		dirty:    make(map[*syncedFile]struct{}),
+		flushing: make(chan struct{}, 1),
 		advanced: make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
@@ -144,8 +150,8 @@ func (ls *LogSync) wrote(last uint64) {
 // are taken together, so each entry counted was written before its file's
 // Sync was deferred, and so before the real Sync below.
 func (ls *LogSync) flush() error {
-	ls.flushMu.Lock()
-	defer ls.flushMu.Unlock()
+	ls.flushing <- struct{}{}
+	defer func() { <-ls.flushing }()
 	if err := ls.err(); err != nil {
 		return err
 	}
@@ -373,8 +379,8 @@ func (m syncedMeta) SetStable(key, value []byte) error {
 // syncFiles fsyncs every file in dir. A previous process may have been
 // killed with deferred Syncs: its writes are in the page cache, readable
 // but not yet on disk, and they must be before they count as durable.
-func syncFiles(dir string) error {
-	entries, err := os.ReadDir(dir)
+func syncFiles(d disk.FS, dir string) error {
+	entries, err := d.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("list raft log directory: %w", err)
 	}
@@ -382,7 +388,7 @@ func syncFiles(dir string) error {
 		if !e.Type().IsRegular() {
 			continue
 		}
-		if err := syncPath(filepath.Join(dir, e.Name())); err != nil {
+		if err := syncPath(d, filepath.Join(dir, e.Name())); err != nil {
 			return fmt.Errorf("fsync %s: %w", e.Name(), err)
 		}
 	}

@@ -3,6 +3,7 @@ package raftlog
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -11,6 +12,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft-wal/types"
+
+	"github.com/tenurekv/tenure/impl/disk"
 )
 
 // zeroedVFS gives raft-wal log segments whose every block is already
@@ -35,7 +38,9 @@ import (
 // of milliseconds for half a second at 64 clients (BenchmarkAppendBesideSpare
 // has the side-by-side figures).
 type zeroedVFS struct {
-	types.VFS
+	// FS holds the segments; its own segment files serve raft-wal's reads,
+	// listings and deletions.
+	disk.FS
 	// logger hears of a failed preparation: the next rotation then fills
 	// its segment on the spot, 45 ms under raft-wal's write lock.
 	logger hclog.Logger
@@ -53,24 +58,24 @@ const spareName = "next-segment.zeroed"
 func (v *zeroedVFS) Create(dir, name string, size uint64) (types.WritableFile, error) {
 	path := filepath.Join(dir, name)
 	if size > 0 && v.takeSpare(dir, path, size) {
-		f, err := os.OpenFile(path, os.O_RDWR, 0o640)
+		f, err := v.FS.OpenFile(path, os.O_RDWR, 0o640)
 		if err != nil {
 			return nil, fmt.Errorf("open segment %s: %w", name, err)
 		}
 		return &zeroedFile{File: f, dir: dir, size: size, vfs: v}, nil
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o640)
+	f, err := v.FS.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_RDWR, 0o640)
 	if err != nil {
 		return nil, fmt.Errorf("create segment %s: %w", name, err)
 	}
 	if err := zeroFill(f, size); err != nil {
-		return nil, errors.Join(fmt.Errorf("zero-fill segment %s: %w", name, err), f.Close(), os.Remove(path))
+		return nil, errors.Join(fmt.Errorf("zero-fill segment %s: %w", name, err), f.Close(), v.FS.Remove(path))
 	}
 	return &zeroedFile{File: f, dir: dir, size: size, vfs: v}, nil
 }
 
 func (v *zeroedVFS) OpenWriter(dir, name string) (types.WritableFile, error) {
-	f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDWR, 0o640)
+	f, err := v.FS.OpenFile(filepath.Join(dir, name), os.O_RDWR, 0o640)
 	if err != nil {
 		return nil, err
 	}
@@ -89,16 +94,16 @@ func (v *zeroedVFS) takeSpare(dir, path string, size uint64) bool {
 		return false
 	}
 	spare := filepath.Join(dir, spareName)
-	fi, err := os.Stat(spare)
+	fi, err := v.FS.Stat(spare)
 	if err != nil || uint64(fi.Size()) != size {
 		return false
 	}
 	// A link, unlike a rename, refuses an existing name, as the O_EXCL
 	// create it stands in for does.
-	if err := os.Link(spare, path); err != nil {
+	if err := v.FS.Link(spare, path); err != nil {
 		return false
 	}
-	return os.Remove(spare) == nil
+	return v.FS.Remove(spare) == nil
 }
 
 // prepare zero-fills the next segment in the background, once at a time.
@@ -112,7 +117,7 @@ func (v *zeroedVFS) prepare(dir string, size uint64) {
 	v.done.Add(1)
 	go func() {
 		defer v.done.Done()
-		err := prepareSpare(dir, size, v.isClosed)
+		err := prepareSpare(v.FS, dir, size, v.isClosed)
 		if err != nil && !errors.Is(err, errSpareAbandoned) && v.logger != nil {
 			v.logger.Warn("next log segment not prepared; the rotation will fill it", "error", err)
 		}
@@ -152,13 +157,13 @@ var errSpareAbandoned = errors.New("spare segment abandoned: the log store close
 // prepareSpare writes a zero-filled, synced file of size bytes and then
 // gives it the spare's name, so a spare is never half written. It gives up
 // between chunks once stopped says so.
-func prepareSpare(dir string, size uint64, stopped func() bool) error {
+func prepareSpare(d disk.FS, dir string, size uint64, stopped func() bool) error {
 	spare := filepath.Join(dir, spareName)
-	if fi, err := os.Stat(spare); err == nil && uint64(fi.Size()) == size {
+	if fi, err := d.Stat(spare); err == nil && uint64(fi.Size()) == size {
 		return nil
 	}
 	tmp := spare + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o640)
+	f, err := d.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o640)
 	if err != nil {
 		return fmt.Errorf("create spare segment: %w", err)
 	}
@@ -167,18 +172,18 @@ func prepareSpare(dir string, size uint64, stopped func() bool) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Rename(tmp, spare)
+		err = d.Rename(tmp, spare)
 	}
 	if err != nil {
-		return errors.Join(fmt.Errorf("prepare spare segment: %w", err), os.Remove(tmp))
+		return errors.Join(fmt.Errorf("prepare spare segment: %w", err), d.Remove(tmp))
 	}
-	return syncPath(dir)
+	return syncPath(d, dir)
 }
 
 // zeroFillPaced zero-fills f a chunk at a time, syncing each chunk and
 // pausing after it, so that the disk never has more than one chunk of it
 // queued ahead of the log's own syncs.
-func zeroFillPaced(f *os.File, size uint64, stopped func() bool) error {
+func zeroFillPaced(f disk.File, size uint64, stopped func() bool) error {
 	buf := make([]byte, spareChunk)
 	for off := uint64(0); off < size; off += spareChunk {
 		if stopped != nil && stopped() {
@@ -188,7 +193,7 @@ func zeroFillPaced(f *os.File, size uint64, stopped func() bool) error {
 		if _, err := f.WriteAt(buf[:n], int64(off)); err != nil {
 			return err
 		}
-		if err := datasync(f); err != nil {
+		if err := f.Datasync(); err != nil {
 			return err
 		}
 		if off+n < size {
@@ -202,15 +207,15 @@ func zeroFillPaced(f *os.File, size uint64, stopped func() bool) error {
 // crash cut short: it is never used (only a finished spare is renamed into
 // place), and it would otherwise hold up to a segment of disk until the
 // next preparation, and be fsynced at every start before that.
-func removeUnfinishedSpare(dir string) error {
-	err := os.Remove(filepath.Join(dir, spareName+".tmp"))
+func removeUnfinishedSpare(d disk.FS, dir string) error {
+	err := d.Remove(filepath.Join(dir, spareName+".tmp"))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove an unfinished spare segment: %w", err)
 	}
 	return nil
 }
 
-func zeroFill(f *os.File, size uint64) error {
+func zeroFill(f io.WriterAt, size uint64) error {
 	buf := make([]byte, spareChunk)
 	for off := uint64(0); off < size; off += uint64(len(buf)) {
 		n := min(uint64(len(buf)), size-off)
@@ -221,20 +226,21 @@ func zeroFill(f *os.File, size uint64) error {
 	return nil
 }
 
-func syncPath(path string) error {
-	d, err := os.Open(path)
+// syncPath fsyncs a file or a directory, as os.Open and Sync would.
+func syncPath(d disk.FS, path string) error {
+	f, err := d.OpenFile(path, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}
-	err = d.Sync()
-	return errors.Join(err, d.Close())
+	err = f.Sync()
+	return errors.Join(err, f.Close())
 }
 
 // zeroedFile is a segment file synced with fdatasync where there is one:
 // its size never changes after the fill, so the inode's other metadata
 // need not be written on each commit.
 type zeroedFile struct {
-	*os.File
+	disk.File
 	dir       string
 	dirSynced atomic.Bool // whether the directory entry is known durable
 	size      uint64      // 0 for a file opened rather than created
@@ -250,13 +256,13 @@ func (f *zeroedFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func (f *zeroedFile) Sync() error {
-	if err := datasync(f.File); err != nil {
+	if err := f.File.Datasync(); err != nil {
 		return err
 	}
 	if !f.dirSynced.Load() {
 		// The first sync of a new or renamed segment also makes its name
 		// durable, as raft-wal's own file does.
-		if err := syncPath(f.dir); err != nil {
+		if err := syncPath(f.vfs.FS, f.dir); err != nil {
 			return err
 		}
 		f.dirSynced.Store(true)

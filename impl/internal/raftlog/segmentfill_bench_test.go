@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tenurekv/tenure/impl/disk"
 )
 
 // BenchmarkAppendBesideSpare measures what preparing a spare segment does to
@@ -35,7 +37,7 @@ func BenchmarkAppendBesideSpare(b *testing.B) {
 			}
 			return f.Sync()
 		}},
-		{"paced", func(dir string) error { return prepareSpare(dir, size, nil) }},
+		{"paced", func(dir string) error { return prepareSpare(disk.OS{}, dir, size, nil) }},
 	}
 	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {
@@ -73,7 +75,7 @@ func BenchmarkAppendBesideSpare(b *testing.B) {
 					if _, err := log.WriteAt(entry, off); err != nil {
 						b.Fatal(err)
 					}
-					if err := datasync(log); err != nil {
+					if err := disk.Fdatasync(log); err != nil {
 						b.Fatal(err)
 					}
 					lat = append(lat, time.Since(t0))

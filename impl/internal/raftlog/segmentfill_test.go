@@ -12,14 +12,15 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/fs"
 	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/segment"
+
+	"github.com/tenurekv/tenure/impl/disk"
 )
 
 func TestZeroedSegmentsAndSpares(t *testing.T) {
 	dir := t.TempDir()
-	v := &zeroedVFS{VFS: fs.New()}
+	v := &zeroedVFS{FS: disk.OS{}}
 	defer v.Close()
 	const size = 1 << 20
 	allZero := func(name string) {
@@ -72,7 +73,7 @@ func TestZeroedSegmentsAndSpares(t *testing.T) {
 	}
 	// An existing name is refused, as raft-wal's own create refuses it, and
 	// the spare stays.
-	if err := prepareSpare(dir, size, nil); err != nil {
+	if err := prepareSpare(disk.OS{}, dir, size, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := v.Create(dir, "b.wal", size); err == nil {
@@ -85,7 +86,7 @@ func TestZeroedSegmentsAndSpares(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A spare of another size is not taken.
-	if err := prepareSpare(dir, size/2, nil); err != nil {
+	if err := prepareSpare(disk.OS{}, dir, size/2, nil); err != nil {
 		t.Fatal(err)
 	}
 	h, err := v.Create(dir, "c.wal", size)
@@ -104,7 +105,7 @@ func TestZeroedSegmentsAndSpares(t *testing.T) {
 func TestWALOnZeroedSegments(t *testing.T) {
 	dir := t.TempDir()
 	open := func() (*wal.WAL, func()) {
-		v := &zeroedVFS{VFS: fs.New()}
+		v := &zeroedVFS{FS: disk.OS{}}
 		meta := &metadb.BoltMetaDB{}
 		w, err := wal.Open(dir, wal.WithMetaStore(meta), wal.WithSegmentSize(64<<10),
 			wal.WithSegmentFiler(segment.NewFiler(dir, v)))
@@ -161,7 +162,7 @@ func TestWALOnZeroedSegments(t *testing.T) {
 func TestSparePreparationFailureIsLogged(t *testing.T) {
 	dir := t.TempDir()
 	var logs bytes.Buffer
-	v := &zeroedVFS{VFS: fs.New(), logger: hclog.New(&hclog.LoggerOptions{Output: &logs})}
+	v := &zeroedVFS{FS: disk.OS{}, logger: hclog.New(&hclog.LoggerOptions{Output: &logs})}
 	defer v.Close()
 	// A directory where the temporary file must go makes its create fail.
 	if err := os.Mkdir(filepath.Join(dir, spareName+".tmp"), 0o750); err != nil {
@@ -187,7 +188,7 @@ func TestSparePreparationFailureIsLogged(t *testing.T) {
 func TestSparePreparationStopsOnClose(t *testing.T) {
 	dir := t.TempDir()
 	var logs bytes.Buffer
-	v := &zeroedVFS{VFS: fs.New(), logger: hclog.New(&hclog.LoggerOptions{Output: &logs})}
+	v := &zeroedVFS{FS: disk.OS{}, logger: hclog.New(&hclog.LoggerOptions{Output: &logs})}
 	// 32 chunks with a pause after each but the last: the preparation
 	// cannot finish before the Close just below it.
 	v.prepare(dir, 32*spareChunk)
@@ -211,7 +212,7 @@ func TestSparePreparationStopsOnClose(t *testing.T) {
 func TestSpareOfPartialChunk(t *testing.T) {
 	dir := t.TempDir()
 	const size = 3 * spareChunk / 2
-	if err := prepareSpare(dir, size, nil); err != nil {
+	if err := prepareSpare(disk.OS{}, dir, size, nil); err != nil {
 		t.Fatal(err)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, spareName))

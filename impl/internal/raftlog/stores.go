@@ -4,16 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	wal "github.com/hashicorp/raft-wal"
-	"github.com/hashicorp/raft-wal/fs"
 	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/segment"
 	"github.com/hashicorp/raft-wal/types"
+
+	"github.com/tenurekv/tenure/impl/disk"
 )
 
 // Config says where a server's raft stores live. A store set here is used
@@ -25,6 +25,14 @@ type Config struct {
 	// Dev keeps everything in memory, as consul agent -dev does.
 	Dev    bool
 	Logger hclog.Logger
+	// Disk holds DataDir; nil is the real disk (disk.OS). On any other
+	// disk raft-wal's meta store and the snapshots are files of tenure's
+	// own (filemeta.go, snapshots.go), as bbolt and raft's file snapshot
+	// store work on the real one only.
+	Disk disk.FS
+	// SegmentSize, if set, replaces raft-wal's 64 MiB log segments (the
+	// simulator uses small ones, so that short runs rotate).
+	SegmentSize int
 
 	LogStore      raft.LogStore
 	StableStore   raft.StableStore
@@ -54,6 +62,13 @@ func Open(c Config) (*Stores, error) {
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()
 	}
+	if c.SegmentSize < 0 {
+		return nil, fmt.Errorf("raft log segment size %d is negative", c.SegmentSize)
+	}
+	d := c.Disk
+	if d == nil {
+		d = disk.OS{}
+	}
 	st := &Stores{Logs: c.LogStore, Stable: c.StableStore, Snaps: c.SnapshotStore}
 	if c.Dev {
 		if st.Logs == nil || st.Stable == nil {
@@ -73,7 +88,7 @@ func Open(c Config) (*Stores, error) {
 	if c.DataDir != "" {
 		// Two servers on one directory would corrupt it; BoltDB would
 		// instead make the second wait forever for its file lock.
-		lock, err := lockDataDir(c.DataDir)
+		lock, err := lockDataDir(d, c.DataDir)
 		if err != nil {
 			return nil, err
 		}
@@ -81,13 +96,13 @@ func Open(c Config) (*Stores, error) {
 	}
 	if st.Logs == nil || st.Stable == nil {
 		dir := filepath.Join(c.DataDir, "raft")
-		if err := os.MkdirAll(dir, 0o750); err != nil {
+		if err := d.MkdirAll(dir, 0o750); err != nil {
 			st.Close()
 			return nil, fmt.Errorf("create raft log directory: %w", err)
 		}
 		// One log serves both: an injected store of either kind leaves the
 		// other's part of it unused.
-		dl, err := openDurableLog(dir, c.Logger.Named("wal"), durableLogOptions{})
+		dl, err := openDurableLog(dir, c.Logger.Named("wal"), durableLogOptions{disk: d, segmentSize: c.SegmentSize})
 		if err != nil {
 			st.Close()
 			return nil, err
@@ -101,7 +116,13 @@ func Open(c Config) (*Stores, error) {
 		}
 	}
 	if st.Snaps == nil {
-		snaps, err := raft.NewFileSnapshotStoreWithLogger(c.DataDir, 2, c.Logger.Named("snapshot"))
+		var snaps raft.SnapshotStore
+		var err error
+		if isOS(d) {
+			snaps, err = raft.NewFileSnapshotStoreWithLogger(c.DataDir, 2, c.Logger.Named("snapshot"))
+		} else {
+			snaps, err = newSnapshotStore(d, c.DataDir, 2)
+		}
 		if err != nil {
 			st.Close()
 			return nil, fmt.Errorf("open snapshot store in %s: %w", c.DataDir, err)
@@ -123,8 +144,11 @@ func (st *Stores) Close() error {
 	return first
 }
 
-// durableLogOptions change how openDurableLog opens a log; tests only.
+// durableLogOptions change how openDurableLog opens a log; all but disk and
+// segmentSize are for tests only.
 type durableLogOptions struct {
+	// disk holds the log; nil is the real disk.
+	disk disk.FS
 	// wrapVFS stands between the zero-filled segment files and LogSync.
 	wrapVFS func(types.VFS) types.VFS
 	// segmentSize, if set, replaces raft-wal's default of 64 MiB.
@@ -147,29 +171,38 @@ type durableLog struct {
 
 // openDurableLog opens (or creates) the raft log in dir.
 func openDurableLog(dir string, logger hclog.Logger, o durableLogOptions) (*durableLog, error) {
-	if err := removeUnfinishedSpare(dir); err != nil {
+	d := o.disk
+	if d == nil {
+		d = disk.OS{}
+	}
+	if err := removeUnfinishedSpare(d, dir); err != nil {
 		return nil, err
 	}
 	// A process killed with fsyncs deferred left writes in the page cache.
-	if err := syncFiles(dir); err != nil {
+	if err := syncFiles(d, dir); err != nil {
 		return nil, err
 	}
 	dl := &durableLog{sync: newLogSync(!o.manualFlush)}
-	zeroed := &zeroedVFS{VFS: fs.New(), logger: logger}
+	zeroed := &zeroedVFS{FS: d, logger: logger}
 	var vfs types.VFS = zeroed
 	if o.wrapVFS != nil {
 		vfs = o.wrapVFS(vfs)
 	}
-	// The BoltDB meta store is owned here: raft-wal's Close closes it
-	// too, but a failed Open does not, and its file lock would then hang a
-	// restart in the same process. A second Close does nothing.
-	meta := &metadb.BoltMetaDB{}
+	// The meta store is owned here: raft-wal's Close closes it too, but a
+	// failed Open does not, and the BoltDB file lock would then hang a
+	// restart in the same process. A second Close does nothing. BoltDB
+	// needs the real disk (it maps its file); elsewhere the metadata is a
+	// file of tenure's own.
+	var meta types.MetaStore = &metadb.BoltMetaDB{}
+	if !isOS(d) {
+		meta = &fileMeta{fs: d, lock: make(chan struct{}, 1)}
+	}
 	dl.closers = append(dl.closers, dl.sync, zeroed)
-	var metaStore types.MetaStore = meta
+	metaStore := meta
 	if o.wrapMeta != nil {
 		metaStore = o.wrapMeta(meta)
 	}
-	if err := finishRotation(dir, metaStore, fs.New()); err != nil {
+	if err := finishRotation(dir, metaStore, d); err != nil {
 		return nil, errors.Join(err, meta.Close(), closeAll(dl.closers))
 	}
 	size := wal.DefaultSegmentSize
@@ -211,4 +244,10 @@ func closeAll(cs []io.Closer) error {
 		errs = append(errs, cs[i].Close())
 	}
 	return errors.Join(errs...)
+}
+
+// isOS reports whether d is the real disk, where production's stores run.
+func isOS(d disk.FS) bool {
+	_, ok := d.(disk.OS)
+	return ok
 }

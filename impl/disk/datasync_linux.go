@@ -1,12 +1,12 @@
-package raftlog
+package disk
 
 import (
 	"os"
 	"syscall"
 )
 
-// datasync is fdatasync: the data and the metadata needed to read it back.
-func datasync(f *os.File) error {
+// Fdatasync is fdatasync: the data and the metadata needed to read it back.
+func Fdatasync(f *os.File) error {
 	sc, err := f.SyscallConn()
 	if err != nil {
 		return err
