@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
@@ -21,20 +22,21 @@ import (
 	"github.com/tenurekv/tenure/impl/gossip"
 	"github.com/tenurekv/tenure/model"
 	"github.com/tenurekv/tenure/sim/simclock"
+	"github.com/tenurekv/tenure/sim/simdisk"
 	"github.com/tenurekv/tenure/sim/simnet"
 )
 
 // httpPort is every server's HTTP port on the simulated network.
 const HttpPort = "8500"
 
-// server is one simulated server across its incarnations: the stores survive
-// a crash (the in-memory equivalent of its disk), everything else is rebuilt.
+// server is one simulated server across its incarnations: its disk
+// survives a crash (and, what it had synced, a power loss); everything
+// else is rebuilt.
 type server struct {
 	Name  string
 	clock *simclock.Clock // the node's true (skewed) clock
 	gate  *pauseClock     // what the server is given
-	logs  *raft.InmemStore
-	snaps *raft.InmemSnapshotStore
+	disk  *simdisk.Disk
 
 	mu sync.Mutex
 	// ag is the running incarnation, built by impl/agent.New as the
@@ -125,8 +127,7 @@ func NewCluster(n *simnet.Network, rec *Recorder, seed uint64, names []string, c
 		if err != nil {
 			return nil, fmt.Errorf("clock of %s: %w", name, err)
 		}
-		s := &server{Name: name, clock: clk, gate: &pauseClock{inner: clk},
-			logs: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore()}
+		s := &server{Name: name, clock: clk, gate: &pauseClock{inner: clk}, disk: simdisk.New()}
 		if v != nil && v.Clock != nil {
 			s.gate.now = v.Clock(clk)
 		}
@@ -168,8 +169,14 @@ func (c *Cluster) Start(s *server) error {
 	// one value, so an apply never sees a leader without its term.
 	var leadTerm atomic.Uint64
 	srvCfg := impl.Config{
-		NodeName: name, HTTPAddr: s.httpAddr(), RaftAddr: s.raftAddr(), Clock: s.gate,
-		LogStore: s.logs, StableStore: s.logs, SnapshotStore: s.snaps, Peers: c.peers,
+		NodeName: name, HTTPAddr: s.httpAddr(), RaftAddr: s.raftAddr(), Clock: s.gate, Peers: c.peers,
+		DataDir: dataDir, Disk: s.disk, LogSegmentSize: logSegmentSize,
+		// A failed fsync stops the process (the panic fsm makes without
+		// this hook): the node crashes, as that incarnation.
+		Fatal: func(err error) {
+			c.rec.Add(Event{Kind: KindNote, Node: name, Msg: NoteStopsPrefix + err.Error()})
+			go c.crashIncarnation(s, inc)
+		},
 		Dial: c.serverDial(name),
 		// Session IDs must not depend on crypto/rand, or no run replays.
 		// Counter first: failure reports show IDs cut to 8 characters.
@@ -253,26 +260,55 @@ func shutdownGossip(t *gossipTransport) error {
 	return t.Shutdown()
 }
 
-// crash stops s as kill -9 would (agent.Kill): HTTP, raft and gossip go
-// down at once, with no leave; the stores are kept for a restart.
-func (c *Cluster) Crash(s *server) error {
+// Where a simulated server keeps its data, and its raft log's segment size:
+// small, so that a run of a minute rotates segments (the code that repairs
+// an interrupted rotation is then under faults too).
+const (
+	dataDir        = "/data"
+	logSegmentSize = 256 << 10
+)
+
+// crash stops s as kill -9 would: its disk drops the process's open files
+// and lock (the page cache, unsynced writes included, survives), then the
+// agent stops at once (agent.Kill: no drain, no leave). Its disk is kept
+// for a restart.
+func (c *Cluster) Crash(s *server) { c.stop(s, -1, s.disk.Crash) }
+
+// PowerLoss stops s as a power cut would: its disk loses every write it had
+// not fsynced, then the agent stops, and the disk is powered on again for
+// a restart.
+func (c *Cluster) PowerLoss(s *server, r *rand.Rand) {
+	c.stop(s, -1, func() { s.disk.PowerLossRand(r) })
+	s.disk.PowerOn()
+}
+
+// crashIncarnation crashes s if incarnation inc still runs: a server that
+// stopped itself (Config.Fatal) is not crashed again after a restart.
+func (c *Cluster) crashIncarnation(s *server, inc int) {
+	if c.stop(s, inc, s.disk.Crash) {
+		c.rec.Add(Event{Kind: KindNote, Node: s.Name, Msg: NoteCrashPrefix + s.Name})
+	}
+}
+
+// stop takes s down if incarnation inc runs (any, with inc -1) and reports
+// whether it did: the disk first (cut, as the fault does to it), then the
+// agent. The agent's shutdown errors are those of a process whose disk was
+// pulled away, and are not reported; a kill -9 reports nothing either.
+func (c *Cluster) stop(s *server, inc int, cut func()) bool {
 	s.mu.Lock()
 	ag, stopped := s.ag, s.stopped
+	if ag == nil || (inc >= 0 && inc != s.incarnation) {
+		s.mu.Unlock()
+		return false
+	}
 	s.ag = nil
-	if ag != nil {
-		s.incarnation++
-	}
+	s.incarnation++
 	s.mu.Unlock()
-	if ag == nil {
-		return nil
-	}
 	stopped.Store(true)
-	err := ag.Kill()
+	cut()
+	_ = ag.Kill()
 	s.gate.resume()
-	if err != nil {
-		return fmt.Errorf("crash %s: %w", s.Name, err)
-	}
-	return nil
+	return true
 }
 
 func (c *Cluster) Shutdown() error {
@@ -281,7 +317,7 @@ func (c *Cluster) Shutdown() error {
 		errs = append(errs, c.CrashAgent(a))
 	}
 	for _, s := range c.Servers {
-		errs = append(errs, c.Crash(s))
+		c.Crash(s)
 	}
 	if c.gossip != nil {
 		// memberlist leaves probe goroutines waiting on their timeouts after

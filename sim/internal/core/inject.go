@@ -205,9 +205,7 @@ func (in *Injector) Start(f Fault) func() {
 }
 
 func (in *Injector) Crash(s *server) {
-	if err := in.Cl.Crash(s); err != nil {
-		in.Rec.Add(Event{Kind: KindNote, Node: s.Name, Msg: "crash error: " + err.Error()})
-	}
+	in.Cl.Crash(s)
 	in.Rec.Add(Event{Kind: KindNote, Node: s.Name, Msg: NoteCrashPrefix + s.Name})
 }
 

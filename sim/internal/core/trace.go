@@ -44,6 +44,9 @@ const (
 	// NoteCrashPrefix + server: a server crashed; NoteRestartPrefix: restarted.
 	NoteCrashPrefix   = "crash:"
 	NoteRestartPrefix = "restart:"
+	// NoteStopsPrefix + error: a server stopped itself (its log could not
+	// be made durable), and is crashed next.
+	NoteStopsPrefix = "stops:"
 )
 
 // Names of the sim's own clients.
