@@ -129,10 +129,11 @@ type Config struct {
 	// the server. A real server leaves it nil (each call costs a state
 	// copy).
 	Observe func(fsm.Change)
-	// Fatal, if set, is told when this server must stop because its log
-	// could not be made durable (a failed fsync), instead of the panic
-	// that ends the process; the server then applies nothing more. The
-	// simulator crashes the node there. A real server leaves it nil.
+	// Fatal, if set, is told once when this server must stop because its
+	// raft log could not be made durable (a failed fsync, on a leader or a
+	// follower), instead of the panic that ends the process; the server
+	// then applies nothing more. The simulator crashes the node there. A
+	// real server leaves it nil.
 	Fatal func(error)
 }
 

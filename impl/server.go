@@ -58,6 +58,7 @@ type Server struct {
 	shutdownCh   chan struct{}
 	raftDone     chan struct{} // closed once raft has shut down
 	shutdownOnce sync.Once
+	fatalOnce    sync.Once
 	shutdownErr  error
 	goMu         sync.Mutex
 	closing      bool
@@ -133,7 +134,7 @@ func newServer(cfg Config) (*Server, error) {
 		Confirm:       s.confirmLeadership,
 		Expire:        s.sessionsExpired,
 	})
-	fo := fsm.Options{Apply: cfg.Apply, Observe: cfg.Observe, Fatal: cfg.Fatal}
+	fo := fsm.Options{Apply: cfg.Apply, Observe: cfg.Observe, Fatal: s.fatal}
 	if st.Sync != nil {
 		fo.AwaitDurable = st.Sync.Await
 	}
@@ -153,6 +154,9 @@ func newServer(cfg Config) (*Server, error) {
 	}
 
 	s.goTracked(s.monitorLeadership)
+	if st.Sync != nil {
+		s.goTracked(func() { s.watchLogSync(st.Sync.Failed(), st.Sync.Err) })
+	}
 	s.goTracked(s.registerLoop)
 	if cfg.Membership != nil {
 		s.goTracked(s.consumeMembership)

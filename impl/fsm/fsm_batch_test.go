@@ -373,7 +373,9 @@ func TestFSMApplyBatchNeedsDurableLog(t *testing.T) {
 	if !slices.Equal(r.durable, []uint64{cfg.Index}) {
 		t.Fatalf("configuration-only batch awaited %v, want [%d]", r.durable, cfg.Index)
 	}
+	// The panic ended that process; the next batch is a fresh one's.
 	r.durable = nil
+	r.f.stopped.Store(false)
 	func() {
 		defer func() {
 			if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), "raft entry 16") ||

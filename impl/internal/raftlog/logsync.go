@@ -71,6 +71,8 @@ type LogSync struct {
 	waitMu   sync.Mutex
 	advanced chan struct{} // closed and replaced when durable grows or failed is set
 	failed   error
+	// failedCh is closed when failed is set.
+	failedCh chan struct{}
 
 	kick chan struct{}
 	stop chan struct{}
@@ -85,6 +87,7 @@ func newLogSync(background bool) *LogSync {
 		dirty:    make(map[*syncedFile]struct{}),
 		flushing: make(chan struct{}, 1),
 		advanced: make(chan struct{}),
+		failedCh: make(chan struct{}),
 		kick:     make(chan struct{}, 1),
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
@@ -216,9 +219,17 @@ func (ls *LogSync) setFailed(err error) {
 		ls.failed = err
 		close(ls.advanced)
 		ls.advanced = make(chan struct{})
+		close(ls.failedCh)
 	}
 	ls.waitMu.Unlock()
 }
+
+// Failed is closed once an fsync has failed; Err then says how. A server
+// stops there, leader or follower: every later write would fail anyway.
+func (ls *LogSync) Failed() <-chan struct{} { return ls.failedCh }
+
+// Err is the fsync failure, nil while there has been none.
+func (ls *LogSync) Err() error { return ls.err() }
 
 func (ls *LogSync) err() error {
 	ls.waitMu.Lock()
