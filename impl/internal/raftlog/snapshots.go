@@ -284,10 +284,12 @@ func (s *snapshotSink) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Close makes the snapshot durable and visible, then reaps old ones.
+// Close makes the snapshot durable and visible, then reaps old ones. A
+// second Close does nothing, as with FileSnapshotStore: an FSM's Persist
+// closes the sink and raft closes it again.
 func (s *snapshotSink) Close() error {
 	if s.done {
-		return errors.New("snapshot already closed")
+		return nil
 	}
 	s.done = true
 	err := s.buf.Flush()
