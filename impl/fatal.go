@@ -3,6 +3,8 @@ package impl
 import (
 	"errors"
 	"fmt"
+
+	"github.com/hashicorp/raft"
 )
 
 // errStopped is what a server reports once it has stopped itself.
@@ -31,4 +33,32 @@ func (s *Server) fatal(err error) {
 		}
 		s.cfg.Fatal(err)
 	})
+}
+
+// stopOnStableError is the stable store as raft sees it. raft panics when
+// it cannot save its term or vote; here the server stops instead
+// (fatal: the same panic in production, a crash of the node in the
+// simulator), and the raft goroutine that failed waits for the shutdown
+// and then goes on as if the write had succeeded: the process is gone by
+// then, and nothing it does reaches the disk.
+type stopOnStableError struct {
+	raft.StableStore
+	s *Server
+}
+
+func (st stopOnStableError) Set(key, val []byte) error {
+	return st.stopOn(st.StableStore.Set(key, val))
+}
+
+func (st stopOnStableError) SetUint64(key []byte, val uint64) error {
+	return st.stopOn(st.StableStore.SetUint64(key, val))
+}
+
+func (st stopOnStableError) stopOn(err error) error {
+	if err == nil {
+		return nil
+	}
+	st.s.fatal(fmt.Errorf("%w: raft stable store: %w", errStopped, err))
+	<-st.s.shutdownCh
+	return nil
 }

@@ -143,7 +143,7 @@ func newServer(cfg Config) (*Server, error) {
 	if err := bootstrapIfNew(cfg, rc, st, trans); err != nil {
 		return nil, errors.Join(err, closeTransport(trans), s.closePort(), st.Close())
 	}
-	r, err := raft.NewRaft(rc, s.fsm, st.Logs, st.Stable, st.Snaps, trans)
+	r, err := raft.NewRaft(rc, s.fsm, st.Logs, stopOnStableError{StableStore: st.Stable, s: s}, st.Snaps, trans)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("start raft: %w", err), closeTransport(trans), s.closePort(), st.Close())
 	}

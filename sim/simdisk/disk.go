@@ -95,7 +95,9 @@ type Disk struct {
 	// unsynced changes.
 	dirty map[*node]struct{}
 
-	syncErr   error
+	syncErr error
+	// lying: fsyncs succeed and persist nothing (LieOnSync).
+	lying     bool
 	syncDelay time.Duration
 }
 
@@ -594,6 +596,16 @@ func (d *Disk) dropHandles() {
 func (d *Disk) FailSyncs(err error) {
 	d.mu.Lock()
 	d.syncErr = err
+	d.mu.Unlock()
+}
+
+// LieOnSync makes every fsync report success and persist nothing, until
+// LieOnSync(false): a disk whose write cache ignores flushes, or, just
+// before PowerLoss, the instant between the power going and the process
+// noticing (whatever the process syncs then never reaches the platter).
+func (d *Disk) LieOnSync(lie bool) {
+	d.mu.Lock()
+	d.lying = lie
 	d.mu.Unlock()
 }
 

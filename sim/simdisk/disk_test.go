@@ -640,3 +640,35 @@ func TestRawVFS(t *testing.T) {
 		t.Fatalf("after a synced delete: %v %v", names, err)
 	}
 }
+
+// TestLieOnSync: while the disk lies, an fsync succeeds and persists
+// nothing, names included, so a power loss takes it all; once it stops
+// lying, an fsync persists again.
+func TestLieOnSync(t *testing.T) {
+	d := New()
+	if err := d.MkdirAll("/data", 0o750); err != nil {
+		t.Fatal(err)
+	}
+	d.LieOnSync(true)
+	if err := writeFile(d, "/data/lied", 0, []byte("lost"), true); err != nil {
+		t.Fatalf("a lying fsync failed: %v", err)
+	}
+	if err := syncPath(d, "/data"); err != nil {
+		t.Fatal(err)
+	}
+	d.LieOnSync(false)
+	if err := writeFile(d, "/data/kept", 0, []byte("kept"), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := syncPath(d, "/data"); err != nil {
+		t.Fatal(err)
+	}
+	d.PowerLoss()
+	d.PowerOn()
+	if b, err := readFile(d, "/data/kept"); err != nil || string(b) != "kept" {
+		t.Fatalf("what an honest fsync persisted: %q %v", b, err)
+	}
+	if b, err := readFile(d, "/data/lied"); err == nil && string(b) == "lost" {
+		t.Fatal("what a lying fsync covered survived a power loss")
+	}
+}
