@@ -6,6 +6,7 @@ package raft
 import (
 	"fmt"
 	"io"
+	"math/rand"
 	"os"
 	"time"
 
@@ -252,6 +253,18 @@ type Config struct {
 	// Notice: If this is enabled, the log store MUST implement the CommitTrackingLogStore
 	// interface. Otherwise, Raft will fail to start and return ErrIncompatibleLogStore.
 	RestoreCommittedLogs bool
+
+	// Rand, if set, returns the random source for one named use of
+	// randomness (the Rand* constants; a follower's replication uses carry
+	// its ID and the leader's term, see RandReplicate): each use then draws
+	// its random timeouts only from its own source, under a lock, instead
+	// of the global math/rand, so that a simulation that seeds them draws
+	// the same values whatever order its goroutines run in. It is called
+	// in NewRaft for the node's own uses and whenever this node, as leader,
+	// starts replicating to a follower; a nil result keeps the global
+	// source for that use. ReloadConfig does not change it. (tenure patch,
+	// see PATCH.md.)
+	Rand func(use string) *rand.Rand
 
 	// skipStartup allows NewRaft() to bypass all background work goroutines
 	skipStartup bool

@@ -161,7 +161,7 @@ func (r *Raft) runFollower() {
 	leaderAddr, leaderID := r.LeaderWithID()
 	r.logger.Info("entering follower state", "follower", r, "leader-address", leaderAddr, "leader-id", leaderID)
 	metrics.IncrCounter([]string{"raft", "state", "follower"}, 1)
-	heartbeatTimer := randomTimeout(r.config().HeartbeatTimeout)
+	heartbeatTimer := randomTimeout(r.rands.follower, r.config().HeartbeatTimeout)
 
 	for r.getState() == Follower {
 		r.mainThreadSaturation.sleeping()
@@ -215,7 +215,7 @@ func (r *Raft) runFollower() {
 			r.mainThreadSaturation.working()
 			// Restart the heartbeat timer
 			hbTimeout := r.config().HeartbeatTimeout
-			heartbeatTimer = randomTimeout(hbTimeout)
+			heartbeatTimer = randomTimeout(r.rands.follower, hbTimeout)
 
 			// Check if we have had a successful contact
 			lastContact := r.LastContact()
@@ -308,7 +308,7 @@ func (r *Raft) runCandidate() {
 	defer func() { r.candidateFromLeadershipTransfer.Store(false) }()
 
 	electionTimeout := r.config().ElectionTimeout
-	electionTimer := randomTimeout(electionTimeout)
+	electionTimer := randomTimeout(r.rands.candidate, electionTimeout)
 
 	// Tally the votes, need a simple majority
 	preVoteGrantedVotes := 0
@@ -351,7 +351,7 @@ func (r *Raft) runCandidate() {
 					"tally", preVoteGrantedVotes, "refused", preVoteRefusedVotes, "votesNeeded", votesNeeded)
 				preVoteGrantedVotes = 0
 				preVoteRefusedVotes = 0
-				electionTimer = randomTimeout(electionTimeout)
+				electionTimer = randomTimeout(r.rands.candidate, electionTimeout)
 				prevoteCh = nil
 				voteCh = r.electSelf()
 			}
@@ -424,7 +424,7 @@ func (r *Raft) runCandidate() {
 		case <-r.followerNotifyCh:
 			if electionTimeout != r.config().ElectionTimeout {
 				electionTimeout = r.config().ElectionTimeout
-				electionTimer = randomTimeout(electionTimeout)
+				electionTimer = randomTimeout(r.rands.candidate, electionTimeout)
 			}
 
 		case <-electionTimer:
@@ -608,6 +608,7 @@ func (r *Raft) startStopReplication() {
 				notifyCh:            make(chan struct{}, 1),
 				stepDown:            r.leaderState.stepDown,
 			}
+			s.replicateRand, s.heartbeatRand = r.followerRandSources(server.ID, s.currentTerm) // tenure patch
 
 			r.leaderState.replState[server.ID] = s
 			r.goFunc(func() { r.replicate(s) })

@@ -90,6 +90,10 @@ type followerReplication struct {
 	// should step down based on information from a follower.
 	stepDown chan struct{}
 
+	// replicateRand and heartbeatRand are the sources of replicate's and
+	// heartbeat's random timeouts (tenure patch: Config.Rand).
+	replicateRand, heartbeatRand *randSource
+
 	// allowPipeline is used to determine when to pipeline the AppendEntries RPCs.
 	// It is private to this replication goroutine.
 	allowPipeline bool
@@ -166,7 +170,7 @@ RPC:
 		// raft commits stop flowing naturally. The actual heartbeats
 		// can't do this to keep them unblocked by disk IO on the
 		// follower. See https://github.com/hashicorp/raft/issues/282.
-		case <-randomTimeout(r.config().CommitTimeout):
+		case <-randomTimeout(s.replicateRand, r.config().CommitTimeout):
 			lastLogIdx, _ := r.getLastLog()
 			shouldStop = r.replicateTo(s, lastLogIdx)
 		}
@@ -399,7 +403,7 @@ func (r *Raft) heartbeat(s *followerReplication, stopCh chan struct{}) {
 		// Wait for the next heartbeat interval or forced notify
 		select {
 		case <-s.notifyCh:
-		case <-randomTimeout(r.config().HeartbeatTimeout / 10):
+		case <-randomTimeout(s.heartbeatRand, r.config().HeartbeatTimeout/10):
 		case <-stopCh:
 			return
 		}
@@ -492,7 +496,7 @@ SEND:
 		case <-s.triggerCh:
 			lastLogIdx, _ := r.getLastLog()
 			shouldStop = r.pipelineSend(s, pipeline, &nextIndex, lastLogIdx)
-		case <-randomTimeout(r.config().CommitTimeout):
+		case <-randomTimeout(s.replicateRand, r.config().CommitTimeout):
 			lastLogIdx, _ := r.getLastLog()
 			shouldStop = r.pipelineSend(s, pipeline, &nextIndex, lastLogIdx)
 		}

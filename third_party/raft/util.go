@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"math/rand"
 	"time"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
@@ -25,12 +24,13 @@ func newSeed() int64 {
 	return r.Int64()
 }
 
-// randomTimeout returns a value that is between the minVal and 2x minVal.
-func randomTimeout(minVal time.Duration) <-chan time.Time {
+// randomTimeout returns a value that is between the minVal and 2x minVal,
+// drawn from src (tenure patch: the source is an argument).
+func randomTimeout(src *randSource, minVal time.Duration) <-chan time.Time {
 	if minVal == 0 {
 		return nil
 	}
-	extra := time.Duration(rand.Int63()) % minVal
+	extra := time.Duration(src.int63()) % minVal
 	return time.After(minVal + extra)
 }
 
