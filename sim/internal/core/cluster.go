@@ -159,7 +159,7 @@ func (c *Cluster) Start(s *server) error {
 	srvCfg := impl.Config{
 		NodeName: name, HTTPAddr: s.httpAddr(), RaftAddr: s.raftAddr(), Clock: s.gate,
 		LogStore: s.logs, StableStore: s.logs, SnapshotStore: s.snaps, Peers: c.peers,
-		Dial: c.serverDial(name),
+		Dial: c.serverDial(name), RaftRand: c.raftRand(name, inc),
 		// Session IDs must not depend on crypto/rand, or no run replays.
 		// Counter first: failure reports show IDs cut to 8 characters.
 		NewID: func() string {
