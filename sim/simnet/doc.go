@@ -17,7 +17,9 @@
 //     link, the message's description (kind, size, raft terms and
 //     indexes) and the instant it is sent, so its draws do not depend on
 //     the order in which goroutines sent at one instant (messages
-//     described alike at one instant are told apart by count).
+//     described alike at one instant are told apart by count: per link,
+//     or per stream for connection traffic, whose writers on two streams
+//     race while each stream's own writes keep their order).
 //   - Arrival order: messages are delivered in (arrival time, send order).
 //     RPCs may overtake each other under jitter, as on separate TCP
 //     connections; each connection's byte stream stays FIFO.
