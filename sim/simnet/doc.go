@@ -51,7 +51,8 @@
 // instant (the scheduler's choice, not the simulation's).
 //
 // Determinism: the seed fixes every network decision, but raft draws its
-// timeouts from the global math/rand (seed it with rand.Seed plus
+// timeouts from the global math/rand unless its Config.Rand (tenure's
+// patch, third_party/raft) gives each use a seeded source (else seed it with rand.Seed plus
 // "//go:debug randseednop=0" in a _test.go file) and Go's scheduler is not
 // seedable. Measured at GOMAXPROCS=1: a partition scenario replays its
 // canonical trace 150/150; 300 applies submitted 1ms apart with 5% loss
