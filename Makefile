@@ -127,6 +127,14 @@ replay-rate:
 	$(GO) test -count=1 -timeout 0 -run 'TestReplayRate$$' -v ./sim -args -replay-rate -seeds $(RATE_SEEDS) \
 		-replays $(RATE_REPLAYS) -nodes $$n -replay-procs $$p | grep 'replay rate' || exit 1; done; done
 
+## teeth-replay: for each broken server in TestTeeth, how often its failing seeds fail again with the
+## same check at the default GOMAXPROCS (minutes; not in make test), e.g. make teeth-replay TEETH_REPLAYS=20
+TEETH_REPLAYS ?= 10
+.PHONY: teeth-replay
+teeth-replay:
+	$(GO) test -count=1 -timeout 0 -run 'TestTeethReplay$$' -v ./sim -args -teeth-replays $(TEETH_REPLAYS) \
+		| grep -E 'caught|teeth replay rate|^(--- |ok|FAIL)'
+
 ## mutate: mutation testing (gremlins, pinned in go.mod) over model/, linearizability/, recipe/,
 ## impl's decision files, impl/reconcile, impl/gossip, impl/checks and impl/local, plus the named
 ## deletion mutants (mutation/deletionlist.go); summary in bin/mutation/report.txt. Fails on a

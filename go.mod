@@ -80,3 +80,5 @@ tool (
 replace github.com/hashicorp/memberlist => ./third_party/memberlist
 
 replace github.com/hashicorp/serf => ./third_party/serf
+
+replace github.com/hashicorp/raft v1.8.0 => ./third_party/raft

@@ -3,6 +3,7 @@ package impl
 import (
 	"errors"
 	"fmt"
+	"math/rand"
 	"net"
 	"time"
 
@@ -76,6 +77,12 @@ type Config struct {
 	// tuneRaft, if set, adjusts the raft configuration after tenure's defaults
 	// (LocalID, Logger and, in Dev, faster timings) are filled in.
 	tuneRaft func(*raft.Config)
+	// RaftRand, if set, returns the source of one named use of randomness
+	// in raft (its random timeouts: raft.Rand*), so that the simulator can
+	// seed one per node and use and no draw depends on goroutine order.
+	// Nil keeps raft's global math/rand. It needs tenure's patched raft
+	// (third_party/raft, DESIGN.md "Patched dependencies").
+	RaftRand func(use string) *rand.Rand
 
 	// Peers is the full server list, this node included. A server with no
 	// raft state bootstraps exactly this configuration, so starting every
@@ -229,6 +236,7 @@ func (c Config) raftConfig() (*raft.Config, error) {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(c.NodeName)
 	rc.Logger = c.Logger.Named("raft")
+	rc.Rand = c.RaftRand
 	// Log compaction bounds the disk (DESIGN.md, "Disk bound"): a snapshot
 	// every 16384 entries or 30 s, whichever first, keeps the log between
 	// snapshots short; 10240 trailing entries let a follower that missed a

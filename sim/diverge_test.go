@@ -17,10 +17,11 @@ import (
 
 // Flags of the divergence finder (TestDiverge).
 var (
-	flagDiverge    = flag.Bool("diverge", false, "TestDiverge: run -seed until two runs differ and print where")
-	flagDivergeNet = flag.Bool("diverge-net", true, "TestDiverge: record every network message in the traces compared")
-	flagDivergeCtx = flag.Int("diverge-context", 12, "TestDiverge: events of context printed around the first difference")
-	flagDivergeMax = flag.Int("diverge-runs", 10, "TestDiverge: give up after this many runs that all match the first")
+	flagDiverge     = flag.Bool("diverge", false, "TestDiverge: run -seed until two runs differ and print where")
+	flagDivergeNet  = flag.Bool("diverge-net", true, "TestDiverge: record every network message in the traces compared")
+	flagDivergeCtx  = flag.Int("diverge-context", 12, "TestDiverge: events of context printed around the first difference")
+	flagDivergeMax  = flag.Int("diverge-runs", 10, "TestDiverge: give up after this many runs that all match the first")
+	flagDivergeGrep = flag.String("diverge-grep", "", "TestDiverge: also print each run's events matching this regexp from the difference on (up to -diverge-context×4)")
 )
 
 // TestDiverge runs one seed at GOMAXPROCS=1 until a run's trace differs
@@ -54,6 +55,11 @@ func TestDiverge(t *testing.T) {
 		}
 		t.Logf("seed %d: run %d differs from run 1 at canonical event %d of %d/%d (virtual %v)\n%s",
 			seed, run+1, d.index, len(first), len(other), d.at, d.context(*flagDivergeCtx))
+		if *flagDivergeGrep != "" {
+			re := regexp.MustCompile(*flagDivergeGrep)
+			t.Logf("events matching %q from the difference on:\n  run 1:\n%s  other:\n%s", *flagDivergeGrep,
+				grepFrom(first, d.index, re, 4**flagDivergeCtx), grepFrom(other, d.index, re, 4**flagDivergeCtx))
+		}
 		return
 	}
 	t.Logf("seed %d: %d runs, all identical", seed, *flagDivergeMax)
@@ -135,6 +141,18 @@ func (d difference) context(k int) string {
 		fmt.Fprintf(&buf, "  %s:\n", side.name)
 		for i := d.index; i < min(len(side.lines), d.index+k); i++ {
 			fmt.Fprintf(&buf, "  %s %s\n", map[bool]string{true: "≠", false: " "}[i == d.index], shorten(side.lines[i].line))
+		}
+	}
+	return buf.String()
+}
+
+// grepFrom prints up to k of lines[from:] that match re.
+func grepFrom(lines []canonicalLine, from int, re *regexp.Regexp, k int) string {
+	var buf bytes.Buffer
+	for i := from; i < len(lines) && k > 0; i++ {
+		if re.MatchString(lines[i].line) {
+			fmt.Fprintf(&buf, "    %s\n", shorten(lines[i].line))
+			k--
 		}
 	}
 	return buf.String()

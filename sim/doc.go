@@ -77,23 +77,34 @@
 // leader").
 //
 // Determinism: the seed fixes the fault schedule, the clocks and every
-// client's choices exactly (TestReplay asserts it). memberlist and serf
-// draw each use of randomness (probe order, gossip targets, staggers, …)
-// from a source of their own, seeded per node and use (core/gossiprand.go,
-// through tenure's patch of both: third_party/, DESIGN.md "Patched
-// dependencies"); the network draws each message's delay and loss from a
-// stream of its own (sim/simnet); memberlist's probe interval is 1731 ns
-// off Consul's so its probe and gossip ticks never coincide; the agents'
-// random waits come from the seed. raft still draws its timeouts from the
-// global math/rand, which each run seeds: when two of its goroutines draw
-// at one virtual instant (a new leader's heartbeat and replication
-// goroutines, the servers' snapshot timers at start), the scheduler decides
-// which gets which value, and such a run does not replay. Measured with
-// make replay-rate (TestReplayRate; a rerun replays when its trace digest
-// equals the first run's): at GOMAXPROCS=1, 110 of 120 reruns (40 seeds × 3,
-// 3 servers) and 108 of 120 (5 servers); before, 0 of 30 and 0 of 30. At
-// the default GOMAXPROCS (2 cores) goroutines truly race and few reruns
-// replay (1 of 60, 0 of 60).
+// client's choices exactly (TestReplay asserts it). memberlist, serf and
+// raft draw each use of randomness (probe order, gossip targets, staggers,
+// election and heartbeat timeouts, …) from a source of their own, seeded
+// per node and use (core/gossiprand.go, core/raftrand.go, through tenure's
+// patches: third_party/, DESIGN.md "Patched dependencies"); the network
+// draws each message's delay and loss from a stream of its own, alike
+// messages at one instant told apart per stream for connection traffic
+// (sim/simnet); memberlist's probe interval is 1731 ns off Consul's so its
+// probe and gossip ticks never coincide; the agents' random waits come from
+// the seed, the anti-entropy loop's from a stream apart from the local
+// state's. What remains is Go's scheduler at one virtual instant: which
+// goroutine runs first, which ready case a select takes, map order. In
+// the two seeds TestDiverge was last run on (13 and 26, 3 servers) the
+// runs part at a paused server's resume (server-pause's end): what its
+// goroutines write at that instant (one raft message more or fewer)
+// differs with whether they ran before or after the network's Resume. Its
+// own rate is not measured apart; all that remains together is measured
+// with make replay-rate (TestReplayRate, 40 seeds × 4 runs; a rerun
+// replays when its trace digest equals the first run's) at GOMAXPROCS=1
+// on a699795: 115 of 120 reruns replay (3 servers) and 114 of 120 (5
+// servers). Before raft's patch (d91b0c1: gossip patched, raft on the
+// global source) 114 of 120 and 95 of 120; with raft's patch alone
+// (fc28cf0) 111 of 120 (3 servers); with the per-stream count too
+// (63c9087) 113 and 114. At the default GOMAXPROCS goroutines truly race
+// and few reruns replay, but what the checks decide does: make
+// teeth-replay (TestTeethReplay) reruns every broken server's failing
+// TestTeeth seeds, and the same check caught all 150 reruns (5 of each of
+// the 30 failing seeds of the 11 broken servers, at bd64ba4, 2 cores).
 // TestDiverge prints where two runs of a seed part. TestSeeds logs each
 // run's speed, virtual over wall time (about 100× on 3 servers with their
 // client agents).

@@ -317,13 +317,17 @@ func teethGroups(ttl bool) []workload.LockGroup {
 	return out
 }
 
-// TestTeeth runs broken servers and asserts each is caught by the named check.
-func TestTeeth(t *testing.T) {
-	cases := []struct {
-		v      *core.Variant
-		expect string
-		cfg    func(seed uint64) workload.Config
-	}{
+// teethCase is one broken server of TestTeeth: its variant, the check that
+// must catch it and its scenario.
+type teethCase struct {
+	v      *core.Variant
+	expect string
+	cfg    func(seed uint64) workload.Config
+}
+
+// teethCases are TestTeeth's broken servers.
+func teethCases() []teethCase {
+	return []teethCase{
 		{lockDelayIgnored, checks.CheckLockDelay, func(seed uint64) workload.Config {
 			cfg := workload.DefaultConfig(seed)
 			cfg.Groups = append(teethGroups(true), teethGroups(false)...)
@@ -385,7 +389,11 @@ func TestTeeth(t *testing.T) {
 			return cfg
 		}},
 	}
-	for _, tc := range cases {
+}
+
+// TestTeeth runs broken servers and asserts each is caught by the named check.
+func TestTeeth(t *testing.T) {
+	for _, tc := range teethCases() {
 		t.Run(tc.v.Name, func(t *testing.T) {
 			var caught []string
 			var res *workload.Result

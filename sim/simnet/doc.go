@@ -17,7 +17,9 @@
 //     link, the message's description (kind, size, raft terms and
 //     indexes) and the instant it is sent, so its draws do not depend on
 //     the order in which goroutines sent at one instant (messages
-//     described alike at one instant are told apart by count).
+//     described alike at one instant are told apart by count: per link,
+//     or per stream for connection traffic, whose writers on two streams
+//     race while each stream's own writes keep their order).
 //   - Arrival order: messages are delivered in (arrival time, send order).
 //     RPCs may overtake each other under jitter, as on separate TCP
 //     connections; each connection's byte stream stays FIFO.
@@ -49,7 +51,8 @@
 // instant (the scheduler's choice, not the simulation's).
 //
 // Determinism: the seed fixes every network decision, but raft draws its
-// timeouts from the global math/rand (seed it with rand.Seed plus
+// timeouts from the global math/rand unless its Config.Rand (tenure's
+// patch, third_party/raft) gives each use a seeded source (else seed it with rand.Seed plus
 // "//go:debug randseednop=0" in a _test.go file) and Go's scheduler is not
 // seedable. Measured at GOMAXPROCS=1: a partition scenario replays its
 // canonical trace 150/150; 300 applies submitted 1ms apart with 5% loss

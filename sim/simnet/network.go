@@ -80,7 +80,7 @@ type Network struct {
 	// drawAt and draws count the messages with one draw key (msgRandLocked)
 	// sent at the instant drawAt.
 	drawAt   time.Time
-	draws    map[uint64]uint64
+	draws    map[drawKey]uint64
 	cuts     map[linkKey]bool
 	isolated map[string]bool
 	paused   map[string]*[]*envelope // node -> held messages in order
@@ -124,7 +124,7 @@ func New(opts Options) (*Network, error) {
 		opts:       opts,
 		start:      time.Now(),
 		links:      map[linkKey]Link{},
-		draws:      map[uint64]uint64{},
+		draws:      map[drawKey]uint64{},
 		cuts:       map[linkKey]bool{},
 		isolated:   map[string]bool{},
 		paused:     map[string]*[]*envelope{},
@@ -244,8 +244,8 @@ func (n *Network) linkLocked(from, to string) Link {
 // msgRandLocked returns the PRNG of one message's drop and jitter draws,
 // derived from the seed, the directed link, the message's trace description
 // (kind and size, raft terms and indexes) and the instant it is sent, and,
-// for a message described alike to one the link already carried at that
-// instant, how many did. Not the bytes: serf encodes maps (tags, member
+// for a message described alike to one the link (for connection traffic:
+// its stream) already carried at that instant, how many did. Not the bytes: serf encodes maps (tags, member
 // states) in Go's random map order, so equal states differ in bytes. A message's draws therefore do not depend on the order in which
 // goroutines sent at one instant: one link's stream, drawn in send order,
 // gave a gossip packet and a forwarding dial sent together by one agent
@@ -263,9 +263,22 @@ func (n *Network) msgRandLocked(e *envelope) *rand.Rand {
 	h.Write([]byte{0})
 	h.Write([]byte(describe(e.msg)))
 	k := h.Sum64()
-	dup := n.draws[k]
-	n.draws[k] = dup + 1
+	// Connection traffic counts alike messages per stream, not per link:
+	// one stream's writes come in its writer's order, while which of two
+	// streams on one link wrote first at an instant is the scheduler's
+	// choice (two forwarded requests' equal-sized answers, TestDiverge
+	// seed 18). Alike chunks on two streams then draw alike.
+	dk := drawKey{k, e.stream}
+	dup := n.draws[dk]
+	n.draws[dk] = dup + 1
 	return rand.New(rand.NewPCG(n.opts.Seed, k^uint64(now.UnixNano())*0x9e3779b97f4a7c15^dup*0xbf58476d1ce4e5b9))
+}
+
+// drawKey counts messages described alike at one instant: per link for
+// datagrams and RPCs (stream nil), per stream for connection traffic.
+type drawKey struct {
+	k      uint64
+	stream *stream
 }
 
 // cutLocked reports whether messages from a to b are currently blocked.

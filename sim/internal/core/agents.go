@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -77,13 +78,20 @@ func (c *Cluster) startAgent(a *ClientAgent) error {
 
 // agentLocal is the agent-local configuration of the agent on node: its
 // random waits (first check runs, deferred output syncs, anti-entropy
-// periods) come from the seed, one stream per agent, so that nothing
-// random enters a run from outside its seed. Every interval keeps Consul's
-// default (Bounds.AgentCheck rests on them).
+// periods) come from the seed, so that nothing random enters a run from
+// outside its seed: one stream for the local state and check runner, one
+// for the anti-entropy loop, which draws on a goroutine of its own (with
+// one stream, which of them drew first at an instant decided both waits).
+// Every interval keeps Consul's default (Bounds.AgentCheck rests on them).
 func (c *Cluster) agentLocal(node string) local.Config {
-	r := Stream(c.seed, "agent-local/"+node)
+	return local.Config{Stagger: staggerFrom(Stream(c.seed, "agent-local/"+node)),
+		Sync: local.SyncConfig{Stagger: staggerFrom(Stream(c.seed, "agent-sync/"+node))}}
+}
+
+// staggerFrom draws waits in [0, d) from r, under a lock.
+func staggerFrom(r *rand.Rand) func(time.Duration) time.Duration {
 	var mu sync.Mutex
-	stagger := func(d time.Duration) time.Duration {
+	return func(d time.Duration) time.Duration {
 		if d <= 0 {
 			return 0
 		}
@@ -91,7 +99,6 @@ func (c *Cluster) agentLocal(node string) local.Config {
 		defer mu.Unlock()
 		return time.Duration(r.Int64N(int64(d)))
 	}
-	return local.Config{Stagger: stagger, Sync: local.SyncConfig{Stagger: stagger}}
 }
 
 // CrashAgent stops a as kill -9 would: no leave, so the pool sees it fail.

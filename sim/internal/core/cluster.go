@@ -177,7 +177,7 @@ func (c *Cluster) Start(s *server) error {
 			c.rec.Add(Event{Kind: KindNote, Node: name, Msg: NoteStopsPrefix + err.Error()})
 			go c.crashIncarnation(s, inc)
 		},
-		Dial: c.serverDial(name),
+		Dial: c.serverDial(name), RaftRand: c.raftRand(name, inc),
 		// Session IDs must not depend on crypto/rand, or no run replays.
 		// Counter first: failure reports show IDs cut to 8 characters.
 		NewID: func() string {

@@ -144,6 +144,12 @@ type Fault struct {
 	// is a client clock rate's.
 	Param time.Duration `json:"param,omitempty"`
 	Rate  float64       `json:"rate,omitempty"`
+	// AtCheckpoint, for a holder pause in a recipe run, lets the process
+	// run on to its next checkpoint (between checking Lost and writing)
+	// before its host stops, so the pause never catches it mid-write, where
+	// goroutine order decides which of its writes got out first. Scripted
+	// scenarios set it; seeded schedules do not.
+	AtCheckpoint bool `json:"at_checkpoint,omitempty"`
 }
 
 // End is when the fault is healed.

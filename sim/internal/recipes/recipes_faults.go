@@ -86,6 +86,14 @@ func (pf procFaults) StartClientFault(in *core.Injector, f core.Fault) (func(), 
 	switch f.Kind {
 	case core.FaultHolderPause:
 		// The host stops: the process and its agent's network.
+		if f.AtCheckpoint {
+			// Bounded by the write sequence's timeouts and a rest.
+			if p.freezeAtCheckpoint(3*resWriteTimeout + 5*time.Second) {
+				note += "; at its checkpoint"
+			} else {
+				note += "; checkpoint not reached"
+			}
+		}
 		_ = in.Net.Pause(p.name)
 		_ = in.Net.Pause(p.agent)
 		p.freeze()

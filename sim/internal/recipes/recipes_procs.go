@@ -46,6 +46,7 @@ type recipeProc struct {
 
 	mu      sync.Mutex
 	frozen  chan struct{} // non-nil while frozen; closed by thaw
+	parked  chan struct{} // set by freezeAtCheckpoint; the next checkpoint freezes and closes it
 	crashed bool
 	holding int // index of the current hold in log.holds, -1 if none
 	seq     model.Sequencer
@@ -103,6 +104,32 @@ func (p *recipeProc) thaw() {
 	}
 }
 
+// freezeAtCheckpoint asks the process to freeze when its loop next
+// reaches a checkpoint (until then it runs on, renewals included) and
+// waits, up to limit, until it has; false if it did not in time (it may be
+// blocked in a campaign or a write), and the caller freezes it as it is.
+func (p *recipeProc) freezeAtCheckpoint(limit time.Duration) bool {
+	parked := make(chan struct{})
+	p.mu.Lock()
+	p.parked = parked
+	p.mu.Unlock()
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case <-parked:
+		return true
+	case <-t.C:
+		// Withdraw the request, unless a checkpoint took it meanwhile.
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.parked == parked {
+			p.parked = nil
+			return false
+		}
+		return true
+	}
+}
+
 // crash freezes the process for good: it never acts again (at teardown it
 // is thawed only to let its goroutines end).
 func (p *recipeProc) Crash() {
@@ -131,6 +158,15 @@ func (p *recipeProc) waitThawed() {
 // between deciding (Lost is still open) and acting (writing). It reports
 // whether the process may go on.
 func (p *recipeProc) checkpoint(ctx context.Context) bool {
+	p.mu.Lock()
+	if p.parked != nil {
+		if p.frozen == nil {
+			p.frozen = make(chan struct{})
+		}
+		close(p.parked)
+		p.parked = nil
+	}
+	p.mu.Unlock()
 	p.waitThawed()
 	return ctx.Err() == nil && !p.isCrashed()
 }
