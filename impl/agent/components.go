@@ -23,6 +23,9 @@ func agentComponents(cfg Config, viaPort bool) []string {
 	}
 	if cfg.Gossip != nil {
 		out = append(out, "gossip: LAN pool with the server's tags")
+		if cfg.Gossip.DataDir != "" {
+			out = append(out, "gossip: snapshot of the pool in the data directory, rejoined at restart")
+		}
 		if len(cfg.Join) > 0 {
 			out = append(out, "gossip: retry-join")
 		}

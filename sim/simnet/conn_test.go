@@ -307,3 +307,46 @@ func TestHTTPThroughPartition(t *testing.T) {
 		synctest.Wait()
 	})
 }
+
+// TestDownNodeIsCutUntilUp: a node switched off breaks its connections and
+// refuses dials both ways, Heal does not switch it back on, and Up does.
+func TestDownNodeIsCutUntilUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n, _ := newNet(t, Options{Seed: 3, Link: Link{Latency: time.Millisecond}})
+		c, s, ln := pipePair(t, n, "client-2", "n1:8500")
+		defer ln.Close()
+		readErr := make(chan error, 1)
+		go func() {
+			_, err := c.Read(make([]byte, 1))
+			readErr <- err
+		}()
+		if err := n.Down("n1"); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-readErr; !errors.Is(err, ErrConnBroken) {
+			t.Errorf("a read from a node that went down: %v, want ErrConnBroken", err)
+		}
+		if _, err := s.Write([]byte("x")); !errors.Is(err, ErrConnBroken) {
+			t.Errorf("a write from the node that went down: %v, want ErrConnBroken", err)
+		}
+		ctx := context.Background()
+		for _, from := range []string{"client-2", "n1"} {
+			to := map[string]string{"client-2": "n1:8500", "n1": "client-2:1"}[from]
+			if _, err := n.Dialer(from)(ctx, "tcp", to); !errors.Is(err, ErrRefused) {
+				t.Errorf("dial %s -> %s with n1 down: %v, want ErrRefused", from, to, err)
+			}
+		}
+		n.Heal()
+		if _, err := n.Dialer("client-2")(ctx, "tcp", "n1:8500"); !errors.Is(err, ErrRefused) {
+			t.Errorf("Heal brought a node that is down back: %v", err)
+		}
+		n.Up("n1")
+		c2, err := n.Dialer("client-2")(ctx, "tcp", "n1:8500")
+		if err != nil {
+			t.Fatalf("dial after Up: %v", err)
+		}
+		c.Close()
+		s.Close()
+		c2.Close()
+	})
+}

@@ -116,7 +116,31 @@ func (n *Network) Isolate(node string) error {
 	return nil
 }
 
-// Heal removes every partition and isolation. Link settings and pauses stay.
+// Down switches a node off, as a power cut does: from this instant nothing
+// it sends leaves and nothing reaches it, and its connections break, until
+// Up. Unlike Isolate it is not a partition: Heal leaves it down.
+func (n *Network) Down(node string) error {
+	if node == "" {
+		return errors.New("simnet: Down: empty node name")
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.down[node] = true
+	n.ctlLocked(Fault, node, "", "down", "")
+	n.breakCutPairsLocked()
+	return nil
+}
+
+// Up switches a node back on (Down).
+func (n *Network) Up(node string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.down, node)
+	n.ctlLocked(Fault, node, "", "up", "")
+}
+
+// Heal removes every partition and isolation. Link settings, pauses and
+// nodes that are down stay.
 func (n *Network) Heal() {
 	n.mu.Lock()
 	defer n.mu.Unlock()

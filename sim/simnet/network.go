@@ -83,7 +83,10 @@ type Network struct {
 	draws    map[drawKey]uint64
 	cuts     map[linkKey]bool
 	isolated map[string]bool
-	paused   map[string]*[]*envelope // node -> held messages in order
+	// down are the nodes switched off (Down): cut like isolated ones, but
+	// Heal does not bring them back.
+	down   map[string]bool
+	paused map[string]*[]*envelope // node -> held messages in order
 
 	transports map[raft.ServerAddress]*Transport
 	listeners  map[string]*listener
@@ -127,6 +130,7 @@ func New(opts Options) (*Network, error) {
 		draws:      map[drawKey]uint64{},
 		cuts:       map[linkKey]bool{},
 		isolated:   map[string]bool{},
+		down:       map[string]bool{},
 		paused:     map[string]*[]*envelope{},
 		transports: map[raft.ServerAddress]*Transport{},
 		listeners:  map[string]*listener{},
@@ -287,7 +291,7 @@ func (n *Network) cutLocked(a, b string) bool {
 	if a == b {
 		return false
 	}
-	return n.isolated[a] || n.isolated[b] || n.cuts[linkKey{a, b}]
+	return n.isolated[a] || n.isolated[b] || n.down[a] || n.down[b] || n.cuts[linkKey{a, b}]
 }
 
 // routeLocked hands e to the link: it is held, lost, or scheduled to arrive.

@@ -36,7 +36,7 @@ func linkFaults(ix *traceIndex) []linkFault {
 		switch s.Fault.Kind {
 		case core.FaultPartition, core.FaultLeaderIsolation, core.FaultFlapping, core.FaultServerPause,
 			core.FaultCrashRestart, core.FaultLeaderKill, core.FaultPoolLoss, core.FaultOneWay,
-			core.FaultSlowAgent, core.FaultClientPause, core.FaultClientPartition:
+			core.FaultSlowAgent, core.FaultClientPause, core.FaultClientPartition, core.FaultPowerLoss, core.FaultFsyncError:
 			return linkFault{start: s.At, end: end}, true
 		case core.FaultFalsePositive:
 			if len(s.Fault.Targets) == 1 {

@@ -217,6 +217,20 @@ func (c *Cluster) Start(s *server) error {
 				cfg.Join = append(cfg.Join, c.gossip.addr(o.Name))
 			}
 		}
+		if inc > 0 {
+			// The binary's serf keeps a snapshot of the pool in its data
+			// directory and rejoins those members when it restarts;
+			// serf's snapshot is a real file, which a bubble cannot
+			// write, so a restarted server joins the running client
+			// agents itself. Without it a leader elected after every
+			// server restarted reaps the agents' nodes it does not know
+			// yet, which the binary does not do.
+			for _, a := range c.Agents {
+				if a.Alive() {
+					cfg.Join = append(cfg.Join, c.gossip.addr(a.Name))
+				}
+			}
+		}
 		cfg.RetryInterval = agentRetryJoin
 	}
 	ln, err := c.net.Listen(s.httpAddr())
@@ -274,11 +288,17 @@ const (
 // for a restart.
 func (c *Cluster) Crash(s *server) { c.stop(s, -1, s.disk.Crash) }
 
-// PowerLoss stops s as a power cut would: its disk loses every write it had
-// not fsynced, then the agent stops, and the disk is powered on again for
-// a restart.
+// PowerLoss stops s (if it runs) as a power cut would: its disk loses
+// every write it had not fsynced, and is powered on again for a restart.
 func (c *Cluster) PowerLoss(s *server, r *rand.Rand) {
-	c.stop(s, -1, func() { s.disk.PowerLossRand(r) })
+	// From the cut on, whatever the dying process syncs never reaches the
+	// platter; the loss itself is applied once it has stopped, so that
+	// none of its goroutines meets a disk that is off (raft panics when
+	// it cannot save its term).
+	s.disk.LieOnSync(true)
+	c.stop(s, -1, func() {})
+	s.disk.PowerLossRand(r)
+	s.disk.LieOnSync(false)
 	s.disk.PowerOn()
 }
 
@@ -305,8 +325,13 @@ func (c *Cluster) stop(s *server, inc int, cut func()) bool {
 	s.incarnation++
 	s.mu.Unlock()
 	stopped.Store(true)
+	// The node is off the network from the fault's instant: virtual time
+	// passes while the agent shuts down, and what it would send meanwhile
+	// (an ack, a vote) is not a dead process's to send.
+	_ = c.net.Down(s.Name)
 	cut()
 	_ = ag.Kill()
+	c.net.Up(s.Name)
 	s.gate.resume()
 	return true
 }

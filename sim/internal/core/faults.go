@@ -63,6 +63,16 @@ const (
 	// probes late (Lifeguard's case: it should refute the suspicion in
 	// time and mostly not be declared failed).
 	FaultSlowAgent FaultKind = "slow-agent"
+	// FaultPowerLoss cuts the power of one server, a minority or every
+	// server (by Pick): each loses every write its disk had not fsynced,
+	// and restarts from what is left when the fault heals.
+	FaultPowerLoss FaultKind = "power-loss"
+	// FaultFsyncError makes one server's disk fail every fsync: the server
+	// must stop rather than go on. At the heal its disk is replaced by a
+	// working one holding what had been synced, and it restarts.
+	FaultFsyncError FaultKind = "fsync-error"
+	// FaultDiskStall makes every fsync on one server's disk take Param.
+	FaultDiskStall FaultKind = "disk-stall"
 )
 
 // Fault kinds aimed at a recipe's current holder (the leader, or one slot
@@ -106,6 +116,7 @@ var AllFaultKinds = []FaultKind{
 	FaultPartition, FaultLeaderIsolation, FaultFlapping, FaultServerClockStep,
 	FaultClientClockRate, FaultFalsePositive, FaultClientPause, FaultServerPause, FaultCrashRestart,
 	FaultLeaderKill, FaultClientCrash, FaultSlowLink, FaultPoolLoss, FaultOneWay, FaultSlowAgent, FaultClientPartition,
+	FaultPowerLoss, FaultFsyncError, FaultDiskStall,
 }
 
 // parseFaultKinds reads a comma-separated list; "all" means every kind and
@@ -180,6 +191,9 @@ var faultDurations = map[FaultKind][2]time.Duration{
 	FaultOneWay:          {3 * time.Second, 12 * time.Second},
 	FaultSlowAgent:       {5 * time.Second, 30 * time.Second},
 	FaultClientPartition: {5 * time.Second, 40 * time.Second},
+	FaultPowerLoss:       {2 * time.Second, 15 * time.Second},
+	FaultFsyncError:      {3 * time.Second, 15 * time.Second},
+	FaultDiskStall:       {5 * time.Second, 20 * time.Second},
 	FaultHolderPause:     {3 * time.Second, 45 * time.Second},
 	FaultHolderPartition: {5 * time.Second, 40 * time.Second},
 	FaultHolderCrash:     {time.Second, time.Second},
@@ -214,6 +228,10 @@ func drawParams(r *rand.Rand, f *Fault) {
 		// one way. Measured (TestTradeoffGossip): up to 1.5 s Lifeguard's
 		// refutation keeps the agent alive; from 3 s it flaps failed.
 		f.Param = Between(r, 200*time.Millisecond, 4*time.Second)
+	case FaultDiskStall:
+		// From a slow disk to one that stalls well past raft's heartbeat
+		// and election timeouts (1 s).
+		f.Param = Between(r, 200*time.Millisecond, 3*time.Second)
 	case FaultHolderPartition:
 		if r.IntN(2) == 0 {
 			f.Param = Between(r, 5*time.Second, 20*time.Second)

@@ -2,7 +2,9 @@ package core
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -186,6 +188,42 @@ func (in *Injector) Start(f Fault) func() {
 			s.gate.resume()
 			_ = in.Net.Resume(s.Name)
 		}
+	case FaultPowerLoss:
+		targets, scope := in.powerLossTargets(f.Pick)
+		in.Mark(f, "start", serverNames(targets), scope)
+		r := rand.New(rand.NewPCG(f.Pick, uint64(f.ID)))
+		for _, s := range targets {
+			in.Cl.PowerLoss(s, r)
+			in.Rec.Add(Event{Kind: KindNote, Node: s.Name, Msg: NoteCrashPrefix + s.Name})
+		}
+		return func() {
+			for _, s := range targets {
+				in.Restart(s)
+			}
+		}
+	case FaultFsyncError:
+		s := in.serverByPick(f.Pick)
+		s.disk.FailSyncs(errInjectedEIO)
+		in.Mark(f, "start", []string{s.Name}, "every fsync fails")
+		return func() {
+			// The operator replaces the disk: what had been synced is
+			// there, nothing else (the pages a failed fsync left dirty may
+			// be gone).
+			in.Cl.PowerLoss(s, rand.New(rand.NewPCG(f.Pick, uint64(f.ID))))
+			s.disk.FailSyncs(nil)
+			in.Restart(s)
+		}
+	case FaultDiskStall:
+		s := in.serverByPick(f.Pick)
+		s.disk.SetSyncDelay(f.Param)
+		in.Mark(f, "start", []string{s.Name}, "every fsync takes "+f.Param.String())
+		return func() {
+			s.disk.SetSyncDelay(0)
+			// An fsync that started before the heal still sleeps; it ends
+			// before the next fault (a crash must not meet it: raft-wal
+			// holds a mutex across it, see simdisk.SetSyncDelay).
+			time.Sleep(f.Param)
+		}
 	case FaultCrashRestart, FaultLeaderKill:
 		s := in.serverByPick(f.Pick)
 		if f.Kind == FaultLeaderKill {
@@ -202,6 +240,32 @@ func (in *Injector) Start(f Fault) func() {
 	}
 	in.Mark(f, "start", nil, "unknown fault kind: ignored")
 	return nil
+}
+
+// errInjectedEIO is the fsync-error fault's failure.
+var errInjectedEIO = errors.New("input/output error (injected)")
+
+// powerLossTargets are the servers a power loss cuts, by pick: one, a
+// minority (the first (n-1)/2 from a rotation), or all of them.
+func (in *Injector) powerLossTargets(pick uint64) ([]*server, string) {
+	all := in.Cl.Servers
+	off := int(pick % uint64(len(all)))
+	rot := append(append([]*server(nil), all[off:]...), all[:off]...)
+	switch (pick / uint64(len(all))) % 3 {
+	case 0:
+		return rot[:1], "one server"
+	case 1:
+		return rot[:max(1, (len(all)-1)/2)], "a minority"
+	}
+	return rot, "every server"
+}
+
+func serverNames(ss []*server) []string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.Name)
+	}
+	return out
 }
 
 func (in *Injector) Crash(s *server) {

@@ -41,6 +41,12 @@ type ApiClient struct {
 // (impl/httpapi's Consul text, for impl.ErrNotLeader or no known leader).
 const noLeaderBody = "No cluster leader"
 
+// noServersBody is a client agent's answer when gossip knows no live
+// server: the request went nowhere (Consul's text). Counted unknown, the
+// requests of an outage of every server made the linearizability search
+// exponential (power-loss of every server: a dozen per key).
+const noServersBody = "No known Consul servers"
+
 // agentNeverSent reports whether body is a client agent's answer to a
 // request that never left it: impl/httpapi's "rpc error: server A: " around
 // an impl/rpc Pool.Forward error "forward to A: " of one of two shapes.
@@ -136,10 +142,10 @@ func (c *ApiClient) do(call core.Call, method, path string, body []byte, decode 
 		ret.Outcome, ret.Err = core.OutFail, string(b)
 	default:
 		ret.Err = fmt.Sprintf("%d: %s", resp.StatusCode, b)
-		if resp.StatusCode == http.StatusInternalServerError && (string(b) == noLeaderBody || agentNeverSent(string(b))) {
+		if resp.StatusCode == http.StatusInternalServerError && (string(b) == noLeaderBody || string(b) == noServersBody || agentNeverSent(string(b))) {
 			// No server proposed it: a follower knew no leader, or the
 			// leader's Apply found it was not leading before raft took it;
-			// or the client agent never reached a server.
+			// or the client agent never reached a server, or knew none.
 			ret.Outcome = core.OutNotApplied
 		}
 		if resp.StatusCode >= 500 {

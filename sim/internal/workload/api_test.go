@@ -53,6 +53,7 @@ func TestOutcomes(t *testing.T) {
 		}
 		answers := map[string]string{
 			"/v1/kv/no-leader":      noLeaderBody,
+			"/v1/kv/no-servers":     noServersBody,
 			"/v1/kv/agent-dial":     agentBody(ferr),
 			"/v1/kv/agent-shutdown": agentBody(shutDown),
 			// Forward's answer when both attempts found their connection
@@ -78,6 +79,7 @@ func TestOutcomes(t *testing.T) {
 		}
 		for key, want := range map[string]core.Outcome{
 			"no-leader":            core.OutNotApplied,
+			"no-servers":           core.OutNotApplied,
 			"agent-dial":           core.OutNotApplied,
 			"agent-shutdown":       core.OutNotApplied,
 			"agent-shutdown-twice": core.OutNotApplied,
