@@ -378,6 +378,37 @@ func teethCases() []teethCase {
 			cfg.Schedule = processPauses(3)
 			return cfg
 		}},
+		// Every server loses power twice: nothing a lying fsync covered
+		// survives, and the cluster starts its log again, issuing lock
+		// indexes it had issued before.
+		{fsyncLies, checks.CheckSequencer, func(seed uint64) workload.Config {
+			cfg := workload.DefaultConfig(seed)
+			cfg.Duration = 50 * time.Second
+			everyServer := uint64(2 * 3) // powerLossTargets: offset 0, scope "every server"
+			cfg.Schedule = []core.Fault{
+				{ID: 1, Kind: core.FaultPowerLoss, At: 15 * time.Second, Dur: 4 * time.Second, Pick: everyServer},
+				{ID: 2, Kind: core.FaultPowerLoss, At: 30 * time.Second, Dur: 4 * time.Second, Pick: everyServer},
+			}
+			return cfg
+		}},
+		{fsyncErrorsIgnored, checks.CheckStopsOnSync, func(seed uint64) workload.Config {
+			cfg := workload.DefaultConfig(seed)
+			cfg.Duration = 40 * time.Second
+			cfg.Schedule = []core.Fault{{ID: 1, Kind: core.FaultFsyncError, At: 10 * time.Second, Dur: 15 * time.Second, Pick: seed}}
+			return cfg
+		}},
+		// One server at a time loses power; the lock file's removal is
+		// lost with it (when the seeded loss keeps none of the directory's
+		// last changes).
+		{pidFileLock, checks.CheckRejoins, func(seed uint64) workload.Config {
+			cfg := workload.DefaultConfig(seed)
+			cfg.Duration = 60 * time.Second
+			for i := range 3 {
+				cfg.Schedule = append(cfg.Schedule, core.Fault{ID: i + 1, Kind: core.FaultPowerLoss,
+					At: time.Duration(8+15*i) * time.Second, Dur: 3 * time.Second, Pick: uint64(i)})
+			}
+			return cfg
+		}},
 		{ttlNotRearmed, checks.CheckLiveness, func(seed uint64) workload.Config {
 			cfg := workload.DefaultConfig(seed)
 			cfg.Groups = teethGroups(true)

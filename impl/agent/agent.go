@@ -78,18 +78,18 @@ type Config struct {
 type Agent struct {
 	// components are the agent's own parts (Components adds the server's).
 	components []string
-	srv      *impl.Server
-	ownPool  *rpc.Pool // Config.Forward when the agent made it
-	local    *localAgent
-	pool     *gossip.Pool // nil without gossip
-	left     chan struct{}
-	http     *http.Server
-	ln       net.Listener
-	addr     string
-	cancel   context.CancelFunc // ends every request's context (blocking reads)
-	served   chan error
-	once     sync.Once
-	shutdown error
+	srv        *impl.Server
+	ownPool    *rpc.Pool // Config.Forward when the agent made it
+	local      *localAgent
+	pool       *gossip.Pool // nil without gossip
+	left       chan struct{}
+	http       *http.Server
+	ln         net.Listener
+	addr       string
+	cancel     context.CancelFunc // ends every request's context (blocking reads)
+	served     chan error
+	once       sync.Once
+	shutdown   error
 }
 
 // New starts an agent. On error nothing is left running.

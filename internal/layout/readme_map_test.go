@@ -105,6 +105,17 @@ func goPackageDirs(dir string) ([]string, error) {
 		if d.IsDir() && path != dir && (name == "testdata" || strings.HasPrefix(name, ".")) {
 			return filepath.SkipDir
 		}
+		if d.IsDir() && path != dir {
+			// A module of its own (a patched dependency) is one entry.
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
+				rel, err := filepath.Rel(dir, path)
+				if err != nil {
+					return err
+				}
+				seen[filepath.ToSlash(rel)] = true
+				return filepath.SkipDir
+			}
+		}
 		if !d.IsDir() && strings.HasSuffix(name, ".go") {
 			rel, err := filepath.Rel(dir, filepath.Dir(path))
 			if err != nil {

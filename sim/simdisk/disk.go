@@ -96,6 +96,8 @@ type Disk struct {
 	dirty map[*node]struct{}
 
 	syncErr error
+	// onFailedSync, if set, is told of each fsync FailSyncs fails.
+	onFailedSync func(path string)
 	// lying: fsyncs succeed and persist nothing (LieOnSync).
 	lying     bool
 	syncDelay time.Duration
@@ -596,6 +598,14 @@ func (d *Disk) dropHandles() {
 func (d *Disk) FailSyncs(err error) {
 	d.mu.Lock()
 	d.syncErr = err
+	d.mu.Unlock()
+}
+
+// OnFailedSync sets f to be told (outside the disk's lock) of every fsync
+// that FailSyncs makes fail, with the file's path; nil stops telling.
+func (d *Disk) OnFailedSync(f func(path string)) {
+	d.mu.Lock()
+	d.onFailedSync = f
 	d.mu.Unlock()
 }
 

@@ -672,3 +672,24 @@ func TestLieOnSync(t *testing.T) {
 		t.Fatal("what a lying fsync covered survived a power loss")
 	}
 }
+
+// TestOnFailedSync: the hook hears of each fsync FailSyncs fails, and of no
+// other.
+func TestOnFailedSync(t *testing.T) {
+	d := New()
+	if err := d.MkdirAll("/data", 0o750); err != nil {
+		t.Fatal(err)
+	}
+	var told []string
+	d.OnFailedSync(func(path string) { told = append(told, path) })
+	if err := writeFile(d, "/data/ok", 0, []byte("x"), true); err != nil {
+		t.Fatal(err)
+	}
+	d.FailSyncs(errors.New("EIO"))
+	if err := writeFile(d, "/data/bad", 0, []byte("x"), true); err == nil {
+		t.Fatal("an fsync FailSyncs should fail succeeded")
+	}
+	if len(told) != 1 || told[0] != "/data/bad" {
+		t.Fatalf("told of %q, want the one failed fsync of /data/bad", told)
+	}
+}

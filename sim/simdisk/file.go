@@ -109,14 +109,20 @@ func (f *File) Sync() error {
 		time.Sleep(delay)
 	}
 	d.mu.Lock()
-	defer d.mu.Unlock()
 	// The power may have gone, or the process crashed, during the delay.
 	if err := f.check("sync"); err != nil {
+		d.mu.Unlock()
 		return err
 	}
 	if d.syncErr != nil {
-		return &fs.PathError{Op: "fsync", Path: f.name, Err: d.syncErr}
+		err, told := d.syncErr, d.onFailedSync
+		d.mu.Unlock()
+		if told != nil {
+			told(f.name)
+		}
+		return &fs.PathError{Op: "fsync", Path: f.name, Err: err}
 	}
+	defer d.mu.Unlock()
 	if d.lying {
 		return nil
 	}

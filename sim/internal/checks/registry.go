@@ -32,6 +32,8 @@ const (
 	CheckAgentExpiry     = "agent-check-expiry"
 	CheckAgentRecord     = "agent-node-record"
 	CheckAgentWritten    = "agent-node-record-written"
+	CheckStopsOnSync     = "stops-on-failed-fsync"
+	CheckRejoins         = "rejoins-after-power-loss"
 )
 
 // runKind is a set of the kinds of run a check applies to.
@@ -80,6 +82,10 @@ var registry = []check{
 		SeededRun, seeded(checkBehaviour)},
 	{CheckDurable, []string{"S37"}, "no acknowledged write is lost across crashes and leader changes",
 		SeededRun, seeded(checkDurable)},
+	{CheckStopsOnSync, []string{"S37"}, "a server whose disk fails an fsync stops itself within 5 s, rather than go on with a log it cannot make durable",
+		SeededRun, seeded(checkStopsOnFailedSync)},
+	{CheckRejoins, []string{"S37"}, "a server restarted after a power loss applies a new entry within an election and the slack",
+		SeededRun, seeded(checkRejoinsAfterPowerLoss)},
 	{CheckHealthyLinks, []string{"S53"}, "gossip marks a server or a live holder's client agent failed only while (or just after) links in the pool are faulty",
 		SeededRun, seeded(checkNoFailureOnHealthyLinks)},
 	{CheckFalseDeadFenced, []string{"S43", "S53", "S56"}, "a holder whose live agent was declared failed, or any check bound to its session went critical, has every later fenced write rejected",

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/impl/agent"
+	"github.com/tenurekv/tenure/impl/disk"
 	"github.com/tenurekv/tenure/impl/fsm"
 	"github.com/tenurekv/tenure/impl/gossip"
 	"github.com/tenurekv/tenure/model"
@@ -170,7 +171,7 @@ func (c *Cluster) Start(s *server) error {
 	var leadTerm atomic.Uint64
 	srvCfg := impl.Config{
 		NodeName: name, HTTPAddr: s.httpAddr(), RaftAddr: s.raftAddr(), Clock: s.gate, Peers: c.peers,
-		DataDir: dataDir, Disk: s.disk, LogSegmentSize: logSegmentSize,
+		DataDir: dataDir, Disk: c.serverDisk(s), LogSegmentSize: logSegmentSize,
 		// A failed fsync stops the process (the panic fsm makes without
 		// this hook): the node crashes, as that incarnation.
 		Fatal: func(err error) {
@@ -264,6 +265,15 @@ func (c *Cluster) Start(s *server) error {
 	}))
 	s.ag, s.stopped = ag, &stopped
 	return nil
+}
+
+// serverDisk is the disk s's storage is given: its own, unless a broken
+// variant stands between.
+func (c *Cluster) serverDisk(s *server) disk.FS {
+	if c.variant != nil && c.variant.Disk != nil {
+		return c.variant.Disk(s.Name, s.disk)
+	}
+	return s.disk
 }
 
 // shutdownGossip closes a gossip transport no agent took; t may be nil.
@@ -507,6 +517,9 @@ type Variant struct {
 	// Gossip, if set, adjusts the memberlist configuration of the agent
 	// (server or client) on node: a broken failure detector.
 	Gossip func(node string, c *memberlist.Config)
+	// Disk, if set, is what a server's storage makes of its disk (called
+	// at every start): a storage layer that ignores a failed fsync, say.
+	Disk func(node string, d *simdisk.Disk) disk.FS
 }
 
 // gossipTiming is the memberlist adjustment the agent on node gets.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tenurekv/tenure/model"
@@ -203,9 +204,14 @@ func (in *Injector) Start(f Fault) func() {
 		}
 	case FaultFsyncError:
 		s := in.serverByPick(f.Pick)
+		var told sync.Once
+		s.disk.OnFailedSync(func(path string) {
+			told.Do(func() { in.Rec.Add(Event{Kind: KindNote, Node: s.Name, Msg: NoteSyncFailedPrefix + path}) })
+		})
 		s.disk.FailSyncs(errInjectedEIO)
 		in.Mark(f, "start", []string{s.Name}, "every fsync fails")
 		return func() {
+			s.disk.OnFailedSync(nil)
 			// The operator replaces the disk: what had been synced is
 			// there, nothing else (the pages a failed fsync left dirty may
 			// be gone).

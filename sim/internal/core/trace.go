@@ -47,6 +47,9 @@ const (
 	// NoteStopsPrefix + error: a server stopped itself (its log could not
 	// be made durable), and is crashed next.
 	NoteStopsPrefix = "stops:"
+	// NoteSyncFailedPrefix + path: the node's disk failed an fsync (the
+	// first of an fsync-error fault).
+	NoteSyncFailedPrefix = "sync-failed:"
 )
 
 // Names of the sim's own clients.
