@@ -68,6 +68,25 @@
 // (its deadlines use the monotonic clock); the checks measure every
 // duration on the deciding server's own clock, as the spec defines.
 //
+// Disk: each server keeps its data on its own simulated disk (sim/simdisk:
+// written and fsynced data kept apart), through the same durable path as
+// the binary's: raft-wal on 256 KiB segments with the leader's fsync
+// deferred behind the apply gate and the commit clamp, tenure's own
+// metadata and snapshot files. A crash (crash-restart, leader-kill) drops
+// the process and keeps the page cache; power-loss (one server, a
+// minority or all) keeps only what was fsynced, with a seeded tear of the
+// rest; fsync-error fails every fsync, the server must stop (Config.Fatal
+// crashes it; stops-on-failed-fsync checks it), and at the heal its disk
+// keeps only what was synced; disk-stall makes each fsync take up to 3 s.
+// A stopped server is off the network from the fault's instant (simnet
+// Down), as a dead process sends nothing. rejoins-after-power-loss checks
+// that a server restarted after a power loss applies new entries again;
+// no-lost-writes and sequencer-unique hold across all of them. Not
+// modelled: serf's snapshot file (a restarted server joins the running
+// client agents itself instead), and a slow fsync meeting raft-wal's
+// rotation or a snapshot (a goroutine waiting on its mutex would stop the
+// bubble's clock; disk-stall's heal waits out the fsyncs under way).
+//
 // History (checks/linearize.go): each server-made change (TTL expiry,
 // serfHealth change) is placed where the first server applied its raft
 // index. A lock-delay refusal that only a server's late arming explains (a
