@@ -258,12 +258,9 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 func (s *settings) gossipConfig() (*gossip.Config, error) {
 	g := &gossip.Config{
 		BindAddr: s.BindAddr, BindPort: s.Ports.SerfLAN, AdvertiseAddr: s.AdvertiseAddr, AdvertisePort: s.Ports.SerfLAN,
-		Tags: map[string]string{gossip.TagDC: s.Datacenter, gossip.TagBuild: buildTag(),
-			gossip.TagVsn: "2", gossip.TagVsnMin: "2", gossip.TagVsnMax: "3"},
+		Tags: agent.GossipTags(s.Datacenter, buildTag()),
 	}
-	if s.Dev {
-		g.Timing = gossip.DevTiming
-	} else {
+	if !s.Dev {
 		g.DataDir = s.DataDir
 	}
 	if s.Encrypt != "" {

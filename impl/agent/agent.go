@@ -226,6 +226,15 @@ func New(cfg Config) (*Agent, error) {
 	return a, nil
 }
 
+// GossipTags are the tags Consul's tools read from a member besides those
+// the agent fills in: `consul members` prints the datacenter, the build
+// ("<version>:<revision>") and the protocol range, which is Consul's
+// protocol 2 (2 to 3).
+func GossipTags(datacenter, build string) map[string]string {
+	return map[string]string{gossip.TagDC: datacenter, gossip.TagBuild: build,
+		gossip.TagVsn: "2", gossip.TagVsnMin: "2", gossip.TagVsnMax: "3"}
+}
+
 // startGossip starts the agent's pool with the tags a server advertises.
 func startGossip(cfg Config) (*gossip.Pool, error) {
 	g := *cfg.Gossip
@@ -245,6 +254,9 @@ func startGossip(cfg Config) (*gossip.Pool, error) {
 		tags[gossip.TagPort] = port
 	}
 	g.Tags = tags
+	if g.Timing == nil && cfg.Server.Dev {
+		g.Timing = gossip.DevTiming // Consul's -dev shortens gossip's timing too
+	}
 	if g.Logger == nil && cfg.Server.Logger != nil {
 		g.Logger = cfg.Server.Logger.Named("gossip")
 	}
