@@ -8,9 +8,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/tenurekv/tenure/impl/gossip"
-	"github.com/tenurekv/tenure/impl/local"
-	"github.com/tenurekv/tenure/impl/rpc"
+	"github.com/tenurekv/tenure/impl/internal/gossip"
+	"github.com/tenurekv/tenure/impl/internal/local"
+	"github.com/tenurekv/tenure/impl/internal/rpc"
 )
 
 // localAgent is an agent's own services and checks (impl/local) with the

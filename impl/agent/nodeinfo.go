@@ -5,8 +5,8 @@ import (
 	"net"
 	"strings"
 
-	"github.com/tenurekv/tenure/impl/gossip"
-	"github.com/tenurekv/tenure/impl/local"
+	"github.com/tenurekv/tenure/impl/internal/gossip"
+	"github.com/tenurekv/tenure/impl/internal/local"
 )
 
 // Node meta keys Consul's agent gives its own node (S63). An operator's

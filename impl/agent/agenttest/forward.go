@@ -11,7 +11,7 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/tenurekv/tenure/impl/rpc"
+	"github.com/tenurekv/tenure/impl/internal/rpc"
 )
 
 // ForwardErrors drives real forwarding pools (what a client agent sends
