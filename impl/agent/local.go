@@ -13,7 +13,7 @@ import (
 	"github.com/tenurekv/tenure/impl/internal/rpc"
 )
 
-// localAgent is an agent's own services and checks (impl/local) with the
+// localAgent is an agent's own services and checks (impl/internal/local) with the
 // anti-entropy loop that copies them to the catalog.
 type localAgent struct {
 	la     *local.Agent

@@ -12,7 +12,7 @@ import (
 // hold does.
 const registerWait = 10 * time.Second
 
-// registration is what registeredGate waits on (an *impl.Server): the
+// registration is what registeredGate waits on (a *server.Server): the
 // moment the server saw its own node registered, on the server's clock.
 type registration interface {
 	Registered() <-chan struct{}

@@ -1,7 +1,7 @@
 // Package checks holds an agent's own health checks: the definition a client
 // registers (PUT /v1/agent/check/register, or the Check/Checks of a service),
 // its validation, and the runners that produce a status for each check.
-// impl/local keeps the resulting state and pushes it to the catalog.
+// impl/internal/local keeps the resulting state and pushes it to the catalog.
 //
 // What Consul does, in our words (spec/CONSUL.md is the project's record):
 //
@@ -19,7 +19,7 @@
 //     one second is raised to one second, not refused. A body with no type
 //     at all is refused as a TTL check with TTL ≤ 0.
 //   - Missing ID means ID = Name; missing Status means critical. Registering
-//     an ID that exists replaces the check (impl/local keeps the old status
+//     an ID that exists replaces the check (impl/internal/local keeps the old status
 //     and output so re-registration does not flap).
 //   - Script checks need enable_script_checks when they come over HTTP, or
 //     either that or enable_local_script_checks when they come from the

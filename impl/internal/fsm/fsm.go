@@ -66,9 +66,9 @@ type ApplyFunc func(st *model.State, index uint64, cmd model.Command) (*model.St
 
 // Options are the optional parts of an FSM.
 type Options struct {
-	// Apply, if set, replaces state.Apply (impl.Config.Apply, a test seam).
+	// Apply, if set, replaces state.Apply (server.Config.Apply, a test seam).
 	Apply ApplyFunc
-	// Observe, if set, is told each change (impl.Config.Observe).
+	// Observe, if set, is told each change (server.Config.Observe).
 	Observe func(Change)
 	// AwaitDurable, if set, returns once this server's log is on disk up
 	// to an index (raftlog.LogSync.Await): nothing is applied, and so

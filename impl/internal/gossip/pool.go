@@ -242,7 +242,7 @@ func (p *Pool) List() []Member {
 	return out
 }
 
-// Members is List in the form the leader's reconcile reads (impl.Membership).
+// Members is List in the form the leader's reconcile reads (server.Membership).
 func (p *Pool) Members() []reconcile.Member {
 	var out []reconcile.Member
 	for _, m := range p.sorted() {
@@ -329,7 +329,7 @@ func (p *Pool) ForceLeave(node string, prune bool) error {
 }
 
 // MarkBootstrapped tags this server as belonging to a raft cluster
-// (impl.Membership).
+// (server.Membership).
 func (p *Pool) MarkBootstrapped() error {
 	tags := maps.Clone(p.serf.LocalMember().Tags)
 	if tags[tagRaft] == "1" {

@@ -1,11 +1,11 @@
 // Package httpapi serves a wire-compatible subset of Consul's HTTP API
 // (sessions, KV, txn, blocking reads, the catalog part sessions depend on, and
-// status) over an impl.Backend.
+// status) over a server.Backend.
 //
 // The handler holds no state of its own. Every write goes through
 // Backend.Apply on the leader; a follower forwards writes and non-stale reads
 // to the leader's server port (Backend.Leader, Options.Forward, package
-// impl/rpc), where the leader runs this same handler on them. A forwarded
+// impl/internal/rpc), where the leader runs this same handler on them. A forwarded
 // request carries its origin, the node of the agent the client talked to, in
 // its context (rpc.OriginFrom), set by the forwarding server or client agent
 // and never taken from a header; one that another server forwarded is never

@@ -108,7 +108,7 @@ func (s *Store) apply(ctx context.Context, cmd model.Command) (model.Result, err
 }
 
 // propose is the core's Propose: the state machine at once, with the side
-// effects impl's FSM has, in the same lock order.
+// effects the server's FSM has, in the same lock order.
 func (s *Store) propose(ctx context.Context, cmd model.Command) (model.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return model.Result{}, err

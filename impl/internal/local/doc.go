@@ -1,6 +1,6 @@
 // Package local is the agent's own state of services and checks and the
 // anti-entropy that copies it to the catalog. The HTTP layer drives an
-// Agent; the Agent runs checks through impl/checks and syncs through a
+// Agent; the Agent runs checks through impl/internal/checks and syncs through a
 // Catalog, which the server implements with raft writes (MemCatalog is the
 // in-memory double tests use).
 //

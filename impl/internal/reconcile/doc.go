@@ -11,5 +11,5 @@
 //
 // The decisions are pure functions of the catalog state and a member, so
 // they are tested over datadriven scripts (testdata/*.txt) with no network;
-// the leader (package impl) proposes what they return.
+// the leader (package server) proposes what they return.
 package reconcile

@@ -24,7 +24,7 @@ import (
 // loopback TCP to a handler that reads the body and answers "true", so the
 // difference is the hop alone.
 //
-//	go test -run '^$' -bench Hop -benchmem -count 5 ./impl/rpc
+//	go test -run '^$' -bench Hop -benchmem -count 5 ./impl/internal/rpc
 //
 // "pool-parallel-64" runs 64 callers at once over one Pool, as a loaded
 // follower does, and reports the writes that reached the sockets per hop:

@@ -9,7 +9,7 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// Backend is the server as the HTTP API (impl/httpapi) sees it. *Server
+// Backend is the server as the HTTP API (impl/internal/httpapi) sees it. *Server
 // implements it; httpapi's tests may use a double. Keeping the seam this
 // narrow lets sim/ drive the same handlers over a simulated network.
 type Backend interface {

@@ -23,7 +23,7 @@ import (
 // is announced failed, a started one alive, and the leader reconciles that
 // into the catalog. Requests a server forwards to another's server port go
 // through catalogRouter, a stand-in for the HTTP API there (httpapi imports
-// impl, so impl's own tests cannot use it).
+// server, so server's own tests cannot use it).
 type testCluster struct {
 	t      *testing.T
 	clock  *clocktest.Manual

@@ -22,7 +22,7 @@ import (
 // snapshots, and the total. Live data stays at 1000 keys, so the figures
 // show the bound that compaction keeps, not growth with history:
 //
-//	go test ./impl -run '^$' -bench DiskBound -benchtime 200000x
+//	go test ./impl/internal/server -run '^$' -bench DiskBound -benchtime 200000x
 func BenchmarkDiskBound(b *testing.B) {
 	dir := b.TempDir()
 	s := startDurableSolo(b, dir, clock.System{})

@@ -1,5 +1,5 @@
-// Package impl is the tenure server: model.State as a hashicorp/raft FSM,
-// plus the memory Consul keeps beside raft. impl/httpapi serves Consul's
+// Package server is the tenure server: model.State as a hashicorp/raft FSM,
+// plus the memory Consul keeps beside raft. impl/internal/httpapi serves Consul's
 // HTTP API over the Backend interface; impl/agent puts the two together.
 //
 // Design, briefly (CONSUL.md §n is spec/CONSUL.md, the project's record of Consul):

@@ -24,7 +24,7 @@ import (
 // the snapshot and the whole data directory. The server's clock is manual,
 // so "after the window" needs no waiting:
 //
-//	make bench-reap    # go test ./impl -run '^$' -bench ReapBound -benchtime 1000000x
+//	make bench-reap    # go test ./impl/internal/server -run '^$' -bench ReapBound -benchtime 1000000x
 func BenchmarkReapBound(b *testing.B) {
 	dir := b.TempDir()
 	clock := clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))

@@ -34,11 +34,11 @@ func TestOutcomes(t *testing.T) {
 			t.Fatal(err)
 		}
 		// A client agent's answers when its forward failed, in
-		// impl/httpapi's clientagent wording: its one dial was refused,
+		// impl/internal/httpapi's clientagent wording: its one dial was refused,
 		// the server's end closed after the send, or every pooled
 		// connection was shut down and no new one could be dialed.
 		ferr, sent, shutDown := agenttest.ForwardErrors(t, "n1:8300", simnet.ErrRefused)
-		// impl/httpapi's writeError keeps a reason to one line.
+		// impl/internal/httpapi's writeError keeps a reason to one line.
 		agentBody := func(err error) string {
 			return strings.ReplaceAll("rpc error: server n1:8300: "+err.Error(), "\n", " ")
 		}
