@@ -1,6 +1,10 @@
 // Package agent runs a tenure server with Consul's HTTP API in front of it:
 // what `tenure agent` starts, and what tests and the simulator start in
 // process.
+//
+// It is the one way into the server: the server's own packages are
+// internal to impl/, and the parts of them that a caller configures or
+// reads (ServerConfig, GossipConfig, Change, …) are named here as aliases.
 package agent
 
 import (

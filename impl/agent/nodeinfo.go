@@ -13,7 +13,7 @@ import (
 // meta may not start with ReservedMetaPrefix.
 const (
 	MetaSegment        = "consul-network-segment"
-	MetaVersion        = "consul-version"
+	metaVersion        = "consul-version"
 	ReservedMetaPrefix = "consul-"
 )
 
@@ -37,7 +37,7 @@ func nodeInfo(id, addr, version string, meta map[string]string) *local.NodeInfo 
 	}
 	m[MetaSegment] = ""
 	if version != "" {
-		m[MetaVersion] = version
+		m[metaVersion] = version
 	}
 	return &local.NodeInfo{ID: id, TaggedAddresses: tagged, Meta: m}
 }

@@ -40,15 +40,15 @@ type (
 )
 
 // Membership is the gossip pool as the server reads it
-// (ServerConfig.Membership), Member one member of it and MemberFailed the
-// status of a member gossip found dead: the simulator's lying failure
-// detector wraps it.
+// (ServerConfig.Membership), and Member one member of it: the simulator's
+// lying failure detector wraps it.
 type (
 	Membership = server.Membership
 	Member     = reconcile.Member
 )
 
-// MemberFailed is the status of a member that gossip found dead.
+// MemberFailed is the status of a member that gossip found dead, what the
+// lying failure detector reports.
 const MemberFailed = reconcile.Failed
 
 // GossipConfig is the agent's LAN gossip (Config.Gossip,
