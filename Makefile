@@ -39,7 +39,7 @@ bench:
 ## data-dir size before and after the reap window passes (S52)
 .PHONY: bench-reap
 bench-reap:
-	$(GO) test ./impl -run '^$$' -bench ReapBound -benchtime 1000000x -timeout 30m
+	$(GO) test ./impl/internal/server -run '^$$' -bench ReapBound -benchtime 1000000x -timeout 30m
 
 ## tlc: model-check tla/ with TLC (needs TLA2TOOLS_JAR; prints SKIP without it) and compare with tla/expected.json
 .PHONY: tlc
@@ -136,7 +136,7 @@ teeth-replay:
 		| grep -E 'caught|teeth replay rate|^(--- |ok|FAIL)'
 
 ## mutate: mutation testing (gremlins, pinned in go.mod) over model/, linearizability/, recipe/,
-## impl's decision files, impl/reconcile, impl/gossip, impl/checks and impl/local, plus the named
+## the server's decision files, impl/internal/{reconcile,gossip,checks,local}, plus the named
 ## deletion mutants (mutation/deletionlist.go); summary in bin/mutation/report.txt. Fails on a
 ## survivor not explained in mutation/equivalents.txt. MUTATE_ONLY=model[,recipe…] runs some targets.
 MUTATE_ONLY ?=

@@ -205,12 +205,12 @@ var deletions = []deletion{
 	// wait that ends a hold when the registration lands.
 	{
 		name: "a client agent never holds a create",
-		file: "impl/httpapi/clientregistered.go", find: "\tif a.registered.Load() {\n", repl: "\tif !a.registered.Load() {\n",
+		file: "impl/internal/httpapi/clientregistered.go", find: "\tif a.registered.Load() {\n", repl: "\tif !a.registered.Load() {\n",
 		catch: []string{"TestClientAgentHoldsFirstCreateUntilRegistered", "TestClientAgentCreateWithoutLeader"},
 	},
 	{
 		name: "a client agent asks the servers again after its registration",
-		file: "impl/httpapi/clientregistered.go", find: "\t\t\ta.registered.Store(true)\n",
+		file: "impl/internal/httpapi/clientregistered.go", find: "\t\t\ta.registered.Store(true)\n",
 		catch: []string{"TestClientAgentHoldsFirstCreateUntilRegistered"},
 	},
 	{

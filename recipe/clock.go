@@ -6,7 +6,7 @@ import (
 )
 
 // Clock is the recipes' only source of time. It is deliberately smaller than
-// the server's (impl/clock) so that the client side does not import the server; adapting a
+// the server's (impl/internal/clock) so that the client side does not import the server; adapting a
 // server clock takes one line: func(d, f) func() bool { return c.AfterFunc(d, f).Stop }.
 type Clock interface {
 	Now() time.Time

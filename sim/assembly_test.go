@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 
 	"github.com/hashicorp/raft"
-	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/agent"
 	"github.com/tenurekv/tenure/sim/internal/core"
 )
 
@@ -41,7 +41,7 @@ func TestServersAreTheShippedAgent(t *testing.T) {
 		differ  []string // the parts that must differ from the binary's
 	}{
 		{"shipped", nil, nil},
-		{"in-memory-log", &core.Variant{Name: "in-memory-log", Config: func(c *impl.Config) {
+		{"in-memory-log", &core.Variant{Name: "in-memory-log", Config: func(c *agent.ServerConfig) {
 			mem := raft.NewInmemStore()
 			c.LogStore, c.StableStore = mem, mem
 		}}, []string{"raft log: injected *raft.InmemStore", "test seam: AdjustServer"}},

@@ -13,7 +13,7 @@
 //	          Event, Recorder), the fault kinds and their one schedule
 //	          (faults.go), the one injector (inject.go), the resources a
 //	          holder writes to (resource.go) and the start-up every run
-//	          shares (env.go). Observations come from impl.Config.Observe,
+//	          shares (env.go). Observations come from agent.ServerConfig.Observe,
 //	          one per raft entry (cluster.go observe).
 //	workload  the seeded driver: clients that create sessions, contend for
 //	          lock keys, renew, write KV and write to the resources

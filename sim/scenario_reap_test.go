@@ -9,7 +9,7 @@ import (
 	"github.com/tenurekv/tenure/sim/internal/core"
 	"github.com/tenurekv/tenure/sim/internal/workload"
 
-	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/agent"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -17,10 +17,10 @@ import (
 // watch a reap happen; reapNoFloor is the same servers with a reap that
 // forgets a key's watermark without raising the floor.
 var (
-	shortReap = &core.Variant{Name: "short-reap-window", Config: func(cfg *impl.Config) {
+	shortReap = &core.Variant{Name: "short-reap-window", Config: func(cfg *agent.ServerConfig) {
 		cfg.ReapWindow, cfg.ReapInterval = 20*time.Second, 5*time.Second
 	}}
-	reapNoFloor = &core.Variant{Name: "reap-without-floor", Config: func(cfg *impl.Config) {
+	reapNoFloor = &core.Variant{Name: "reap-without-floor", Config: func(cfg *agent.ServerConfig) {
 		shortReap.Config(cfg)
 		cfg.Apply = func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
 			floor := st.LockFloor()

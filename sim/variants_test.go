@@ -16,16 +16,14 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/impl/agent"
-	"github.com/tenurekv/tenure/impl/reconcile"
 	"github.com/tenurekv/tenure/model"
 	"github.com/tenurekv/tenure/sim/simclock"
 )
 
 // calledFrom reports whether a function whose name ends in suffix is on the
 // caller's stack. Test-only: it lets a broken-server variant lie to one
-// part of the server through the only hook impl.Config offers, its Clock.
+// part of the server through the only hook agent.ServerConfig offers, its Clock.
 func calledFrom(suffix string) bool {
 	pcs := make([]uintptr, 32)
 	n := runtime.Callers(3, pcs)
@@ -67,7 +65,7 @@ var ttlNotRearmed = &core.Variant{Name: "ttl-not-rearmed-on-failover", Clock: fu
 // lockIndexNotBumped: an acquire that changes a key's holder keeps the
 // key's LockIndex, so a sequencer is issued again to another session (S41).
 // The server reports what it stored, txn results included.
-var lockIndexNotBumped = &core.Variant{Name: "lock-index-not-bumped", Config: func(cfg *impl.Config) {
+var lockIndexNotBumped = &core.Variant{Name: "lock-index-not-bumped", Config: func(cfg *agent.ServerConfig) {
 	cfg.Apply = func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
 		before := st.Snapshot().KV
 		res := st.Apply(index, cmd)
@@ -99,7 +97,7 @@ var lockIndexNotBumped = &core.Variant{Name: "lock-index-not-bumped", Config: fu
 // namedSequencerWrong: a granted acquire stores the right LockIndex but
 // names one above it in its answer (S64), so its holder fences with a
 // sequencer nobody was issued.
-var namedSequencerWrong = &core.Variant{Name: "named-sequencer-wrong", Config: func(cfg *impl.Config) {
+var namedSequencerWrong = &core.Variant{Name: "named-sequencer-wrong", Config: func(cfg *agent.ServerConfig) {
 	cfg.Apply = func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
 		res := st.Apply(index, cmd)
 		if res.Locked.Key != "" {
@@ -112,7 +110,7 @@ var namedSequencerWrong = &core.Variant{Name: "named-sequencer-wrong", Config: f
 // invalidationNotAtomic: an invalidation removes the session at once but
 // releases (or deletes) its keys one entry later, so in between a key is
 // held by a session that no longer exists (S15).
-var invalidationNotAtomic = &core.Variant{Name: "invalidation-not-atomic", Config: func(cfg *impl.Config) {
+var invalidationNotAtomic = &core.Variant{Name: "invalidation-not-atomic", Config: func(cfg *agent.ServerConfig) {
 	type late struct {
 		orphan model.KVEntry  // what the key shows meanwhile
 		want   *model.KVEntry // what the invalidation left; nil: deleted
@@ -164,17 +162,17 @@ var invalidationNotAtomic = &core.Variant{Name: "invalidation-not-atomic", Confi
 // one live member failed from one instant to another (the full reconcile
 // reads Members; a change only says whom to read again).
 type lyingMembers struct {
-	impl.Membership
+	agent.Membership
 	node     string
 	from, to time.Time
 }
 
-func (l lyingMembers) Members() []reconcile.Member {
+func (l lyingMembers) Members() []agent.Member {
 	ms := l.Membership.Members()
 	if now := time.Now(); now.After(l.from) && now.Before(l.to) {
 		for i := range ms {
 			if ms[i].Name == l.node {
-				ms[i].Status = reconcile.Failed
+				ms[i].Status = agent.MemberFailed
 			}
 		}
 	}
@@ -184,7 +182,7 @@ func (l lyingMembers) Members() []reconcile.Member {
 // lyingDetector: from 20 s after boot the detector tells every server that
 // the first client agent failed, while it lives on healthy links; the
 // leader's next full reconcile (every 60 s) marks it critical.
-var lyingDetector = &core.Variant{Name: "lying-detector", Config: func(cfg *impl.Config) {
+var lyingDetector = &core.Variant{Name: "lying-detector", Config: func(cfg *agent.ServerConfig) {
 	if cfg.Membership == nil {
 		return
 	}
@@ -202,7 +200,7 @@ var deafDetector = &core.Variant{Name: "deaf-detector", Gossip: func(_ string, c
 // criticalKeepsSessions: a serfHealth going critical is recorded, but the
 // sessions bound to it survive with their locks (S12 broken): a holder
 // falsely declared dead keeps passing check-sequencer.
-var criticalKeepsSessions = &core.Variant{Name: "critical-keeps-sessions", Config: func(cfg *impl.Config) {
+var criticalKeepsSessions = &core.Variant{Name: "critical-keeps-sessions", Config: func(cfg *agent.ServerConfig) {
 	cfg.Apply = func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
 		before := st.Snapshot()
 		res := st.Apply(index, cmd)
@@ -232,7 +230,7 @@ var criticalKeepsSessions = &core.Variant{Name: "critical-keeps-sessions", Confi
 // queriesOutliveSessions: an invalidation (a destroy, a TTL expiry, a
 // critical check) removes the session and its keys' holds but leaves the
 // prepared queries bound to it in place (S58 broken).
-var queriesOutliveSessions = &core.Variant{Name: "queries-outlive-sessions", Config: func(cfg *impl.Config) {
+var queriesOutliveSessions = &core.Variant{Name: "queries-outlive-sessions", Config: func(cfg *agent.ServerConfig) {
 	cfg.Apply = func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
 		before := st.Snapshot()
 		res := st.Apply(index, cmd)
@@ -255,7 +253,7 @@ var queriesOutliveSessions = &core.Variant{Name: "queries-outlive-sessions", Con
 
 // agentRecordsDropped: the catalog keeps a node's meta but the key every
 // agent adds, so no client agent's node record ever reaches it (S63 broken).
-var agentRecordsDropped = &core.Variant{Name: "agent-records-dropped", Config: func(cfg *impl.Config) {
+var agentRecordsDropped = &core.Variant{Name: "agent-records-dropped", Config: func(cfg *agent.ServerConfig) {
 	cfg.Apply = func(st *model.State, index uint64, cmd model.Command) (*model.State, model.Result) {
 		if r := cmd.Register; r != nil {
 			if _, ok := r.NodeMeta[agent.MetaSegment]; ok {

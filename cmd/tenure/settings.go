@@ -12,12 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	sockaddr "github.com/hashicorp/go-sockaddr"
 
-	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/impl/agent"
-	"github.com/tenurekv/tenure/impl/checks"
-	"github.com/tenurekv/tenure/impl/gossip"
-	"github.com/tenurekv/tenure/impl/httpapi"
-	"github.com/tenurekv/tenure/impl/local"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -77,7 +72,7 @@ func defaultSettings() settings {
 		Datacenter: "dc1", BindAddr: "0.0.0.0", ClientAddr: "127.0.0.1",
 		Ports:         ports{HTTP: 8500, Server: 8300, SerfLAN: 8301, DNS: -1, GRPC: -1, GRPCTLS: -1, SerfWAN: -1, HTTPS: -1},
 		RetryInterval: 30 * time.Second, LogLevel: "info", TTLMultiplier: model.DefaultTTLMultiplier,
-		CheckUpdateInterval: local.DefaultCheckUpdateInterval,
+		CheckUpdateInterval: agent.DefaultCheckUpdateInterval,
 	}
 }
 
@@ -205,7 +200,7 @@ func (s *settings) httpAdvertise() string {
 // runningAgent is a started server or client agent.
 type runningAgent interface {
 	HTTPAddr() string
-	Members() *gossip.Pool
+	Members() *agent.GossipPool
 	Left() <-chan struct{}
 	Shutdown() error
 }
@@ -235,7 +230,7 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 	if err := s.resolveNodeID(); err != nil {
 		return agent.Config{}, err
 	}
-	srv := impl.Config{
+	srv := agent.ServerConfig{
 		NodeName: s.NodeName, HTTPAddr: s.httpAdvertise(), Logger: logger, Dev: s.Dev, DataDir: s.DataDir,
 		RaftAddr: net.JoinHostPort(s.AdvertiseAddr, strconv.Itoa(s.Ports.Server)), TTLMultiplier: s.TTLMultiplier,
 		BootstrapExpect: s.BootstrapExpect, NodeID: s.NodeID,
@@ -249,21 +244,18 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 		return agent.Config{}, fmt.Errorf("listen for HTTP: %w", err)
 	}
 	return agent.Config{Server: srv, Listener: ln, Gossip: g, Join: s.RetryJoin, RetryInterval: s.RetryInterval,
-		HTTP: httpapi.Options{Datacenter: s.Datacenter, Version: version}, Local: s.localConfig(),
+		HTTP: agent.HTTPOptions{Datacenter: s.Datacenter, Version: version}, Local: s.localConfig(),
 		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry, NodeMeta: s.NodeMeta}, nil
 }
 
 // gossipConfig is the agent's LAN gossip: its address, timing, key and the
 // tags Consul's tools read.
-func (s *settings) gossipConfig() (*gossip.Config, error) {
-	g := &gossip.Config{
+func (s *settings) gossipConfig() (*agent.GossipConfig, error) {
+	g := &agent.GossipConfig{
 		BindAddr: s.BindAddr, BindPort: s.Ports.SerfLAN, AdvertiseAddr: s.AdvertiseAddr, AdvertisePort: s.Ports.SerfLAN,
-		Tags: map[string]string{gossip.TagDC: s.Datacenter, gossip.TagBuild: buildTag(),
-			gossip.TagVsn: "2", gossip.TagVsnMin: "2", gossip.TagVsnMax: "3"},
+		Tags: agent.GossipTags(s.Datacenter, buildTag()),
 	}
-	if s.Dev {
-		g.Timing = gossip.DevTiming
-	} else {
+	if !s.Dev {
 		g.DataDir = s.DataDir
 	}
 	if s.Encrypt != "" {
@@ -277,11 +269,12 @@ func (s *settings) gossipConfig() (*gossip.Config, error) {
 }
 
 // localConfig is the agent check settings as the local agent takes them.
-func (s *settings) localConfig() local.Config {
+func (s *settings) localConfig() agent.LocalConfig {
 	cui := s.CheckUpdateInterval
 	if cui == 0 {
 		cui = -1 // Consul's 0 writes every output change at once
 	}
-	return local.Config{CheckUpdateInterval: cui, Policy: checks.Policy{
-		EnableScriptChecks: s.EnableScriptChecks, EnableLocalScriptChecks: s.EnableLocalScriptChecks}}
+	lc := agent.LocalConfig{CheckUpdateInterval: cui}
+	lc.Policy.EnableScriptChecks, lc.Policy.EnableLocalScriptChecks = s.EnableScriptChecks, s.EnableLocalScriptChecks
+	return lc
 }

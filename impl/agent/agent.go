@@ -1,6 +1,10 @@
 // Package agent runs a tenure server with Consul's HTTP API in front of it:
 // what `tenure agent` starts, and what tests and the simulator start in
 // process.
+//
+// It is the one way into the server: the server's own packages are
+// internal to impl/, and the parts of them that a caller configures or
+// reads (ServerConfig, GossipConfig, Change, …) are named here as aliases.
 package agent
 
 import (
@@ -17,11 +21,10 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/tenurekv/tenure/impl"
-	"github.com/tenurekv/tenure/impl/gossip"
-	"github.com/tenurekv/tenure/impl/httpapi"
-	"github.com/tenurekv/tenure/impl/local"
-	"github.com/tenurekv/tenure/impl/rpc"
+	"github.com/tenurekv/tenure/impl/internal/gossip"
+	"github.com/tenurekv/tenure/impl/internal/httpapi"
+	"github.com/tenurekv/tenure/impl/internal/rpc"
+	"github.com/tenurekv/tenure/impl/internal/server"
 )
 
 // Config is an agent: the server's configuration, where to serve HTTP, and
@@ -29,7 +32,7 @@ import (
 type Config struct {
 	// Server configures the raft server. If Server.HTTPAddr is empty it is
 	// set to the listener's address.
-	Server impl.Config
+	Server ServerConfig
 	// Listener serves the HTTP API; if nil, the agent listens on
 	// Server.HTTPAddr over TCP (port 0 picks a free port, which then
 	// becomes Server.HTTPAddr).
@@ -40,15 +43,15 @@ type Config struct {
 	// Default: a private rpc.Pool, closed on Shutdown.
 	Forward rpc.Forwarder
 	// HTTP configures the API; Forward and Logger default as above.
-	HTTP httpapi.Options
+	HTTP HTTPOptions
 	// Limits bounds each client connection (timeouts, header size); zero
 	// fields take defaults.
 	Limits HTTPLimits
 	// Gossip, if set, makes the agent a member of a LAN gossip pool: the
 	// server then takes its catalog registrations and serfHealth from
-	// gossip (impl.Membership) and the membership endpoints answer. Its
+	// gossip (Membership) and the membership endpoints answer. Its
 	// node name and tags (role, HTTP address, server port) are filled in.
-	Gossip *gossip.Config
+	Gossip *GossipConfig
 	// Join lists gossip addresses to join at start; a failure is logged
 	// and retried every RetryInterval (default 30 s, Consul's
 	// retry_interval) until one succeeds.
@@ -58,7 +61,7 @@ type Config struct {
 	// check policy, check_update_interval, and every random or periodic
 	// part of checks and anti-entropy (staggers, intervals), which the
 	// simulator sets to seeded sources. Node is filled in.
-	Local local.Config
+	Local LocalConfig
 	// NodeMeta is the operator's meta for this agent's node (-node-meta),
 	// which anti-entropy keeps in the catalog (S63).
 	NodeMeta map[string]string
@@ -71,14 +74,14 @@ type Config struct {
 	// agent has filled it in (gossip membership, addresses, forwarding),
 	// just before the server starts. A test seam for the simulator's
 	// deliberately broken servers; the binary leaves it nil.
-	AdjustServer func(*impl.Config)
+	AdjustServer func(*ServerConfig)
 }
 
 // Agent is a running server and its HTTP API.
 type Agent struct {
 	// components are the agent's own parts (Components adds the server's).
 	components []string
-	srv        *impl.Server
+	srv        *server.Server
 	ownPool    *rpc.Pool // Config.Forward when the agent made it
 	local      *localAgent
 	pool       *gossip.Pool // nil without gossip
@@ -162,7 +165,7 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.AdjustServer != nil {
 		cfg.AdjustServer(&cfg.Server)
 	}
-	srv, err := impl.NewServer(cfg.Server)
+	srv, err := server.NewServer(cfg.Server)
 	if err != nil {
 		err = fmt.Errorf("agent: %w", err)
 		if pool != nil {
@@ -226,6 +229,15 @@ func New(cfg Config) (*Agent, error) {
 	return a, nil
 }
 
+// GossipTags are the tags Consul's tools read from a member besides those
+// the agent fills in: `consul members` prints the datacenter, the build
+// ("<version>:<revision>") and the protocol range, which is Consul's
+// protocol 2 (2 to 3).
+func GossipTags(datacenter, build string) map[string]string {
+	return map[string]string{gossip.TagDC: datacenter, gossip.TagBuild: build,
+		gossip.TagVsn: "2", gossip.TagVsnMin: "2", gossip.TagVsnMax: "3"}
+}
+
 // startGossip starts the agent's pool with the tags a server advertises.
 func startGossip(cfg Config) (*gossip.Pool, error) {
 	g := *cfg.Gossip
@@ -245,6 +257,9 @@ func startGossip(cfg Config) (*gossip.Pool, error) {
 		tags[gossip.TagPort] = port
 	}
 	g.Tags = tags
+	if g.Timing == nil && cfg.Server.Dev {
+		g.Timing = gossip.DevTiming // Consul's -dev shortens gossip's timing too
+	}
 	if g.Logger == nil && cfg.Server.Logger != nil {
 		g.Logger = cfg.Server.Logger.Named("gossip")
 	}
@@ -306,7 +321,7 @@ func (p *leavingPool) Leave() error {
 func (a *Agent) Left() <-chan struct{} { return a.left }
 
 // Members is the agent's gossip pool, nil without one.
-func (a *Agent) Members() *gossip.Pool { return a.pool }
+func (a *Agent) Members() *GossipPool { return a.pool }
 
 func logger(l hclog.Logger) hclog.Logger {
 	if l == nil {
@@ -348,7 +363,7 @@ func killHTTP(hs *http.Server, served <-chan error) error {
 }
 
 // Server is the raft server behind the API.
-func (a *Agent) Server() *impl.Server { return a.srv }
+func (a *Agent) Server() *Server { return a.srv }
 
 // HTTPAddr is the host:port of the API.
 func (a *Agent) HTTPAddr() string { return a.addr }
@@ -406,7 +421,7 @@ func (o *ownAPI) Forward(ctx context.Context, addr string, req *rpc.Request) (*r
 // serverPort is the address of the server port the server opens itself,
 // "" if it opens none (an injected raft transport, a dev server without
 // one).
-func serverPort(c impl.Config) string {
+func serverPort(c server.Config) string {
 	switch {
 	case c.ServerListener != nil:
 		return c.ServerListener.Addr().String()

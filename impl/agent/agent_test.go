@@ -8,9 +8,9 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/impl/agent"
 	"github.com/tenurekv/tenure/impl/agent/agenttest"
+	"github.com/tenurekv/tenure/impl/internal/server"
 )
 
 func client(t testing.TB, addr string) *api.Client {
@@ -113,7 +113,7 @@ func TestAgentNeedsAnAddress(t *testing.T) {
 		t.Fatalf("agent without listener or address: %v", err)
 	}
 	// A server that cannot start leaves no listener behind.
-	_, err = agent.New(agent.Config{Server: impl.Config{HTTPAddr: "127.0.0.1:0", Dev: true}})
+	_, err = agent.New(agent.Config{Server: server.Config{HTTPAddr: "127.0.0.1:0", Dev: true}})
 	if err == nil || !strings.Contains(err.Error(), "NodeName is required") {
 		t.Fatalf("agent without node name: %v", err)
 	}

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/tenurekv/tenure/impl/internal/catalogwire"
-	"github.com/tenurekv/tenure/impl/local"
-	"github.com/tenurekv/tenure/impl/rpc"
+	"github.com/tenurekv/tenure/impl/internal/local"
+	"github.com/tenurekv/tenure/impl/internal/rpc"
 	"github.com/tenurekv/tenure/model"
 )
 

@@ -14,8 +14,8 @@ import (
 
 	"github.com/tenurekv/tenure/impl/agent"
 	"github.com/tenurekv/tenure/impl/agent/agenttest"
-	"github.com/tenurekv/tenure/impl/local"
-	"github.com/tenurekv/tenure/impl/rpc"
+	"github.com/tenurekv/tenure/impl/internal/local"
+	"github.com/tenurekv/tenure/impl/internal/rpc"
 )
 
 // fastSync makes anti-entropy run its full sync every few milliseconds with

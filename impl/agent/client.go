@@ -12,10 +12,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/tenurekv/tenure/impl/gossip"
-	"github.com/tenurekv/tenure/impl/httpapi"
-	"github.com/tenurekv/tenure/impl/local"
-	"github.com/tenurekv/tenure/impl/rpc"
+	"github.com/tenurekv/tenure/impl/internal/gossip"
+	"github.com/tenurekv/tenure/impl/internal/httpapi"
+	"github.com/tenurekv/tenure/impl/internal/rpc"
 )
 
 // ClientConfig is a client agent: a gossip member without raft that serves
@@ -34,7 +33,7 @@ type ClientConfig struct {
 	// Listener serves the HTTP API, at HTTPAddr.
 	Listener net.Listener
 	HTTPAddr string
-	Gossip   gossip.Config
+	Gossip   GossipConfig
 	// Join and RetryInterval as for a server agent.
 	Join          []string
 	RetryInterval time.Duration
@@ -50,7 +49,7 @@ type ClientConfig struct {
 	Logger     hclog.Logger
 	// Local configures the agent's own services and checks, as for a
 	// server agent (Config.Local).
-	Local local.Config
+	Local LocalConfig
 	// NodeMeta as for a server agent (Config.NodeMeta).
 	NodeMeta map[string]string
 }
@@ -136,7 +135,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 func (c *Client) HTTPAddr() string { return c.addr }
 
 // Members is the agent's gossip pool.
-func (c *Client) Members() *gossip.Pool { return c.pool }
+func (c *Client) Members() *GossipPool { return c.pool }
 
 // Left closes once the agent has left its pool through the API.
 func (c *Client) Left() <-chan struct{} { return c.left }

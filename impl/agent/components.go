@@ -3,7 +3,7 @@ package agent
 import "slices"
 
 // Components names the parts the agent was built with: the server's
-// (impl.Server.Components), then its own. The simulator's assembly test
+// (Server.Components), then its own. The simulator's assembly test
 // compares its servers' list with the binary's.
 func (a *Agent) Components() []string {
 	return append(a.srv.Components(), a.components...)

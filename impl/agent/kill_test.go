@@ -7,7 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/tenurekv/tenure/impl"
+	"github.com/tenurekv/tenure/impl/internal/server"
 )
 
 // pipeListener hands out the server ends of in-memory pipes, so an agent
@@ -59,7 +59,7 @@ func TestKillDoesNotWaitForClients(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				ln := newPipeListener()
-				a, err := New(Config{Server: impl.Config{NodeName: "dev", Dev: true}, Listener: ln})
+				a, err := New(Config{Server: server.Config{NodeName: "dev", Dev: true}, Listener: ln})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -12,10 +12,10 @@ import (
 
 	"github.com/hashicorp/consul/api"
 
-	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/impl/agent"
 	"github.com/tenurekv/tenure/impl/agent/agenttest"
-	"github.com/tenurekv/tenure/impl/httpapi"
+	"github.com/tenurekv/tenure/impl/internal/httpapi"
+	"github.com/tenurekv/tenure/impl/internal/server"
 )
 
 // shortLimits makes every connection bound short enough for a test to
@@ -138,7 +138,7 @@ func TestBlockingReadOutlastsConnectionBounds(t *testing.T) {
 // obvious configuration the agent must not use: WriteTimeout cuts blocking
 // reads and, without ReadTimeout, a stalled body is never cut.
 func naiveServer(t *testing.T) string {
-	srv, err := impl.NewServer(impl.Config{NodeName: "dev", HTTPAddr: "127.0.0.1:0", Dev: true})
+	srv, err := server.NewServer(server.Config{NodeName: "dev", HTTPAddr: "127.0.0.1:0", Dev: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,12 +8,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/tenurekv/tenure/impl/gossip"
-	"github.com/tenurekv/tenure/impl/local"
-	"github.com/tenurekv/tenure/impl/rpc"
+	"github.com/tenurekv/tenure/impl/internal/gossip"
+	"github.com/tenurekv/tenure/impl/internal/local"
+	"github.com/tenurekv/tenure/impl/internal/rpc"
 )
 
-// localAgent is an agent's own services and checks (impl/local) with the
+// localAgent is an agent's own services and checks (impl/internal/local) with the
 // anti-entropy loop that copies them to the catalog.
 type localAgent struct {
 	la     *local.Agent

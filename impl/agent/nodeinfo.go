@@ -5,15 +5,15 @@ import (
 	"net"
 	"strings"
 
-	"github.com/tenurekv/tenure/impl/gossip"
-	"github.com/tenurekv/tenure/impl/local"
+	"github.com/tenurekv/tenure/impl/internal/gossip"
+	"github.com/tenurekv/tenure/impl/internal/local"
 )
 
 // Node meta keys Consul's agent gives its own node (S63). An operator's
 // meta may not start with ReservedMetaPrefix.
 const (
 	MetaSegment        = "consul-network-segment"
-	MetaVersion        = "consul-version"
+	metaVersion        = "consul-version"
 	ReservedMetaPrefix = "consul-"
 )
 
@@ -37,7 +37,7 @@ func nodeInfo(id, addr, version string, meta map[string]string) *local.NodeInfo 
 	}
 	m[MetaSegment] = ""
 	if version != "" {
-		m[MetaVersion] = version
+		m[metaVersion] = version
 	}
 	return &local.NodeInfo{ID: id, TaggedAddresses: tagged, Meta: m}
 }

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/tenurekv/tenure/impl/clock"
+	"github.com/tenurekv/tenure/impl/internal/clock"
 )
 
 // registerWait bounds how long a session create waits for this node's own
@@ -12,7 +12,7 @@ import (
 // hold does.
 const registerWait = 10 * time.Second
 
-// registration is what registeredGate waits on (an *impl.Server): the
+// registration is what registeredGate waits on (a *server.Server): the
 // moment the server saw its own node registered, on the server's clock.
 type registration interface {
 	Registered() <-chan struct{}

@@ -7,8 +7,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/tenurekv/tenure/impl/clock"
-	"github.com/tenurekv/tenure/impl/httpapi"
+	"github.com/tenurekv/tenure/impl/internal/clock"
+	"github.com/tenurekv/tenure/impl/internal/httpapi"
 	"github.com/tenurekv/tenure/impl/internal/httpapitest"
 )
 

@@ -1,5 +1,5 @@
 // Package backoff is the pause between retries that tenure's loops share
-// (impl's leader writes, barrier and self-registration; recipe's acquire
+// (the server's leader writes, barrier and self-registration; recipe's acquire
 // and watch loops): it starts at a minimum, doubles after each failure up
 // to a maximum, and a success resets it. It has no clock and no loop of its
 // own, because each caller waits differently (a server clock and a stop

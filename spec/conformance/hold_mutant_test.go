@@ -19,7 +19,7 @@ func TestHeldCreateCasesCatchAgentsWithoutHold(t *testing.T) {
 	}
 	base, _, _ := serverUnderTest(t)
 	for _, m := range []struct{ name, file, find, repl string }{
-		{"client-agent-never-holds", "impl/httpapi/clientregistered.go",
+		{"client-agent-never-holds", "impl/internal/httpapi/clientregistered.go",
 			"\tif a.registered.Load() {\n", "\tif !a.registered.Load() {\n"},
 		{"server-agent-never-holds", "impl/agent/registeredgate.go",
 			"\t\tif r.URL.Path == \"/v1/session/create\" {\n", "\t\tif false {\n"},

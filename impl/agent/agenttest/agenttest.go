@@ -15,9 +15,9 @@ import (
 	"github.com/hashicorp/go-uuid"
 	"github.com/hashicorp/raft"
 
-	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/impl/agent"
-	"github.com/tenurekv/tenure/impl/gossip"
+	"github.com/tenurekv/tenure/impl/internal/gossip"
+	"github.com/tenurekv/tenure/impl/internal/server"
 )
 
 // StartDevAgent starts a dev agent, letting mod adjust its configuration
@@ -55,7 +55,7 @@ func devConfig(node string) (agent.Config, error) {
 	if err != nil {
 		return agent.Config{}, errors.Join(fmt.Errorf("node ID: %w", err), ln.Close())
 	}
-	return agent.Config{Server: impl.Config{NodeName: node, NodeID: id, HTTPAddr: "127.0.0.1:0", Dev: true, ServerListener: ln},
+	return agent.Config{Server: server.Config{NodeName: node, NodeID: id, HTTPAddr: "127.0.0.1:0", Dev: true, ServerListener: ln},
 		// A build tag, as the tenure binary advertises one, gives the node
 		// its consul-version meta (S62).
 		Gossip: &gossip.Config{BindAddr: "127.0.0.1", Timing: gossip.DevTiming,
@@ -119,14 +119,14 @@ func (c *Cluster) Follower() *agent.Agent {
 func StartCluster(tb testing.TB, n int, opts ClusterOptions) *Cluster {
 	tb.Helper()
 	raftLns := make([]net.Listener, n)
-	var peers []impl.Peer
+	var peers []server.Peer
 	for i := range n {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			tb.Fatalf("raft listener: %v", err)
 		}
 		raftLns[i] = ln
-		peers = append(peers, impl.Peer{Name: nodeName(i), RaftAddr: ln.Addr().String()})
+		peers = append(peers, server.Peer{Name: nodeName(i), RaftAddr: ln.Addr().String()})
 	}
 	c := &Cluster{}
 	tb.Cleanup(func() {
@@ -142,7 +142,7 @@ func StartCluster(tb testing.TB, n int, opts ClusterOptions) *Cluster {
 		// (TestBlockingReadThroughFollower answered "No cluster leader"
 		// once in 50 runs beside other work). The first election takes a
 		// second or two longer.
-		cfg := agent.Config{Server: impl.Config{
+		cfg := agent.Config{Server: server.Config{
 			NodeName: nodeName(i), HTTPAddr: "127.0.0.1:0", ServerListener: raftLns[i], Peers: peers,
 		}}
 		if opts.Durable {

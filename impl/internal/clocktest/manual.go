@@ -3,10 +3,11 @@
 package clocktest
 
 import (
-	"github.com/tenurekv/tenure/impl/clock"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/tenurekv/tenure/impl/internal/clock"
 )
 
 // Manual is a clock.Clock that moves only when Advance is called, so a

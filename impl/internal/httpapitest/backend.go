@@ -1,8 +1,8 @@
-// Package httpapitest is an in-memory impl.Backend for testing the HTTP API
-// (and anything else that speaks to impl.Backend) without raft.
+// Package httpapitest is an in-memory server.Backend for testing the HTTP API
+// (and anything else that speaks to server.Backend) without raft.
 //
 // A Store is one fake cluster's replicated state: commands go straight to a
-// model.State through leader.Core, the leader logic impl.Server runs
+// model.State through leader.Core, the leader logic server.Server runs
 // over raft (session IDs, lock-delay check, TTL book), so the double cannot
 // drift from the server. Backend is one server's view of the Store;
 // several views share one Store, so a follower sees every write at once
@@ -18,14 +18,14 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tenurekv/tenure/impl"
-	"github.com/tenurekv/tenure/impl/clock"
+	"github.com/tenurekv/tenure/impl/internal/clock"
 	"github.com/tenurekv/tenure/impl/internal/leader"
+	"github.com/tenurekv/tenure/impl/internal/server"
 	"github.com/tenurekv/tenure/model"
 )
 
 // Store is the state shared by every view of one fake cluster. Its leader
-// logic is leader.Core, the code impl.Server runs, proposing straight to
+// logic is leader.Core, the code server.Server runs, proposing straight to
 // the state instead of through raft; the Store's one leader term never ends.
 type Store struct {
 	clock  clock.Clock
@@ -108,7 +108,7 @@ func (s *Store) apply(ctx context.Context, cmd model.Command) (model.Result, err
 }
 
 // propose is the core's Propose: the state machine at once, with the side
-// effects impl's FSM has, in the same lock order.
+// effects the server's FSM has, in the same lock order.
 func (s *Store) propose(ctx context.Context, cmd model.Command) (model.Result, error) {
 	if err := ctx.Err(); err != nil {
 		return model.Result{}, err
@@ -140,7 +140,7 @@ func (s *Store) freshID() string {
 	return fmt.Sprintf("00000000-0000-4000-8000-%012x", s.nextID.Add(1))
 }
 
-// expire destroys sessions whose deadline passed, as impl.Server does:
+// expire destroys sessions whose deadline passed, as server.Server does:
 // through the leader's Apply (lock-delay included), skipping any session
 // invalidated meanwhile.
 func (s *Store) expire(ids []string) {
@@ -153,7 +153,7 @@ func (s *Store) expire(ids []string) {
 	}
 }
 
-// Backend is one server's view of a Store; it implements impl.Backend.
+// Backend is one server's view of a Store; it implements server.Backend.
 type Backend struct {
 	store *Store
 	node  string
@@ -168,7 +168,7 @@ type Backend struct {
 	peers       []string
 }
 
-var _ impl.Backend = (*Backend)(nil)
+var _ server.Backend = (*Backend)(nil)
 
 // New returns the leader of a fresh one-server cluster named node, on clock.
 // Its node is registered with a passing serfHealth check (S47).
@@ -228,43 +228,43 @@ func (b *Backend) leading() bool {
 	return b.isLeader
 }
 
-// NodeName implements impl.Backend.
+// NodeName implements server.Backend.
 func (b *Backend) NodeName() string { return b.node }
 
-// Leader implements impl.Backend.
+// Leader implements server.Backend.
 func (b *Backend) Leader() (bool, string, bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.isLeader, b.leaderAddr, b.known
 }
 
-// Apply implements impl.Backend.
+// Apply implements server.Backend.
 func (b *Backend) Apply(ctx context.Context, cmd model.Command) (model.Result, error) {
 	if !b.leading() {
-		return model.Result{}, impl.ErrNotLeader
+		return model.Result{}, server.ErrNotLeader
 	}
 	return b.store.apply(ctx, cmd)
 }
 
-// Renew implements impl.Backend.
+// Renew implements server.Backend.
 func (b *Backend) Renew(ctx context.Context, id string) (model.Session, error) {
 	if !b.leading() {
-		return model.Session{}, impl.ErrNotLeader
+		return model.Session{}, server.ErrNotLeader
 	}
 	return b.store.leader.Renew(id)
 }
 
-// VerifyLeader implements impl.Backend.
+// VerifyLeader implements server.Backend.
 func (b *Backend) VerifyLeader(ctx context.Context) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.isLeader {
-		return impl.ErrNotLeader
+		return server.ErrNotLeader
 	}
 	return b.verifyErr
 }
 
-// Read implements impl.Backend.
+// Read implements server.Backend.
 func (b *Backend) Read(fn func(s *model.State)) {
 	defer b.store.reads.Add(1)
 	b.store.mu.RLock()
@@ -272,33 +272,33 @@ func (b *Backend) Read(fn func(s *model.State)) {
 	fn(b.store.state)
 }
 
-// Changed implements impl.Backend.
+// Changed implements server.Backend.
 func (b *Backend) Changed() <-chan struct{} {
 	b.store.mu.RLock()
 	defer b.store.mu.RUnlock()
 	return b.store.changed
 }
 
-// LastContact implements impl.Backend.
+// LastContact implements server.Backend.
 func (b *Backend) LastContact() time.Duration {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.lastContact
 }
 
-// RaftLeaderAddr implements impl.Backend.
+// RaftLeaderAddr implements server.Backend.
 func (b *Backend) RaftLeaderAddr() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.raftLeader
 }
 
-// Peers implements impl.Backend.
+// Peers implements server.Backend.
 func (b *Backend) Peers() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return append([]string(nil), b.peers...)
 }
 
-// Clock implements impl.Backend.
+// Clock implements server.Backend.
 func (b *Backend) Clock() clock.Clock { return b.store.clock }

@@ -12,7 +12,7 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// coreHarness runs a Core over a bare model.State, the way impl's FSM
+// coreHarness runs a Core over a bare model.State, the way the server's FSM
 // would: delays armed under the state's lock, the TTL book told after it.
 // before, if set, runs just before each proposal is applied.
 type coreHarness struct {

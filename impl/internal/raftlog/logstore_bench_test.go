@@ -18,7 +18,7 @@ import (
 // one raft append as the leader does it under light load (1 entry) and under
 // load (a batch of 64, raft's MaxAppendEntries), each fsynced. Run with
 //
-//	go test ./impl -run '^$' -bench LogStore -benchtime 2s
+//	go test ./impl/internal/raftlog -run '^$' -bench LogStore -benchtime 2s
 func BenchmarkLogStore(b *testing.B) {
 	stores := map[string]func(dir string) (raft.LogStore, func() error, error){
 		"wal": func(dir string) (raft.LogStore, func() error, error) {

@@ -17,7 +17,7 @@ import (
 // follower's log does; "none" appends for 300 ms with no preparation. It
 // reports the appends' latency and the preparation's length. Run with
 //
-//	go test ./impl -run '^$' -bench AppendBesideSpare -benchtime 1x -count 6
+//	go test ./impl/internal/raftlog -run '^$' -bench AppendBesideSpare -benchtime 1x -count 6
 func BenchmarkAppendBesideSpare(b *testing.B) {
 	const size = 64 << 20
 	variants := []struct {

@@ -13,7 +13,7 @@ import (
 	"github.com/tenurekv/tenure/sim/simdisk"
 )
 
-// simLog is a server's durable stores (Open, as impl.NewServer calls it)
+// simLog is a server's durable stores (Open, as server.NewServer calls it)
 // on an in-memory disk, inside a synctest bubble, with the background
 // flusher running as in production.
 type simLog struct {

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/tenurekv/tenure/impl/agent"
-	"github.com/tenurekv/tenure/impl/gossip"
-	"github.com/tenurekv/tenure/impl/local"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -66,7 +64,7 @@ func (c *Cluster) startAgent(a *ClientAgent) error {
 		join = append(join, c.gossip.addr(s.Name))
 	}
 	ag, err := agent.NewClient(agent.ClientConfig{NodeName: a.Name, Listener: ln, HTTPAddr: a.HTTPAddr(),
-		Gossip: gossip.Config{Transport: t, Timing: c.gossipTiming(a.Name), Rand: c.gossipRand(a.Name)}, Join: join, RetryInterval: agentRetryJoin,
+		Gossip: agent.GossipConfig{Transport: t, Timing: c.gossipTiming(a.Name), Rand: c.gossipRand(a.Name)}, Join: join, RetryInterval: agentRetryJoin,
 		Dial: c.serverDial(a.Name), Local: c.agentLocal(a.Name)})
 	if err != nil {
 		// NewClient closed the listener; the transport is still ours.
@@ -83,9 +81,10 @@ func (c *Cluster) startAgent(a *ClientAgent) error {
 // for the anti-entropy loop, which draws on a goroutine of its own (with
 // one stream, which of them drew first at an instant decided both waits).
 // Every interval keeps Consul's default (Bounds.AgentCheck rests on them).
-func (c *Cluster) agentLocal(node string) local.Config {
-	return local.Config{Stagger: staggerFrom(Stream(c.seed, "agent-local/"+node)),
-		Sync: local.SyncConfig{Stagger: staggerFrom(Stream(c.seed, "agent-sync/"+node))}}
+func (c *Cluster) agentLocal(node string) agent.LocalConfig {
+	lc := agent.LocalConfig{Stagger: staggerFrom(Stream(c.seed, "agent-local/"+node))}
+	lc.Sync.Stagger = staggerFrom(Stream(c.seed, "agent-sync/"+node))
+	return lc
 }
 
 // staggerFrom draws waits in [0, d) from r, under a lock.

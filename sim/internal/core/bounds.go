@@ -69,13 +69,13 @@ type Bounds struct {
 	CheckExpiry time.Duration `json:"check_expiry,omitempty"`
 }
 
-// AgentSyncBound is Bounds.AgentSync for impl/local's default timings
+// AgentSyncBound is Bounds.AgentSync for impl/internal/local's default timings
 // (which the simulator keeps): a partial sync at most MinSyncGap (1 s)
 // after the change, and if that one fails, a retry within RetryInterval
 // plus its stagger (15 s + 15 s).
 const AgentSyncBound = time.Second + 2*15*time.Second
 
-// memberlist's LAN timing as impl/gossip configures it (Consul's defaults,
+// memberlist's LAN timing as impl/internal/gossip configures it (Consul's defaults,
 // spec/CONSUL.md §13).
 const (
 	gossipProbeInterval  = time.Second

@@ -16,11 +16,8 @@ import (
 	"github.com/hashicorp/memberlist"
 	"github.com/hashicorp/raft"
 
-	"github.com/tenurekv/tenure/impl"
 	"github.com/tenurekv/tenure/impl/agent"
 	"github.com/tenurekv/tenure/impl/disk"
-	"github.com/tenurekv/tenure/impl/fsm"
-	"github.com/tenurekv/tenure/impl/gossip"
 	"github.com/tenurekv/tenure/model"
 	"github.com/tenurekv/tenure/sim/simclock"
 	"github.com/tenurekv/tenure/sim/simdisk"
@@ -56,7 +53,7 @@ func (s *server) httpAddr() string { return s.Name + ":" + HttpPort }
 func (s *server) raftAddr() string { return serverPortAddr(s.Name) }
 
 // current returns the running server, nil while crashed.
-func (s *server) Current() *impl.Server {
+func (s *server) Current() *agent.Server {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ag == nil {
@@ -81,7 +78,7 @@ type Cluster struct {
 	net     *simnet.Network
 	rec     *Recorder
 	Servers []*server
-	peers   []impl.Peer
+	peers   []agent.Peer
 	variant *Variant
 	// gossip names the servers' LAN gossip addresses: they run serf over
 	// memberlist on the simulated network, and the leader takes
@@ -120,7 +117,7 @@ func NewCluster(n *simnet.Network, rec *Recorder, seed uint64, names []string, c
 		return nil, fmt.Errorf("sim: client agents %v need gossip", agents)
 	}
 	for _, name := range names {
-		c.peers = append(c.peers, impl.Peer{Name: name, RaftAddr: serverPortAddr(name)})
+		c.peers = append(c.peers, agent.Peer{Name: name, RaftAddr: serverPortAddr(name)})
 	}
 	for _, name := range names {
 		sk := clocks[name]
@@ -169,7 +166,7 @@ func (c *Cluster) Start(s *server) error {
 	// leadTerm is the term this server leads in, 0 while it does not lead:
 	// one value, so an apply never sees a leader without its term.
 	var leadTerm atomic.Uint64
-	srvCfg := impl.Config{
+	srvCfg := agent.ServerConfig{
 		NodeName: name, HTTPAddr: s.httpAddr(), RaftAddr: s.raftAddr(), Clock: s.gate, Peers: c.peers,
 		DataDir: dataDir, Disk: c.serverDisk(s), LogSegmentSize: logSegmentSize,
 		// A failed fsync stops the process (the panic fsm makes without
@@ -187,7 +184,7 @@ func (c *Cluster) Start(s *server) error {
 		},
 		// Runs on the applying goroutine, before virtual time moves on:
 		// each observation carries the exact instant of its entry.
-		Observe: func(ch fsm.Change) {
+		Observe: func(ch agent.Change) {
 			if stopped.Load() || ch.After.Index() == ch.Before.Index() {
 				return // a crashed incarnation, or an entry that changed nothing
 			}
@@ -212,7 +209,7 @@ func (c *Cluster) Start(s *server) error {
 			return fmt.Errorf("start %s gossip: %w", name, err)
 		}
 		// The agent's tags carry its role and server port, as the binary's do.
-		cfg.Gossip = &gossip.Config{Transport: gossipTrans, Timing: c.gossipTiming(name), Rand: c.gossipRand(name)}
+		cfg.Gossip = &agent.GossipConfig{Transport: gossipTrans, Timing: c.gossipTiming(name), Rand: c.gossipRand(name)}
 		for _, o := range c.Servers {
 			if o != s {
 				cfg.Join = append(cfg.Join, c.gossip.addr(o.Name))
@@ -405,7 +402,7 @@ func (c *Cluster) applyOnLeader(ctx context.Context, cmd model.Command) error {
 // and removed, the keys it changed, the checks whose status it changed, the
 // catalog nodes it removed, and the keys it left held by a session that no
 // longer exists.
-func observe(ch fsm.Change) *StateObs {
+func observe(ch agent.Change) *StateObs {
 	before, after := ch.Before, ch.After
 	obs := &StateObs{Index: after.Index(), Term: ch.Term, Restored: ch.Command == nil}
 	if ch.Command != nil {
@@ -511,7 +508,7 @@ func SortedMapKeys[V any](m map[string]V) []string {
 type Variant struct {
 	Name string
 	// Config adjusts each server's configuration (test-only hooks).
-	Config func(*impl.Config)
+	Config func(*agent.ServerConfig)
 	// Clock, if set, replaces the server's Now (its timers keep the true clock).
 	Clock func(true *simclock.Clock) func() time.Time
 	// Gossip, if set, adjusts the memberlist configuration of the agent

@@ -187,7 +187,7 @@ type Ret struct {
 }
 
 // StateObs is what one raft entry did to one server's state, recorded by
-// the server's apply hook (impl.Config.Observe) at the virtual instant of
+// the server's apply hook (agent.ServerConfig.Observe) at the virtual instant of
 // the apply. Entries that changed nothing are not recorded.
 type StateObs struct {
 	// Index is the entry's raft index (the state's index after it).

@@ -38,7 +38,7 @@ type ApiClient struct {
 }
 
 // noLeaderBody is the server's answer to a request no leader took
-// (impl/httpapi's Consul text, for impl.ErrNotLeader or no known leader).
+// (impl/internal/httpapi's Consul text, for the server's ErrNotLeader or no known leader).
 const noLeaderBody = "No cluster leader"
 
 // noServersBody is a client agent's answer when gossip knows no live
@@ -48,14 +48,14 @@ const noLeaderBody = "No cluster leader"
 const noServersBody = "No known Consul servers"
 
 // agentNeverSent reports whether body is a client agent's answer to a
-// request that never left it: impl/httpapi's "rpc error: server A: " around
-// an impl/rpc Pool.Forward error "forward to A: " of one of two shapes.
+// request that never left it: impl/internal/httpapi's "rpc error: server A: " around
+// an impl/internal/rpc Pool.Forward error "forward to A: " of one of two shapes.
 //   - "dial: …": dialling A failed on the first try.
 //   - "connection is shut down …": net/rpc's ErrShutdown first. Forward
 //     joins its attempts' errors only when each ended in ErrShutdown or a
 //     failed dial; an attempt that sent and then failed is returned alone,
-//     never after this text. With impl/rpc's codec net/rpc gives a call
-//     ErrShutdown only before writing it: impl/rpc's
+//     never after this text. With impl/internal/rpc's codec net/rpc gives a call
+//     ErrShutdown only before writing it: impl/internal/rpc's
 //     TestForwardNeverResendsASentRequest holds that, and the comments at
 //     Forward's retry and clientCodec.ReadResponseHeader say why.
 //

@@ -1,22 +1,18 @@
 package workload
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	netrpc "net/rpc"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/tenurekv/tenure/sim/internal/core"
 
-	"github.com/tenurekv/tenure/impl/rpc"
+	"github.com/tenurekv/tenure/impl/agent/agenttest"
 	"github.com/tenurekv/tenure/model"
 	"github.com/tenurekv/tenure/sim/simnet"
 )
@@ -37,17 +33,12 @@ func TestOutcomes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// A client agent's answer when its one dial to a server failed:
-		// the pool's own error, in impl/httpapi's clientagent wording.
-		pool := rpc.NewPool(rpc.PoolConfig{Dial: func(context.Context, string) (net.Conn, error) {
-			return nil, simnet.ErrRefused
-		}})
-		_, ferr := pool.Forward(context.Background(), "n1:8300", &rpc.Request{Method: http.MethodPut, URI: "/v1/kv/k"})
-		if ferr == nil {
-			t.Fatal("a refused dial forwarded")
-		}
-		sent, shutDown := pipeForwardErrors(t)
-		// impl/httpapi's writeError keeps a reason to one line.
+		// A client agent's answers when its forward failed, in
+		// impl/internal/httpapi's clientagent wording: its one dial was refused,
+		// the server's end closed after the send, or every pooled
+		// connection was shut down and no new one could be dialed.
+		ferr, sent, shutDown := agenttest.ForwardErrors(t, "n1:8300", simnet.ErrRefused)
+		// impl/internal/httpapi's writeError keeps a reason to one line.
 		agentBody := func(err error) string {
 			return strings.ReplaceAll("rpc error: server n1:8300: "+err.Error(), "\n", " ")
 		}
@@ -93,78 +84,4 @@ func TestOutcomes(t *testing.T) {
 			}
 		}
 	})
-}
-
-// pipeForwardErrors drives real rpc.Pools over in-memory pipes, whose
-// far ends read everything and never answer, to the two errors a client
-// agent can get after its request reached the pool: sent, when the server's
-// end closed while the request waited for its answer; shutDown, when every
-// pooled connection had been closed by its server while idle and the dial
-// for a fresh one was refused, so nothing was sent. Call it inside a
-// synctest bubble: synctest.Wait is how it knows a pipe has gone quiet.
-func pipeForwardErrors(t *testing.T) (sent, shutDown error) {
-	t.Helper()
-	newPool := func() (*rpc.Pool, *[]net.Conn, *atomic.Bool) {
-		// Dials run in a Forward's goroutine, each before the test reads
-		// peers (after that Forward's answer or a synctest.Wait).
-		var peers []net.Conn
-		var refuse atomic.Bool
-		p := rpc.NewPool(rpc.PoolConfig{Dial: func(context.Context, string) (net.Conn, error) {
-			if refuse.Load() {
-				return nil, simnet.ErrRefused
-			}
-			c, s := net.Pipe()
-			go func() { _, _ = io.Copy(io.Discard, s) }()
-			peers = append(peers, s)
-			return c, nil
-		}})
-		t.Cleanup(func() { _ = p.Close() })
-		return p, &peers, &refuse
-	}
-	req := &rpc.Request{Method: http.MethodPut, URI: "/v1/session/create"}
-	forward := func(p *rpc.Pool, ctx context.Context) <-chan error {
-		done := make(chan error, 1)
-		go func() {
-			_, err := p.Forward(ctx, "n1:8300", req)
-			done <- err
-		}()
-		return done
-	}
-
-	p, peers, _ := newPool()
-	done := forward(p, context.Background())
-	synctest.Wait() // written, waiting for the answer
-	(*peers)[0].Close()
-	if sent = <-done; sent == nil {
-		t.Fatal("a request forwarded with no answer")
-	}
-
-	// Requests whose callers give up leave their connections pooled;
-	// once one is reused without a dial, every slot holds one.
-	p, peers, refuse := newPool()
-	for i := 0; ; i++ {
-		if i == 64 {
-			t.Fatal("the pool dials a new connection for every request")
-		}
-		before := len(*peers)
-		ctx, cancel := context.WithCancel(context.Background())
-		done := forward(p, ctx)
-		synctest.Wait()
-		cancel()
-		if err := <-done; !errors.Is(err, context.Canceled) {
-			t.Fatalf("a cancelled forward: %v", err)
-		}
-		if len(*peers) == before {
-			break
-		}
-	}
-	for _, c := range *peers {
-		c.Close()
-	}
-	synctest.Wait() // each connection's reader has seen its end
-	refuse.Store(true)
-	if _, shutDown = p.Forward(context.Background(), "n1:8300", req); !errors.Is(shutDown, netrpc.ErrShutdown) {
-		t.Fatalf("forward on a shut-down connection: %v", shutDown)
-	}
-	return sent, shutDown
 }

@@ -1,0 +1,94 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"runtime"
+
+	"github.com/tenurekv/tenure/impl/internal/server"
+
+	"github.com/tenurekv/tenure/model"
+)
+
+// The agent endpoints describe and act on the server the client talks to.
+
+// agentSelf is GET /v1/agent/self in Consul's shape: Config, Member (the
+// agent's gossip member) and Stats, the sections `consul info` prints.
+// Always answered locally.
+func (h *handler) agentSelf(c *call) error {
+	node := h.origin(c)
+	version := h.opts.Version
+	if version == "" {
+		version = "tenure"
+	}
+	out := map[string]any{
+		"Config": map[string]any{"Datacenter": h.opts.Datacenter, "PrimaryDatacenter": h.opts.Datacenter,
+			"NodeName": node, "NodeID": h.opts.NodeID, "Server": true, "Version": version, "Revision": "", "BuildDate": ""},
+		"Member": map[string]any{"Name": node},
+		"Meta":   nonNilMeta(h.opts.NodeMeta),
+	}
+	isLeader, _, _ := h.b.Leader()
+	consul := map[string]string{"server": "true", "leader": fmt.Sprint(isLeader), "leader_addr": h.b.RaftLeaderAddr(),
+		"known_datacenters": "1", "bootstrap": "false", "acl": "disabled"}
+	stats := map[string]map[string]string{
+		"agent":   {"check_monitors": "0", "check_ttls": "0", "checks": "0", "services": "0"},
+		"build":   {"version": version, "revision": "", "prerelease": "", "version_metadata": ""},
+		"consul":  consul,
+		"runtime": {"os": runtime.GOOS, "arch": runtime.GOARCH, "version": runtime.Version(), "max_procs": fmt.Sprint(runtime.GOMAXPROCS(0)), "goroutines": fmt.Sprint(runtime.NumGoroutine()), "cpu_count": fmt.Sprint(runtime.NumCPU())},
+	}
+	if ro, ok := h.b.(server.RaftOperator); ok {
+		stats["raft"] = ro.RaftStats()
+	}
+	if h.opts.Members != nil {
+		local := h.opts.Members.Local()
+		out["Member"] = toMemberJSON(local)
+		out["Config"].(map[string]any)["BindAddr"] = local.IP
+		stats["serf_lan"] = h.opts.Members.Stats()
+	}
+	out["Stats"] = stats
+	return writeJSON(c, http.StatusOK, out)
+}
+
+// agentCheck is PUT /v1/agent/check/{pass,warn,fail}/<id>: a catalog write
+// of the status of a check on the node of the server the client talked to
+// (S48). It answers 200 with no body, as Consul does.
+func (h *handler) agentCheck(status model.Health) func(c *call) error {
+	return func(c *call) error {
+		if err := checkLen("Check ID", c.arg, maxNameLen); err != nil {
+			return err
+		}
+		node := h.origin(c)
+		if here, err := h.leaderHere(c, nil); err != nil || !here {
+			return err
+		}
+		var reg *model.Register
+		h.b.Read(func(s *model.State) {
+			n, okNode := s.Node(node)
+			ch, okCheck := s.Check(model.CheckKey{Node: node, CheckID: c.arg})
+			if okNode && okCheck {
+				reg = &model.Register{Node: node, Address: n.Address, SkipNodeUpdate: true,
+					Checks: []model.CheckSpec{{CheckID: ch.CheckID, Name: ch.Name, Status: status}}}
+			}
+		})
+		if reg == nil {
+			return errorf(http.StatusNotFound,
+				"Unknown check ID %q. Ensure that the check ID is passed, not the check name.", c.arg)
+		}
+		res, err := h.b.Apply(c.r.Context(), model.Command{Register: reg})
+		if err != nil {
+			return h.applyFailure(err)
+		}
+		if res.Err != nil {
+			return h.rejection(res.Err)
+		}
+		return nil
+	}
+}
+
+// nonNilMeta is meta as /v1/agent/self shows it: {} rather than null.
+func nonNilMeta(meta map[string]string) map[string]string {
+	if meta == nil {
+		return map[string]string{}
+	}
+	return meta
+}

@@ -1,0 +1,43 @@
+// Package local is the agent's own state of services and checks and the
+// anti-entropy that copies it to the catalog. The HTTP layer drives an
+// Agent; the Agent runs checks through impl/internal/checks and syncs through a
+// Catalog, which the server implements with raft writes (MemCatalog is the
+// in-memory double tests use).
+//
+// What Consul does, in our words (spec/CONSUL.md is the project's record):
+//
+//   - Checks run on their agent and only the agent decides their status;
+//     the catalog learns it by anti-entropy. A TTL check on a dead agent
+//     therefore never expires in the catalog (serfHealth covers that).
+//   - A status change marks the check out of sync and is written at the
+//     next partial sync, one write carrying the check and its service. An
+//     output-only change stays local for check_update_interval/2 plus a
+//     random part of check_update_interval (5 min by default, so 2.5–7.5
+//     min) before it is written; meanwhile full syncs compare checks with
+//     their output blanked, so the pending output is not forced out early.
+//   - A full sync runs every ae_interval (1 min) plus a random part of it
+//     scaled by cluster size (×1 up to 128 members, then +1 per doubling),
+//     after 15 s (similarly scaled) when it failed, and soon after a new
+//     leader (random part of 3 s, scaled). It reads the node's services and
+//     checks from the catalog, rewrites what differs and deletes what the
+//     agent does not have, except the "consul" service and the "serfHealth"
+//     check, which the leader owns. Deleting something already gone counts
+//     as done; an ACL refusal leaves the entry alone until the next full sync.
+//   - A check with DeregisterCriticalServiceAfter (at least 1 min) that has
+//     been critical locally that long takes its whole service and the
+//     service's checks with it; the reaper looks every 30 s.
+//   - Maintenance mode adds a critical check: "_node_maintenance" ("Node
+//     Maintenance Mode") or "_service_maintenance:<id>" ("Service
+//     Maintenance Mode"), Type "maintenance", Notes the reason or a default
+//     sentence. Enabling twice is a no-op; disabling removes the check.
+//   - Service registration: Name required, ID defaults to Name, addresses
+//     0.0.0.0 and :: refused, weights default to 1/1; the service's checks get
+//     IDs "service:<id>" (or "service:<id>:<n>" from 1 when there are
+//     several) and names "Service '<name>' check".
+//
+// tenure's own bounds, beyond Consul: at most maxServices services and
+// maxChecks checks per agent, and at most one partial sync per minSyncGap
+// (1 s), with changes arriving in between merged into the next one, so a
+// check flapping as fast as a client can post costs the leader at most one
+// write per gap per service.
+package local
