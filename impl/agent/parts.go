@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"github.com/tenurekv/tenure/impl/internal/clock"
 	"github.com/tenurekv/tenure/impl/internal/fsm"
 	"github.com/tenurekv/tenure/impl/internal/gossip"
 	"github.com/tenurekv/tenure/impl/internal/httpapi"
@@ -31,13 +30,6 @@ type Peer = server.Peer
 // Change is one applied entry, what ServerConfig.Observe receives: the
 // simulator records every server's state from it.
 type Change = fsm.Change
-
-// Clock is the server's only source of time (ServerConfig.Clock), and Timer
-// what its AfterFunc returns: the simulator's skewed clocks implement them.
-type (
-	Clock = clock.Clock
-	Timer = clock.Timer
-)
 
 // Membership is the gossip pool as the server reads it
 // (ServerConfig.Membership), and Member one member of it: the simulator's

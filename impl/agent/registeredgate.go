@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/tenurekv/tenure/impl/internal/clock"
+	"github.com/tenurekv/tenure/impl/clock"
 )
 
 // registerWait bounds how long a session create waits for this node's own

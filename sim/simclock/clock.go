@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tenurekv/tenure/impl/agent"
+	"github.com/tenurekv/tenure/impl/clock"
 )
 
 // rateDen is the denominator of the rate fraction: rates are stored in parts
@@ -35,7 +35,7 @@ const (
 // ErrBadRate is returned for a rate outside [MinRate, MaxRate] or not finite.
 var ErrBadRate = errors.New("simclock: rate out of range")
 
-// Clock is a server clock (agent.Clock) whose time is an affine function of the time
+// Clock is a server clock (clock.Clock) whose time is an affine function of the time
 // package's clock (the bubble's virtual clock under synctest).
 type Clock struct {
 	mu    sync.Mutex
@@ -44,7 +44,7 @@ type Clock struct {
 	num   uint64    // rate = num / rateDen
 }
 
-var _ agent.Clock = (*Clock)(nil)
+var _ clock.Clock = (*Clock)(nil)
 
 // New returns a clock that reads bubble-now + offset now and advances at rate
 // times the bubble's speed. Create it inside the bubble.
@@ -124,7 +124,7 @@ func (c *Clock) BubbleDuration(d time.Duration) time.Duration {
 }
 
 // AfterFunc calls f in its own goroutine once d has elapsed on this clock.
-func (c *Clock) AfterFunc(d time.Duration, f func()) agent.Timer {
+func (c *Clock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	return &timer{c: c, t: time.AfterFunc(c.BubbleDuration(d), f)}
 }
 

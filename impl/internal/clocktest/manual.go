@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tenurekv/tenure/impl/internal/clock"
+	"github.com/tenurekv/tenure/impl/clock"
 )
 
 // Manual is a clock.Clock that moves only when Advance is called, so a

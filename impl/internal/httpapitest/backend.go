@@ -18,7 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tenurekv/tenure/impl/internal/clock"
+	"github.com/tenurekv/tenure/impl/clock"
 	"github.com/tenurekv/tenure/impl/internal/leader"
 	"github.com/tenurekv/tenure/impl/internal/server"
 	"github.com/tenurekv/tenure/model"

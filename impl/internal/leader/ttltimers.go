@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tenurekv/tenure/impl/internal/clock"
+	"github.com/tenurekv/tenure/impl/clock"
 	"github.com/tenurekv/tenure/model"
 )
 

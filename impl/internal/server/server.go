@@ -11,7 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
-	"github.com/tenurekv/tenure/impl/internal/clock"
+	"github.com/tenurekv/tenure/impl/clock"
 	"github.com/tenurekv/tenure/impl/internal/fsm"
 	"github.com/tenurekv/tenure/impl/internal/leader"
 	"github.com/tenurekv/tenure/impl/internal/raftlog"

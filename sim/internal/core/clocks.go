@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tenurekv/tenure/impl/agent"
+	"github.com/tenurekv/tenure/impl/clock"
 )
 
 // pauseClock is the Clock a server is given: its node's skewed clock, plus a
@@ -13,7 +13,7 @@ import (
 // own timers cannot be gated: raft uses the time package, which is the
 // bubble's clock; only the server's network is frozen for raft.
 type pauseClock struct {
-	inner agent.Clock
+	inner clock.Clock
 	// now, if set, replaces inner.Now for a broken-server variant.
 	now func() time.Time
 
@@ -28,7 +28,7 @@ func (p *pauseClock) Now() time.Time {
 	return p.inner.Now()
 }
 
-func (p *pauseClock) AfterFunc(d time.Duration, f func()) agent.Timer {
+func (p *pauseClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	return p.inner.AfterFunc(d, func() {
 		p.mu.Lock()
 		ch := p.paused
