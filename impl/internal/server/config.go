@@ -11,8 +11,8 @@ import (
 	"github.com/hashicorp/go-uuid"
 	"github.com/hashicorp/raft"
 
-	"github.com/tenurekv/tenure/impl/disk"
 	"github.com/tenurekv/tenure/impl/clock"
+	"github.com/tenurekv/tenure/impl/disk"
 	"github.com/tenurekv/tenure/impl/internal/fsm"
 	"github.com/tenurekv/tenure/impl/internal/rpc"
 	"github.com/tenurekv/tenure/model"
