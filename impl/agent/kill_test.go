@@ -1,48 +1,14 @@
 package agent
 
 import (
-	"net"
-	"sync"
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/tenurekv/tenure/impl/internal/pipenet"
 	"github.com/tenurekv/tenure/impl/internal/server"
 )
-
-// pipeListener hands out the server ends of in-memory pipes, so an agent
-// runs inside a synctest bubble without real sockets.
-type pipeListener struct {
-	conns chan net.Conn
-	once  sync.Once
-	done  chan struct{}
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn), done: make(chan struct{})}
-}
-
-func (l *pipeListener) dial() net.Conn {
-	client, server := net.Pipe()
-	l.conns <- server
-	return client
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8500} }
 
 // TestKillDoesNotWaitForClients: with a client connected that has sent
 // nothing, Shutdown waits its grace for the connection to finish, while
@@ -58,13 +24,16 @@ func TestKillDoesNotWaitForClients(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				ln := newPipeListener()
+				ln := pipenet.Listen(8500)
 				a, err := New(Config{Server: server.Config{NodeName: "dev", Dev: true}, Listener: ln})
 				if err != nil {
 					t.Fatal(err)
 				}
 				<-a.Server().Registered()
-				idle := ln.dial()
+				idle, err := ln.Dial(context.Background(), "")
+				if err != nil {
+					t.Fatal(err)
+				}
 				defer idle.Close()
 				synctest.Wait()
 				start := time.Now()

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+
+	"github.com/tenurekv/tenure/impl/internal/pipenet"
 )
 
 // frameOf is payload with its length prefix.
@@ -114,7 +116,7 @@ func TestServerCodecRejects(t *testing.T) {
 // on the codec does.
 func TestServerBoundsOutstanding(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ln := newPipeListener()
+		ln := pipenet.Listen(8300)
 		srv := NewServer(nil)
 		var started atomic.Int32
 		release := make(chan struct{})
@@ -124,7 +126,7 @@ func TestServerBoundsOutstanding(t *testing.T) {
 		}))
 		d := NewDemux(ln, srv, nil, nil)
 		defer d.Close()
-		conn, _ := ln.dial(context.Background(), "")
+		conn, _ := ln.Dial(context.Background(), "")
 		if _, err := conn.Write([]byte{protoMux}); err != nil {
 			t.Fatal(err)
 		}

@@ -5,45 +5,12 @@ import (
 	"errors"
 	"net"
 	"net/http"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/tenurekv/tenure/impl/internal/pipenet"
 )
-
-// pipeListener is a listener whose connections are the server ends of
-// net.Pipe pairs made by dial; it runs inside a synctest bubble.
-type pipeListener struct {
-	conns chan net.Conn
-	once  sync.Once
-	done  chan struct{}
-}
-
-func newPipeListener() *pipeListener {
-	return &pipeListener{conns: make(chan net.Conn, 128), done: make(chan struct{})}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.done:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8300} }
-
-func (l *pipeListener) dial(context.Context, string) (net.Conn, error) {
-	client, server := net.Pipe()
-	l.conns <- server
-	return client, nil
-}
 
 // TestDemuxBoundsSilentConnections: connections that send no protocol byte
 // hold at most maxUnclassified slots, after which accepting waits; they
@@ -51,25 +18,25 @@ func (l *pipeListener) dial(context.Context, string) (net.Conn, error) {
 // Every goroutine ends with Close (the bubble would panic otherwise).
 func TestDemuxBoundsSilentConnections(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ln := newPipeListener()
+		ln := pipenet.Listen(8300)
 		srv := NewServer(nil)
 		srv.SetHandler(echo)
 		d := NewDemux(ln, srv, nil, nil)
 		defer d.Close()
 		var silent []net.Conn
 		for range maxUnclassified + 1 {
-			c, _ := ln.dial(context.Background(), "")
+			c, _ := ln.Dial(context.Background(), "")
 			silent = append(silent, c)
 		}
 		synctest.Wait()
 		d.mu.Lock()
 		held := len(d.pending)
 		d.mu.Unlock()
-		if held != maxUnclassified || len(ln.conns) != 1 {
-			t.Fatalf("%d unclassified held and %d waiting to be accepted, want %d and 1", held, len(ln.conns), maxUnclassified)
+		if held != maxUnclassified || ln.Waiting() != 1 {
+			t.Fatalf("%d unclassified held and %d waiting to be accepted, want %d and 1", held, ln.Waiting(), maxUnclassified)
 		}
 		// A request sent now waits behind the silent ones.
-		p := NewPool(PoolConfig{Dial: ln.dial})
+		p := NewPool(PoolConfig{Dial: ln.Dial})
 		answered := make(chan error, 1)
 		go func() {
 			_, err := p.Forward(context.Background(), "x", &Request{Origin: Origin{Node: "n"}, Method: "GET", URI: "/v1/kv/k"})
@@ -100,7 +67,7 @@ func TestDemuxBoundsSilentConnections(t *testing.T) {
 // Close ends a request still in flight; every goroutine either made ends.
 func TestCancelInBubble(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ln := newPipeListener()
+		ln := pipenet.Listen(8300)
 		srv := NewServer(nil)
 		ended := make(chan error, 2)
 		srv.SetHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -108,7 +75,7 @@ func TestCancelInBubble(t *testing.T) {
 			ended <- r.Context().Err()
 		}))
 		d := NewDemux(ln, srv, nil, nil)
-		p := NewPool(PoolConfig{Dial: ln.dial})
+		p := NewPool(PoolConfig{Dial: ln.Dial})
 		defer p.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
