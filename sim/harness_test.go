@@ -30,6 +30,7 @@ var (
 	flagReplays  = flag.Int("replays", 3, "runs of one seed for TestReplay")
 	flagLinTime  = flag.Duration("lin-timeout", 20*time.Second, "time budget of one linearizability check")
 	flagResults  = flag.String("results", "", "append one JSON line per seed of TestSeeds to this file (sim/internal/seedlog)")
+	flagBreak    = flag.String("break", "", "run TestSeeds on one of TestTeeth's deliberately broken servers, to see what a failure looks like (-break list names them)")
 )
 
 // runSeed runs cfg inside a fresh bubble, with raft's global math/rand
@@ -57,6 +58,13 @@ func configFromFlags(t *testing.T, seed uint64) workload.Config {
 	}
 	cfg := workload.DefaultConfig(seed)
 	cfg.Servers, cfg.Duration, cfg.Faults = *flagNodes, *flagDuration, kinds
+	if *flagBreak != "" {
+		v, err := brokenServer(*flagBreak)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Variant = v
+	}
 	return cfg
 }
 
@@ -82,7 +90,11 @@ func replayCommand(cfg workload.Config) string {
 	if f == "" {
 		f = "none"
 	}
-	return fmt.Sprintf("go test ./sim -run 'TestSeeds$' -seed %d -nodes %d -duration %v -faults %s", cfg.Seed, cfg.Servers, cfg.Duration, f)
+	cmd := fmt.Sprintf("go test ./sim -run 'TestSeeds$' -seed %d -nodes %d -duration %v -faults %s", cfg.Seed, cfg.Servers, cfg.Duration, f)
+	if cfg.Variant != nil {
+		cmd += " -break " + cfg.Variant.Name
+	}
+	return cmd
 }
 
 // checkResult runs every check; on failure it writes artifacts and reports
@@ -114,4 +126,23 @@ func checkResult(t *testing.T, res *workload.Result) checks.Evaluation {
 func TestMain(m *testing.M) {
 	flag.Parse()
 	os.Exit(m.Run())
+}
+
+// brokenServer is TestTeeth's broken server named name; "list", or a name
+// it does not know, is an error that lists them with the check that
+// catches each.
+func brokenServer(name string) (*core.Variant, error) {
+	var known []string
+	for _, tc := range teethCases() {
+		if tc.v.Name == name {
+			return tc.v, nil
+		}
+		known = append(known, fmt.Sprintf("  %-40s caught by %s", tc.v.Name, tc.expect))
+	}
+	why := fmt.Sprintf("unknown broken server %q", name)
+	if name == "list" {
+		why = "broken servers"
+	}
+	return nil, fmt.Errorf("-break: %s (each caught by the check named, on the schedule TestTeeth gives it; -break runs it on the seed's own schedule):\n%s",
+		why, strings.Join(known, "\n"))
 }
