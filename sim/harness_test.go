@@ -146,3 +146,17 @@ func brokenServer(name string) (*core.Variant, error) {
 	return nil, fmt.Errorf("-break: %s (each caught by the check named, on the schedule TestTeeth gives it; -break runs it on the seed's own schedule):\n%s",
 		why, strings.Join(known, "\n"))
 }
+
+// TestBrokenServerNames: -break finds every broken server TestTeeth keeps
+// by its name, and refuses one it does not know with the list.
+func TestBrokenServerNames(t *testing.T) {
+	for _, tc := range teethCases() {
+		if v, err := brokenServer(tc.v.Name); err != nil || v != tc.v {
+			t.Errorf("-break %s: %v, %v", tc.v.Name, v, err)
+		}
+	}
+	_, err := brokenServer("no-such-server")
+	if err == nil || !strings.Contains(err.Error(), "lock-index-not-bumped") {
+		t.Fatalf("-break of an unknown name: %v, want an error listing the known ones", err)
+	}
+}
