@@ -114,13 +114,13 @@
 // differs with whether they ran before or after the network's Resume. Its
 // own rate is not measured apart; all that remains together is measured
 // by TestReplayRate (make replay-rate; a rerun replays when its trace
-// digest equals the first run's) at GOMAXPROCS=1 on 33871e4, every fault
-// kind, disk faults included, 40 seeds × 3 runs: 79 of 80 reruns replay
-// (3 servers) and 78 of 80 (5 servers); before any of this work none did
-// (0 of 30). At the default GOMAXPROCS goroutines truly race and few
-// reruns replay, but what the checks decide does: make teeth-replay
+// digest equals the first run's) at GOMAXPROCS=1 on 8a6f772, every fault
+// kind, disk faults included, seeds 1–200 run twice each: 195 of 200
+// reruns replay on 3 servers and 194 of 200 on 5; before any of this work
+// none did (0 of 30). At the default GOMAXPROCS goroutines truly race and
+// few reruns replay, but what the checks decide does: make teeth-replay
 // (TestTeethReplay) reruns every broken server's failing TestTeeth seeds,
-// and the same check caught 194 of 195 reruns (5 each, on 33871e4, 2
+// and the same check caught 199 of 200 reruns (5 each, on 8376c11, 2
 // cores; the miss was one of fsync-lies's).
 // TestDiverge prints where two runs of a seed part. TestSeeds logs each
 // run's speed, virtual over wall time (about 100× on 3 servers with their
