@@ -160,3 +160,66 @@ func TestBrokenServerNames(t *testing.T) {
 		t.Fatalf("-break of an unknown name: %v, want an error listing the known ones", err)
 	}
 }
+
+// faultTimeline is a run's faults as it injected them, one line: when each
+// started (virtual time since the run began, in seconds), its kind, whom it
+// hit and how long it lasted.
+func faultTimeline(events []core.Event) string {
+	type span struct {
+		mark  *core.FaultMark
+		start time.Duration
+		end   time.Duration
+	}
+	var spans []*span
+	byID := map[int]*span{}
+	for _, e := range events {
+		if e.Kind != core.KindFault || e.Fault == nil {
+			continue
+		}
+		switch e.Fault.Phase {
+		case "start":
+			s := &span{mark: e.Fault, start: e.At, end: -1}
+			spans = append(spans, s)
+			byID[e.Fault.ID] = s
+		case "end":
+			if s := byID[e.Fault.ID]; s != nil {
+				s.end = e.At
+			}
+		}
+	}
+	if len(spans) == 0 {
+		return "no faults"
+	}
+	var parts []string
+	for _, s := range spans {
+		p := fmt.Sprintf("%.1fs %s", s.start.Seconds(), s.mark.Kind)
+		if len(s.mark.Targets) > 0 {
+			p += " " + strings.Join(s.mark.Targets, ",")
+		}
+		if s.end >= 0 {
+			p += fmt.Sprintf(" for %.1fs", (s.end - s.start).Seconds())
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// TestFaultTimeline: each fault as it started, whom it hit and for how
+// long; one that never ended has no length.
+func TestFaultTimeline(t *testing.T) {
+	mark := func(at time.Duration, id int, kind core.FaultKind, phase string, targets ...string) core.Event {
+		return core.Event{At: at, Kind: core.KindFault, Fault: &core.FaultMark{ID: id, Kind: kind, Phase: phase, Targets: targets}}
+	}
+	events := []core.Event{
+		mark(12900*time.Millisecond, 1, core.FaultPowerLoss, "start", "n2", "n3"),
+		mark(23*time.Second, 1, core.FaultPowerLoss, "end"),
+		mark(30*time.Second, 2, core.FaultClientCrash, "start", "agent1"),
+	}
+	want := "12.9s power-loss n2,n3 for 10.1s; 30.0s client-crash agent1"
+	if got := faultTimeline(events); got != want {
+		t.Fatalf("timeline %q, want %q", got, want)
+	}
+	if got := faultTimeline(nil); got != "no faults" {
+		t.Fatalf("no faults: %q", got)
+	}
+}
