@@ -71,7 +71,7 @@ func WriteArtifacts(dir string, res *workload.Result, ev Evaluation) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("artifacts: %w", err)
 	}
-	sched, err := json.MarshalIndent(res.Header.Faults, "", " ")
+	sched, err := json.MarshalIndent(scheduleView(res.Header.Faults), "", " ")
 	if err != nil {
 		return fmt.Errorf("artifacts: schedule: %w", err)
 	}
@@ -107,4 +107,30 @@ func WriteArtifacts(dir string, res *workload.Result, ev Evaluation) error {
 		return fmt.Errorf("artifacts in %s: %w", dir, err)
 	}
 	return nil
+}
+
+// scheduledFault is a fault as schedule.json shows it to a reader: its
+// times as durations ("12.9s"), from when the workload started, as the
+// schedule sets them.
+type scheduledFault struct {
+	ID    int            `json:"id"`
+	Kind  core.FaultKind `json:"kind"`
+	At    string         `json:"at"`
+	Dur   string         `json:"dur"`
+	Pick  uint64         `json:"pick"`
+	Param string         `json:"param,omitempty"`
+	Rate  float64        `json:"rate,omitempty"`
+}
+
+func scheduleView(faults []core.Fault) []scheduledFault {
+	out := make([]scheduledFault, 0, len(faults))
+	for _, f := range faults {
+		v := scheduledFault{ID: f.ID, Kind: f.Kind, At: f.At.Round(time.Millisecond).String(),
+			Dur: f.Dur.Round(time.Millisecond).String(), Pick: f.Pick, Rate: f.Rate}
+		if f.Param != 0 {
+			v.Param = f.Param.Round(time.Millisecond).String()
+		}
+		out = append(out, v)
+	}
+	return out
 }
