@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -75,9 +76,15 @@ func artifactRoot() string {
 	return filepath.Join("testdata", "artifacts")
 }
 
-// artifactDir is where a failing seed's artifacts go.
-func artifactDir(cfg workload.Config) string {
-	return filepath.Join(artifactRoot(), fmt.Sprintf("seed-%d", cfg.Seed))
+// artifactDir is where a failing run's artifacts go: a folder per run, named by
+// its seed, trace digest and broken server, so that no other run overwrites
+// it.
+func artifactDir(res *workload.Result) string {
+	name := fmt.Sprintf("seed-%d-%.8s", res.Config.Seed, res.Digest)
+	if res.Config.Variant != nil {
+		name += "-" + res.Config.Variant.Name
+	}
+	return filepath.Join(artifactRoot(), name)
 }
 
 // replayCommand is the one line that reruns a seed.
@@ -87,8 +94,11 @@ func replayCommand(cfg workload.Config) string {
 		kinds = append(kinds, string(k))
 	}
 	f := strings.Join(kinds, ",")
-	if f == "" {
+	switch {
+	case f == "":
 		f = "none"
+	case slices.Equal(cfg.Faults, core.AllFaultKinds):
+		f = "all"
 	}
 	cmd := fmt.Sprintf("go test ./sim -run 'TestSeeds$' -seed %d -nodes %d -duration %v -faults %s", cfg.Seed, cfg.Servers, cfg.Duration, f)
 	if cfg.Variant != nil {
@@ -105,7 +115,7 @@ func checkResult(t *testing.T, res *workload.Result) checks.Evaluation {
 	if len(out.Violations) == 0 {
 		return out
 	}
-	dir := artifactDir(res.Config)
+	dir := artifactDir(res)
 	if err := checks.WriteArtifacts(dir, res, out); err != nil {
 		t.Errorf("write artifacts: %v", err)
 	}

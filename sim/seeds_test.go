@@ -113,7 +113,7 @@ func seedLine(res *workload.Result, ev checks.Evaluation) seedlog.Line {
 		l.First = append(l.First, v.String())
 	}
 	if l.Violations > 0 {
-		l.Replay, l.Artifacts = replayCommand(res.Config), artifactDir(res.Config)
+		l.Replay, l.Artifacts = replayCommand(res.Config), artifactDir(res)
 	}
 	return l
 }
