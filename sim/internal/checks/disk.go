@@ -68,12 +68,17 @@ func rejoinBound(b core.Bounds) time.Duration { return b.Election + b.Slack }
 // checkRejoinsAfterPowerLoss: a server that lost power restarts from what
 // its disk kept and takes part in the cluster again: within rejoinBound of
 // the heal it applies an entry it had not applied before (not a replay of
-// its own log). Not judged when the run ends sooner.
+// its own log). Not judged when the run ends sooner, or when another fault
+// starts within the bound (it may cut the server off again).
 func checkRejoinsAfterPowerLoss(ix *traceIndex) []Violation {
 	var out []Violation
 	bound := rejoinBound(ix.hdr.Bounds)
-	for _, f := range ix.faultSpans() {
+	spans := ix.faultSpans()
+	for _, f := range spans {
 		if f.Start.Fault.Kind != core.FaultPowerLoss || f.End < 0 || ix.end < f.End+bound {
+			continue
+		}
+		if faultStartsWithin(spans, f.End, f.End+bound) {
 			continue
 		}
 		for _, node := range f.Start.Fault.Targets {
@@ -84,6 +89,16 @@ func checkRejoinsAfterPowerLoss(ix *traceIndex) []Violation {
 		}
 	}
 	return out
+}
+
+// faultStartsWithin reports whether a fault starts in (from, to].
+func faultStartsWithin(spans []faultSpan, from, to time.Duration) bool {
+	for _, f := range spans {
+		if f.Start.At > from && f.Start.At <= to {
+			return true
+		}
+	}
+	return false
 }
 
 // appliedNewWithin reports whether server applied an entry that is not a

@@ -51,4 +51,16 @@ func TestCheckRejoinsAfterPowerLoss(t *testing.T) {
 	mustCheck(t, CheckRejoins, run(sec(17), true, sec(60)), 1)  // only replays its log
 	mustCheck(t, CheckRejoins, run(sec(31), false, sec(60)), 1) // too late
 	mustCheck(t, CheckRejoins, run(-1, false, sec(29)), 0)      // the run ended first
+
+	// Another fault within the bound may cut the server off again: not
+	// judged; one after the bound does not excuse it.
+	next := func(at time.Duration) []core.Event {
+		b := newTB()
+		b.ev[0].Run.Bounds.Election, b.ev[0].Run.Bounds.Slack = 10*time.Second, 5*time.Second
+		b.fault(&core.FaultMark{ID: 1, Kind: core.FaultPowerLoss, Phase: "start", Targets: []string{"n1"}}, sec(10), sec(15))
+		b.fault(&core.FaultMark{ID: 2, Kind: core.FaultServerPause, Phase: "start", Targets: []string{"n1"}}, at, at+sec(5))
+		return b.end(sec(60))
+	}
+	mustCheck(t, CheckRejoins, next(sec(18)), 0)
+	mustCheck(t, CheckRejoins, next(sec(31)), 1)
 }
