@@ -44,10 +44,22 @@ func TestSeeds(t *testing.T) {
 	table := checks.NewTradeoff()
 	batchStart := time.Now()
 	var virtual time.Duration
+	configOf := func(seed uint64) workload.Config { return configFromFlags(t, seed) }
+	if *flagScenario != "" {
+		cfg, sc, err := readScenario(*flagScenario)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seeds, configOf = []uint64{sc.Seed}, func(uint64) workload.Config { return cfg }
+		t.Logf("scenario %s: seed %d, %d of the seed's %d faults, failed %s when written", *flagScenario, sc.Seed, len(sc.Schedule), sc.From, sc.Check)
+	}
 	for _, seed := range seeds {
 		start := time.Now()
-		res := runSeed(t, configFromFlags(t, seed))
+		res := runSeed(t, configOf(seed))
 		ev := checkResult(t, res)
+		if *flagShrink && len(ev.Violations) > 0 {
+			shrinkFailure(t, res, ev.Violations[0].Check)
+		}
 		table.Add(res.Events)
 		if err := seedlog.Write(results, seedLine(res, ev)); err != nil {
 			t.Fatal(err)
