@@ -134,6 +134,11 @@
 //
 //	go test ./sim -run 'TestSeeds$' -v -seed 42
 //
+// -break NAME runs it on one of TestTeeth's broken servers (-break list
+// names them); -shrink reduces a failing seed's schedule to a smallest one
+// that still fails and writes it as a scenario, which -scenario FILE
+// replays.
+//
 // Long mode, in parallel processes with a progress line (each run writes
 // one JSON line, sim/internal/seedlog):
 //

@@ -1,15 +1,14 @@
 // Command simlong runs many simulator seeds (sim's TestSeeds) in parallel
 // processes and prints a progress line every few seconds.
 //
-// raft draws its election jitter from the global math/rand, which one
-// process can seed for one run at a time, so parallelism comes from
-// processes: the sim test binary is built once and each worker process runs
-// a chunk of consecutive seeds, at GOMAXPROCS=1 (the setting under which a
-// failing seed replays most often). Each worker writes one JSON line per
+// Parallelism comes from processes: the sim test binary is built once and
+// each worker process runs a chunk of consecutive seeds, at GOMAXPROCS=1
+// (the setting under which a seed replays most often), one seed at a time
+// in each. Each worker writes one JSON line per
 // finished seed (sim/internal/seedlog) to a pipe the tool reads; test output
 // is kept only to explain a process that ended early. Failing seeds keep
-// their artifacts in sim/testdata/artifacts/seed-N; the tool lists them with
-// their replay commands and exits 1.
+// their artifacts in a folder of their own under sim/testdata/artifacts; the
+// tool lists them with their replay commands and exits 1.
 //
 //	go run ./sim/cmd/simlong -seeds 10000 [-first 1] [-procs 2] [-nodes 3] [-faults all]
 //
