@@ -203,14 +203,22 @@ func zeroFillPaced(f disk.File, size uint64, stopped func() bool) error {
 	return nil
 }
 
-// removeUnfinishedSpare deletes the temporary file of a preparation that a
-// crash cut short: it is never used (only a finished spare is renamed into
-// place), and it would otherwise hold up to a segment of disk until the
-// next preparation, and be fsynced at every start before that.
+// removeUnfinishedSpare deletes, at open, the temporary file of a
+// preparation that a crash cut short (it would otherwise hold up to a
+// segment of disk until the next preparation, and be fsynced at every start
+// before that), and the spare itself. A crash or power loss between the
+// link that moves the spare into place and the removal of its old name
+// (takeSpare) leaves the spare's name on the segment raft-wal now writes:
+// the next rotation would take it again, and write the next segment's
+// header over that one (raft-wal: "segment header ID doesn't match
+// metadata"; found by the torn power-loss test). A spare is only ever a
+// head start; the next rotation prepares another.
 func removeUnfinishedSpare(d disk.FS, dir string) error {
-	err := d.Remove(filepath.Join(dir, spareName+".tmp"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove an unfinished spare segment: %w", err)
+	for _, name := range []string{spareName + ".tmp", spareName} {
+		err := d.Remove(filepath.Join(dir, name))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove a spare segment left from before: %w", err)
+		}
 	}
 	return nil
 }
