@@ -58,7 +58,17 @@ func finishRotation(dir string, meta types.MetaStore, vfs types.VFS) error {
 	now := time.Now()
 	tail.SealTime, tail.MaxIndex, tail.IndexStart = now, last, indexStart
 	if err := sealReadsBack(filer, tail, w); err != nil {
-		return fmt.Errorf("raft log tail segment %d was sealed but its rotation never committed, and the seal does not read back: %w", tail.ID, err)
+		// The sealing append was torn by a power loss: its commit's
+		// checksum failed, so raft-wal's recovery went back to the last
+		// whole commit, but it still reports the tail sealed (the index
+		// frame it saw on the way) and would refuse every append. Nothing
+		// after that commit was durable (the append had not returned), so
+		// the torn frames are zeroed and raft-wal recovers the tail open.
+		// Found by the torn power-loss test.
+		if zerr := zeroTornSeal(vfs, dir, tail, indexStart); zerr != nil {
+			return fmt.Errorf("raft log tail segment %d: its seal does not read back (%w) and could not be cleared: %w", tail.ID, err, zerr)
+		}
+		return nil
 	}
 	base := last + 1
 	next := types.SegmentInfo{
@@ -104,4 +114,33 @@ func sealReadsBack(filer *segment.Filer, sealed types.SegmentInfo, tail types.Se
 		}
 	}
 	return nil
+}
+
+// walFrameHeaderLen is the length of a raft-wal frame header (its
+// segment.frameHeaderLen, unexported): an index frame's entries start this
+// far after the frame.
+const walFrameHeaderLen = 8
+
+// zeroTornSeal zeroes the tail's file from its torn index frame to the end,
+// and syncs it: raft-wal reads zeros as the end of the written data.
+func zeroTornSeal(vfs types.VFS, dir string, tail types.SegmentInfo, indexStart uint64) error {
+	if indexStart < walFrameHeaderLen {
+		return fmt.Errorf("index start %d is inside the file header", indexStart)
+	}
+	f, err := vfs.OpenWriter(dir, segment.FileName(tail))
+	if err != nil {
+		return err
+	}
+	from := int64(indexStart - walFrameHeaderLen)
+	// The tail is zero-filled to its size limit; what the torn append wrote
+	// past the index frame is within it.
+	end := int64(tail.SizeLimit)
+	buf := make([]byte, 64<<10)
+	for off := from; off < end; off += int64(len(buf)) {
+		n := min(int64(len(buf)), end-off)
+		if _, err := f.WriteAt(buf[:n], off); err != nil {
+			return errors.Join(err, f.Close())
+		}
+	}
+	return errors.Join(f.Sync(), f.Close())
 }
