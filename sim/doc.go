@@ -74,8 +74,9 @@
 // deferred behind the apply gate and the commit clamp, tenure's own
 // metadata and snapshot files. A crash (crash-restart, leader-kill) drops
 // the process and keeps the page cache; power-loss (one server, a
-// minority or all) keeps only what was fsynced, with a seeded tear of the
-// rest; fsync-error fails every fsync, the server must stop (Config.Fatal
+// minority or all) keeps only what was fsynced (not a torn part of the
+// rest: that still finds an open bug, make torn-power-loss); fsync-error
+// fails every fsync, the server must stop (Config.Fatal
 // crashes it; stops-on-failed-fsync checks it), and at the heal its disk
 // keeps only what was synced; disk-stall makes each fsync take up to 3 s.
 // A stopped server is off the network from the fault's instant (simnet

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -192,9 +191,8 @@ func (in *Injector) Start(f Fault) func() {
 	case FaultPowerLoss:
 		targets, scope := in.powerLossTargets(f.Pick)
 		in.Mark(f, "start", serverNames(targets), scope)
-		r := rand.New(rand.NewPCG(f.Pick, uint64(f.ID)))
 		for _, s := range targets {
-			in.Cl.PowerLoss(s, r)
+			in.Cl.PowerLoss(s)
 			in.Rec.Add(Event{Kind: KindNote, Node: s.Name, Msg: NoteCrashPrefix + s.Name})
 		}
 		return func() {
@@ -215,7 +213,7 @@ func (in *Injector) Start(f Fault) func() {
 			// The operator replaces the disk: what had been synced is
 			// there, nothing else (the pages a failed fsync left dirty may
 			// be gone).
-			in.Cl.PowerLoss(s, rand.New(rand.NewPCG(f.Pick, uint64(f.ID))))
+			in.Cl.PowerLoss(s)
 			s.disk.FailSyncs(nil)
 			in.Restart(s)
 		}
