@@ -132,9 +132,11 @@ func zeroTornSeal(vfs types.VFS, dir string, tail types.SegmentInfo, indexStart 
 		return err
 	}
 	from := int64(indexStart - walFrameHeaderLen)
-	// The tail is zero-filled to its size limit; what the torn append wrote
-	// past the index frame is within it.
-	end := int64(tail.SizeLimit)
+	// What the torn append wrote past the index frame's header: the index
+	// (4 bytes an entry, and every entry frame before it takes at least 8,
+	// so at most half of indexStart) and the commit frame. A tail's last
+	// append may end past its size limit, so that is not the bound.
+	end := max(int64(tail.SizeLimit), int64(indexStart+indexStart/2+4*walFrameHeaderLen))
 	buf := make([]byte, 64<<10)
 	for off := from; off < end; off += int64(len(buf)) {
 		n := min(int64(len(buf)), end-off)

@@ -1,6 +1,7 @@
 package raftlog
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/hashicorp/raft-wal/metadb"
 	"github.com/hashicorp/raft-wal/segment"
 	"github.com/hashicorp/raft-wal/types"
+	"github.com/tenurekv/tenure/impl/disk"
 )
 
 // refusingMeta fails every meta commit once refuse is set, as a process
@@ -169,5 +171,33 @@ func TestFinishRotationClearsATornSeal(t *testing.T) {
 	}
 	if err := dl.logs.StoreLogs([]*raft.Log{{Index: last, Term: 1, Data: []byte("after")}}); err != nil {
 		t.Fatalf("the tail refuses an append after its torn seal was cleared: %v", err)
+	}
+}
+
+// TestZeroTornSealPastTheSizeLimit: a tail's last append may end past its
+// size limit, and so may its torn seal; every byte from the index frame's
+// header to the end of what it wrote is zeroed, and nothing before.
+func TestZeroTornSealPastTheSizeLimit(t *testing.T) {
+	dir := t.TempDir()
+	tail := types.SegmentInfo{ID: 11, BaseIndex: 398, SizeLimit: 16 << 10}
+	path := filepath.Join(dir, segment.FileName(tail))
+	written := bytes.Repeat([]byte{0xab}, 20000)
+	if err := os.WriteFile(path, written, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	const indexStart = 18392
+	if err := zeroTornSeal(disk.OS{}, dir, tail, indexStart); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := indexStart - walFrameHeaderLen
+	if !bytes.Equal(got[:from], written[:from]) {
+		t.Fatal("bytes before the torn index frame changed")
+	}
+	if nz := bytes.IndexFunc(got[from:], func(r rune) bool { return r != 0 }); nz >= 0 {
+		t.Fatalf("byte %d, past the torn index frame, is not zero", from+nz)
 	}
 }

