@@ -104,29 +104,23 @@ func (n *Network) PartitionOneWay(from, to []string) error {
 
 // Isolate cuts a node off from every other node, including ones (such as
 // clients) that appear later.
-func (n *Network) Isolate(node string) error {
-	if node == "" {
-		return errors.New("simnet: Isolate: empty node name")
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.isolated[node] = true
-	n.ctlLocked(Fault, node, "", "isolate", "")
-	n.breakCutPairsLocked()
-	return nil
-}
+func (n *Network) Isolate(node string) error { return n.cutNode(n.isolated, node, "isolate") }
 
 // Down switches a node off, as a power cut does: from this instant nothing
 // it sends leaves and nothing reaches it, and its connections break, until
 // Up. Unlike Isolate it is not a partition: Heal leaves it down.
-func (n *Network) Down(node string) error {
+func (n *Network) Down(node string) error { return n.cutNode(n.down, node, "down") }
+
+// cutNode adds node to set (isolated or down) and breaks the connections
+// that now cross a cut.
+func (n *Network) cutNode(set map[string]bool, node, what string) error {
 	if node == "" {
-		return errors.New("simnet: Down: empty node name")
+		return fmt.Errorf("simnet: %s: empty node name", what)
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.down[node] = true
-	n.ctlLocked(Fault, node, "", "down", "")
+	set[node] = true
+	n.ctlLocked(Fault, node, "", what, "")
 	n.breakCutPairsLocked()
 	return nil
 }

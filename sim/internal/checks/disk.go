@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -54,7 +55,7 @@ func (ix *traceIndex) stoppedWithin(node string, from, to time.Duration) bool {
 func (ix *traceIndex) faultEndAt(kind core.FaultKind, node string, t time.Duration) time.Duration {
 	for _, f := range ix.faultSpans() {
 		if f.Start.Fault.Kind == kind && f.Start.At <= t && (f.End < 0 || t <= f.End) &&
-			containsString(f.Start.Fault.Targets, node) {
+			slices.Contains(f.Start.Fault.Targets, node) {
 			return f.End
 		}
 	}
@@ -106,15 +107,6 @@ func faultStartsWithin(spans []faultSpan, from, to time.Duration) bool {
 func (ix *traceIndex) appliedNewWithin(server string, from, to time.Duration) bool {
 	for _, o := range ix.Obs {
 		if o.Server == server && o.At >= from && o.At <= to && !o.Obs.Replay {
-			return true
-		}
-	}
-	return false
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
 			return true
 		}
 	}

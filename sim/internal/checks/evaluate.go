@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,20 +48,11 @@ func Evaluate(res *workload.Result, linTimeout time.Duration) Evaluation {
 func (e Evaluation) Caught() []string {
 	var out []string
 	for _, v := range e.Violations {
-		if !contains1(out, v.Check) {
+		if !slices.Contains(out, v.Check) {
 			out = append(out, v.Check)
 		}
 	}
 	return out
-}
-
-func contains1(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // writeArtifacts writes a failed run's evidence to dir: the fault schedule,
