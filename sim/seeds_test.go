@@ -69,7 +69,7 @@ func TestSeeds(t *testing.T) {
 		t.Logf("seed %d: %d events, virtual %v, wall %v (%s), digest %s, %d violations, lin %s (%d ops, %d late lock-delay refusals excused)",
 			seed, len(res.Events), res.Virtual.Round(time.Second), wall.Round(time.Millisecond), speedup(res.Virtual, wall),
 			res.Digest, len(ev.Violations), ev.Lin.Verdict, ev.Lin.Ops, ev.Excused)
-		t.Logf("seed %d faults: %s", seed, faultTimeline(res.Events))
+		t.Logf("seed %d faults: %s", seed, checks.FaultTimeline(res.Events))
 	}
 	wall := time.Since(batchStart)
 	t.Logf("%d seeds: virtual %v, wall %v (%s)", len(seeds), virtual.Round(time.Second), wall.Round(time.Millisecond), speedup(virtual, wall))
