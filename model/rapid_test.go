@@ -3,6 +3,7 @@ package model_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -247,5 +248,103 @@ func TestLockHeldByOtherOnlyForLocks(t *testing.T) {
 		if s.LockHeldByOther(op) {
 			t.Errorf("LockHeldByOther(%s %q by %q, %d-byte value) = true", op.Verb, op.Key, op.Session, len(op.Value))
 		}
+	}
+}
+
+// TestCloneSinceEqualsClone: a copy that shares the tables unchanged since
+// the previous copy (CloneSince, the FSM's observed path) equals a full
+// Clone after every step, reaps included, and no later step changes an
+// earlier copy.
+func TestCloneSinceEqualsClone(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := model.New()
+		prev := s.Clone()
+		var copies []*model.State
+		var hashes []uint64
+		for i := range rapid.IntRange(1, 60).Draw(t, "steps") {
+			index := uint64(i + 1)
+			cmd := genCommand(t)
+			if rapid.IntRange(0, 5).Draw(t, "reap") == 0 {
+				cmd = model.Command{Reap: &model.Reap{Index: rapid.Uint64Range(0, index).Draw(t, "through")}}
+			}
+			s.Apply(index, cmd)
+			next := s.CloneSince(prev)
+			if !next.Equal(s) || next.Hash() != s.Hash() {
+				t.Fatalf("step %d %+v: CloneSince differs from the state", i, cmd)
+			}
+			if err := next.CheckInvariants(); err != nil {
+				t.Fatalf("step %d %+v: CloneSince: %v", i, cmd, err)
+			}
+			copies, hashes = append(copies, next), append(hashes, next.Hash())
+			prev = next
+		}
+		// The node-name indexes are not in Equal: the same command must
+		// do the same to the copy as to the state.
+		cmd := genCommand(t)
+		c := prev.Clone()
+		if got, want := c.Apply(1000, cmd), s.Apply(1000, cmd); !c.Equal(s) || got.Err != nil != (want.Err != nil) {
+			t.Fatalf("%+v applied to the last copy: %+v, to the state: %+v", cmd, got, want)
+		}
+		for i, cp := range copies {
+			if cp.Hash() != hashes[i] {
+				t.Fatalf("copy %d changed after it was taken", i)
+			}
+		}
+	})
+}
+
+// TestIteratorsYieldEveryRecord: Nodes, Checks and Queries yield what
+// NodeList, CheckList and QueryList list, and stop when asked to.
+func TestIteratorsYieldEveryRecord(t *testing.T) {
+	s := model.New()
+	for i, n := range []string{"n1", "n2"} {
+		s.Apply(uint64(2*i+1), model.Command{Register: &model.Register{Node: n, Checks: []model.CheckSpec{{CheckID: "serfHealth", Status: model.HealthPassing}}}})
+		s.Apply(uint64(2*i+2), model.Command{Query: &model.QueryOp{Op: model.QueryCreate, Query: model.PreparedQuery{ID: "q" + n, Name: "web-" + n, Service: model.ServiceQuery{Service: "web"}}}})
+	}
+	var nodes []string
+	for name, n := range s.Nodes() {
+		if name != n.Name {
+			t.Errorf("Nodes yielded %q for node %q", name, n.Name)
+		}
+		nodes = append(nodes, name)
+	}
+	var checks []model.Check
+	for k, c := range s.Checks() {
+		if k != (model.CheckKey{Node: c.Node, CheckID: c.CheckID}) {
+			t.Errorf("Checks yielded %v for check %+v", k, c)
+		}
+		checks = append(checks, c)
+	}
+	var queries []model.PreparedQuery
+	for id, q := range s.Queries() {
+		if id != q.ID {
+			t.Errorf("Queries yielded %q for query %q", id, q.ID)
+		}
+		queries = append(queries, q)
+	}
+	slices.Sort(nodes)
+	slices.SortFunc(checks, func(a, b model.Check) int { return strings.Compare(a.Node, b.Node) })
+	slices.SortFunc(queries, func(a, b model.PreparedQuery) int { return strings.Compare(a.ID, b.ID) })
+	var listed []string
+	for _, n := range s.NodeList() {
+		listed = append(listed, n.Name)
+	}
+	if !slices.Equal(nodes, listed) || len(nodes) != 2 {
+		t.Errorf("Nodes yielded %v, NodeList lists %v", nodes, listed)
+	}
+	if !slices.Equal(checks, s.CheckList("", "")) || len(checks) != 2 {
+		t.Errorf("Checks yielded %v, CheckList lists %v", checks, s.CheckList("", ""))
+	}
+	if len(queries) != 2 || !slices.EqualFunc(queries, s.QueryList(), func(a, b model.PreparedQuery) bool { return a.ID == b.ID }) {
+		t.Errorf("Queries yielded %v, QueryList lists %v", queries, s.QueryList())
+	}
+	for range s.Nodes() {
+		break
+	}
+	for range s.Checks() {
+		break
+	}
+	for range s.Queries() {
+		break
 	}
 }

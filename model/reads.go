@@ -80,6 +80,40 @@ func (s *State) Tombstones() iter.Seq2[string, uint64] {
 	}
 }
 
+// Nodes yields every node, in no particular order: NodeList without the
+// sorted copy, for callers that look at every node per applied entry.
+func (s *State) Nodes() iter.Seq2[string, Node] {
+	return func(yield func(string, Node) bool) {
+		for name, n := range s.nodes {
+			if !yield(name, n) {
+				return
+			}
+		}
+	}
+}
+
+// Checks yields every check, in no particular order.
+func (s *State) Checks() iter.Seq2[CheckKey, Check] {
+	return func(yield func(CheckKey, Check) bool) {
+		for k, c := range s.checks {
+			if !yield(k, c) {
+				return
+			}
+		}
+	}
+}
+
+// Queries yields every prepared query, in no particular order.
+func (s *State) Queries() iter.Seq2[string, PreparedQuery] {
+	return func(yield func(string, PreparedQuery) bool) {
+		for id, q := range s.queries {
+			if !yield(id, q) {
+				return
+			}
+		}
+	}
+}
+
 // Counts are the sizes of the state's tables.
 func (s *State) Counts() (nodes, checks, sessions, keys, tombstones int) {
 	return len(s.nodes), len(s.checks), len(s.sessions), len(s.kv), len(s.tombstones)

@@ -108,6 +108,46 @@ func (s *State) Clone() *State {
 	}
 }
 
+// CloneSince is Clone for a caller that keeps a copy after every applied
+// entry (the simulator's observer, through the FSM): prev must be an
+// earlier copy of this state (Clone or CloneSince) that no one changes,
+// with only Apply used on this state since. A table whose index has not
+// moved since prev has not changed (every write moves its table's index,
+// and a rolled-back one restores both), so the copy shares it with prev
+// and copies only what moved: one entry usually changes one or two of the
+// tables, and copying all of them per entry was a large share of a
+// simulated run's time. The key records beside the KV table (tombstones,
+// lock watermarks, lock-delay marks) also change when a reap removes them,
+// which moves ReapedThrough or LockFloor instead.
+func (s *State) CloneSince(prev *State) *State {
+	t, p := s.tables, prev.tables
+	records := t.KV == p.KV && s.lockFloor == prev.lockFloor && s.reapedThrough == prev.reapedThrough
+	return &State{
+		nodes:         since(t.Nodes == p.Nodes, prev.nodes, s.nodes),
+		nodeFold:      since(t.Nodes == p.Nodes, prev.nodeFold, s.nodeFold),
+		nodeIDs:       since(t.Nodes == p.Nodes, prev.nodeIDs, s.nodeIDs),
+		services:      since(t.Services == p.Services, prev.services, s.services),
+		checks:        since(t.Checks == p.Checks, prev.checks, s.checks),
+		sessions:      since(t.Sessions == p.Sessions, prev.sessions, s.sessions),
+		queries:       since(t.Queries == p.Queries, prev.queries, s.queries),
+		kv:            since(t.KV == p.KV, prev.kv, s.kv),
+		tombstones:    since(records, prev.tombstones, s.tombstones),
+		lockIssued:    since(records, prev.lockIssued, s.lockIssued),
+		delayedAt:     since(records, prev.delayedAt, s.delayedAt),
+		lockFloor:     s.lockFloor,
+		reapedThrough: s.reapedThrough,
+		tables:        s.tables,
+	}
+}
+
+// since is prev's table if unchanged, else a copy of the current one.
+func since[M ~map[K]V, K comparable, V any](unchanged bool, prev, cur M) M {
+	if unchanged {
+		return prev
+	}
+	return maps.Clone(cur)
+}
+
 // Equal reports whether two states are identical.
 func (s *State) Equal(o *State) bool {
 	return s.tables == o.tables && s.lockFloor == o.lockFloor && s.reapedThrough == o.reapedThrough &&

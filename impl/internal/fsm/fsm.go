@@ -32,9 +32,14 @@ type FSM struct {
 	// stopped is set once AwaitDurable has failed (Options.Fatal).
 	stopped atomic.Bool
 
-	mu      sync.RWMutex
-	state   *model.State
-	changed chan struct{} // closed and replaced at each change, under mu
+	mu    sync.RWMutex
+	state *model.State
+	// observed, kept only when observe is set, is an unchanging copy of
+	// state as of the last entry observed: the next entry's Before, and
+	// what the copy after it shares its unchanged tables with
+	// (model.State.CloneSince). Only the applying goroutine uses it.
+	observed *model.State
+	changed  chan struct{} // closed and replaced at each change, under mu
 	// catalog is changed's counterpart for the catalog tables (nodes,
 	// services, checks) alone, so that a watcher of this node's own
 	// registration is not woken by every KV write.
@@ -234,7 +239,7 @@ func (f *FSM) applyLogs(logs []*raft.Log, out []any) {
 	for i := range recs {
 		r := &recs[i]
 		if f.observe != nil {
-			r.before = f.state.Clone()
+			r.before = f.observedCopy()
 		}
 		before := f.state.Tables()
 		var res model.Result
@@ -249,6 +254,9 @@ func (f *FSM) applyLogs(logs []*raft.Log, out []any) {
 		// (An acquire proposed before this entry applied can still land just
 		// after it; Consul's pre-raft check has the same window.)
 		f.leader.ArmLockDelays(res.LockDelays)
+		if f.observe != nil && f.apply == nil {
+			f.observed = f.state.CloneSince(f.observed)
+		}
 		r.changed = f.state.Tables() != before
 		anyChanged = anyChanged || r.changed
 		out[r.pos] = res
@@ -286,6 +294,16 @@ func (f *FSM) applyLogs(logs []*raft.Log, out []any) {
 			f.observe(Change{index: l.Index, Term: l.Term, Command: &cmd, result: res, Before: r.before, After: after})
 		}
 	}
+}
+
+// observedCopy is an unchanging copy of the state as it is now, for an
+// observed entry's Before. A test seam (apply) may change a table without
+// moving its index, so there each entry gets a full copy.
+func (f *FSM) observedCopy() *model.State {
+	if f.apply != nil || f.observed == nil {
+		f.observed = f.state.Clone()
+	}
+	return f.observed
 }
 
 // notifyLocked wakes every waiter of the previous Changed channel, and of
@@ -351,6 +369,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.mu.Lock()
 	prev := f.state
 	f.state = s
+	f.observed = nil // the next entry copies the restored state afresh
 	f.notifyLocked(true)
 	f.mu.Unlock()
 	f.keys.fireAll()

@@ -454,38 +454,41 @@ func observe(ch agent.Change) *StateObs {
 		}
 		obs.Keys = append(obs.Keys, kc)
 	}
-	for _, c := range after.CheckList("", "") {
-		if b, _ := before.Check(model.CheckKey{Node: c.Node, CheckID: c.CheckID}); b.Status != c.Status {
+	// The tables are walked in map order, without the sorted copies the
+	// List accessors make: this runs for every entry on every server. What
+	// it records is ordered (or a map) all the same.
+	for k, c := range after.Checks() {
+		if b, _ := before.Check(k); b.Status != c.Status {
 			if obs.Checks == nil {
 				obs.Checks = map[string]model.Health{}
 			}
 			obs.Checks[c.Node+"/"+c.CheckID] = c.Status
 		}
 	}
-	for _, q := range before.QueryList() {
-		if _, ok := after.Query(q.ID); !ok {
+	for id, q := range before.Queries() {
+		if _, ok := after.Query(id); !ok {
 			if obs.GoneQueries == nil {
 				obs.GoneQueries = map[string]string{}
 			}
-			obs.GoneQueries[q.ID] = q.Session
+			obs.GoneQueries[id] = q.Session
 		}
 	}
-	for _, q := range after.QueryList() {
+	for id, q := range after.Queries() {
 		if q.Session == "" {
 			continue
 		}
 		if _, live := after.Session(q.Session); !live {
-			obs.QueryOrphans = append(obs.QueryOrphans, q.ID)
+			obs.QueryOrphans = append(obs.QueryOrphans, id)
 		}
 	}
 	slices.Sort(obs.QueryOrphans)
-	// NodeList is sorted by name, so GoneNodes is too.
-	for _, n := range before.NodeList() {
+	for _, n := range before.Nodes() {
 		if _, ok := after.Node(n.Name); !ok {
 			obs.GoneNodes = append(obs.GoneNodes, n.Name)
 		}
 	}
-	for _, n := range after.NodeList() {
+	slices.Sort(obs.GoneNodes)
+	for _, n := range after.Nodes() {
 		if b, ok := before.Node(n.Name); !ok || !maps.Equal(b.Meta, n.Meta) {
 			if obs.NodeMeta == nil {
 				obs.NodeMeta = map[string]map[string]string{}
