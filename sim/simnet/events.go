@@ -3,6 +3,7 @@ package simnet
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -104,45 +105,67 @@ type streamMsg struct {
 
 // describe summarises a message compactly but with enough raft state (terms,
 // indexes) that two traces differ when the runs differ.
-func describe(m any) string {
+func describe(m any) string { return string(appendDescription(nil, m)) }
+
+// appendDescription appends describe's text to b, without fmt: the network
+// hashes it for every message it sends (msgRandLocked).
+func appendDescription(b []byte, m any) []byte {
+	u := strconv.AppendUint
 	switch m := m.(type) {
 	case *raft.AppendEntriesRequest:
 		if isHeartbeat(m) {
-			return fmt.Sprintf("Heartbeat t=%d", m.Term)
+			return u(append(b, "Heartbeat t="...), m.Term, 10)
 		}
-		return fmt.Sprintf("AppendEntries t=%d prev=%d/%d n=%d commit=%d", m.Term, m.PrevLogEntry, m.PrevLogTerm, len(m.Entries), m.LeaderCommitIndex)
+		b = u(append(b, "AppendEntries t="...), m.Term, 10)
+		b = u(append(b, " prev="...), m.PrevLogEntry, 10)
+		b = u(append(b, '/'), m.PrevLogTerm, 10)
+		b = strconv.AppendInt(append(b, " n="...), int64(len(m.Entries)), 10)
+		return u(append(b, " commit="...), m.LeaderCommitIndex, 10)
 	case *raft.RequestVoteRequest:
-		return fmt.Sprintf("RequestVote t=%d last=%d/%d transfer=%v", m.Term, m.LastLogIndex, m.LastLogTerm, m.LeadershipTransfer)
+		b = u(append(b, "RequestVote t="...), m.Term, 10)
+		b = u(append(b, " last="...), m.LastLogIndex, 10)
+		b = u(append(b, '/'), m.LastLogTerm, 10)
+		return strconv.AppendBool(append(b, " transfer="...), m.LeadershipTransfer)
 	case *raft.RequestPreVoteRequest:
-		return fmt.Sprintf("RequestPreVote t=%d last=%d/%d", m.Term, m.LastLogIndex, m.LastLogTerm)
+		b = u(append(b, "RequestPreVote t="...), m.Term, 10)
+		b = u(append(b, " last="...), m.LastLogIndex, 10)
+		return u(append(b, '/'), m.LastLogTerm, 10)
 	case *raft.InstallSnapshotRequest:
-		return fmt.Sprintf("InstallSnapshot t=%d last=%d/%d size=%d", m.Term, m.LastLogIndex, m.LastLogTerm, m.Size)
+		b = u(append(b, "InstallSnapshot t="...), m.Term, 10)
+		b = u(append(b, " last="...), m.LastLogIndex, 10)
+		b = u(append(b, '/'), m.LastLogTerm, 10)
+		return strconv.AppendInt(append(b, " size="...), m.Size, 10)
 	case *raft.TimeoutNowRequest:
-		return "TimeoutNow"
+		return append(b, "TimeoutNow"...)
 	case packetMsg:
-		return fmt.Sprintf("packet %dB", m.size)
+		return append(strconv.AppendInt(append(b, "packet "...), int64(m.size), 10), 'B')
 	case replyMsg:
 		if m.resp.Error != nil {
-			return "re error: " + m.resp.Error.Error()
+			return append(append(b, "re error: "...), m.resp.Error.Error()...)
 		}
 		switch r := m.resp.Response.(type) {
 		case *raft.AppendEntriesResponse:
-			return fmt.Sprintf("re AppendEntries t=%d ok=%v last=%d", r.Term, r.Success, r.LastLog)
+			b = u(append(b, "re AppendEntries t="...), r.Term, 10)
+			b = strconv.AppendBool(append(b, " ok="...), r.Success)
+			return u(append(b, " last="...), r.LastLog, 10)
 		case *raft.RequestVoteResponse:
-			return fmt.Sprintf("re RequestVote t=%d granted=%v", r.Term, r.Granted)
+			b = u(append(b, "re RequestVote t="...), r.Term, 10)
+			return strconv.AppendBool(append(b, " granted="...), r.Granted)
 		case *raft.RequestPreVoteResponse:
-			return fmt.Sprintf("re RequestPreVote t=%d granted=%v", r.Term, r.Granted)
+			b = u(append(b, "re RequestPreVote t="...), r.Term, 10)
+			return strconv.AppendBool(append(b, " granted="...), r.Granted)
 		case *raft.InstallSnapshotResponse:
-			return fmt.Sprintf("re InstallSnapshot t=%d ok=%v", r.Term, r.Success)
+			b = u(append(b, "re InstallSnapshot t="...), r.Term, 10)
+			return strconv.AppendBool(append(b, " ok="...), r.Success)
 		case *raft.TimeoutNowResponse:
-			return "re TimeoutNow"
+			return append(b, "re TimeoutNow"...)
 		}
-		return fmt.Sprintf("re %T", m.resp.Response)
+		return fmt.Appendf(b, "re %T", m.resp.Response)
 	case streamMsg:
 		if m.what == "data" {
-			return fmt.Sprintf("data %dB", m.size)
+			return append(strconv.AppendInt(append(b, "data "...), int64(m.size), 10), 'B')
 		}
-		return m.what
+		return append(b, m.what...)
 	}
-	return fmt.Sprintf("%T", m)
+	return fmt.Appendf(b, "%T", m)
 }

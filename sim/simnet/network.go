@@ -4,7 +4,6 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -79,8 +78,11 @@ type Network struct {
 	links map[linkKey]Link
 	// drawAt and draws count the messages with one draw key (msgRandLocked)
 	// sent at the instant drawAt.
-	drawAt   time.Time
-	draws    map[drawKey]uint64
+	drawAt time.Time
+	draws  map[drawKey]uint64
+	// msgPCG is the source of msgRand, which msgRandLocked reseeds.
+	msgPCG   *rand.PCG
+	msgRand  *rand.Rand
 	cuts     map[linkKey]bool
 	isolated map[string]bool
 	// down are the nodes switched off (Down): cut like isolated ones, but
@@ -123,9 +125,12 @@ func New(opts Options) (*Network, error) {
 	if opts.MaxRetransmits == 0 {
 		opts.MaxRetransmits = DefaultMaxRetransmits
 	}
+	pcg := rand.NewPCG(0, 0)
 	return &Network{
 		opts:       opts,
 		start:      time.Now(),
+		msgPCG:     pcg,
+		msgRand:    rand.New(pcg),
 		links:      map[linkKey]Link{},
 		draws:      map[drawKey]uint64{},
 		cuts:       map[linkKey]bool{},
@@ -260,13 +265,17 @@ func (n *Network) msgRandLocked(e *envelope) *rand.Rand {
 		n.drawAt = now
 		clear(n.draws)
 	}
-	h := fnv.New64a()
-	h.Write([]byte(e.from))
-	h.Write([]byte{0})
-	h.Write([]byte(e.to))
-	h.Write([]byte{0})
-	h.Write([]byte(describe(e.msg)))
-	k := h.Sum64()
+	// FNV-1a over from, 0, to, 0 and the description, as hash/fnv would
+	// hash them, without its allocations or the description's string:
+	// this runs for every message.
+	k := fnvString(fnvOffset64, e.from)
+	k = fnvByte(k, 0)
+	k = fnvString(k, e.to)
+	k = fnvByte(k, 0)
+	var buf [96]byte
+	for _, b := range appendDescription(buf[:0], e.msg) {
+		k = fnvByte(k, b)
+	}
 	// Connection traffic counts alike messages per stream, not per link:
 	// one stream's writes come in its writer's order, while which of two
 	// streams on one link wrote first at an instant is the scheduler's
@@ -275,7 +284,25 @@ func (n *Network) msgRandLocked(e *envelope) *rand.Rand {
 	dk := drawKey{k, e.stream}
 	dup := n.draws[dk]
 	n.draws[dk] = dup + 1
-	return rand.New(rand.NewPCG(n.opts.Seed, k^uint64(now.UnixNano())*0x9e3779b97f4a7c15^dup*0xbf58476d1ce4e5b9))
+	// One generator, reseeded per message: its draws are made under the
+	// lock before the next message's.
+	n.msgPCG.Seed(n.opts.Seed, k^uint64(now.UnixNano())*0x9e3779b97f4a7c15^dup*0xbf58476d1ce4e5b9)
+	return n.msgRand
+}
+
+// FNV-1a, 64 bits (hash/fnv's New64a).
+const (
+	fnvOffset64 = 14695981039346656037
+	fnvPrime64  = 1099511628211
+)
+
+func fnvByte(h uint64, b byte) uint64 { return (h ^ uint64(b)) * fnvPrime64 }
+
+func fnvString(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h = fnvByte(h, s[i])
+	}
+	return h
 }
 
 // drawKey counts messages described alike at one instant: per link for
