@@ -21,6 +21,7 @@ func runRecipeSeed(t *testing.T, cfg recipes.RecipeConfig) *recipes.RecipeResult
 	t.Helper()
 	var res *recipes.RecipeResult
 	var err error
+	start := time.Now()
 	synctest.Test(t, func(t *testing.T) {
 		//lint:ignore SA1019 raft, memberlist and serf no longer draw from the global source (third_party/); seeding it keeps any draw still made there repeatable.
 		rand.Seed(int64(cfg.Seed))
@@ -29,6 +30,8 @@ func runRecipeSeed(t *testing.T, cfg recipes.RecipeConfig) *recipes.RecipeResult
 	if err != nil {
 		t.Fatalf("seed %d: %v", cfg.Seed, err)
 	}
+	wall := time.Since(start)
+	t.Logf("seed %d %s: virtual %v, wall %v (%s)", cfg.Seed, cfg.Recipe, res.Virtual.Round(time.Second), wall.Round(time.Millisecond), speedup(res.Virtual, wall))
 	return res
 }
 

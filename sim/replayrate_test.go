@@ -4,6 +4,7 @@ import (
 	"flag"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // Flags of TestReplayRate.
@@ -35,13 +36,19 @@ func TestReplayRate(t *testing.T) {
 		defer runtime.GOMAXPROCS(prev)
 	}
 	same, reruns, seedsAll := 0, 0, 0
+	var virtual time.Duration
+	start := time.Now()
 	for i := range n {
 		seed := *flagFirst + uint64(i)
 		cfg := configFromFlags(t, seed)
-		first := runSeed(t, cfg).Digest
+		res := runSeed(t, cfg)
+		first := res.Digest
+		virtual += res.Virtual
 		ok := 0
 		for range *flagReplays - 1 {
-			if runSeed(t, cfg).Digest == first {
+			res := runSeed(t, cfg)
+			virtual += res.Virtual
+			if res.Digest == first {
 				ok++
 			}
 		}
@@ -52,6 +59,6 @@ func TestReplayRate(t *testing.T) {
 		}
 		t.Logf("seed %d: %d of %d reruns replayed run 1 (%s)", seed, ok, *flagReplays-1, first)
 	}
-	t.Logf("replay rate: %d of %d reruns identical (%.1f%%); %d of %d seeds replayed every time (nodes %d, faults %s, GOMAXPROCS %d)",
-		same, reruns, 100*float64(same)/float64(reruns), seedsAll, n, *flagNodes, *flagFaults, runtime.GOMAXPROCS(0))
+	t.Logf("replay rate: %d of %d reruns identical (%.1f%%); %d of %d seeds replayed every time (nodes %d, faults %s, GOMAXPROCS %d; %s)",
+		same, reruns, 100*float64(same)/float64(reruns), seedsAll, n, *flagNodes, *flagFaults, runtime.GOMAXPROCS(0), speedup(virtual, time.Since(start)))
 }

@@ -61,10 +61,10 @@ func TestSeeds(t *testing.T) {
 			shrinkFailure(t, res, ev.Violations[0].Check)
 		}
 		table.Add(res.Events)
-		if err := seedlog.Write(results, seedLine(res, ev)); err != nil {
+		wall := time.Since(start)
+		if err := seedlog.Write(results, seedLine(res, ev, wall)); err != nil {
 			t.Fatal(err)
 		}
-		wall := time.Since(start)
 		virtual += res.Virtual
 		t.Logf("seed %d: %d events, virtual %v, wall %v (%s), digest %s, %d violations, lin %s (%d ops, %d late lock-delay refusals excused)",
 			seed, len(res.Events), res.Virtual.Round(time.Second), wall.Round(time.Millisecond), speedup(res.Virtual, wall),
@@ -118,8 +118,8 @@ func TestReplay(t *testing.T) {
 }
 
 // seedLine is one seed's structured result, for sim/cmd/simlong.
-func seedLine(res *workload.Result, ev checks.Evaluation) seedlog.Line {
-	l := seedlog.Line{Seed: res.Config.Seed, Events: len(res.Events), Virtual: res.Virtual, Digest: res.Digest,
+func seedLine(res *workload.Result, ev checks.Evaluation, wall time.Duration) seedlog.Line {
+	l := seedlog.Line{Seed: res.Config.Seed, Events: len(res.Events), Virtual: res.Virtual, Wall: wall, Digest: res.Digest,
 		Violations: len(ev.Violations), Lin: string(ev.Lin.Verdict), Ops: ev.Lin.Ops, Excused: ev.Excused}
 	for _, v := range ev.Violations[:min(len(ev.Violations), seedlog.MaxFirst)] {
 		l.First = append(l.First, v.String())

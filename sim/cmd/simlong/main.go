@@ -54,7 +54,11 @@ type tally struct {
 	done    int
 	failed  map[uint64]seedlog.Line
 	virtual time.Duration
-	errs    []string
+	// seedWall is the seeds' own wall time summed (seedlog.Line.Wall):
+	// virtual over it is the speed of one process, while virtual over
+	// the elapsed time is all processes' together.
+	seedWall time.Duration
+	errs     []string
 }
 
 func run(seeds int, first uint64, procs, chunk, nodes int, faults string, every time.Duration) error {
@@ -157,6 +161,7 @@ func (t *tally) add(l seedlog.Line) {
 	defer t.mu.Unlock()
 	t.done++
 	t.virtual += l.Virtual
+	t.seedWall += l.Wall
 	if l.Violations > 0 {
 		t.failed[l.Seed] = l
 	}
@@ -199,8 +204,12 @@ func (t *tally) progress(total int, start time.Time) {
 	if rate > 0 {
 		eta = (time.Duration(float64(total-t.done)/rate) * time.Second).Round(time.Second).String()
 	}
-	fmt.Printf("%s  seeds %d/%d  %.2f seeds/s  %.0f virtual s per wall s  violations in %d seeds  eta %s\n",
-		wall.Round(time.Second), t.done, total, rate, t.virtual.Seconds()/wall.Seconds(), len(t.failed), eta)
+	perSeed := "-"
+	if t.seedWall > 0 {
+		perSeed = fmt.Sprintf("%.0f×", t.virtual.Seconds()/t.seedWall.Seconds())
+	}
+	fmt.Printf("%s  seeds %d/%d  %.2f seeds/s  %.0f virtual s per wall s (each process %s real time)  violations in %d seeds  eta %s\n",
+		wall.Round(time.Second), t.done, total, rate, t.virtual.Seconds()/wall.Seconds(), perSeed, len(t.failed), eta)
 }
 
 func (t *tally) report() error {

@@ -16,7 +16,10 @@ type Line struct {
 	Seed    uint64        `json:"seed"`
 	Events  int           `json:"events"`
 	Virtual time.Duration `json:"virtual_ns"`
-	Digest  string        `json:"digest"`
+	// Wall is the seed's run and checks in real time: Virtual/Wall is the
+	// simulator's speed in that process.
+	Wall   time.Duration `json:"wall_ns"`
+	Digest string        `json:"digest"`
 	// Violations is how many checks failed; First holds at most MaxFirst
 	// of them, formatted.
 	Violations int      `json:"violations"`

@@ -9,7 +9,7 @@ import (
 
 func TestRoundTrip(t *testing.T) {
 	in := []Line{
-		{Seed: 1, Events: 10, Virtual: 90 * time.Second, Digest: "ab", Lin: "ok", Ops: 5},
+		{Seed: 1, Events: 10, Virtual: 90 * time.Second, Wall: time.Second, Digest: "ab", Lin: "ok", Ops: 5},
 		{Seed: 2, Violations: 1, First: []string{"liveness (S14) at 1s: x"}, Replay: "go test ./sim -seed 2", Artifacts: "d"},
 	}
 	var buf bytes.Buffer
@@ -22,7 +22,7 @@ func TestRoundTrip(t *testing.T) {
 	if err := Read(&buf, func(l Line) { out = append(out, l) }); err != nil {
 		t.Fatal(err)
 	}
-	if len(out) != 2 || out[0].Virtual != in[0].Virtual || out[1].First[0] != in[1].First[0] || out[1].Replay != in[1].Replay {
+	if len(out) != 2 || out[0].Virtual != in[0].Virtual || out[0].Wall != in[0].Wall || out[1].First[0] != in[1].First[0] || out[1].Replay != in[1].Replay {
 		t.Fatalf("round trip: got %+v, want %+v", out, in)
 	}
 }
