@@ -123,9 +123,36 @@
 // (TestTeethReplay) reruns every broken server's failing TestTeeth seeds,
 // and the same check caught 199 of 200 reruns (5 each, on 8376c11, 2
 // cores; the miss was one of fsync-lies's).
-// TestDiverge prints where two runs of a seed part. TestSeeds logs each
-// run's speed, virtual over wall time (about 100× on 3 servers with their
-// client agents).
+// TestDiverge prints where two runs of a seed part.
+//
+// Speed: every run's summary gives virtual over wall time (TestSeeds per
+// seed and batch, recipe runs, TestReplayRate; simlong per process and for
+// all together). On 70739e3, seeds 1–5 with every fault kind, medians of
+// runs alternated with 3b5984e's on 2 cores other jobs shared (load 5–10,
+// so CPU time, virtual over CPU seconds, is the steadier figure): at
+// GOMAXPROCS=1, 5 servers ran at 135× wall and 142× CPU (3b5984e: 123×,
+// 128×), 3 servers at 179× and 190× (162×, 180×); at the default (2) a
+// run burns about twice the CPU in the runtime's spinning, locks and
+// futex wake-ups (5 servers 82× CPU, 3 servers 96×), so simlong runs one
+// seed per process at GOMAXPROCS=1. The gain came from the observer (the
+// FSM copied the whole model state per entry and the diff sorted every
+// table: 7% of the CPU and nearly a quarter of the allocations; now under
+// 5%), simnet's per-message hashing and a GOGC of 200 (gc_test.go). Where
+// a 5-server run's CPU goes, by the goroutine it runs on: raft 25%,
+// memberlist and serf 20%, net/http 14%, the runtime's scheduler, timers
+// and stack growth 12%, the clients and their consul/api 8%, server
+// forwarding 5%, simnet's deliveries 4%, GC 3%, the checks after the run
+// 4%. The traffic is production timing's: each raft follower takes about
+// 22 RPCs a virtual second (a heartbeat every 100–200 ms, a replication
+// wake-up every 50–100 ms from the 50 ms CommitTimeout), 44 messages with
+// the replies, so 90 a second on 3 servers and 175 on 5; on 5 servers the
+// 17 gossip members each probe one a second (35 packets a second, 60
+// under faults); and every client request dials afresh (about 13
+// connections a second, six messages each). All told about 300 messages
+// a virtual second, at some 20 µs of CPU each. Raft and memberlist alone take about 3 ms of CPU per
+// virtual second on 5 servers, a ceiling near 350× even if nothing else
+// cost anything: 1000× would need them at other timings, which the
+// simulator must not change (it runs the agent tenure ships).
 //
 // Tests: TestSeeds (a seeded batch with the trade-off table), TestTeeth
 // (broken servers and failure detectors, each caught by a named check),
