@@ -96,6 +96,7 @@ func checkNoFailureOnHealthyLinks(ix *traceIndex) []Violation {
 				continue // the same entry applied on another server
 			}
 			seen[key] = true
+			ix.judge(1)
 			if !excused(node, o.At) {
 				out = append(out, violation(o.At, "%s: %s's serfHealth went critical at index %d with every link in the pool healthy: a false positive of the detector", o.Server, node, o.Obs.Index))
 			}
@@ -213,6 +214,7 @@ func checkFalseDeadFenced(ix *traceIndex) []Violation {
 			continue
 		}
 		if c, ok := dead[w.Seq.Session]; ok && w.Accepted {
+			ix.judge(1)
 			switch {
 			case w.Mode == core.FenceTxn && w.CheckCall > c.at:
 				out = append(out, violation(e.At, "%s accepted %s's write (session %s, check sent at %v) after its live node %s's %s went critical at %v (index %d)", core.ResFenced, w.Client, w.Seq.Session, w.CheckCall, c.node, c.check, c.at, c.index))
@@ -297,6 +299,7 @@ func checkDeadHolderInvalidated(ix *traceIndex) []Violation {
 			if createdAt[s.ID] > at {
 				continue
 			}
+			ix.judge(1)
 			if g, ok := goneAt[s.ID]; ok && g <= at+b.DeadAgent {
 				continue
 			}
