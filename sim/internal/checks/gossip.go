@@ -213,8 +213,10 @@ func checkFalseDeadFenced(ix *traceIndex) []Violation {
 		if w.Resource != core.ResFenced {
 			continue
 		}
+		if c, ok := dead[w.Seq.Session]; ok && e.At > c.at {
+			ix.judge(1) // a write after the false death, accepted or not
+		}
 		if c, ok := dead[w.Seq.Session]; ok && w.Accepted {
-			ix.judge(1)
 			switch {
 			case w.Mode == core.FenceTxn && w.CheckCall > c.at:
 				out = append(out, violation(e.At, "%s accepted %s's write (session %s, check sent at %v) after its live node %s's %s went critical at %v (index %d)", core.ResFenced, w.Client, w.Seq.Session, w.CheckCall, c.node, c.check, c.at, c.index))

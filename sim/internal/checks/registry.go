@@ -93,7 +93,7 @@ var registry = []check{
 		SeededRun, seeded(checkRejoinsAfterPowerLoss)},
 	{CheckHealthyLinks, []string{"S53"}, "gossip marks a server or a live holder's client agent failed only while (or just after) links in the pool are faulty", "serfHealth changes to critical",
 		SeededRun, seeded(checkNoFailureOnHealthyLinks)},
-	{CheckFalseDeadFenced, []string{"S43", "S53", "S56"}, "a holder whose live agent was declared failed, or any check bound to its session went critical, has every later fenced write rejected", "fenced writes of falsely dead holders",
+	{CheckFalseDeadFenced, []string{"S43", "S53", "S56"}, "a holder whose live agent was declared failed, or any check bound to its session went critical, has every later fenced write rejected", "fenced writes after a false death",
 		SeededRun, seeded(checkFalseDeadFenced)},
 	{CheckDeadHolder, []string{"S12", "S53"}, "a killed (or long-paused) holder's serfHealth-bound session is invalidated within Bounds.DeadAgent", "sessions of stopped holders",
 		SeededRun, seeded(checkDeadHolderInvalidated)},

@@ -26,6 +26,12 @@ type Line struct {
 	Excused    int      `json:"excused"`
 	Replay     string   `json:"replay,omitempty"`
 	Artifacts  string   `json:"artifacts,omitempty"`
+	// Wall is the seed's wall time, run and checks, for a summary's speed.
+	Wall time.Duration `json:"wall_ns"`
+	// Judged is how many observations each check judged (a check at 0 was
+	// not exercised); Caught, how many violations each failing check found.
+	Judged map[string]int `json:"judged,omitempty"`
+	Caught map[string]int `json:"caught,omitempty"`
 }
 
 // MaxFirst bounds Line.First, so that one line stays small.
