@@ -26,7 +26,11 @@
 //	          name, SPEC clauses, what it checks, function), over the trace
 //	          taken apart (index.go); linearizability through
 //	          linearizability/ (linearize.go, evaluate.go); the trade-off
-//	          table (tradeoff.go).
+//	          table (tradeoff.go); each check counts the observations it
+//	          judged, and a run's full timeline (timeline.go).
+//	report    a failed run's one self-contained HTML page: lanes per
+//	          server and client, the violations marked, porcupine's
+//	          visualisation embedded (written beside the artifacts).
 //
 // Client agents: every simulated client (a workload client, a recipe
 // process, a scene's actor) runs on its own node with its own client agent:

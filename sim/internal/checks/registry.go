@@ -159,7 +159,10 @@ func (c Count) String() string {
 	if c.N == 0 {
 		s += " (not exercised)"
 	}
-	if c.Violations > 0 {
+	switch {
+	case c.Violations == 1:
+		s += ", 1 violation"
+	case c.Violations > 1:
 		s += fmt.Sprintf(", %d violations", c.Violations)
 	}
 	return s

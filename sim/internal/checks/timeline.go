@@ -134,11 +134,10 @@ func Timeline(events []core.Event) RunTimeline {
 				continue
 			}
 			gone[s.ID] = true
-			if t, ok := destroyed[s.ID]; ok && t <= o.At {
-				continue // its client destroyed it: not an invalidation
-			}
 			why := "TTL expired"
 			switch {
+			case destroyed[s.ID] > 0 && destroyed[s.ID] <= o.At:
+				why = "destroyed by its client"
 			case slices.Contains(o.Obs.GoneNodes, s.Node):
 				why = "node " + s.Node + " deregistered"
 			case len(s.CheckIDs()) > 0:

@@ -33,8 +33,7 @@ func TestFaultTimeline(t *testing.T) {
 
 // TestTimeline: the full timeline has each fault on its target's lane, an
 // election mark and a leadership bar per leadership, a tenure per holding
-// on its client's lane, and an invalidation only for a session its client
-// did not destroy.
+// and an invalidation per removed session on its client's lane, with why.
 func TestTimeline(t *testing.T) {
 	b := newTB()
 	b.ev[0].Run.Servers = []string{"n1", "n2"}
@@ -67,11 +66,12 @@ func TestTimeline(t *testing.T) {
 		{SpanFault, "n2", sec(2), sec(5)},
 		{SpanTenure, "c1", sec(3), sec(6)},
 		{SpanInvalidation, "c1", sec(6), sec(6)},
+		{SpanInvalidation, "c2", sec(7.05), sec(7.05)},
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("timeline\n%v\nwant\n%v\n%s", got, want, tl)
 	}
-	if s := tl.String(); !strings.Contains(s, "2.0s–5.0s") || !strings.Contains(s, "TTL expired") {
+	if s := tl.String(); !strings.Contains(s, "2.0s–5.0s") || !strings.Contains(s, "TTL expired") || !strings.Contains(s, "destroyed by its client") {
 		t.Fatalf("printed timeline:\n%s", s)
 	}
 }
