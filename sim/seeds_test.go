@@ -61,9 +61,13 @@ func TestSeeds(t *testing.T) {
 		if *flagShrink && len(ev.Violations) > 0 {
 			shrinkFailure(t, res, ev.Violations[0].Check)
 		}
-		table.Add(res.Events)
+		one := checks.NewTradeoff()
+		one.Add(res.Events)
 		wall := time.Since(start)
-		if err := seedlog.Write(results, seedLine(res, ev, wall)); err != nil {
+		line := seedLine(res, ev, wall)
+		line.Tradeoff = one.Cells()
+		table.AddCells(line.Tradeoff, 1)
+		if err := seedlog.Write(results, line); err != nil {
 			t.Fatal(err)
 		}
 		virtual += res.Virtual
@@ -79,6 +83,25 @@ func TestSeeds(t *testing.T) {
 	wall := time.Since(batchStart)
 	t.Logf("%d seeds: virtual %v, wall %v (%s)", len(seeds), virtual.Round(time.Second), wall.Round(time.Millisecond), speedup(virtual, wall))
 	table.Print(os.Stdout)
+	if *flagTradeSVG != "" {
+		if err := writeTradeoffSVG(*flagTradeSVG, table); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("trade-off plot: %s", *flagTradeSVG)
+	}
+}
+
+// writeTradeoffSVG writes table's plot to path.
+func writeTradeoffSVG(path string, table *checks.Tradeoff) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("trade-off plot: %w", err)
+	}
+	err = table.WriteSVG(f)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("trade-off plot: %w", cerr)
+	}
+	return err
 }
 
 // speedup is virtual time over wall time, the simulator's speed.
