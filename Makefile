@@ -110,11 +110,13 @@ SEED  ?= 1
 chaos:
 	TENURE_CHAOS_KILLS=$(KILLS) TENURE_CHAOS_SEED=$(SEED) $(GO) test -count=1 -v -timeout 0 -run 'TestCrashLoop$$' ./bench
 
-## sim-long: many sim seeds in parallel processes with a progress line, e.g. make sim-long SEEDS=10000
+## sim-long: many sim seeds in parallel processes with a progress line and a summary, e.g. make sim-long SEEDS=10000;
+## SHARD=K/N runs one machine's share (K from 0), and go run ./sim/cmd/simlong -merge FILES… combines the shards' results.jsonl
 SEEDS ?= 1000
 NODES ?= 3
+SHARD ?=
 sim-long:
-	$(GO) run ./sim/cmd/simlong -seeds $(SEEDS) -nodes $(NODES)
+	$(GO) run ./sim/cmd/simlong -seeds $(SEEDS) -nodes $(NODES) $(if $(SHARD),-shard $(SHARD))
 
 ## replay-rate: how often a sim seed's reruns replay its first run (identical trace digest), on
 ## 3 and 5 servers at GOMAXPROCS=1 and at the default (minutes), e.g. make replay-rate RATE_SEEDS=200
