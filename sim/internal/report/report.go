@@ -28,27 +28,31 @@ const FileName = "report.html"
 // violations, history, porcupine's page) and then the report that embeds
 // them to dir, a folder of the run's own; it returns the report's path.
 // replay is the command that reruns the run ("" to leave it out).
+//
+// An artifact that could not be written does not stop the report, which
+// is still written when it can be; the error names both.
 func Write(dir string, res *workload.Result, ev checks.Evaluation, replay string) (string, error) {
+	var errs []error
 	if err := checks.WriteArtifacts(dir, res, ev); err != nil {
-		return "", fmt.Errorf("report: %w", err)
+		errs = append(errs, fmt.Errorf("report: %w", err))
 	}
 	porcupine, err := os.ReadFile(filepath.Join(dir, "linearizability.html"))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("report: porcupine's page: %w", err)
+		errs = append(errs, fmt.Errorf("report: porcupine's page: %w", err))
 	}
 	path := filepath.Join(dir, FileName)
 	f, err := os.Create(path)
 	if err != nil {
-		return "", fmt.Errorf("report: %w", err)
+		return "", errors.Join(append(errs, fmt.Errorf("report: %w", err))...)
 	}
 	err = Render(f, res, ev, replay, string(porcupine))
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("report: %w", cerr)
 	}
 	if err != nil {
-		return "", err
+		return "", errors.Join(append(errs, err)...)
 	}
-	return path, nil
+	return path, errors.Join(errs...)
 }
 
 // Render writes the report page to w; porcupine is porcupine's HTML page
