@@ -29,7 +29,7 @@ var (
 	flagNodes    = flag.Int("nodes", 3, "servers per cluster (3 or 5)")
 	flagDuration = flag.Duration("duration", 60*time.Second, "virtual length of the workload-and-faults phase")
 	flagFaults   = flag.String("faults", "all", "comma-separated fault kinds, or all / none")
-	flagArtifact = flag.String("artifacts", "", "artifacts folder for failures (default: testdata/artifacts under the package)")
+	flagArtifact = flag.String("artifacts-dir", "", "artifacts folder for failures (default: testdata/artifacts under the package; not -artifacts, which go test itself takes since Go 1.25)")
 	flagReplays  = flag.Int("replays", 3, "runs of one seed for TestReplay")
 	flagLinTime  = flag.Duration("lin-timeout", 20*time.Second, "time budget of one linearizability check")
 	flagResults  = flag.String("results", "", "append one JSON line per seed of TestSeeds to this file (sim/internal/seedlog)")
