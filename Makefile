@@ -118,6 +118,15 @@ SHARD ?=
 sim-long:
 	$(GO) run ./sim/cmd/simlong -seeds $(SEEDS) -nodes $(NODES) $(if $(SHARD),-shard $(SHARD))
 
+## sim-outside: a module outside tenure imports the public harness (package sim) and runs a check
+## with it, offline (GOPROXY=off, the module cache); sim-ledger: the fenced ledger over LEDGER_SEEDS
+.PHONY: sim-outside sim-ledger
+sim-outside:
+	$(GO) test -count=1 -run 'TestOutsideModuleRunsTheHarness$$' -v ./sim -args -outside
+LEDGER_SEEDS ?= 20
+sim-ledger:
+	$(GO) test -count=1 -timeout 0 -run 'TestElectionWithFenceKeepsTheLedgerExclusive$$' -v ./sim -args -ledger-seeds $(LEDGER_SEEDS)
+
 ## replay-rate: how often a sim seed's reruns replay its first run (identical trace digest), on
 ## 3 and 5 servers at GOMAXPROCS=1 and at the default (minutes), e.g. make replay-rate RATE_SEEDS=200
 ## RATE_REPLAYS=3; TestDiverge shows where two runs of one seed part (sim/replayrate_test.go)

@@ -62,37 +62,11 @@ func failsWith(t *testing.T, cfg workload.Config, check string, runs int) bool {
 // every rerun, and how many candidates it ran.
 func shrinkSchedule(t *testing.T, cfg workload.Config, schedule []core.Fault, check string, fails func(workload.Config) bool) ([]core.Fault, int) {
 	t.Helper()
-	tried := 0
-	try := func(s []core.Fault) bool {
-		tried++
+	return ddmin(schedule, func(s []core.Fault) bool {
 		c := cfg
 		c.Schedule = append([]core.Fault{}, s...)
 		return fails(c)
-	}
-	if try(nil) {
-		return []core.Fault{}, tried // it fails without any fault
-	}
-	cur, n := slices.Clone(schedule), 2
-	for len(cur) >= 2 {
-		chunk := (len(cur) + n - 1) / n
-		reduced := false
-		for start := 0; start < len(cur); start += chunk {
-			end := min(start+chunk, len(cur))
-			complement := append(slices.Clone(cur[:start]), cur[end:]...)
-			if try(complement) {
-				cur, n, reduced = complement, max(n-1, 2), true
-				break
-			}
-		}
-		if reduced {
-			continue
-		}
-		if n >= len(cur) {
-			break
-		}
-		n = min(2*n, len(cur))
-	}
-	return cur, tried
+	})
 }
 
 // shrinkFailure shrinks a failing seed's schedule against the first check
