@@ -6,7 +6,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -204,6 +207,10 @@ func TestLockWithoutFencingLosesTheLedger(t *testing.T) {
 	failed.Shrunk = s
 	if err := failed.WriteArtifacts(t.TempDir()); err != nil {
 		t.Fatal(err)
+	}
+	// The page a user opens first names the broken invariant.
+	if page, err := os.ReadFile(filepath.Join(failed.ArtifactDir, "report.html")); err != nil || !strings.Contains(string(page), `data-check="exclusive-ledger"`) {
+		t.Errorf("report.html does not list the exclusive-ledger violation (read: %v)", err)
 	}
 	if len(s.Schedule) == 0 || len(s.Schedule) > len(s.From) {
 		t.Errorf("shrunk to %d faults of %d", len(s.Schedule), len(s.From))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenurekv/tenure/sim/internal/checks"
 	"github.com/tenurekv/tenure/sim/internal/core"
+	"github.com/tenurekv/tenure/sim/internal/report"
 	"github.com/tenurekv/tenure/sim/internal/workload"
 )
 
@@ -182,7 +183,7 @@ func artifactFolder(t *testing.T, r *Result) string {
 
 // WriteArtifacts writes the run's evidence to dir: what sim's own runs
 // write (the schedule, the full trace with the history among it as notes,
-// the violations), the history alone (history.txt), the report
+// the violations, and report.html, the page to look at first), the history alone (history.txt), the report
 // (report.txt) and the scenario that replays it (scenario.json: the
 // smallest one if shrunk).
 func (r *Result) WriteArtifacts(dir string) error {
@@ -193,7 +194,7 @@ func (r *Result) WriteArtifacts(dir string) error {
 	}
 	wr := &workload.Result{Config: workload.Config{Seed: r.Options.Seed, Servers: r.Options.Servers, Duration: r.Options.Duration},
 		Header: r.hdr, Events: r.events, Digest: r.Digest, Virtual: r.Virtual}
-	if err := checks.WriteArtifacts(dir, wr, ev); err != nil {
+	if _, err := report.Write(dir, wr, ev, ""); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
 	var hist strings.Builder
@@ -293,7 +294,7 @@ func (r *Result) Report(t *testing.T) string {
 		}
 	}
 	if r.ArtifactDir != "" {
-		fmt.Fprintf(&b, "\nartifacts: %s", r.ArtifactDir)
+		fmt.Fprintf(&b, "\nartifacts: %s\nreport: %s", r.ArtifactDir, filepath.Join(r.ArtifactDir, report.FileName))
 		if t != nil {
 			fmt.Fprintf(&b, "\nreplay: %s", r.ReplayCommand(t))
 		}
