@@ -153,6 +153,14 @@ teeth-replay:
 	$(GO) test -count=1 -timeout 0 -run 'TestTeethReplay$$' -v ./sim -args -teeth-replays $(TEETH_REPLAYS) \
 		| grep -E 'caught|teeth replay rate|^(--- |ok|FAIL)'
 
+## shrink-teeth: shrink every TestTeeth broken server's failing seed (its faults, then its clients) and
+## print the sizes before and after (minutes); SHRINK_KEEP=sim/testdata/sim also keeps each scenario there
+SHRINK_KEEP ?=
+.PHONY: shrink-teeth
+shrink-teeth:
+	$(GO) test -count=1 -timeout 0 -run 'TestShrinkTeeth$$' -v ./sim -args -shrink-teeth $(if $(SHRINK_KEEP),-shrink-keep $(abspath $(SHRINK_KEEP))) \
+		| grep -E 'shrink teeth|faults .* clients|^(--- |ok|FAIL)|no seed|grew|does not fail'
+
 ## mutate: mutation testing (gremlins, pinned in go.mod) over model/, linearizability/, recipe/,
 ## the server's decision files, impl/internal/{reconcile,gossip,checks,local}, plus the named
 ## deletion mutants (mutation/deletionlist.go); summary in bin/mutation/report.txt. Fails on a
