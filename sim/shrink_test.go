@@ -334,3 +334,25 @@ func TestKeptScenarios(t *testing.T) {
 		})
 	}
 }
+
+// TestClientFaultWithoutClients: shrinking may leave a client fault in a
+// run whose clients it dropped; the fault is marked ignored, not a panic
+// (it divided by the number of clients once).
+func TestClientFaultWithoutClients(t *testing.T) {
+	cfg := workload.DefaultConfig(1)
+	cfg.Groups, cfg.Duration = []workload.LockGroup{}, 10*time.Second
+	cfg.Schedule = []core.Fault{
+		{ID: 1, Kind: core.FaultClientPause, At: time.Second, Dur: time.Second},
+		{ID: 2, Kind: core.FaultClientCrash, At: 3 * time.Second, Dur: time.Second, Pick: 5},
+	}
+	res := runSeed(t, cfg)
+	ignored := 0
+	for _, e := range res.Events {
+		if e.Fault != nil && e.Fault.Note == "no client: ignored" {
+			ignored++
+		}
+	}
+	if ignored != 2 {
+		t.Fatalf("%d client faults marked ignored, want 2", ignored)
+	}
+}
