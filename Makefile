@@ -139,7 +139,7 @@ replay-rate:
 		-replays $(RATE_REPLAYS) -nodes $$n -replay-procs $$p | grep 'replay rate' || exit 1; done; done
 
 ## torn-power-loss: the raft log's power-loss test with torn partial writes (simdisk.PowerLossRand),
-## TORN_SEEDS seeds (3000 passed after two fixes; an open torn-loss bug is in DESIGN.md)
+## TORN_SEEDS seeds (make test runs 30)
 TORN_SEEDS ?= 3000
 .PHONY: torn-power-loss
 torn-power-loss:

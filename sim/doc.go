@@ -117,11 +117,12 @@
 // deferred behind the apply gate and the commit clamp, tenure's own
 // metadata and snapshot files. A crash (crash-restart, leader-kill) drops
 // the process and keeps the page cache; power-loss (one server, a
-// minority or all) keeps only what was fsynced (not a torn part of the
-// rest: that still finds an open bug, make torn-power-loss); fsync-error
-// fails every fsync, the server must stop (Config.Fatal
-// crashes it; stops-on-failed-fsync checks it), and at the heal its disk
-// keeps only what was synced; disk-stall makes each fsync take up to 3 s.
+// minority or all) keeps what was fsynced and a seeded prefix of the rest,
+// its last write torn at a sector, but nothing the dying process wrote
+// after the cut (simdisk's CutPower); fsync-error fails every fsync, the
+// server must stop (Config.Fatal crashes it; stops-on-failed-fsync checks
+// it), and at the heal its disk loses power the same way; disk-stall
+// makes each fsync take up to 3 s.
 // A stopped server is off the network from the fault's instant (simnet
 // Down), as a dead process sends nothing. rejoins-after-power-loss checks
 // that a server restarted after a power loss applies new entries again;
