@@ -110,11 +110,22 @@ SEED  ?= 1
 chaos:
 	TENURE_CHAOS_KILLS=$(KILLS) TENURE_CHAOS_SEED=$(SEED) $(GO) test -count=1 -v -timeout 0 -run 'TestCrashLoop$$' ./bench
 
-## sim-long: many sim seeds in parallel processes with a progress line, e.g. make sim-long SEEDS=10000
+## sim-long: many sim seeds in parallel processes with a progress line and a summary, e.g. make sim-long SEEDS=10000;
+## SHARD=K/N runs one machine's share (K from 0), and go run ./sim/cmd/simlong -merge FILES… combines the shards' results.jsonl
 SEEDS ?= 1000
 NODES ?= 3
+SHARD ?=
 sim-long:
-	$(GO) run ./sim/cmd/simlong -seeds $(SEEDS) -nodes $(NODES)
+	$(GO) run ./sim/cmd/simlong -seeds $(SEEDS) -nodes $(NODES) $(if $(SHARD),-shard $(SHARD))
+
+## sim-outside: a module outside tenure imports the public harness (package sim) and runs a check
+## with it, offline (GOPROXY=off, the module cache); sim-ledger: the fenced ledger over LEDGER_SEEDS
+.PHONY: sim-outside sim-ledger
+sim-outside:
+	$(GO) test -count=1 -run 'TestOutsideModuleRunsTheHarness$$' -v ./sim -args -outside
+LEDGER_SEEDS ?= 20
+sim-ledger:
+	$(GO) test -count=1 -timeout 0 -run 'TestElectionWithFenceKeepsTheLedgerExclusive$$' -v ./sim -args -ledger-seeds $(LEDGER_SEEDS)
 
 ## replay-rate: how often a sim seed's reruns replay its first run (identical trace digest), on
 ## 3 and 5 servers at GOMAXPROCS=1 and at the default (minutes), e.g. make replay-rate RATE_SEEDS=200
@@ -128,7 +139,7 @@ replay-rate:
 		-replays $(RATE_REPLAYS) -nodes $$n -replay-procs $$p | grep 'replay rate' || exit 1; done; done
 
 ## torn-power-loss: the raft log's power-loss test with torn partial writes (simdisk.PowerLossRand),
-## TORN_SEEDS seeds (3000 passed after two fixes; an open torn-loss bug is in DESIGN.md)
+## TORN_SEEDS seeds (make test runs 30)
 TORN_SEEDS ?= 3000
 .PHONY: torn-power-loss
 torn-power-loss:
@@ -141,6 +152,14 @@ TEETH_REPLAYS ?= 10
 teeth-replay:
 	$(GO) test -count=1 -timeout 0 -run 'TestTeethReplay$$' -v ./sim -args -teeth-replays $(TEETH_REPLAYS) \
 		| grep -E 'caught|teeth replay rate|^(--- |ok|FAIL)'
+
+## shrink-teeth: shrink every TestTeeth broken server's failing seed (its faults, then its clients) and
+## print the sizes before and after (minutes); SHRINK_KEEP=sim/testdata/sim also keeps each scenario there
+SHRINK_KEEP ?=
+.PHONY: shrink-teeth
+shrink-teeth:
+	$(GO) test -count=1 -timeout 0 -run 'TestShrinkTeeth$$' -v ./sim -args -shrink-teeth $(if $(SHRINK_KEEP),-shrink-keep $(abspath $(SHRINK_KEEP))) \
+		| grep -E 'shrink teeth|faults .* clients|^(--- |ok|FAIL)|no seed|grew|does not fail'
 
 ## mutate: mutation testing (gremlins, pinned in go.mod) over model/, linearizability/, recipe/,
 ## the server's decision files, impl/internal/{reconcile,gossip,checks,local}, plus the named

@@ -1,10 +1,49 @@
-// Package sim runs the agent tenure ships (impl/agent.New, the constructor
+// Package sim runs Go code that uses Consul's session and lock API under
+// seeded faults, on virtual time, in a go test: the user's processes talk
+// to a simulated tenure cluster (3 or 5 servers, a client agent per
+// process) through consul/api or package recipe, and state invariants over
+// what they recorded; a run checks them and tenure's own properties.
+//
+//	func TestMyLock(t *testing.T) {
+//		sim.Check(t, sim.Options{Seed: 1, Invariants: []sim.Invariant{sim.AtMostOne("leader")}},
+//			func(c *sim.Cluster) {
+//				for range 3 {
+//					c.Go(func(ctx context.Context, p *sim.Process) {
+//						// p.API() is a *api.Client on p's own client agent;
+//						// p.Begin("leader") / p.End("leader") record beliefs,
+//						// p.Record(kind, value) anything else.
+//					})
+//				}
+//			})
+//	}
+//
+// A run boots the cluster inside a testing/synctest bubble (so a minute of
+// virtual time takes about a second), starts the processes, injects the
+// faults the seed draws (a process's host paused or crashed, servers
+// paused, crashed, partitioned: FaultKind), stops the processes after
+// Options.Duration, and checks. Check fails the test on a violation,
+// shrinks it by delta debugging to a smallest schedule and set of processes
+// that still breaks the same property (each candidate rerun
+// Options.ShrinkRuns times), writes the artifacts (the trace, the history,
+// the report, a scenario file) and prints the replay command
+// (ScenarioEnv). Simulate and Shrink do the same steps without failing the
+// test. example_lock_test.go is the worked case: consul/api's Lock without
+// fencing loses mutual exclusion over a shared ledger under a process
+// pause; the same processes on recipe.Election with recipe.Fence keep it.
+//
+// A module outside tenure that imports this package must copy tenure's
+// replace directives for hashicorp/raft, memberlist and serf (go.mod),
+// pointing at tenure's third_party copies: replace directives apply only in
+// the main module, and the simulator builds on what the patches add (a
+// random source per node). make sim-outside builds and runs such a module.
+//
+// The rest of this comment is about the simulator itself and its own tests.
+// It runs the agent tenure ships (impl/agent.New, the constructor
 // cmd/tenure uses, given the simulated network, clocks and stores as
 // options) as a 3- or 5-server cluster with clients inside a
 // testing/synctest bubble,
 // injects seeded faults, records a full event trace and checks named
-// properties over it. This package holds only the tests and the -seed
-// flag; the simulator itself is in sim/internal:
+// properties over it. The simulator is in sim/internal:
 //
 //	core      the cluster on the simulated network (sim/simnet) with
 //	          per-node clocks (clocks.go, sim/simclock), serf/memberlist on
@@ -26,7 +65,11 @@
 //	          name, SPEC clauses, what it checks, function), over the trace
 //	          taken apart (index.go); linearizability through
 //	          linearizability/ (linearize.go, evaluate.go); the trade-off
-//	          table (tradeoff.go).
+//	          table (tradeoff.go); each check counts the observations it
+//	          judged, and a run's full timeline (timeline.go).
+//	report    a failed run's one self-contained HTML page: lanes per
+//	          server and client, the violations marked, porcupine's
+//	          visualisation embedded (written beside the artifacts).
 //
 // Client agents: every simulated client (a workload client, a recipe
 // process, a scene's actor) runs on its own node with its own client agent:
@@ -74,11 +117,12 @@
 // deferred behind the apply gate and the commit clamp, tenure's own
 // metadata and snapshot files. A crash (crash-restart, leader-kill) drops
 // the process and keeps the page cache; power-loss (one server, a
-// minority or all) keeps only what was fsynced (not a torn part of the
-// rest: that still finds an open bug, make torn-power-loss); fsync-error
-// fails every fsync, the server must stop (Config.Fatal
-// crashes it; stops-on-failed-fsync checks it), and at the heal its disk
-// keeps only what was synced; disk-stall makes each fsync take up to 3 s.
+// minority or all) keeps what was fsynced and a seeded prefix of the rest,
+// its last write torn at a sector, but nothing the dying process wrote
+// after the cut (simdisk's CutPower); fsync-error fails every fsync, the
+// server must stop (Config.Fatal crashes it; stops-on-failed-fsync checks
+// it), and at the heal its disk loses power the same way; disk-stall
+// makes each fsync take up to 3 s.
 // A stopped server is off the network from the fault's instant (simnet
 // Down), as a dead process sends nothing. rejoins-after-power-loss checks
 // that a server restarted after a power loss applies new entries again;

@@ -8,6 +8,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/tenurekv/tenure/sim/internal/checks"
 	"github.com/tenurekv/tenure/sim/internal/core"
+	"github.com/tenurekv/tenure/sim/internal/report"
 	"github.com/tenurekv/tenure/sim/internal/workload"
 )
 
@@ -27,10 +29,11 @@ var (
 	flagNodes    = flag.Int("nodes", 3, "servers per cluster (3 or 5)")
 	flagDuration = flag.Duration("duration", 60*time.Second, "virtual length of the workload-and-faults phase")
 	flagFaults   = flag.String("faults", "all", "comma-separated fault kinds, or all / none")
-	flagArtifact = flag.String("artifacts", "", "artifacts folder for failures (default: testdata/artifacts under the package)")
+	flagArtifact = flag.String("artifacts-dir", "", "artifacts folder for failures (default: testdata/artifacts under the package; not -artifacts, which go test itself takes since Go 1.25)")
 	flagReplays  = flag.Int("replays", 3, "runs of one seed for TestReplay")
 	flagLinTime  = flag.Duration("lin-timeout", 20*time.Second, "time budget of one linearizability check")
 	flagResults  = flag.String("results", "", "append one JSON line per seed of TestSeeds to this file (sim/internal/seedlog)")
+	flagTradeSVG = flag.String("tradeoff-svg", "", "write TestSeeds' trade-off table to this file as an SVG plot as well")
 	flagBreak    = flag.String("break", "", "run TestSeeds on one of TestTeeth's deliberately broken servers, to see what a failure looks like (-break list names them)")
 )
 
@@ -116,7 +119,8 @@ func checkResult(t *testing.T, res *workload.Result) checks.Evaluation {
 		return out
 	}
 	dir := artifactDir(res)
-	if err := checks.WriteArtifacts(dir, res, out); err != nil {
+	page, err := report.Write(dir, res, out, replayCommand(res.Config))
+	if err != nil {
 		t.Errorf("write artifacts: %v", err)
 	}
 	var b strings.Builder
@@ -128,7 +132,7 @@ func checkResult(t *testing.T, res *workload.Result) checks.Evaluation {
 		}
 		fmt.Fprintf(&b, "  %v\n", v)
 	}
-	fmt.Fprintf(&b, "replay: %s\nartifacts: %s", replayCommand(res.Config), dir)
+	fmt.Fprintf(&b, "replay: %s\nartifacts: %s\nreport: %s", replayCommand(res.Config), dir, page)
 	t.Error(b.String())
 	return out
 }
@@ -169,4 +173,22 @@ func TestBrokenServerNames(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "lock-index-not-bumped") {
 		t.Fatalf("-break of an unknown name: %v, want an error listing the known ones", err)
 	}
+}
+
+// reportMarks checks that the report at path lists a violation of check
+// and marks it on the lanes (report's template: the list item's id, and a
+// mark named after it).
+func reportMarks(path, check string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	m := regexp.MustCompile(`id="(v\d+)" data-check="` + regexp.QuoteMeta(check) + `"`).FindSubmatch(b)
+	if m == nil {
+		return fmt.Errorf("report %s lists no violation of %s", path, check)
+	}
+	if !strings.Contains(string(b), `id="mark-`+string(m[1])+`"`) {
+		return fmt.Errorf("report %s lists violation %s of %s but marks it on no lane", path, m[1], check)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,9 +61,13 @@ func TestSeeds(t *testing.T) {
 		if *flagShrink && len(ev.Violations) > 0 {
 			shrinkFailure(t, res, ev.Violations[0].Check)
 		}
-		table.Add(res.Events)
+		one := checks.NewTradeoff()
+		one.Add(res.Events)
 		wall := time.Since(start)
-		if err := seedlog.Write(results, seedLine(res, ev, wall)); err != nil {
+		line := seedLine(res, ev, wall)
+		line.Tradeoff = one.Cells()
+		table.AddCells(line.Tradeoff, 1)
+		if err := seedlog.Write(results, line); err != nil {
 			t.Fatal(err)
 		}
 		virtual += res.Virtual
@@ -70,10 +75,33 @@ func TestSeeds(t *testing.T) {
 			seed, len(res.Events), res.Virtual.Round(time.Second), wall.Round(time.Millisecond), speedup(res.Virtual, wall),
 			res.Digest, len(ev.Violations), ev.Lin.Verdict, ev.Lin.Ops, ev.Excused)
 		t.Logf("seed %d faults: %s", seed, checks.FaultTimeline(res.Events))
+		t.Logf("seed %d checks: %s", seed, countsLine(ev.Counts))
+		if testing.Verbose() {
+			t.Logf("seed %d timeline:\n%s", seed, checks.Timeline(res.Events))
+		}
 	}
 	wall := time.Since(batchStart)
 	t.Logf("%d seeds: virtual %v, wall %v (%s)", len(seeds), virtual.Round(time.Second), wall.Round(time.Millisecond), speedup(virtual, wall))
 	table.Print(os.Stdout)
+	if *flagTradeSVG != "" {
+		if err := writeTradeoffSVG(*flagTradeSVG, table); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("trade-off plot: %s", *flagTradeSVG)
+	}
+}
+
+// writeTradeoffSVG writes table's plot to path.
+func writeTradeoffSVG(path string, table *checks.Tradeoff) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("trade-off plot: %w", err)
+	}
+	err = table.WriteSVG(f)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("trade-off plot: %w", cerr)
+	}
+	return err
 }
 
 // speedup is virtual time over wall time, the simulator's speed.
@@ -117,10 +145,39 @@ func TestReplay(t *testing.T) {
 	t.Logf("seed %d: %d of %d runs replayed to the most common trace (%d distinct traces)", seed, best, n, len(digests))
 }
 
+// countsLine is every check with the observations it judged, one line;
+// checks that judged nothing come last, named apart, so a property the run
+// never exercised is not read as a pass.
+func countsLine(counts []checks.Count) string {
+	var judged, idle []string
+	for _, c := range counts {
+		if c.N == 0 {
+			idle = append(idle, c.Check)
+			continue
+		}
+		judged = append(judged, c.String())
+	}
+	out := strings.Join(judged, "; ")
+	if len(idle) > 0 {
+		out += fmt.Sprintf("; not exercised (0 observations): %s", strings.Join(idle, ", "))
+	}
+	return out
+}
+
 // seedLine is one seed's structured result, for sim/cmd/simlong.
 func seedLine(res *workload.Result, ev checks.Evaluation, wall time.Duration) seedlog.Line {
-	l := seedlog.Line{Seed: res.Config.Seed, Events: len(res.Events), Virtual: res.Virtual, Wall: wall, Digest: res.Digest,
-		Violations: len(ev.Violations), Lin: string(ev.Lin.Verdict), Ops: ev.Lin.Ops, Excused: ev.Excused}
+	l := seedlog.Line{Seed: res.Config.Seed, Events: len(res.Events), Virtual: res.Virtual, Digest: res.Digest,
+		Violations: len(ev.Violations), Lin: string(ev.Lin.Verdict), Ops: ev.Lin.Ops, Excused: ev.Excused,
+		Wall: wall, Judged: map[string]int{}}
+	for _, c := range ev.Counts {
+		l.Judged[c.Check] += c.N
+	}
+	for _, v := range ev.Violations {
+		if l.Caught == nil {
+			l.Caught = map[string]int{}
+		}
+		l.Caught[v.Check]++
+	}
 	for _, v := range ev.Violations[:min(len(ev.Violations), seedlog.MaxFirst)] {
 		l.First = append(l.First, v.String())
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenurekv/tenure/sim/internal/checks"
 	"github.com/tenurekv/tenure/sim/internal/core"
+	"github.com/tenurekv/tenure/sim/internal/report"
 	"github.com/tenurekv/tenure/sim/internal/workload"
 
 	"github.com/hashicorp/memberlist"
@@ -444,15 +445,20 @@ func TestTeeth(t *testing.T) {
 				t.Fatalf("variant %s not caught by %s (caught by %v)", tc.v.Name, tc.expect, caught)
 			}
 			// Whichever check caught it, the artifacts hold the schedule, the
-			// trace and porcupine's visualisation with the faults.
+			// trace and porcupine's visualisation with the faults, and the
+			// report marks the violation on the lanes and lists it.
 			dir := t.TempDir()
-			if err := checks.WriteArtifacts(dir, res, ev); err != nil {
+			page, err := report.Write(dir, res, ev, "")
+			if err != nil {
 				t.Fatalf("write artifacts: %v", err)
 			}
-			for _, f := range []string{"schedule.json", "trace.jsonl", "violations.txt", "linearizability.html"} {
+			for _, f := range []string{"schedule.json", "trace.jsonl", "violations.txt", "linearizability.html", report.FileName} {
 				if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 					t.Errorf("artifact %s missing: %v", f, err)
 				}
+			}
+			if err := reportMarks(page, tc.expect); err != nil {
+				t.Error(err)
 			}
 			// The same schedule on the real server is clean.
 			cleanRun := runSeed(t, tc.cfg(1))

@@ -6,7 +6,9 @@
 //   - PowerLoss: every write and directory change not yet fsynced is lost
 //     (PowerLossRand keeps a random prefix of them, a write possibly torn at
 //     a 512-byte sector), every open file and lock is dropped, and the disk
-//     refuses everything until PowerOn.
+//     refuses everything until PowerOn. CutPower marks the instant the
+//     power went, earlier: what the process still writes after it is lost
+//     whole, as it never reached the disk.
 //   - Crash (kill -9): open files and locks are dropped, and nothing else
 //     changes: the page cache outlives the process, so unsynced writes stay
 //     readable, and a later power loss can still lose them.
@@ -99,7 +101,10 @@ type Disk struct {
 	// onFailedSync, if set, is told of each fsync FailSyncs fails.
 	onFailedSync func(path string)
 	// lying: fsyncs succeed and persist nothing (LieOnSync).
-	lying     bool
+	lying bool
+	// cut is set from CutPower to the power loss: for each node with
+	// unsynced changes at the cut, how many it had; the rest came after.
+	cut       map[*node]int
 	syncDelay time.Duration
 }
 
@@ -243,11 +248,16 @@ func (d *Disk) MkdirAll(name string, _ fs.FileMode) error {
 	n := d.root
 	for _, c := range split(name) {
 		next, ok := n.entries[c]
-		if !ok {
+		switch {
+		case !ok && d.cut != nil:
+			// After the cut nothing reaches the disk, not even this.
+			next = d.newDir()
+			d.setEntry(n, c, next, "")
+		case !ok:
 			next = d.newDir()
 			n.entries[c] = next
 			n.synced[c] = next
-		} else if !next.isDir {
+		case !next.isDir:
 			return &fs.PathError{Op: "mkdir", Path: name, Err: errNotDir}
 		}
 		n = next
@@ -543,8 +553,34 @@ func (d *Disk) PowerLoss() { d.powerLoss(nil) }
 // unsynced writes, a random prefix reached the disk, its last write
 // possibly torn at a sector boundary; of each directory's unsynced changes,
 // a random prefix. r decides; files and directories are visited in
-// creation order, so one seed gives one result.
+// creation order, so one seed gives one result. After CutPower, only
+// what was unsynced at the cut can be kept.
 func (d *Disk) PowerLossRand(r *rand.Rand) { d.powerLoss(r) }
+
+// CutPower is the instant the power goes, for a process that runs on
+// until it notices: from here on its fsyncs report success and persist
+// nothing, and the next PowerLoss or PowerLossRand drops every write and
+// directory change made after the cut, whatever part of the earlier
+// unsynced ones it keeps.
+//
+// Without it, a seeded loss after LieOnSync could keep a write the dying
+// process made after its fsync had (it believed) covered an earlier one
+// in another file, which a disk without power never does: a commit to
+// raft-wal's meta store that records a segment sealed came back while the
+// segment's own earlier seal was lost, and raft read the zeros where the
+// seal's index should be as an offset of 0 ("corrupt frame header with
+// unknown type 13", the first byte of a segment's magic number).
+func (d *Disk) CutPower() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.cut != nil {
+		return
+	}
+	d.cut = make(map[*node]int, len(d.dirty))
+	for n := range d.dirty {
+		d.cut[n] = len(n.ops) + len(n.pending)
+	}
+}
 
 func (d *Disk) powerLoss(r *rand.Rand) {
 	d.mu.Lock()
@@ -557,13 +593,20 @@ func (d *Disk) powerLoss(r *rand.Rand) {
 	}
 	slices.SortFunc(dirty, func(a, b *node) int { return cmp.Compare(a.id, b.id) })
 	for _, n := range dirty {
+		// The changes that may have reached the disk: all of them, or
+		// those made before the cut.
+		limit := len(n.ops) + len(n.pending)
+		if d.cut != nil {
+			limit = d.cut[n]
+		}
 		if n.isDir {
-			d.revertDir(n, r)
+			d.revertDir(n, r, limit)
 		} else {
-			d.revertFile(n, r)
+			d.revertFile(n, r, limit)
 		}
 	}
 	clear(d.dirty)
+	d.cut = nil
 }
 
 // PowerOn lets calls through again after a power loss. Call it once the
@@ -610,9 +653,10 @@ func (d *Disk) OnFailedSync(f func(path string)) {
 }
 
 // LieOnSync makes every fsync report success and persist nothing, until
-// LieOnSync(false): a disk whose write cache ignores flushes, or, just
-// before PowerLoss, the instant between the power going and the process
-// noticing (whatever the process syncs then never reaches the platter).
+// LieOnSync(false): a disk whose write cache ignores flushes. (For the
+// instant between the power going and the process noticing, use
+// CutPower, which also keeps what the process writes then from being
+// kept by PowerLossRand.)
 func (d *Disk) LieOnSync(lie bool) {
 	d.mu.Lock()
 	d.lying = lie

@@ -123,7 +123,7 @@ func (f *File) Sync() error {
 		return &fs.PathError{Op: "fsync", Path: f.name, Err: err}
 	}
 	defer d.mu.Unlock()
-	if d.lying {
+	if d.lying || d.cut != nil {
 		return nil
 	}
 	if f.n.isDir {
@@ -163,15 +163,15 @@ func (d *Disk) syncDir(n *node) {
 }
 
 // revertDir undoes a directory's unsynced changes, keeping a random
-// prefix of them if r is set.
-func (d *Disk) revertDir(n *node, r *rand.Rand) {
+// prefix of the first limit of them if r is set.
+func (d *Disk) revertDir(n *node, r *rand.Rand, limit int) {
 	ops := n.ops
 	n.entries = maps.Clone(n.synced)
 	n.ops = nil
 	if r == nil {
 		return
 	}
-	for _, op := range ops[:r.IntN(len(ops)+1)] {
+	for _, op := range ops[:r.IntN(limit+1)] {
 		if op.n == nil {
 			delete(n.entries, op.name)
 		} else {
@@ -185,8 +185,9 @@ func (d *Disk) revertDir(n *node, r *rand.Rand) {
 }
 
 // revertFile undoes a file's unsynced writes, keeping a random prefix of
-// them if r is set, the last possibly torn at a sector boundary.
-func (d *Disk) revertFile(n *node, r *rand.Rand) {
+// the first limit of them if r is set, the last possibly torn at a sector
+// boundary.
+func (d *Disk) revertFile(n *node, r *rand.Rand, limit int) {
 	ops := n.pending
 	for i := len(ops) - 1; i >= 0; i-- {
 		n.undo(ops[i])
@@ -195,11 +196,11 @@ func (d *Disk) revertFile(n *node, r *rand.Rand) {
 	if r == nil {
 		return
 	}
-	keep := r.IntN(len(ops) + 1)
+	keep := r.IntN(limit + 1)
 	for _, op := range ops[:keep] {
 		n.redo(op, op.n)
 	}
-	if keep < len(ops) && !ops[keep].resize && r.IntN(2) == 0 {
+	if keep < limit && !ops[keep].resize && r.IntN(2) == 0 {
 		op := ops[keep]
 		// Sector boundaries strictly inside the write.
 		first := (op.off/SectorSize + 1) * SectorSize

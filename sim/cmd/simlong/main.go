@@ -1,5 +1,7 @@
 // Command simlong runs many simulator seeds (sim's TestSeeds) in parallel
-// processes and prints a progress line every few seconds.
+// processes, prints a progress line every few seconds and ends with a
+// summary: seeds, violations by check, observations per check, seeds per
+// minute and speed.
 //
 // Parallelism comes from processes: the sim test binary is built once and
 // each worker process runs a chunk of consecutive seeds, at GOMAXPROCS=1
@@ -7,23 +9,35 @@
 // a seed took 1.4 to 1.9 times the CPU at GOMAXPROCS=2, on 2 cores, 5
 // servers), one seed at a time in each. Each worker writes one JSON line per
 // finished seed (sim/internal/seedlog) to a pipe the tool reads; test output
-// is kept only to explain a process that ended early. Failing seeds keep
-// their artifacts in a folder of their own under sim/testdata/artifacts; the
-// tool lists them with their replay commands and exits 1.
+// is kept only to explain a process that ended early. Every line goes to
+// results.jsonl in the run's output folder (-out; by default a new folder
+// under sim/testdata/simlong), with summary.txt (the summary and the
+// trade-off table) and tradeoff.svg (its plot). Failing seeds keep their
+// artifacts and report.html in a folder of their own under
+// sim/testdata/artifacts; the tool lists them with their replay commands
+// and exits 1.
 //
-//	go run ./sim/cmd/simlong -seeds 10000 [-first 1] [-procs 2] [-nodes 3] [-faults all]
+//	go run ./sim/cmd/simlong -seeds 10000 [-first 1] [-procs 2] [-nodes 3] [-faults all] [-out DIR]
+//
+// Across machines, -shard K/N runs the K-th of N contiguous parts of the
+// seeds (K from 0, as a Kubernetes indexed Job's JOB_COMPLETION_INDEX or
+// a CI matrix index), and -merge combines the shards' results.jsonl into
+// one summary, naming any seed run twice or not at all:
+//
+//	go run ./sim/cmd/simlong -seeds 10000 -shard 2/4 -out shard-2
+//	go run ./sim/cmd/simlong -merge [-seeds 10000] [-out DIR] shard-*/results.jsonl
 //
 // Run it from the module root.
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -39,12 +53,52 @@ func main() {
 	nodes := flag.Int("nodes", 3, "servers per cluster (3 or 5)")
 	faults := flag.String("faults", "all", "fault kinds (comma-separated, all, none)")
 	every := flag.Duration("every", 5*time.Second, "progress line period")
+	shardFlag := flag.String("shard", "", "run only part K/N of the seeds, K from 0 to N-1 (one machine's share)")
+	out := flag.String("out", "", "folder for results.jsonl, summary.txt and tradeoff.svg (default: a new one under sim/testdata/simlong)")
+	mergeMode := flag.Bool("merge", false, "combine the result files named as arguments into one summary, instead of running seeds")
 	flag.Parse()
+	if *mergeMode {
+		want := expected{first: *first, seeds: *seeds}
+		flag.Visit(func(f *flag.Flag) { want.ok = want.ok || f.Name == "seeds" || f.Name == "first" })
+		if err := merge(os.Stdout, flag.Args(), want, *out); err != nil {
+			fmt.Fprintln(os.Stderr, "simlong:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if flag.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "simlong: unexpected arguments %q (result files to combine go with -merge)\n", flag.Args())
+		os.Exit(2)
+	}
 	if *seeds < 1 || *procs < 1 || *chunk < 1 {
 		fmt.Fprintln(os.Stderr, "simlong: -seeds, -procs and -chunk must be at least 1")
 		os.Exit(2)
 	}
-	if err := run(*seeds, *first, *procs, *chunk, *nodes, *faults, *every); err != nil {
+	sh := whole
+	if *shardFlag != "" {
+		var err error
+		if sh, err = parseShard(*shardFlag); err != nil {
+			fmt.Fprintln(os.Stderr, "simlong:", err)
+			os.Exit(2)
+		}
+	}
+	from, n := sh.of(*first, *seeds)
+	if n == 0 {
+		fmt.Printf("simlong: shard %v of %d seeds has none to run\n", sh, *seeds)
+		return
+	}
+	dir := *out
+	if dir == "" {
+		name := time.Now().Format("20060102-150405")
+		if sh != whole {
+			name += fmt.Sprintf("-shard-%d-of-%d", sh.k, sh.n)
+		}
+		dir = filepath.Join("sim", "testdata", "simlong", name)
+	}
+	if sh != whole {
+		fmt.Printf("shard %v: seeds %d…%d (%d of %d)\n", sh, from, from+uint64(n)-1, n, *seeds)
+	}
+	if err := run(n, from, *procs, *chunk, *nodes, *faults, *every, dir); err != nil {
 		fmt.Fprintln(os.Stderr, "simlong:", err)
 		os.Exit(1)
 	}
@@ -52,17 +106,21 @@ func main() {
 
 type tally struct {
 	mu      sync.Mutex
-	done    int
-	failed  map[uint64]seedlog.Line
-	virtual time.Duration
-	// seedWall is the seeds' own wall time summed (seedlog.Line.Wall):
-	// virtual over it is the speed of one process, while virtual over
-	// the elapsed time is all processes' together.
-	seedWall time.Duration
-	errs     []string
+	sum     *summary
+	results *os.File // results.jsonl
+	werr    error    // the first failed write to it
+	errs    []string
 }
 
-func run(seeds int, first uint64, procs, chunk, nodes int, faults string, every time.Duration) error {
+func run(seeds int, first uint64, procs, chunk, nodes int, faults string, every time.Duration, out string) error {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return fmt.Errorf("output folder: %w", err)
+	}
+	results, err := os.Create(filepath.Join(out, "results.jsonl"))
+	if err != nil {
+		return fmt.Errorf("results: %w", err)
+	}
+	defer results.Close()
 	dir, err := os.MkdirTemp("", "simlong")
 	if err != nil {
 		return err
@@ -90,7 +148,7 @@ func run(seeds int, first uint64, procs, chunk, nodes int, faults string, every 
 		}
 		close(jobs)
 	}()
-	t := &tally{failed: map[uint64]seedlog.Line{}}
+	t := &tally{sum: newSummary(), results: results}
 	start := time.Now()
 	stop := make(chan struct{})
 	go func() {
@@ -118,7 +176,7 @@ func run(seeds int, first uint64, procs, chunk, nodes int, faults string, every 
 	wg.Wait()
 	close(stop)
 	t.progress(seeds, start)
-	return t.report()
+	return t.finish(time.Since(start), out)
 }
 
 // runChunk runs seeds from..from+n-1 in one process, which writes a JSON
@@ -160,11 +218,9 @@ func (t *tally) runChunk(bin, dir string, from uint64, n, nodes int, faults stri
 func (t *tally) add(l seedlog.Line) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.done++
-	t.virtual += l.Virtual
-	t.seedWall += l.Wall
-	if l.Violations > 0 {
-		t.failed[l.Seed] = l
+	t.sum.add(l)
+	if err := seedlog.Write(t.results, l); err != nil && t.werr == nil {
+		t.werr = err
 	}
 }
 
@@ -200,40 +256,33 @@ func (t *tally) progress(total int, start time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	wall := time.Since(start)
-	rate := float64(t.done) / wall.Seconds()
+	done := t.sum.done()
+	rate := float64(done) / wall.Seconds()
 	eta := "-"
 	if rate > 0 {
-		eta = (time.Duration(float64(total-t.done)/rate) * time.Second).Round(time.Second).String()
+		eta = time.Duration(float64(total-done) / rate * float64(time.Second)).Round(time.Second).String()
 	}
-	perSeed := "-"
-	if t.seedWall > 0 {
-		perSeed = fmt.Sprintf("%.0f×", t.virtual.Seconds()/t.seedWall.Seconds())
-	}
-	fmt.Printf("%s  seeds %d/%d  %.2f seeds/s  %.0f virtual s per wall s (each process %s real time)  violations in %d seeds  eta %s\n",
-		wall.Round(time.Second), t.done, total, rate, t.virtual.Seconds()/wall.Seconds(), perSeed, len(t.failed), eta)
+	fmt.Printf("%s  seeds %d/%d  %.2f seeds/s  %.0f virtual s per wall s  violations in %d seeds  eta %s\n",
+		wall.Round(time.Second), done, total, rate, t.sum.virtual.Seconds()/wall.Seconds(), len(t.sum.failed), eta)
 }
 
-func (t *tally) report() error {
+// finish prints the process errors, the failing seeds and the summary, and
+// writes the summary and the trade-off plot beside results.jsonl.
+func (t *tally) finish(elapsed time.Duration, out string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, e := range t.errs {
 		fmt.Println("ERROR", e)
 	}
-	var failed []uint64
-	for s := range t.failed {
-		failed = append(failed, s)
+	var errs []error
+	if t.werr != nil {
+		errs = append(errs, fmt.Errorf("results: %w", t.werr))
 	}
-	sort.Slice(failed, func(i, j int) bool { return failed[i] < failed[j] })
-	for _, s := range failed {
-		l := t.failed[s]
-		fmt.Printf("FAILED seed %d: %d violations\n", s, l.Violations)
-		for _, v := range l.First {
-			fmt.Printf("  %s\n", v)
-		}
-		fmt.Printf("  replay: GOMAXPROCS=1 %s\n  artifacts: sim/%s\n", l.Replay, l.Artifacts)
+	if err := writeSummary(os.Stdout, t.sum, elapsed, out); err != nil {
+		errs = append(errs, err)
 	}
-	if len(failed) > 0 || len(t.errs) > 0 {
-		return fmt.Errorf("%d failing seeds, %d process errors", len(failed), len(t.errs))
+	if len(t.sum.failed) > 0 || len(t.errs) > 0 {
+		errs = append(errs, fmt.Errorf("%d failing seeds, %d process errors", len(t.sum.failed), len(t.errs)))
 	}
-	return nil
+	return errors.Join(errs...)
 }

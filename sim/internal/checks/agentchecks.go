@@ -16,6 +16,14 @@ import (
 func checkQueryBound(ix *traceIndex) []Violation {
 	var out []Violation
 	for _, o := range ix.Obs {
+		// What the check is exercised by: queries whose session went,
+		// deleted with it (or, on a broken server, left behind).
+		for _, sess := range o.Obs.GoneQueries {
+			if sess != "" {
+				ix.judge(1)
+			}
+		}
+		ix.judge(len(o.Obs.QueryOrphans))
 		for _, q := range o.Obs.QueryOrphans {
 			out = append(out, violation(o.At, "%s: after index %d prepared query %s is bound to a session that no longer exists (S58)", o.Server, o.Obs.Index, q))
 		}
@@ -127,6 +135,7 @@ func checkAgentCheckExpiry(ix *traceIndex) []Violation {
 				if !made || c > expiry {
 					continue
 				}
+				ix.judge(1)
 				if g, gone := goneAt[s.ID]; gone && g <= deadline {
 					continue
 				}

@@ -67,6 +67,7 @@ func checkAgentRecord(ix *traceIndex) []Violation {
 		if o.Obs.Restored {
 			continue
 		}
+		ix.judge(len(o.Obs.NodeMeta) + len(o.Obs.GoneNodes))
 		for _, n := range taken {
 			out = append(out, violation(o.At, "%s: index %d took node %s's record from its agent (meta now %v) (S63)",
 				o.Server, o.Obs.Index, n, o.Obs.NodeMeta[n]))
@@ -119,6 +120,7 @@ func checkAgentRecordWritten(ix *traceIndex) []Violation {
 		if down || deadline > ix.end {
 			continue
 		}
+		ix.judge(1)
 		if final == nil {
 			out = append(out, violation(ix.end, "no server applied any entry, so agent %s's node record never reached the catalog (S63)", node))
 			continue

@@ -48,6 +48,7 @@ func checkFenced(ix *traceIndex) []Violation {
 		if w.Resource != core.ResFenced || !w.Accepted {
 			continue
 		}
+		ix.judge(1)
 		k, li := w.Seq.Key, w.Seq.LockIndex
 		if li < maxLI[k] {
 			out = append(out, violation(e.At, "%s accepted %s's write with lock index %d after accepting %d on %q", core.ResFenced, w.Client, li, maxLI[k], k))
@@ -128,6 +129,7 @@ func checkSequencerUnique(ix *traceIndex) []Violation {
 			see(op.RetAt, op.Client, e)
 		}
 	}
+	ix.judge(len(issued))
 	return out
 }
 
@@ -196,6 +198,7 @@ func checkTTLLowerBound(ix *traceIndex) []Violation {
 			if reset < 0 {
 				continue
 			}
+			ix.judge(1)
 			lived := ix.serverElapsed(o.Server, reset, o.At)
 			if lived < ttl {
 				out = append(out, violation(o.At, "%s invalidated TTL %v session %s after %v on its clock since the last reset (%s at %v)", o.Server, ttl, s.ID, lived, why, reset))
@@ -265,6 +268,9 @@ func checkLockDelay(ix *traceIndex) []Violation {
 		if len(decide) == 0 {
 			decide = gaps
 		}
+		if len(decide) > 0 {
+			ix.judge(1)
+		}
 		if len(decide) == 0 || slices.ContainsFunc(decide, func(g gap) bool { return g.d >= a.delay }) {
 			continue
 		}
@@ -286,12 +292,14 @@ func checkLockDelay(ix *traceIndex) []Violation {
 func checkBehaviour(ix *traceIndex) []Violation {
 	var out []Violation
 	for _, o := range ix.Obs {
+		ix.judge(len(o.Obs.Orphans))
 		for _, k := range o.Obs.Orphans {
 			out = append(out, violation(o.At, "%s: key %q is held by a session that no longer exists", o.Server, k))
 		}
 		// Each observation is one entry, so every change to a key whose
 		// holder the entry removed is the invalidation's own doing.
 		for kc, s := range o.goneHolders() {
+			ix.judge(1)
 			b, a := kc.Before, kc.After
 			switch s.Behavior {
 			case model.BehaviorDelete:
@@ -364,6 +372,7 @@ func checkDurable(ix *traceIndex) []Violation {
 		if ambiguous {
 			continue
 		}
+		ix.judge(1)
 		want, exists := writtenValue(last, key)
 		got := fin.Ret
 		switch {
@@ -446,11 +455,12 @@ func checkLiveness(ix *traceIndex) []Violation {
 			if destroyed[id] || op.Client == core.ProberClient {
 				continue
 			}
-			if t, ok := goneAt[id]; ok && t <= h+b.Invalidate {
-				continue
-			}
 			if ix.end < h+b.Invalidate {
 				continue // the run ended before the bound: nothing to say
+			}
+			ix.judge(1)
+			if t, ok := goneAt[id]; ok && t <= h+b.Invalidate {
+				continue
 			}
 			out = append(out, violation(h+b.Invalidate, "TTL session %s of %s not invalidated within %v after the last heal at %v", id, op.Client, b.Invalidate, h))
 		}
@@ -474,6 +484,7 @@ func checkLiveness(ix *traceIndex) []Violation {
 			if ix.excluded[key] {
 				continue
 			}
+			ix.judge(1)
 			if t, ok := acquired[key]; ok && t <= h+b.Acquire {
 				continue
 			}
@@ -498,6 +509,7 @@ func checkLiveness(ix *traceIndex) []Violation {
 					if op.Call.Server != server || !slices.Contains(op.Call.Create.Checks, model.SerfHealthCheckID) {
 						continue
 					}
+					ix.judge(1)
 					if t, ok := goneAt[op.Ret.SessionID]; ok && t <= c+b.DeadNode {
 						continue
 					}

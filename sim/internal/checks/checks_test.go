@@ -443,7 +443,7 @@ func TestTraceRoundTrip(t *testing.T) {
 func TestRegistryRows(t *testing.T) {
 	seen := map[string]runKind{}
 	for _, c := range registry {
-		if len(c.clauses) == 0 || c.what == "" || c.runs == 0 || c.fn == nil {
+		if len(c.clauses) == 0 || c.what == "" || c.unit == "" || c.runs == 0 || c.fn == nil {
 			t.Errorf("%s: incomplete row %+v", c.Name, c)
 		}
 		if seen[c.Name]&c.runs != 0 {

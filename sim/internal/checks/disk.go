@@ -30,6 +30,7 @@ func checkStopsOnFailedSync(ix *traceIndex) []Violation {
 		if heal >= 0 && heal < deadline || ix.end < deadline {
 			continue // healed, or the run ended, before the bound
 		}
+		ix.judge(1)
 		if ix.stoppedWithin(node, failed, deadline) {
 			continue
 		}
@@ -83,6 +84,7 @@ func checkRejoinsAfterPowerLoss(ix *traceIndex) []Violation {
 			continue
 		}
 		for _, node := range f.Start.Fault.Targets {
+			ix.judge(1)
 			if !ix.appliedNewWithin(node, f.End, f.End+bound) {
 				out = append(out, violation(f.End, "%s did not rejoin within %v of its restart after a power loss: it applied no new entry",
 					node, bound))

@@ -27,20 +27,27 @@ type Evaluation struct {
 	// LinTimeout is the linearizability check's budget; the artifacts'
 	// re-run for the visualisation gets the same.
 	LinTimeout time.Duration
+	// Counts says how many observations each check judged, in registry
+	// order, linearizability last (its operations).
+	Counts []Count
 }
 
 // Evaluate runs the property checks and the linearizability check over a
 // finished run. Call it outside the synctest bubble: porcupine's time budget
 // is wall time.
 func Evaluate(res *workload.Result, linTimeout time.Duration) Evaluation {
-	ev := Evaluation{Violations: RunChecks(res.Events), LinTimeout: linTimeout}
+	ev := Evaluation{LinTimeout: linTimeout}
+	ev.Violations, ev.Counts = RunChecksCounted(res.Events)
 	h, excused := history(NewIndex(res.Events))
 	ev.Excused = excused
 	ev.Lin, ev.LinErr = linearizability.Check(h, linearizability.Options{Timeout: linTimeout})
+	lin := Count{Check: CheckLinearizable, Unit: "operations in the history", N: ev.Lin.Ops}
 	if ev.LinErr != nil {
+		lin.Violations = 1
 		ev.Violations = append(ev.Violations, Violation{Check: CheckLinearizable,
 			Clauses: []string{"S10", "S15", "S16", "S17", "S26", "S31", "S40", "S44"}, Msg: ev.LinErr.Error()})
 	}
+	ev.Counts = append(ev.Counts, lin)
 	return ev
 }
 

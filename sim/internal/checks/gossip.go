@@ -96,6 +96,7 @@ func checkNoFailureOnHealthyLinks(ix *traceIndex) []Violation {
 				continue // the same entry applied on another server
 			}
 			seen[key] = true
+			ix.judge(1)
 			if !excused(node, o.At) {
 				out = append(out, violation(o.At, "%s: %s's serfHealth went critical at index %d with every link in the pool healthy: a false positive of the detector", o.Server, node, o.Obs.Index))
 			}
@@ -212,6 +213,9 @@ func checkFalseDeadFenced(ix *traceIndex) []Violation {
 		if w.Resource != core.ResFenced {
 			continue
 		}
+		if c, ok := dead[w.Seq.Session]; ok && e.At > c.at {
+			ix.judge(1) // a write after the false death, accepted or not
+		}
 		if c, ok := dead[w.Seq.Session]; ok && w.Accepted {
 			switch {
 			case w.Mode == core.FenceTxn && w.CheckCall > c.at:
@@ -297,6 +301,7 @@ func checkDeadHolderInvalidated(ix *traceIndex) []Violation {
 			if createdAt[s.ID] > at {
 				continue
 			}
+			ix.judge(1)
 			if g, ok := goneAt[s.ID]; ok && g <= at+b.DeadAgent {
 				continue
 			}

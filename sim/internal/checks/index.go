@@ -150,7 +150,13 @@ type traceIndex struct {
 	crashes  map[string][]time.Duration
 	end      time.Duration
 	steps    map[string][]clockStep // wall-clock steps per server
+	// judged counts the observations the running check judged (judge);
+	// check.apply resets and reads it.
+	judged int
 }
+
+// judge records that the running check judged n more observations.
+func (ix *traceIndex) judge(n int) { ix.judged += n }
 
 func NewIndex(events []core.Event) *traceIndex {
 	ix := &traceIndex{

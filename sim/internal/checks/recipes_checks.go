@@ -152,6 +152,7 @@ func checkFenceKV(ix *traceIndex) []Violation {
 		var v recipes.FenceValue
 		if err := json.Unmarshal(fk.Value, &v); err != nil {
 			seen[fk.ModifyIndex] = true
+			ix.judge(1)
 			out = append(out, violation(o.At, "%s: %q holds %q, not a fenced write", o.Server, recipes.RecipeStateKey, fk.Value))
 			return
 		}
@@ -160,6 +161,7 @@ func checkFenceKV(ix *traceIndex) []Violation {
 			return // the election key changed after the write, inside this window
 		}
 		seen[fk.ModifyIndex] = true
+		ix.judge(1)
 		if !held || ek.Session != v.Seq.Session || ek.LockIndex != v.Seq.LockIndex {
 			out = append(out, violation(o.At, "%s: fenced write #%d by %s with %s@%d/%s landed at index %d while %q was held by %q at lock index %d",
 				o.Server, v.N, v.Client, v.Seq.Key, v.Seq.LockIndex, v.Seq.Session, fk.ModifyIndex, ekey, ek.Session, ek.LockIndex))
@@ -198,6 +200,7 @@ func checkSemaphoreStates(ix *traceIndex, limit int) []Violation {
 		if !slices.ContainsFunc(o.Obs.Keys, func(kc core.KeyChange) bool { return strings.HasPrefix(kc.Key, recipes.RecipeSemPrefix+"/") }) {
 			return
 		}
+		ix.judge(1)
 		live, listed, bad := liveHolders(st)
 		switch {
 		case bad != "":
@@ -256,6 +259,7 @@ func checkSemaphoreValid(r *recipes.RecipeResult, ix *traceIndex) []Violation {
 	spans := liveSpans(ix)
 	var out []Violation
 	for _, w := range ResourceWrites(r, recipes.SemVerified) {
+		ix.judge(1)
 		ok := slices.ContainsFunc(spans[w.Seq.Session], func(iv interval) bool {
 			return iv.Start <= w.At && (iv.End < 0 || iv.End >= w.Checked)
 		})
@@ -293,6 +297,9 @@ func takeovers(r *recipes.RecipeResult, ix *traceIndex) ([]Violation, []Takeover
 			tk.Took = at - d.At
 		}
 		tks = append(tks, tk)
+		if tk.Needed {
+			ix.judge(1)
+		}
 		switch {
 		case !tk.Needed:
 		case tk.Took < 0:

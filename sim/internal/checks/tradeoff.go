@@ -6,38 +6,21 @@ import (
 	"io"
 	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/tenurekv/tenure/model"
 	"github.com/tenurekv/tenure/sim/internal/core"
+	"github.com/tenurekv/tenure/sim/internal/seedlog"
 )
 
 // blameGrace is how long after a fault heals a symptom is still blamed on it.
 const blameGrace = 30 * time.Second
 
-// tradeoffCell is one (session configuration × fault kind) entry of the trade-off
-// table, summed over runs.
-type tradeoffCell struct {
-	Faults int // occurrences of the fault kind
-	// Stale counts unfenced-resource writes made after the writer's holding
-	// had ended on the servers: the safety violations a fence would stop.
-	Stale int
-	// Overlaps counts unfenced writes whose lock index is below one the
-	// resource had already seen: two holders' writes interleaved.
-	Overlaps int
-	// FenceRejects counts writes the fenced resource refused.
-	FenceRejects int
-	// Recovered/RecoverySum/RecoveryMax: time from the fault's end until the
-	// group's key was next acquired; Never counts faults after which it was
-	// not acquired before the run ended.
-	Recovered   int
-	RecoverySum time.Duration
-	RecoveryMax time.Duration
-	Never       int
-}
+// tradeoffCell is one (session configuration × fault kind) entry of the
+// trade-off table, summed over runs: the record a seed's JSON line carries.
+type tradeoffCell = seedlog.TradeoffCell
 
 // Tradeoff accumulates cells across runs; safe for concurrent use.
 type Tradeoff struct {
@@ -53,10 +36,39 @@ func (t *Tradeoff) cell(group, kind string) *tradeoffCell {
 	k := [2]string{group, kind}
 	c := t.cells[k]
 	if c == nil {
-		c = &tradeoffCell{}
+		c = &tradeoffCell{Group: group, Fault: kind}
 		t.cells[k] = c
 	}
 	return c
+}
+
+// Cells returns the table's cells, by configuration then fault kind.
+func (t *Tradeoff) Cells() []seedlog.TradeoffCell {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]seedlog.TradeoffCell, 0, len(t.cells))
+	for _, k := range t.sortedKeys() {
+		out = append(out, *t.cells[k])
+	}
+	return out
+}
+
+// AddCells folds in cells another table returned (one run's, from its
+// JSON line), counting them as runs more runs.
+func (t *Tradeoff) AddCells(cells []seedlog.TradeoffCell, runs int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.runs += runs
+	for _, c := range cells {
+		t.cell(c.Group, c.Fault).Add(c)
+	}
+}
+
+// sortedKeys lists the cells' keys by configuration, then fault kind.
+func (t *Tradeoff) sortedKeys() [][2]string {
+	return slices.SortedFunc(maps.Keys(t.cells), func(a, b [2]string) int {
+		return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1]))
+	})
 }
 
 type absFault struct {
@@ -151,16 +163,7 @@ func (t *Tradeoff) Add(events []core.Event) {
 func (t *Tradeoff) Print(w io.Writer) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	keys := make([][2]string, 0, len(t.cells))
-	for k := range t.cells {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i][0] != keys[j][0] {
-			return keys[i][0] < keys[j][0]
-		}
-		return keys[i][1] < keys[j][1]
-	})
+	keys := t.sortedKeys()
 	fmt.Fprintf(w, "TRADE-OFF TABLE (%d runs): unfenced-resource safety violations and time to recover\n", t.runs)
 	fmt.Fprintf(w, "%-16s %-17s %6s %6s %8s %8s %10s %10s %6s\n", "session config", "fault", "faults", "stale", "overlap", "fenced-x", "recov-avg", "recov-max", "never")
 	fmt.Fprintln(w, strings.Repeat("-", 96))

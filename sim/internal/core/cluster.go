@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"maps"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
@@ -294,20 +296,26 @@ const (
 // for a restart.
 func (c *Cluster) Crash(s *server) { c.stop(s, -1, s.disk.Crash) }
 
-// PowerLoss stops s (if it runs) as a power cut would: its disk loses
-// every write it had not fsynced, and is powered on again for a restart.
-// Every unsynced write is lost, none torn: a torn loss (simdisk's
-// PowerLossRand) still finds a log that does not reopen now and then, an
-// open bug (DESIGN.md "Disk bound and crash safety", make torn-power-loss).
+// PowerLoss stops s (if it runs) as a power cut would: its disk keeps a
+// seeded prefix of each file's and directory's unsynced writes, the last
+// one possibly torn at a sector (simdisk's PowerLossRand), and is powered
+// on again for a restart.
 func (c *Cluster) PowerLoss(s *server) {
-	// From the cut on, whatever the dying process syncs never reaches the
-	// platter; the loss itself is applied once it has stopped, so that
-	// none of its goroutines meets a disk that is off (raft panics when
-	// it cannot save its term).
-	s.disk.LieOnSync(true)
+	s.mu.Lock()
+	inc := s.incarnation
+	s.mu.Unlock()
+	// One source per server and incarnation: the loss does not depend on
+	// which other servers lost power with it, or in what order.
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(s.Name))
+	r := rand.New(rand.NewPCG(c.seed, h.Sum64()^uint64(inc)))
+	// From the cut on, nothing the dying process writes or syncs reaches
+	// the platter (simdisk's CutPower); the loss itself is applied once it
+	// has stopped, so that none of its goroutines meets a disk that is off
+	// (raft panics when it cannot save its term).
+	s.disk.CutPower()
 	c.stop(s, -1, func() {})
-	s.disk.PowerLoss()
-	s.disk.LieOnSync(false)
+	s.disk.PowerLossRand(r)
 	s.disk.PowerOn()
 }
 

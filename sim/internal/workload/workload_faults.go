@@ -10,6 +10,12 @@ import (
 type workerFaults []*Worker
 
 func (ws workerFaults) StartClientFault(in *core.Injector, f core.Fault) (func(), bool) {
+	if len(ws) == 0 {
+		// A shrunk scenario may keep a client fault and no client: what
+		// reaches here is aimed at a client, and there is none to hit.
+		in.Mark(f, "start", nil, "no client: ignored")
+		return nil, true
+	}
 	w := ws[f.Pick%uint64(len(ws))]
 	switch f.Kind {
 	case core.FaultClientPause:
