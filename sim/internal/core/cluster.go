@@ -341,7 +341,7 @@ func (c *Cluster) stop(s *server, inc int, cut func()) bool {
 	cut()
 	_ = ag.Kill()
 	c.net.Up(s.Name)
-	s.gate.resume()
+	s.gate.resume(nil)
 	return true
 }
 
