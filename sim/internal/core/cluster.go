@@ -202,7 +202,11 @@ func (c *Cluster) Start(s *server) error {
 			// woken by one batch read it, or the next one too, as the
 			// scheduler chose (TestDiverge, seed 5 on 5 servers: a
 			// restarted server saw itself registered, or not until the
-			// next append, and its first anti-entropy sync moved).
+			// next append, and its first anti-entropy sync moved). It
+			// relies on no goroutine holding a sync.Mutex while it waits
+			// for an apply: one parked on that Mutex would keep the Wait
+			// from returning (the code holds none across a wait, for
+			// synctest's clock's sake).
 			defer c.net.Settle()
 			if ch.After.Index() == ch.Before.Index() {
 				return // an entry that changed nothing
