@@ -151,22 +151,35 @@
 // (sim/simnet); memberlist's probe interval is 1731 ns off Consul's so its
 // probe and gossip ticks never coincide; the agents' random waits come from
 // the seed, the anti-entropy loop's from a stream apart from the local
-// state's. What remains is Go's scheduler at one virtual instant: which
-// goroutine runs first, which ready case a select takes, map order. In
-// the two seeds TestDiverge was last run on (13 and 26, 3 servers) the
-// runs part at a paused server's resume (server-pause's end): what its
-// goroutines write at that instant (one raft message more or fewer)
-// differs with whether they ran before or after the network's Resume. Its
-// own rate is not measured apart; all that remains together is measured
-// by TestReplayRate (make replay-rate; a rerun replays when its trace
-// digest equals the first run's) at GOMAXPROCS=1 on 8a6f772, every fault
-// kind, disk faults included, seeds 1–200 run twice each: 195 of 200
-// reruns replay on 3 servers and 194 of 200 on 5; before any of this work
-// none did (0 of 30). At the default GOMAXPROCS goroutines truly race and
-// few reruns replay, but what the checks decide does: make teeth-replay
-// (TestTeethReplay) reruns every broken server's failing TestTeeth seeds,
-// and the same check caught 199 of 200 reruns (5 each, on 8376c11, 2
-// cores; the miss was one of fsync-lies's).
+// state's. Where several goroutines act at one virtual instant, the
+// simulator orders them itself: messages due at one instant, and a resumed
+// node's held messages and held timers, are taken one at a time, each
+// settled (synctest.Wait: whatever it set going has run) before the next
+// (simnet Options.Settle, core/settle.go); a server that stops itself on a
+// failed fsync is crashed at the end of that instant; and what each
+// applied entry wakes runs before the next entry applies. Before this,
+// TestDiverge found runs parting at a paused server's or agent's resume
+// (memberlist acked a held ping before or after refuting a held
+// suspicion), at a forwarded request and its Cancel arriving together, at
+// a failed fsync (a leader's append reached one follower or another before
+// the crash) and at a restarted server's first anti-entropy sync (whether
+// its registration loop read one applied batch or the next). What remains
+// is Go's scheduler at one virtual instant elsewhere: which goroutine runs
+// first, which ready case a select takes, map order. Measured by
+// TestReplayRate (make replay-rate; a rerun replays when its trace digest
+// equals the first run's) at GOMAXPROCS=1, every fault kind, disk faults
+// included, seeds 1–200 run twice each: on 3b5984e, before the settling,
+// 194 of 200 reruns replayed on 3 servers and 192 of 200 on 5; on 92a460f
+// 199 of 200 on 3 servers (seed 187, which TestDiverge then ran 10 times
+// alike: rarer than 1 in 10) and 198 of 200 on 5 (seed 105: a deposed
+// leader, n5, sent n4 a raft request, likely a vote request, at 44.90 s
+// in one run and not in the other, cause not found; seed 113, which
+// TestDiverge ran 8 times alike). Before any of this work none did (0 of
+// 30). At the default GOMAXPROCS goroutines
+// truly race and few reruns replay, but what the checks decide does: make
+// teeth-replay (TestTeethReplay) reruns every broken server's failing
+// TestTeeth seeds, and the same check caught 195 of 195 reruns (5 each of
+// 39 failing seeds, on 92a460f, 2 cores); on 8376c11 it was 199 of 200.
 // TestDiverge prints where two runs of a seed part.
 //
 // Speed: every run's summary gives virtual over wall time (TestSeeds per
@@ -193,10 +206,11 @@
 // 17 gossip members each probe one a second (35 packets a second, 60
 // under faults); and every client request dials afresh (about 13
 // connections a second, six messages each). All told about 300 messages
-// a virtual second, at some 20 µs of CPU each. Raft and memberlist alone take about 3 ms of CPU per
-// virtual second on 5 servers, a ceiling near 350× even if nothing else
-// cost anything: 1000× would need them at other timings, which the
-// simulator must not change (it runs the agent tenure ships).
+// a virtual second, at some 20 µs of CPU each. Raft and memberlist alone
+// take about 3 ms of CPU per virtual second on 5 servers, a ceiling near
+// 350× even if nothing else cost anything: 1000× would need them at other
+// timings, which the simulator must not change (it runs the agent tenure
+// ships).
 //
 // Tests: TestSeeds (a seeded batch with the trade-off table), TestTeeth
 // (broken servers and failure detectors, each caught by a named check),

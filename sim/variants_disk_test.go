@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/raft-wal/types"
@@ -71,6 +72,42 @@ func (f syncWritable) Sync() error { return f.sync(f.WritableFile.Sync) }
 var fsyncLies = &core.Variant{Name: "fsync-lies", Disk: func(_ string, d *simdisk.Disk) disk.FS {
 	return syncFS{FS: d, sync: func(func() error) error { return nil }}
 }}
+
+// logFsyncLies: the servers' storage lies about the fsyncs of the raft
+// log's segments only (its metadata stays honest), as a log written with
+// the fsync turned off for speed. After every server loses power the
+// cluster comes back on shorter logs, without writes it had acknowledged.
+var logFsyncLies = &core.Variant{Name: "log-fsync-lies", Disk: func(_ string, d *simdisk.Disk) disk.FS {
+	return walLies{FS: d}
+}}
+
+// walLies lies about the fsyncs of raft-wal's segment files (*.wal),
+// however they are opened; everything else is d's.
+type walLies struct{ disk.FS }
+
+func (f walLies) OpenFile(name string, flag int, perm fs.FileMode) (disk.File, error) {
+	file, err := f.FS.OpenFile(name, flag, perm)
+	if err != nil || !strings.HasSuffix(name, ".wal") {
+		return file, err
+	}
+	return syncFile{File: file, sync: func(func() error) error { return nil }}, nil
+}
+
+func (f walLies) Create(dir, name string, size uint64) (types.WritableFile, error) {
+	file, err := f.FS.Create(dir, name, size)
+	if err != nil {
+		return nil, err
+	}
+	return syncWritable{WritableFile: file, sync: func(func() error) error { return nil }}, nil
+}
+
+func (f walLies) OpenWriter(dir, name string) (types.WritableFile, error) {
+	file, err := f.FS.OpenWriter(dir, name)
+	if err != nil {
+		return nil, err
+	}
+	return syncWritable{WritableFile: file, sync: func(func() error) error { return nil }}, nil
+}
 
 // fsyncErrorsIgnored: the server's storage swallows a failed fsync and
 // carries on (PostgreSQL's old "retry the fsync" bug), so the server never

@@ -390,6 +390,19 @@ func teethCases() []teethCase {
 			}
 			return cfg
 		}},
+		{logFsyncLies, checks.CheckDurable, func(seed uint64) workload.Config {
+			cfg := workload.DefaultConfig(seed)
+			cfg.Duration = 50 * time.Second
+			everyServer := uint64(2 * 3)
+			// The second loss ends the workload: the clients' last
+			// acknowledged writes are the ones it takes, and the final
+			// reads find them gone.
+			cfg.Schedule = []core.Fault{
+				{ID: 1, Kind: core.FaultPowerLoss, At: 15 * time.Second, Dur: 3 * time.Second, Pick: everyServer},
+				{ID: 2, Kind: core.FaultPowerLoss, At: 46 * time.Second, Dur: 4 * time.Second, Pick: everyServer},
+			}
+			return cfg
+		}},
 		{fsyncErrorsIgnored, checks.CheckStopsOnSync, func(seed uint64) workload.Config {
 			cfg := workload.DefaultConfig(seed)
 			cfg.Duration = 40 * time.Second

@@ -39,7 +39,8 @@
 //   - Pause holds: while a node is paused, messages it sends and messages
 //     that arrive for it are queued in order; Resume re-sends the outgoing
 //     ones (fresh latency and drop draws) and delivers the incoming ones at
-//     the resume instant. Callers waiting on a held RPC still time out, so a
+//     the resume instant, in order, each settled before the next when
+//     Options.Settle is set. Callers waiting on a held RPC still time out, so a
 //     resumed node can receive stale requests, like a process that was
 //     stopped. For drop semantics use Isolate instead. The paused node's own
 //     goroutines (raft timers) keep running; only its network is frozen.

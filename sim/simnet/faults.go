@@ -159,23 +159,45 @@ func (n *Network) Pause(node string) error {
 	return nil
 }
 
+// Settle calls Options.Settle, if set: for a caller that releases other
+// goroutines at one instant and wants each release's effects to happen
+// before the next, as Resume does.
+func (n *Network) Settle() {
+	if n.opts.Settle != nil {
+		n.opts.Settle()
+	}
+}
+
 // Resume unfreezes a paused node: held outgoing messages leave now (with new
-// latency and drop draws) and held incoming ones are delivered now.
+// latency and drop draws), then held incoming ones are delivered now, in the
+// order they were held; with Options.Settle, one at a time, each settled
+// before the next. The outgoing ones go first so that a stream's held
+// chunks stay ahead of what the node writes in answer to a delivery.
 func (n *Network) Resume(node string) error {
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	held := n.paused[node]
 	if held == nil {
+		n.mu.Unlock()
 		return fmt.Errorf("simnet: node %q is not paused", node)
 	}
 	delete(n.paused, node)
 	n.ctlLocked(Fault, node, "", fmt.Sprintf("resume (%d held)", len(*held)), "")
+	var in []*envelope
 	for _, e := range *held {
 		if e.heldOut {
 			n.routeLocked(e)
 		} else {
-			n.arriveLocked(e)
+			in = append(in, e)
 		}
 	}
+	for _, e := range in {
+		n.arriveLocked(e)
+		if n.opts.Settle != nil {
+			n.mu.Unlock()
+			n.opts.Settle()
+			n.mu.Lock()
+		}
+	}
+	n.mu.Unlock()
 	return nil
 }

@@ -43,6 +43,19 @@ type Options struct {
 	MaxRetransmits  int           // consecutive losses that break a connection; default 6
 
 	OnEvent func(Event) // optional trace hook; called under the network lock
+
+	// Settle, if set, is called after a message is delivered when another
+	// is to be delivered at the same instant (by the network's timers, or
+	// by Resume from a paused node's held ones), with the network
+	// unlocked; it should return once all that the delivery set going at
+	// this instant has happened (in a synctest bubble: synctest.Wait, with
+	// no other caller of Wait at once). Messages due together are then
+	// taken one at a time, in delivery order, instead of their receivers'
+	// goroutines racing over them all at one virtual instant: a resumed
+	// memberlist answered a held ping before or after a held suspicion's
+	// refutation, so the ack carried the refutation or not (TestDiverge,
+	// seeds 7 and 138).
+	Settle func()
 }
 
 // Defaults for zero Options fields.
@@ -100,8 +113,10 @@ type Network struct {
 	linkSeq   map[linkKey]uint64
 	nextOrder uint64
 	nextPair  uint64
-	stats     Stats
-	closed    bool
+	// draining is set while drain waits for one delivery to settle.
+	draining bool
+	stats    Stats
+	closed   bool
 }
 
 // New creates a network. Call it inside the synctest bubble: its timers and
@@ -383,12 +398,29 @@ func (n *Network) routeLocked(e *envelope) {
 
 // drain delivers every message whose arrival time has come, in (time, send
 // order). Each scheduled timer calls it; extra calls find nothing to do.
+//
+// With Options.Settle, messages due at one instant are delivered one at a
+// time, each settled before the next: a stream's chunks clamped to one
+// arrival reached their reader together, and which of a forwarded request
+// and its Cancel the server's goroutines acted on first was the
+// scheduler's choice (TestDiverge, seeds 22 and 138). Meanwhile draining
+// is set and other timers' drains leave the instant to this one.
 func (n *Network) drain() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if n.draining {
+		return
+	}
 	now := time.Now()
 	for len(n.queue) > 0 && !n.queue[0].at.After(now) {
 		n.arriveLocked(heap.Pop(&n.queue).(*envelope))
+		if n.opts.Settle != nil && len(n.queue) > 0 && !n.queue[0].at.After(now) {
+			n.draining = true
+			n.mu.Unlock()
+			n.opts.Settle()
+			n.mu.Lock()
+			n.draining = false
+		}
 	}
 }
 

@@ -1,6 +1,8 @@
 package simnet
 
 import (
+	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -82,5 +84,111 @@ func TestPackets(t *testing.T) {
 			t.Fatal("a closed endpoint sent")
 		}
 		n.Close()
+	})
+}
+
+// TestResumeSettlesEachDelivery: with Options.Settle, a resumed node takes
+// its held messages one at a time, so what its goroutines do with them
+// follows the order they were held in, not which reader the scheduler
+// runs first. Without Settle both readers' packets are queued at once and
+// each reader drains its own queue in one go (x1 x2 y1 y2 or y1 y2 x1 x2).
+func TestResumeSettlesEachDelivery(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n, _ := newNet(t, Options{Seed: 1, Link: Link{Latency: 5 * time.Millisecond}, Settle: synctest.Wait})
+		defer n.Close()
+		a, err := n.ListenPacket("a:1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var got []string
+		done := make(chan struct{})
+		defer close(done)
+		for _, port := range []string{"b:1", "b:2"} {
+			ep, err := n.ListenPacket(port)
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				for {
+					select {
+					case p := <-ep.Packets():
+						mu.Lock()
+						got = append(got, string(p.Data))
+						mu.Unlock()
+					case <-done:
+						return
+					}
+				}
+			}()
+		}
+		if err := n.Pause("b"); err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []struct{ data, to string }{{"x1", "b:1"}, {"y1", "b:2"}, {"x2", "b:1"}, {"y2", "b:2"}} {
+			if err := a.SendTo([]byte(m.data), m.to); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		time.Sleep(time.Second)
+		if err := n.Resume("b"); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		mu.Lock()
+		order := strings.Join(got, " ")
+		mu.Unlock()
+		if order != "x1 y1 x2 y2" {
+			t.Fatalf("resumed node handled its held packets as %q, want them in held order", order)
+		}
+	})
+}
+
+// TestSettleEachArrivalAtOneInstant: with Options.Settle, datagrams due at
+// one instant reach their readers one at a time, in delivery order (link,
+// then send order), not each reader's backlog in one go.
+func TestSettleEachArrivalAtOneInstant(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n, _ := newNet(t, Options{Seed: 1, Link: Link{Latency: 5 * time.Millisecond}, Settle: synctest.Wait})
+		defer n.Close()
+		a, err := n.ListenPacket("a:1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var got []string
+		done := make(chan struct{})
+		defer close(done)
+		for _, port := range []string{"b:1", "b:2"} {
+			ep, err := n.ListenPacket(port)
+			if err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				for {
+					select {
+					case p := <-ep.Packets():
+						mu.Lock()
+						got = append(got, string(p.Data))
+						mu.Unlock()
+					case <-done:
+						return
+					}
+				}
+			}()
+		}
+		for _, m := range []struct{ data, to string }{{"x1", "b:1"}, {"y1", "b:2"}, {"x2", "b:1"}, {"y2", "b:2"}} {
+			if err := a.SendTo([]byte(m.data), m.to); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(time.Second)
+		mu.Lock()
+		order := strings.Join(got, " ")
+		mu.Unlock()
+		if order != "x1 y1 x2 y2" {
+			t.Fatalf("datagrams due at one instant were handled as %q, want them in delivery order", order)
+		}
 	})
 }

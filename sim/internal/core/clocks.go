@@ -18,7 +18,10 @@ type pauseClock struct {
 	now func() time.Time
 
 	mu     sync.Mutex
-	paused chan struct{} // non-nil while paused; closed on resume
+	paused bool
+	// held are the callbacks that fell due while paused, in the order they
+	// did, each waiting for its channel to close.
+	held []chan struct{}
 }
 
 func (p *pauseClock) Now() time.Time {
@@ -31,11 +34,15 @@ func (p *pauseClock) Now() time.Time {
 func (p *pauseClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	return p.inner.AfterFunc(d, func() {
 		p.mu.Lock()
-		ch := p.paused
-		p.mu.Unlock()
-		if ch != nil {
-			<-ch
+		if !p.paused {
+			p.mu.Unlock()
+			f()
+			return
 		}
+		ch := make(chan struct{})
+		p.held = append(p.held, ch)
+		p.mu.Unlock()
+		<-ch
 		f()
 	})
 }
@@ -43,17 +50,24 @@ func (p *pauseClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 func (p *pauseClock) pause() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.paused == nil {
-		p.paused = make(chan struct{})
-	}
+	p.paused = true
 }
 
-func (p *pauseClock) resume() {
+// resume releases the held callbacks in the order they fell due. With
+// settle (the network's Settle), one at a time, each settled before the
+// next: released together, they raced, and what the server wrote at its
+// resume instant depended on which ran first. A crash passes nil: its
+// callbacks belong to a server that is gone.
+func (p *pauseClock) resume(settle func()) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.paused != nil {
-		close(p.paused)
-		p.paused = nil
+	held := p.held
+	p.held, p.paused = nil, false
+	p.mu.Unlock()
+	for _, ch := range held {
+		close(ch)
+		if settle != nil {
+			settle()
+		}
 	}
 }
 

@@ -34,7 +34,11 @@ type Base struct {
 // Call Close when done.
 func Start(hdr RunHeader, v *Variant, netTrace, withGossip bool) (*Base, error) {
 	rec := NewRecorder()
-	netOpts := simnet.Options{Seed: hdr.Seed, Link: simnet.Link{Latency: time.Millisecond, Jitter: 2 * time.Millisecond}}
+	// Settle: a resumed node takes its held messages one at a time
+	// (simnet.Options.Settle), and a resumed server its held timers
+	// (pauseClock.resume).
+	netOpts := simnet.Options{Seed: hdr.Seed, Link: simnet.Link{Latency: time.Millisecond, Jitter: 2 * time.Millisecond},
+		Settle: newSettler().Settle}
 	if netTrace {
 		netOpts.OnEvent = func(e simnet.Event) { rec.Add(Event{Kind: KindNet, Msg: e.String()}) }
 	}

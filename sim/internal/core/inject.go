@@ -185,7 +185,10 @@ func (in *Injector) Start(f Fault) func() {
 		s.gate.pause()
 		in.Mark(f, "start", []string{s.Name}, "")
 		return func() {
-			s.gate.resume()
+			// The held timers first, each settled, then the held messages
+			// one at a time: an order of the simulation's, not the
+			// scheduler's (TestDiverge, seeds 7 and 138).
+			s.gate.resume(in.Net.Settle)
 			_ = in.Net.Resume(s.Name)
 		}
 	case FaultPowerLoss:
