@@ -149,10 +149,11 @@
 // 17 gossip members each probe one a second (35 packets a second, 60
 // under faults); and every client request dials afresh (about 13
 // connections a second, six messages each). All told about 300 messages
-// a virtual second, at some 20 µs of CPU each. Raft and memberlist alone take about 3 ms of CPU per
-// virtual second on 5 servers, a ceiling near 350× even if nothing else
-// cost anything: 1000× would need them at other timings, which the
-// simulator must not change (it runs the agent tenure ships).
+// a virtual second, at some 20 µs of CPU each. Raft and memberlist alone
+// take about 3 ms of CPU per virtual second on 5 servers, a ceiling near
+// 350× even if nothing else cost anything: 1000× would need them at other
+// timings, which the simulator must not change (it runs the agent tenure
+// ships).
 //
 // Tests: TestSeeds (a seeded batch with the trade-off table), TestTeeth
 // (broken servers and failure detectors, each caught by a named check),
