@@ -185,12 +185,11 @@
 // Speed: every run's summary gives virtual over wall time (TestSeeds per
 // seed and batch, recipe runs, TestReplayRate; simlong per process and for
 // all together). On 70739e3, seeds 1–5 with every fault kind, medians of
-// runs alternated with 3b5984e's on 2 cores other jobs shared (load 5–10,
-// so CPU time, virtual over CPU seconds, is the steadier figure): at
-// GOMAXPROCS=1, 5 servers ran at 135× wall and 142× CPU (3b5984e: 123×,
-// 128×), 3 servers at 179× and 190× (162×, 180×); at the default (2) a
-// run burns about twice the CPU in the runtime's spinning, locks and
-// futex wake-ups (5 servers 82× CPU, 3 servers 96×), so simlong runs one
+// 3 runs alternated with 3b5984e's on an otherwise idle 2-core machine:
+// at GOMAXPROCS=1, 166× on 5 servers (3b5984e: 145×) and 230× on 3
+// (200×); at the default GOMAXPROCS (2), 107× and 141× (97×, 127×): the
+// second P costs about twice the CPU (spinning, locks, futex wake-ups)
+// and the run is slower even in wall time, so simlong runs one
 // seed per process at GOMAXPROCS=1. The gain came from the observer (the
 // FSM copied the whole model state per entry and the diff sorted every
 // table: 7% of the CPU and nearly a quarter of the allocations; now under
