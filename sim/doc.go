@@ -190,15 +190,17 @@
 // (200×); at the default GOMAXPROCS (2), 107× and 141× (97×, 127×): the
 // second P costs about twice the CPU (spinning, locks, futex wake-ups)
 // and the run is slower even in wall time, so simlong runs one
-// seed per process at GOMAXPROCS=1. The gain came from the observer (the
-// FSM copied the whole model state per entry and the diff sorted every
-// table: 7% of the CPU and nearly a quarter of the allocations; now under
-// 5%), simnet's per-message hashing and a GOGC of 200 (gc_test.go). Where
-// a 5-server run's CPU goes, by the goroutine it runs on: raft 25%,
-// memberlist and serf 20%, net/http 14%, the runtime's scheduler, timers
-// and stack growth 12%, the clients and their consul/api 8%, server
-// forwarding 5%, simnet's deliveries 4%, GC 3%, the checks after the run
-// 4%. The traffic is production timing's: each raft follower takes about
+// seed per process at GOMAXPROCS=1. Merged with main's settled instants
+// (cd26673 against f558341, the same way): 161× against 139× on 5
+// servers and 220× against 188× on 3 at GOMAXPROCS=1. The gain came from
+// the observer (the FSM copied the whole model state per entry and the
+// diff sorted every table: 7% of the CPU and nearly a quarter of the
+// allocations; now under 5%), simnet's per-message hashing and a GOGC of
+// 200 (gc_test.go). Where a 5-server run's CPU goes, by the goroutine it
+// runs on: raft 25%, memberlist and serf 20%, net/http 14%, the runtime's
+// scheduler, timers and stack growth 12%, the clients and their
+// consul/api 8%, server forwarding 5%, simnet's deliveries 4%, GC 3%, the
+// checks after the run 4%. The traffic is production timing's: each raft follower takes about
 // 22 RPCs a virtual second (a heartbeat every 100–200 ms, a replication
 // wake-up every 50–100 ms from the 50 ms CommitTimeout), 44 messages with
 // the replies, so 90 a second on 3 servers and 175 on 5; on 5 servers the
