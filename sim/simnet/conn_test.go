@@ -312,7 +312,7 @@ func TestHTTPThroughPartition(t *testing.T) {
 // refuses dials both ways, Heal does not switch it back on, and Up does.
 func TestDownNodeIsCutUntilUp(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		n, _ := newNet(t, Options{Seed: 3, Link: Link{Latency: time.Millisecond}})
+		n, tr := newNet(t, Options{Seed: 3, Link: Link{Latency: time.Millisecond}})
 		c, s, ln := pipePair(t, n, "client-2", "n1:8500")
 		defer ln.Close()
 		readErr := make(chan error, 1)
@@ -335,6 +335,18 @@ func TestDownNodeIsCutUntilUp(t *testing.T) {
 			if _, err := n.Dialer(from)(ctx, "tcp", to); !errors.Is(err, ErrRefused) {
 				t.Errorf("dial %s -> %s with n1 down: %v, want ErrRefused", from, to, err)
 			}
+		}
+		// The dead node's own dial is not traced (whether a dying
+		// process still redials is the scheduler's choice); the live
+		// node's refused dial is.
+		refused := 0
+		for _, e := range tr.all() {
+			if e.Kind == Conn && strings.HasPrefix(e.Msg, "refuse ") {
+				refused++
+			}
+		}
+		if refused != 1 {
+			t.Errorf("%d refused dials traced, want 1 (client-2's, not n1's)", refused)
 		}
 		n.Heal()
 		if _, err := n.Dialer("client-2")(ctx, "tcp", "n1:8500"); !errors.Is(err, ErrRefused) {

@@ -140,6 +140,14 @@ func (n *Network) dial(ctx context.Context, from, address string) (net.Conn, err
 		n.mu.Unlock()
 		return nil, opErr(ErrNetworkClosed)
 	}
+	if n.down[from] {
+		// A node that is down is a process being killed: whether one of
+		// its goroutines still tries to redial before it notices is the
+		// scheduler's choice, and no other node can tell. Not traced, so
+		// that it does not decide whether a run replays.
+		n.mu.Unlock()
+		return nil, opErr(ErrRefused)
+	}
 	if n.cutLocked(from, host) || n.cutLocked(host, from) {
 		n.ctlLocked(Conn, from, host, "refuse "+address, "partition")
 		n.mu.Unlock()
