@@ -163,23 +163,26 @@
 // suspicion), at a forwarded request and its Cancel arriving together, at
 // a failed fsync (a leader's append reached one follower or another before
 // the crash) and at a restarted server's first anti-entropy sync (whether
-// its registration loop read one applied batch or the next). What remains
-// is Go's scheduler at one virtual instant elsewhere: which goroutine runs
-// first, which ready case a select takes, map order. Measured by
-// TestReplayRate (make replay-rate; a rerun replays when its trace digest
-// equals the first run's) at GOMAXPROCS=1, every fault kind, disk faults
-// included, seeds 1–200 run twice each: on 3b5984e, before the settling,
-// 194 of 200 reruns replayed on 3 servers and 192 of 200 on 5; on 92a460f
-// 199 of 200 on 3 servers (seed 187, which TestDiverge then ran 10 times
-// alike: rarer than 1 in 10) and 198 of 200 on 5 (seed 105: a deposed
-// leader, n5, sent n4 a raft request, likely a vote request, at 44.90 s
-// in one run and not in the other, cause not found; seed 113, which
-// TestDiverge ran 8 times alike). Before any of this work none did (0 of
-// 30). At the default GOMAXPROCS goroutines
-// truly race and few reruns replay, but what the checks decide does: make
-// teeth-replay (TestTeethReplay) reruns every broken server's failing
-// TestTeeth seeds, and the same check caught 195 of 195 reruns (5 each of
-// 39 failing seeds, on 92a460f, 2 cores); on 8376c11 it was 199 of 200.
+// its registration loop read one applied batch or the next), and at a
+// crashed server's last instant (whether a goroutine of the dying process
+// redialed before it noticed: a down node's own dials are now refused
+// untraced, as no other node can tell). What remains is Go's scheduler at
+// one virtual instant elsewhere: which goroutine runs first, which ready
+// case a select takes, map order. Measured by TestReplayRate (make
+// replay-rate; a rerun replays when its trace digest equals the first
+// run's) at GOMAXPROCS=1, every fault kind, torn power losses included,
+// seeds 1–200 run twice each: on 14659ba 200 of 200 reruns replayed on 3
+// servers and 199 of 200 on 5 (seed 105: a partitioned server dials a
+// peer at 44.54 s in one run and not in the other, cause not found; on
+// 3 servers the same seed parts too, now and then). Rates move by a seed
+// or two between runs: on 6d33a2b, before the down-node fix, 197 of 200
+// (seeds 105, 125, 166) and 200 of 200. Earlier: 194 and 192 of 200 on
+// 3b5984e, before the settling; 0 of 30 before any of this work. At the
+// default GOMAXPROCS goroutines truly race and few reruns replay, but what
+// the checks decide does: make teeth-replay (TestTeethReplay) reruns every
+// broken server's failing TestTeeth seeds; the same check caught 190 of
+// 190 reruns (5 each of 38 failing seeds of 15 broken servers, on 14659ba,
+// 2 cores); on 92a460f it was 195 of 195, on 8376c11 199 of 200.
 // TestDiverge prints where two runs of a seed part.
 //
 // Speed: every run's summary gives virtual over wall time (TestSeeds per
