@@ -136,19 +136,8 @@ func Schedule(seed uint64, duration time.Duration, kinds []FaultKind, processes 
 			ck = append(ck, c)
 		}
 	}
-	crashes := 0
-	plan := core.SchedulePlan{Stream: "harness-faults", Gap: [2]time.Duration{2 * time.Second, 8 * time.Second},
-		Swap: func(k core.FaultKind) core.FaultKind {
-			// Keep one process alive: a crash past that is a pause.
-			if k != core.FaultHolderCrash {
-				return k
-			}
-			if crashes >= processes-1 {
-				return core.FaultHolderPause
-			}
-			crashes++
-			return k
-		}}
+	// Keep one process alive: a crash past that is a pause.
+	plan := core.HolderCrashCap("harness-faults", processes-1)
 	var out []Fault
 	for _, f := range core.NewSchedule(seed, plan, ck, faultsFrom, duration-faultsSettle) {
 		out = append(out, publicFault(f))

@@ -258,6 +258,24 @@ type SchedulePlan struct {
 	Swap   func(k FaultKind) FaultKind
 }
 
+// HolderCrashCap is a plan on stream whose runs keep holders alive: past
+// maxCrashes holder crashes, a drawn crash becomes a pause, so that
+// someone is always left to take over.
+func HolderCrashCap(stream string, maxCrashes int) SchedulePlan {
+	crashes := 0
+	return SchedulePlan{Stream: stream, Gap: [2]time.Duration{2 * time.Second, 8 * time.Second},
+		Swap: func(k FaultKind) FaultKind {
+			if k != FaultHolderCrash {
+				return k
+			}
+			if crashes >= maxCrashes {
+				return FaultHolderPause
+			}
+			crashes++
+			return k
+		}}
+}
+
 // newSchedule draws a fault schedule from the seed: faults of the given
 // kinds, one after another with gaps, all starting at or after from and
 // healed by until. The same arguments always give the same schedule.

@@ -22,18 +22,7 @@ var RecipeFaultKinds = []core.FaultKind{
 // crashes, so that someone is always left to take over (a crash past that
 // becomes a pause).
 func RecipeSchedule(contenders int) core.SchedulePlan {
-	crashes := 0
-	return core.SchedulePlan{Stream: "recipe-faults", Gap: [2]time.Duration{2 * time.Second, 8 * time.Second},
-		Swap: func(k core.FaultKind) core.FaultKind {
-			if k != core.FaultHolderCrash {
-				return k
-			}
-			if crashes >= contenders-2 {
-				return core.FaultHolderPause
-			}
-			crashes++
-			return k
-		}}
+	return core.HolderCrashCap("recipe-faults", contenders-2)
 }
 
 // procFaults are a recipe run's processes as fault targets: each holder
