@@ -100,28 +100,7 @@ func TestResumeSettlesEachDelivery(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var mu sync.Mutex
-		var got []string
-		done := make(chan struct{})
-		defer close(done)
-		for _, port := range []string{"b:1", "b:2"} {
-			ep, err := n.ListenPacket(port)
-			if err != nil {
-				t.Fatal(err)
-			}
-			go func() {
-				for {
-					select {
-					case p := <-ep.Packets():
-						mu.Lock()
-						got = append(got, string(p.Data))
-						mu.Unlock()
-					case <-done:
-						return
-					}
-				}
-			}()
-		}
+		order := twoReaders(t, n)
 		if err := n.Pause("b"); err != nil {
 			t.Fatal(err)
 		}
@@ -136,11 +115,8 @@ func TestResumeSettlesEachDelivery(t *testing.T) {
 			t.Fatal(err)
 		}
 		synctest.Wait()
-		mu.Lock()
-		order := strings.Join(got, " ")
-		mu.Unlock()
-		if order != "x1 y1 x2 y2" {
-			t.Fatalf("resumed node handled its held packets as %q, want them in held order", order)
+		if got := order(); got != "x1 y1 x2 y2" {
+			t.Fatalf("resumed node handled its held packets as %q, want them in held order", got)
 		}
 	})
 }
@@ -156,39 +132,49 @@ func TestSettleEachArrivalAtOneInstant(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var mu sync.Mutex
-		var got []string
-		done := make(chan struct{})
-		defer close(done)
-		for _, port := range []string{"b:1", "b:2"} {
-			ep, err := n.ListenPacket(port)
-			if err != nil {
-				t.Fatal(err)
-			}
-			go func() {
-				for {
-					select {
-					case p := <-ep.Packets():
-						mu.Lock()
-						got = append(got, string(p.Data))
-						mu.Unlock()
-					case <-done:
-						return
-					}
-				}
-			}()
-		}
+		order := twoReaders(t, n)
 		for _, m := range []struct{ data, to string }{{"x1", "b:1"}, {"y1", "b:2"}, {"x2", "b:1"}, {"y2", "b:2"}} {
 			if err := a.SendTo([]byte(m.data), m.to); err != nil {
 				t.Fatal(err)
 			}
 		}
 		time.Sleep(time.Second)
-		mu.Lock()
-		order := strings.Join(got, " ")
-		mu.Unlock()
-		if order != "x1 y1 x2 y2" {
-			t.Fatalf("datagrams due at one instant were handled as %q, want them in delivery order", order)
+		if got := order(); got != "x1 y1 x2 y2" {
+			t.Fatalf("datagrams due at one instant were handled as %q, want them in delivery order", got)
 		}
 	})
+}
+
+// twoReaders starts a reader on b:1 and one on b:2, each recording every
+// datagram it takes, until the test ends; order returns what they took, in
+// the order they took it.
+func twoReaders(t *testing.T, n *Network) (order func() string) {
+	t.Helper()
+	var mu sync.Mutex
+	var got []string
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	for _, port := range []string{"b:1", "b:2"} {
+		ep, err := n.ListenPacket(port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for {
+				select {
+				case p := <-ep.Packets():
+					mu.Lock()
+					got = append(got, string(p.Data))
+					mu.Unlock()
+				case <-done:
+					return
+				}
+			}
+		}()
+	}
+	return func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(got, " ")
+	}
 }
