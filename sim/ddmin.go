@@ -1,6 +1,9 @@
 package sim
 
-import "slices"
+import (
+	"runtime"
+	"slices"
+)
 
 // ddmin is Zeller's delta debugging over items that fail: a smallest
 // subset found (1-minimal: dropping any one more chunk no longer fails)
@@ -38,4 +41,15 @@ func ddmin[T any](items []T, fails func([]T) bool) ([]T, int) {
 		n = min(2*n, len(cur))
 	}
 	return cur, tried
+}
+
+// onOneProc runs f at GOMAXPROCS=1 and restores the setting after. A seed
+// replays there (doc.go, Determinism: 199 or 200 reruns of 200) and not at
+// the default, where goroutines race: a shrink must rerun the failure it
+// shrinks. The setting is the process's, so tests running in parallel
+// meanwhile share the one P.
+func onOneProc(f func()) {
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	f()
 }

@@ -25,8 +25,15 @@ type Shrunk struct {
 // schedule (each fault kept whole: its time, length and target pick), then
 // its processes, to a smallest set that still breaks the run's first
 // broken property in every one of Options.ShrinkRuns reruns. setup must be
-// the one the run was made with.
-func Shrink(t *testing.T, failed *Result, setup func(*Cluster)) (*Shrunk, error) {
+// the one the run was made with. The reruns run at GOMAXPROCS=1, where a
+// seed replays; Shrink restores the setting when it returns.
+func Shrink(t *testing.T, failed *Result, setup func(*Cluster)) (s *Shrunk, err error) {
+	t.Helper()
+	onOneProc(func() { s, err = shrink(t, failed, setup) })
+	return s, err
+}
+
+func shrink(t *testing.T, failed *Result, setup func(*Cluster)) (*Shrunk, error) {
 	t.Helper()
 	if !failed.Failed() {
 		return nil, errors.New("sim: shrink: the run did not fail")

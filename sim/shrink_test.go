@@ -52,8 +52,15 @@ type shrunkRun struct {
 	MaxTTL          time.Duration        `json:"max_ttl,omitempty"`
 }
 
-// failsWith reports whether cfg fails check in every one of runs reruns.
-func failsWith(t *testing.T, cfg workload.Config, check string, runs int) bool {
+// failsWith reports whether cfg fails check in every one of runs reruns,
+// run at GOMAXPROCS=1 (onOneProc), where a seed replays.
+func failsWith(t *testing.T, cfg workload.Config, check string, runs int) (fails bool) {
+	t.Helper()
+	onOneProc(func() { fails = failsEvery(t, cfg, check, runs) })
+	return fails
+}
+
+func failsEvery(t *testing.T, cfg workload.Config, check string, runs int) bool {
 	t.Helper()
 	for range runs {
 		res := runSeed(t, cfg)
