@@ -209,8 +209,13 @@ func TestLockWithoutFencingLosesTheLedger(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The page a user opens first names the broken invariant.
-	if page, err := os.ReadFile(filepath.Join(failed.ArtifactDir, "report.html")); err != nil || !strings.Contains(string(page), `data-check="exclusive-ledger"`) {
+	page, err := os.ReadFile(filepath.Join(failed.ArtifactDir, "report.html"))
+	if err != nil || !strings.Contains(string(page), `data-check="exclusive-ledger"`) {
 		t.Errorf("report.html does not list the exclusive-ledger violation (read: %v)", err)
+	}
+	// ...and draws the processes' beliefs on their lanes.
+	if !strings.Contains(string(page), ": believes "+beliefName) {
+		t.Error("report.html draws no process's belief")
 	}
 	if len(s.Schedule) == 0 || len(s.Schedule) > len(s.From) {
 		t.Errorf("shrunk to %d faults of %d", len(s.Schedule), len(s.From))

@@ -44,6 +44,9 @@ type Result struct {
 
 	hdr    core.RunHeader
 	events []core.Event
+	// t0 is when the processes started, in the trace's time: the history,
+	// the schedule and Violation.At count from it, the trace from boot.
+	t0 time.Duration
 }
 
 // Failed reports whether the run broke anything.
@@ -94,7 +97,7 @@ func Simulate(t *testing.T, opts Options, setup func(*Cluster)) (*Result, error)
 func evaluate(o Options, out *outcome) *Result {
 	o.Schedule, o.Processes = out.schedule, out.processes
 	r := &Result{Options: o, History: out.history, Virtual: out.virtual, Digest: core.Digest(out.events),
-		hdr: out.hdr, events: out.events}
+		hdr: out.hdr, events: out.events, t0: out.t0}
 	for _, inv := range o.Invariants {
 		for _, v := range inv.Check(out.history) {
 			v.Property, v.Tenure = inv.Name, false
@@ -189,12 +192,13 @@ func artifactFolder(t *testing.T, r *Result) string {
 func (r *Result) WriteArtifacts(dir string) error {
 	r.ArtifactDir = dir
 	ev := checks.Evaluation{LinTimeout: 5 * time.Second}
+	// The report draws on the trace's time, from boot.
 	for _, v := range r.Violations {
-		ev.Violations = append(ev.Violations, checks.Violation{Check: v.Property, Clauses: v.Clauses, At: v.At, Msg: v.Msg})
+		ev.Violations = append(ev.Violations, checks.Violation{Check: v.Property, Clauses: v.Clauses, At: v.At + r.t0, Msg: v.Msg})
 	}
 	wr := &workload.Result{Config: workload.Config{Seed: r.Options.Seed, Servers: r.Options.Servers, Duration: r.Options.Duration},
 		Header: r.hdr, Events: r.events, Digest: r.Digest, Virtual: r.Virtual}
-	if _, err := report.Write(dir, wr, ev, ""); err != nil {
+	if _, err := report.Write(dir, wr, ev, "", r.beliefSpans()...); err != nil {
 		return fmt.Errorf("sim: %w", err)
 	}
 	var hist strings.Builder
@@ -213,6 +217,28 @@ func (r *Result) WriteArtifacts(dir string) error {
 		}
 	}
 	return nil
+}
+
+// beliefSpans are the processes' beliefs (Begin to End) as the report's
+// lanes draw them, on the trace's time.
+func (r *Result) beliefSpans() []checks.Span {
+	var names []string
+	for _, rec := range r.History.Records {
+		if rec.Kind == KindBegin && !slices.Contains(names, rec.Name) {
+			names = append(names, rec.Name)
+		}
+	}
+	var out []checks.Span
+	for _, name := range names {
+		for _, sp := range r.History.Spans(name) {
+			end := sp.To + r.t0
+			if sp.Open {
+				end = -1 // drawn to the end of the run
+			}
+			out = append(out, checks.Span{Kind: checks.SpanBelief, Lane: sp.Process, Start: sp.From + r.t0, End: end, Label: "believes " + name})
+		}
+	}
+	return out
 }
 
 // scenario is the run to replay: the smallest one if shrunk.

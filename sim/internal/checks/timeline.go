@@ -43,6 +43,10 @@ const (
 	SpanTenure       = "tenure"
 	SpanElection     = "election"
 	SpanInvalidation = "invalidation"
+	// SpanBelief is not in a trace: a harness process's own account of
+	// what it believed (sim.Process.Begin to End), drawn beside the
+	// tenures the servers granted.
+	SpanBelief = "belief"
 )
 
 // Span is one item of a run's full timeline, on the lane of the node or

@@ -11,8 +11,14 @@ import (
 )
 
 // buildPage gathers what the page shows from a run and its evaluation.
-func buildPage(res *workload.Result, ev checks.Evaluation, replay, porcupine string) pageData {
+func buildPage(res *workload.Result, ev checks.Evaluation, replay, porcupine string, extra []checks.Span) pageData {
 	tl := checks.Timeline(res.Events)
+	for _, s := range extra {
+		if !slices.Contains(tl.Lanes, s.Lane) {
+			tl.Lanes = append(tl.Lanes, s.Lane)
+		}
+		tl.Spans = append(tl.Spans, s)
+	}
 	p := pageData{
 		Seed: res.Config.Seed, Digest: res.Digest, Servers: len(res.Header.Servers), Clients: len(res.Header.Clients),
 		Virtual: secs(res.Virtual), Events: len(res.Events), Replay: replay, Counts: ev.Counts,

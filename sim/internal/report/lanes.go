@@ -92,6 +92,8 @@ func layout(tl checks.RunTimeline, vs []checks.Violation) laneView {
 			sh.Y, sh.H = y+laneHeight-7, 5
 		case checks.SpanTenure:
 			sh.Y, sh.H = y+7, 10
+		case checks.SpanBelief:
+			sh.Y, sh.H = y+4, 16
 		default: // a mark: election, invalidation
 			sh.X, sh.W, sh.Y, sh.H = x(s.Start)-1.5, 3, y+2, laneHeight-4
 		}

@@ -27,11 +27,13 @@ const FileName = "report.html"
 // Write writes a run's artifacts (checks.WriteArtifacts: schedule, trace,
 // violations, history, porcupine's page) and then the report that embeds
 // them to dir, a folder of the run's own; it returns the report's path.
-// replay is the command that reruns the run ("" to leave it out).
+// replay is the command that reruns the run ("" to leave it out); extra
+// spans are drawn on the lanes beside the trace's own (the harness's
+// processes' beliefs, SpanBelief).
 //
 // An artifact that could not be written does not stop the report, which
 // is still written when it can be; the error names both.
-func Write(dir string, res *workload.Result, ev checks.Evaluation, replay string) (string, error) {
+func Write(dir string, res *workload.Result, ev checks.Evaluation, replay string, extra ...checks.Span) (string, error) {
 	var errs []error
 	if err := checks.WriteArtifacts(dir, res, ev); err != nil {
 		errs = append(errs, fmt.Errorf("report: %w", err))
@@ -45,7 +47,7 @@ func Write(dir string, res *workload.Result, ev checks.Evaluation, replay string
 	if err != nil {
 		return "", errors.Join(append(errs, fmt.Errorf("report: %w", err))...)
 	}
-	err = Render(f, res, ev, replay, string(porcupine))
+	err = Render(f, res, ev, replay, string(porcupine), extra...)
 	if cerr := f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("report: %w", cerr)
 	}
@@ -57,8 +59,8 @@ func Write(dir string, res *workload.Result, ev checks.Evaluation, replay string
 
 // Render writes the report page to w; porcupine is porcupine's HTML page
 // for the run's history ("" if there is none).
-func Render(w io.Writer, res *workload.Result, ev checks.Evaluation, replay, porcupine string) error {
-	p := buildPage(res, ev, replay, porcupine)
+func Render(w io.Writer, res *workload.Result, ev checks.Evaluation, replay, porcupine string, extra ...checks.Span) error {
+	p := buildPage(res, ev, replay, porcupine, extra)
 	if err := page.Execute(w, p); err != nil {
 		return fmt.Errorf("report: render: %w", err)
 	}

@@ -168,3 +168,21 @@ func text(root *html.Node) string {
 	}
 	return b.String()
 }
+
+// TestExtraSpansGetALane: spans a caller adds (a harness process's
+// beliefs) are drawn, on a lane of their own when the trace has none.
+func TestExtraSpansGetALane(t *testing.T) {
+	res, ev := sampleRun()
+	var b strings.Builder
+	belief := checks.Span{Kind: checks.SpanBelief, Lane: "proc-7", Start: time.Second, End: 3 * time.Second, Label: "believes leader"}
+	if err := Render(&b, res, ev, "", "", belief); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	if !strings.Contains(page, ">proc-7<") {
+		t.Error("no lane for proc-7")
+	}
+	if !strings.Contains(page, `class="belief"`) || !strings.Contains(page, "proc-7: believes leader 1.0s–3.0s") {
+		t.Error("the belief span is not drawn with its title")
+	}
+}

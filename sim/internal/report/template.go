@@ -21,6 +21,7 @@ svg .band { fill: #f7f7f7; }
 svg .fault { fill: #f2a6a6; fill-opacity: 0.7; }
 svg .leader { fill: #3a9d4a; }
 svg .tenure { fill: #4a78c2; }
+svg .belief { fill: #8e5cc4; fill-opacity: 0.6; }
 svg .election { fill: #1d6e2b; }
 svg .invalidation { fill: #e07b00; }
 svg .violation { stroke: #d00; stroke-width: 2; }
@@ -67,7 +68,7 @@ iframe { width: 100%; height: 800px; border: 1px solid #ccc; }
 
 <section id="lanes">
 <h2>Timeline per server and client</h2>
-<p class="legend"><span><i style="background:#f2a6a6"></i>fault</span><span><i style="background:#3a9d4a"></i>leader</span><span><i style="background:#4a78c2"></i>lock tenure</span><span><i style="background:#1d6e2b;width:3px"></i>election</span><span><i style="background:#e07b00;width:3px"></i>invalidation</span><span><i style="background:#d00;width:3px"></i>violation (numbered as below)</span></p>
+<p class="legend"><span><i style="background:#f2a6a6"></i>fault</span><span><i style="background:#3a9d4a"></i>leader</span><span><i style="background:#4a78c2"></i>lock tenure</span><span><i style="background:#8e5cc4"></i>a process's belief</span><span><i style="background:#1d6e2b;width:3px"></i>election</span><span><i style="background:#e07b00;width:3px"></i>invalidation</span><span><i style="background:#d00;width:3px"></i>violation (numbered as below)</span></p>
 <div class="lanes">
 {{with .Lanes}}<svg xmlns="http://www.w3.org/2000/svg" width="{{.Width}}" height="{{.Height}}" viewBox="0 0 {{.Width}} {{.Height}}">
 {{range .Rows}}{{if .Odd}}<rect class="band" x="0" y="{{.Y}}" width="100%" height="24"/>{{end}}<text x="4" y="{{.TextY}}">{{.Name}}</text>
