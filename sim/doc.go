@@ -183,7 +183,9 @@
 // broken server's failing TestTeeth seeds; the same check caught 190 of
 // 190 reruns (5 each of 38 failing seeds of 15 broken servers, on 14659ba,
 // 2 cores); on 92a460f it was 195 of 195, on 8376c11 199 of 200.
-// TestDiverge prints where two runs of a seed part.
+// TestSeeds therefore runs at GOMAXPROCS=1 (-procs), and so do simlong's
+// processes and every shrink (ddmin.go onOneProc). TestDiverge prints
+// where two runs of a seed part.
 //
 // Speed: every run's summary gives virtual over wall time (TestSeeds per
 // seed and batch, recipe runs, TestReplayRate; simlong per process and for

@@ -34,6 +34,7 @@ var (
 	flagLinTime  = flag.Duration("lin-timeout", 20*time.Second, "time budget of one linearizability check")
 	flagResults  = flag.String("results", "", "append one JSON line per seed of TestSeeds to this file (sim/internal/seedlog)")
 	flagTradeSVG = flag.String("tradeoff-svg", "", "write TestSeeds' trade-off table to this file as an SVG plot as well")
+	flagProcs    = flag.Int("procs", 1, "GOMAXPROCS while TestSeeds runs (1: a seed replays exactly; 0: leave Go's default)")
 	flagBreak    = flag.String("break", "", "run TestSeeds on one of TestTeeth's deliberately broken servers, to see what a failure looks like (-break list names them)")
 )
 

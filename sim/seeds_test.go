@@ -20,6 +20,12 @@ import (
 // batch that fits in `make test`), checks every property on each run, and
 // prints the trade-off table.
 func TestSeeds(t *testing.T) {
+	if *flagProcs > 0 {
+		// At one P a seed replays, digest and all (doc.go, Determinism),
+		// and runs faster; at more, goroutines race and reruns differ.
+		prev := runtime.GOMAXPROCS(*flagProcs)
+		defer runtime.GOMAXPROCS(prev)
+	}
 	seeds := []uint64{*flagSeed}
 	if *flagSeed == 0 {
 		n := *flagSeeds
