@@ -94,7 +94,8 @@ func TestAgentSettingsRejectBadInput(t *testing.T) {
 
 // TestAgentConfigFiles: JSON and HCL agent configs (files and a directory,
 // in order, flags last) set the same settings; keys for subsystems tenure
-// lacks are warned about once and ignored; a misspelled key is an error.
+// does not honour are warned about once and ignored; a misspelled key is an
+// error.
 func TestAgentConfigFiles(t *testing.T) {
 	dir := t.TempDir()
 	write := configWriter(t, dir)
@@ -123,18 +124,23 @@ func TestAgentConfigFiles(t *testing.T) {
 		t.Fatalf("settings %+v", s)
 	}
 	joined := strings.Join(warnings, "\n")
-	for _, want := range []string{`"ports.dns"`, `"ui_config"`, `"telemetry"`, `"connect"`, "start_join is deprecated"} {
+	for _, want := range []string{`"ports.dns"`, `"ui_config.enabled"`, `"connect.enabled"`, "'start_join' field is deprecated"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("no warning for %s in %q", want, joined)
 		}
 	}
-	if strings.Count(joined, `"ui_config"`) != 1 {
-		t.Errorf("ui_config, set in two files, warned %d times: %q", strings.Count(joined, `"ui_config"`), joined)
+	if strings.Count(joined, `"ui_config.enabled"`) != 1 {
+		t.Errorf("ui_config.enabled, set in two files, warned %d times: %q", strings.Count(joined, `"ui_config.enabled"`), joined)
+	}
+	if strings.Contains(joined, "telemetry") {
+		t.Errorf("an empty telemetry block sets nothing, yet was warned about: %q", joined)
 	}
 
 	for name, tc := range map[string]struct{ file, want string }{
 		"misspelled key":     {write("typo.json", `{"bootstrap_expct": 3}`), "invalid config key bootstrap_expct"},
 		"misspelled port":    {write("port.json", `{"ports": {"htp": 1}}`), "invalid config key ports.htp"},
+		"misspelled in list": {write("list.json", `{"services": [{"name": "a"}, {"nmae": "b"}]}`), "invalid config key services[1].nmae"},
+		"block not a block":  {write("block.json", `{"acl": 5}`), "acl: want a block"},
 		"wrong type":         {write("type.json", `{"server": "yes"}`), "server: want true or false"},
 		"bad duration":       {write("dur.hcl", "retry_interval = \"soon\"\n"), "retry_interval"},
 		"broken json":        {write("broken.json", `{"server": `), "broken.json"},
