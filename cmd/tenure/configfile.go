@@ -90,6 +90,7 @@ func readConfigFile(path string) (map[string]any, error) {
 // warning and ignored.
 var honoured = map[string]func(s *settings, v any, warn func(string)) error{
 	"server":           func(s *settings, v any, _ func(string)) error { return asBool(v, &s.Server) },
+	"bootstrap":        func(s *settings, v any, _ func(string)) error { return asBool(v, &s.Bootstrap) },
 	"bootstrap_expect": func(s *settings, v any, _ func(string)) error { return asInt(v, &s.BootstrapExpect) },
 	"node_name":        func(s *settings, v any, _ func(string)) error { return asString(v, &s.NodeName) },
 	"node_id":          func(s *settings, v any, _ func(string)) error { return asString(v, &s.NodeID) },

@@ -24,6 +24,7 @@ var honouredSamples = map[string]struct {
 	warning string
 }{
 	"server":           {true, func(s settings) bool { return s.Server }, ""},
+	"bootstrap":        {true, func(s settings) bool { return s.Bootstrap }, ""},
 	"bootstrap_expect": {3, func(s settings) bool { return s.BootstrapExpect == 3 }, ""},
 	"node_name":        {"from-file", func(s settings) bool { return s.NodeName == "from-file" }, ""},
 	"node_id": {"0f0e0d0c-0b0a-0908-0706-050403020100",
@@ -289,8 +290,8 @@ func sdkTestServerConfig(dataDir string, ports []string) string {
 }
 
 // TestSDKTestServerConfigAccepted: tenure takes sdk/testutil's config file
-// as written, honours what it has (a server on the given ports and data
-// dir) and warns once about each key it does not act on.
+// as written, honours what it has (a bootstrapping server on the given
+// ports and data dir) and warns once about each key it does not have.
 func TestSDKTestServerConfigAccepted(t *testing.T) {
 	dir := t.TempDir()
 	ports := []string{"18500", "18300", "18301", "18600", "18501", "18302", "18502", "18503"}
@@ -299,12 +300,12 @@ func TestSDKTestServerConfigAccepted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !s.Server || s.Ports.HTTP != 18500 || s.Ports.Server != 18300 || s.Ports.SerfLAN != 18301 ||
+	if !s.Server || !s.Bootstrap || s.Ports.HTTP != 18500 || s.Ports.Server != 18300 || s.Ports.SerfLAN != 18301 ||
 		s.BindAddr != "127.0.0.1" || s.LogLevel != "debug" || s.DataDir != filepath.Join(dir, "data") {
 		t.Fatalf("settings %+v", s)
 	}
-	var want []string
-	for _, k := range []string{"bootstrap", "connect.ca_config", "connect.enabled", "disable_update_check", "peering.enabled",
+	want := []string{"bootstrap = true: do not enable unless necessary"}
+	for _, k := range []string{"connect.ca_config", "connect.enabled", "disable_update_check", "peering.enabled",
 		"performance.raft_multiplier", "ports.dns", "ports.grpc", "ports.grpc_tls", "ports.https", "ports.serf_wan",
 		"skip_leave_on_interrupt", "version"} {
 		want = append(want, ignoredKeyWarning(k))

@@ -57,9 +57,19 @@ func TestAgentSettingsFromFlags(t *testing.T) {
 	if err != nil || dev.NodeName == "" || dev.BindAddr != "127.0.0.1" || dev.httpAdvertise() != "127.0.0.1:8500" {
 		t.Fatalf("-dev: %+v %v", dev, err)
 	}
-	if _, warnings, _ := settingsFrom(t, "-server", "-bootstrap-expect", "1", "-data-dir", "/d", "-bind", "127.0.0.1"); len(warnings) != 1 ||
-		!strings.Contains(warnings[0], "Bootstrap mode") {
+	// Consul turns an expectation of one into bootstrap mode, and warns
+	// about both.
+	one, warnings, err := settingsFrom(t, "-server", "-bootstrap-expect", "1", "-data-dir", "/d", "-bind", "127.0.0.1")
+	if err != nil || !one.Bootstrap || one.BootstrapExpect != 0 {
+		t.Errorf("-bootstrap-expect 1: bootstrap %v, expect %d, %v; want bootstrap mode", one.Bootstrap, one.BootstrapExpect, err)
+	}
+	if !slices.Equal(warnings, []string{"BootstrapExpect is set to 1; this is the same as Bootstrap mode.",
+		"bootstrap = true: do not enable unless necessary"}) {
 		t.Errorf("-bootstrap-expect 1 warnings %q", warnings)
+	}
+	boot, warnings, err := settingsFrom(t, "-server", "-bootstrap", "-data-dir", "/d", "-bind", "127.0.0.1")
+	if err != nil || !boot.Bootstrap || !slices.Equal(warnings, []string{"bootstrap = true: do not enable unless necessary"}) {
+		t.Errorf("-bootstrap: bootstrap %v, warnings %q, %v", boot.Bootstrap, warnings, err)
 	}
 }
 
@@ -77,6 +87,8 @@ func TestAgentSettingsRejectBadInput(t *testing.T) {
 		"negative bootstrap-expect":  {append(server, "-bootstrap-expect", "-1"), "bootstrap_expect cannot be -1"},
 		"bootstrap-expect in dev":    {[]string{"-dev", "-bootstrap-expect", "3"}, "not allowed in dev mode"},
 		"bootstrap-expect no server": {[]string{"-data-dir", "/d", "-bootstrap-expect", "3"}, "requires 'server = true'"},
+		"bootstrap no server":        {[]string{"-data-dir", "/d", "-bootstrap"}, "'bootstrap = true' requires 'server = true'"},
+		"bootstrap and expect":       {append(server, "-bootstrap", "-bootstrap-expect", "3"), "'bootstrap_expect > 0' and 'bootstrap = true' are mutually exclusive"},
 		"dns port enabled":           {append(server, "-dns-port", "8600"), "no dns listener"},
 		"grpc port enabled":          {append(server, "-grpc-port", "8502"), "no grpc listener"},
 		"http port out of range":     {append(server, "-http-port", "70000"), "not a port"},

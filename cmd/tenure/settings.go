@@ -19,8 +19,11 @@ import (
 // settings are an agent's settings under Consul's names, from config files
 // and then flags (flags win), before they become an agent.Config.
 type settings struct {
-	Server          bool
-	Dev             bool
+	Server bool
+	Dev    bool
+	// Bootstrap is Consul's bootstrap mode: a server that, with no raft
+	// state, forms a cluster of itself and elects itself at once.
+	Bootstrap       bool
 	BootstrapExpect int
 	NodeName        string
 	// NodeID is the node's UUID (-node-id); empty means the one kept in
@@ -103,13 +106,22 @@ func (s *settings) validate(warn func(string)) error {
 			return fmt.Errorf("ports.%s %d is not a port", p.name, p.v)
 		}
 	}
+	if s.BootstrapExpect == 1 {
+		// Consul's builder turns an expectation of one into bootstrap mode.
+		warn("BootstrapExpect is set to 1; this is the same as Bootstrap mode.")
+		s.BootstrapExpect, s.Bootstrap = 0, true
+	}
 	switch {
+	case s.Bootstrap && !s.Server && !s.Dev:
+		return errors.New("'bootstrap = true' requires 'server = true'")
 	case s.BootstrapExpect < 0:
 		return fmt.Errorf("bootstrap_expect cannot be %d. Must be greater than or equal to zero", s.BootstrapExpect)
 	case s.BootstrapExpect > 0 && s.Dev:
 		return errors.New("'bootstrap_expect > 0' not allowed in dev mode")
 	case s.BootstrapExpect > 0 && !s.Server:
 		return errors.New("'bootstrap_expect > 0' requires 'server = true'")
+	case s.BootstrapExpect > 0 && s.Bootstrap:
+		return errors.New("'bootstrap_expect > 0' and 'bootstrap = true' are mutually exclusive")
 	case !s.Dev && s.DataDir == "":
 		return errors.New("data_dir cannot be empty")
 	case s.TTLMultiplier < 1:
@@ -125,8 +137,8 @@ func (s *settings) validate(warn func(string)) error {
 		// always holds.
 		warn("using enable-script-checks without ACLs and without allow_write_http_from is DANGEROUS, use enable-local-script-checks instead")
 	}
-	if s.BootstrapExpect == 1 {
-		warn("BootstrapExpect is set to 1; this is the same as Bootstrap mode.")
+	if s.Bootstrap && !s.Dev {
+		warn("bootstrap = true: do not enable unless necessary")
 	}
 	if s.BootstrapExpect == 2 {
 		warn("A cluster with 2 servers will provide no failure tolerance.")
@@ -234,6 +246,12 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 		NodeName: s.NodeName, HTTPAddr: s.httpAdvertise(), Logger: logger, Dev: s.Dev, DataDir: s.DataDir,
 		RaftAddr: net.JoinHostPort(s.AdvertiseAddr, strconv.Itoa(s.Ports.Server)), TTLMultiplier: s.TTLMultiplier,
 		BootstrapExpect: s.BootstrapExpect, NodeID: s.NodeID,
+	}
+	if s.Bootstrap && !s.Dev {
+		// A raft configuration of this server alone, written only into an
+		// empty data dir, as Consul's bootstrap mode stands down when raft
+		// data exists.
+		srv.Peers = []agent.Peer{{Name: s.NodeName, RaftAddr: srv.RaftAddr}}
 	}
 	g, err := s.gossipConfig()
 	if err != nil {
