@@ -124,6 +124,18 @@ var honoured = map[string]func(s *settings, v any, warn func(string)) error{
 	},
 	"enable_debug":          func(s *settings, v any, _ func(string)) error { return asBool(v, &s.EnableDebug) },
 	"check_update_interval": func(s *settings, v any, _ func(string)) error { return asDuration(v, &s.CheckUpdateInterval) },
+	"leave_on_terminate": func(s *settings, v any, _ func(string)) error {
+		var b bool
+		err := asBool(v, &b)
+		s.LeaveOnTerm = &b
+		return err
+	},
+	"skip_leave_on_interrupt": func(s *settings, v any, _ func(string)) error {
+		var b bool
+		err := asBool(v, &b)
+		s.SkipLeaveOnInt = &b
+		return err
+	},
 }
 
 // ignoredKeyWarning is the one warning a config key tenure does not act

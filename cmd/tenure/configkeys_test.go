@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -50,6 +51,9 @@ var honouredSamples = map[string]struct {
 		func(s settings) bool { return s.EnableLocalScriptChecks && s.localScriptChecksSet }, ""},
 	"enable_debug":          {true, func(s settings) bool { return s.EnableDebug }, ""},
 	"check_update_interval": {"9s", func(s settings) bool { return s.CheckUpdateInterval == 9*time.Second }, ""},
+	"leave_on_terminate":    {true, func(s settings) bool { return s.LeaveOnTerm != nil && *s.LeaveOnTerm }, ""},
+	"skip_leave_on_interrupt": {false,
+		func(s settings) bool { return s.SkipLeaveOnInt != nil && !*s.SkipLeaveOnInt }, ""},
 }
 
 // sampleValue is a value Consul would accept for a key of kind k.
@@ -301,13 +305,13 @@ func TestSDKTestServerConfigAccepted(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !s.Server || !s.Bootstrap || s.Ports.HTTP != 18500 || s.Ports.Server != 18300 || s.Ports.SerfLAN != 18301 ||
-		s.BindAddr != "127.0.0.1" || s.LogLevel != "debug" || s.DataDir != filepath.Join(dir, "data") {
+		s.BindAddr != "127.0.0.1" || s.LogLevel != "debug" || s.DataDir != filepath.Join(dir, "data") ||
+		s.SkipLeaveOnInt == nil || !*s.SkipLeaveOnInt || s.leaveOnSignal(os.Interrupt) {
 		t.Fatalf("settings %+v", s)
 	}
 	want := []string{"bootstrap = true: do not enable unless necessary"}
 	for _, k := range []string{"connect.ca_config", "connect.enabled", "disable_update_check", "peering.enabled",
-		"performance.raft_multiplier", "ports.dns", "ports.grpc", "ports.grpc_tls", "ports.https", "ports.serf_wan",
-		"skip_leave_on_interrupt", "version"} {
+		"performance.raft_multiplier", "ports.dns", "ports.grpc", "ports.grpc_tls", "ports.https", "ports.serf_wan", "version"} {
 		want = append(want, ignoredKeyWarning(k))
 	}
 	sort.Strings(want)

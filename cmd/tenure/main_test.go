@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -264,5 +265,32 @@ func TestEnableDebugSetting(t *testing.T) {
 	}
 	if _, _, err := settingsFrom(t, "-server", "-data-dir", dir, "-config-file", bad); err == nil || !strings.Contains(err.Error(), "enable_debug") {
 		t.Fatalf("enable_debug = \"yes\": %v", err)
+	}
+}
+
+// TestLeaveOnSignal: whether an agent leaves gracefully on SIGTERM and
+// SIGINT follows Consul's defaults for its role and its
+// leave_on_terminate and skip_leave_on_interrupt.
+func TestLeaveOnSignal(t *testing.T) {
+	yes, no := true, false
+	for _, tc := range []struct {
+		name          string
+		s             settings
+		onTerm, onInt bool
+	}{
+		{"client", settings{}, true, true},
+		{"server", settings{Server: true}, false, false},
+		{"dev", settings{Dev: true}, false, false},
+		{"server leave_on_terminate", settings{Server: true, LeaveOnTerm: &yes}, true, false},
+		{"server skip_leave_on_interrupt false", settings{Server: true, SkipLeaveOnInt: &no}, false, true},
+		{"client leave_on_terminate false", settings{LeaveOnTerm: &no}, false, true},
+		{"client skip_leave_on_interrupt", settings{SkipLeaveOnInt: &yes}, true, false},
+	} {
+		if got := tc.s.leaveOnSignal(syscall.SIGTERM); got != tc.onTerm {
+			t.Errorf("%s: leaves on SIGTERM %v, want %v", tc.name, got, tc.onTerm)
+		}
+		if got := tc.s.leaveOnSignal(os.Interrupt); got != tc.onInt {
+			t.Errorf("%s: leaves on SIGINT %v, want %v", tc.name, got, tc.onInt)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -54,6 +55,10 @@ type settings struct {
 	// EnableDebug serves Go's profiles at /debug/pprof/, as Consul's
 	// enable_debug does; -dev turns it on, as in Consul.
 	EnableDebug bool
+	// LeaveOnTerm and SkipLeaveOnInt are Consul's leave_on_terminate and
+	// skip_leave_on_interrupt; nil means Consul's default for the role
+	// (leaveOnSignal).
+	LeaveOnTerm, SkipLeaveOnInt *bool
 	// telemetry is the process's metrics sink, served at /v1/agent/metrics.
 	telemetry *agent.MemSink
 }
@@ -207,6 +212,24 @@ func (s *settings) httpAdvertise() string {
 		host = s.AdvertiseAddr
 	}
 	return net.JoinHostPort(host, strconv.Itoa(s.Ports.HTTP))
+}
+
+// leaveOnSignal reports whether the agent leaves the cluster gracefully
+// on sig, as Consul decides it: leave_on_terminate for SIGTERM (default:
+// clients leave, servers do not) and skip_leave_on_interrupt for SIGINT
+// (default: servers skip the leave, clients do not).
+func (s *settings) leaveOnSignal(sig os.Signal) bool {
+	server := s.Server || s.Dev
+	if sig == syscall.SIGTERM {
+		if s.LeaveOnTerm != nil {
+			return *s.LeaveOnTerm
+		}
+		return !server
+	}
+	if s.SkipLeaveOnInt != nil {
+		return !*s.SkipLeaveOnInt
+	}
+	return !server
 }
 
 // runningAgent is a started server or client agent.
