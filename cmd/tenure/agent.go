@@ -59,12 +59,12 @@ func runAgent(args []string, stderr io.Writer) int {
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	select {
 	case got := <-sig:
-		// Servers do not leave on a signal (Consul's skip_leave_on_interrupt
-		// and leave_on_terminate server defaults): a restarted server
-		// rejoins as itself, and its sessions are kept meanwhile. A client
-		// leaves gracefully, as Consul's clients do by default.
+		// Consul's defaults: a server does not leave on a signal, so that
+		// it rejoins as itself and its sessions are kept meanwhile; a
+		// client leaves gracefully. leave_on_terminate and
+		// skip_leave_on_interrupt change that.
 		logger.Info("shutting down", "signal", got.String())
-		if !s.Server && !s.Dev {
+		if s.leaveOnSignal(got) {
 			if err := a.Members().Leave(); err != nil {
 				logger.Warn("leave", "error", err)
 			}

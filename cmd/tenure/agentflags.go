@@ -19,11 +19,13 @@ a consul agent command line or unit file carries over:
 -dev runs one in-memory server on 127.0.0.1, as consul agent -dev does.
 -server runs a server; -bootstrap-expect N forms the cluster once N servers
 have joined the gossip pool (-retry-join), and a server that joins an
-existing cluster later is added as a voter. Without -server the agent is a
-client: a gossip member serving the HTTP API on its own address and sending
-requests to the servers; sessions created through it are bound to its own
-gossip health. -config-file and -config-dir read Consul's JSON or HCL
-agent configuration for the same settings (flags win).
+existing cluster later is added as a voter; -bootstrap (Consul's bootstrap
+mode) makes the server a cluster of its own that elects itself. Without
+-server the agent is a client: a gossip member serving the HTTP API on its
+own address and sending requests to the servers; sessions created through
+it are bound to its own gossip health. -config-file and -config-dir read
+Consul's JSON or HCL agent configuration: every key Consul accepts, the
+ones tenure does not act on warned about and ignored (flags win).
 
 flags:
 `
@@ -58,6 +60,7 @@ func parseAgentArgs(args []string, stderr io.Writer) (parsedAgentArgs, error) {
 	}
 	fs.BoolVar(&s.Dev, "dev", false, "run one in-memory server on 127.0.0.1")
 	fs.BoolVar(&s.Server, "server", false, "run a server")
+	fs.BoolVar(&s.Bootstrap, "bootstrap", false, "bootstrap mode: with no raft data, this server forms a cluster of itself and elects itself")
 	fs.IntVar(&s.BootstrapExpect, "bootstrap-expect", 0, "form the cluster once this many servers have joined")
 	fs.StringVar(&s.NodeName, "node", "", "node name (default: the host name)")
 	fs.StringVar(&s.NodeID, "node-id", "", "node UUID (default: a random one kept in the data dir)")
@@ -117,6 +120,7 @@ func (p parsedAgentArgs) apply(base settings) settings {
 	}
 	set("dev", func() { base.Dev = f.Dev })
 	set("server", func() { base.Server = f.Server })
+	set("bootstrap", func() { base.Bootstrap = f.Bootstrap })
 	set("bootstrap-expect", func() { base.BootstrapExpect = f.BootstrapExpect })
 	set("node", func() { base.NodeName = f.NodeName })
 	set("node-id", func() { base.NodeID = f.NodeID })

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -20,10 +19,10 @@ import (
 const maxConfigFile = 1 << 20
 
 // loadConfigFiles reads Consul agent configuration files in order (each
-// directory's .json and .hcl files in name order), onto base. Keys tenure
-// has no use for, because they configure subsystems it does not have, are
-// warned about once each and ignored; a key Consul would not know either
-// is an error, as in Consul.
+// directory's .json and .hcl files in name order), onto base. Every key
+// Consul's agent accepts is accepted: the ones tenure honours (honoured)
+// take effect, the others are warned about once each and ignored; a key
+// Consul would refuse is an error with Consul's message.
 func loadConfigFiles(base settings, files, dirs []string, warn func(string)) (settings, error) {
 	var paths []string
 	for _, d := range dirs {
@@ -51,7 +50,7 @@ func loadConfigFiles(base settings, files, dirs []string, warn func(string)) (se
 			return base, err
 		}
 		if err := applyConfig(&base, raw, once); err != nil {
-			return base, fmt.Errorf("%s: %w", p, err)
+			return base, fmt.Errorf("failed to parse %s: %w", p, err) // Consul's wording
 		}
 	}
 	return base, nil
@@ -86,38 +85,77 @@ func readConfigFile(path string) (map[string]any, error) {
 	return out, nil
 }
 
-// unsupportedKeys are Consul agent settings for things tenure does not
-// have (DNS, Connect, the UI, ACLs, TLS, services and checks defined in
-// files, telemetry, WAN, …): accepted with one warning each and ignored.
-var unsupportedKeys = []string{
-	"acl", "acl_datacenter", "acl_default_policy", "acl_down_policy", "acl_master_token", "acl_token",
-	"addresses", "advertise_addr_ipv4", "advertise_addr_ipv6", "advertise_addr_wan", "advertise_addr_wan_ipv4",
-	"advertise_addr_wan_ipv6", "advertise_reconnect_timeout", "alt_domain", "audit", "auto_config",
-	"auto_encrypt", "auto_reload_config", "autopilot", "bootstrap", "ca_file", "ca_path", "cert_file", "check",
-	"checks", "cloud", "config_entries", "connect", "disable_anonymous_signature",
-	"disable_coordinates", "disable_host_node_id", "disable_http_unprintable_char_filter",
-	"disable_keyring_file", "disable_remote_exec", "disable_update_check", "discard_check_output",
-	"discovery_max_stale", "dns_config", "domain", "enable_acl_replication", "enable_agent_tls_for_checks",
-	"enable_central_service_config", "enable_syslog", "encrypt_verify_incoming", "encrypt_verify_outgoing", "experiments", "gossip_lan",
-	"gossip_wan", "http_config", "key_file", "leave_on_terminate", "license_path", "limits", "log_file",
-	"log_json", "log_rotate_bytes", "log_rotate_duration", "log_rotate_max_files", "node_id",
-	"peering", "performance", "pid_file", "primary_datacenter", "primary_gateways", "raft_boltdb",
-	"raft_logstore", "raft_protocol", "raft_snapshot_interval", "raft_snapshot_threshold",
-	"raft_trailing_logs", "read_replica", "reconnect_timeout", "reconnect_timeout_wan", "recursors",
-	"rejoin_after_leave", "reporting", "retry_interval_wan", "retry_join_wan", "retry_max", "retry_max_wan",
-	"rpc", "segment", "segments", "serf_lan", "serf_lan_allowed_cidrs", "serf_wan", "serf_wan_allowed_cidrs",
-	"server_name", "service", "services", "session_ttl_min", "skip_leave_on_interrupt", "start_join_wan",
-	"syslog_facility", "telemetry", "tls", "translate_wan_addrs", "ui", "ui_config", "ui_content_path",
-	"ui_dir", "unix_sockets", "verify_incoming", "verify_incoming_https", "verify_incoming_rpc",
-	"verify_outgoing", "verify_server_hostname", "watches",
+// honoured are the config keys tenure acts on, by their path in Consul's
+// schema (consulkeys.txt); every other key there is accepted with one
+// warning and ignored.
+var honoured = map[string]func(s *settings, v any, warn func(string)) error{
+	"server":           func(s *settings, v any, _ func(string)) error { return asBool(v, &s.Server) },
+	"bootstrap":        func(s *settings, v any, _ func(string)) error { return asBool(v, &s.Bootstrap) },
+	"bootstrap_expect": func(s *settings, v any, _ func(string)) error { return asInt(v, &s.BootstrapExpect) },
+	"node_name":        func(s *settings, v any, _ func(string)) error { return asString(v, &s.NodeName) },
+	"node_id":          func(s *settings, v any, _ func(string)) error { return asString(v, &s.NodeID) },
+	"node_meta": func(s *settings, v any, _ func(string)) error {
+		m, err := asStringMap(v)
+		if err == nil {
+			s.NodeMeta = mergeMeta(s.NodeMeta, m)
+		}
+		return err
+	},
+	"data_dir":       func(s *settings, v any, _ func(string)) error { return asString(v, &s.DataDir) },
+	"datacenter":     func(s *settings, v any, _ func(string)) error { return asString(v, &s.Datacenter) },
+	"bind_addr":      func(s *settings, v any, _ func(string)) error { return asString(v, &s.BindAddr) },
+	"advertise_addr": func(s *settings, v any, _ func(string)) error { return asString(v, &s.AdvertiseAddr) },
+	"client_addr":    func(s *settings, v any, _ func(string)) error { return asString(v, &s.ClientAddr) },
+	"encrypt":        func(s *settings, v any, _ func(string)) error { return asString(v, &s.Encrypt) },
+	"log_level":      func(s *settings, v any, _ func(string)) error { return asString(v, &s.LogLevel) },
+	"retry_join":     func(s *settings, v any, _ func(string)) error { return asStrings(v, &s.RetryJoin) },
+	"start_join": func(s *settings, v any, warn func(string)) error {
+		warn("The 'start_join' field is deprecated. Use the 'retry_join' field instead.")
+		return asStrings(v, &s.RetryJoin)
+	},
+	"retry_interval":       func(s *settings, v any, _ func(string)) error { return asDuration(v, &s.RetryInterval) },
+	"ports.http":           func(s *settings, v any, _ func(string)) error { return asInt(v, &s.Ports.HTTP) },
+	"ports.server":         func(s *settings, v any, _ func(string)) error { return asInt(v, &s.Ports.Server) },
+	"ports.serf_lan":       func(s *settings, v any, _ func(string)) error { return asInt(v, &s.Ports.SerfLAN) },
+	"enable_script_checks": func(s *settings, v any, _ func(string)) error { return asBool(v, &s.EnableScriptChecks) },
+	"enable_local_script_checks": func(s *settings, v any, _ func(string)) error {
+		s.localScriptChecksSet = true
+		return asBool(v, &s.EnableLocalScriptChecks)
+	},
+	"enable_debug":          func(s *settings, v any, _ func(string)) error { return asBool(v, &s.EnableDebug) },
+	"check_update_interval": func(s *settings, v any, _ func(string)) error { return asDuration(v, &s.CheckUpdateInterval) },
+	"leave_on_terminate": func(s *settings, v any, _ func(string)) error {
+		var b bool
+		err := asBool(v, &b)
+		s.LeaveOnTerm = &b
+		return err
+	},
+	"skip_leave_on_interrupt": func(s *settings, v any, _ func(string)) error {
+		var b bool
+		err := asBool(v, &b)
+		s.SkipLeaveOnInt = &b
+		return err
+	},
 }
 
-// portKeys are the keys of Consul's ports block; tenure uses three.
-var unsupportedPorts = []string{"dns", "grpc", "grpc_tls", "https", "serf_wan", "sidecar_min_port",
-	"sidecar_max_port", "expose_min_port", "expose_max_port"}
+// ignoredKeyWarning is the one warning a config key tenure does not act
+// on gets.
+func ignoredKeyWarning(path string) string {
+	return fmt.Sprintf("config key %q is not supported by tenure; ignored", path)
+}
 
-// applyConfig copies one file's settings onto s.
+// applyConfig copies one file's settings onto s. It walks the file
+// against Consul's schema: a key Consul does not know is an error with
+// Consul's message; a key tenure honours is applied; any other is warned
+// about (once per key, by warn's caller) and ignored.
 func applyConfig(s *settings, raw map[string]any, warn func(string)) error {
+	return applyBlock(consulSchema(), s, rootType, raw, "", "", warn)
+}
+
+// applyBlock applies one block of type typ. path is the block's path in
+// the schema (lists written name[]), shown the same as the file writes it
+// (lists indexed), for Consul's error messages.
+func applyBlock(sc *schema, s *settings, typ string, raw map[string]any, path, shown string, warn func(string)) error {
 	keys := make([]string, 0, len(raw))
 	for k := range raw {
 		keys = append(keys, k)
@@ -125,93 +163,39 @@ func applyConfig(s *settings, raw map[string]any, warn func(string)) error {
 	sort.Strings(keys)
 	for _, k := range keys {
 		v := raw[k]
-		var err error
-		switch k {
-		case "server":
-			err = asBool(v, &s.Server)
-		case "bootstrap_expect":
-			err = asInt(v, &s.BootstrapExpect)
-		case "node_name":
-			err = asString(v, &s.NodeName)
-		case "node_id":
-			err = asString(v, &s.NodeID)
-		case "node_meta":
-			var m map[string]string
-			if m, err = asStringMap(v); err == nil {
-				s.NodeMeta = mergeMeta(s.NodeMeta, m)
+		f, ok := sc.field(typ, k)
+		if !ok {
+			return fmt.Errorf("invalid config key %s", shown+k)
+		}
+		if v == nil {
+			continue // JSON null, which sdk/testutil writes for "segments": as absent
+		}
+		p := path + f.name
+		switch apply := honoured[p]; {
+		case apply != nil:
+			if err := apply(s, v, warn); err != nil {
+				return fmt.Errorf("%s: %w", shown+k, err)
 			}
-		case "data_dir":
-			err = asString(v, &s.DataDir)
-		case "datacenter":
-			err = asString(v, &s.Datacenter)
-		case "bind_addr":
-			err = asString(v, &s.BindAddr)
-		case "advertise_addr":
-			err = asString(v, &s.AdvertiseAddr)
-		case "client_addr":
-			err = asString(v, &s.ClientAddr)
-		case "encrypt":
-			err = asString(v, &s.Encrypt)
-		case "log_level":
-			err = asString(v, &s.LogLevel)
-		case "retry_join":
-			err = asStrings(v, &s.RetryJoin)
-		case "start_join":
-			warn("start_join is deprecated and treated as retry_join")
-			err = asStrings(v, &s.RetryJoin)
-		case "retry_interval":
-			var d string
-			if err = asString(v, &d); err == nil {
-				s.RetryInterval, err = time.ParseDuration(d)
+		case f.kind == kindBlock:
+			m, err := asMap(v)
+			if err != nil {
+				return fmt.Errorf("%s: %w", shown+k, err)
 			}
-		case "ports":
-			err = applyPorts(s, v, warn)
-		case "enable_script_checks":
-			err = asBool(v, &s.EnableScriptChecks)
-		case "enable_local_script_checks":
-			err = asBool(v, &s.EnableLocalScriptChecks)
-			s.localScriptChecksSet = true
-		case "enable_debug":
-			err = asBool(v, &s.EnableDebug)
-		case "check_update_interval":
-			var d string
-			if err = asString(v, &d); err == nil {
-				s.CheckUpdateInterval, err = time.ParseDuration(d)
+			if err := applyBlock(sc, s, f.typ, m, p+".", shown+k+".", warn); err != nil {
+				return err
+			}
+		case f.kind == kindBlocks:
+			list, err := asBlocks(v)
+			if err != nil {
+				return fmt.Errorf("%s: %w", shown+k, err)
+			}
+			for i, m := range list {
+				if err := applyBlock(sc, s, f.typ, m, p+"[].", fmt.Sprintf("%s%s[%d].", shown, k, i), warn); err != nil {
+					return err
+				}
 			}
 		default:
-			if !slices.Contains(unsupportedKeys, k) {
-				return fmt.Errorf("invalid config key %s", k)
-			}
-			warn(fmt.Sprintf("config key %q configures something tenure does not have; ignored", k))
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", k, err)
-		}
-	}
-	return nil
-}
-
-func applyPorts(s *settings, v any, warn func(string)) error {
-	m, err := asMap(v)
-	if err != nil {
-		return err
-	}
-	for k, pv := range m {
-		switch k {
-		case "http":
-			err = asInt(pv, &s.Ports.HTTP)
-		case "server":
-			err = asInt(pv, &s.Ports.Server)
-		case "serf_lan":
-			err = asInt(pv, &s.Ports.SerfLAN)
-		default:
-			if !slices.Contains(unsupportedPorts, k) {
-				return fmt.Errorf("invalid config key ports.%s", k)
-			}
-			warn(fmt.Sprintf("config key \"ports.%s\" configures something tenure does not have; ignored", k))
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", k, err)
+			warn(ignoredKeyWarning(p))
 		}
 	}
 	return nil
@@ -232,6 +216,42 @@ func asMap(v any) (map[string]any, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("want a block, got %T", v)
+}
+
+// asBlocks accepts a list of blocks: a JSON array of objects, HCL's
+// repeated blocks, or a single block.
+func asBlocks(v any) ([]map[string]any, error) {
+	switch x := v.(type) {
+	case []map[string]any:
+		return x, nil
+	case map[string]any:
+		return []map[string]any{x}, nil
+	case []any:
+		out := make([]map[string]any, 0, len(x))
+		for _, item := range x {
+			m, err := asMap(item)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, m)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("want a list of blocks, got %T", v)
+}
+
+// asDuration accepts a Go duration string ("5s").
+func asDuration(v any, out *time.Duration) error {
+	var str string
+	if err := asString(v, &str); err != nil {
+		return err
+	}
+	d, err := time.ParseDuration(str)
+	if err != nil {
+		return fmt.Errorf("want a duration: %w", err)
+	}
+	*out = d
+	return nil
 }
 
 // asStringMap accepts a block whose values are all strings.

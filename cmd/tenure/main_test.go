@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -57,9 +58,19 @@ func TestAgentSettingsFromFlags(t *testing.T) {
 	if err != nil || dev.NodeName == "" || dev.BindAddr != "127.0.0.1" || dev.httpAdvertise() != "127.0.0.1:8500" {
 		t.Fatalf("-dev: %+v %v", dev, err)
 	}
-	if _, warnings, _ := settingsFrom(t, "-server", "-bootstrap-expect", "1", "-data-dir", "/d", "-bind", "127.0.0.1"); len(warnings) != 1 ||
-		!strings.Contains(warnings[0], "Bootstrap mode") {
+	// Consul turns an expectation of one into bootstrap mode, and warns
+	// about both.
+	one, warnings, err := settingsFrom(t, "-server", "-bootstrap-expect", "1", "-data-dir", "/d", "-bind", "127.0.0.1")
+	if err != nil || !one.Bootstrap || one.BootstrapExpect != 0 {
+		t.Errorf("-bootstrap-expect 1: bootstrap %v, expect %d, %v; want bootstrap mode", one.Bootstrap, one.BootstrapExpect, err)
+	}
+	if !slices.Equal(warnings, []string{"BootstrapExpect is set to 1; this is the same as Bootstrap mode.",
+		"bootstrap = true: do not enable unless necessary"}) {
 		t.Errorf("-bootstrap-expect 1 warnings %q", warnings)
+	}
+	boot, warnings, err := settingsFrom(t, "-server", "-bootstrap", "-data-dir", "/d", "-bind", "127.0.0.1")
+	if err != nil || !boot.Bootstrap || !slices.Equal(warnings, []string{"bootstrap = true: do not enable unless necessary"}) {
+		t.Errorf("-bootstrap: bootstrap %v, warnings %q, %v", boot.Bootstrap, warnings, err)
 	}
 }
 
@@ -77,6 +88,8 @@ func TestAgentSettingsRejectBadInput(t *testing.T) {
 		"negative bootstrap-expect":  {append(server, "-bootstrap-expect", "-1"), "bootstrap_expect cannot be -1"},
 		"bootstrap-expect in dev":    {[]string{"-dev", "-bootstrap-expect", "3"}, "not allowed in dev mode"},
 		"bootstrap-expect no server": {[]string{"-data-dir", "/d", "-bootstrap-expect", "3"}, "requires 'server = true'"},
+		"bootstrap no server":        {[]string{"-data-dir", "/d", "-bootstrap"}, "'bootstrap = true' requires 'server = true'"},
+		"bootstrap and expect":       {append(server, "-bootstrap", "-bootstrap-expect", "3"), "'bootstrap_expect > 0' and 'bootstrap = true' are mutually exclusive"},
 		"dns port enabled":           {append(server, "-dns-port", "8600"), "no dns listener"},
 		"grpc port enabled":          {append(server, "-grpc-port", "8502"), "no grpc listener"},
 		"http port out of range":     {append(server, "-http-port", "70000"), "not a port"},
@@ -94,7 +107,8 @@ func TestAgentSettingsRejectBadInput(t *testing.T) {
 
 // TestAgentConfigFiles: JSON and HCL agent configs (files and a directory,
 // in order, flags last) set the same settings; keys for subsystems tenure
-// lacks are warned about once and ignored; a misspelled key is an error.
+// does not honour are warned about once and ignored; a misspelled key is an
+// error.
 func TestAgentConfigFiles(t *testing.T) {
 	dir := t.TempDir()
 	write := configWriter(t, dir)
@@ -123,18 +137,23 @@ func TestAgentConfigFiles(t *testing.T) {
 		t.Fatalf("settings %+v", s)
 	}
 	joined := strings.Join(warnings, "\n")
-	for _, want := range []string{`"ports.dns"`, `"ui_config"`, `"telemetry"`, `"connect"`, "start_join is deprecated"} {
+	for _, want := range []string{`"ports.dns"`, `"ui_config.enabled"`, `"connect.enabled"`, "'start_join' field is deprecated"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("no warning for %s in %q", want, joined)
 		}
 	}
-	if strings.Count(joined, `"ui_config"`) != 1 {
-		t.Errorf("ui_config, set in two files, warned %d times: %q", strings.Count(joined, `"ui_config"`), joined)
+	if strings.Count(joined, `"ui_config.enabled"`) != 1 {
+		t.Errorf("ui_config.enabled, set in two files, warned %d times: %q", strings.Count(joined, `"ui_config.enabled"`), joined)
+	}
+	if strings.Contains(joined, "telemetry") {
+		t.Errorf("an empty telemetry block sets nothing, yet was warned about: %q", joined)
 	}
 
 	for name, tc := range map[string]struct{ file, want string }{
 		"misspelled key":     {write("typo.json", `{"bootstrap_expct": 3}`), "invalid config key bootstrap_expct"},
 		"misspelled port":    {write("port.json", `{"ports": {"htp": 1}}`), "invalid config key ports.htp"},
+		"misspelled in list": {write("list.json", `{"services": [{"name": "a"}, {"nmae": "b"}]}`), "invalid config key services[1].nmae"},
+		"block not a block":  {write("block.json", `{"acl": 5}`), "acl: want a block"},
 		"wrong type":         {write("type.json", `{"server": "yes"}`), "server: want true or false"},
 		"bad duration":       {write("dur.hcl", "retry_interval = \"soon\"\n"), "retry_interval"},
 		"broken json":        {write("broken.json", `{"server": `), "broken.json"},
@@ -246,5 +265,32 @@ func TestEnableDebugSetting(t *testing.T) {
 	}
 	if _, _, err := settingsFrom(t, "-server", "-data-dir", dir, "-config-file", bad); err == nil || !strings.Contains(err.Error(), "enable_debug") {
 		t.Fatalf("enable_debug = \"yes\": %v", err)
+	}
+}
+
+// TestLeaveOnSignal: whether an agent leaves gracefully on SIGTERM and
+// SIGINT follows Consul's defaults for its role and its
+// leave_on_terminate and skip_leave_on_interrupt.
+func TestLeaveOnSignal(t *testing.T) {
+	yes, no := true, false
+	for _, tc := range []struct {
+		name          string
+		s             settings
+		onTerm, onInt bool
+	}{
+		{"client", settings{}, true, true},
+		{"server", settings{Server: true}, false, false},
+		{"dev", settings{Dev: true}, false, false},
+		{"server leave_on_terminate", settings{Server: true, LeaveOnTerm: &yes}, true, false},
+		{"server skip_leave_on_interrupt false", settings{Server: true, SkipLeaveOnInt: &no}, false, true},
+		{"client leave_on_terminate false", settings{LeaveOnTerm: &no}, false, true},
+		{"client skip_leave_on_interrupt", settings{SkipLeaveOnInt: &yes}, true, false},
+	} {
+		if got := tc.s.leaveOnSignal(syscall.SIGTERM); got != tc.onTerm {
+			t.Errorf("%s: leaves on SIGTERM %v, want %v", tc.name, got, tc.onTerm)
+		}
+		if got := tc.s.leaveOnSignal(os.Interrupt); got != tc.onInt {
+			t.Errorf("%s: leaves on SIGINT %v, want %v", tc.name, got, tc.onInt)
+		}
 	}
 }

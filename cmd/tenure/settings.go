@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -19,8 +20,11 @@ import (
 // settings are an agent's settings under Consul's names, from config files
 // and then flags (flags win), before they become an agent.Config.
 type settings struct {
-	Server          bool
-	Dev             bool
+	Server bool
+	Dev    bool
+	// Bootstrap is Consul's bootstrap mode: a server that, with no raft
+	// state, forms a cluster of itself and elects itself at once.
+	Bootstrap       bool
 	BootstrapExpect int
 	NodeName        string
 	// NodeID is the node's UUID (-node-id); empty means the one kept in
@@ -51,6 +55,10 @@ type settings struct {
 	// EnableDebug serves Go's profiles at /debug/pprof/, as Consul's
 	// enable_debug does; -dev turns it on, as in Consul.
 	EnableDebug bool
+	// LeaveOnTerm and SkipLeaveOnInt are Consul's leave_on_terminate and
+	// skip_leave_on_interrupt; nil means Consul's default for the role
+	// (leaveOnSignal).
+	LeaveOnTerm, SkipLeaveOnInt *bool
 	// telemetry is the process's metrics sink, served at /v1/agent/metrics.
 	telemetry *agent.MemSink
 }
@@ -103,13 +111,22 @@ func (s *settings) validate(warn func(string)) error {
 			return fmt.Errorf("ports.%s %d is not a port", p.name, p.v)
 		}
 	}
+	if s.BootstrapExpect == 1 {
+		// Consul's builder turns an expectation of one into bootstrap mode.
+		warn("BootstrapExpect is set to 1; this is the same as Bootstrap mode.")
+		s.BootstrapExpect, s.Bootstrap = 0, true
+	}
 	switch {
+	case s.Bootstrap && !s.Server && !s.Dev:
+		return errors.New("'bootstrap = true' requires 'server = true'")
 	case s.BootstrapExpect < 0:
 		return fmt.Errorf("bootstrap_expect cannot be %d. Must be greater than or equal to zero", s.BootstrapExpect)
 	case s.BootstrapExpect > 0 && s.Dev:
 		return errors.New("'bootstrap_expect > 0' not allowed in dev mode")
 	case s.BootstrapExpect > 0 && !s.Server:
 		return errors.New("'bootstrap_expect > 0' requires 'server = true'")
+	case s.BootstrapExpect > 0 && s.Bootstrap:
+		return errors.New("'bootstrap_expect > 0' and 'bootstrap = true' are mutually exclusive")
 	case !s.Dev && s.DataDir == "":
 		return errors.New("data_dir cannot be empty")
 	case s.TTLMultiplier < 1:
@@ -125,8 +142,8 @@ func (s *settings) validate(warn func(string)) error {
 		// always holds.
 		warn("using enable-script-checks without ACLs and without allow_write_http_from is DANGEROUS, use enable-local-script-checks instead")
 	}
-	if s.BootstrapExpect == 1 {
-		warn("BootstrapExpect is set to 1; this is the same as Bootstrap mode.")
+	if s.Bootstrap && !s.Dev {
+		warn("bootstrap = true: do not enable unless necessary")
 	}
 	if s.BootstrapExpect == 2 {
 		warn("A cluster with 2 servers will provide no failure tolerance.")
@@ -197,6 +214,24 @@ func (s *settings) httpAdvertise() string {
 	return net.JoinHostPort(host, strconv.Itoa(s.Ports.HTTP))
 }
 
+// leaveOnSignal reports whether the agent leaves the cluster gracefully
+// on sig, as Consul decides it: leave_on_terminate for SIGTERM (default:
+// clients leave, servers do not) and skip_leave_on_interrupt for SIGINT
+// (default: servers skip the leave, clients do not).
+func (s *settings) leaveOnSignal(sig os.Signal) bool {
+	server := s.Server || s.Dev
+	if sig == syscall.SIGTERM {
+		if s.LeaveOnTerm != nil {
+			return *s.LeaveOnTerm
+		}
+		return !server
+	}
+	if s.SkipLeaveOnInt != nil {
+		return !*s.SkipLeaveOnInt
+	}
+	return !server
+}
+
 // runningAgent is a started server or client agent.
 type runningAgent interface {
 	HTTPAddr() string
@@ -234,6 +269,12 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 		NodeName: s.NodeName, HTTPAddr: s.httpAdvertise(), Logger: logger, Dev: s.Dev, DataDir: s.DataDir,
 		RaftAddr: net.JoinHostPort(s.AdvertiseAddr, strconv.Itoa(s.Ports.Server)), TTLMultiplier: s.TTLMultiplier,
 		BootstrapExpect: s.BootstrapExpect, NodeID: s.NodeID,
+	}
+	if s.Bootstrap && !s.Dev {
+		// A raft configuration of this server alone, written only into an
+		// empty data dir, as Consul's bootstrap mode stands down when raft
+		// data exists.
+		srv.Peers = []agent.Peer{{Name: s.NodeName, RaftAddr: srv.RaftAddr}}
 	}
 	g, err := s.gossipConfig()
 	if err != nil {
