@@ -14,10 +14,11 @@
 //     committed here;
 //  2. builds tenure (./cmd/tenure) and the shim (./compat/apisuite/consulshim)
 //     as `consul` into the same temporary directory;
-//  3. runs `go test -json` there once per agent, with the shim first on
-//     PATH and APISUITE_AGENT naming the agent it must run, and TMPDIR
-//     inside the temporary directory, so the harness's data dirs go there
-//     too (testutil picks free ports itself);
+//  3. compiles the tests once (go test -c) and runs each test in a process
+//     of its own through test2json, -parallel at a time, with the shim
+//     first on PATH, APISUITE_AGENT naming the agent it must run, and
+//     TMPDIR inside the temporary directory, so the harness's data dirs go
+//     there too (testutil picks free ports itself);
 //  4. prints a table per group, the failing tests with the first failure
 //     message of each, the tests not run and why, and where the logs are.
 //
@@ -56,6 +57,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 )
@@ -102,8 +104,8 @@ func main() {
 	flag.StringVar(&o.consulWorkarounds, "consul-workarounds", "connect", "the shim's config workarounds for Consul (comma-separated, or none)")
 	flag.StringVar(&o.groups, "groups", "", "run only these groups (comma-separated; default all)")
 	flag.StringVar(&o.run, "run", "", "run only the tests whose names match this regular expression")
-	flag.IntVar(&o.parallel, "parallel", runtime.NumCPU(), "tests run at once (go test -parallel); each starts its own agent")
-	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "limit for one agent's whole run (go test -timeout)")
+	flag.IntVar(&o.parallel, "parallel", runtime.NumCPU(), "tests run at once, each in its own process with its own agent")
+	flag.DurationVar(&o.timeout, "timeout", 5*time.Minute, "limit for one test (its -test.timeout)")
 	flag.StringVar(&o.out, "out", "bin/api-suite", "folder for the raw go test -json output of each run")
 	flag.Parse()
 	if flag.NArg() > 0 {
@@ -239,7 +241,8 @@ func run(o options, stdout, stderr io.Writer) error {
 	}
 	env := suiteEnv(shimDir, tmp)
 	fmt.Fprintf(stderr, "apisuite: compiling %s@%s's tests (the first time downloads their dependencies)\n", apiModule, version)
-	if err := goCmd(apiDir, env, "test", "-count=1", "-vet=off", "-run", "^$", "."); err != nil {
+	testBin := filepath.Join(work, "api.test")
+	if err := goCmd(apiDir, env, "test", "-c", "-vet=off", "-o", testBin, "."); err != nil {
 		return fmt.Errorf("compile %s@%s's tests: %w", apiModule, version, err)
 	}
 
@@ -260,7 +263,7 @@ func run(o options, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stderr, "apisuite: running against %s (%s), workarounds %q, %d at a time\n", tg.label, tg.binary, tg.workarounds, o.parallel)
 		logPath := filepath.Join(outDir, tg.label+".jsonl")
 		start := time.Now()
-		res, err := runSuite(apiDir, env, tg, toRun, o, logPath)
+		res, err := runSuite(testBin, env, tg, toRun, o, logPath)
 		if err != nil {
 			return fmt.Errorf("%s: %w", tg.label, err)
 		}
@@ -515,80 +518,90 @@ type testEvent struct {
 	Elapsed float64
 }
 
-// runSuite runs the selected tests against one agent and reads their
-// outcomes from go test -json, which it also writes to logPath.
-func runSuite(apiDir string, env []string, tg target, tests []suiteTest, o options, logPath string) (map[string]result, error) {
-	names := make([]string, len(tests))
-	for i, t := range tests {
-		names[i] = regexp.QuoteMeta(t.name)
-	}
-	cmd := exec.Command("go", "test", "-json", "-count=1", "-vet=off",
-		"-run", "^("+strings.Join(names, "|")+")$",
-		"-parallel", fmt.Sprint(o.parallel), "-timeout", o.timeout.String(), ".")
-	cmd.Dir = apiDir
-	cmd.Env = append(slices.Clone(env), "APISUITE_AGENT="+tg.binary, "APISUITE_WORKAROUNDS="+tg.workarounds)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	pipe, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, fmt.Errorf("go test: %w", err)
-	}
+// runSuite runs the selected tests against one agent, each in a process of
+// its own (o.parallel at a time), and reads their outcomes from test2json,
+// whose output it also writes to logPath. One process per test, because a
+// test that panics ends its process: TestAPI_CatalogNode's own failure
+// message dereferences a missing service when the Proxy field differs, and
+// in one shared process that took every test still running down with it.
+func runSuite(testBin string, env []string, tg target, tests []suiteTest, o options, logPath string) (map[string]result, error) {
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, fmt.Errorf("log: %w", err)
 	}
 	defer logFile.Close()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("go test: %w", err)
+	env = append(slices.Clone(env), "APISUITE_AGENT="+tg.binary, "APISUITE_WORKAROUNDS="+tg.workarounds)
+	var (
+		mu       sync.Mutex
+		res      = map[string]result{}
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	next := make(chan suiteTest)
+	for range o.parallel {
+		wg.Go(func() {
+			for t := range next {
+				r, raw, err := runOne(testBin, env, t.name, o.timeout)
+				mu.Lock()
+				if _, werr := logFile.Write(raw); werr != nil && firstErr == nil {
+					firstErr = fmt.Errorf("log: %w", werr)
+				}
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				res[t.name] = r
+				mu.Unlock()
+			}
+		})
 	}
-	res := map[string]result{}
-	var packageOutput []string
-	sc := bufio.NewScanner(io.TeeReader(pipe, logFile))
+	for _, t := range tests {
+		next <- t
+	}
+	close(next)
+	wg.Wait()
+	return res, firstErr
+}
+
+// runOne runs one test through test2json and returns its outcome and the
+// raw JSON lines.
+func runOne(testBin string, env []string, name string, timeout time.Duration) (result, []byte, error) {
+	cmd := exec.Command("go", "tool", "test2json", "-t", "-p", apiModule,
+		testBin, "-test.v=test2json", "-test.count=1", "-test.run", "^"+regexp.QuoteMeta(name)+"$",
+		"-test.timeout", timeout.String())
+	cmd.Dir = filepath.Dir(testBin)
+	cmd.Env = env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	// A failing test exits non-zero: that is the report, not an error.
+	out, _ := cmd.Output()
+	var r result
+	var stray []string
+	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 0, 1<<20), 16<<20)
 	events := 0
 	for sc.Scan() {
 		var ev testEvent
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			packageOutput = append(packageOutput, sc.Text())
+			stray = append(stray, sc.Text())
 			continue
 		}
 		events++
 		top, _, sub := strings.Cut(ev.Test, "/")
-		if ev.Test == "" {
-			if ev.Action == "output" {
-				packageOutput = append(packageOutput, strings.TrimRight(ev.Output, "\n"))
-			}
-			continue
-		}
-		r := res[top]
-		switch ev.Action {
-		case "output":
+		switch {
+		case ev.Action == "output" && (top == name || ev.Test == ""):
 			r.output = append(r.output, strings.TrimRight(ev.Output, "\n"))
-		case "pass", "fail", "skip":
-			if !sub {
-				r.action, r.elapsed = ev.Action, ev.Elapsed
-			}
+		case (ev.Action == "pass" || ev.Action == "fail" || ev.Action == "skip") && top == name && !sub:
+			r.action, r.elapsed = ev.Action, ev.Elapsed
 		}
-		res[top] = r
 	}
-	if err := sc.Err(); err != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		return nil, fmt.Errorf("read go test -json: %w", err)
-	}
-	// go test exits 1 when a test fails; that is the report, not an error.
-	waitErr := cmd.Wait()
 	if events == 0 {
-		return nil, fmt.Errorf("go test produced no results (%v): %s\n%s", waitErr, strings.TrimSpace(stderr.String()), strings.Join(packageOutput, "\n"))
+		return r, out, fmt.Errorf("%s: test2json produced no events: %s %s", name, strings.TrimSpace(stderr.String()), strings.Join(stray, " "))
 	}
-	for _, t := range tests {
-		if r := res[t.name]; r.action == "" {
-			r.action = "fail"
-			r.output = append(r.output, "apisuite: no result: the test binary stopped before this test ended (timeout or panic; see the log): "+lastLines(packageOutput, 3))
-			res[t.name] = r
-		}
+	if r.action == "" {
+		r.action = "fail"
+		r.output = append(r.output, "apisuite: no result: the test's process ended before the test did (see the log): "+lastLines(r.output, 3))
 	}
-	return res, nil
+	return r, out, nil
 }
 
 func lastLines(lines []string, n int) string {
@@ -597,13 +610,22 @@ func lastLines(lines []string, n int) string {
 
 var (
 	// fileLine is the t.Log/t.Error prefix go test puts on a message.
-	fileLine = regexp.MustCompile(`^\s+[\w.-]+\.go:\d+: (.*)$`)
+	fileLine = regexp.MustCompile(`^\s+[\w.-]+\.go:\d+: ?(.*)$`)
+	// innerFileLine is the prefix retry adds to the messages it collects.
+	innerFileLine = regexp.MustCompile(`^[\w.-]+\.go:\d+: ?`)
 	// testifyError is testify's "Error:" line under an empty message.
 	testifyError = regexp.MustCompile(`^\s+Error:\s+(.*)$`)
+	// testFrame is a panic's stack frame in one of the api's test files.
+	testFrame = regexp.MustCompile(`/api/(\w+_test\.go:\d+)`)
 )
 
+// chatter are the harness's log messages, not failures.
+var chatter = []string{"CONFIG JSON", "test cmd args", "server stop failed", "WARNING:"}
+
 // failureReason is a one-line reason from a failed test's output: its first
-// failure message that is not the harness's own logging.
+// failure message that is not the harness's own logging; for a server that
+// did not start, the agent's or the shim's error; for a panic, the panic
+// and the line of the test that made it.
 func failureReason(out []string) string {
 	for i, line := range out {
 		if strings.HasPrefix(line, "apisuite: ") {
@@ -614,18 +636,52 @@ func failureReason(out []string) string {
 			continue
 		}
 		msg := strings.TrimSpace(m[1])
-		if strings.HasPrefix(msg, "CONFIG JSON") || strings.HasPrefix(msg, "test cmd args") || strings.HasPrefix(msg, "WARNING:") {
+		for innerFileLine.MatchString(msg) {
+			msg = strings.TrimSpace(innerFileLine.ReplaceAllString(msg, ""))
+		}
+		if slices.ContainsFunc(chatter, func(c string) bool { return strings.HasPrefix(msg, c) }) {
 			continue
 		}
 		if msg == "" || strings.HasPrefix(msg, "Error Trace:") {
 			msg = testifyMessage(out[i+1:])
+		} else if strings.HasSuffix(msg, ":") && i+1 < len(out) {
+			msg += " " + strings.TrimSpace(out[i+1])
 		}
 		if msg == "" {
 			continue
 		}
-		return clip(msg, 200)
+		if strings.Contains(msg, "Failed to start server") {
+			if why := startError(out); why != "" {
+				msg += " (" + why + ")"
+			}
+		}
+		return clip(msg, 220)
+	}
+	for i, line := range out {
+		if p, ok := strings.CutPrefix(line, "panic: "); ok {
+			p = strings.TrimSuffix(p, " [recovered, repanicked]")
+			for _, next := range out[i+1:] {
+				if f := testFrame.FindStringSubmatch(next); f != nil {
+					return clip("panic at "+f[1]+": "+p, 220)
+				}
+			}
+			return clip("panic: "+p, 220)
+		}
 	}
 	return "(no failure message; see the log)"
+}
+
+// startError is the first error an agent or the shim printed on its way
+// out: tenure's "tenure agent: …", Consul's "==> …", or the shim's own.
+func startError(out []string) string {
+	for _, line := range out {
+		switch {
+		case strings.HasPrefix(line, "tenure agent: "), strings.HasPrefix(line, "==> "),
+			strings.HasPrefix(line, "consulshim: ") && !strings.HasPrefix(line, "consulshim: workarounds"):
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
 }
 
 // testifyMessage is the "Error:" line of a testify failure (the lines

@@ -113,3 +113,32 @@ func TestFailureReason(t *testing.T) {
 		}
 	}
 }
+
+func TestFailureReasonDigs(t *testing.T) {
+	for _, c := range []struct {
+		out  []string
+		want string
+	}{
+		{[]string{
+			"    retry.go:219: server.go:342: CONFIG JSON: {}",
+			"        server.go:392: server stop failed with: exit status 2",
+			"        retry.go:62: Failed to start server: api unavailable",
+			"consulshim: workarounds version applied: {}",
+			"tenure agent: /tmp/reload.json: unexpected end of JSON input",
+		}, "Failed to start server: api unavailable (tenure agent: /tmp/reload.json: unexpected end of JSON input)"},
+		{[]string{
+			"--- FAIL: TestAPI_AgentJoin (3.18s)",
+			"panic: interface conversion: interface {} is nil, not string [recovered, repanicked]",
+			"testing.tRunner.func1.2({0xb2c480, 0x10f8e8f51830})",
+			"	/tmp/apisuite-1/api/agent_test.go:1408 +0x1b6",
+		}, "panic at agent_test.go:1408: interface conversion: interface {} is nil, not string"},
+		{[]string{
+			"    retry.go:219: retry.go:62: Bad proxy config:",
+			"        want &{a}",
+		}, "Bad proxy config: want &{a}"},
+	} {
+		if got := failureReason(c.out); got != c.want {
+			t.Errorf("failureReason(%q)\n = %q\nwant %q", c.out, got, c.want)
+		}
+	}
+}
