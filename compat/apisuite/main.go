@@ -615,6 +615,8 @@ var (
 	innerFileLine = regexp.MustCompile(`^[\w.-]+\.go:\d+: ?`)
 	// testifyError is testify's "Error:" line under an empty message.
 	testifyError = regexp.MustCompile(`^\s+Error:\s+(.*)$`)
+	// testifyMessages is the line with the assertion's msgAndArgs.
+	testifyMessages = regexp.MustCompile(`^\s+Messages:\s+(.*)$`)
 	// testFrame is a panic's stack frame in one of the api's test files.
 	testFrame = regexp.MustCompile(`/api/(\w+_test\.go:\d+)`)
 )
@@ -686,7 +688,7 @@ func startError(out []string) string {
 
 // testifyMessage is the "Error:" line of a testify failure (the lines
 // after its empty t.Error message), with the line after it when the error
-// text itself starts there.
+// text itself starts there, and its "Messages:" line.
 func testifyMessage(out []string) string {
 	for j, line := range out[:min(len(out), 12)] {
 		e := testifyError.FindStringSubmatch(line)
@@ -696,6 +698,14 @@ func testifyMessage(out []string) string {
 		msg := strings.TrimSpace(e[1])
 		if (msg == "" || strings.HasSuffix(msg, ":")) && j+1 < len(out) {
 			msg += " " + strings.TrimSpace(out[j+1])
+		}
+		// The assertion's own message, when it gave one, says what was
+		// being checked.
+		for _, after := range out[j+1 : min(len(out), j+8)] {
+			if m := testifyMessages.FindStringSubmatch(after); m != nil {
+				msg += " (" + strings.TrimSpace(m[1]) + ")"
+				break
+			}
 		}
 		return msg
 	}

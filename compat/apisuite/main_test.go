@@ -133,6 +133,13 @@ func TestFailureReasonDigs(t *testing.T) {
 			"	/tmp/apisuite-1/api/agent_test.go:1408 +0x1b6",
 		}, "panic at agent_test.go:1408: interface conversion: interface {} is nil, not string"},
 		{[]string{
+			"    agent_test.go:1927: ",
+			"        \tError Trace:\t/tmp/x/api/agent_test.go:1927",
+			"        \tError:      \tExpected value not to be nil.",
+			"        \tTest:       \tTestAPI_AgentHealthServiceOpts",
+			"        \tMessages:   \tservice id:foo : bad output",
+		}, "Expected value not to be nil. (service id:foo : bad output)"},
+		{[]string{
 			"    retry.go:219: retry.go:62: Bad proxy config:",
 			"        want &{a}",
 		}, "Bad proxy config: want &{a}"},
