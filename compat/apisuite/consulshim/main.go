@@ -21,13 +21,15 @@
 //     answer the harness's wait for a Connect CA root itself. testutil
 //     enables Connect and, when it has, polls
 //     /v1/agent/connect/ca/roots until a root is there (its config struct
-//     decides, not the agent), so a server without Connect fails every
-//     test before it starts. The shim then listens on the HTTP port the
-//     harness chose, starts the agent on another free port, answers that
-//     one GET with a placeholder root and passes every other request
-//     through unchanged. The Connect tests themselves are excluded (see
+//     decides, not the agent), so on a server without Connect every test
+//     on the default config fails before it starts. The shim then listens
+//     on the HTTP port the harness chose, starts the agent on another free
+//     port, answers that one GET with a placeholder root and passes every
+//     other request through (a reverse proxy: hop-by-hop headers aside,
+//     as sent). When the harness's config has Connect off already (the
+//     Lock tests), the agent serves the harness's port itself. The Connect tests themselves are excluded (see
 //     compat/apisuite/excluded.txt), so nothing reads the placeholder.
-//     This stays until tenure has Connect, which is not planned.
+//     Needed for as long as tenure has no Connect CA.
 //
 // The shim forwards SIGINT, SIGTERM and SIGABRT to the agent (the harness
 // stops it with SIGINT, then SIGABRT) and exits with its status.
