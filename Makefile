@@ -110,6 +110,18 @@ SEED  ?= 1
 chaos:
 	TENURE_CHAOS_KILLS=$(KILLS) TENURE_CHAOS_SEED=$(SEED) $(GO) test -count=1 -v -timeout 0 -run 'TestCrashLoop$$' ./bench
 
+## api-suite: consul/api's own tests, unmodified (the go.mod version, from the module cache or proxy), for the
+## Lock, Semaphore, Session, KV, Txn, Agent, Catalog, Health, PreparedQuery and Status groups, through a `consul`
+## shim that starts tenure built fresh; passed/failed/skipped per group, the failures and the tests excluded with
+## their reasons; CONSUL, a consul binary, gets the same run side by side (minutes; not in make test), e.g.
+##   make api-suite CONSUL=/path/to/consul API_GROUPS=Lock,Session WORKAROUNDS=none
+API_GROUPS  ?=
+WORKAROUNDS ?=
+.PHONY: api-suite
+api-suite:
+	$(GO) run ./compat/apisuite $(if $(CONSUL),-consul $(CONSUL)) $(if $(API_GROUPS),-groups $(API_GROUPS)) \
+		$(if $(WORKAROUNDS),-workarounds $(WORKAROUNDS))
+
 ## sim-long: many sim seeds in parallel processes with a progress line and a summary, e.g. make sim-long SEEDS=10000;
 ## SHARD=K/N runs one machine's share (K from 0), and go run ./sim/cmd/simlong -merge FILES… combines the shards' results.jsonl
 SEEDS ?= 1000
