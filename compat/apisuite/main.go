@@ -30,9 +30,10 @@
 // are printed with their names.
 //
 // The shim's workarounds (-workarounds, -consul-workarounds) are described
-// in consulshim's doc; by default tenure gets all three and Consul only
-// "connect", so both run with Connect off. -workarounds none runs tenure on
-// the harness's config as written.
+// in consulshim's doc; by default both get only "connect" (Connect off):
+// tenure now accepts the config's version key and honours bootstrap, so
+// the other two are kept only to compare with older builds. -workarounds
+// none runs tenure on the harness's config as written.
 //
 //	go run ./compat/apisuite [-consul /path/to/consul] [-groups Lock,KV] [-run REGEX]
 //
@@ -100,7 +101,7 @@ type options struct {
 func main() {
 	var o options
 	flag.StringVar(&o.consul, "consul", "", "a consul binary to run the same tests against, side by side")
-	flag.StringVar(&o.workarounds, "workarounds", "version,bootstrap,connect", "the shim's config workarounds for tenure (comma-separated, or none)")
+	flag.StringVar(&o.workarounds, "workarounds", "connect", "the shim's config workarounds for tenure (comma-separated, or none)")
 	flag.StringVar(&o.consulWorkarounds, "consul-workarounds", "connect", "the shim's config workarounds for Consul (comma-separated, or none)")
 	flag.StringVar(&o.groups, "groups", "", "run only these groups (comma-separated; default all)")
 	flag.StringVar(&o.run, "run", "", "run only the tests whose names match this regular expression")
