@@ -169,21 +169,26 @@ func (s *Syncer) run(ctx context.Context) {
 			} else {
 				full.Reset(s.cfg.Interval + s.cfg.Stagger(s.scaled(s.cfg.Interval)))
 			}
-			continue
 		case <-s.serverUp:
 			full.Reset(s.cfg.Stagger(s.scaled(defaultServerUpStagger)))
-			continue
 		case <-s.st.changeNotices():
+			retry = s.partial(retry)
 		case <-retry:
-			retry = nil
-		}
-		if err := s.SyncChanges(); err != nil {
-			s.report(err)
-			if retry == nil {
-				retry = time.After(s.cfg.RetryInterval + s.cfg.Stagger(s.scaled(s.cfg.RetryInterval)))
-			}
+			retry = s.partial(nil)
 		}
 	}
+}
+
+// partial runs the loop's partial sync and returns the retry to wait for:
+// retry as given, or a new one after a failure when none was armed.
+func (s *Syncer) partial(retry <-chan time.Time) <-chan time.Time {
+	if err := s.SyncChanges(); err != nil {
+		s.report(err)
+		if retry == nil {
+			retry = time.After(s.cfg.RetryInterval + s.cfg.Stagger(s.scaled(s.cfg.RetryInterval)))
+		}
+	}
+	return retry
 }
 
 // syncFull reads the node's record and entries from the catalog, marks the
