@@ -133,6 +133,51 @@ func TestAntiEntropyIsQuietWhenNothingChanges(t *testing.T) {
 	}
 }
 
+// TestSessionBoundRightAfterAPass (issue 35, S61, S12): a TTL check
+// registered critical is in the catalog passing when its pass returns, so
+// a session bound to it is created at once, and critical when its fail
+// returns, so the session is gone by then; through a server agent and a
+// client agent alike, as with Consul, whose agent syncs before it answers.
+func TestSessionBoundRightAfterAPass(t *testing.T) {
+	srv := agenttest.StartDevAgent(t, nil)
+	cli := agenttest.StartClient(t, "client-1", srv)
+	for _, tc := range []struct {
+		node string
+		api  *api.Client
+	}{{"dev", client(t, srv.HTTPAddr())}, {"client-1", client(t, cli.HTTPAddr())}} {
+		eventually(t, tc.node+"'s serfHealth is in the catalog", func() error {
+			cs, _, err := tc.api.Health().Node(tc.node, nil)
+			if err != nil {
+				return err
+			}
+			for _, c := range cs {
+				if c.CheckID == "serfHealth" && c.Status == api.HealthPassing {
+					return nil
+				}
+			}
+			return errorf("checks %+v", cs)
+		})
+		agent := tc.api.Agent()
+		if err := agent.CheckRegister(&api.AgentCheckRegistration{ID: "app", Name: "app",
+			AgentServiceCheck: api.AgentServiceCheck{TTL: "1h"}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := agent.PassTTL("app", "ready"); err != nil {
+			t.Fatal(err)
+		}
+		sid, _, err := tc.api.Session().Create(&api.SessionEntry{NodeChecks: []string{"serfHealth", "app"}}, nil)
+		if err != nil {
+			t.Fatalf("%s: session bound to a check right after its pass: %v", tc.node, err)
+		}
+		if err := agent.FailTTL("app", "down"); err != nil {
+			t.Fatal(err)
+		}
+		if s, _, err := tc.api.Session().Info(sid, nil); err != nil || s != nil {
+			t.Fatalf("%s: session bound to a check still there after its fail returned: %+v %v", tc.node, s, err)
+		}
+	}
+}
+
 // sessionGone waits until a session no longer exists.
 func sessionGone(t *testing.T, c *api.Client, id, why string) {
 	t.Helper()

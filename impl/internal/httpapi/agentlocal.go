@@ -76,19 +76,19 @@ func refusal(err error) error {
 	return err
 }
 
-// syncNow pushes a registration to the catalog before the reply, as
-// Consul's agent does; a failure is only logged (the reply is still 200 and
-// anti-entropy retries), as there.
+// syncNow pushes a registration or status change to the catalog before
+// the reply, as Consul's agent does; a failure is only logged (the reply is
+// still 200 and anti-entropy retries), as there.
 func (h *localHandler) syncNow() {
 	err := h.la.Syncer().SyncChanges()
 	if errors.Is(err, local.ErrHalted) {
-		// The agent has left: the registration stays local, as it would
+		// The agent has left: the change stays local, as it would
 		// on an agent that has shut down.
-		h.log.Debug("registration after the agent left is not synced", "error", err)
+		h.log.Debug("a change after the agent left is not synced", "error", err)
 		return
 	}
 	if err != nil {
-		h.log.Warn("syncing a registration to the catalog failed; anti-entropy will retry", "error", err)
+		h.log.Warn("syncing a change to the catalog failed; anti-entropy will retry", "error", err)
 	}
 }
 
@@ -151,17 +151,28 @@ func (h *localHandler) checkUpdate(c *call) error {
 	if err := json.Unmarshal(body, &u); err != nil {
 		return decodeFailed(err)
 	}
-	return refusal(h.la.UpdateTTL(c.arg, u.Status, u.Output))
+	if err := h.la.UpdateTTL(c.arg, u.Status, u.Output); err != nil {
+		return refusal(err)
+	}
+	h.syncNow()
+	return nil
 }
 
 // checkTTL is PUT /v1/agent/check/pass|warn|fail/<id>[?note=]: the note
-// becomes the output.
+// becomes the output. A status change is in the catalog when the call
+// returns, so a session bound to the check can be created right after a
+// pass, as with Consul; an output-only change is deferred and the sync
+// writes nothing.
 func (h *localHandler) checkTTL(status string) func(c *call) error {
 	return func(c *call) error {
 		if err := idArg(c, "Check ID"); err != nil {
 			return err
 		}
-		return refusal(h.la.UpdateTTL(c.arg, status, c.query().Get("note")))
+		if err := h.la.UpdateTTL(c.arg, status, c.query().Get("note")); err != nil {
+			return refusal(err)
+		}
+		h.syncNow()
+		return nil
 	}
 }
 

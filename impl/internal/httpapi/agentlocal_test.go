@@ -68,6 +68,36 @@ func (f *localFixture) snapshot() string {
 	return f.ok("GET", "/v1/agent/services", "") + "\n" + f.ok("GET", "/v1/agent/checks", "") + "\n" + f.cat.Dump("node-a")
 }
 
+// TestCheckUpdatesAreInTheCatalogWhenTheyAnswer (issue 35): pass, warn,
+// fail and update answer only once their status change is in the catalog,
+// as Consul's agent syncs before it replies, so a session bound to the
+// check can be created at once. An output-only change waits for
+// check_update_interval: the sync before the reply writes nothing. No
+// anti-entropy loop runs here: only the endpoints sync.
+func TestCheckUpdatesAreInTheCatalogWhenTheyAnswer(t *testing.T) {
+	f := newLocalFixture(t)
+	f.ok("PUT", "/v1/agent/check/register", `{"Name":"app","TTL":"1h"}`)
+	for _, step := range []struct{ path, body, want string }{
+		{"/v1/agent/check/pass/app?note=up", "", `check app svc= passing "up"`},
+		{"/v1/agent/check/warn/app?note=slow", "", `check app svc= warning "slow"`},
+		{"/v1/agent/check/fail/app", "", `check app svc= critical ""`},
+		{"/v1/agent/check/update/app", `{"Status":"passing","Output":"back"}`, `check app svc= passing "back"`},
+	} {
+		f.ok("PUT", step.path, step.body)
+		if got := f.cat.Dump("node-a"); got != step.want {
+			t.Fatalf("after %s: catalog %q, want %q", step.path, got, step.want)
+		}
+	}
+	writes := f.cat.Writes()
+	f.ok("PUT", "/v1/agent/check/pass/app?note=still+up", "")
+	if c, _ := f.la.State().Check("app"); c.Output != "still up" {
+		t.Fatalf("the agent's own output is %q, want the new one", c.Output)
+	}
+	if w, got := f.cat.Writes()-writes, f.cat.Dump("node-a"); w != 0 || got != `check app svc= passing "back"` {
+		t.Fatalf("an output-only change went to the catalog at once: %d writes, catalog %q", w, got)
+	}
+}
+
 // TestLocalAgentEndpoints: each agent check, service and maintenance
 // endpoint with good input does what Consul's does (S61); the agent
 // answers them itself.

@@ -87,8 +87,8 @@ func NewAgent(cfg Config, cat Catalog) *Agent {
 // State is the agent's local state (for reads).
 func (a *Agent) State() *State { return a.state }
 
-// Syncer is the agent's anti-entropy (SyncChanges after a registration,
-// noteServerUp on a new leader).
+// Syncer is the agent's anti-entropy (SyncChanges after a registration or
+// a check update, noteServerUp on a new leader).
 func (a *Agent) Syncer() *Syncer { return a.syncer }
 
 // Run runs anti-entropy and the reaper of long-critical services until ctx

@@ -59,14 +59,6 @@ func settle() {
 	synctest.Wait()
 }
 
-// quiesce waits out the sync gap (twice, in case a sync ran at the end of
-// the first), so every change so far is in the catalog and the next one is
-// written at once.
-func quiesce() {
-	time.Sleep(2*defaultMinSyncGap + time.Nanosecond)
-	synctest.Wait()
-}
-
 func ttlService(t *testing.T, h *harness, id string, ttl string, extra string) {
 	t.Helper()
 	body := fmt.Sprintf(`{"ID":%q,"Name":"web","Tags":["a"],"Port":80,"Check":{"TTL":%q%s}}`, id, ttl, extra)
@@ -77,7 +69,7 @@ func ttlService(t *testing.T, h *harness, id string, ttl string, extra string) {
 	if err := h.a.RegisterService(def, checks.Remote, false); err != nil {
 		t.Fatal(err)
 	}
-	quiesce()
+	settle()
 }
 
 func codeOf(err error) (int, string) {
@@ -182,42 +174,81 @@ func TestOutputOnlyChangesAreDeferred(t *testing.T) {
 	})
 }
 
-// TestFlappingCheckIsRateLimited: a client flips a TTL check every 10 ms for
-// 10 s. Writes stay within one per minSyncGap and the catalog ends on the
-// last status; with the gap off the same flapping writes on every flip.
-func TestFlappingCheckIsRateLimited(t *testing.T) {
-	flap := func(t *testing.T, gap time.Duration) (writes int, final string) {
-		h := start(t, func(c *Config) { c.Sync.minSyncGap = gap })
-		ttlService(t, h, "web1", "1h", "")
-		base := h.cat.Writes()
-		status := checks.Passing
-		for i := range 1000 {
-			status = checks.Passing
-			if i%2 == 1 {
-				status = checks.Critical
-			}
-			if err := h.a.UpdateTTL("service:web1", status, ""); err != nil {
+// TestStatusChangesAreWrittenAtOnce (issue 35): every status change starts
+// a partial sync at once, however soon it follows the previous one: with
+// no virtual time passing, a fail, a pass and a warn each reach the
+// catalog.
+func TestStatusChangesAreWrittenAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := start(t, nil)
+		ttlService(t, h, "web1", "1h", `,"Status":"passing"`)
+		began := time.Now()
+		for _, status := range []string{checks.Critical, checks.Passing, checks.Warning} {
+			if err := h.a.UpdateTTL("service:web1", status, "now "+status); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(10 * time.Millisecond)
+			settle()
+			want := fmt.Sprintf("check service:web1 svc=web1 %s %q", status, "now "+status)
+			if got := h.cat.Dump(node); !strings.Contains(got, want) {
+				t.Fatalf("%s, with no time passing: catalog\n%s\nwant %s", status, got, want)
+			}
 		}
-		time.Sleep(2 * time.Second)
-		settle()
-		h.stop()
-		return h.cat.Writes() - base, h.cat.Dump(node)
-	}
-	synctest.Test(t, func(t *testing.T) {
-		w, dump := flap(t, 0)
-		if w > 11 {
-			t.Errorf("10s of flapping took %d writes with a 1s gap, want at most 11", w)
-		}
-		if !strings.Contains(dump, `svc=web1 critical`) {
-			t.Errorf("catalog did not end on the last status:\n%s", dump)
+		if !time.Now().Equal(began) {
+			t.Fatal("virtual time passed; the test proves nothing")
 		}
 	})
+}
+
+// TestChangesDuringASyncMergeIntoOne: while a partial sync's write is in
+// flight, a client flips a TTL check a thousand times; one more sync
+// follows it, which writes the last status, and no other, so a flapping
+// check costs one write in flight and one waiting however fast it flaps.
+func TestChangesDuringASyncMergeIntoOne(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		if w, _ := flap(t, -1); w < 900 {
-			t.Errorf("without a gap flapping took only %d writes; the bound above proves nothing", w)
+		cat := newHook()
+		a := NewAgent(Config{Node: node, Stagger: zero, Sync: SyncConfig{Stagger: zero}}, cat)
+		defer a.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); a.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+		def, err := DecodeService([]byte(`{"ID":"web1","Name":"web","Check":{"TTL":"1h"}}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.RegisterService(def, checks.Remote, false); err != nil {
+			t.Fatal(err)
+		}
+		settle()
+		release := make(chan struct{})
+		cat.beforeWrite = func(string) error {
+			<-release // closed: later writes go straight through
+			return nil
+		}
+		base := cat.attempts
+		if err := a.UpdateTTL("service:web1", checks.Passing, ""); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the loop's sync is writing, held at the catalog
+		if cat.attempts != base+1 {
+			t.Fatalf("%d writes started for the first change, want 1", cat.attempts-base)
+		}
+		for i := range 1000 {
+			status := checks.Critical
+			if i%2 == 1 {
+				status = checks.Passing
+			}
+			if err := a.UpdateTTL("service:web1", status, fmt.Sprint("flip ", i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		close(release)
+		settle()
+		if got := cat.attempts - base; got != 2 {
+			t.Errorf("the write in flight and a thousand changes during it took %d writes, want 2", got)
+		}
+		if got := cat.Dump(node); !strings.Contains(got, `check service:web1 svc=web1 passing "flip 999"`) {
+			t.Errorf("catalog did not end on the last status:\n%s", got)
 		}
 	})
 }
@@ -231,7 +262,7 @@ func TestFullSyncRepairsDrift(t *testing.T) {
 		ttlService(t, h, "web1", "1h", "")
 		ttlService(t, h, "web2", "1h", "")
 		h.a.EnableNodeMaintenance("")
-		quiesce()
+		settle()
 		want := h.cat.Dump(node)
 
 		h.cat.put(node, &Service{ID: "web1", Service: "web", Tags: []string{"changed"}}, nil)
@@ -245,7 +276,7 @@ func TestFullSyncRepairsDrift(t *testing.T) {
 		base := h.cat.Writes()
 
 		time.Sleep(time.Minute) // the next full sync has run by then
-		quiesce()
+		settle()
 		got := h.cat.Dump(node)
 		wantNow := strings.Replace(want, "check service:web1", leader+"check service:web1", 1)
 		wantNow = strings.Replace(wantNow, "\nservice web1", leaderSvc+"\nservice web1", 1)
@@ -319,7 +350,7 @@ func TestMaintenance(t *testing.T) {
 		if err := h.a.EnableServiceMaintenance("web1", "upgrading"); err != nil {
 			t.Fatal(err)
 		}
-		quiesce()
+		settle()
 		checksNow := h.a.State().Checks()
 		want := []Check{
 			{Node: node, CheckID: "_node_maintenance", Name: "Node Maintenance Mode", Status: "critical",
@@ -342,7 +373,7 @@ func TestMaintenance(t *testing.T) {
 		if err := h.a.EnableServiceMaintenance("web1", "again"); err != nil {
 			t.Fatal(err)
 		}
-		quiesce()
+		settle()
 		if h.cat.Writes() != base {
 			t.Fatal("enabling maintenance twice wrote")
 		}
@@ -353,7 +384,7 @@ func TestMaintenance(t *testing.T) {
 		if err := h.a.DisableServiceMaintenance("web1"); err != nil {
 			t.Fatal(err)
 		}
-		quiesce()
+		settle()
 		if got := h.cat.Dump(node); strings.Contains(got, "maintenance") {
 			t.Fatalf("maintenance checks left in the catalog:\n%s", got)
 		}
@@ -527,12 +558,12 @@ func TestServiceRegistrationShapes(t *testing.T) {
 		}
 
 		// Deregistering the service is one write and takes its checks.
-		quiesce()
+		settle()
 		base := h.cat.Writes()
 		if err := h.a.DeregisterService("vault"); err != nil {
 			t.Fatal(err)
 		}
-		quiesce()
+		settle()
 		if w := h.cat.Writes() - base; w != 1 || h.cat.Dump(node) != "" {
 			t.Fatalf("deregistration: %d writes, catalog %q", w, h.cat.Dump(node))
 		}
@@ -742,7 +773,7 @@ func TestRealTCPCheckReachesCatalog(t *testing.T) {
 	}
 	defer ln.Close()
 	cat := NewMemCatalog()
-	a := NewAgent(Config{Node: node, Stagger: zero, Sync: SyncConfig{Stagger: zero, minSyncGap: -1}}, cat)
+	a := NewAgent(Config{Node: node, Stagger: zero, Sync: SyncConfig{Stagger: zero}}, cat)
 	defer a.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

@@ -9,8 +9,10 @@
 //   - Checks run on their agent and only the agent decides their status;
 //     the catalog learns it by anti-entropy. A TTL check on a dead agent
 //     therefore never expires in the catalog (serfHealth covers that).
-//   - A status change marks the check out of sync and is written at the
-//     next partial sync, one write carrying the check and its service. An
+//   - A status change marks the check out of sync and starts a partial
+//     sync at once, one write carrying the check and its service; the
+//     agent's pass, warn, fail and update endpoints also sync before they
+//     answer, so the status is in the catalog when the call returns. An
 //     output-only change stays local for check_update_interval/2 plus a
 //     random part of check_update_interval (5 min by default, so 2.5–7.5
 //     min) before it is written; meanwhile full syncs compare checks with
@@ -35,9 +37,11 @@
 //     IDs "service:<id>" (or "service:<id>:<n>" from 1 when there are
 //     several) and names "Service '<name>' check".
 //
+// Syncs go one at a time (Consul's SyncChanges holds the state's lock for
+// its whole run). Changes made while one is writing merge into the one
+// partial sync the loop runs after it, and an endpoint's sync waits its
+// turn and writes only what is still out of sync then: however fast
+// checks change, an agent has at most one catalog write in flight.
 // tenure's own bounds, beyond Consul: at most maxServices services and
-// maxChecks checks per agent, and at most one partial sync per minSyncGap
-// (1 s), with changes arriving in between merged into the next one, so a
-// check flapping as fast as a client can post costs the leader at most one
-// write per gap per service.
+// maxChecks checks per agent.
 package local

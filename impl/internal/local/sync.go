@@ -16,11 +16,6 @@ const (
 	defaultSyncInterval    = time.Minute      // ae_interval: full sync period, before scaling
 	defaultRetryInterval   = 15 * time.Second // after a failed sync
 	defaultServerUpStagger = 3 * time.Second  // spread of full syncs after a new leader
-	// defaultMinSyncGap is tenure's own bound on partial syncs: at most one
-	// per gap, whatever the checks do. Consul relies on checks running at
-	// most once a second; a client hammering a TTL check has no such limit,
-	// so the gap is what keeps a flapping check from flooding the leader.
-	defaultMinSyncGap = time.Second
 )
 
 // The entries full syncs leave alone: the leader owns them.
@@ -33,7 +28,6 @@ const (
 type SyncConfig struct {
 	Interval      time.Duration
 	RetryInterval time.Duration
-	minSyncGap    time.Duration
 	// ClusterSize is the number of LAN members (failed and left included),
 	// which stretches the full-sync period on big clusters; nil means 1.
 	ClusterSize func() int
@@ -102,11 +96,6 @@ func newSyncer(st *State, cat Catalog, cfg SyncConfig) *Syncer {
 	if cfg.RetryInterval <= 0 {
 		cfg.RetryInterval = defaultRetryInterval
 	}
-	if cfg.minSyncGap < 0 {
-		cfg.minSyncGap = 0
-	} else if cfg.minSyncGap == 0 {
-		cfg.minSyncGap = defaultMinSyncGap
-	}
 	if cfg.ClusterSize == nil {
 		cfg.ClusterSize = func() int { return 1 }
 	}
@@ -157,13 +146,17 @@ func (s *Syncer) report(err error) {
 
 // run syncs until ctx ends: a full sync first, then a full sync every
 // Interval plus a random scaled part of it (RetryInterval likewise after a
-// failure), and a partial sync for each batch of changes, at most one per
-// minSyncGap.
+// failure), and a partial sync as soon as something goes out of sync, as
+// Consul's syncer does. The loop runs its syncs one after the other, so
+// changes made while one is under way merge into a single notice and a
+// single partial sync after it: however fast checks change, the loop has
+// at most one sync in flight and one waiting. A failed partial sync is
+// tried again after RetryInterval (plus a stagger) if no other change
+// comes first.
 func (s *Syncer) run(ctx context.Context) {
 	full := time.NewTimer(0)
 	defer full.Stop()
-	var gap, retry <-chan time.Time
-	pending := false
+	var retry <-chan time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -179,25 +172,23 @@ func (s *Syncer) run(ctx context.Context) {
 		case <-s.serverUp:
 			full.Reset(s.cfg.Stagger(s.scaled(defaultServerUpStagger)))
 		case <-s.st.changeNotices():
-			pending = true
-		case <-gap:
-			gap = nil
+			retry = s.partial(retry)
 		case <-retry:
-			retry, pending = nil, true
-		}
-		if pending && gap == nil {
-			pending = false
-			if err := s.SyncChanges(); err != nil {
-				s.report(err)
-				if retry == nil {
-					retry = time.After(s.cfg.RetryInterval + s.cfg.Stagger(s.scaled(s.cfg.RetryInterval)))
-				}
-			}
-			if s.cfg.minSyncGap > 0 {
-				gap = time.After(s.cfg.minSyncGap)
-			}
+			retry = s.partial(nil)
 		}
 	}
+}
+
+// partial runs the loop's partial sync and returns the retry to wait for:
+// retry as given, or a new one after a failure when none was armed.
+func (s *Syncer) partial(retry <-chan time.Time) <-chan time.Time {
+	if err := s.SyncChanges(); err != nil {
+		s.report(err)
+		if retry == nil {
+			retry = time.After(s.cfg.RetryInterval + s.cfg.Stagger(s.scaled(s.cfg.RetryInterval)))
+		}
+	}
+	return retry
 }
 
 // syncFull reads the node's record and entries from the catalog, marks the

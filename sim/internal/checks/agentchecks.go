@@ -69,8 +69,9 @@ func blockingSpans(ix *traceIndex, node string) []interval {
 //   - with no fault that may block the agent's sync (blockingFault) from
 //     Election before the expiry to the deadline, expiry +
 //     Bounds.AgentSyncQuiet + Slack: the agent's partial sync follows the
-//     status change within MinSyncGap, the leader in place applies it, and
-//     the same entry invalidates the sessions;
+//     status change at once (AgentSyncQuiet is margin for a sync under
+//     way), the leader in place applies it, and the same entry
+//     invalidates the sessions;
 //   - otherwise, from the later of the expiry and the end of the last such
 //     fault plus Election, + AgentSync + Slack (a sync that failed during
 //     the fault is retried within AgentSync): at most Bounds.CheckExpiry

@@ -40,13 +40,15 @@ type Bounds struct {
 	// AgentCheckTTL is the largest agent TTL check's TTL (0: none), and
 	// AgentSync how long after a check's status changes on its agent the
 	// catalog has it, the agent and the leader reachable: anti-entropy's
-	// partial sync follows the change within MinSyncGap, and a sync that
-	// failed (no leader yet) is retried after RetryInterval plus a stagger
-	// of up to RetryInterval: AgentSyncBound.
+	// partial sync starts at the change (or when the sync under way ends),
+	// and a sync that failed (no leader yet) is retried after RetryInterval
+	// plus a stagger of up to RetryInterval: AgentSyncBound.
 	AgentCheckTTL time.Duration `json:"agent_check_ttl,omitempty"`
 	AgentSync     time.Duration `json:"agent_sync,omitempty"`
-	// AgentSyncQuiet is AgentSync with no fault in the way: the partial
-	// sync's MinSyncGap (1 s).
+	// AgentSyncQuiet is AgentSync with no fault in the way. The partial
+	// sync starts at the change, or behind the one sync under way; the
+	// runs use 1 s, the gap agents once kept between partial syncs, now
+	// margin for that sync under way.
 	AgentSyncQuiet time.Duration `json:"agent_sync_quiet,omitempty"`
 
 	// Derived (deriveBounds fills them in):
@@ -70,9 +72,10 @@ type Bounds struct {
 }
 
 // AgentSyncBound is Bounds.AgentSync for impl/internal/local's default timings
-// (which the simulator keeps): a partial sync at most MinSyncGap (1 s)
-// after the change, and if that one fails, a retry within RetryInterval
-// plus its stagger (15 s + 15 s).
+// (which the simulator keeps): a partial sync at the change, and if that one
+// fails, a retry within RetryInterval plus its stagger (15 s + 15 s). The
+// extra second is the gap agents once kept between partial syncs, kept as
+// margin for the sync a change may wait behind.
 const AgentSyncBound = time.Second + 2*15*time.Second
 
 // memberlist's LAN timing as impl/internal/gossip configures it (Consul's defaults,
