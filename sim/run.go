@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -135,10 +136,15 @@ func (sc Scenario) Apply(o Options) Options {
 	return o
 }
 
-func writeScenarioFile(path string, sc Scenario) error {
+// writeScenarioFile writes a scenario (the harness's Scenario, or
+// TestSeeds' shrunk run) as indented JSON, making its folder if need be.
+func writeScenarioFile(path string, sc any) error {
 	b, err := json.MarshalIndent(sc, "", " ")
 	if err != nil {
 		return fmt.Errorf("sim: encode scenario: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("sim: write scenario: %w", err)
 	}
 	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
 		return fmt.Errorf("sim: write scenario: %w", err)

@@ -153,7 +153,7 @@ func shrinkFailure(t *testing.T, res *workload.Result, failed string) {
 	t.Helper()
 	s := shrinkRun(t, res, failed)
 	path := filepath.Join(artifactDir(res), "scenario.json")
-	if err := writeScenario(path, s.sc); err != nil {
+	if err := writeScenarioFile(path, s.sc); err != nil {
 		t.Errorf("shrink: %v", err)
 		return
 	}
@@ -173,20 +173,6 @@ func faultList(fs []core.Fault) string {
 		s += fmt.Sprintf("%s at %v for %v", f.Kind, f.At.Round(time.Millisecond), f.Dur.Round(time.Millisecond))
 	}
 	return s
-}
-
-func writeScenario(path string, sc shrunkRun) error {
-	b, err := json.MarshalIndent(sc, "", " ")
-	if err != nil {
-		return fmt.Errorf("encode scenario: %w", err)
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("write scenario: %w", err)
-	}
-	if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
-		return fmt.Errorf("write scenario: %w", err)
-	}
-	return nil
 }
 
 // readScenario reads a scenario file into the run it describes; a name
@@ -251,7 +237,7 @@ func TestShrinkKeepsTheFaultThatMatters(t *testing.T) {
 	}
 	path := filepath.Join(t.TempDir(), "scenario.json")
 	sc := shrunkRun{Seed: 1, Nodes: cfg.Servers, Duration: cfg.Duration, Break: deafDetector.Name, Check: checks.CheckDeadHolder, From: 4, Schedule: least}
-	if err := writeScenario(path, sc); err != nil {
+	if err := writeScenarioFile(path, sc); err != nil {
 		t.Fatal(err)
 	}
 	back, _, err := readScenario(path)
@@ -300,7 +286,7 @@ func TestShrinkTeeth(t *testing.T) {
 		if *flagShrinkKeep != "" {
 			path = filepath.Join(*flagShrinkKeep, tc.v.Name+".json")
 		}
-		if err := writeScenario(path, s.sc); err != nil {
+		if err := writeScenarioFile(path, s.sc); err != nil {
 			t.Fatal(err)
 		}
 		cfg, _, err := readScenario(path)
@@ -322,8 +308,8 @@ func TestShrinkTeeth(t *testing.T) {
 // still fail the check it was shrunk against, on its broken server.
 func TestKeptScenarios(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join(scenarioDir, "*.json"))
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no kept scenario in %s (%v): the test would check nothing", scenarioDir, err)
 	}
 	for _, path := range paths {
 		name := strings.TrimSuffix(filepath.Base(path), ".json")
