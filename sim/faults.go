@@ -190,13 +190,11 @@ func (pf processFaults) StartClientFault(in *core.Injector, f core.Fault) (func(
 	}
 	switch f.Kind {
 	case core.FaultHolderPause:
-		_ = in.Net.Pause(p.name)
-		_ = in.Net.Pause(p.agent)
+		resume := in.PauseHost(p.name, p.agent)
 		p.freeze()
 		in.Mark(f, "start", []string{p.name, p.agent}, note)
 		return func() {
-			_ = in.Net.Resume(p.agent)
-			_ = in.Net.Resume(p.name)
+			resume()
 			p.thaw()
 		}, true
 	case core.FaultHolderCrash:

@@ -44,6 +44,18 @@ func (in *Injector) Mark(f Fault, phase string, targets []string, note string) {
 	in.Rec.Add(Event{Kind: KindFault, Fault: &FaultMark{ID: f.ID, Kind: f.Kind, Phase: phase, Targets: targets, Note: note}})
 }
 
+// PauseHost freezes the network of a client's host: its process and its
+// client agent. The returned resume unfreezes the agent first, then the
+// process, the one order every driver uses (so that runs replay alike).
+func (in *Injector) PauseHost(process, agent string) (resume func()) {
+	_ = in.Net.Pause(process)
+	_ = in.Net.Pause(agent)
+	return func() {
+		_ = in.Net.Resume(agent)
+		_ = in.Net.Resume(process)
+	}
+}
+
 func (in *Injector) serverByPick(p uint64) *server {
 	return in.Cl.Servers[p%uint64(len(in.Cl.Servers))]
 }

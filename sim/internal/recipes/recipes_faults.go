@@ -83,13 +83,11 @@ func (pf procFaults) StartClientFault(in *core.Injector, f core.Fault) (func(), 
 				note += "; checkpoint not reached"
 			}
 		}
-		_ = in.Net.Pause(p.name)
-		_ = in.Net.Pause(p.agent)
+		resume := in.PauseHost(p.name, p.agent)
 		p.freeze()
 		in.Mark(f, "start", []string{p.name, p.agent}, note)
 		return func() {
-			_ = in.Net.Resume(p.agent)
-			_ = in.Net.Resume(p.name)
+			resume()
 			p.thaw()
 			ended()
 		}, true

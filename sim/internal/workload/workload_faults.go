@@ -28,14 +28,10 @@ func (ws workerFaults) StartClientFault(in *core.Injector, f core.Fault) (func()
 		}
 		// The whole host stops (a stopped VM): the process, and its
 		// agent's network, so the pool hears nothing from it meanwhile.
-		_ = in.Net.Pause(w.Name)
-		_ = in.Net.Pause(w.Node)
+		resume := in.PauseHost(w.Name, w.Node)
 		w.pause(in.T0 + f.End())
 		in.Mark(f, "start", []string{w.Name, w.Node}, "")
-		return func() {
-			_ = in.Net.Resume(w.Node)
-			_ = in.Net.Resume(w.Name)
-		}, true
+		return resume, true
 	case core.FaultClientCrash:
 		if w.Group.Config.AgentCheck > 0 && ProcessOnly(f, len(ws)) {
 			// The process dies; its agent lives on, and its TTL check,
