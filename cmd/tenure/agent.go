@@ -22,7 +22,7 @@ func agentSettings(args []string, stderr io.Writer, warn func(string)) (settings
 	if p.joinUsed {
 		warn("The flag '-join' is deprecated. Use the '-retry-join' flag instead.")
 	}
-	base, err := loadConfigFiles(defaultSettings(), p.configFiles, p.configDirs, warn)
+	base, err := loadConfigFiles(defaultSettings(), p.configPaths, p.configFormat, warn)
 	if err != nil {
 		return settings{}, err
 	}

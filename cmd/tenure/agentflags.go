@@ -39,11 +39,11 @@ func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
 // parsedAgentArgs are the command line: the flags that were given (by
 // name) and the config files and directories to read first.
 type parsedAgentArgs struct {
-	flags       settings
-	given       map[string]bool
-	configFiles []string
-	configDirs  []string
-	joinUsed    bool
+	flags        settings
+	given        map[string]bool
+	configPaths  []string // -config-file and -config-dir, in the order given
+	configFormat string
+	joinUsed     bool
 }
 
 // parseAgentArgs reads `tenure agent` flags into a settings value;
@@ -51,7 +51,7 @@ type parsedAgentArgs struct {
 func parseAgentArgs(args []string, stderr io.Writer) (parsedAgentArgs, error) {
 	p := parsedAgentArgs{flags: defaultSettings(), given: map[string]bool{}}
 	s := &p.flags
-	var join, retryJoin, files, dirs, nodeMeta stringList
+	var join, retryJoin, configPaths, nodeMeta stringList
 	fs := flag.NewFlagSet("tenure agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -83,8 +83,9 @@ func parseAgentArgs(args []string, stderr io.Writer) (parsedAgentArgs, error) {
 	fs.DurationVar(&s.RetryInterval, "retry-interval", s.RetryInterval, "time between join attempts")
 	fs.StringVar(&s.Encrypt, "encrypt", "", "base64 gossip encryption key (16, 24 or 32 bytes)")
 	fs.StringVar(&s.LogLevel, "log-level", s.LogLevel, "trace, debug, info, warn or error")
-	fs.Var(&files, "config-file", "JSON or HCL agent configuration file (repeatable)")
-	fs.Var(&dirs, "config-dir", "directory of .json and .hcl agent configuration files (repeatable)")
+	fs.Var(&configPaths, "config-file", "JSON or HCL agent configuration file (repeatable)")
+	fs.Var(&configPaths, "config-dir", "directory of .json and .hcl agent configuration files (repeatable)")
+	fs.StringVar(&p.configFormat, "config-format", "", "read config files in this format (hcl or json) whatever their extension")
 	fs.Float64Var(&s.TTLMultiplier, "ttl-multiplier", s.TTLMultiplier, "tenure: session TTL grace factor, at least 1")
 	fs.BoolVar(&s.EnableScriptChecks, "enable-script-checks", false, "allow script checks, including ones registered over HTTP")
 	fs.BoolVar(&s.EnableLocalScriptChecks, "enable-local-script-checks", false, "allow script checks from configuration only")
@@ -106,7 +107,7 @@ func parseAgentArgs(args []string, stderr io.Writer) (parsedAgentArgs, error) {
 		s.NodeMeta[k] = v
 	}
 	p.joinUsed = len(join) > 0
-	p.configFiles, p.configDirs = files, dirs
+	p.configPaths = configPaths
 	return p, nil
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,25 +19,18 @@ import (
 // maxConfigFile bounds one configuration file: agent configs are small.
 const maxConfigFile = 1 << 20
 
-// loadConfigFiles reads Consul agent configuration files in order (each
-// directory's .json and .hcl files in name order), onto base. Every key
-// Consul's agent accepts is accepted: the ones tenure honours (honoured)
-// take effect, the others are warned about once each and ignored; a key
-// Consul would refuse is an error with Consul's message.
-func loadConfigFiles(base settings, files, dirs []string, warn func(string)) (settings, error) {
-	var paths []string
-	for _, d := range dirs {
-		entries, err := os.ReadDir(d)
-		if err != nil {
-			return base, fmt.Errorf("config-dir: %w", err)
-		}
-		for _, e := range entries {
-			if ext := filepath.Ext(e.Name()); !e.IsDir() && (ext == ".json" || ext == ".hcl") {
-				paths = append(paths, filepath.Join(d, e.Name()))
-			}
-		}
+// loadConfigFiles reads Consul agent configuration onto base from paths in
+// the order given, as Consul's -config-file and -config-dir do: a file is
+// read whatever its name when format ("json" or "hcl") is set, else it must
+// end in .json or .hcl; a directory's files are read in name order, without
+// descending, skipping (with a warning) those whose format is unknown.
+// Every key Consul's agent accepts is accepted: the ones tenure honours
+// (honoured) take effect, the others are warned about once each and
+// ignored; a key Consul would refuse is an error with Consul's message.
+func loadConfigFiles(base settings, paths []string, format string, warn func(string)) (settings, error) {
+	if format != "" && format != "json" && format != "hcl" {
+		return base, fmt.Errorf("-config-format must be either 'hcl' or 'json', not %q", format)
 	}
-	paths = append(paths, files...)
 	warned := map[string]bool{}
 	once := func(msg string) {
 		if !warned[msg] {
@@ -44,8 +38,16 @@ func loadConfigFiles(base settings, files, dirs []string, warn func(string)) (se
 			warn(msg)
 		}
 	}
+	var files []string
 	for _, p := range paths {
-		raw, err := readConfigFile(p)
+		found, err := configFilesAt(p, format, once)
+		if err != nil {
+			return base, err
+		}
+		files = append(files, found...)
+	}
+	for _, p := range files {
+		raw, err := readConfigFile(p, format)
 		if err != nil {
 			return base, err
 		}
@@ -56,7 +58,57 @@ func loadConfigFiles(base settings, files, dirs []string, warn func(string)) (se
 	return base, nil
 }
 
-func readConfigFile(path string) (map[string]any, error) {
+// configFilesAt lists the config files path stands for: itself, or a
+// directory's files in name order (symlinks followed, subdirectories not).
+func configFilesAt(path, format string, warn func(string)) ([]string, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: Open failed on %s. %w", path, err)
+	}
+	if !fi.IsDir() {
+		if configFormat(path, format) == "" {
+			return nil, fmt.Errorf("file %s has unknown extension; must be .hcl or .json, or config format must be set", path)
+		}
+		return []string{path}, nil
+	}
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: Readdir failed on %s. %w", path, err)
+	}
+	var files []string
+	for _, e := range entries { // os.ReadDir sorts by name
+		p := filepath.Join(path, e.Name())
+		info, err := os.Stat(p)
+		if err != nil {
+			return nil, fmt.Errorf("config: Stat failed on %s. %w", p, err)
+		}
+		if info.IsDir() {
+			continue
+		}
+		if configFormat(p, format) == "" {
+			warn(fmt.Sprintf("skipping file %s, extension must be .hcl or .json, or config format must be set", p))
+			continue
+		}
+		files = append(files, p)
+	}
+	return files, nil
+}
+
+// configFormat is the format a file is read in: the one given, else its
+// extension's, else "" (not a config file).
+func configFormat(path, format string) string {
+	switch {
+	case format != "":
+		return format
+	case strings.HasSuffix(path, ".json"):
+		return "json"
+	case strings.HasSuffix(path, ".hcl"):
+		return "hcl"
+	}
+	return ""
+}
+
+func readConfigFile(path, format string) (map[string]any, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("config-file: %w", err)
@@ -70,17 +122,20 @@ func readConfigFile(path string) (map[string]any, error) {
 		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxConfigFile)
 	}
 	out := map[string]any{}
-	switch filepath.Ext(path) {
-	case ".json":
+	if len(bytes.TrimSpace(data)) == 0 {
+		return out, nil // Consul reads an empty file as setting nothing
+	}
+	switch configFormat(path, format) {
+	case "json":
 		if err := json.Unmarshal(data, &out); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
-	case ".hcl":
+	case "hcl":
 		if err := hcl.Unmarshal(data, &out); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	default:
-		return nil, fmt.Errorf("%s: config files must end in .json or .hcl", path)
+		return nil, fmt.Errorf("file %s has unknown extension; must be .hcl or .json, or config format must be set", path)
 	}
 	return out, nil
 }

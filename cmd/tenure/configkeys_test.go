@@ -140,7 +140,7 @@ func loadAs(t *testing.T, format string, config map[string]any) (settings, []str
 	}
 	path := configWriter(t, t.TempDir())("config."+format, body)
 	var warnings []string
-	s, err := loadConfigFiles(defaultSettings(), []string{path}, nil, func(w string) { warnings = append(warnings, w) })
+	s, err := loadConfigFiles(defaultSettings(), []string{path}, "", func(w string) { warnings = append(warnings, w) })
 	return s, warnings, err
 }
 

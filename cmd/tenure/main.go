@@ -23,6 +23,7 @@ commands:
   agent     run an agent with Consul's flags (tenure agent -dev; tenure agent -h)
   conform   check a Consul-API server against the contract (tenure conform -h)
   lock      run a command while holding a lock or semaphore slot (tenure lock -h)
+  validate  check agent config files without starting an agent (as consul validate)
   version   print the version (-format=json as consul version)
 `
 
@@ -38,6 +39,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return conformance.Main(args[1:], stdout, stderr)
 	case "lock":
 		return lockcmd.LockMain(args[1:], stdout, stderr)
+	case "validate":
+		return runValidate(args[1:], stdout, stderr)
 	case "version":
 		return runVersion(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":

@@ -157,7 +157,7 @@ func TestAgentConfigFiles(t *testing.T) {
 		"wrong type":         {write("type.json", `{"server": "yes"}`), "server: want true or false"},
 		"bad duration":       {write("dur.hcl", "retry_interval = \"soon\"\n"), "retry_interval"},
 		"broken json":        {write("broken.json", `{"server": `), "broken.json"},
-		"unknown extension":  {write("conf.yaml", "server: true"), "must end in .json or .hcl"},
+		"unknown extension":  {write("conf.yaml", "server: true"), "has unknown extension; must be .hcl or .json"},
 		"missing file":       {filepath.Join(dir, "nope.json"), "no such file"},
 		"bad value via file": {write("neg.json", `{"server": true, "data_dir": "/d", "bootstrap_expect": -2}`), "bootstrap_expect cannot be -2"},
 	} {
