@@ -146,9 +146,10 @@ RATE_SEEDS   ?= 20
 RATE_REPLAYS ?= 4
 .PHONY: replay-rate
 replay-rate:
-	@for n in 3 5; do for p in 1 0; do \
+	@mkdir -p bin; for n in 3 5; do for p in 1 0; do \
 	$(GO) test -count=1 -timeout 0 -run 'TestReplayRate$$' -v ./sim -args -replay-rate -seeds $(RATE_SEEDS) \
-		-replays $(RATE_REPLAYS) -nodes $$n -replay-procs $$p | grep 'replay rate' || exit 1; done; done
+		-replays $(RATE_REPLAYS) -nodes $$n -replay-procs $$p > bin/replay-rate.log 2>&1; rc=$$?; \
+		grep 'replay rate' bin/replay-rate.log; [ $$rc -eq 0 ] || exit $$rc; done; done
 
 ## torn-power-loss: the raft log's power-loss test with torn partial writes (simdisk.PowerLossRand),
 ## TORN_SEEDS seeds (make test runs 30)
@@ -162,16 +163,17 @@ torn-power-loss:
 TEETH_REPLAYS ?= 10
 .PHONY: teeth-replay
 teeth-replay:
-	$(GO) test -count=1 -timeout 0 -run 'TestTeethReplay$$' -v ./sim -args -teeth-replays $(TEETH_REPLAYS) \
-		| grep -E 'caught|teeth replay rate|^(--- |ok|FAIL)'
+	@mkdir -p bin; $(GO) test -count=1 -timeout 0 -run 'TestTeethReplay$$' -v ./sim -args -teeth-replays $(TEETH_REPLAYS) \
+		> bin/teeth-replay.log 2>&1; rc=$$?; grep -E 'caught|teeth replay rate|^(--- |ok|FAIL)' bin/teeth-replay.log; exit $$rc
 
 ## shrink-teeth: shrink every TestTeeth broken server's failing seed (its faults, then its clients) and
 ## print the sizes before and after (minutes); SHRINK_KEEP=sim/testdata/sim also keeps each scenario there
 SHRINK_KEEP ?=
 .PHONY: shrink-teeth
 shrink-teeth:
-	$(GO) test -count=1 -timeout 0 -run 'TestShrinkTeeth$$' -v ./sim -args -shrink-teeth $(if $(SHRINK_KEEP),-shrink-keep $(abspath $(SHRINK_KEEP))) \
-		| grep -E 'shrink teeth|faults .* clients|^(--- |ok|FAIL)|no seed|grew|does not fail'
+	@mkdir -p bin; $(GO) test -count=1 -timeout 0 -run 'TestShrinkTeeth$$' -v ./sim -args -shrink-teeth \
+		$(if $(SHRINK_KEEP),-shrink-keep $(abspath $(SHRINK_KEEP))) > bin/shrink-teeth.log 2>&1; rc=$$?; \
+		grep -E 'shrink teeth|faults .* clients|^(--- |ok|FAIL)|no seed|grew|does not fail' bin/shrink-teeth.log; exit $$rc
 
 ## mutate: mutation testing (gremlins, pinned in go.mod) over model/, linearizability/, recipe/,
 ## the server's decision files, impl/internal/{reconcile,gossip,checks,local}, plus the named
