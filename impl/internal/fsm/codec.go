@@ -32,10 +32,10 @@ const (
 	cmdTxn            byte = 6
 	cmdReap           byte = 7
 	cmdQuery          byte = 8
-	// cmdTxnOps is a transaction with catalog or session ops (S66, S67);
+	// cmdTxnOps is a transaction with catalog or session ops (S68, S69);
 	// one of KV ops only is still written as cmdTxn, which every binary
-	// reads.
-	cmdTxnOps byte = 9
+	// reads. (9 is left to ACL writes, being built beside it.)
+	cmdTxnOps byte = 10
 )
 
 // kvTxnV1 is cmdTxn's payload: a transaction's KV ops, as every binary

@@ -365,7 +365,7 @@ func TestDecodeSnapshotRejectsBadInput(t *testing.T) {
 // binary before catalog ops in txns wrote it (type 6, its ops as a list of
 // KV ops), so older servers in the cluster still read it and entries
 // already in logs still decode; one with a catalog or session op gets type
-// 9, which an older binary reports as unknown instead of misreading.
+// 10, which an older binary reports as unknown instead of misreading.
 func TestKVTxnKeepsItsOldEncoding(t *testing.T) {
 	ops := []model.KVOp{{Verb: model.KVSet, Key: "k", Value: []byte("v")}, {Verb: model.KVLock, Key: "k", Session: "s", LockDelaySeen: 3}}
 	var old []byte

@@ -347,7 +347,11 @@ func (h *handler) txnResults(s *model.State, rs []model.TxnResult) []txnResultJS
 		case r.Node != nil:
 			out = append(out, txnResultJSON{Node: h.toNode(*r.Node)})
 		case r.Service != nil:
-			out = append(out, txnResultJSON{Service: toServiceResult(*r.Service)})
+			// Tags and Meta show as stored, null when none, as Consul's
+			// txn answers do.
+			sv := toNodeService(*r.Service)
+			sv.Tags, sv.Meta = r.Service.Tags, r.Service.Meta
+			out = append(out, txnResultJSON{Service: &sv})
 		case r.Check != nil:
 			// A node check has no tags (null); a service check shows its
 			// service's, as Consul copies them into the check.

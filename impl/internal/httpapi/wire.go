@@ -96,29 +96,10 @@ type txnReadMeta struct {
 }
 
 type txnResultJSON struct {
-	KV      *kvJSON            `json:",omitempty"`
-	Node    *nodeJSON          `json:",omitempty"`
-	Service *serviceResultJSON `json:",omitempty"`
-	Check   *checkJSON         `json:",omitempty"`
-}
-
-// serviceResultJSON is structs.NodeService as a txn answers it. tenure stores
-// no proxy or Connect settings, so they show as Consul shows them unset.
-type serviceResultJSON struct {
-	ID                string
-	Service           string
-	Tags              []string
-	Address           string
-	TaggedAddresses   map[string]model.ServiceAddress `json:",omitempty"`
-	Meta              map[string]string
-	Port              int
-	Weights           weightsJSON
-	EnableTagOverride bool
-	Proxy             proxyJSON
-	Connect           struct{}
-	PeerName          string
-	CreateIndex       uint64
-	ModifyIndex       uint64
+	KV      *kvJSON          `json:",omitempty"`
+	Node    *nodeJSON        `json:",omitempty"`
+	Service *nodeServiceJSON `json:",omitempty"`
+	Check   *checkJSON       `json:",omitempty"`
 }
 
 // proxyJSON is structs.ConnectProxyConfig left empty.
@@ -126,12 +107,6 @@ type proxyJSON struct {
 	Mode        string
 	MeshGateway struct{}
 	Expose      struct{}
-}
-
-func toServiceResult(sv model.Service) *serviceResultJSON {
-	return &serviceResultJSON{ID: sv.ServiceID, Service: sv.Service, Tags: sv.Tags, Address: sv.Address,
-		TaggedAddresses: sv.TaggedAddresses, Meta: sv.Meta, Port: sv.Port, Weights: defaultWeights,
-		CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex}
 }
 
 // nodeJSON is the part of structs.Node tenure models.
@@ -162,6 +137,8 @@ type weightsJSON struct {
 var defaultWeights = weightsJSON{Passing: 1, Warning: 1}
 
 // nodeServiceJSON is the part of structs.NodeService tenure stores (S55).
+// tenure stores no proxy or Connect settings, so they show as Consul shows
+// them unset.
 type nodeServiceJSON struct {
 	ID                string
 	Service           string
@@ -172,6 +149,9 @@ type nodeServiceJSON struct {
 	Port              int
 	Weights           weightsJSON
 	EnableTagOverride bool
+	Proxy             proxyJSON
+	Connect           struct{}
+	PeerName          string
 	CreateIndex       uint64
 	ModifyIndex       uint64
 }
