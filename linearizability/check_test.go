@@ -37,7 +37,7 @@ func TestGeneratedHistoriesAccepted(t *testing.T) {
 	}
 }
 
-// Histories whose txns carry catalog and session ops (S66, S67) are
+// Histories whose txns carry catalog and session ops (S68, S69) are
 // accepted too: such a txn is replayed in every partition, its KV ops only
 // in their keys' partitions.
 func TestGeneratedCatalogTxnHistoriesAccepted(t *testing.T) {
@@ -320,7 +320,7 @@ func with(h History, f func(*History)) History {
 	return h
 }
 
-// A txn whose only op is a session delete (S67) names no key, yet it
+// A txn whose only op is a session delete (S69) names no key, yet it
 // releases the key its session held: the checker replays it in that key's
 // partition, so a later read showing the key still held is rejected, and
 // the twin showing it released is accepted, per key and whole.

@@ -24,8 +24,8 @@ type genConfig struct {
 	// EventEvery is the mean gap between server-initiated invalidations; 0
 	// means none.
 	EventEvery time.Duration
-	// CatalogTxns makes half the txns carry a catalog or session op (S66,
-	// S67). Off, the generator draws what it drew before they existed, so
+	// CatalogTxns makes half the txns carry a catalog or session op (S68,
+	// S69). Off, the generator draws what it drew before they existed, so
 	// the seeds other tests rely on keep their histories.
 	CatalogTxns bool
 }
@@ -221,7 +221,7 @@ func (g *generator) catalogTxn(c *genClient, k, k2 string) *model.Txn {
 	case 0:
 		// A check status set: critical invalidates the sessions bound to
 		// web at the txn's index, which may write k before the index
-		// check (S66).
+		// check (S68).
 		status := []model.Health{model.HealthPassing, model.HealthPassing, model.HealthCritical}[g.rng.IntN(3)]
 		return &model.Txn{Ops: []model.TxnOp{
 			{Check: &model.CheckTxnOp{Verb: model.CatalogSet, Node: "n2", Check: model.CheckSpec{CheckID: "web", Status: status}}},
@@ -231,7 +231,7 @@ func (g *generator) catalogTxn(c *genClient, k, k2 string) *model.Txn {
 	case 1:
 		if c.session != "" {
 			// The client ends its own session and writes, only if it still
-			// holds k (S67).
+			// holds k (S69).
 			return &model.Txn{Ops: []model.TxnOp{
 				{KV: &model.KVOp{Verb: model.KVCheckSession, Key: k, Session: c.session}},
 				{Session: &model.SessionTxnOp{Verb: model.SessionDelete, ID: c.session}},

@@ -185,7 +185,7 @@ type KVOp struct {
 }
 
 // Txn is an all-or-nothing list of operations (S44): KV ops, and the
-// catalog and session ops of Consul's txn endpoint (S66, S67).
+// catalog and session ops of Consul's txn endpoint (S68, S69).
 type Txn struct {
 	Ops []TxnOp
 }
@@ -224,7 +224,7 @@ func (t Txn) KVOps() (ops []KVOp, only bool) {
 }
 
 // CatalogVerb names a txn operation on a node, service or check; the names
-// are Consul's (S66).
+// are Consul's (S68).
 type CatalogVerb string
 
 // Catalog verbs. get reads; the others write, cas and delete-cas only if
@@ -282,10 +282,10 @@ type CheckTxnOp struct {
 // SessionVerb names a txn operation on a session.
 type SessionVerb string
 
-// SessionDelete invalidates a session, as a destroy does (S67).
+// SessionDelete invalidates a session, as a destroy does (S69).
 const SessionDelete SessionVerb = "delete"
 
-// SessionTxnOp invalidates the session ID (tenure's extension, S67).
+// SessionTxnOp invalidates the session ID (tenure's extension, S69).
 type SessionTxnOp struct {
 	Verb SessionVerb
 	ID   string

@@ -15,7 +15,7 @@ type kvOutcome struct {
 	err     *Error
 	// delayed marks a lock refused for a lock-delay the leader could not see.
 	delayed bool
-	// record is a catalog op's result in a transaction (S66).
+	// record is a catalog op's result in a transaction (S68).
 	record TxnResult
 }
 
@@ -242,7 +242,7 @@ func (a *applier) setIssued(key string, li uint64) {
 }
 
 // setDelayedAt is reached from invalidations, which a txn's catalog or
-// session op may cause (S66, S67).
+// session op may cause (S68, S69).
 func (a *applier) setDelayedAt(key string) {
 	a.undo.saveKey(a.s, key)
 	a.s.delayedAt[key] = a.idx

@@ -116,7 +116,7 @@ var catalogVerbs = []model.CatalogVerb{model.CatalogGet, model.CatalogSet, model
 	model.CatalogDelete, model.CatalogDeleteCAS, "bogus"}
 
 // genTxnOp draws a txn op: mostly KV, else a node, service, check or
-// session op (S66, S67), valid or not.
+// session op (S68, S69), valid or not.
 func genTxnOp(t *rapid.T, label string) model.TxnOp {
 	verb := rapid.SampledFrom(catalogVerbs).Draw(t, label+"cverb")
 	node := rapid.SampledFrom(nodeNames).Draw(t, label+"cnode")
@@ -381,7 +381,7 @@ func TestIteratorsYieldEveryRecord(t *testing.T) {
 	}
 }
 
-// TestAbortedTxnRestoresEveryTable (S44, S66, S67): whatever a txn's
+// TestAbortedTxnRestoresEveryTable (S44, S68, S69): whatever a txn's
 // catalog, session and KV ops did before one of them failed, the state
 // afterwards equals the state before, and nothing is reported invalidated.
 func TestAbortedTxnRestoresEveryTable(t *testing.T) {

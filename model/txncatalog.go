@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// A transaction's node, service, check and session ops (S66, S67), with
+// A transaction's node, service, check and session ops (S68, S69), with
 // Consul's verbs and texts. Each writes through the same code as the
 // catalog register and deregister and the session destroy, so a node
 // delete or a critical check invalidates sessions exactly as those do
@@ -196,7 +196,7 @@ func (a *applier) serviceOp(o ServiceTxnOp) kvOutcome {
 
 // checkOp runs a check op. tenure refuses a set without an ID or with a
 // status other than passing, warning and critical, where Consul would fail
-// with a lookup error or store the status as given (S66).
+// with a lookup error or store the status as given (S68).
 func (a *applier) checkOp(o CheckTxnOp) kvOutcome {
 	s := a.s
 	node := s.nodeKey(o.Node)
@@ -247,7 +247,7 @@ func (a *applier) checkOp(o CheckTxnOp) kvOutcome {
 	return refused("unknown check operation: %s", o.Verb)
 }
 
-// sessionOp invalidates a session as a destroy does (S67). Unlike a destroy,
+// sessionOp invalidates a session as a destroy does (S69). Unlike a destroy,
 // it fails when the session does not exist, as Consul's internal session
 // delete does: a transaction can end a session it still holds, and write
 // only if it did.

@@ -39,7 +39,7 @@ const (
 )
 
 // kvTxnV1 is cmdTxn's payload: a transaction's KV ops, as every binary
-// before S66 wrote them.
+// before S68 wrote them.
 type kvTxnV1 struct {
 	Ops []model.KVOp
 }

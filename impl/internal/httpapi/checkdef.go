@@ -12,7 +12,7 @@ import (
 
 // A check's Definition says how an agent runs it (HTTP URL, TCP address,
 // interval, …). The catalog keeps it as data: the model stores the JSON
-// below as a string and never reads it (S55, S66).
+// below as a string and never reads it (S55, S68).
 
 // checkDefinition is Consul's stored definition (structs.HealthCheckDefinition)
 // in the shape Consul answers with: every field left out when empty, and

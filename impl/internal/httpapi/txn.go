@@ -15,7 +15,7 @@ import (
 const txnDocURL = "https://developer.hashicorp.com/docs/agent/config/config-files#txn_max_req_len"
 
 // txnOpJSON is one element of the request body (api.TxnOp), whose first
-// set member is the op, as in Consul. Session is tenure's (S67): Consul's
+// set member is the op, as in Consul. Session is tenure's (S69): Consul's
 // body has no such member and refuses it as an unknown field.
 type txnOpJSON struct {
 	KV      *txnKVJSON
@@ -114,7 +114,7 @@ type txnCheckJSON struct {
 	}
 }
 
-// txnSessionJSON is api.SessionTxnOp (S67).
+// txnSessionJSON is api.SessionTxnOp (S69).
 type txnSessionJSON struct {
 	Verb    model.SessionVerb
 	Session struct {
@@ -134,7 +134,7 @@ type txnSessionJSON struct {
 }
 
 // decodeTxn turns a request body into the model's Txn, with Consul's
-// texts and limits (S44, S66, CONSUL.md §6). Like Consul it rejects unknown
+// texts and limits (S44, S68, CONSUL.md §6). Like Consul it rejects unknown
 // fields, reads only the first JSON value, and drops ops that set no
 // member.
 func decodeTxn(body []byte) (model.Txn, error) {
