@@ -37,6 +37,22 @@ func TestGeneratedHistoriesAccepted(t *testing.T) {
 	}
 }
 
+// Histories whose txns carry catalog and session ops (S68, S69) are
+// accepted too: such a txn is replayed in every partition, its KV ops only
+// in their keys' partitions.
+func TestGeneratedCatalogTxnHistoriesAccepted(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		h, _ := generate(genConfig{Seed: seed, Clients: 6, Keys: 6, Ops: 1500, UnknownRate: 0.03, EventEvery: 5 * time.Millisecond, CatalogTxns: true})
+		if _, err := Check(h, Options{Timeout: 20 * time.Second}); err != nil {
+			t.Fatalf("seed %d per key: %v", seed, err)
+		}
+		h, _ = generate(genConfig{Seed: seed, Clients: 3, Keys: 3, Ops: 120, UnknownRate: 0.03, EventEvery: 5 * time.Millisecond, CatalogTxns: true})
+		if _, err := Check(h, Options{Timeout: 20 * time.Second, Whole: true}); err != nil {
+			t.Fatalf("seed %d whole: %v", seed, err)
+		}
+	}
+}
+
 // A generated history with one answer corrupted into something no
 // linearization can produce must be rejected, in both modes.
 func TestGeneratedMutationsRejected(t *testing.T) {
@@ -302,4 +318,41 @@ func TestLockDelayKnobs(t *testing.T) {
 func with(h History, f func(*History)) History {
 	f(&h)
 	return h
+}
+
+// A txn whose only op is a session delete (S69) names no key, yet it
+// releases the key its session held: the checker replays it in that key's
+// partition, so a later read showing the key still held is rejected, and
+// the twin showing it released is accepted, per key and whole.
+func TestCatalogTxnReachesEveryPartition(t *testing.T) {
+	released := model.KVEntry{Key: "k", LockIndex: 1}
+	held := released
+	held.Session = "sess-A"
+	history := func(read model.KVEntry) History {
+		end := model.Command{Txn: &model.Txn{Ops: []model.TxnOp{{Session: &model.SessionTxnOp{Verb: model.SessionDelete, ID: "sess-A"}}}}}
+		return ruleHistory(
+			createAt(0, 0, "sess-A"),
+			answered(0, secs(1), lockIn("k", "sess-A"), Output{OK: true}),
+			answered(0, secs(2), cmdIn(end), Output{OK: true}),
+			answered(1, secs(3), Input{Read: &Read{Kind: ReadKey, Key: "k"}}, Output{OK: true, Entries: []model.KVEntry{read}}),
+		)
+	}
+	for _, whole := range []bool{false, true} {
+		if _, err := Check(history(released), Options{Timeout: 10 * time.Second, Whole: whole}); err != nil {
+			t.Errorf("whole=%v: key released by the txn's session delete: %v", whole, err)
+		}
+		if _, err := Check(history(held), Options{Timeout: 10 * time.Second, Whole: whole}); !errors.Is(err, ErrIllegal) {
+			t.Errorf("whole=%v: key still held after the txn deleted its session: got %v, want ErrIllegal", whole, err)
+		}
+	}
+}
+
+// A catalog cas compares a server index the checker does not track, so a
+// history holding one is refused as malformed rather than misjudged.
+func TestCatalogIndexInTxnRefused(t *testing.T) {
+	cas := model.Command{Txn: &model.Txn{Ops: []model.TxnOp{{Node: &model.NodeTxnOp{Verb: model.CatalogCAS, Node: "n1", Index: 7}}}}}
+	h := ruleHistory(answered(0, 0, cmdIn(cas), Output{OK: true}))
+	if _, err := Check(h, Options{Timeout: 10 * time.Second}); !errors.Is(err, ErrBadHistory) {
+		t.Fatalf("txn with a catalog cas: got %v, want ErrBadHistory", err)
+	}
 }

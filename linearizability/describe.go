@@ -72,9 +72,29 @@ func describeCommand(c model.Command) string {
 	case c.Txn != nil:
 		var ops []string
 		for _, o := range c.Txn.Ops {
-			ops = append(ops, describeKVOp(o))
+			ops = append(ops, describeTxnOp(o))
 		}
 		return "txn[" + strings.Join(ops, "; ") + "]"
+	}
+	return "?"
+}
+
+func describeTxnOp(o model.TxnOp) string {
+	switch {
+	case o.KV != nil:
+		return describeKVOp(*o.KV)
+	case o.Node != nil:
+		return fmt.Sprintf("node %s %s", o.Node.Verb, o.Node.Node)
+	case o.Service != nil:
+		return fmt.Sprintf("service %s %s/%s", o.Service.Verb, o.Service.Node, o.Service.Service.ID)
+	case o.Check != nil:
+		s := fmt.Sprintf("check %s %s/%s", o.Check.Verb, o.Check.Node, o.Check.Check.CheckID)
+		if o.Check.Check.Status != "" {
+			s += "=" + string(o.Check.Check.Status)
+		}
+		return s
+	case o.Session != nil:
+		return fmt.Sprintf("session %s %s", o.Session.Verb, short(o.Session.ID))
 	}
 	return "?"
 }

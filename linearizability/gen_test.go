@@ -24,6 +24,10 @@ type genConfig struct {
 	// EventEvery is the mean gap between server-initiated invalidations; 0
 	// means none.
 	EventEvery time.Duration
+	// CatalogTxns makes half the txns carry a catalog or session op (S68,
+	// S69). Off, the generator draws what it drew before they existed, so
+	// the seeds other tests rely on keep their histories.
+	CatalogTxns bool
 }
 
 // applied is one command in the order the generator's server applied it.
@@ -190,21 +194,56 @@ func (g *generator) pick(c *genClient) Input {
 
 func (g *generator) txn(c *genClient, k string) *model.Txn {
 	k2 := g.key()
+	if g.cfg.CatalogTxns && g.rng.IntN(2) == 0 {
+		return g.catalogTxn(c, k, k2)
+	}
 	switch g.rng.IntN(4) {
 	case 0:
 		if c.session != "" {
-			return &model.Txn{Ops: []model.KVOp{{Verb: model.KVLock, Key: k, Session: c.session}, {Verb: model.KVGet, Key: k}}}
+			return model.KVTxn(model.KVOp{Verb: model.KVLock, Key: k, Session: c.session}, model.KVOp{Verb: model.KVGet, Key: k})
 		}
 		fallthrough
 	case 1:
-		return &model.Txn{Ops: []model.KVOp{{Verb: model.KVCheckIndex, Key: k, Index: c.seen[k]}, {Verb: model.KVSet, Key: k2, Value: g.value()}}}
+		return model.KVTxn(model.KVOp{Verb: model.KVCheckIndex, Key: k, Index: c.seen[k]}, model.KVOp{Verb: model.KVSet, Key: k2, Value: g.value()})
 	case 2:
 		if li, ok := c.held[k]; ok {
-			return &model.Txn{Ops: []model.KVOp{{Verb: model.KVCheckSequencer, Key: k, Session: c.session, Index: li}, {Verb: model.KVSet, Key: k2, Value: g.value()}}}
+			return model.KVTxn(model.KVOp{Verb: model.KVCheckSequencer, Key: k, Session: c.session, Index: li}, model.KVOp{Verb: model.KVSet, Key: k2, Value: g.value()})
 		}
 		fallthrough
 	default:
-		return &model.Txn{Ops: []model.KVOp{{Verb: model.KVSet, Key: k, Value: g.value()}, {Verb: model.KVGetTree, Key: "k1"}}}
+		return model.KVTxn(model.KVOp{Verb: model.KVSet, Key: k, Value: g.value()}, model.KVOp{Verb: model.KVGetTree, Key: "k1"})
+	}
+}
+
+// catalogTxn draws a txn with a catalog or session op beside KV ops.
+func (g *generator) catalogTxn(c *genClient, k, k2 string) *model.Txn {
+	switch g.rng.IntN(3) {
+	case 0:
+		// A check status set: critical invalidates the sessions bound to
+		// web at the txn's index, which may write k before the index
+		// check (S68).
+		status := []model.Health{model.HealthPassing, model.HealthPassing, model.HealthCritical}[g.rng.IntN(3)]
+		return &model.Txn{Ops: []model.TxnOp{
+			{Check: &model.CheckTxnOp{Verb: model.CatalogSet, Node: "n2", Check: model.CheckSpec{CheckID: "web", Status: status}}},
+			{KV: &model.KVOp{Verb: model.KVCheckIndex, Key: k, Index: c.seen[k]}},
+			{KV: &model.KVOp{Verb: model.KVSet, Key: k2, Value: g.value()}},
+		}}
+	case 1:
+		if c.session != "" {
+			// The client ends its own session and writes, only if it still
+			// holds k (S69).
+			return &model.Txn{Ops: []model.TxnOp{
+				{KV: &model.KVOp{Verb: model.KVCheckSession, Key: k, Session: c.session}},
+				{Session: &model.SessionTxnOp{Verb: model.SessionDelete, ID: c.session}},
+				{KV: &model.KVOp{Verb: model.KVSet, Key: k2, Value: g.value()}},
+			}}
+		}
+		fallthrough
+	default:
+		return &model.Txn{Ops: []model.TxnOp{
+			{Node: &model.NodeTxnOp{Verb: model.CatalogGet, Node: "n1"}},
+			{KV: &model.KVOp{Verb: model.KVGetOrEmpty, Key: k}},
+		}}
 	}
 }
 
@@ -262,7 +301,7 @@ func (g *generator) learn(c *genClient, in Input, out Output) {
 	case cmd == nil:
 	case cmd.CreateSession != nil && out.SessionID != "":
 		c.session, c.held = out.SessionID, map[string]uint64{}
-	case cmd.DestroySession != nil:
+	case cmd.DestroySession != nil, cmd.Txn != nil && out.OK && endsSession(cmd.Txn, c.session):
 		c.session, c.held = "", map[string]uint64{}
 	case cmd.KV != nil && cmd.KV.Verb == model.KVLock && out.OK:
 		if e, ok := g.st.Get(cmd.KV.Key); ok && e.Session == c.session {
@@ -271,6 +310,11 @@ func (g *generator) learn(c *genClient, in Input, out Output) {
 	case cmd.KV != nil && cmd.KV.Verb == model.KVUnlock:
 		delete(c.held, cmd.KV.Key)
 	}
+}
+
+// endsSession reports whether t deletes session id.
+func endsSession(t *model.Txn, id string) bool {
+	return slices.ContainsFunc(t.Ops, func(op model.TxnOp) bool { return op.Session != nil && op.Session.ID == id })
 }
 
 func (g *generator) read(rd Read) Output {
@@ -302,7 +346,7 @@ func (g *generator) write(cmd model.Command, now int64) Output {
 			return Output{LockDelayed: g.rng.IntN(2) == 0}
 		}
 		for i, op := range cmd.Txn.Ops {
-			if op.Verb == model.KVLock && op.Key == k {
+			if op.KV != nil && op.KV.Verb == model.KVLock && op.KV.Key == k {
 				return Output{LockDelayed: true, TxnErrors: []model.TxnError{{OpIndex: i, What: fmt.Sprintf("failed to lock key %q due to lock delay", k)}}}
 			}
 		}
@@ -323,7 +367,7 @@ func (g *generator) write(cmd model.Command, now int64) Output {
 		g.live = append(g.live, res.SessionID)
 		return Output{OK: true, SessionID: res.SessionID}
 	case cmd.Txn != nil:
-		return Output{OK: true, Entries: res.TxnResults}
+		return Output{OK: true, Entries: res.KVResults()}
 	}
 	return Output{OK: res.OK}
 }

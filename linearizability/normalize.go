@@ -239,15 +239,35 @@ func validateTxn(t *model.Txn, out *Output) error {
 	}
 	late := 0
 	for j, op := range t.Ops {
-		t.Ops[j].LockDelaySeen = 0
-		if usesModifyIndex(op) && slices.ContainsFunc(t.Ops[:j], func(w model.KVOp) bool { return writesKey(w, op.Key) }) {
-			late++
+		switch {
+		case op.KV != nil:
+			op.KV.LockDelaySeen = 0
+			if usesModifyIndex(*op.KV) && slices.ContainsFunc(t.Ops[:j], func(w model.TxnOp) bool { return w.KV == nil || writesKey(*w.KV, op.KV.Key) }) {
+				late++
+			}
+		case catalogIndex(op) != 0:
+			// Catalog indexes are the server's and the checker tracks
+			// none, so it cannot tell which record a cas names.
+			return fmt.Errorf("txn op %d compares a catalog ModifyIndex (%d); catalog cas and delete-cas with an index are not supported", j, catalogIndex(op))
 		}
 	}
 	if late > txnKeyCap {
 		return fmt.Errorf("txn has %d index checks after writes of the same key; at most %d are supported", late, txnKeyCap)
 	}
 	return nil
+}
+
+// catalogIndex is the ModifyIndex a catalog cas or delete-cas op compares.
+func catalogIndex(op model.TxnOp) uint64 {
+	switch {
+	case op.Node != nil:
+		return op.Node.Index
+	case op.Service != nil:
+		return op.Service.Index
+	case op.Check != nil:
+		return op.Check.Index
+	}
+	return 0
 }
 
 func normalizeEvent(ev *Event) (*rec, error) {
@@ -288,9 +308,25 @@ func cloneCommand(c model.Command) model.Command {
 		kv := *c.KV
 		c.KV = &kv
 	case c.Txn != nil:
-		c.Txn = &model.Txn{Ops: slices.Clone(c.Txn.Ops)}
+		ops := slices.Clone(c.Txn.Ops)
+		for i := range ops {
+			if kv := ops[i].KV; kv != nil {
+				cp := *kv
+				ops[i].KV = &cp
+			}
+		}
+		c.Txn = &model.Txn{Ops: ops}
 	}
 	return c
+}
+
+// catalogTxn reports whether a txn has a node, service, check or session
+// op. Such an op may invalidate sessions, and with them release or delete
+// keys anywhere, so the txn is replayed in every partition, as session and
+// catalog commands are.
+func catalogTxn(t *model.Txn) bool {
+	_, only := t.KVOps()
+	return !only
 }
 
 // isTreeVerb reports whether op.Key is a prefix rather than a key.

@@ -29,10 +29,12 @@ type stepIn struct {
 const sessionsPartition = "sessions"
 
 // partition splits the history per key (see DESIGN.md). Every partition
-// replays the shared operations (session lifecycle, catalog, events), since
-// they decide session existence and release or delete keys; a key's
-// partition adds the operations that read or write that key, a txn or
-// prefix operation going to each key it covers.
+// replays the shared operations (session lifecycle, catalog, events, and
+// txns with a catalog or session op), since they decide session existence
+// and release or delete keys; a key's partition adds the operations that
+// read or write that key, a txn or prefix operation going to each key it
+// covers. A shared txn's KV ops count only in the partitions of their keys
+// (projectTxn).
 func (c *checker) partition(ops []porcupine.Operation) [][]porcupine.Operation {
 	parts, _ := c.split(ops)
 	return parts
@@ -65,7 +67,7 @@ func (c *checker) split(ops []porcupine.Operation) ([][]porcupine.Operation, []*
 	for _, op := range ops {
 		r := op.Input.(*rec)
 		switch {
-		case r.kind == kindShared:
+		case r.kind == kindShared, r.kind == kindTxn && catalogTxn(r.cmds[0].Txn):
 			shared = append(shared, op)
 		case r.kind == kindRead && (r.read.Kind == ReadSession || r.read.Kind == RenewSess):
 			sessionReads = append(sessionReads, op)
@@ -116,7 +118,8 @@ func universe(ops []porcupine.Operation) []string {
 				set[o.Key] = true
 			}
 		case kindTxn:
-			for _, o := range r.cmds[0].Txn.Ops {
+			kvs, _ := r.cmds[0].Txn.KVOps()
+			for _, o := range kvs {
 				if !isTreeVerb(o.Verb) {
 					set[o.Key] = true
 				}
@@ -143,7 +146,7 @@ func keysOf(r *rec, keys []string) []string {
 	case kindKV:
 		ops = []model.KVOp{*r.cmds[0].KV}
 	case kindTxn:
-		ops = r.cmds[0].Txn.Ops
+		ops, _ = r.cmds[0].Txn.KVOps()
 	case kindRead:
 		if r.read.Kind == ReadKey {
 			return []string{r.read.Key}

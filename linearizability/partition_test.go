@@ -19,10 +19,12 @@ import (
 // match taken from the full run.
 func TestProjectionAgreesWithModel(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
-		h, log := generate(genConfig{Seed: seed, Clients: 6, Keys: 5, Ops: 1500, UnknownRate: 0.03, EventEvery: 5 * time.Millisecond})
-		for _, k := range []string{"k00", "k01", "k02", "k03", "k04"} {
-			if err := replayProjected(h.Setup, log, k, nil); err != nil {
-				t.Fatalf("seed %d key %s: %v", seed, k, err)
+		for _, catalog := range []bool{false, true} {
+			h, log := generate(genConfig{Seed: seed, Clients: 6, Keys: 5, Ops: 1500, UnknownRate: 0.03, EventEvery: 5 * time.Millisecond, CatalogTxns: catalog})
+			for _, k := range []string{"k00", "k01", "k02", "k03", "k04"} {
+				if err := replayProjected(h.Setup, log, k, nil); err != nil {
+					t.Fatalf("seed %d key %s (catalog txns %v): %v", seed, k, catalog, err)
+				}
 			}
 		}
 	}
@@ -101,7 +103,11 @@ func projectStep(before *model.State, proj *pstate, sc *scope, cmd model.Command
 			return nil
 		}
 		for j := range ops {
-			ops[j].Index = translate(before, proj.m, ops[j])
+			if kv := ops[j].KV; kv != nil {
+				o := *kv
+				o.Index = translate(before, proj.m, o)
+				ops[j].KV = &o
+			}
 		}
 		saved := proj.m.Clone()
 		pres := proj.m.Apply(proj.m.Index()+1, model.Command{Txn: &model.Txn{Ops: ops}})
@@ -123,17 +129,18 @@ func projectStep(before *model.State, proj *pstate, sc *scope, cmd model.Command
 			return nil
 		}
 		var fullOnKey []model.KVEntry
-		for _, e := range res.TxnResults {
+		for _, e := range res.KVResults() {
 			if e.Key == sc.key {
 				fullOnKey = append(fullOnKey, e)
 			}
 		}
-		if len(fullOnKey) != len(pres.TxnResults) {
-			return fmt.Errorf("%d results on the key, full model %d", len(pres.TxnResults), len(fullOnKey))
+		projected := pres.KVResults()
+		if len(fullOnKey) != len(projected) {
+			return fmt.Errorf("%d results on the key, full model %d", len(projected), len(fullOnKey))
 		}
 		for i := range fullOnKey {
-			if !sameEntry(fullOnKey[i], pres.TxnResults[i]) {
-				return fmt.Errorf("result %v, full model %v", pres.TxnResults[i], fullOnKey[i])
+			if !sameEntry(fullOnKey[i], projected[i]) {
+				return fmt.Errorf("result %v, full model %v", projected[i], fullOnKey[i])
 			}
 		}
 		proj.canon()

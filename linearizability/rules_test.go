@@ -55,7 +55,7 @@ func destroyIn(id string) Input {
 	return cmdIn(model.Command{DestroySession: &model.DestroySession{ID: id}})
 }
 
-func txnIn(ops ...model.KVOp) Input { return cmdIn(model.Command{Txn: &model.Txn{Ops: ops}}) }
+func txnIn(ops ...model.KVOp) Input { return cmdIn(model.Command{Txn: model.KVTxn(ops...)}) }
 
 func lockDelayError(op int, key string) []model.TxnError {
 	return []model.TxnError{{OpIndex: op, What: `failed to lock key "` + key + `" due to lock delay`}}

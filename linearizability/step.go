@@ -196,14 +196,21 @@ func (c *checker) stepTxn(s *pstate, r *rec, sc *scope) []*pstate {
 		}
 	}
 	ops, orig := projectTxn(full, sc)
+	kvs, _ := (&model.Txn{Ops: ops}).KVOps()
 	idx := s.m.Index() + 1
 	var lists [][]cand
 	var keys []string
 	var at []int
 	for j, op := range ops {
-		if usesModifyIndex(op) {
-			lists = append(lists, txnCands(s, ops, j, idx))
-			keys = append(keys, op.Key)
+		if op.KV != nil && usesModifyIndex(*op.KV) {
+			cs := txnCands(s, kvs, kvIndex(ops, j), idx)
+			if catalogBefore(ops, j) && !slices.ContainsFunc(cs, func(c cand) bool { return c.post }) {
+				// An invalidation by an op before it may have written
+				// the key at this txn's index, as a KV write would.
+				cs = append(cs, cand{local: idx, post: true, l: idx, m: op.KV.Index})
+			}
+			lists = append(lists, cs)
+			keys = append(keys, op.KV.Key)
 			at = append(at, j)
 		}
 	}
@@ -211,7 +218,9 @@ func (c *checker) stepTxn(s *pstate, r *rec, sc *scope) []*pstate {
 	product(lists, func(choice []cand) bool {
 		tops := slices.Clone(ops)
 		for i, j := range at {
-			tops[j].Index = choice[i].local
+			kv := *tops[j].KV
+			kv.Index = choice[i].local
+			tops[j].KV = &kv
 		}
 		if ns := c.txnWith(s, r, sc, tops, orig, idx, keys, choice); ns != nil {
 			out = append(out, ns)
@@ -222,7 +231,7 @@ func (c *checker) stepTxn(s *pstate, r *rec, sc *scope) []*pstate {
 }
 
 // txnWith applies one reading of a txn's index checks.
-func (c *checker) txnWith(s *pstate, r *rec, sc *scope, ops []model.KVOp, orig []int, idx uint64, keys []string, choice []cand) *pstate {
+func (c *checker) txnWith(s *pstate, r *rec, sc *scope, ops []model.TxnOp, orig []int, idx uint64, keys []string, choice []cand) *pstate {
 	base := s.withTrackers()
 	if !bindAll(base.tr, keys, choice, false) {
 		return nil
@@ -234,6 +243,13 @@ func (c *checker) txnWith(s *pstate, r *rec, sc *scope, ops []model.KVOp, orig [
 	committed := !res.Failed()
 	if committed && !bindAll(ns.tr, keys, choice, true) {
 		return nil
+	}
+	if committed {
+		// A catalog or session op's invalidations arm lock-delays as a
+		// shared command's do.
+		for _, d := range res.LockDelays {
+			c.arm(ns, d, r)
+		}
 	}
 	if r.unknown {
 		if committed {
@@ -269,18 +285,22 @@ func (c *checker) txnWith(s *pstate, r *rec, sc *scope, ops []model.KVOp, orig [
 			got = append(got, e)
 		}
 	}
-	if len(got) != len(res.TxnResults) {
+	want := res.KVResults()
+	if len(got) != len(want) {
 		return nil
 	}
 	for i := range got {
-		if !observe(ns.tr, res.TxnResults[i], got[i]) {
+		if !observe(ns.tr, want[i], got[i]) {
 			return nil
 		}
 	}
 	if !c.lossy {
 		for _, op := range ops {
-			e, had := s.m.Get(op.Key)
-			if op.Verb == model.KVLock && (!had || e.Session == "") && r.ret < s.tr[op.Key].DelayFrom {
+			if op.KV == nil {
+				continue
+			}
+			e, had := s.m.Get(op.KV.Key)
+			if op.KV.Verb == model.KVLock && (!had || e.Session == "") && r.ret < s.tr[op.KV.Key].DelayFrom {
 				return nil // acquired inside the lock-delay
 			}
 		}
@@ -298,10 +318,10 @@ func (c *checker) txnDelayed(s *pstate, r *rec, sc *scope) []*pstate {
 		return []*pstate{s}
 	}
 	j := r.out.TxnErrors[0].OpIndex
-	if j < 0 || j >= len(full) || full[j].Verb != model.KVLock || r.out.OK {
+	if j < 0 || j >= len(full) || full[j].KV == nil || full[j].KV.Verb != model.KVLock || r.out.OK {
 		return nil
 	}
-	if sc.has(full[j].Key) && r.call >= s.tr[full[j].Key].DelayTo {
+	if sc.has(full[j].KV.Key) && r.call >= s.tr[full[j].KV.Key].DelayTo {
 		return nil
 	}
 	return []*pstate{s}
@@ -354,18 +374,35 @@ func (c *checker) stepRead(s *pstate, r *rec, sc *scope) []*pstate {
 	}
 }
 
-// projectTxn keeps the ops that read or write a key of the scope, and
-// their positions in the whole txn.
-func projectTxn(ops []model.KVOp, sc *scope) ([]model.KVOp, []int) {
-	var out []model.KVOp
+// projectTxn keeps the KV ops that read or write a key of the scope, and
+// every catalog and session op, which any partition may feel (a session
+// invalidated releases its keys); and their positions in the whole txn.
+func projectTxn(ops []model.TxnOp, sc *scope) ([]model.TxnOp, []int) {
+	var out []model.TxnOp
 	var orig []int
 	for j, op := range ops {
-		if sc.all || (sc.keyed && touches(op, sc.key)) {
+		if op.KV == nil || sc.all || (sc.keyed && touches(*op.KV, sc.key)) {
 			out = append(out, op)
 			orig = append(orig, j)
 		}
 	}
 	return out, orig
+}
+
+// catalogBefore reports whether a catalog or session op precedes ops[j].
+func catalogBefore(ops []model.TxnOp, j int) bool {
+	return slices.ContainsFunc(ops[:j], func(op model.TxnOp) bool { return op.KV == nil })
+}
+
+// kvIndex is the position of ops[j], a KV op, among ops' KV ops.
+func kvIndex(ops []model.TxnOp, j int) int {
+	n := 0
+	for _, op := range ops[:j] {
+		if op.KV != nil {
+			n++
+		}
+	}
+	return n
 }
 
 func satAdd(a, b int64) int64 {

@@ -92,8 +92,8 @@ func (a *applier) register(r Register, asked string) {
 		a.fail(err)
 		return
 	}
-	s := a.s
 	if err := a.putNode(r, asked); err != nil {
+		err.Msg = "failed inserting node: " + err.Msg
 		a.fail(err)
 		return
 	}
@@ -101,28 +101,37 @@ func (a *applier) register(r Register, asked string) {
 		a.putService(r.Node, sv)
 	}
 	for _, c := range r.Checks {
-		key := CheckKey{Node: r.Node, CheckID: c.CheckID}
-		prev, had := s.checks[key]
-		check := Check{Node: r.Node, CheckID: c.CheckID, Name: c.Name, Status: c.Status,
-			Notes: c.Notes, Output: c.Output, ServiceID: c.ServiceID, Type: c.Type,
-			CreateIndex: a.idx, ModifyIndex: a.idx}
-		if c.ServiceID != "" {
-			check.ServiceName = s.services[ServiceKey{Node: r.Node, ServiceID: c.ServiceID}].Service
-		}
-		if had {
-			check.CreateIndex, check.ModifyIndex = prev.CreateIndex, prev.ModifyIndex
-			if check == prev {
-				continue
-			}
-			check.ModifyIndex = a.idx
-		}
-		// Invalidate before writing the check, as Consul does (S12).
-		if c.Status == HealthCritical {
-			a.invalidateBoundTo(key)
-		}
-		s.checks[key] = check
-		s.tables.Checks = a.idx
+		a.putCheck(r.Node, c)
 	}
+}
+
+// putCheck upserts one check of node, whose service (if any) exists; a
+// write that changes nothing keeps its indexes and invalidates nothing
+// (no session can be bound to a check that is already critical, S6). A
+// change to critical invalidates the sessions bound to the check first, as
+// Consul does (S12).
+func (a *applier) putCheck(node string, c CheckSpec) {
+	s := a.s
+	key := CheckKey{Node: node, CheckID: c.CheckID}
+	prev, had := s.checks[key]
+	check := Check{Node: node, CheckID: c.CheckID, Name: c.Name, Status: c.Status,
+		Notes: c.Notes, Output: c.Output, ServiceID: c.ServiceID, Type: c.Type, Definition: c.Definition,
+		CreateIndex: a.idx, ModifyIndex: a.idx}
+	if c.ServiceID != "" {
+		check.ServiceName = s.services[ServiceKey{Node: node, ServiceID: c.ServiceID}].Service
+	}
+	if had {
+		check.CreateIndex, check.ModifyIndex = prev.CreateIndex, prev.ModifyIndex
+		if check == prev {
+			return
+		}
+		check.ModifyIndex = a.idx
+	}
+	if c.Status == HealthCritical {
+		a.invalidateBoundTo(key)
+	}
+	s.checks[key] = check
+	s.tables.Checks = a.idx
 }
 
 // validateRegister refuses a register before anything is written, so that
@@ -176,7 +185,8 @@ func (a *applier) putService(node string, sv ServiceSpec) {
 	key := ServiceKey{Node: node, ServiceID: sv.ID}
 	prev, had := a.s.services[key]
 	next := Service{Node: node, ServiceID: sv.ID, Service: sv.Service, Tags: slices.Clone(sv.Tags),
-		Address: sv.Address, Port: sv.Port, Meta: maps.Clone(sv.Meta), CreateIndex: a.idx, ModifyIndex: a.idx}
+		Address: sv.Address, Port: sv.Port, Meta: maps.Clone(sv.Meta), TaggedAddresses: maps.Clone(sv.TaggedAddresses),
+		CreateIndex: a.idx, ModifyIndex: a.idx}
 	if had {
 		next.CreateIndex, next.ModifyIndex = prev.CreateIndex, prev.ModifyIndex
 		if serviceEqual(prev, next) {

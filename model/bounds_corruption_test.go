@@ -144,7 +144,7 @@ func TestRejectedChangeNamesTheRejection(t *testing.T) {
 		want string
 	}{
 		"rejected": {model.Command{KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: "ghost"}}, `invalid session "ghost"`},
-		"aborted": {model.Command{Txn: &model.Txn{Ops: []model.KVOp{{Verb: model.KVCAS, Key: "k", Index: 99}}}},
+		"aborted": {model.Command{Txn: model.KVTxn(model.KVOp{Verb: model.KVCAS, Key: "k", Index: 99})},
 			"1 txn errors"},
 	} {
 		t.Run(name, func(t *testing.T) {

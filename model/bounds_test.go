@@ -18,11 +18,11 @@ func TestTxnSizeBoundary(t *testing.T) {
 		return out
 	}
 	s := model.New()
-	if res := s.Apply(1, model.Command{Txn: &model.Txn{Ops: ops(model.MaxTxnOps)}}); res.Failed() || len(s.List("")) != model.MaxTxnOps {
+	if res := s.Apply(1, model.Command{Txn: model.KVTxn(ops(model.MaxTxnOps)...)}); res.Failed() || len(s.List("")) != model.MaxTxnOps {
 		t.Fatalf("txn of exactly %d ops: %+v, %d keys", model.MaxTxnOps, res, len(s.List("")))
 	}
 	before := s.Clone()
-	res := s.Apply(2, model.Command{Txn: &model.Txn{Ops: ops(model.MaxTxnOps + 1)}})
+	res := s.Apply(2, model.Command{Txn: model.KVTxn(ops(model.MaxTxnOps + 1)...)})
 	if res.Err == nil || res.Err.Kind != model.ErrTooLarge {
 		t.Fatalf("txn of %d ops: %+v, want a too-large error", model.MaxTxnOps+1, res)
 	}

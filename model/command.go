@@ -1,7 +1,10 @@
 package model
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -61,6 +64,8 @@ type ServiceSpec struct {
 	Address string            `json:",omitempty"`
 	Port    int               `json:",omitempty"`
 	Meta    map[string]string `json:",omitempty"`
+	// TaggedAddresses are stored as given (Service.TaggedAddresses).
+	TaggedAddresses map[string]ServiceAddress `json:",omitempty"`
 }
 
 // CheckSpec is a check as registered. A ServiceID names a service on the
@@ -73,6 +78,8 @@ type CheckSpec struct {
 	Output    string `json:",omitempty"`
 	ServiceID string `json:",omitempty"`
 	Type      string `json:",omitempty"`
+	// Definition is stored as given (Check.Definition).
+	Definition string `json:",omitempty"`
 }
 
 // Deregister removes one service of a node with its checks (ServiceID set),
@@ -177,9 +184,111 @@ type KVOp struct {
 	LockDelaySeen uint64 `json:",omitempty"`
 }
 
-// Txn is an all-or-nothing list of KV operations (S44).
+// Txn is an all-or-nothing list of operations (S44): KV ops, and the
+// catalog and session ops of Consul's txn endpoint (S68, S69).
 type Txn struct {
-	Ops []KVOp
+	Ops []TxnOp
+}
+
+// TxnOp is one operation of a Txn; exactly one field is set.
+type TxnOp struct {
+	KV      *KVOp         `json:",omitempty"`
+	Node    *NodeTxnOp    `json:",omitempty"`
+	Service *ServiceTxnOp `json:",omitempty"`
+	Check   *CheckTxnOp   `json:",omitempty"`
+	Session *SessionTxnOp `json:",omitempty"`
+}
+
+// KVTxn is a Txn of KV operations only.
+func KVTxn(ops ...KVOp) *Txn {
+	kvs := slices.Clone(ops) // one allocation for every op's copy
+	t := &Txn{Ops: make([]TxnOp, len(kvs))}
+	for i := range kvs {
+		t.Ops[i].KV = &kvs[i]
+	}
+	return t
+}
+
+// KVOps lists the txn's KV operations in order, and whether they are all
+// it has.
+func (t Txn) KVOps() (ops []KVOp, only bool) {
+	only = true
+	for _, op := range t.Ops {
+		if op.KV == nil {
+			only = false
+			continue
+		}
+		ops = append(ops, *op.KV)
+	}
+	return ops, only
+}
+
+// CatalogVerb names a txn operation on a node, service or check; the names
+// are Consul's (S68).
+type CatalogVerb string
+
+// Catalog verbs. get reads; the others write, cas and delete-cas only if
+// the record's ModifyIndex is the op's Index.
+const (
+	CatalogGet       CatalogVerb = "get"
+	CatalogSet       CatalogVerb = "set"
+	CatalogCAS       CatalogVerb = "cas"
+	CatalogDelete    CatalogVerb = "delete"
+	CatalogDeleteCAS CatalogVerb = "delete-cas"
+)
+
+func (v CatalogVerb) known() bool {
+	switch v {
+	case CatalogGet, CatalogSet, CatalogCAS, CatalogDelete, CatalogDeleteCAS:
+		return true
+	}
+	return false
+}
+
+// NodeTxnOp reads or writes one node. A set writes the node as a catalog
+// register without services or checks does (S62); a get finds the node by
+// ID when one is given, else by name. Index is the ModifyIndex of cas and
+// delete-cas.
+type NodeTxnOp struct {
+	Verb            CatalogVerb
+	Node            string
+	ID              string `json:",omitempty"`
+	Address         string `json:",omitempty"`
+	TaggedAddresses map[string]string
+	Meta            map[string]string
+	Index           uint64 `json:",omitempty"`
+}
+
+// ServiceTxnOp reads or writes one service of a node, which must exist
+// for a write (S55). Index is the ModifyIndex of cas and delete-cas.
+type ServiceTxnOp struct {
+	Verb    CatalogVerb
+	Node    string
+	Service ServiceSpec
+	Index   uint64 `json:",omitempty"`
+}
+
+// CheckTxnOp reads or writes one check of a node. A set writes it as a
+// catalog register does, invalidating the sessions bound to it when it is
+// critical (S12); an empty Status means critical, as in Consul. Index is
+// the ModifyIndex of cas and delete-cas.
+type CheckTxnOp struct {
+	Verb  CatalogVerb
+	Node  string
+	Check CheckSpec
+	Index uint64 `json:",omitempty"`
+}
+
+// SessionVerb names a txn operation on a session.
+type SessionVerb string
+
+// SessionDelete invalidates a session, as a destroy does (S69).
+const SessionDelete SessionVerb = "delete"
+
+// SessionTxnOp invalidates the session ID (tenure's extension, S69).
+type SessionTxnOp struct {
+	Verb SessionVerb
+	ID   string
 }
 
 // Kind names the command's variant; it fails unless exactly one is set.
@@ -222,8 +331,8 @@ func (c Command) LockKeys() []string {
 	}
 	if c.Txn != nil {
 		for _, op := range c.Txn.Ops {
-			if op.Verb == KVLock {
-				keys = append(keys, op.Key)
+			if op.KV != nil && op.KV.Verb == KVLock {
+				keys = append(keys, op.KV.Key)
 			}
 		}
 	}
@@ -237,9 +346,55 @@ func (c Command) IsReadOnly() bool {
 		return false
 	}
 	for _, op := range c.Txn.Ops {
-		if op.Verb.IsWrite() {
+		if op.isWrite() {
 			return false
 		}
 	}
 	return true
+}
+
+// isWrite is Consul's count of a txn's writes: a KV write verb, any node,
+// service or check verb but get (an unknown one included), and any session
+// op.
+func (op TxnOp) isWrite() bool {
+	switch {
+	case op.KV != nil:
+		return op.KV.Verb.IsWrite()
+	case op.Node != nil:
+		return op.Node.Verb != CatalogGet
+	case op.Service != nil:
+		return op.Service.Verb != CatalogGet
+	case op.Check != nil:
+		return op.Check.Verb != CatalogGet
+	}
+	return true
+}
+
+// UnmarshalJSON also reads an op written before transactions had catalog
+// ops, a bare KV op ({"Verb":…,"Key":…}), as recorded histories hold them.
+func (op *TxnOp) UnmarshalJSON(b []byte) error {
+	var probe struct{ Verb *json.RawMessage }
+	if err := json.Unmarshal(b, &probe); err != nil {
+		return fmt.Errorf("txn op: %w", err)
+	}
+	strict := func(v any) error {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		return dec.Decode(v)
+	}
+	if probe.Verb != nil {
+		var kv KVOp
+		if err := strict(&kv); err != nil {
+			return fmt.Errorf("txn KV op: %w", err)
+		}
+		*op = TxnOp{KV: &kv}
+		return nil
+	}
+	type plain TxnOp // without this method
+	var p plain
+	if err := strict(&p); err != nil {
+		return fmt.Errorf("txn op: %w", err)
+	}
+	*op = TxnOp(p)
+	return nil
 }

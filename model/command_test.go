@@ -20,10 +20,10 @@ func TestLockKeys(t *testing.T) {
 		"plain set":       {model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "a"}}, nil},
 		"plain unlock":    {model.Command{KV: &model.KVOp{Verb: model.KVUnlock, Key: "a", Session: "s"}}, nil},
 		"session command": {model.Command{DestroySession: &model.DestroySession{ID: "s"}}, nil},
-		"txn locks and writes": {model.Command{Txn: &model.Txn{Ops: []model.KVOp{
+		"txn locks and writes": {model.Command{Txn: model.KVTxn(
 			kv(model.KVLock, "a"), kv(model.KVSet, "b"), kv(model.KVUnlock, "c"), kv(model.KVLock, "d"),
-		}}}, []string{"a", "d"}},
-		"txn without locks": {model.Command{Txn: &model.Txn{Ops: []model.KVOp{kv(model.KVSet, "a")}}}, nil},
+		)}, []string{"a", "d"}},
+		"txn without locks": {model.Command{Txn: model.KVTxn(kv(model.KVSet, "a"))}, nil},
 	} {
 		if got := tc.cmd.LockKeys(); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: LockKeys = %q, want %q", name, got, tc.want)
@@ -40,12 +40,12 @@ func TestIsReadOnly(t *testing.T) {
 		want bool
 	}{
 		"plain set": {model.Command{KV: &model.KVOp{Verb: model.KVSet, Key: "a"}}, false},
-		"reads only": {model.Command{Txn: &model.Txn{Ops: []model.KVOp{
-			{Verb: model.KVGet, Key: "a"}, {Verb: model.KVCheckIndex, Key: "a", Index: 3},
-		}}}, true},
-		"read then write": {model.Command{Txn: &model.Txn{Ops: []model.KVOp{
-			{Verb: model.KVGet, Key: "a"}, {Verb: model.KVDelete, Key: "a"},
-		}}}, false},
+		"reads only": {model.Command{Txn: model.KVTxn(
+			model.KVOp{Verb: model.KVGet, Key: "a"}, model.KVOp{Verb: model.KVCheckIndex, Key: "a", Index: 3},
+		)}, true},
+		"read then write": {model.Command{Txn: model.KVTxn(
+			model.KVOp{Verb: model.KVGet, Key: "a"}, model.KVOp{Verb: model.KVDelete, Key: "a"},
+		)}, false},
 	} {
 		if got := tc.cmd.IsReadOnly(); got != tc.want {
 			t.Errorf("%s: IsReadOnly = %v, want %v", name, got, tc.want)

@@ -148,8 +148,8 @@ func (h *harness) apply(cmd model.Command) (string, error) {
 	if res.Locked.Key != "" {
 		fmt.Fprintf(&b, "locked %s\n", fmtEntry(res.Locked))
 	}
-	for _, e := range res.TxnResults {
-		fmt.Fprintf(&b, "result %s\n", fmtEntry(e))
+	for _, r := range res.TxnResults {
+		fmt.Fprintf(&b, "result %s\n", fmtResult(r))
 	}
 	for _, id := range res.Invalidated {
 		fmt.Fprintf(&b, "invalidated %s\n", id)
@@ -222,15 +222,15 @@ func parseCommand(d *datadriven.TestData) (model.Command, error) {
 	case "reap":
 		return model.Command{Reap: &model.Reap{Index: uintArg(d, "index")}}, nil
 	case "txn":
-		var ops []model.KVOp
+		var t model.Txn
 		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {
-			op, err := parseOpLine(line)
+			op, err := parseTxnLine(line)
 			if err != nil {
 				return model.Command{}, err
 			}
-			ops = append(ops, op)
+			t.Ops = append(t.Ops, op)
 		}
-		return model.Command{Txn: &model.Txn{Ops: ops}}, nil
+		return model.Command{Txn: &t}, nil
 	}
 	op := model.KVOp{Verb: model.KVVerb(d.Cmd), Key: arg(d, "key"), Value: []byte(arg(d, "value")),
 		Flags: uintArg(d, "flags"), Index: uintArg(d, "index"), Session: arg(d, "session"),
@@ -293,6 +293,77 @@ func orNone(s string) string {
 		return "none\n"
 	}
 	return s
+}
+
+// parseTxnLine reads a KV op line (parseOpLine) or a catalog or session op:
+//
+//	node <verb> node=n id=uuid addr=a meta=k:v index=n
+//	service <verb> node=n id=s name=web tags=a+b addr=a index=n
+//	check <verb> node=n id=c name=c status=critical service=s index=n
+//	session <verb> id=s
+func parseTxnLine(line string) (model.TxnOp, error) {
+	fields := strings.Fields(line)
+	if len(fields) < 2 {
+		kv, err := parseOpLine(line)
+		return model.TxnOp{KV: &kv}, err
+	}
+	args := map[string]string{}
+	var index uint64
+	for _, f := range fields[2:] {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok {
+			return model.TxnOp{}, fmt.Errorf("txn op field %q is not key=value", f)
+		}
+		if k == "index" {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return model.TxnOp{}, fmt.Errorf("txn op index: %w", err)
+			}
+			index = n
+		}
+		args[k] = v
+	}
+	verb := model.CatalogVerb(fields[1])
+	switch fields[0] {
+	case "node":
+		o := &model.NodeTxnOp{Verb: verb, Node: args["node"], ID: args["id"], Address: args["addr"], Index: index}
+		if m, ok := args["meta"]; ok {
+			k, v, _ := strings.Cut(m, ":")
+			o.Meta = map[string]string{k: v}
+		}
+		return model.TxnOp{Node: o}, nil
+	case "service":
+		sv := model.ServiceSpec{ID: args["id"], Service: args["name"], Address: args["addr"]}
+		if tags, ok := args["tags"]; ok {
+			sv.Tags = strings.Split(tags, "+")
+		}
+		return model.TxnOp{Service: &model.ServiceTxnOp{Verb: verb, Node: args["node"], Service: sv, Index: index}}, nil
+	case "check":
+		c := model.CheckSpec{CheckID: args["id"], Name: args["name"], Status: model.Health(args["status"]), ServiceID: args["service"]}
+		return model.TxnOp{Check: &model.CheckTxnOp{Verb: verb, Node: args["node"], Check: c, Index: index}}, nil
+	case "session":
+		return model.TxnOp{Session: &model.SessionTxnOp{Verb: model.SessionVerb(fields[1]), ID: args["id"]}}, nil
+	}
+	kv, err := parseOpLine(line)
+	return model.TxnOp{KV: &kv}, err
+}
+
+// fmtResult shows one txn result.
+func fmtResult(r model.TxnResult) string {
+	switch {
+	case r.KV != nil:
+		return fmtEntry(*r.KV)
+	case r.Node != nil:
+		n := r.Node
+		return fmt.Sprintf("node %s id=%q addr=%q meta=%v create=%d modify=%d", n.Name, n.ID, n.Address, n.Meta, n.CreateIndex, n.ModifyIndex)
+	case r.Service != nil:
+		sv := r.Service
+		return fmt.Sprintf("service %s/%s name=%s tags=%q create=%d modify=%d", sv.Node, sv.ServiceID, sv.Service, sv.Tags, sv.CreateIndex, sv.ModifyIndex)
+	case r.Check != nil:
+		c := r.Check
+		return fmt.Sprintf("%s create=%d modify=%d", fmtCheck(*c), c.CreateIndex, c.ModifyIndex)
+	}
+	return "empty result"
 }
 
 // parseOpLine reads "verb key=k value=v session=s index=n flags=n".

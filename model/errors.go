@@ -50,8 +50,10 @@ type Result struct {
 	SessionID string
 	// QueryID is the prepared query a query write created, replaced or deleted.
 	QueryID string
-	// TxnResults are the entries a transaction returns, in op order.
-	TxnResults []KVEntry
+	// TxnResults are what a transaction returns, in op order: one KV
+	// entry per key an op names (none for deletes), the node, service or
+	// check a get, set or cas names, nothing for the other ops.
+	TxnResults []TxnResult
 	// TxnErrors are a failed transaction's per-op reasons; the state is then unchanged.
 	TxnErrors []TxnError
 	// Invalidated lists the sessions this command invalidated, sorted.
@@ -72,6 +74,25 @@ type Result struct {
 	// DelayRefused lists keys whose lock this command refused because an
 	// invalidation the leader's check could not see armed a delay (S22).
 	DelayRefused []string
+}
+
+// TxnResult is one result of a transaction; exactly one field is set.
+type TxnResult struct {
+	KV      *KVEntry `json:",omitempty"`
+	Node    *Node    `json:",omitempty"`
+	Service *Service `json:",omitempty"`
+	Check   *Check   `json:",omitempty"`
+}
+
+// KVResults are the KV entries among a transaction's results, in op order.
+func (r Result) KVResults() []KVEntry {
+	var out []KVEntry
+	for _, t := range r.TxnResults {
+		if t.KV != nil {
+			out = append(out, *t.KV)
+		}
+	}
+	return out
 }
 
 // Failed reports whether the command was rejected or its transaction aborted.

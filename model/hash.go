@@ -64,6 +64,13 @@ func (s *State) Hash() uint64 {
 		str(sv.Address)
 		num(uint64(int64(sv.Port)))
 		strMap(sv.Meta)
+		// Written only when present, so that states without them hash as
+		// they did before services had them (the simulator's digests).
+		for _, k := range slices.Sorted(maps.Keys(sv.TaggedAddresses)) {
+			str(k)
+			str(sv.TaggedAddresses[k].Address)
+			num(uint64(int64(sv.TaggedAddresses[k].Port)))
+		}
 		num(sv.CreateIndex)
 		num(sv.ModifyIndex)
 	}
@@ -85,6 +92,9 @@ func (s *State) Hash() uint64 {
 		str(c.ServiceID)
 		str(c.ServiceName)
 		str(c.Type)
+		if c.Definition != "" { // as for tagged addresses
+			str(c.Definition)
+		}
 		num(c.CreateIndex)
 		num(c.ModifyIndex)
 	}

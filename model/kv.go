@@ -15,6 +15,8 @@ type kvOutcome struct {
 	err     *Error
 	// delayed marks a lock refused for a lock-delay the leader could not see.
 	delayed bool
+	// record is a catalog op's result in a transaction (S68).
+	record TxnResult
 }
 
 func refused(format string, args ...any) kvOutcome {
@@ -239,8 +241,9 @@ func (a *applier) setIssued(key string, li uint64) {
 	a.s.lockIssued[key] = li
 }
 
-// setDelayedAt is only reached from invalidations, which never run inside a
-// txn, so it needs no undo record.
+// setDelayedAt is reached from invalidations, which a txn's catalog or
+// session op may cause (S68, S69).
 func (a *applier) setDelayedAt(key string) {
+	a.undo.saveKey(a.s, key)
 	a.s.delayedAt[key] = a.idx
 }

@@ -44,12 +44,12 @@ func (a *applier) putNode(r Register, asked string) *Error {
 			prev, hasPrev = byID, true
 			if byID.Name != r.Node {
 				if err := s.nameReserved(n, asked, false); err != "" {
-					return errorf(ErrInvalid, "failed inserting node: Error while renaming Node ID: %q (%s): %s", r.ID, r.Address, err)
+					return errorf(ErrInvalid, "Error while renaming Node ID: %q (%s): %s", r.ID, r.Address, err)
 				}
 				renameFrom = byID.Name
 			}
 		} else if err := s.nameReserved(n, asked, true); err != "" {
-			return errorf(ErrInvalid, "failed inserting node: Error while renaming Node ID: %q: %s", r.ID, err)
+			return errorf(ErrInvalid, "Error while renaming Node ID: %q: %s", r.ID, err)
 		}
 	}
 	if renameFrom != "" {

@@ -104,12 +104,44 @@ func genCommand(t *rapid.T) model.Command {
 		op := genKVOp(t, "")
 		return model.Command{KV: &op}
 	default:
-		var ops []model.KVOp
+		var txn model.Txn
 		for i := range rapid.IntRange(0, 4).Draw(t, "nops") {
-			ops = append(ops, genKVOp(t, fmt.Sprint("op", i)))
+			txn.Ops = append(txn.Ops, genTxnOp(t, fmt.Sprint("op", i)))
 		}
-		return model.Command{Txn: &model.Txn{Ops: ops}}
+		return model.Command{Txn: &txn}
 	}
+}
+
+var catalogVerbs = []model.CatalogVerb{model.CatalogGet, model.CatalogSet, model.CatalogCAS,
+	model.CatalogDelete, model.CatalogDeleteCAS, "bogus"}
+
+// genTxnOp draws a txn op: mostly KV, else a node, service, check or
+// session op (S68, S69), valid or not.
+func genTxnOp(t *rapid.T, label string) model.TxnOp {
+	verb := rapid.SampledFrom(catalogVerbs).Draw(t, label+"cverb")
+	node := rapid.SampledFrom(nodeNames).Draw(t, label+"cnode")
+	index := rapid.Uint64Range(0, 40).Draw(t, label+"cindex")
+	switch rapid.IntRange(0, 7).Draw(t, label+"kind") {
+	case 0:
+		return model.TxnOp{Node: &model.NodeTxnOp{Verb: verb, Node: node, Index: index,
+			ID:      rapid.SampledFrom([]string{"", "4f5a3c1e-0000-4000-8000-000000000001", "bad"}).Draw(t, label+"cid"),
+			Address: rapid.SampledFrom([]string{"", "10.0.0.1"}).Draw(t, label+"caddr")}}
+	case 1:
+		return model.TxnOp{Service: &model.ServiceTxnOp{Verb: verb, Node: node, Index: index,
+			Service: model.ServiceSpec{ID: rapid.SampledFrom(serviceIDs).Draw(t, label+"csid"),
+				Service: rapid.SampledFrom([]string{"web", ""}).Draw(t, label+"csname")}}}
+	case 2:
+		return model.TxnOp{Check: &model.CheckTxnOp{Verb: verb, Node: node, Index: index,
+			Check: model.CheckSpec{CheckID: rapid.SampledFrom(checkIDs).Draw(t, label+"ccheck"),
+				Status:    rapid.SampledFrom(append(statuses, "")).Draw(t, label+"cstatus"),
+				ServiceID: rapid.SampledFrom(serviceIDs).Draw(t, label+"ccsid")}}}
+	case 3:
+		return model.TxnOp{Session: &model.SessionTxnOp{
+			Verb: rapid.SampledFrom([]model.SessionVerb{model.SessionDelete, "bogus"}).Draw(t, label+"sverb"),
+			ID:   rapid.SampledFrom(sessionIDs).Draw(t, label+"sid")}}
+	}
+	op := genKVOp(t, label)
+	return model.TxnOp{KV: &op}
 }
 
 // TestRandomCommandsKeepInvariants: every reachable state satisfies every
@@ -347,4 +379,50 @@ func TestIteratorsYieldEveryRecord(t *testing.T) {
 	for range s.Queries() {
 		break
 	}
+}
+
+// TestAbortedTxnRestoresEveryTable (S44, S68, S69): whatever a txn's
+// catalog, session and KV ops did before one of them failed, the state
+// afterwards equals the state before, and nothing is reported invalidated.
+func TestAbortedTxnRestoresEveryTable(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := model.New()
+		start := []model.Command{
+			{Register: &model.Register{Node: "n1", Services: []model.ServiceSpec{{ID: "web", Service: "web"}},
+				Checks: []model.CheckSpec{{CheckID: "serfHealth", Status: model.HealthPassing},
+					{CheckID: "web", Status: model.HealthPassing, ServiceID: "web"}}}},
+			{CreateSession: &model.CreateSession{ID: "s1", Node: "n1", Checks: []string{"web"}}},
+			{CreateSession: &model.CreateSession{ID: "s2", Node: "n1", Behavior: model.BehaviorDelete}},
+			{KV: &model.KVOp{Verb: model.KVLock, Key: "a", Session: "s1"}},
+			{KV: &model.KVOp{Verb: model.KVLock, Key: "b", Session: "s2"}},
+			{Query: &model.QueryOp{Op: model.QueryCreate, Query: model.PreparedQuery{ID: "q1", Session: "s1",
+				Service: model.ServiceQuery{Service: "web"}}}},
+		}
+		for i, cmd := range start {
+			if res := s.Apply(uint64(i+1), cmd); res.Failed() {
+				t.Fatalf("setup %+v: %+v", cmd, res)
+			}
+		}
+		n := len(start) + rapid.IntRange(0, 10).Draw(t, "steps")
+		for i := len(start); i < n; i++ {
+			s.Apply(uint64(i+1), genCommand(t))
+		}
+		var txn model.Txn
+		for i := range rapid.IntRange(1, 5).Draw(t, "nops") {
+			txn.Ops = append(txn.Ops, genTxnOp(t, fmt.Sprint("op", i)))
+		}
+		// Always fails at run time, after the ops before it ran.
+		txn.Ops = append(txn.Ops, model.TxnOp{KV: &model.KVOp{Verb: model.KVGet, Key: "never-written"}})
+		prev, prevHash := s.Clone(), s.Hash()
+		res := s.Apply(uint64(n+1), model.Command{Txn: &txn})
+		if !res.Failed() {
+			t.Fatalf("txn ending in a get of a missing key committed: %+v", res)
+		}
+		if !s.Equal(prev) || s.Hash() != prevHash {
+			t.Fatalf("aborted txn %+v changed the state", txn)
+		}
+		if len(res.Invalidated) != 0 || len(res.LockDelays) != 0 || len(res.QueriesDeleted) != 0 || len(res.KeysChanged) != 0 {
+			t.Fatalf("aborted txn reported effects: %+v", res)
+		}
+	})
 }

@@ -84,23 +84,36 @@ type Check struct {
 	ServiceName string
 	// Type is the agent's check kind ("ttl", "http", ...) as the catalog
 	// stores it; the model gives it no meaning.
-	Type        string
+	Type string
+	// Definition is how an agent runs the check (its HTTP URL, TCP
+	// address, interval, …), as the HTTP layer encodes it; the catalog
+	// stores and returns it and the model gives it no meaning.
+	Definition  string `json:",omitempty"`
 	CreateIndex uint64
 	ModifyIndex uint64
+}
+
+// ServiceAddress is one of a service's tagged addresses.
+type ServiceAddress struct {
+	Address string
+	Port    int
 }
 
 // Service is one service instance registered on a node (S55). Service IDs
 // are unique per node only.
 type Service struct {
-	Node        string
-	ServiceID   string
-	Service     string // the service's name, which queries look up
-	Tags        []string
-	Address     string
-	Port        int
-	Meta        map[string]string
-	CreateIndex uint64
-	ModifyIndex uint64
+	Node      string
+	ServiceID string
+	Service   string // the service's name, which queries look up
+	Tags      []string
+	Address   string
+	Port      int
+	Meta      map[string]string
+	// TaggedAddresses are stored for the HTTP layer; the model gives them
+	// no meaning.
+	TaggedAddresses map[string]ServiceAddress `json:",omitempty"`
+	CreateIndex     uint64
+	ModifyIndex     uint64
 }
 
 // ServiceCheck names a service check a session binds (Consul 1.7+). It is

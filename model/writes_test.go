@@ -31,11 +31,11 @@ func TestRegisterWritesEveryChangedCheck(t *testing.T) {
 // stop the txn's other ops from being judged; every failure is reported.
 func TestTxnReportsEveryFailingOp(t *testing.T) {
 	s := model.New()
-	res := s.Apply(1, model.Command{Txn: &model.Txn{Ops: []model.KVOp{
-		{Verb: "frobnicate", Key: "a"},
-		{Verb: model.KVCAS, Key: "b", Index: 7},
-		{Verb: model.KVSet, Key: "c"},
-	}}})
+	res := s.Apply(1, model.Command{Txn: model.KVTxn(
+		model.KVOp{Verb: "frobnicate", Key: "a"},
+		model.KVOp{Verb: model.KVCAS, Key: "b", Index: 7},
+		model.KVOp{Verb: model.KVSet, Key: "c"},
+	)})
 	if len(res.TxnErrors) != 2 || res.TxnErrors[0].OpIndex != 0 || res.TxnErrors[1].OpIndex != 1 {
 		t.Fatalf("txn errors %+v, want ops 0 and 1", res.TxnErrors)
 	}

@@ -86,8 +86,8 @@ var lockIndexNotBumped = &core.Variant{Name: "lock-index-not-bumped", Config: fu
 				res.Locked.LockIndex = b.LockIndex
 			}
 			for i := range res.TxnResults {
-				if res.TxnResults[i].Key == k {
-					res.TxnResults[i].LockIndex = b.LockIndex
+				if kv := res.TxnResults[i].KV; kv != nil && kv.Key == k {
+					kv.LockIndex = b.LockIndex
 				}
 			}
 		}

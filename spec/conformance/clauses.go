@@ -101,6 +101,8 @@ var clauses = []clause{
 	{"S63", Contract, "an agent keeps its node record: ID, tagged addresses, and its meta beside consul-network-segment and consul-version"},
 	{"S64", Tenure, "a successful acquire names its LockIndex and ModifyIndex in X-Tenure-Lock-Index and X-Tenure-Modify-Index"},
 	{"S65", Tenure, "a client agent holds a session create until the leader has registered its node, for at most 10s"},
+	{"S68", Contract, "a txn's node, service and check ops, with Consul's verbs and texts, all or nothing with its KV ops, invalidating as the catalog endpoints do"},
+	{"S69", Tenure, "a txn's session delete invalidates the session as a destroy does, and fails for a session that does not exist"},
 }
 
 // clauseByID returns the clause with the given ID.

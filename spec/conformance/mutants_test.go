@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -144,6 +146,55 @@ func proxyFor(t *testing.T, base string, m mutant) string {
 	}))
 	t.Cleanup(srv.Close)
 	return srv.URL
+}
+
+// splitCatalogTxn runs a txn holding a node, service or check op one op at
+// a time, so a failing op no longer undoes the ops before it (S68), and
+// answers as one txn would: 409 with every failure, else 200 with every
+// result.
+func splitCatalogTxn(_ *mstate, x *exchange) (bool, error) {
+	if x.r.Method != http.MethodPut || x.r.URL.Path != "/v1/txn" {
+		return false, nil
+	}
+	var ops []map[string]json.RawMessage
+	if json.Unmarshal(x.body, &ops) != nil || !slices.ContainsFunc(ops, func(op map[string]json.RawMessage) bool {
+		return op["Node"] != nil || op["Service"] != nil || op["Check"] != nil
+	}) {
+		return false, nil
+	}
+	var results, errs []json.RawMessage
+	for i, op := range ops {
+		one, err := json.Marshal([]map[string]json.RawMessage{op})
+		if err != nil {
+			return true, err
+		}
+		code, _, b, err := x.u.fwd(x.r.Context(), http.MethodPut, "/v1/txn", x.r.Header, one)
+		if err != nil {
+			return true, err
+		}
+		var a struct{ Results, Errors []json.RawMessage }
+		if json.Unmarshal(b, &a) != nil {
+			return true, fmt.Errorf("op %d answered %d %s", i, code, b)
+		}
+		results = append(results, a.Results...)
+		for _, e := range a.Errors {
+			var te map[string]any
+			if json.Unmarshal(e, &te) == nil {
+				te["OpIndex"] = i
+				e, _ = json.Marshal(te)
+			}
+			errs = append(errs, e)
+		}
+	}
+	x.header = http.Header{"Content-Type": {"application/json"}}
+	if len(errs) > 0 {
+		x.code = 409
+		x.out, _ = json.Marshal(map[string]any{"Results": nil, "Errors": errs})
+		return true, nil
+	}
+	x.code = 200
+	x.out, _ = json.Marshal(map[string]any{"Results": results, "Errors": nil})
+	return true, nil
 }
 
 func isKVPut(x *exchange) bool {
@@ -404,6 +455,7 @@ func keepSessions(m *mstate, x *exchange, keep func(info []byte) bool) (bool, er
 }
 
 var mutants = []mutant{
+	{name: "txn-catalog-ops-not-atomic", filter: `^S68/failing-catalog-op-aborts-all`, handle: splitCatalogTxn},
 	{name: "failure-invalidates-every-session-of-the-node", filter: `^S53/failed`, slow: true, agents: true,
 		handle: invalidateNodeOnFailure},
 	{name: "deregistration-keeps-unbound-sessions", filter: `^S53/left`, slow: true, agents: true,

@@ -17,6 +17,7 @@ func Suite() []Case {
 		checkCases(),
 		queryCases(),
 		nodeCases(),
+		txnCatalogCases(),
 	} {
 		all = append(all, group...)
 	}

@@ -6,7 +6,11 @@
 // (Datacenter, Locality, Weights, …) are left out; a decoder skips them.
 package catalogwire
 
-import "github.com/tenurekv/tenure/model"
+import (
+	"encoding/json"
+
+	"github.com/tenurekv/tenure/model"
+)
 
 // Register is the body of PUT /v1/catalog/register. A null or absent field
 // decodes as its zero value, so a sender may leave out what it does not
@@ -26,12 +30,13 @@ type Register struct {
 
 // Service is the part of structs.NodeService tenure stores.
 type Service struct {
-	ID      string
-	Service string
-	Tags    []string
-	Address string
-	Port    int
-	Meta    map[string]string
+	ID              string
+	Service         string
+	Tags            []string
+	Address         string
+	TaggedAddresses map[string]model.ServiceAddress `json:",omitempty"`
+	Port            int
+	Meta            map[string]string
 }
 
 // Check is the part of structs.HealthCheck tenure stores.
@@ -44,6 +49,9 @@ type Check struct {
 	Output    string `json:",omitempty"`
 	ServiceID string `json:",omitempty"`
 	Type      string `json:",omitempty"`
+	// Definition is how an agent runs the check, as Consul's
+	// HealthCheckDefinition; the HTTP layer stores it as data.
+	Definition json.RawMessage `json:",omitempty"`
 }
 
 // Deregister is the body of PUT /v1/catalog/deregister: the node, or one of

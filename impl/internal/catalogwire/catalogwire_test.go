@@ -25,6 +25,13 @@ func TestConsulClientsBodiesDecode(t *testing.T) {
 		Service: &Service{ID: "web1", Service: "web", Tags: []string{"a"}, Address: "10.0.0.2", Port: 80, Meta: map[string]string{"v": "1"}},
 		Check:   &Check{Node: "n1", CheckID: "c1", Name: "c", Status: model.HealthPassing, Notes: "n", Output: "o", ServiceID: "web1", Type: "ttl"},
 		Checks:  []*Check{{Node: "n1", CheckID: "c2", Name: "c2", Status: model.HealthCritical}}}
+	// consul/api writes a check's Definition even when empty; the HTTP
+	// layer stores it as data.
+	emptyDef, err := json.Marshal(&api.HealthCheckDefinition{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Check.Definition, want.Checks[0].Definition = emptyDef, emptyDef
 	var got Register
 	roundTrip(t, theirs, &got)
 	if d := cmp.Diff(want, got); d != "" {

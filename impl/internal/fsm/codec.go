@@ -32,7 +32,17 @@ const (
 	cmdTxn            byte = 6
 	cmdReap           byte = 7
 	cmdQuery          byte = 8
+	// cmdTxnOps is a transaction with catalog or session ops (S68, S69);
+	// one of KV ops only is still written as cmdTxn, which every binary
+	// reads. (9 is left to ACL writes, being built beside it.)
+	cmdTxnOps byte = 10
 )
+
+// kvTxnV1 is cmdTxn's payload: a transaction's KV ops, as every binary
+// before S68 wrote them.
+type kvTxnV1 struct {
+	Ops []model.KVOp
+}
 
 // errUnknownCommand and errUnknownVersion let callers (and tests) tell a
 // newer-format entry apart from a corrupt one.
@@ -83,7 +93,11 @@ func (c *wireCodec) encodeCommand(cmd model.Command) ([]byte, error) {
 	case cmd.KV != nil:
 		typ, payload = cmdKV, cmd.KV
 	case cmd.Txn != nil:
-		typ, payload = cmdTxn, cmd.Txn
+		if ops, only := cmd.Txn.KVOps(); only {
+			typ, payload = cmdTxn, kvTxnV1{Ops: ops}
+		} else {
+			typ, payload = cmdTxnOps, cmd.Txn
+		}
 	case cmd.Reap != nil:
 		typ, payload = cmdReap, cmd.Reap
 	case cmd.Query != nil:
@@ -145,6 +159,13 @@ func (c *wireCodec) decodeCommand(data []byte) (cmd model.Command, err error) {
 		cmd.KV = &model.KVOp{}
 		target = cmd.KV
 	case cmdTxn:
+		var v1 kvTxnV1
+		if err := c.decode(data[2:], &v1); err != nil {
+			return model.Command{}, fmt.Errorf("decode command type %d: %w", data[1], err)
+		}
+		cmd.Txn = model.KVTxn(v1.Ops...)
+		return cmd, nil
+	case cmdTxnOps:
 		cmd.Txn = &model.Txn{}
 		target = cmd.Txn
 	case cmdReap:

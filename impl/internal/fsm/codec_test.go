@@ -37,10 +37,22 @@ func everyCommand() []model.Command {
 		{DestroySession: &model.DestroySession{ID: "0b5d7c5e-0000-4000-8000-000000000001"}},
 		{KV: &model.KVOp{Verb: model.KVLock, Key: "a/b", Value: []byte{0, 1, 2, 255}, Flags: 1 << 63,
 			Index: 42, Session: "s", LockDelaySeen: 17}},
-		{Txn: &model.Txn{Ops: []model.KVOp{
-			{Verb: model.KVCheckSequencer, Key: "k", Index: 3, Session: "s"},
-			{Verb: model.KVSet, Key: "k", Value: []byte("v")},
-			{Verb: model.KVLock, Key: "k", Session: "s", LockDelaySeen: 9},
+		{Txn: model.KVTxn(
+			model.KVOp{Verb: model.KVCheckSequencer, Key: "k", Index: 3, Session: "s"},
+			model.KVOp{Verb: model.KVSet, Key: "k", Value: []byte("v")},
+			model.KVOp{Verb: model.KVLock, Key: "k", Session: "s", LockDelaySeen: 9},
+		)},
+		{Txn: &model.Txn{Ops: []model.TxnOp{
+			{KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: "s", LockDelaySeen: 9}},
+			{Node: &model.NodeTxnOp{Verb: model.CatalogCAS, Node: "n2", ID: "4f5a3c1e-0000-4000-8000-000000000002",
+				Address: "10.0.0.2", TaggedAddresses: map[string]string{"wan": "1.2.3.4"}, Meta: map[string]string{"m": "1"}, Index: 7}},
+			{Service: &model.ServiceTxnOp{Verb: model.CatalogSet, Node: "n2", Index: 8, Service: model.ServiceSpec{
+				ID: "web1", Service: "web", Tags: []string{"a"}, Address: "10.0.0.3", Port: 80, Meta: map[string]string{"v": "1"},
+				TaggedAddresses: map[string]model.ServiceAddress{"wlan": {Address: "10.0.0.4", Port: 81}}}}},
+			{Check: &model.CheckTxnOp{Verb: model.CatalogDeleteCAS, Node: "n2", Index: 9, Check: model.CheckSpec{
+				CheckID: "c", Name: "c", Status: model.HealthWarning, Notes: "n", Output: "o", ServiceID: "web1",
+				Type: "http", Definition: `{"HTTP":"http://x"}`}}},
+			{Session: &model.SessionTxnOp{Verb: model.SessionDelete, ID: "0b5d7c5e-0000-4000-8000-000000000001"}},
 		}}},
 		{Reap: &model.Reap{Index: 12}},
 		{Query: &model.QueryOp{Op: model.QueryUpdate, Query: model.PreparedQuery{
@@ -346,5 +358,41 @@ func TestDecodeSnapshotRejectsBadInput(t *testing.T) {
 		} else if strings.HasPrefix(name, "duplicate") && !strings.Contains(err.Error(), "listed twice") {
 			t.Errorf("%s: %v, want the duplicate named", name, err)
 		}
+	}
+}
+
+// TestKVTxnKeepsItsOldEncoding: a txn of KV ops only is written as every
+// binary before catalog ops in txns wrote it (type 6, its ops as a list of
+// KV ops), so older servers in the cluster still read it and entries
+// already in logs still decode; one with a catalog or session op gets type
+// 10, which an older binary reports as unknown instead of misreading.
+func TestKVTxnKeepsItsOldEncoding(t *testing.T) {
+	ops := []model.KVOp{{Verb: model.KVSet, Key: "k", Value: []byte("v")}, {Verb: model.KVLock, Key: "k", Session: "s", LockDelaySeen: 3}}
+	var old []byte
+	if err := codec.NewEncoderBytes(&old, &codec.MsgpackHandle{}).Encode(struct{ Ops []model.KVOp }{ops}); err != nil {
+		t.Fatal(err)
+	}
+	old = append([]byte{commandVersion, cmdTxn}, old...)
+	c := newWireCodec()
+	got, err := c.decodeCommand(old)
+	if err != nil {
+		t.Fatalf("old txn entry: %v", err)
+	}
+	if diff := cmp.Diff(model.Command{Txn: model.KVTxn(ops...)}, got); diff != "" {
+		t.Errorf("old txn entry decoded (-want +got):\n%s", diff)
+	}
+	now, err := c.encodeCommand(model.Command{Txn: model.KVTxn(ops...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(now, old) {
+		t.Errorf("KV txn encoded as %x, older binaries wrote %x", now, old)
+	}
+	mixed, err := c.encodeCommand(model.Command{Txn: &model.Txn{Ops: []model.TxnOp{{Session: &model.SessionTxnOp{Verb: model.SessionDelete, ID: "s"}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mixed[1] != cmdTxnOps {
+		t.Errorf("txn with a session op has type %d, want %d", mixed[1], cmdTxnOps)
 	}
 }

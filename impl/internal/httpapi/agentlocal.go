@@ -188,7 +188,7 @@ func (h *localHandler) checkList(c *call) error {
 		}
 		out[ch.CheckID] = checkJSON{Node: st.Node(), CheckID: ch.CheckID, Name: ch.Name, Status: model.Health(ch.Status),
 			Notes: ch.Notes, Output: ch.Output, ServiceID: ch.ServiceID, ServiceName: ch.ServiceName,
-			ServiceTags: tags, Type: ch.Type, Interval: ch.Interval, Timeout: ch.Timeout}
+			ServiceTags: tags, Type: ch.Type, Interval: ch.Interval, Timeout: ch.Timeout, Definition: definitionJSON("")}
 	}
 	return writeJSON(c, http.StatusOK, out)
 }

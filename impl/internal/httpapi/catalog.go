@@ -54,7 +54,7 @@ func toRegister(b catalogwire.Register) (model.Register, error) {
 			return reg, errorf(http.StatusBadRequest, "Must provide service name")
 		}
 		reg.Services = []model.ServiceSpec{{ID: sv.ID, Service: sv.Service, Tags: sv.Tags,
-			Address: sv.Address, Port: sv.Port, Meta: sv.Meta}}
+			Address: sv.Address, Port: sv.Port, Meta: sv.Meta, TaggedAddresses: sv.TaggedAddresses}}
 	}
 	checks := b.Checks
 	if b.Check != nil {
@@ -80,8 +80,18 @@ func toRegister(b catalogwire.Register) (model.Register, error) {
 		if !status.Valid() {
 			return reg, errorf(http.StatusBadRequest, "Invalid check status '%s'", status)
 		}
+		def, err := decodeDefinition(ch.Definition, false, "Request decode failed")
+		if err != nil {
+			return reg, err
+		}
+		typ := ch.Type
+		if typ == "" {
+			// Consul's catalog register names the kind a definition
+			// describes, for checks not registered by an agent.
+			typ = definitionType(def)
+		}
 		reg.Checks = append(reg.Checks, model.CheckSpec{CheckID: id, Name: ch.Name, Status: status,
-			Notes: ch.Notes, Output: ch.Output, ServiceID: ch.ServiceID, Type: ch.Type})
+			Notes: ch.Notes, Output: ch.Output, ServiceID: ch.ServiceID, Type: typ, Definition: def})
 	}
 	return reg, nil
 }

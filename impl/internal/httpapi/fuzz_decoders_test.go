@@ -1,13 +1,13 @@
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -37,11 +37,10 @@ func txnProblem(decode func([]byte) (model.Txn, error), body []byte) error {
 	}
 	ops := make([]map[string]any, 0, len(txn.Ops))
 	for _, op := range txn.Ops {
-		if len(op.Key) > maxKeyLen || len(op.Session) > maxNameLen || len(op.Value) > model.MaxValueSize {
-			return fmt.Errorf("accepted an op over the limits: key %d, session %d, value %d bytes", len(op.Key), len(op.Session), len(op.Value))
+		if p := txnOpOverLimits(op); p != "" {
+			return fmt.Errorf("accepted an op over the limits: %s", p)
 		}
-		ops = append(ops, map[string]any{"KV": txnKVJSON{Verb: op.Verb, Key: op.Key, Value: op.Value,
-			Flags: op.Flags, Index: op.Index, Session: op.Session}})
+		ops = append(ops, txnOpAsJSON(op))
 	}
 	again, err := json.Marshal(ops)
 	if err != nil {
@@ -51,15 +50,71 @@ func txnProblem(decode func([]byte) (model.Txn, error), body []byte) error {
 	if err != nil {
 		return fmt.Errorf("re-encoded txn %s refused: %v", again, err)
 	}
-	if !slices.EqualFunc(txn.Ops, txn2.Ops, kvOpEqual) {
-		return fmt.Errorf("round trip changed the ops: %+v -> %+v", txn.Ops, txn2.Ops)
+	if !reflect.DeepEqual(txn.Ops, txn2.Ops) {
+		return fmt.Errorf("round trip changed the ops: %s -> %s", txnOpsText(txn.Ops), txnOpsText(txn2.Ops))
 	}
 	return nil
 }
 
-func kvOpEqual(a, b model.KVOp) bool {
-	return a.Verb == b.Verb && a.Key == b.Key && bytes.Equal(a.Value, b.Value) && a.Flags == b.Flags &&
-		a.Index == b.Index && a.Session == b.Session
+// txnOpOverLimits names the limit an accepted op is over (S39), or "".
+func txnOpOverLimits(op model.TxnOp) string {
+	switch {
+	case op.KV != nil:
+		if len(op.KV.Key) > maxKeyLen || len(op.KV.Session) > maxNameLen || len(op.KV.Value) > model.MaxValueSize {
+			return fmt.Sprintf("key %d, session %d, value %d bytes", len(op.KV.Key), len(op.KV.Session), len(op.KV.Value))
+		}
+	case op.Node != nil:
+		if len(op.Node.Node) > maxNameLen || len(op.Node.Address) > maxNameLen || len(op.Node.Meta) > maxNodeMeta {
+			return fmt.Sprintf("node %d, address %d bytes, %d meta", len(op.Node.Node), len(op.Node.Address), len(op.Node.Meta))
+		}
+	case op.Service != nil:
+		if len(op.Service.Node) > maxNameLen || len(op.Service.Service.ID) > maxNameLen || len(op.Service.Service.Tags) > maxTags {
+			return fmt.Sprintf("node %d, service ID %d bytes, %d tags", len(op.Service.Node), len(op.Service.Service.ID), len(op.Service.Service.Tags))
+		}
+	case op.Check != nil:
+		if len(op.Check.Node) > maxNameLen || len(op.Check.Check.CheckID) > maxNameLen || len(op.Check.Check.Definition) > maxOutputLen {
+			return fmt.Sprintf("node %d, check ID %d, definition %d bytes", len(op.Check.Node), len(op.Check.Check.CheckID), len(op.Check.Check.Definition))
+		}
+	case op.Session != nil:
+		if len(op.Session.ID) > maxNameLen {
+			return fmt.Sprintf("session ID %d bytes", len(op.Session.ID))
+		}
+	}
+	return ""
+}
+
+// txnOpAsJSON writes op back in the shape a client sends.
+func txnOpAsJSON(op model.TxnOp) map[string]any {
+	switch {
+	case op.KV != nil:
+		o := op.KV
+		return map[string]any{"KV": txnKVJSON{Verb: o.Verb, Key: o.Key, Value: o.Value, Flags: o.Flags, Index: o.Index, Session: o.Session}}
+	case op.Node != nil:
+		o := op.Node
+		return map[string]any{"Node": map[string]any{"Verb": o.Verb, "Node": map[string]any{"Node": o.Node, "ID": o.ID,
+			"Address": o.Address, "TaggedAddresses": o.TaggedAddresses, "Meta": o.Meta, "ModifyIndex": o.Index}}}
+	case op.Service != nil:
+		o, sv := op.Service, op.Service.Service
+		return map[string]any{"Service": map[string]any{"Verb": o.Verb, "Node": o.Node, "Service": map[string]any{
+			"ID": sv.ID, "Service": sv.Service, "Tags": sv.Tags, "Address": sv.Address, "Port": sv.Port, "Meta": sv.Meta,
+			"TaggedAddresses": sv.TaggedAddresses, "ModifyIndex": o.Index}}}
+	case op.Check != nil:
+		o, c := op.Check, op.Check.Check
+		check := map[string]any{"Node": o.Node, "CheckID": c.CheckID, "Name": c.Name, "Status": c.Status,
+			"Notes": c.Notes, "Output": c.Output, "ServiceID": c.ServiceID, "Type": c.Type, "ModifyIndex": o.Index}
+		if c.Definition != "" {
+			check["Definition"] = json.RawMessage(c.Definition)
+		}
+		return map[string]any{"Check": map[string]any{"Verb": o.Verb, "Check": check}}
+	case op.Session != nil:
+		return map[string]any{"Session": map[string]any{"Verb": op.Session.Verb, "Session": map[string]any{"ID": op.Session.ID}}}
+	}
+	return map[string]any{}
+}
+
+func txnOpsText(ops []model.TxnOp) string {
+	b, _ := json.Marshal(ops)
+	return string(b)
 }
 
 // parseCreate is the whole of a session create's request checking: decode,
@@ -428,7 +483,7 @@ func TestDecoderPropertiesCatchBrokenDecoders(t *testing.T) {
 		var txn model.Txn
 		for _, op := range ops {
 			if op.KV != nil {
-				txn.Ops = append(txn.Ops, model.KVOp{Verb: op.KV.Verb, Key: op.KV.Key, Session: op.KV.Session})
+				txn.Ops = append(txn.Ops, model.TxnOp{KV: &model.KVOp{Verb: op.KV.Verb, Key: op.KV.Key, Session: op.KV.Session}})
 			}
 		}
 		return txn, nil
@@ -443,7 +498,9 @@ func TestDecoderPropertiesCatchBrokenDecoders(t *testing.T) {
 	flagsLostOnce := func(body []byte) (model.Txn, error) {
 		txn, err := decodeTxn(body)
 		for i := range txn.Ops {
-			txn.Ops[i].Flags++ // not idempotent: the round trip sees it
+			if kv := txn.Ops[i].KV; kv != nil {
+				kv.Flags++ // not idempotent: the round trip sees it
+			}
 		}
 		return txn, err
 	}

@@ -134,6 +134,11 @@ var txnSeeds = []string{
 	`[{"KV":{"Verb":"cas","Key":"a","Index":18446744073709551615}}]`,
 	`[{"KV":{"Verb":"set","Key":"a","Value":"!!"}}]`, `[{"KV":{"Verb":7}}]`,
 	`[{"KV":{"Verb":"set","Key":"a","Flags":-1}}]`, `[{"kv":{"verb":"get","key":"a"}}]`,
+	`[{"Node":{"Verb":"set","Node":{"Node":"n1","Address":"1.1.1.1","TaggedAddresses":{"wlan":"1.1.1.1"},"Meta":{"a":"b"}}}}]`,
+	`[{"Service":{"Verb":"cas","Node":"n1","Service":{"ID":"s1","Service":"s1","Port":1,"TaggedAddresses":{"wlan":{"Address":"1.1.1.1","Port":1}},"ModifyIndex":3,"Weights":{"Passing":1},"Proxy":{}}}}]`,
+	`[{"Check":{"Verb":"set","Check":{"Node":"n1","CheckID":"c1","Status":"passing","Definition":{"TCP":"1.1.1.1:1","Interval":"40s","TimeoutDuration":80000000000}}}}]`,
+	`[{"Check":{"Verb":"set","Check":{"Node":"n1","CheckID":"c1","Definition":{"Interval":"forever"}}}}]`,
+	`[{"Session":{"Verb":"delete","Session":{"ID":"s1"}}},{"Node":{"Verb":"get","Node":{"Node":"n1","Bogus":1}}}]`,
 }
 
 // Any txn body gets an answer from the allowed set, and only a 200 may

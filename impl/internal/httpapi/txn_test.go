@@ -175,7 +175,9 @@ func TestTxnLimitsAndParse(t *testing.T) {
 		{`{`, "Failed to parse body: unexpected EOF"},
 		{`[{"KV":{"Verb":"set","Key":"a","Value":"%%%"}}]`, "Failed to parse body: illegal base64 data at input byte 0"},
 		{`[{"KV":{"Verb":"set","Key":"a","Bogus":1}}]`, `Failed to parse body: json: unknown field "Bogus"`},
-		{`[{"Node":{"Verb":"set"}}]`, "Failed to parse body: op 0: only KV operations are supported"},
+		{`[{"Node":{"Verb":"get","Node":{"Node":"n1","Bogus":1}}}]`, `Failed to parse body: json: unknown field "Bogus"`},
+		{`[{"Check":{"Verb":"set","Check":{"Node":"n1","CheckID":"c","Definition":{"Interval":"soon"}}}}]`,
+			`Failed to parse body: check definition: time: invalid duration "soon"`},
 	}
 	for _, tc := range cases {
 		want(t, tc.body, f.do(http.MethodPut, "/v1/txn", []byte(tc.body)), http.StatusBadRequest, tc.want)

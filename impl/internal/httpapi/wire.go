@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/tenurekv/tenure/model"
@@ -73,14 +74,39 @@ func toKV(e model.KVEntry) kvJSON {
 		Session: e.Session, CreateIndex: e.CreateIndex, ModifyIndex: e.ModifyIndex}
 }
 
-// txnAnswer is structs.TxnResponse. Both lists are null when empty.
+// txnAnswer is structs.TxnResponse. Both lists are null when empty. A
+// read-only txn's answer is structs.TxnReadResponse, which adds the read's
+// metadata.
 type txnAnswer struct {
 	Results []txnResultJSON
 	Errors  []model.TxnError
+	*txnReadMeta
+}
+
+// txnReadMeta is the part of structs.QueryMeta a read-only txn's answer
+// shows. Consul sets Index to 1, its floor for reads that name none.
+type txnReadMeta struct {
+	Index                 uint64
+	LastContact           time.Duration // integer nanoseconds
+	KnownLeader           bool
+	ConsistencyLevel      string
+	NotModified           bool
+	Backend               int
+	ResultsFilteredByACLs bool
 }
 
 type txnResultJSON struct {
-	KV *kvJSON `json:",omitempty"`
+	KV      *kvJSON          `json:",omitempty"`
+	Node    *nodeJSON        `json:",omitempty"`
+	Service *nodeServiceJSON `json:",omitempty"`
+	Check   *checkJSON       `json:",omitempty"`
+}
+
+// proxyJSON is structs.ConnectProxyConfig left empty.
+type proxyJSON struct {
+	Mode        string
+	MeshGateway struct{}
+	Expose      struct{}
 }
 
 // nodeJSON is the part of structs.Node tenure models.
@@ -111,23 +137,29 @@ type weightsJSON struct {
 var defaultWeights = weightsJSON{Passing: 1, Warning: 1}
 
 // nodeServiceJSON is the part of structs.NodeService tenure stores (S55).
+// tenure stores no proxy or Connect settings, so they show as Consul shows
+// them unset.
 type nodeServiceJSON struct {
 	ID                string
 	Service           string
 	Tags              []string
 	Address           string
+	TaggedAddresses   map[string]model.ServiceAddress `json:",omitempty"`
 	Meta              map[string]string
 	Port              int
 	Weights           weightsJSON
 	EnableTagOverride bool
+	Proxy             proxyJSON
+	Connect           struct{}
+	PeerName          string
 	CreateIndex       uint64
 	ModifyIndex       uint64
 }
 
 func toNodeService(sv model.Service) nodeServiceJSON {
 	return nodeServiceJSON{ID: sv.ServiceID, Service: sv.Service, Tags: orEmpty(sv.Tags),
-		Address: sv.Address, Meta: orEmptyMap(sv.Meta), Port: sv.Port, Weights: defaultWeights,
-		CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex}
+		Address: sv.Address, TaggedAddresses: sv.TaggedAddresses, Meta: orEmptyMap(sv.Meta), Port: sv.Port,
+		Weights: defaultWeights, CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex}
 }
 
 // serviceNodeJSON is structs.ServiceNode, what /v1/catalog/service lists.
@@ -163,14 +195,14 @@ type checkJSON struct {
 	ServiceName string
 	ServiceTags []string
 	Type        string
-	// Interval, Timeout, ExposedPort and Definition describe how an agent
-	// runs the check. The catalog stores none of them, so its reads leave
-	// them empty, as Consul does; the agent's own list fills Interval and
-	// Timeout.
+	// Interval, Timeout and ExposedPort describe how an agent runs the
+	// check; the catalog leaves them empty, as Consul does, and the
+	// agent's own list fills Interval and Timeout. Definition is what the
+	// catalog stored with the check ({} if nothing).
 	Interval    string
 	Timeout     string
 	ExposedPort int
-	Definition  struct{}
+	Definition  json.RawMessage
 	CreateIndex uint64
 	ModifyIndex uint64
 }
@@ -186,12 +218,16 @@ func toChecks(s *model.State, cs []model.Check) []checkJSON {
 				tags = orEmpty(sv.Tags)
 			}
 		}
-		out = append(out, checkJSON{Node: c.Node, CheckID: c.CheckID, Name: c.Name,
-			Status: c.Status, Notes: c.Notes, Output: c.Output, ServiceID: c.ServiceID,
-			ServiceName: c.ServiceName, ServiceTags: tags, Type: c.Type,
-			CreateIndex: c.CreateIndex, ModifyIndex: c.ModifyIndex})
+		out = append(out, toCheck(c, tags))
 	}
 	return out
+}
+
+func toCheck(c model.Check, tags []string) checkJSON {
+	return checkJSON{Node: c.Node, CheckID: c.CheckID, Name: c.Name,
+		Status: c.Status, Notes: c.Notes, Output: c.Output, ServiceID: c.ServiceID,
+		ServiceName: c.ServiceName, ServiceTags: tags, Type: c.Type, Definition: definitionJSON(c.Definition),
+		CreateIndex: c.CreateIndex, ModifyIndex: c.ModifyIndex}
 }
 
 // orEmpty shows a missing list as [], as Consul's health reads do.

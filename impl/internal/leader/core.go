@@ -266,8 +266,10 @@ func (l *Core) checkLockDelay(cmd model.Command) (model.Command, error) {
 	if cmd.Txn != nil {
 		ops := slices.Clone(cmd.Txn.Ops)
 		for i := range ops {
-			if ops[i].Verb == model.KVLock {
-				ops[i].LockDelaySeen = seen
+			if kv := ops[i].KV; kv != nil && kv.Verb == model.KVLock {
+				stamped := *kv
+				stamped.LockDelaySeen = seen
+				ops[i].KV = &stamped
 			}
 		}
 		cmd.Txn = &model.Txn{Ops: ops}

@@ -27,16 +27,16 @@ func TestLeaderCoreTxnLockRefusedInCommitWindow(t *testing.T) {
 			return
 		}
 		h.before = nil
-		stamped = cmd.Txn.Ops
+		stamped, _ = cmd.Txn.KVOps()
 		// The invalidation lands between the check and the txn's apply.
 		if _, err := h.propose(context.Background(), model.Command{DestroySession: &model.DestroySession{ID: a}}); err != nil {
 			t.Errorf("destroy in the window: %v", err)
 		}
 	}
-	txn := model.Command{Txn: &model.Txn{Ops: []model.KVOp{
-		{Verb: model.KVSet, Key: "x", Value: []byte("v")},
-		{Verb: model.KVLock, Key: "k", Session: b},
-	}}}
+	txn := model.Command{Txn: model.KVTxn(
+		model.KVOp{Verb: model.KVSet, Key: "x", Value: []byte("v")},
+		model.KVOp{Verb: model.KVLock, Key: "k", Session: b},
+	)}
 	res, err := h.core.Apply(context.Background(), txn)
 	var lde *LockDelayError
 	if !errors.As(err, &lde) || lde.Key != "k" || lde.Remaining != 5*time.Second || res.Index == 0 {
@@ -50,8 +50,8 @@ func TestLeaderCoreTxnLockRefusedInCommitWindow(t *testing.T) {
 		t.Fatalf("proposed ops %+v; want only the lock op stamped", stamped)
 	}
 	// The caller's command is not modified.
-	if txn.Txn.Ops[1].LockDelaySeen != 0 {
-		t.Fatalf("caller's txn was stamped: %+v", txn.Txn.Ops[1])
+	if txn.Txn.Ops[1].KV.LockDelaySeen != 0 {
+		t.Fatalf("caller's txn was stamped: %+v", *txn.Txn.Ops[1].KV)
 	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()

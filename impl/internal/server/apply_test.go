@@ -54,14 +54,14 @@ func TestTxnLockAfterLockDelayPasses(t *testing.T) {
 	mustApply(t, s, model.Command{DestroySession: &model.DestroySession{ID: first}})
 	clock.Advance(2 * time.Second)
 	second := mustApply(t, s, model.Command{CreateSession: &model.CreateSession{Node: node, Checks: []string{}}}).SessionID
-	res := mustApply(t, s, model.Command{Txn: &model.Txn{Ops: []model.KVOp{
-		{Verb: model.KVSet, Key: "other", Value: []byte("v")},
-		{Verb: model.KVLock, Key: "k", Session: second},
-	}}})
+	res := mustApply(t, s, model.Command{Txn: model.KVTxn(
+		model.KVOp{Verb: model.KVSet, Key: "other", Value: []byte("v")},
+		model.KVOp{Verb: model.KVLock, Key: "k", Session: second},
+	)})
 	if res.Failed() || len(res.TxnErrors) > 0 {
 		t.Fatalf("txn lock after the lock-delay: %+v", res)
 	}
-	if len(res.TxnResults) != 2 || res.TxnResults[1].Session != second {
+	if len(res.TxnResults) != 2 || res.TxnResults[1].KV.Session != second {
 		t.Fatalf("txn results %+v, want k held by %s", res.TxnResults, second)
 	}
 }

@@ -138,7 +138,7 @@ func TestLockDelayRefusedBeforeRaft(t *testing.T) {
 	last := s.raft.LastIndex()
 	for _, cmd := range []model.Command{
 		{KV: &model.KVOp{Verb: model.KVLock, Key: "k", Session: b}},
-		{Txn: &model.Txn{Ops: []model.KVOp{{Verb: model.KVSet, Key: "x"}, {Verb: model.KVLock, Key: "k", Session: b}}}},
+		{Txn: model.KVTxn(model.KVOp{Verb: model.KVSet, Key: "x"}, model.KVOp{Verb: model.KVLock, Key: "k", Session: b})},
 	} {
 		_, err := s.Apply(context.Background(), cmd)
 		var lde *leader.LockDelayError

@@ -249,7 +249,7 @@ func historyOp(op *Op) (linearizability.Op, bool) {
 		kv := *c.KV
 		cmd = &model.Command{KV: &kv}
 	case core.ReqTxn:
-		cmd = &model.Command{Txn: &model.Txn{Ops: slices.Clone(c.Txn)}}
+		cmd = &model.Command{Txn: model.KVTxn(c.Txn...)}
 	case core.ReqRenew:
 		out.Input.Read = &linearizability.Read{Kind: linearizability.RenewSess, Session: c.ID}
 	case core.ReqGet:
