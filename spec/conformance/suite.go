@@ -17,6 +17,7 @@ func Suite() []Case {
 		checkCases(),
 		queryCases(),
 		nodeCases(),
+		filterCases(),
 	} {
 		all = append(all, group...)
 	}
