@@ -99,7 +99,15 @@ func filterProblem(compile func(expr string, target any) (*bexpr.Filter, error),
 	if expr == "" {
 		return nil // no filter
 	}
-	for _, s := range filterSamples() {
+	// The parse is the same for every target, and over the budget it is
+	// the costly part: parse once here, and let one target show the
+	// refusal of an expression over the budget.
+	ast, perr := bexpr.Parse("", []byte(expr), bexpr.MaxExpressions(filterParseBudget))
+	overBudget := perr != nil && strings.Contains(perr.Error(), "max number of expresssions parsed")
+	for i, s := range filterSamples() {
+		if overBudget && i > 0 {
+			break
+		}
 		bf, err := compile(expr, s.target)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), filterPrefix) {
@@ -107,7 +115,6 @@ func filterProblem(compile func(expr string, target any) (*bexpr.Filter, error),
 			}
 			continue
 		}
-		ast, perr := bexpr.Parse("", []byte(expr), bexpr.MaxExpressions(filterParseBudget))
 		if perr != nil {
 			return fmt.Errorf("%T: accepted, but does not parse within the budget: %v", s.target, perr)
 		}
