@@ -18,6 +18,7 @@ func Suite() []Case {
 		queryCases(),
 		nodeCases(),
 		txnCatalogCases(),
+		filterCases(),
 	} {
 		all = append(all, group...)
 	}

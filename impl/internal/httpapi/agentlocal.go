@@ -179,6 +179,10 @@ func (h *localHandler) checkTTL(status string) func(c *call) error {
 // checkList is GET /v1/agent/checks: check ID → check, from local state, in
 // the catalog's check shape (checkJSON) with the agent's Interval and Timeout.
 func (h *localHandler) checkList(c *call) error {
+	f, err := parseFilter(c.query(), onChecks)
+	if err != nil {
+		return err
+	}
 	st := h.la.State()
 	out := map[string]checkJSON{}
 	for _, ch := range st.Checks() {
@@ -189,6 +193,9 @@ func (h *localHandler) checkList(c *call) error {
 		out[ch.CheckID] = checkJSON{Node: st.Node(), CheckID: ch.CheckID, Name: ch.Name, Status: model.Health(ch.Status),
 			Notes: ch.Notes, Output: ch.Output, ServiceID: ch.ServiceID, ServiceName: ch.ServiceName,
 			ServiceTags: tags, Type: ch.Type, Interval: ch.Interval, Timeout: ch.Timeout, Definition: definitionJSON("")}
+	}
+	if out, err = keepByKey(f, out, viewCheck); err != nil {
+		return err
 	}
 	return writeJSON(c, http.StatusOK, out)
 }
@@ -256,9 +263,16 @@ func toAgentService(s local.Service, dc string) agentServiceJSON {
 
 // serviceList is GET /v1/agent/services: service ID → service.
 func (h *localHandler) serviceList(c *call) error {
+	f, err := parseFilter(c.query(), onAgentService)
+	if err != nil {
+		return err
+	}
 	out := map[string]agentServiceJSON{}
 	for _, s := range h.la.State().Services() {
 		out[s.ID] = toAgentService(s, h.dc)
+	}
+	if out, err = keepByKey(f, out, viewAgentService); err != nil {
+		return err
 	}
 	return writeJSON(c, http.StatusOK, out)
 }

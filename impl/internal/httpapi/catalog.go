@@ -158,6 +158,9 @@ func (h *handler) catalogNodes(c *call) error {
 	if err != nil {
 		return err
 	}
+	if q.filter, err = h.filterParam(c, onNodes); err != nil {
+		return err
+	}
 	return h.serveRead(c, q, func(s *model.State) view {
 		out := []nodeJSON{}
 		for _, n := range s.NodeList() {
@@ -172,7 +175,7 @@ func (h *handler) catalogNodes(c *call) error {
 // catalogNode is GET /v1/catalog/node/<node>: {"Node":…,"Services":{ID:
 // service}}, or null for an unknown node, as Consul answers.
 func (h *handler) catalogNode(c *call) error {
-	return h.serveArgRead(c, "Missing node name", func(s *model.State) view {
+	return h.serveArgReadOn(c, "Missing node name", onNodeServices, func(s *model.State) view {
 		index := max(s.Tables().Nodes, s.Tables().Services)
 		n, ok := s.Node(c.arg)
 		if !ok {
@@ -193,7 +196,7 @@ func (h *handler) toNode(n model.Node) *nodeJSON {
 
 // healthNode is GET /v1/health/node/<node>.
 func (h *handler) healthNode(c *call) error {
-	return h.serveArgRead(c, "Missing node name", func(s *model.State) view {
+	return h.serveArgReadOn(c, "Missing node name", onChecks, func(s *model.State) view {
 		return view{index: s.Tables().Checks, body: toChecks(s, s.CheckList(c.arg, ""))}
 	})
 }
@@ -212,6 +215,9 @@ func (h *handler) healthState(c *call) error {
 		state = ""
 	case !state.Valid():
 		return errorf(http.StatusBadRequest, "Invalid check state '%s'", c.arg)
+	}
+	if q.filter, err = h.filterParam(c, onChecks); err != nil {
+		return err
 	}
 	return h.serveRead(c, q, func(s *model.State) view {
 		return view{index: s.Tables().Checks, body: toChecks(s, meta.checks(s, s.CheckList("", state)))}

@@ -57,9 +57,16 @@ func (h *handler) agentMembers(c *call) error {
 	if err != nil {
 		return err
 	}
+	f, err := h.filterParam(c, onMembers)
+	if err != nil {
+		return err
+	}
 	out := []memberJSON{}
 	for _, m := range ms.List() {
 		out = append(out, toMemberJSON(m))
+	}
+	if out, err = keep(f, out, viewMember); err != nil {
+		return err
 	}
 	return writeJSON(c, http.StatusOK, out)
 }

@@ -40,6 +40,10 @@ type queryOpts struct {
 	// the backend can watch single keys (server.KeyWatcher).
 	key  string
 	wait time.Duration // as sent; waitTime applies default, cap and jitter
+	// filter is ?filter, which only the reads that honour it set (S66):
+	// it narrows the answer once the read has resolved, so it never
+	// changes the index or when a blocking read returns.
+	filter *exprFilter
 }
 
 // parseQuery reads ?stale, ?consistent, ?leader, ?max_stale, ?wait and ?index
@@ -119,11 +123,15 @@ type view struct {
 	fail error
 }
 
-// serveRead answers a read: locally when the mode allows, else through the
-// leader; blocking if ?index asks for it.
 // serveArgRead serves a read of the resource named by the path argument
 // (a node, a session), answering 400 with missing when the argument is empty.
 func (h *handler) serveArgRead(c *call, missing string, read func(s *model.State) view) error {
+	return h.serveArgReadOn(c, missing, nil, read)
+}
+
+// serveArgReadOn is serveArgRead for a read that honours ?filter over
+// entries of target's element type (S66); a nil target ignores ?filter.
+func (h *handler) serveArgReadOn(c *call, missing string, target any, read func(s *model.State) view) error {
 	q, err := parseQuery(c.query())
 	if err != nil {
 		return err
@@ -131,9 +139,16 @@ func (h *handler) serveArgRead(c *call, missing string, read func(s *model.State
 	if c.arg == "" {
 		return errorf(http.StatusBadRequest, "%s", missing)
 	}
+	if target != nil {
+		if q.filter, err = h.filterParam(c, target); err != nil {
+			return err
+		}
+	}
 	return h.serveRead(c, q, read)
 }
 
+// serveRead answers a read: locally when the mode allows, else through the
+// leader; blocking if ?index asks for it.
 func (h *handler) serveRead(c *call, q queryOpts, read func(s *model.State) view) error {
 	if local, err := h.readHere(c, q, nil); err != nil || !local {
 		return err
@@ -144,6 +159,13 @@ func (h *handler) serveRead(c *call, q queryOpts, read func(s *model.State) view
 	}
 	if v.fail != nil {
 		return v.fail
+	}
+	if q.filter != nil && v.body != nil {
+		// Outside Backend.Read: evaluating an expression over a large
+		// answer must not hold up the state's writers.
+		if v.body, err = q.filter.apply(v.body); err != nil {
+			return err
+		}
 	}
 	h.setMeta(c.w, v.index, q.mode)
 	switch {

@@ -33,8 +33,22 @@ func (h *handler) catalogServices(c *call) error {
 	if err != nil {
 		return err
 	}
+	if q.filter, err = h.filterParam(c, onServiceNodes); err != nil {
+		return err
+	}
 	return h.serveRead(c, q, func(s *model.State) view {
-		return view{index: s.Tables().Services, body: meta.serviceNames(s)}
+		if q.filter == nil {
+			return view{index: s.Tables().Services, body: meta.serviceNames(s)}
+		}
+		// Consul filters the instances, then groups what is left by name.
+		out := serviceInstancesJSON{}
+		for _, sv := range s.ServiceList("") {
+			n, _ := s.Node(sv.Node)
+			if meta.matches(n.Meta) {
+				out = append(out, h.toServiceNode(model.ServiceInstance{Node: n, Service: sv}))
+			}
+		}
+		return view{index: s.Tables().Services, body: out}
 	})
 }
 
@@ -48,7 +62,7 @@ func (h *handler) catalogService(c *call) error {
 	if err != nil {
 		return err
 	}
-	return h.serveArgRead(c, "Missing service name", func(s *model.State) view {
+	return h.serveArgReadOn(c, "Missing service name", onServiceNodes, func(s *model.State) view {
 		out := []serviceNodeJSON{}
 		for _, in := range s.ServiceInstances(c.arg) {
 			if hasTags(in.Service.Tags, tags) && meta.matches(in.Node.Meta) {
@@ -62,22 +76,24 @@ func (h *handler) catalogService(c *call) error {
 // catalogNodeServices is GET /v1/catalog/node-services/<node>:
 // {"Node":…,"Services":[…]}; both null for an unknown node, as Consul answers.
 func (h *handler) catalogNodeServices(c *call) error {
-	type answer struct {
-		Node     *nodeJSON
-		Services []nodeServiceJSON
-	}
-	return h.serveArgRead(c, "Missing node name", func(s *model.State) view {
+	return h.serveArgReadOn(c, "Missing node name", onNodeServices, func(s *model.State) view {
 		index := max(s.Tables().Nodes, s.Tables().Services)
 		n, ok := s.Node(c.arg)
 		if !ok {
-			return view{index: index, body: answer{}}
+			return view{index: index, body: nodeServiceListJSON{}}
 		}
 		services := []nodeServiceJSON{}
 		for _, sv := range s.ServiceList(n.Name) {
 			services = append(services, toNodeService(sv))
 		}
-		return view{index: index, body: answer{h.toNode(n), services}}
+		return view{index: index, body: nodeServiceListJSON{h.toNode(n), services}}
 	})
+}
+
+// nodeServiceListJSON is structs.NodeServiceList: a node and its services.
+type nodeServiceListJSON struct {
+	Node     *nodeJSON
+	Services []nodeServiceJSON
 }
 
 // healthService is GET /v1/health/service/<name>[?passing][&tag=…]: each
@@ -102,7 +118,7 @@ func (h *handler) healthService(c *call) error {
 			}
 		}
 	}
-	return h.serveArgRead(c, "Missing service name", func(s *model.State) view {
+	return h.serveArgReadOn(c, "Missing service name", onHealthEntry, func(s *model.State) view {
 		out := []healthEntryJSON{}
 		for _, in := range s.ServiceInstances(c.arg) {
 			if hasTags(in.Service.Tags, tags) && meta.matches(in.Node.Meta) && (!passing || allPassing(in.Checks)) {
@@ -120,7 +136,7 @@ func (h *handler) healthChecks(c *call) error {
 	if err != nil {
 		return err
 	}
-	return h.serveArgRead(c, "Missing service name", func(s *model.State) view {
+	return h.serveArgReadOn(c, "Missing service name", onChecks, func(s *model.State) view {
 		return view{index: s.Tables().Checks, body: toChecks(s, meta.checks(s, s.ServiceChecks(c.arg)))}
 	})
 }
