@@ -70,6 +70,11 @@ func readConfigFile(path string) (map[string]any, error) {
 		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxConfigFile)
 	}
 	out := map[string]any{}
+	if len(data) == 0 {
+		// Consul skips a file with no bytes at all, in either format (one
+		// holding only whitespace is parsed, and is a JSON error).
+		return out, nil
+	}
 	switch filepath.Ext(path) {
 	case ".json":
 		if err := json.Unmarshal(data, &out); err != nil {

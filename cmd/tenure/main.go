@@ -23,13 +23,16 @@ commands:
   agent     run an agent with Consul's flags (tenure agent -dev; tenure agent -h)
   conform   check a Consul-API server against the contract (tenure conform -h)
   lock      run a command while holding a lock or semaphore slot (tenure lock -h)
-  version   print the version (-format=json as consul version)
+  version   print the version (-format=json as consul version; -v and --version too)
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
+	}
+	if isVersionFlag(args[0]) {
+		return runVersion(nil, stdout, stderr)
 	}
 	switch args[0] {
 	case "agent":
