@@ -257,6 +257,7 @@ func (s *settings) start(logger hclog.Logger) (runningAgent, error) {
 	}
 	return agent.NewClient(agent.ClientConfig{NodeName: s.NodeName, NodeID: s.NodeID, Listener: cfg.Listener, HTTPAddr: cfg.Server.HTTPAddr,
 		Gossip: *cfg.Gossip, Join: cfg.Join, RetryInterval: cfg.RetryInterval, Datacenter: s.Datacenter, Version: version,
+		Build: cfg.HTTP.Build, DebugConfig: cfg.HTTP.DebugConfig,
 		Logger: logger, Local: cfg.Local, Debug: cfg.Debug, Telemetry: cfg.Telemetry, NodeMeta: cfg.NodeMeta})
 }
 
@@ -285,7 +286,8 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 		return agent.Config{}, fmt.Errorf("listen for HTTP: %w", err)
 	}
 	return agent.Config{Server: srv, Listener: ln, Gossip: g, Join: s.RetryJoin, RetryInterval: s.RetryInterval,
-		HTTP: agent.HTTPOptions{Datacenter: s.Datacenter, Version: version}, Local: s.localConfig(),
+		HTTP:  agent.HTTPOptions{Datacenter: s.Datacenter, Version: version, Build: buildInfo(), DebugConfig: s.debugConfig()},
+		Local: s.localConfig(),
 		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry, NodeMeta: s.NodeMeta}, nil
 }
 

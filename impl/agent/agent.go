@@ -162,6 +162,7 @@ func New(cfg Config) (*Agent, error) {
 		leaving = &leavingPool{Pool: pool, left: left}
 		cfg.HTTP.Members = leaving
 	}
+	cfg.HTTP.DebugConfig = serverDebugConfig(cfg, pool)
 	if cfg.AdjustServer != nil {
 		cfg.AdjustServer(&cfg.Server)
 	}

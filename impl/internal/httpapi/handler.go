@@ -42,6 +42,19 @@ type Options struct {
 	Members Members
 	// Version is what /v1/agent/self reports; default "tenure".
 	Version string
+	// Build is the binary's revision and build time, which
+	// /v1/agent/self reports beside Version.
+	Build BuildInfo
+	// DebugConfig is /v1/agent/self's DebugConfig: the agent's effective
+	// settings under the names of Consul's runtime configuration, for
+	// the ones tenure has. Shown as given; nil shows {}.
+	DebugConfig map[string]any
+}
+
+// BuildInfo is the binary's VCS stamp.
+type BuildInfo struct {
+	Revision string
+	Date     time.Time // zero: unknown
 }
 
 // Defaults taken from Consul's agent configuration (CONSUL.md §7).
