@@ -118,11 +118,12 @@ var honoured = map[string]func(s *settings, v any, warn func(string)) error{
 		warn("The 'start_join' field is deprecated. Use the 'retry_join' field instead.")
 		return asStrings(v, &s.RetryJoin)
 	},
-	"retry_interval":       func(s *settings, v any, _ func(string)) error { return asDuration(v, &s.RetryInterval) },
-	"ports.http":           func(s *settings, v any, _ func(string)) error { return asInt(v, &s.Ports.HTTP) },
-	"ports.server":         func(s *settings, v any, _ func(string)) error { return asInt(v, &s.Ports.Server) },
-	"ports.serf_lan":       func(s *settings, v any, _ func(string)) error { return asInt(v, &s.Ports.SerfLAN) },
-	"enable_script_checks": func(s *settings, v any, _ func(string)) error { return asBool(v, &s.EnableScriptChecks) },
+	"retry_interval":             func(s *settings, v any, _ func(string)) error { return asDuration(v, &s.RetryInterval) },
+	"telemetry.disable_hostname": func(s *settings, v any, _ func(string)) error { return asBool(v, &s.DisableHostname) },
+	"ports.http":                 func(s *settings, v any, _ func(string)) error { return asInt(v, &s.Ports.HTTP) },
+	"ports.server":               func(s *settings, v any, _ func(string)) error { return asInt(v, &s.Ports.Server) },
+	"ports.serf_lan":             func(s *settings, v any, _ func(string)) error { return asInt(v, &s.Ports.SerfLAN) },
+	"enable_script_checks":       func(s *settings, v any, _ func(string)) error { return asBool(v, &s.EnableScriptChecks) },
 	"enable_local_script_checks": func(s *settings, v any, _ func(string)) error {
 		s.localScriptChecksSet = true
 		return asBool(v, &s.EnableLocalScriptChecks)
