@@ -80,6 +80,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.HTTPAddr == "" {
 		cfg.HTTPAddr = cfg.Listener.Addr().String()
 	}
+	logs, httpLogger := agentLogs(cfg.Logger, nil)
 	log := cfg.Logger
 	if log == nil {
 		log = hclog.NewNullLogger()
@@ -120,10 +121,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	api := httpapi.WithLocalAgent(c.local.la, httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName,
 		Members: &leavingPool{Pool: pool, left: c.left, local: c.local}, Forward: fwd, ServerAddr: serverAddr,
 		Datacenter: cfg.Datacenter, Version: cfg.Version, Build: cfg.Build, DebugConfig: clientDebugConfig(cfg, pool),
-		NodeMeta: info.Meta, Logger: log.Named("http")}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: log.Named("http")})
+		NodeMeta: info.Meta, Logger: httpLogger}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: httpLogger})
 	limits := HTTPLimits{}.withDefaults()
 	c.http = &http.Server{
-		Handler:     limits.writeDeadline(withDebug(api, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
+		Handler:     limits.writeDeadline(withAgentOps(api, logs, httpLogger, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog:    log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}

@@ -118,7 +118,9 @@ func (a *clientAgent) servers() []string {
 func (a *clientAgent) forward(w http.ResponseWriter, r *http.Request) {
 	servers := a.servers()
 	if len(servers) == 0 || a.opts.Forward == nil {
-		writeError(w, errorf(http.StatusInternalServerError, "No known Consul servers"))
+		err := errorf(http.StatusInternalServerError, "No known Consul servers")
+		logRequestError(a.opts.Logger, r, err)
+		writeError(w, err)
 		return
 	}
 	addr := a.pick(servers)
@@ -137,9 +139,12 @@ func (a *clientAgent) forward(w http.ResponseWriter, r *http.Request) {
 		}
 		a.current.CompareAndSwap(addr, "")
 		a.opts.Logger.Warn("request to server failed", "server", addr, "path", r.URL.Path, "error", err)
-		writeError(w, errorf(http.StatusInternalServerError, "rpc error: server %s: %v", addr, err))
+		failed := errorf(http.StatusInternalServerError, "rpc error: server %s: %v", addr, err)
+		logRequestError(a.opts.Logger, r, failed)
+		writeError(w, failed)
 		return
 	}
+	logForwardedError(a.opts.Logger, r, resp)
 	writeForwarded(w, resp)
 }
 

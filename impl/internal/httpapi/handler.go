@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -192,16 +191,14 @@ func serveRoute(routes []route, w http.ResponseWriter, r *http.Request, logger h
 		return true
 	}
 	if !slices.Contains(rt.methods, r.Method) {
-		writeError(w, &apiError{status: http.StatusMethodNotAllowed,
-			msg: fmt.Sprintf("method %s not allowed", r.Method), allow: allow})
+		err := &apiError{status: http.StatusMethodNotAllowed, msg: fmt.Sprintf("method %s not allowed", r.Method), allow: allow}
+		logRequestError(logger, r, err)
+		writeError(w, err)
 		return true
 	}
 	c := &call{w: w, r: r, arg: strings.TrimPrefix(path, rt.path)}
 	if err := rt.serve(c); err != nil {
-		var ae *apiError
-		if !errors.As(err, &ae) || ae.status >= 500 {
-			logger.Warn("request failed", "method", r.Method, "path", path, "error", err)
-		}
+		logRequestError(logger, r, err)
 		writeError(w, err)
 	}
 	return true
