@@ -17,6 +17,7 @@ func Suite() []Case {
 		checkCases(),
 		queryCases(),
 		nodeCases(),
+		agentOpsCases(),
 	} {
 		all = append(all, group...)
 	}
