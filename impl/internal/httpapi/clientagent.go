@@ -126,6 +126,7 @@ func (a *clientAgent) forward(w http.ResponseWriter, r *http.Request) {
 	addr := a.pick(servers)
 	req, err := forwardRequest(r, rpc.Origin{Node: a.opts.Node}, nil)
 	if err != nil {
+		logRequestError(a.opts.Logger, r, err)
 		writeError(w, err)
 		return
 	}
