@@ -15,7 +15,7 @@ import (
 	"testing"
 )
 
-// The S66 cases are consul cases, which the tenure profile of
+// The S67 cases are consul cases, which the tenure profile of
 // TestConformance does not run: this test runs them against tenure under
 // the consul profile through a streaming proxy (the monitor's answer never
 // ends), which must pass, and then through mutants that each break one
@@ -138,12 +138,12 @@ func TestAgentOpsCasesCatchBrokenAgents(t *testing.T) {
 	if profile != string(Tenure) {
 		t.Skipf("needs a tenure server (profile %s); against Consul run the consul profile", profile)
 	}
-	const filter = "^S66/"
+	const filter = "^S67/"
 	rep := Run(context.Background(), Options{Addr: opsProxy(t, base, opsMutant{name: "identity"}), Profile: Consul, Filter: filter})
 	if !rep.OK() || rep.Passed != len(agentOpsCases()) {
 		var b strings.Builder
 		_ = rep.WriteTable(&b)
-		t.Fatalf("the S66 cases fail through the identity proxy:\n%s", b.String())
+		t.Fatalf("the S67 cases fail through the identity proxy:\n%s", b.String())
 	}
 	for _, m := range opsMutants {
 		t.Run(m.name, func(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// The agent's operational endpoints (S66), through HTTP only, so that the
+// The agent's operational endpoints (S67), through HTTP only, so that the
 // cases run on real Consul as on tenure: /v1/agent/self names the build and
 // the gossip address an agent can be joined at, /v1/agent/host reports the
 // host, /v1/agent/metrics carries the Go runtime's gauges and refuses
@@ -20,14 +20,14 @@ import (
 // log, in which a refused request stands with its token hidden.
 func agentOpsCases() []Case {
 	return []Case{
-		{clause: "S66", name: "agent-self-names-its-build-and-gossip-address", run: s66Self},
-		{clause: "S66", name: "agent-host-reports-the-host", run: s66Host},
-		{clause: "S66", name: "agent-metrics-carry-runtime-gauges", run: s66Metrics},
-		{clause: "S66", name: "agent-monitor-streams-request-errors-token-hidden", run: s66Monitor},
+		{clause: "S67", name: "agent-self-names-its-build-and-gossip-address", run: s67Self},
+		{clause: "S67", name: "agent-host-reports-the-host", run: s67Host},
+		{clause: "S67", name: "agent-metrics-carry-runtime-gauges", run: s67Metrics},
+		{clause: "S67", name: "agent-monitor-streams-request-errors-token-hidden", run: s67Monitor},
 	}
 }
 
-func s66Self(t *caseT) {
+func s67Self(t *caseT) {
 	var self struct {
 		Config      map[string]any
 		DebugConfig map[string]any
@@ -62,7 +62,7 @@ func (t *caseT) hostName() string {
 	return host.Host.Hostname
 }
 
-func s66Host(t *caseT) {
+func s67Host(t *caseT) {
 	r := t.Do(http.MethodGet, "/v1/agent/host", nil)
 	t.Require(r.Code == http.StatusOK, "GET /v1/agent/host: %s", r)
 	var host map[string]json.RawMessage
@@ -88,7 +88,7 @@ func s66Host(t *caseT) {
 	t.Check(r.Code == http.StatusMethodNotAllowed, "PUT /v1/agent/host: %s, want 405", r)
 }
 
-func s66Metrics(t *caseT) {
+func s67Metrics(t *caseT) {
 	host := t.hostName()
 	// Runtime statistics are taken every second into 10 s intervals; the
 	// summary shows the last closed one, or the first while it is alone.
@@ -205,7 +205,7 @@ func awaitLine(lines <-chan string, timeout time.Duration, match func(string) bo
 	}
 }
 
-func s66Monitor(t *caseT) {
+func s67Monitor(t *caseT) {
 	r := t.Do(http.MethodGet, "/v1/agent/monitor?loglevel=bogus", nil)
 	t.Check(r.Code == http.StatusBadRequest && r.Text() == "Unknown log level: bogus", "unknown level: %s", r)
 

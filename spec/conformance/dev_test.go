@@ -23,7 +23,7 @@ func init() {
 		a := agenttest.StartDevAgent(tb, func(c *agent.Config) {
 			c.Server.ReapWindow = time.Second
 			c.Server.ReapInterval = 250 * time.Millisecond
-			c.Telemetry = sink // the S66 metrics case reads it
+			c.Telemetry = sink // the S67 metrics case reads it
 		})
 		return "http://" + a.HTTPAddr()
 	}
