@@ -23,9 +23,9 @@ staticcheck:
 unit:
 	TENURE_CLUSTER_TEST=1 $(GO) test -timeout 15m $(PKGS)
 
-## build: the tenure binary
+## build: the tenure binary, stamped with its git revision and commit time where there is one
 build:
-	$(GO) build -o bin/tenure ./cmd/tenure
+	$(GO) build -buildvcs=auto -o bin/tenure ./cmd/tenure
 
 ## run: a single-node dev agent on 127.0.0.1:8500 (in-memory, like `consul agent -dev`)
 run: build

@@ -43,7 +43,9 @@ func runAgent(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "tenure agent: %v\n", err)
 		return 2
 	}
-	logger := hclog.New(&hclog.LoggerOptions{Name: "tenure", Level: hclog.LevelFromString(s.LogLevel), Output: stderr})
+	// An intercept logger, so that GET /v1/agent/monitor can stream the
+	// log at a level of its own, as Consul's agent does.
+	logger := hclog.NewInterceptLogger(&hclog.LoggerOptions{Name: "tenure", Level: hclog.LevelFromString(s.LogLevel), Output: stderr})
 	for _, w := range warnings {
 		logger.Warn(w)
 	}

@@ -32,7 +32,8 @@ func TestServerComponents(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	a, ok := ra.(*agent.Agent)
+	wt, _ := ra.(withTelemetry)
+	a, ok := wt.runningAgent.(*agent.Agent)
 	if !ok {
 		t.Fatalf("-server started a %T, not a server agent", ra)
 	}

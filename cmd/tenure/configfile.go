@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -122,8 +121,10 @@ func readConfigFile(path, format string) (map[string]any, error) {
 		return nil, fmt.Errorf("%s: larger than %d bytes", path, maxConfigFile)
 	}
 	out := map[string]any{}
-	if len(bytes.TrimSpace(data)) == 0 {
-		return out, nil // Consul reads an empty file as setting nothing
+	if len(data) == 0 {
+		// Consul skips a file with no bytes at all, in either format (one
+		// holding only whitespace is parsed, and is a JSON error).
+		return out, nil
 	}
 	switch configFormat(path, format) {
 	case "json":
@@ -168,11 +169,12 @@ var honoured = map[string]func(s *settings, v any, warn func(string)) error{
 		warn("The 'start_join' field is deprecated. Use the 'retry_join' field instead.")
 		return asStrings(v, &s.RetryJoin)
 	},
-	"retry_interval":       func(s *settings, v any, _ func(string)) error { return asDuration(v, &s.RetryInterval) },
-	"ports.http":           func(s *settings, v any, _ func(string)) error { return asInt(v, &s.Ports.HTTP) },
-	"ports.server":         func(s *settings, v any, _ func(string)) error { return asInt(v, &s.Ports.Server) },
-	"ports.serf_lan":       func(s *settings, v any, _ func(string)) error { return asInt(v, &s.Ports.SerfLAN) },
-	"enable_script_checks": func(s *settings, v any, _ func(string)) error { return asBool(v, &s.EnableScriptChecks) },
+	"retry_interval":             func(s *settings, v any, _ func(string)) error { return asDuration(v, &s.RetryInterval) },
+	"telemetry.disable_hostname": func(s *settings, v any, _ func(string)) error { return asBool(v, &s.DisableHostname) },
+	"ports.http":                 func(s *settings, v any, _ func(string)) error { return asInt(v, &s.Ports.HTTP) },
+	"ports.server":               func(s *settings, v any, _ func(string)) error { return asInt(v, &s.Ports.Server) },
+	"ports.serf_lan":             func(s *settings, v any, _ func(string)) error { return asInt(v, &s.Ports.SerfLAN) },
+	"enable_script_checks":       func(s *settings, v any, _ func(string)) error { return asBool(v, &s.EnableScriptChecks) },
 	"enable_local_script_checks": func(s *settings, v any, _ func(string)) error {
 		s.localScriptChecksSet = true
 		return asBool(v, &s.EnableLocalScriptChecks)

@@ -54,6 +54,7 @@ var honouredSamples = map[string]struct {
 	"leave_on_terminate":    {true, func(s settings) bool { return s.LeaveOnTerm != nil && *s.LeaveOnTerm }, ""},
 	"skip_leave_on_interrupt": {false,
 		func(s settings) bool { return s.SkipLeaveOnInt != nil && !*s.SkipLeaveOnInt }, ""},
+	"telemetry.disable_hostname": {true, func(s settings) bool { return s.DisableHostname }, ""},
 }
 
 // sampleValue is a value Consul would accept for a key of kind k.

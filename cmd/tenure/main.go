@@ -24,13 +24,16 @@ commands:
   conform   check a Consul-API server against the contract (tenure conform -h)
   lock      run a command while holding a lock or semaphore slot (tenure lock -h)
   validate  check agent config files without starting an agent (as consul validate)
-  version   print the version (-format=json as consul version)
+  version   print the version (-format=json as consul version; -v and --version too)
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
+	}
+	if isVersionFlag(args[0]) {
+		return runVersion(nil, stdout, stderr)
 	}
 	switch args[0] {
 	case "agent":

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"syscall"
@@ -157,6 +159,7 @@ func TestAgentConfigFiles(t *testing.T) {
 		"wrong type":         {write("type.json", `{"server": "yes"}`), "server: want true or false"},
 		"bad duration":       {write("dur.hcl", "retry_interval = \"soon\"\n"), "retry_interval"},
 		"broken json":        {write("broken.json", `{"server": `), "broken.json"},
+		"blank json":         {write("blank.json", " \n"), "unexpected end of JSON input"},
 		"unknown extension":  {write("conf.yaml", "server: true"), "has unknown extension; must be .hcl or .json"},
 		"missing file":       {filepath.Join(dir, "nope.json"), "no such file"},
 		"bad value via file": {write("neg.json", `{"server": true, "data_dir": "/d", "bootstrap_expect": -2}`), "bootstrap_expect cannot be -2"},
@@ -164,6 +167,25 @@ func TestAgentConfigFiles(t *testing.T) {
 		if _, _, err := settingsFrom(t, "-config-file", tc.file); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", name, err, tc.want)
 		}
+	}
+}
+
+// TestEmptyConfigFiles: a file with no bytes is skipped, in either format
+// and from a directory too, as Consul skips it; consul/api's reload test
+// starts its agent on one.
+func TestEmptyConfigFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := configWriter(t, dir)
+	confDir := filepath.Join(dir, "conf.d")
+	if err := os.Mkdir(confDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	configWriter(t, confDir)("a.json", "")
+	configWriter(t, confDir)("b.hcl", "")
+	s, warnings, err := settingsFrom(t, "-dev", "-config-file", write("empty.json", ""), "-config-file", write("empty.hcl", ""),
+		"-config-dir", confDir)
+	if err != nil || len(warnings) != 0 || s.Datacenter != "dc1" {
+		t.Errorf("empty files: %v, warnings %q, datacenter %q", err, warnings, s.Datacenter)
 	}
 }
 
@@ -195,13 +217,41 @@ func TestVersion(t *testing.T) {
 	if code := run([]string{"version", "-format=json"}, &out, &errOut); code != 0 {
 		t.Fatalf("version -format=json: exit %d", code)
 	}
-	var v versionInfo
-	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v.Version != version || v.RPCProtocol != 2 {
+	var v map[string]any
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v["Version"] != version || v["BuildDate"] == "" {
 		t.Errorf("version json %q: %+v %v", out.String(), v, err)
+	}
+	// Consul's keys, and no others: FIPS only when set.
+	want := []string{"BuildDate", "Prerelease", "RPC", "Revision", "Version"}
+	if got := slices.Sorted(maps.Keys(v)); !slices.Equal(got, want) {
+		t.Errorf("version json keys %v, want %v", got, want)
+	}
+	if rpc, _ := v["RPC"].(map[string]any); rpc["Default"] != 2.0 || rpc["Min"] != 2.0 || rpc["Max"] != 3.0 {
+		t.Errorf("version json RPC %v, want 2 in 2..3", v["RPC"])
+	}
+	for _, flag := range []string{"-v", "-version", "--version"} {
+		out.Reset()
+		if code := run([]string{flag}, &out, &errOut); code != 0 || !strings.HasPrefix(out.String(), "tenure v"+version+"\n") {
+			t.Errorf("tenure %s: exit %d, %q", flag, code, out.String())
+		}
 	}
 	errOut.Reset()
 	if code := run([]string{"version", "-format=yaml"}, &out, &errOut); code != 1 || !strings.Contains(errOut.String(), "Invalid format") {
 		t.Errorf("bad format: exit %d, %q", code, errOut.String())
+	}
+}
+
+// TestVCSStamp: the revision and build date come from Go's VCS stamp, and
+// a binary without one reports Consul's placeholder date.
+func TestVCSStamp(t *testing.T) {
+	rev, built := vcsStamp([]debug.BuildSetting{{Key: "vcs.revision", Value: "abc123"}, {Key: "vcs.time", Value: "2026-01-02T03:04:05Z"}})
+	if rev != "abc123" || !built.Equal(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)) {
+		t.Errorf("stamped: %q %v", rev, built)
+	}
+	for _, settings := range [][]debug.BuildSetting{nil, {{Key: "vcs.time", Value: "yesterday"}}} {
+		if rev, built := vcsStamp(settings); rev != "" || !built.Equal(unknownBuildDate) {
+			t.Errorf("unstamped %v: %q %v", settings, rev, built)
+		}
 	}
 }
 

@@ -59,6 +59,9 @@ type settings struct {
 	// skip_leave_on_interrupt; nil means Consul's default for the role
 	// (leaveOnSignal).
 	LeaveOnTerm, SkipLeaveOnInt *bool
+	// DisableHostname is telemetry.disable_hostname: gauges named without
+	// the host.
+	DisableHostname bool
 	// telemetry is the process's metrics sink, served at /v1/agent/metrics.
 	telemetry *agent.MemSink
 }
@@ -241,13 +244,22 @@ type runningAgent interface {
 }
 
 // start starts the agent the settings describe: a server with -server or
-// -dev, a client agent otherwise.
+// -dev, a client agent otherwise. Its Shutdown also stops the telemetry.
 func (s *settings) start(logger hclog.Logger) (runningAgent, error) {
-	sink, err := agent.NewTelemetry()
+	sink, err := agent.NewTelemetry(agent.TelemetryOptions{DisableHostname: s.DisableHostname})
 	if err != nil {
 		return nil, err
 	}
 	s.telemetry = sink
+	a, err := s.startAgent(logger)
+	if err != nil {
+		sink.Stop()
+		return nil, err
+	}
+	return withTelemetry{a, sink}, nil
+}
+
+func (s *settings) startAgent(logger hclog.Logger) (runningAgent, error) {
 	cfg, err := s.agentConfig(logger)
 	if err != nil {
 		return nil, err
@@ -257,7 +269,21 @@ func (s *settings) start(logger hclog.Logger) (runningAgent, error) {
 	}
 	return agent.NewClient(agent.ClientConfig{NodeName: s.NodeName, NodeID: s.NodeID, Listener: cfg.Listener, HTTPAddr: cfg.Server.HTTPAddr,
 		Gossip: *cfg.Gossip, Join: cfg.Join, RetryInterval: cfg.RetryInterval, Datacenter: s.Datacenter, Version: version,
+		Build: cfg.HTTP.Build, DebugConfig: cfg.HTTP.DebugConfig,
 		Logger: logger, Local: cfg.Local, Debug: cfg.Debug, Telemetry: cfg.Telemetry, NodeMeta: cfg.NodeMeta})
+}
+
+// withTelemetry is a running agent whose Shutdown also stops the runtime
+// statistics of the process's metrics sink.
+type withTelemetry struct {
+	runningAgent
+	sink *agent.MemSink
+}
+
+func (w withTelemetry) Shutdown() error {
+	err := w.runningAgent.Shutdown()
+	w.sink.Stop()
+	return err
 }
 
 // agentConfig turns validated settings into an agent.
@@ -285,7 +311,8 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 		return agent.Config{}, fmt.Errorf("listen for HTTP: %w", err)
 	}
 	return agent.Config{Server: srv, Listener: ln, Gossip: g, Join: s.RetryJoin, RetryInterval: s.RetryInterval,
-		HTTP: agent.HTTPOptions{Datacenter: s.Datacenter, Version: version}, Local: s.localConfig(),
+		HTTP:  agent.HTTPOptions{Datacenter: s.Datacenter, Version: version, Build: buildInfo(), DebugConfig: s.debugConfig()},
+		Local: s.localConfig(),
 		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry, NodeMeta: s.NodeMeta}, nil
 }
 

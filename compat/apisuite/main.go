@@ -230,7 +230,9 @@ func run(o options, stdout, stderr io.Writer) error {
 	binDir := filepath.Join(work, "bin")
 	shimDir := filepath.Join(work, "shim")
 	tenure := filepath.Join(binDir, "tenure")
-	if err := goCmd(root, nil, "build", "-o", tenure, "./cmd/tenure"); err != nil {
+	// -buildvcs=auto stamps the revision /v1/agent/self reports even where
+	// GOFLAGS turns stamping off; outside a git checkout it stamps nothing.
+	if err := goCmd(root, nil, "build", "-buildvcs=auto", "-o", tenure, "./cmd/tenure"); err != nil {
 		return fmt.Errorf("build tenure: %w", err)
 	}
 	if err := goCmd(root, nil, "build", "-o", filepath.Join(shimDir, "consul"), "./compat/apisuite/consulshim"); err != nil {

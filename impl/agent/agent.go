@@ -123,9 +123,8 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.HTTP.NodeID == "" {
 		cfg.HTTP.NodeID = cfg.Server.NodeID
 	}
-	if cfg.HTTP.Logger == nil && cfg.Server.Logger != nil {
-		cfg.HTTP.Logger = cfg.Server.Logger.Named("http")
-	}
+	logs, httpLogger := agentLogs(cfg.Server.Logger, cfg.HTTP.Logger)
+	cfg.HTTP.Logger = httpLogger
 	ln := cfg.Listener
 	if ln == nil {
 		if cfg.Server.HTTPAddr == "" {
@@ -162,6 +161,7 @@ func New(cfg Config) (*Agent, error) {
 		leaving = &leavingPool{Pool: pool, left: left}
 		cfg.HTTP.Members = leaving
 	}
+	cfg.HTTP.DebugConfig = serverDebugConfig(cfg, pool)
 	if cfg.AdjustServer != nil {
 		cfg.AdjustServer(&cfg.Server)
 	}
@@ -217,7 +217,7 @@ func New(cfg Config) (*Agent, error) {
 	// itself and never forwards them.
 	srv.ServeForwarded(registeredGate(serverAPI, srv, registerWait))
 	a.http = &http.Server{
-		Handler:     limits.writeDeadline(withDebug(api, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
+		Handler:     limits.writeDeadline(withAgentOps(api, logs, cfg.HTTP.Logger, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog:    logger(cfg.Server.Logger).StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}

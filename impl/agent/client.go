@@ -46,7 +46,11 @@ type ClientConfig struct {
 	Forward    rpc.Forwarder
 	Datacenter string
 	Version    string
-	Logger     hclog.Logger
+	// Build and DebugConfig are shown by /v1/agent/self, as for a server
+	// agent (HTTPOptions.Build, HTTPOptions.DebugConfig).
+	Build       BuildInfo
+	DebugConfig map[string]any
+	Logger      hclog.Logger
 	// Local configures the agent's own services and checks, as for a
 	// server agent (Config.Local).
 	Local LocalConfig
@@ -76,6 +80,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.HTTPAddr == "" {
 		cfg.HTTPAddr = cfg.Listener.Addr().String()
 	}
+	logs, httpLogger := agentLogs(cfg.Logger, nil)
 	log := cfg.Logger
 	if log == nil {
 		log = hclog.NewNullLogger()
@@ -115,11 +120,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		serverKnown(ctx, servers, 200*time.Millisecond), log.Named("local"))
 	api := httpapi.WithLocalAgent(c.local.la, httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName,
 		Members: &leavingPool{Pool: pool, left: c.left, local: c.local}, Forward: fwd, ServerAddr: serverAddr,
-		Datacenter: cfg.Datacenter,
-		Version:    cfg.Version, NodeMeta: info.Meta, Logger: log.Named("http")}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: log.Named("http")})
+		Datacenter: cfg.Datacenter, Version: cfg.Version, Build: cfg.Build, DebugConfig: clientDebugConfig(cfg, pool),
+		NodeMeta: info.Meta, Logger: httpLogger}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: httpLogger})
 	limits := HTTPLimits{}.withDefaults()
 	c.http = &http.Server{
-		Handler:     limits.writeDeadline(withDebug(api, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
+		Handler:     limits.writeDeadline(withAgentOps(api, logs, httpLogger, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog:    log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}

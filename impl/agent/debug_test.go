@@ -30,10 +30,11 @@ func get(t *testing.T, url string) (int, string) {
 // shape, with raft's timers once raft has worked; /debug/pprof/ is served
 // only with enable_debug.
 func TestAgentMetricsAndDebug(t *testing.T) {
-	sink, err := agent.NewTelemetry()
+	sink, err := agent.NewTelemetry(agent.TelemetryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(sink.Stop)
 	plain := agenttest.StartDevAgent(t, func(c *agent.Config) { c.Telemetry = sink })
 	code, body := get(t, "http://"+plain.HTTPAddr()+"/v1/agent/metrics")
 	var summary struct {
@@ -45,8 +46,28 @@ func TestAgentMetricsAndDebug(t *testing.T) {
 	if code != http.StatusOK || json.Unmarshal([]byte(body), &summary) != nil || summary.Timestamp == "" {
 		t.Fatalf("GET /v1/agent/metrics: %d %q", code, body)
 	}
-	if code, _ := get(t, "http://"+plain.HTTPAddr()+"/v1/agent/metrics?format=prometheus"); code != http.StatusBadRequest {
-		t.Fatalf("prometheus format: %d, want 400", code)
+	// Prometheus is refused as Consul without prometheus_retention_time
+	// refuses it: 200, no body, the reason in X-Consul-Reason; asked by
+	// query or by Accept header.
+	for _, accept := range []string{"", "application/openmetrics-text; version=1.0.0", "text/plain; version=0.4.0"} {
+		url := "http://" + plain.HTTPAddr() + "/v1/agent/metrics"
+		if accept == "" {
+			url += "?format=prometheus"
+		}
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		req.Header.Set("Accept", accept)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || len(b) != 0 || !strings.Contains(resp.Header.Get("X-Consul-Reason"), "Prometheus is not enabled") {
+			t.Errorf("prometheus (Accept %q): %d %q, reason %q", accept, resp.StatusCode, b, resp.Header.Get("X-Consul-Reason"))
+		}
+	}
+	if code, body := get(t, "http://"+plain.HTTPAddr()+"/v1/agent/metrics?format=text"); code != http.StatusOK || !strings.HasPrefix(body, "{") {
+		t.Errorf("another format is ignored, as by Consul: %d %.40q", code, body)
 	}
 	if code, _ := get(t, "http://"+plain.HTTPAddr()+"/debug/pprof/goroutine?debug=1"); code == http.StatusOK {
 		t.Fatal("/debug/pprof/ served without enable_debug")

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"hash/maphash"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -25,6 +26,10 @@ type MemSink struct {
 	rateDenom float64 // seconds per interval: Rate is Sum per second
 	now       func() time.Time
 	hash      func(key []string, labels []metrics.Label) uint64 // hashKey; tests force collisions
+
+	// The runtime statistics loop (startRuntimeStats), if any.
+	stop, stopped chan struct{}
+	stopOnce      sync.Once
 
 	mu        sync.Mutex
 	names     map[uint64][]*series // by hashKey, collisions chained
@@ -214,15 +219,19 @@ func (s *MemSink) summary() metrics.MetricsSummary {
 		Samples:         sampled(in.samples),
 	}
 	for se, v := range in.gauges {
-		out.Gauges = append(out.Gauges, metrics.GaugeValue{Name: se.name, Hash: se.hash, Value: v, DisplayLabels: displayLabels(se)})
+		out.Gauges = append(out.Gauges, metrics.GaugeValue{Name: se.name, Hash: se.hash, Value: float32(finite(float64(v))), DisplayLabels: displayLabels(se)})
 	}
 	slices.SortFunc(out.Gauges, func(a, b metrics.GaugeValue) int { return strings.Compare(a.Hash, b.Hash) })
 	for se, v := range in.precise {
-		out.PrecisionGauges = append(out.PrecisionGauges, metrics.PrecisionGaugeValue{Name: se.name, Hash: se.hash, Value: v, DisplayLabels: displayLabels(se)})
+		out.PrecisionGauges = append(out.PrecisionGauges, metrics.PrecisionGaugeValue{Name: se.name, Hash: se.hash, Value: finite(v), DisplayLabels: displayLabels(se)})
 	}
 	slices.SortFunc(out.PrecisionGauges, func(a, b metrics.PrecisionGaugeValue) int { return strings.Compare(a.Hash, b.Hash) })
 	for se, p := range in.points {
-		out.Points = append(out.Points, metrics.PointValue{Name: se.hash, Points: slices.Clone(p)})
+		pts := make([]float32, len(p))
+		for i, v := range p {
+			pts[i] = float32(finite(float64(v)))
+		}
+		out.Points = append(out.Points, metrics.PointValue{Name: se.hash, Points: pts})
 	}
 	slices.SortFunc(out.Points, func(a, b metrics.PointValue) int { return strings.Compare(a.Name, b.Name) })
 	return out
@@ -232,13 +241,26 @@ func sampled(m map[*series]*metrics.AggregateSample) []metrics.SampledValue {
 	out := make([]metrics.SampledValue, 0, len(m))
 	for se, a := range m {
 		c := *a // the summary outlives the lock
+		for _, v := range []*float64{&c.Sum, &c.SumSq, &c.Min, &c.Max, &c.Rate} {
+			*v = finite(*v)
+		}
 		out = append(out, metrics.SampledValue{
 			Name: se.name, Hash: se.hash, AggregateSample: &c,
-			Mean: c.Mean(), Stddev: c.Stddev(), DisplayLabels: displayLabels(se),
+			Mean: finite(c.Mean()), Stddev: finite(c.Stddev()), DisplayLabels: displayLabels(se),
 		})
 	}
 	slices.SortFunc(out, func(a, b metrics.SampledValue) int { return strings.Compare(a.Hash, b.Hash) })
 	return out
+}
+
+// finite is v, or 0 where v is NaN or infinite, which JSON cannot carry:
+// the variance of equal samples can round below zero, and its square root
+// is then NaN (Consul's endpoint answers 500 for it).
+func finite(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
 }
 
 func displayLabels(se *series) map[string]string {

@@ -2,7 +2,10 @@ package agent
 
 import (
 	"encoding/json"
+	"math"
 	"net/http/httptest"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,12 +132,15 @@ func TestMemSinkIntervals(t *testing.T) {
 // raft reports), names carry the single "consul" part the dashboards
 // expect, not two.
 func TestTelemetryNamesUnderConsul(t *testing.T) {
-	sink, err := NewTelemetry()
+	sink, err := NewTelemetry(TelemetryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The registry is global: leave none of this test's sink behind.
-	t.Cleanup(func() { _, _ = metrics.NewGlobal(metrics.DefaultConfig(""), &metrics.BlackholeSink{}) })
+	t.Cleanup(func() {
+		sink.Stop()
+		_, _ = metrics.NewGlobal(metrics.DefaultConfig(""), &metrics.BlackholeSink{})
+	})
 	metrics.MeasureSince([]string{"raft", "commitTime"}, time.Now())
 	metrics.IncrCounterWithLabels([]string{"raft", "apply"}, 1, []metrics.Label{{Name: "a", Value: "b"}})
 	body := encode(t, sink.summary())
@@ -145,6 +151,59 @@ func TestTelemetryNamesUnderConsul(t *testing.T) {
 	}
 	if strings.Contains(body, "consul.consul") {
 		t.Errorf("a name carries the prefix twice:\n%s", body)
+	}
+}
+
+// TestTelemetryRuntimeGauges: the Go runtime's statistics are gauges named
+// consul.<host>.runtime.*, as Consul's (consul/api's metrics test looks for
+// consul.<host>.runtime.alloc_bytes), or consul.runtime.* with
+// disable_hostname; samples and counters never carry the host.
+func TestTelemetryRuntimeGauges(t *testing.T) {
+	host, err := os.Hostname()
+	if err != nil {
+		t.Skipf("no host name: %v", err)
+	}
+	for _, tc := range []struct {
+		opts TelemetryOptions
+		want string
+	}{
+		{TelemetryOptions{}, "consul." + host + ".runtime.alloc_bytes"},
+		{TelemetryOptions{DisableHostname: true}, "consul.runtime.alloc_bytes"},
+	} {
+		sink, err := NewTelemetry(tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		metrics.IncrCounter([]string{"ops"}, 1)
+		sink.Stop() // the first statistics are taken at once; Stop waits for them
+		sum := sink.summary()
+		var gauges []string
+		for _, g := range sum.Gauges {
+			gauges = append(gauges, g.Name)
+		}
+		if !slices.Contains(gauges, tc.want) {
+			t.Errorf("%+v: gauges %v lack %s", tc.opts, gauges, tc.want)
+		}
+		if len(sum.Counters) != 1 || sum.Counters[0].Name != "consul.ops" {
+			t.Errorf("%+v: counters %+v, want consul.ops alone", tc.opts, sum.Counters)
+		}
+		sink.Stop() // twice is fine
+	}
+	_, _ = metrics.NewGlobal(metrics.DefaultConfig(""), &metrics.BlackholeSink{})
+}
+
+// TestSummaryHasNoNaN: values JSON cannot carry are shown as 0, so the
+// summary always encodes.
+func TestSummaryHasNoNaN(t *testing.T) {
+	s := newMemSink("consul", 10*time.Second, time.Minute, time.Now)
+	nan := float32(math.NaN())
+	s.SetGauge([]string{"g"}, nan)
+	s.SetPrecisionGauge([]string{"p"}, math.Inf(1))
+	s.EmitKey([]string{"k"}, nan)
+	s.AddSample([]string{"s"}, nan)
+	s.AddSample([]string{"s"}, 1)
+	if _, err := json.Marshal(s.summary()); err != nil {
+		t.Fatalf("summary with NaN samples: %v", err)
 	}
 }
 

@@ -51,8 +51,13 @@ type (
 	GossipPool   = gossip.Pool
 )
 
-// HTTPOptions configures the HTTP API (Config.HTTP).
-type HTTPOptions = httpapi.Options
+// HTTPOptions configures the HTTP API (Config.HTTP), and BuildInfo the
+// binary's VCS stamp that /v1/agent/self shows (HTTPOptions.Build,
+// ClientConfig.Build).
+type (
+	HTTPOptions = httpapi.Options
+	BuildInfo   = httpapi.BuildInfo
+)
 
 // LocalConfig configures the agent's own services and checks (Config.Local,
 // ClientConfig.Local): the script-check policy, check_update_interval and

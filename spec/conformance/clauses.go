@@ -104,6 +104,7 @@ var clauses = []clause{
 	{"S68", Contract, "a txn's node, service and check ops, with Consul's verbs and texts, all or nothing with its KV ops, invalidating as the catalog endpoints do"},
 	{"S69", Tenure, "a txn's session delete invalidates the session as a destroy does, and fails for a session that does not exist"},
 	{"S66", Consul, "catalog, health and agent reads keep the entries ?filter selects, by Consul's fields; a bad expression is refused"},
+	{"S67", Consul, "the agent's operational endpoints (self, host, metrics, monitor) and its request log answer as Consul's"},
 }
 
 // clauseByID returns the clause with the given ID.

@@ -85,6 +85,25 @@ func (r *resp) String() string { return fmt.Sprintf("%d %q", r.Code, oneLine(str
 // do sends one request. path is relative to the base URL and may carry a
 // query; body nil sends no body.
 func (e *env) do(ctx context.Context, method, path string, body []byte) (*resp, error) {
+	req, err := e.request(ctx, method, path, body)
+	if err != nil {
+		return nil, err
+	}
+	res, err := e.http.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: read body: %w", method, path, err)
+	}
+	return &resp{Code: res.StatusCode, Header: res.Header, Body: b}, nil
+}
+
+// request builds a request for path (with its query) on the server, with
+// the run's token.
+func (e *env) request(ctx context.Context, method, path string, body []byte) (*http.Request, error) {
 	u := *e.base
 	rel, err := url.Parse(path)
 	if err != nil {
@@ -107,16 +126,7 @@ func (e *env) do(ctx context.Context, method, path string, body []byte) (*resp, 
 	if e.token != "" {
 		req.Header.Set("X-Consul-Token", e.token)
 	}
-	res, err := e.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: %w", method, path, err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: read body: %w", method, path, err)
-	}
-	return &resp{Code: res.StatusCode, Header: res.Header, Body: b}, nil
+	return req, nil
 }
 
 // preflight checks that something answers HTTP at the address, using a read

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,9 +16,14 @@ import (
 // deletions after one second, so the S52 case can watch a reap happen.
 func init() {
 	startDev = func(tb testing.TB) string {
+		sink, err := devTelemetry()
+		if err != nil {
+			tb.Fatal(err)
+		}
 		a := agenttest.StartDevAgent(tb, func(c *agent.Config) {
 			c.Server.ReapWindow = time.Second
 			c.Server.ReapInterval = 250 * time.Millisecond
+			c.Telemetry = sink // the S67 metrics case reads it
 		})
 		return "http://" + a.HTTPAddr()
 	}
@@ -28,5 +34,24 @@ func init() {
 	devAgent = func(tb testing.TB) string { return proccluster.BuildTenure(tb) }
 }
 
-// TestMain removes the binary devAgent builds.
-func TestMain(m *testing.M) { os.Exit(proccluster.Main(m)) }
+// The process's metrics sink, as the binary keeps one: go-metrics'
+// registry is global, so the dev agents of a run share it.
+var (
+	telemetryOnce sync.Once
+	telemetry     *agent.MemSink
+	telemetryErr  error
+)
+
+func devTelemetry() (*agent.MemSink, error) {
+	telemetryOnce.Do(func() { telemetry, telemetryErr = agent.NewTelemetry(agent.TelemetryOptions{}) })
+	return telemetry, telemetryErr
+}
+
+// TestMain removes the binary devAgent builds and stops the telemetry.
+func TestMain(m *testing.M) {
+	code := proccluster.Main(m)
+	if telemetry != nil {
+		telemetry.Stop()
+	}
+	os.Exit(code)
+}

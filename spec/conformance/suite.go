@@ -19,6 +19,7 @@ func Suite() []Case {
 		nodeCases(),
 		txnCatalogCases(),
 		filterCases(),
+		agentOpsCases(),
 	} {
 		all = append(all, group...)
 	}

@@ -30,7 +30,7 @@ const (
 // Kind is a check's type string, as GET /v1/agent/checks reports it in Type.
 type Kind string
 
-// The kinds; only TTL, HTTP, TCP and Script run in tenure (see the package
+// The kinds; only TTL, HTTP, TCP, Script and Docker run in tenure (see the package
 // comment for why the others are refused).
 const (
 	kindNone      Kind = ""
@@ -80,18 +80,21 @@ type Definition struct {
 	FailuresBeforeCritical int
 	OutputMaxSize          int
 
-	// Decoded so that a client using them gets a precise refusal rather than
-	// "unknown field"; none of these kinds runs in tenure.
-	UDP               string
-	GRPC              string
-	GRPCUseTLS        bool
-	H2PING            string
-	H2PingUseTLS      bool
+	// DockerContainerID makes a script (Args) a docker check, run in that
+	// container; Shell is decoded and unused, as in Consul, which runs Args.
 	DockerContainerID string
 	Shell             string
-	AliasNode         string
-	AliasService      string
-	OSService         string
+
+	// Decoded so that a client using them gets a precise refusal rather than
+	// "unknown field"; none of these kinds runs in tenure.
+	UDP          string
+	GRPC         string
+	GRPCUseTLS   bool
+	H2PING       string
+	H2PingUseTLS bool
+	AliasNode    string
+	AliasService string
+	OSService    string
 }
 
 func (d *Definition) intervalBased() bool {
@@ -154,7 +157,7 @@ func (d *Definition) Validate() error {
 	// The rules above leave every definition with some kind, so kindNone
 	// cannot reach here.
 	switch k := d.Kind(); k {
-	case kindTTL, kindHTTP, kindTCP, kindScript:
+	case kindTTL, kindHTTP, kindTCP, kindScript, kindDocker:
 		return nil
 	default:
 		return fmt.Errorf("%s checks are not supported by tenure", k)
@@ -220,8 +223,10 @@ func Prepare(d Definition, src Source, p Policy) (Definition, error) {
 }
 
 // ScriptAllowed refuses a script check the agent's settings do not allow.
+// A docker check runs a script too (in a container), and needs the same
+// settings, as in Consul.
 func ScriptAllowed(d *Definition, src Source, p Policy) error {
-	if d.Kind() != kindScript {
+	if k := d.Kind(); k != kindScript && k != kindDocker {
 		return nil
 	}
 	switch {
@@ -277,7 +282,7 @@ func (d *Definition) effectiveTimeout() time.Duration {
 		return d.Timeout
 	}
 	switch d.Kind() {
-	case kindScript:
+	case kindScript, kindDocker:
 		return defaultScriptTimeout
 	case kindTCP:
 		return defaultTCPTimeout

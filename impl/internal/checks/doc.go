@@ -21,9 +21,10 @@
 //   - Missing ID means ID = Name; missing Status means critical. Registering
 //     an ID that exists replaces the check (impl/internal/local keeps the old status
 //     and output so re-registration does not flap).
-//   - Script checks need enable_script_checks when they come over HTTP, or
-//     either that or enable_local_script_checks when they come from the
-//     agent's own configuration; otherwise a 500.
+//   - Script checks, and docker checks (a script run in a container), need
+//     enable_script_checks when they come over HTTP, or either that or
+//     enable_local_script_checks when they come from the agent's own
+//     configuration; otherwise a 500.
 //   - Thresholds: the first result always applies; after it, passing or
 //     warning needs SuccessBeforePassing consecutive successes, and failures
 //     turn warning at FailuresBeforeWarning and critical at
@@ -36,14 +37,19 @@
 //   - HTTP: 2xx passing, 429 warning, anything else or a transport error
 //     critical; default timeout 10 s; TCP: a connect within the timeout
 //     (default 10 s) passes; script: exit 0 passing, 1 warning, other
-//     critical, default timeout 30 s.
+//     critical, default timeout 30 s; docker: the script run in the
+//     container through the Docker Engine API at $DOCKER_HOST (default its
+//     unix socket), statuses as a script's, an unreachable engine or an
+//     unknown, paused or stopped container critical with the reason as
+//     output (docker.go; tenure bounds each run by the script timeout,
+//     which Consul does not).
 //
-// Not supported, and why: UDP, GRPC, H2PING, Docker, alias and OSService
-// checks are refused with a 400 "Invalid check: … not supported" (their
-// fields still decode, so the reason is precise). tenure's clients (Vault,
-// consul/api, consul-template) register TTL, HTTP and TCP checks; the other
-// kinds need protocol stacks (gRPC health, HTTP/2 ping), a container runtime
-// or a service manager this reference implementation does not carry.
+// Not supported, and why: UDP, GRPC, H2PING, alias and OSService checks are
+// refused with a 400 "Invalid check: … not supported" (their fields still
+// decode, so the reason is precise). tenure's clients (Vault, consul/api,
+// consul-template) register TTL, HTTP and TCP checks; the other kinds need
+// protocol stacks (gRPC health, HTTP/2 ping), the state of other checks or
+// a service manager this reference implementation does not carry.
 // Namespace, Partition and Token are accepted and ignored (tenure has
 // neither Enterprise tenancy nor per-check tokens). Check state is not persisted across
 // agent restarts.

@@ -20,9 +20,12 @@ type prober interface {
 	Probe(ctx context.Context) (status, output string)
 }
 
-// newProber builds the prober for a prepared HTTP, TCP or script definition.
-func newProber(d Definition) (prober, error) {
+// newProber builds the prober for a prepared HTTP, TCP, script or docker
+// definition; a docker check reaches the engine at dockerHost.
+func newProber(d Definition, dockerHost string) (prober, error) {
 	switch k := d.Kind(); k {
+	case kindDocker:
+		return newDockerProbe(d, dockerHost)
 	case kindHTTP:
 		return newHTTPProbe(d), nil
 	case kindTCP:

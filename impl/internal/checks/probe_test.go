@@ -33,7 +33,7 @@ func prepared(t *testing.T, d Definition) Definition {
 
 func probe(t *testing.T, d Definition) (string, string) {
 	t.Helper()
-	p, err := newProber(prepared(t, d))
+	p, err := newProber(prepared(t, d), "unix:///nonexistent/docker.sock")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestTail(t *testing.T) {
 }
 
 func TestNewProberRefusesTTL(t *testing.T) {
-	if _, err := newProber(ttlDef("t", time.Second)); err == nil {
+	if _, err := newProber(ttlDef("t", time.Second), defaultDockerHost); err == nil {
 		t.Fatal("a TTL check got a prober")
 	}
 }

@@ -25,6 +25,10 @@ type Options struct {
 	// Stagger picks the wait before an interval check's first run; nil
 	// means uniformly random in [0, interval), as Consul spreads its checks.
 	Stagger func(interval time.Duration) time.Duration
+	// DockerHost is the Docker Engine docker checks use (unix:///path or
+	// tcp://host:port); empty means $DOCKER_HOST, else the engine's
+	// default socket, as Consul finds it.
+	DockerHost string
 }
 
 // Runner runs an agent's checks, each on its own goroutine (TTL checks on a
@@ -56,6 +60,7 @@ func NewRunner(opts Options, notify Notify) *Runner {
 			return rand.N(iv)
 		}
 	}
+	opts.DockerHost = dockerHost(opts.DockerHost)
 	return &Runner{opts: opts, notify: notify, checks: map[string]*running{}}
 }
 
@@ -81,7 +86,7 @@ func (r *Runner) Start(d Definition) error {
 	var p prober
 	if d.Kind() != kindTTL {
 		var err error
-		if p, err = newProber(d); err != nil {
+		if p, err = newProber(d, r.opts.DockerHost); err != nil {
 			return fmt.Errorf("start check %q: %w", d.ID, err)
 		}
 	}

@@ -21,18 +21,20 @@ func (h *handler) agentSelf(c *call) error {
 	if version == "" {
 		version = "tenure"
 	}
+	opts := h.opts
+	opts.Version = version
 	out := map[string]any{
-		"Config": map[string]any{"Datacenter": h.opts.Datacenter, "PrimaryDatacenter": h.opts.Datacenter,
-			"NodeName": node, "NodeID": h.opts.NodeID, "Server": true, "Version": version, "Revision": "", "BuildDate": ""},
-		"Member": map[string]any{"Name": node},
-		"Meta":   nonNilMeta(h.opts.NodeMeta),
+		"Config":      selfConfig(&opts, node, h.opts.NodeID, true),
+		"DebugConfig": selfDebugConfig(&opts),
+		"Member":      map[string]any{"Name": node},
+		"Meta":        nonNilMeta(h.opts.NodeMeta),
 	}
 	isLeader, _, _ := h.b.Leader()
 	consul := map[string]string{"server": "true", "leader": fmt.Sprint(isLeader), "leader_addr": h.b.RaftLeaderAddr(),
 		"known_datacenters": "1", "bootstrap": "false", "acl": "disabled"}
 	stats := map[string]map[string]string{
 		"agent":   {"check_monitors": "0", "check_ttls": "0", "checks": "0", "services": "0"},
-		"build":   {"version": version, "revision": "", "prerelease": "", "version_metadata": ""},
+		"build":   selfBuildStats(&opts),
 		"consul":  consul,
 		"runtime": {"os": runtime.GOOS, "arch": runtime.GOARCH, "version": runtime.Version(), "max_procs": fmt.Sprint(runtime.GOMAXPROCS(0)), "goroutines": fmt.Sprint(runtime.NumGoroutine()), "cpu_count": fmt.Sprint(runtime.NumCPU())},
 	}

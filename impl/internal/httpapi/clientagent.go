@@ -32,6 +32,10 @@ type ClientOptions struct {
 	ServerAddr func(m gossip.Member) string
 	Datacenter string
 	Version    string
+	// Build and DebugConfig as for a server (Options.Build,
+	// Options.DebugConfig).
+	Build       BuildInfo
+	DebugConfig map[string]any
 	// NodeMeta is the agent's node meta, shown by /v1/agent/self (S63).
 	NodeMeta map[string]string
 	Logger   hclog.Logger
@@ -114,12 +118,15 @@ func (a *clientAgent) servers() []string {
 func (a *clientAgent) forward(w http.ResponseWriter, r *http.Request) {
 	servers := a.servers()
 	if len(servers) == 0 || a.opts.Forward == nil {
-		writeError(w, errorf(http.StatusInternalServerError, "No known Consul servers"))
+		err := errorf(http.StatusInternalServerError, "No known Consul servers")
+		logRequestError(a.opts.Logger, r, err)
+		writeError(w, err)
 		return
 	}
 	addr := a.pick(servers)
 	req, err := forwardRequest(r, rpc.Origin{Node: a.opts.Node}, nil)
 	if err != nil {
+		logRequestError(a.opts.Logger, r, err)
 		writeError(w, err)
 		return
 	}
@@ -133,9 +140,12 @@ func (a *clientAgent) forward(w http.ResponseWriter, r *http.Request) {
 		}
 		a.current.CompareAndSwap(addr, "")
 		a.opts.Logger.Warn("request to server failed", "server", addr, "path", r.URL.Path, "error", err)
-		writeError(w, errorf(http.StatusInternalServerError, "rpc error: server %s: %v", addr, err))
+		failed := errorf(http.StatusInternalServerError, "rpc error: server %s: %v", addr, err)
+		logRequestError(a.opts.Logger, r, failed)
+		writeError(w, failed)
 		return
 	}
+	logForwardedError(a.opts.Logger, r, resp)
 	writeForwarded(w, resp)
 }
 
@@ -154,14 +164,17 @@ func (a *clientAgent) pick(servers []string) string {
 // agentSelf is the client agent's own /v1/agent/self.
 func (a *clientAgent) agentSelf(c *call) error {
 	local := a.opts.Members.Local()
+	opts := Options{Datacenter: a.opts.Datacenter, Version: a.opts.Version, Build: a.opts.Build, DebugConfig: a.opts.DebugConfig}
+	config := selfConfig(&opts, a.opts.Node, local.Tags[gossip.TagID], false)
+	config["BindAddr"] = local.IP
 	return writeJSON(c, http.StatusOK, map[string]any{
-		"Config": map[string]any{"Datacenter": a.opts.Datacenter, "PrimaryDatacenter": a.opts.Datacenter,
-			"NodeName": a.opts.Node, "NodeID": local.Tags[gossip.TagID], "Server": false, "Version": a.opts.Version, "BindAddr": local.IP},
-		"Member": toMemberJSON(local),
-		"Meta":   nonNilMeta(a.opts.NodeMeta),
+		"Config":      config,
+		"DebugConfig": selfDebugConfig(&opts),
+		"Member":      toMemberJSON(local),
+		"Meta":        nonNilMeta(a.opts.NodeMeta),
 		"Stats": map[string]map[string]string{
 			"agent":    {"check_monitors": "0", "check_ttls": "0", "checks": "0", "services": "0"},
-			"build":    {"version": a.opts.Version, "revision": "", "prerelease": "", "version_metadata": ""},
+			"build":    selfBuildStats(&opts),
 			"consul":   {"server": "false", "known_servers": fmt.Sprint(len(a.servers())), "acl": "disabled"},
 			"runtime":  {"os": runtime.GOOS, "arch": runtime.GOARCH, "version": runtime.Version(), "max_procs": fmt.Sprint(runtime.GOMAXPROCS(0)), "goroutines": fmt.Sprint(runtime.NumGoroutine()), "cpu_count": fmt.Sprint(runtime.NumCPU())},
 			"serf_lan": a.opts.Members.Stats(),

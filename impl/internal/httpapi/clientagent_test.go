@@ -212,3 +212,43 @@ func TestClientAgentNamesItsOwnNode(t *testing.T) {
 		}
 	}
 }
+
+// answerForwarder answers every forwarded request with one fixed answer.
+type answerForwarder struct{ resp rpc.Response }
+
+func (a answerForwarder) Forward(context.Context, string, *rpc.Request) (*rpc.Response, error) {
+	r := a.resp
+	return &r, nil
+}
+
+// TestClientAgentLogsForwardedErrors: a request a server refused is logged
+// on the client agent as it would be had the agent answered it, token
+// hidden; an answer without text (a missing key's 404) is not an error.
+func TestClientAgentLogsForwardedErrors(t *testing.T) {
+	members := &staticMembers{}
+	members.set("10.0.0.1:8300")
+	for _, tc := range []struct {
+		resp   rpc.Response
+		logged string
+	}{
+		{rpc.Response{Status: http.StatusNotFound, Body: []byte("Session id 'x' not found")},
+			`[ERROR] Request error: method=GET url=/v1/session/info/x?token=<hidden> from=192.0.2.1:1234 error="Session id 'x' not found"`},
+		{rpc.Response{Status: http.StatusNotFound}, ""},
+		{rpc.Response{Status: http.StatusOK, Body: []byte("[]")}, ""},
+	} {
+		var logs strings.Builder
+		logger := hclog.New(&hclog.LoggerOptions{Output: &syncWriter{w: &logs}, Level: hclog.Warn})
+		agent := httpapi.NewClientAgent(httpapi.ClientOptions{Node: "c1", Members: members, Forward: answerForwarder{tc.resp}, Logger: logger})
+		w := httptest.NewRecorder()
+		agent.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/v1/session/info/x?token=s3cret", nil))
+		got := logs.String()
+		switch {
+		case tc.logged == "" && got != "":
+			t.Errorf("%d %q: logged %q", tc.resp.Status, tc.resp.Body, got)
+		case tc.logged != "" && !strings.Contains(got, tc.logged):
+			t.Errorf("%d %q: logged %q, want %q", tc.resp.Status, tc.resp.Body, got, tc.logged)
+		case strings.Contains(got, "s3cret"):
+			t.Errorf("the token reached the log: %q", got)
+		}
+	}
+}

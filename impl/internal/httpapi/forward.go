@@ -71,6 +71,7 @@ func (h *handler) forward(c *call, addr string, body []byte) error {
 		h.opts.Logger.Warn("forward to leader failed", "leader", addr, "path", c.r.URL.Path, "error", err)
 		return errorf(http.StatusInternalServerError, "forward to leader %s: %v", addr, err)
 	}
+	logForwardedError(h.opts.Logger, c.r, resp)
 	writeForwarded(c.w, resp)
 	return nil
 }

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -42,6 +41,19 @@ type Options struct {
 	Members Members
 	// Version is what /v1/agent/self reports; default "tenure".
 	Version string
+	// Build is the binary's revision and build time, which
+	// /v1/agent/self reports beside Version.
+	Build BuildInfo
+	// DebugConfig is /v1/agent/self's DebugConfig: the agent's effective
+	// settings under the names of Consul's runtime configuration, for
+	// the ones tenure has. Shown as given; nil shows {}.
+	DebugConfig map[string]any
+}
+
+// BuildInfo is the binary's VCS stamp.
+type BuildInfo struct {
+	Revision string
+	Date     time.Time // zero: unknown
 }
 
 // Defaults taken from Consul's agent configuration (CONSUL.md §7).
@@ -179,16 +191,14 @@ func serveRoute(routes []route, w http.ResponseWriter, r *http.Request, logger h
 		return true
 	}
 	if !slices.Contains(rt.methods, r.Method) {
-		writeError(w, &apiError{status: http.StatusMethodNotAllowed,
-			msg: fmt.Sprintf("method %s not allowed", r.Method), allow: allow})
+		err := &apiError{status: http.StatusMethodNotAllowed, msg: fmt.Sprintf("method %s not allowed", r.Method), allow: allow}
+		logRequestError(logger, r, err)
+		writeError(w, err)
 		return true
 	}
 	c := &call{w: w, r: r, arg: strings.TrimPrefix(path, rt.path)}
 	if err := rt.serve(c); err != nil {
-		var ae *apiError
-		if !errors.As(err, &ae) || ae.status >= 500 {
-			logger.Warn("request failed", "method", r.Method, "path", path, "error", err)
-		}
+		logRequestError(logger, r, err)
 		writeError(w, err)
 	}
 	return true
