@@ -115,10 +115,10 @@ func TestKeyringFile(t *testing.T) {
 // of valid keys stops the start, saying which file and never a key.
 func TestKeyringFileRefusesBadInput(t *testing.T) {
 	for name, content := range map[string]string{
-		"not JSON":  "k1",
-		"empty":     "[]",
+		"not JSON":   "k1",
+		"empty":      "[]",
 		"not base64": `["***"]`,
-		"short key": `["` + b64([]byte("short")) + `"]`,
+		"short key":  `["` + b64([]byte("short")) + `"]`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
