@@ -83,10 +83,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	case cfg.TLS != nil:
 		cfg.Dial = portDial(cfg.TLS, cfg.Dial)
 		if cfg.HTTPSListener != nil {
-			var err error
-			if httpsTLS, err = cfg.TLS.HTTPS(); err != nil {
-				return nil, errors.Join(fmt.Errorf("agent: %w", err), closeListeners())
-			}
+			httpsTLS = cfg.TLS.HTTPS()
 		}
 	case cfg.HTTPSListener != nil:
 		return nil, errors.Join(errors.New("agent: an HTTPS listener needs TLS settings"), closeListeners())

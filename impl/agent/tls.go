@@ -42,7 +42,7 @@ func (c *Config) useTLS() (*tls.Config, error) {
 	if c.HTTPSListener == nil {
 		return nil, nil
 	}
-	return c.TLS.HTTPS()
+	return c.TLS.HTTPS(), nil
 }
 
 // portDial is d (rpc.DialTCP if nil) turned TLS when t's verify_outgoing

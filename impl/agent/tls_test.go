@@ -200,23 +200,27 @@ func TestHTTPSOnly(t *testing.T) {
 	}
 }
 
-// TestAgentRefusesBadTLSSettings: an HTTPS listener without a certificate
-// or without TLS settings stops the start, and nothing is left listening.
-func TestAgentRefusesBadTLSSettings(t *testing.T) {
+// TestHTTPSWithoutCertificate: an HTTPS port without a certificate
+// listens, as Consul's does, and refuses every handshake; an HTTPS
+// listener without TLS settings at all stops the start, leaving nothing
+// listening.
+func TestHTTPSWithoutCertificate(t *testing.T) {
 	c := newCerts(t)
-	for name, tlsCfg := range map[string]*agent.TLS{
-		"no TLS":         nil,
-		"no certificate": loadTLS(t, agent.TLSConfig{HTTPS: agent.TLSProtocol{CAFile: c.ca.File}}),
-	} {
-		secure := listen(t)
-		_, err := agent.New(agent.Config{Server: agent.ServerConfig{NodeName: "n", Dev: true, HTTPAddr: "127.0.0.1:0"},
-			HTTPSListener: secure, TLS: tlsCfg})
-		if err == nil {
-			t.Fatalf("%s: started", name)
-		}
-		if _, aerr := secure.Accept(); aerr == nil {
-			t.Fatalf("%s: the HTTPS listener was left open", name)
-		}
+	secure := listen(t)
+	agenttest.StartDevAgent(t, func(cfg *agent.Config) {
+		cfg.HTTPSListener = secure
+		cfg.TLS = loadTLS(t, agent.TLSConfig{HTTPS: agent.TLSProtocol{CAFile: c.ca.File}})
+	})
+	if _, err := httpsClient(t, secure.Addr().String(), c.ca.File, "", "").Status().Leader(); err == nil {
+		t.Fatal("HTTPS without a certificate answered")
+	}
+	secure = listen(t)
+	if _, err := agent.New(agent.Config{Server: agent.ServerConfig{NodeName: "n", Dev: true, HTTPAddr: "127.0.0.1:0"},
+		HTTPSListener: secure}); err == nil {
+		t.Fatal("an HTTPS listener without TLS settings started")
+	}
+	if _, err := secure.Accept(); err == nil {
+		t.Fatal("the HTTPS listener was left open")
 	}
 }
 

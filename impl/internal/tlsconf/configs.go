@@ -47,16 +47,25 @@ func (p *loaded) server() *tls.Config {
 	return c
 }
 
-// HTTPS is the HTTPS listener's configuration; an error when no
-// certificate is configured, since no client could then connect.
-func (l *Loaded) HTTPS() (*tls.Config, error) {
-	if l.https.cert == nil {
-		return nil, errors.New("ports.https is set but there is no certificate: set tls.https (or tls.defaults) cert_file and key_file")
-	}
+// HTTPS is the HTTPS listener's configuration. Without a certificate the
+// listener still listens, as Consul's does, and every handshake fails
+// (HTTPSHasCertificate lets the caller warn).
+func (l *Loaded) HTTPS() *tls.Config {
 	c := l.https.server()
 	c.NextProtos = []string{"h2", "http/1.1"}
-	return c, nil
+	if l.https.cert == nil {
+		c.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			return nil, errNoHTTPSCertificate
+		}
+	}
+	return c
 }
+
+// HTTPSHasCertificate reports whether HTTPS has a certificate to answer
+// with.
+func (l *Loaded) HTTPSHasCertificate() bool { return l.https.cert != nil }
+
+var errNoHTTPSCertificate = errors.New("no certificate is configured for HTTPS (tls.https or tls.defaults cert_file and key_file)")
 
 // PortServer is the server port's configuration for a connection that asks
 // for TLS; nil when there is no certificate to answer with (such a

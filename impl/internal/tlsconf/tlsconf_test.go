@@ -1,6 +1,7 @@
 package tlsconf
 
 import (
+	"crypto/tls"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,8 +75,11 @@ func TestLoadWithoutSettingsTurnsNothingOn(t *testing.T) {
 	if l.PortServer() != nil || l.PortClient() != nil || l.PortRequired() || l.AuthorizeRaft() != nil {
 		t.Fatal("an empty config turned server-port TLS on")
 	}
-	if _, err := l.HTTPS(); err == nil {
-		t.Fatal("HTTPS without a certificate was accepted")
+	if l.HTTPSHasCertificate() {
+		t.Fatal("HTTPS has a certificate without one configured")
+	}
+	if _, err := l.HTTPS().GetCertificate(&tls.ClientHelloInfo{}); err == nil {
+		t.Fatal("HTTPS without a certificate answered a handshake")
 	}
 }
 
