@@ -101,6 +101,10 @@ var clauses = []clause{
 	{"S63", Contract, "an agent keeps its node record: ID, tagged addresses, and its meta beside consul-network-segment and consul-version"},
 	{"S64", Tenure, "a successful acquire names its LockIndex and ModifyIndex in X-Tenure-Lock-Index and X-Tenure-Modify-Index"},
 	{"S65", Tenure, "a client agent holds a session create until the leader has registered its node, for at most 10s"},
+	{"S70", Consul, "HTTPS serves the API with Consul's tls stanza; verify_incoming refuses callers without a certificate from the CA"},
+	{"S71", Consul, "the server port's TLS: first byte 3, verify_incoming, verify_outgoing, verify_server_hostname; raft only for servers"},
+	{"S72", Consul, "gossip is encrypted with the keyring kept in the data dir; a member without a key of the pool is refused"},
+	{"S73", Consul, "/v1/operator/keyring lists, installs, uses and removes gossip keys across the pool in consul/api's shapes"},
 }
 
 // clauseByID returns the clause with the given ID.

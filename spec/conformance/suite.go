@@ -17,6 +17,7 @@ func Suite() []Case {
 		checkCases(),
 		queryCases(),
 		nodeCases(),
+		transportCases(),
 	} {
 		all = append(all, group...)
 	}
