@@ -220,3 +220,30 @@ func TestKeyringWithoutEncryption(t *testing.T) {
 // saysFold: memberlist words some errors differently from version to
 // version only in their first letter's case.
 func saysFold(msg, want string) bool { return strings.Contains(strings.ToLower(msg), want) }
+
+// FuzzReadKeyringFile: whatever a keyring file holds, reading it gives an
+// error or at least one key of a size memberlist takes, never a panic.
+func FuzzReadKeyringFile(f *testing.F) {
+	for _, s := range []string{`["` + b64(testKey(1)) + `"]`, `["` + b64(testKey(1)) + `","` + b64(make([]byte, 16)) + `"]`,
+		"[]", "null", `[""]`, `["***"]`, `{"a":1}`, ""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, content []byte) {
+		path := filepath.Join(t.TempDir(), "local.keyring")
+		if err := os.WriteFile(path, content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		keys, err := readKeyringFile(path)
+		if err != nil {
+			return
+		}
+		if len(keys) == 0 {
+			t.Fatal("no error and no key")
+		}
+		for _, k := range keys {
+			if n := len(k); n != 16 && n != 24 && n != 32 {
+				t.Fatalf("a key of %d bytes", n)
+			}
+		}
+	})
+}

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,13 +19,24 @@ import (
 // answers with res and err.
 type keyringMembers struct {
 	staticMembers
-	calls []string
+	calls []poolCall
 	res   gossip.KeyringResult
 	err   error
 }
 
+// poolCall is one operation a pool was asked for.
+type poolCall struct {
+	op    gossip.KeyOp
+	key   string
+	relay uint8
+}
+
+func (c poolCall) String() string {
+	return fmt.Sprintf("%s %s %d", []string{"list", "install", "use", "remove"}[c.op], c.key, c.relay)
+}
+
 func (m *keyringMembers) Keyring(op gossip.KeyOp, key string, relay uint8) (gossip.KeyringResult, error) {
-	m.calls = append(m.calls, strings.Join([]string{[]string{"list", "install", "use", "remove"}[op], key, string('0' + relay)}, " "))
+	m.calls = append(m.calls, poolCall{op, key, relay})
 	return m.res, m.err
 }
 
@@ -87,12 +99,52 @@ func TestKeyringEndpointAnswers(t *testing.T) {
 			t.Fatalf("%s: %d %q", method, code, body)
 		}
 	}
-	if want := []string{"list  2", "install k2 0", "use k2 0", "remove k2 0"}; strings.Join(m.calls, ",") != strings.Join(want, ",") {
-		t.Fatalf("calls %q, want %q", m.calls, want)
+	if got, want := fmt.Sprint(m.calls), "[list  2 install k2 0 use k2 0 remove k2 0]"; got != want {
+		t.Fatalf("calls %s, want %s", got, want)
 	}
 	m.err, m.res = errors.New("2/2 nodes reported failure"), gossip.KeyringResult{Messages: map[string]string{"b": "no keyring", "a": "no keyring"}}
 	code, body = keyringCall(t, h, "POST", "/v1/operator/keyring", `{"Key":"k3"}`)
 	if want := "3 errors occurred: * dc7 (LAN) error: 2/2 nodes reported failure * a: no keyring * b: no keyring"; code != 500 || body != want {
 		t.Fatalf("failure: %d %q, want 500 %q", code, body, want)
 	}
+}
+
+// FuzzKeyringEndpoint: whatever the body and query, the endpoint answers
+// without panicking; a refusal (4xx) reaches no member, and an operation
+// that reaches the pool carries the body's key exactly as decoded.
+func FuzzKeyringEndpoint(f *testing.F) {
+	for _, s := range []struct {
+		method uint8
+		query  string
+		body   string
+	}{{0, "", ""}, {1, "", `{"Key":"k"}`}, {2, "relay-factor=3", `{"Key":"a\u0000b"}`}, {3, "local-only=1", `{"Key":1}`},
+		{1, "relay-factor=-1", `{"Key":"k","Bogus":true}`}, {0, "local-only=false&relay-factor=5", ""}} {
+		f.Add(s.method, s.query, []byte(s.body))
+	}
+	f.Fuzz(func(t *testing.T, method uint8, query string, body []byte) {
+		m := &keyringMembers{}
+		h := httpapi.NewClientAgent(httpapi.ClientOptions{Node: "c1", Members: m, Forward: &recordingForwarder{}})
+		verb := []string{"GET", "POST", "PUT", "DELETE"}[method%4]
+		req := httptest.NewRequest(verb, "/v1/operator/keyring", strings.NewReader(string(body)))
+		req.URL.RawQuery = query
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		switch {
+		case w.Code >= 400 && w.Code < 500 && len(m.calls) != 0:
+			t.Fatalf("refused with %d yet reached the pool: %v", w.Code, m.calls)
+		case w.Code == 200 && len(m.calls) != 1:
+			t.Fatalf("answered 200 after %d pool calls", len(m.calls))
+		case w.Code != 200 && w.Code/100 != 4:
+			t.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+		if w.Code == 200 && verb != "GET" {
+			var in struct{ Key string }
+			if err := json.Unmarshal(body, &in); err != nil {
+				t.Fatalf("a body that does not decode reached the pool: %q", body)
+			}
+			if m.calls[0].key != in.Key {
+				t.Fatalf("pool got %q for key %q", m.calls[0].key, in.Key)
+			}
+		}
+	})
 }
