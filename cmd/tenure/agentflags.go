@@ -77,11 +77,13 @@ func parseAgentArgs(args []string, stderr io.Writer) (parsedAgentArgs, error) {
 	fs.IntVar(&s.Ports.GRPC, "grpc-port", -1, "tenure has no gRPC interface: only -1")
 	fs.IntVar(&s.Ports.GRPCTLS, "grpc-tls-port", -1, "tenure has no gRPC interface: only -1")
 	fs.IntVar(&s.Ports.SerfWAN, "serf-wan-port", -1, "tenure has no WAN gossip: only -1")
-	fs.IntVar(&s.Ports.HTTPS, "https-port", -1, "tenure has no HTTPS listener: only -1")
+	fs.IntVar(&s.Ports.HTTPS, "https-port", s.Ports.HTTPS, "HTTPS API port (-1: off), with the tls stanza's certificate")
 	fs.Var(&retryJoin, "retry-join", "gossip address to join, retried until it answers (repeatable)")
 	fs.Var(&join, "join", "deprecated: same as -retry-join (repeatable)")
 	fs.DurationVar(&s.RetryInterval, "retry-interval", s.RetryInterval, "time between join attempts")
 	fs.StringVar(&s.Encrypt, "encrypt", "", "base64 gossip encryption key (16, 24 or 32 bytes)")
+	fs.BoolVar(&s.DisableKeyringFile, "disable-keyring-file", false, "keep the gossip keyring in memory only, not in <data-dir>/serf/local.keyring")
+	fs.StringVar(&s.Domain, "domain", s.Domain, "the domain of servers' certificate names (server.<datacenter>.<domain>)")
 	fs.StringVar(&s.LogLevel, "log-level", s.LogLevel, "trace, debug, info, warn or error")
 	fs.Var(&configPaths, "config-file", "JSON or HCL agent configuration file (repeatable)")
 	fs.Var(&configPaths, "config-dir", "directory of .json and .hcl agent configuration files (repeatable)")
@@ -97,7 +99,7 @@ func parseAgentArgs(args []string, stderr io.Writer) (parsedAgentArgs, error) {
 	}
 	fs.Visit(func(f *flag.Flag) { p.given[f.Name] = true })
 	s.Ports.dnsSet, s.Ports.grpcSet, s.Ports.grpcTLSSet = p.given["dns-port"], p.given["grpc-port"], p.given["grpc-tls-port"]
-	s.Ports.wanSet, s.Ports.httpsSet = p.given["serf-wan-port"], p.given["https-port"]
+	s.Ports.wanSet = p.given["serf-wan-port"]
 	s.RetryJoin = append(append([]string{}, retryJoin...), join...)
 	for _, raw := range nodeMeta {
 		if s.NodeMeta == nil {
@@ -134,6 +136,7 @@ func (p parsedAgentArgs) apply(base settings) settings {
 	set("http-port", func() { base.Ports.HTTP = f.Ports.HTTP })
 	set("server-port", func() { base.Ports.Server = f.Ports.Server })
 	set("serf-lan-port", func() { base.Ports.SerfLAN = f.Ports.SerfLAN })
+	set("https-port", func() { base.Ports.HTTPS = f.Ports.HTTPS })
 	for name, port := range map[string]struct {
 		v   *int
 		set *bool
@@ -141,7 +144,7 @@ func (p parsedAgentArgs) apply(base settings) settings {
 	}{
 		"dns-port": {&base.Ports.DNS, &base.Ports.dnsSet, f.Ports.DNS}, "grpc-port": {&base.Ports.GRPC, &base.Ports.grpcSet, f.Ports.GRPC},
 		"grpc-tls-port": {&base.Ports.GRPCTLS, &base.Ports.grpcTLSSet, f.Ports.GRPCTLS},
-		"serf-wan-port": {&base.Ports.SerfWAN, &base.Ports.wanSet, f.Ports.SerfWAN}, "https-port": {&base.Ports.HTTPS, &base.Ports.httpsSet, f.Ports.HTTPS},
+		"serf-wan-port": {&base.Ports.SerfWAN, &base.Ports.wanSet, f.Ports.SerfWAN},
 	} {
 		if p.given[name] {
 			*port.v, *port.set = port.val, true
@@ -152,6 +155,8 @@ func (p parsedAgentArgs) apply(base settings) settings {
 	}
 	set("retry-interval", func() { base.RetryInterval = f.RetryInterval })
 	set("encrypt", func() { base.Encrypt = f.Encrypt })
+	set("disable-keyring-file", func() { base.DisableKeyringFile = f.DisableKeyringFile })
+	set("domain", func() { base.Domain = f.Domain })
 	set("log-level", func() { base.LogLevel = f.LogLevel })
 	set("ttl-multiplier", func() { base.TTLMultiplier = f.TTLMultiplier })
 	set("enable-script-checks", func() { base.EnableScriptChecks = f.EnableScriptChecks })

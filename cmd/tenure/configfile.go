@@ -193,6 +193,18 @@ var honoured = map[string]func(s *settings, v any, warn func(string)) error{
 		s.SkipLeaveOnInt = &b
 		return err
 	},
+	"ports.https":             func(s *settings, v any, _ func(string)) error { return asInt(v, &s.Ports.HTTPS) },
+	"encrypt_verify_incoming": func(s *settings, v any, _ func(string)) error { return asBool(v, &s.EncryptVerifyIncoming) },
+	"encrypt_verify_outgoing": func(s *settings, v any, _ func(string)) error { return asBool(v, &s.EncryptVerifyOutgoing) },
+	"disable_keyring_file":    func(s *settings, v any, _ func(string)) error { return asBool(v, &s.DisableKeyringFile) },
+	"domain":                  func(s *settings, v any, _ func(string)) error { return asString(v, &s.Domain) },
+}
+
+// The tls stanza and its deprecated top-level keys (tlssettings.go).
+func init() {
+	for k, apply := range tlsHonoured() {
+		honoured[k] = apply
+	}
 }
 
 // ignoredKeyWarning is the one warning a config key tenure does not act
@@ -206,7 +218,16 @@ func ignoredKeyWarning(path string) string {
 // Consul's message; a key tenure honours is applied; any other is warned
 // about (once per key, by warn's caller) and ignored.
 func applyConfig(s *settings, raw map[string]any, warn func(string)) error {
-	return applyBlock(consulSchema(), s, rootType, raw, "", "", warn)
+	// A file's deprecated TLS keys yield to the keys it sets in the tls
+	// stanza itself, then the file's stanza is laid over the earlier
+	// files', as Consul does it.
+	s.file = &tlsFile{}
+	defer func() { s.file = nil }()
+	if err := applyBlock(consulSchema(), s, rootType, raw, "", "", warn); err != nil {
+		return err
+	}
+	s.TLS.merge(s.file.resolve())
+	return nil
 }
 
 // applyBlock applies one block of type typ. path is the block's path in

@@ -55,6 +55,76 @@ var honouredSamples = map[string]struct {
 	"skip_leave_on_interrupt": {false,
 		func(s settings) bool { return s.SkipLeaveOnInt != nil && !*s.SkipLeaveOnInt }, ""},
 	"telemetry.disable_hostname": {true, func(s settings) bool { return s.DisableHostname }, ""},
+	"ports.https":                {18501, func(s settings) bool { return s.Ports.HTTPS == 18501 }, ""},
+	"encrypt_verify_incoming":    {false, func(s settings) bool { return !s.EncryptVerifyIncoming }, ""},
+	"encrypt_verify_outgoing":    {false, func(s settings) bool { return !s.EncryptVerifyOutgoing }, ""},
+	"disable_keyring_file":       {true, func(s settings) bool { return s.DisableKeyringFile }, ""},
+	"domain":                     {"example", func(s settings) bool { return s.Domain == "example" }, ""},
+}
+
+// pathKind is the kind of the key at path ("a.b[].c"), walked through
+// the schema's types.
+func (s *schema) pathKind(path string) (keyKind, bool) {
+	typ := rootType
+	parts := strings.Split(path, ".")
+	for i, part := range parts {
+		f, ok := s.field(typ, strings.TrimSuffix(part, "[]"))
+		if !ok {
+			return 0, false
+		}
+		if i == len(parts)-1 {
+			return f.kind, true
+		}
+		typ = f.typ
+	}
+	return 0, false
+}
+
+// The TLS keys' samples (tlssettings.go): every key of tls.defaults,
+// tls.https and tls.internal_rpc, the tls.grpc keys Consul refuses, and
+// the deprecated top-level keys with Consul's warnings.
+func init() {
+	sample := func(b *tlsBlock, key string) (any, func(*tlsBlock) bool) {
+		switch tlsBlockKeys[key](b).(type) {
+		case **string:
+			return "/etc/t/" + key, func(b *tlsBlock) bool {
+				p := *tlsBlockKeys[key](b).(**string)
+				return p != nil && *p == "/etc/t/"+key
+			}
+		default:
+			return true, func(b *tlsBlock) bool {
+				p := *tlsBlockKeys[key](b).(**bool)
+				return p != nil && *p
+			}
+		}
+	}
+	add := func(path, block, key, warning string) {
+		v, took := sample(&tlsBlock{}, key)
+		if key == "tls_min_version" {
+			v, took = "TLSv1_2", func(b *tlsBlock) bool { return b.MinVersion != nil && *b.MinVersion == "TLSv1_2" }
+		}
+		honouredSamples[path] = struct {
+			value   any
+			took    func(s settings) bool
+			warning string
+		}{v, func(s settings) bool { return took(s.TLS.block(block)) }, warning}
+	}
+	for _, block := range []string{"defaults", "https", "internal_rpc"} {
+		for key := range tlsBlockKeys {
+			add("tls."+block+"."+key, block, key, "")
+		}
+	}
+	add("tls.grpc.verify_outgoing", "grpc", "verify_outgoing", "")
+	add("tls.grpc.verify_server_hostname", "grpc", "verify_server_hostname", "")
+	for old, to := range deprecatedTLSKeys {
+		add(old, to[0], to[1], fmt.Sprintf("The '%s' field is deprecated. Use the '%s' field instead.", old, "tls."+to[0]+"."+to[1]))
+	}
+	honouredSamples["tls_prefer_server_cipher_suites"] = struct {
+		value   any
+		took    func(s settings) bool
+		warning string
+	}{true, func(s settings) bool { return reflect.DeepEqual(s, defaultSettings()) },
+		"The 'tls_prefer_server_cipher_suites' field is deprecated and will be ignored."}
 }
 
 // sampleValue is a value Consul would accept for a key of kind k.
@@ -154,10 +224,8 @@ func TestConsulKeysSchema(t *testing.T) {
 	}
 	keys := sc.keys()
 	reached := map[string]bool{}
-	byPath := map[string]schemaKey{}
 	for _, k := range keys {
 		reached[k.typ] = true
-		byPath[k.path] = k
 	}
 	for typ := range sc.types {
 		if !reached[typ] {
@@ -165,8 +233,10 @@ func TestConsulKeysSchema(t *testing.T) {
 		}
 	}
 	for _, p := range slices.Sorted(maps.Keys(honoured)) {
-		k, ok := byPath[p]
-		if !ok || k.kind == kindBlock || k.kind == kindBlocks {
+		// keys() lists a type's fields under its first path only (types
+		// recur: tls.https has tls.defaults' fields), so a path is
+		// resolved through the schema itself.
+		if kind, ok := sc.pathKind(p); !ok || kind == kindBlock || kind == kindBlocks {
 			t.Errorf("honoured key %s is not a value key of Consul's schema", p)
 		}
 	}
@@ -310,9 +380,10 @@ func TestSDKTestServerConfigAccepted(t *testing.T) {
 		s.SkipLeaveOnInt == nil || !*s.SkipLeaveOnInt || s.leaveOnSignal(os.Interrupt) {
 		t.Fatalf("settings %+v", s)
 	}
-	want := []string{"bootstrap = true: do not enable unless necessary"}
+	want := []string{"bootstrap = true: do not enable unless necessary",
+		"ports.https is set but no certificate is: every HTTPS handshake will fail until tls.https (or tls.defaults) cert_file and key_file are"}
 	for _, k := range []string{"connect.ca_config", "connect.enabled", "disable_update_check", "peering.enabled",
-		"performance.raft_multiplier", "ports.dns", "ports.grpc", "ports.grpc_tls", "ports.https", "ports.serf_wan", "version"} {
+		"performance.raft_multiplier", "ports.dns", "ports.grpc", "ports.grpc_tls", "ports.serf_wan", "version"} {
 		want = append(want, ignoredKeyWarning(k))
 	}
 	sort.Strings(want)

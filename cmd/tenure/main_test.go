@@ -45,7 +45,7 @@ func TestAgentSettingsFromFlags(t *testing.T) {
 	}
 	if !s.Server || s.BootstrapExpect != 3 || s.NodeName != "n1" || s.AdvertiseAddr != "10.0.0.1" ||
 		s.Ports != (ports{HTTP: 18500, Server: 18300, SerfLAN: 18301, DNS: -1, GRPC: -1, GRPCTLS: -1, SerfWAN: -1, HTTPS: -1,
-			dnsSet: true, grpcSet: true, grpcTLSSet: true, wanSet: true, httpsSet: true}) ||
+			dnsSet: true, grpcSet: true, grpcTLSSet: true, wanSet: true}) ||
 		!slices.Equal(s.RetryJoin, []string{"10.0.0.2", "10.0.0.3:18301"}) || s.LogLevel != "debug" {
 		t.Fatalf("parsed %+v", s)
 	}
@@ -94,7 +94,7 @@ func TestAgentSettingsRejectBadInput(t *testing.T) {
 		"bootstrap and expect":       {append(server, "-bootstrap", "-bootstrap-expect", "3"), "'bootstrap_expect > 0' and 'bootstrap = true' are mutually exclusive"},
 		"dns port enabled":           {append(server, "-dns-port", "8600"), "no dns listener"},
 		"grpc port enabled":          {append(server, "-grpc-port", "8502"), "no grpc listener"},
-		"http port out of range":     {append(server, "-http-port", "70000"), "not a port"},
+		"http port out of range":     {append(server, "-http-port", "70000"), "ports.http: invalid port: 70000"},
 		"bind not an ip":             {[]string{"-server", "-data-dir", "/d", "-bind", "example.com"}, "bind_addr must be an ip address"},
 		"advertise any":              {append(server, "-advertise", "0.0.0.0"), "Advertise address cannot be 0.0.0.0"},
 		"bad encrypt key":            {append(server, "-encrypt", "c2hvcnQ="), "encrypt has invalid key"},

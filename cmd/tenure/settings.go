@@ -42,7 +42,20 @@ type settings struct {
 	RetryJoin     []string
 	RetryInterval time.Duration
 	Encrypt       string
-	LogLevel      string
+	// EncryptVerifyIncoming and EncryptVerifyOutgoing are Consul's
+	// encrypt_verify_incoming and _outgoing (default true); with
+	// DisableKeyringFile the gossip keyring is not kept in the data dir.
+	EncryptVerifyIncoming, EncryptVerifyOutgoing bool
+	DisableKeyringFile                           bool
+	// TLS is the tls stanza as the config files set it, their deprecated
+	// top-level TLS keys applied (tlssettings.go); file is the file being
+	// read's own, merged into TLS once it is read.
+	TLS  tlsStanza
+	file *tlsFile
+	// Domain is Consul's domain, which names servers' certificates
+	// (server.<datacenter>.<domain>); tenure has no DNS interface.
+	Domain   string
+	LogLevel string
 	// TTLMultiplier is tenure's own: the session TTL grace factor (S19).
 	TTLMultiplier float64
 	// Agent checks (CONSUL.md §4): script checks over HTTP, script checks
@@ -66,15 +79,16 @@ type settings struct {
 	telemetry *agent.MemSink
 }
 
-// ports are Consul's port settings. tenure serves HTTP, its server port
-// (raft) and LAN gossip; the others name subsystems it does not have and
-// may only be disabled (-1).
+// ports are Consul's port settings. tenure serves HTTP and HTTPS (either
+// may be off, 0 or below, not both), its server port (raft) and LAN
+// gossip; the others name subsystems it does not have and may only be
+// disabled (-1).
 type ports struct {
-	HTTP, Server, SerfLAN              int
-	DNS, GRPC, GRPCTLS, SerfWAN, HTTPS int
+	HTTP, HTTPS, Server, SerfLAN int
+	DNS, GRPC, GRPCTLS, SerfWAN  int
 	// Set when a flag gave the port: only a flag may not enable a
 	// subsystem tenure lacks (a config file's value is warned about).
-	dnsSet, grpcSet, grpcTLSSet, wanSet, httpsSet bool
+	dnsSet, grpcSet, grpcTLSSet, wanSet bool
 }
 
 // defaultSettings are Consul's defaults (CONSUL.md §13 for gossip).
@@ -83,7 +97,8 @@ func defaultSettings() settings {
 		Datacenter: "dc1", BindAddr: "0.0.0.0", ClientAddr: "127.0.0.1",
 		Ports:         ports{HTTP: 8500, Server: 8300, SerfLAN: 8301, DNS: -1, GRPC: -1, GRPCTLS: -1, SerfWAN: -1, HTTPS: -1},
 		RetryInterval: 30 * time.Second, LogLevel: "info", TTLMultiplier: model.DefaultTTLMultiplier,
-		CheckUpdateInterval: agent.DefaultCheckUpdateInterval,
+		CheckUpdateInterval: agent.DefaultCheckUpdateInterval, Domain: "consul",
+		EncryptVerifyIncoming: true, EncryptVerifyOutgoing: true,
 	}
 }
 
@@ -101,7 +116,7 @@ func (s *settings) validate(warn func(string)) error {
 		v    int
 		set  bool
 	}{{"dns", s.Ports.DNS, s.Ports.dnsSet}, {"grpc", s.Ports.GRPC, s.Ports.grpcSet}, {"grpc_tls", s.Ports.GRPCTLS, s.Ports.grpcTLSSet},
-		{"serf_wan", s.Ports.SerfWAN, s.Ports.wanSet}, {"https", s.Ports.HTTPS, s.Ports.httpsSet}} {
+		{"serf_wan", s.Ports.SerfWAN, s.Ports.wanSet}} {
 		if p.set && p.v != -1 {
 			return fmt.Errorf("tenure has no %s listener: its port may only be -1 (disabled), not %d", p.name, p.v)
 		}
@@ -109,10 +124,28 @@ func (s *settings) validate(warn func(string)) error {
 	for _, p := range []struct {
 		name string
 		v    int
-	}{{"http", s.Ports.HTTP}, {"server", s.Ports.Server}, {"serf_lan", s.Ports.SerfLAN}} {
+	}{{"server", s.Ports.Server}, {"serf_lan", s.Ports.SerfLAN}} {
 		if p.v < 1 || p.v > 65535 {
 			return fmt.Errorf("ports.%s %d is not a port", p.name, p.v)
 		}
+	}
+	// HTTP and HTTPS: 0 or below turns one off, as in Consul.
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{"http", s.Ports.HTTP}, {"https", s.Ports.HTTPS}} {
+		if p.v > 65535 {
+			return fmt.Errorf("ports.%s: invalid port: %d", p.name, p.v)
+		}
+	}
+	if s.Ports.HTTP <= 0 && s.Ports.HTTPS <= 0 {
+		return errors.New("ports.http and ports.https are both off: tenure serves its API on at least one")
+	}
+	if _, err := s.TLS.tlsConfig(s.Datacenter, s.Domain); err != nil {
+		return err
+	}
+	if s.Ports.HTTPS > 0 && pick(s.TLS.HTTPS.CertFile, s.TLS.Defaults.CertFile) == "" {
+		warn("ports.https is set but no certificate is: every HTTPS handshake will fail until tls.https (or tls.defaults) cert_file and key_file are")
 	}
 	if s.BootstrapExpect == 1 {
 		// Consul's builder turns an expectation of one into bootstrap mode.
@@ -208,13 +241,17 @@ func (s *settings) encryptKey() ([]byte, error) {
 
 // httpAdvertise is the HTTP address the agent advertises (and the catalog
 // records): the client address, or the advertise address when HTTP
-// listens on every interface.
+// listens on every interface; the HTTPS port when HTTP is off.
 func (s *settings) httpAdvertise() string {
 	host := s.ClientAddr
 	if net.ParseIP(host).IsUnspecified() {
 		host = s.AdvertiseAddr
 	}
-	return net.JoinHostPort(host, strconv.Itoa(s.Ports.HTTP))
+	port := s.Ports.HTTP
+	if port <= 0 {
+		port = s.Ports.HTTPS
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port))
 }
 
 // leaveOnSignal reports whether the agent leaves the cluster gracefully
@@ -267,7 +304,8 @@ func (s *settings) startAgent(logger hclog.Logger) (runningAgent, error) {
 	if s.Server || s.Dev {
 		return agent.New(cfg)
 	}
-	return agent.NewClient(agent.ClientConfig{NodeName: s.NodeName, NodeID: s.NodeID, Listener: cfg.Listener, HTTPAddr: cfg.Server.HTTPAddr,
+	return agent.NewClient(agent.ClientConfig{NodeName: s.NodeName, NodeID: s.NodeID, Listener: cfg.Listener,
+		HTTPSListener: cfg.HTTPSListener, TLS: cfg.TLS, HTTPAddr: cfg.Server.HTTPAddr,
 		Gossip: *cfg.Gossip, Join: cfg.Join, RetryInterval: cfg.RetryInterval, Datacenter: s.Datacenter, Version: version,
 		Build: cfg.HTTP.Build, DebugConfig: cfg.HTTP.DebugConfig,
 		Logger: logger, Local: cfg.Local, Debug: cfg.Debug, Telemetry: cfg.Telemetry, NodeMeta: cfg.NodeMeta})
@@ -306,14 +344,33 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 	if err != nil {
 		return agent.Config{}, err
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(s.ClientAddr, strconv.Itoa(s.Ports.HTTP)))
+	tlsCfg, err := s.TLS.tlsConfig(s.Datacenter, s.Domain)
 	if err != nil {
-		return agent.Config{}, fmt.Errorf("listen for HTTP: %w", err)
+		return agent.Config{}, err
 	}
-	return agent.Config{Server: srv, Listener: ln, Gossip: g, Join: s.RetryJoin, RetryInterval: s.RetryInterval,
+	// Certificates and keys are read now: a bad one stops the start.
+	loaded, err := agent.LoadTLS(tlsCfg)
+	if err != nil {
+		return agent.Config{}, err
+	}
+	cfg := agent.Config{Server: srv, Gossip: g, Join: s.RetryJoin, RetryInterval: s.RetryInterval,
 		HTTP:  agent.HTTPOptions{Datacenter: s.Datacenter, Version: version, Build: buildInfo(), DebugConfig: s.debugConfig()},
 		Local: s.localConfig(),
-		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry, NodeMeta: s.NodeMeta}, nil
+		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry, NodeMeta: s.NodeMeta, TLS: loaded}
+	if s.Ports.HTTP > 0 {
+		if cfg.Listener, err = net.Listen("tcp", net.JoinHostPort(s.ClientAddr, strconv.Itoa(s.Ports.HTTP))); err != nil {
+			return agent.Config{}, fmt.Errorf("listen for HTTP: %w", err)
+		}
+	}
+	if s.Ports.HTTPS > 0 {
+		if cfg.HTTPSListener, err = net.Listen("tcp", net.JoinHostPort(s.ClientAddr, strconv.Itoa(s.Ports.HTTPS))); err != nil {
+			if cfg.Listener != nil {
+				_ = cfg.Listener.Close()
+			}
+			return agent.Config{}, fmt.Errorf("listen for HTTPS: %w", err)
+		}
+	}
+	return cfg, nil
 }
 
 // gossipConfig is the agent's LAN gossip: its address, timing, key and the
@@ -333,6 +390,8 @@ func (s *settings) gossipConfig() (*agent.GossipConfig, error) {
 		}
 		g.EncryptKey = key
 	}
+	g.DisableKeyringFile = s.DisableKeyringFile
+	g.PlainIncoming, g.PlainOutgoing = !s.EncryptVerifyIncoming, !s.EncryptVerifyOutgoing
 	return g, nil
 }
 

@@ -35,8 +35,17 @@ type Config struct {
 	Server ServerConfig
 	// Listener serves the HTTP API; if nil, the agent listens on
 	// Server.HTTPAddr over TCP (port 0 picks a free port, which then
-	// becomes Server.HTTPAddr).
+	// becomes Server.HTTPAddr), unless HTTPSListener is set and
+	// Server.HTTPAddr is not: then it serves HTTPS only.
 	Listener net.Listener
+	// HTTPSListener, if set, serves the API over HTTPS as well, with TLS's
+	// https settings (Consul's ports.https).
+	HTTPSListener net.Listener
+	// TLS, if set, is the agent's TLS (LoadTLS): HTTPS's, and the server
+	// port's both for the connections it accepts and for those this
+	// agent opens (Server.Dial and the forwarding pool turn TLS with
+	// verify_outgoing).
+	TLS *TLS
 	// Forward carries requests to other servers' server ports (a follower
 	// forwarding to the leader, self-registration); it also becomes
 	// Server.Forward and the API's Options.Forward unless those are set.
@@ -86,17 +95,19 @@ type Agent struct {
 	local      *localAgent
 	pool       *gossip.Pool // nil without gossip
 	left       chan struct{}
-	http       *http.Server
-	ln         net.Listener
+	api        *apiServers
 	addr       string
 	cancel     context.CancelFunc // ends every request's context (blocking reads)
-	served     chan error
 	once       sync.Once
 	shutdown   error
 }
 
 // New starts an agent. On error nothing is left running.
 func New(cfg Config) (*Agent, error) {
+	httpsTLS, err := cfg.useTLS()
+	if err != nil {
+		return nil, errors.Join(err, closeAll(cfg.Listener, cfg.HTTPSListener, cfg.Server.ServerListener))
+	}
 	var ownPool *rpc.Pool
 	if cfg.Forward == nil {
 		ownPool = rpc.NewPool(rpc.PoolConfig{Dial: cfg.Server.Dial, Logger: logger(cfg.Server.Logger).Named("rpc")})
@@ -126,11 +137,14 @@ func New(cfg Config) (*Agent, error) {
 	logs, httpLogger := agentLogs(cfg.Server.Logger, cfg.HTTP.Logger)
 	cfg.HTTP.Logger = httpLogger
 	ln := cfg.Listener
-	if ln == nil {
+	switch {
+	case ln == nil && cfg.HTTPSListener != nil && cfg.Server.HTTPAddr == "":
+		// HTTPS only (ports.http = -1).
+		cfg.Server.HTTPAddr = cfg.HTTPSListener.Addr().String()
+	case ln == nil:
 		if cfg.Server.HTTPAddr == "" {
 			return nil, errors.Join(errors.New("agent: no Listener and no Server.HTTPAddr to listen on"), closePool())
 		}
-		var err error
 		if ln, err = net.Listen("tcp", cfg.Server.HTTPAddr); err != nil {
 			return nil, errors.Join(fmt.Errorf("agent: listen on %s: %w", cfg.Server.HTTPAddr, err), closePool())
 		}
@@ -140,6 +154,9 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Server.HTTPAddr == "" {
 		cfg.Server.HTTPAddr = ln.Addr().String()
 	}
+	// closeListeners closes the API's listeners on an error before they
+	// serve.
+	closeListeners := func() error { return closeAll(ln, cfg.HTTPSListener) }
 	if cfg.Server.ServerListener != nil && cfg.Server.RaftAddr == "" {
 		// Gossip's port tag tells client agents where the port is.
 		cfg.Server.RaftAddr = cfg.Server.ServerListener.Addr().String()
@@ -150,9 +167,8 @@ func New(cfg Config) (*Agent, error) {
 	)
 	left := make(chan struct{})
 	if cfg.Gossip != nil {
-		var err error
 		if pool, err = startGossip(cfg); err != nil {
-			return nil, errors.Join(err, ln.Close(), closePool())
+			return nil, errors.Join(err, closeListeners(), closePool())
 		}
 		cfg.Server.Membership = pool
 		// The leader's reconcile records the node at its gossip address;
@@ -171,7 +187,7 @@ func New(cfg Config) (*Agent, error) {
 		if pool != nil {
 			err = errors.Join(err, pool.Shutdown())
 		}
-		return nil, errors.Join(err, ln.Close(), closePool())
+		return nil, errors.Join(err, closeListeners(), closePool())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	a := &Agent{
@@ -179,10 +195,8 @@ func New(cfg Config) (*Agent, error) {
 		pool:    pool,
 		srv:     srv,
 		ownPool: ownPool,
-		ln:      ln,
 		addr:    cfg.Server.HTTPAddr,
 		cancel:  cancel,
-		served:  make(chan error, 1),
 	}
 	// Anti-entropy writes through this server's own API, which forwards to
 	// the leader: sent to its own server port as a client agent's are, or
@@ -216,13 +230,8 @@ func New(cfg Config) (*Agent, error) {
 	// agent-local endpoints are not among them: an agent answers those
 	// itself and never forwards them.
 	srv.ServeForwarded(registeredGate(serverAPI, srv, registerWait))
-	a.http = &http.Server{
-		Handler:     limits.writeDeadline(withAgentOps(api, logs, cfg.HTTP.Logger, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
-		BaseContext: func(net.Listener) context.Context { return ctx },
-		ErrorLog:    logger(cfg.Server.Logger).StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
-	}
-	limits.server(a.http)
-	go func() { a.served <- a.http.Serve(ln) }()
+	a.api = serveAPI(ctx, limits.writeDeadline(withAgentOps(api, logs, cfg.HTTP.Logger, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
+		limits, logger(cfg.Server.Logger), ln, cfg.HTTPSListener, httpsTLS)
 	if pool != nil && len(cfg.Join) > 0 {
 		go retryJoin(ctx, pool, cfg.Join, cfg.RetryInterval, logger(cfg.Server.Logger))
 	}
@@ -330,38 +339,6 @@ func logger(l hclog.Logger) hclog.Logger {
 	return l.Named("http")
 }
 
-// stopHTTP stops serving and waits for the serve loop to end. Shutdown
-// waits for active connections; a client that dialed but never sent a
-// request keeps one "new" for up to 5 s, so past a 2 s grace the remaining
-// connections are closed outright. That is the intended way down, not a
-// failure.
-func stopHTTP(hs *http.Server, served <-chan error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	var errs []error
-	if err := hs.Shutdown(ctx); err != nil {
-		if cerr := hs.Close(); cerr != nil {
-			errs = append(errs, fmt.Errorf("agent: close HTTP after %v: %w", err, cerr))
-		}
-	}
-	if err := <-served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		errs = append(errs, fmt.Errorf("agent: serve HTTP: %w", err))
-	}
-	return errors.Join(errs...)
-}
-
-// killHTTP closes the listener and every connection at once.
-func killHTTP(hs *http.Server, served <-chan error) error {
-	err := hs.Close()
-	if serr := <-served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-		err = errors.Join(err, fmt.Errorf("agent: serve HTTP: %w", serr))
-	}
-	if err != nil {
-		return fmt.Errorf("agent: kill HTTP: %w", err)
-	}
-	return nil
-}
-
 // Server is the raft server behind the API.
 func (a *Agent) Server() *Server { return a.srv }
 
@@ -385,11 +362,7 @@ func (a *Agent) stop(drain bool) error {
 	a.once.Do(func() {
 		a.cancel()
 		var errs []error
-		if drain {
-			errs = append(errs, stopHTTP(a.http, a.served))
-		} else {
-			errs = append(errs, killHTTP(a.http, a.served))
-		}
+		errs = append(errs, a.api.stop(drain))
 		a.local.stop()
 		errs = append(errs, a.srv.Shutdown())
 		if a.ownPool != nil {

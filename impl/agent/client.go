@@ -2,11 +2,11 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"maps"
 	"net"
-	"net/http"
 	"sync"
 	"time"
 
@@ -30,10 +30,15 @@ type ClientConfig struct {
 	// Debug and Telemetry as for a server agent.
 	Debug     bool
 	Telemetry *MemSink
-	// Listener serves the HTTP API, at HTTPAddr.
-	Listener net.Listener
-	HTTPAddr string
-	Gossip   GossipConfig
+	// Listener serves the HTTP API, at HTTPAddr; HTTPSListener serves it
+	// over HTTPS with TLS's https settings. At least one is needed.
+	Listener      net.Listener
+	HTTPSListener net.Listener
+	HTTPAddr      string
+	// TLS, if set, is the agent's TLS (LoadTLS): HTTPS's, and, with
+	// verify_outgoing, that of its connections to servers' ports.
+	TLS    *TLS
+	Gossip GossipConfig
 	// Join and RetryInterval as for a server agent.
 	Join          []string
 	RetryInterval time.Duration
@@ -63,22 +68,36 @@ type Client struct {
 	pool    *gossip.Pool
 	ownPool *rpc.Pool
 	local   *localAgent
-	http    *http.Server
+	api     *apiServers
 	addr    string
 	left    chan struct{}
 	cancel  context.CancelFunc
-	served  chan error
 	once    sync.Once
 	err     error
 }
 
 // NewClient starts a client agent. On error nothing is left running.
 func NewClient(cfg ClientConfig) (*Client, error) {
-	if cfg.Listener == nil {
-		return nil, errors.New("agent: a client agent needs a Listener")
+	if cfg.Listener == nil && cfg.HTTPSListener == nil {
+		return nil, errors.New("agent: a client agent needs a Listener or an HTTPSListener")
+	}
+	closeListeners := func() error { return closeAll(cfg.Listener, cfg.HTTPSListener) }
+	var httpsTLS *tls.Config
+	switch {
+	case cfg.TLS != nil:
+		cfg.Dial = portDial(cfg.TLS, cfg.Dial)
+		if cfg.HTTPSListener != nil {
+			httpsTLS = cfg.TLS.HTTPS()
+		}
+	case cfg.HTTPSListener != nil:
+		return nil, errors.Join(errors.New("agent: an HTTPS listener needs TLS settings"), closeListeners())
 	}
 	if cfg.HTTPAddr == "" {
-		cfg.HTTPAddr = cfg.Listener.Addr().String()
+		if cfg.Listener != nil {
+			cfg.HTTPAddr = cfg.Listener.Addr().String()
+		} else {
+			cfg.HTTPAddr = cfg.HTTPSListener.Addr().String()
+		}
 	}
 	logs, httpLogger := agentLogs(cfg.Logger, nil)
 	log := cfg.Logger
@@ -107,10 +126,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	pool, err := gossip.Start(g)
 	if err != nil {
-		return nil, errors.Join(fmt.Errorf("agent: %w", err), cfg.Listener.Close(), ownPool.Close())
+		return nil, errors.Join(fmt.Errorf("agent: %w", err), closeListeners(), ownPool.Close())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &Client{pool: pool, ownPool: ownPool, addr: cfg.HTTPAddr, left: make(chan struct{}), cancel: cancel, served: make(chan error, 1)}
+	c := &Client{pool: pool, ownPool: ownPool, addr: cfg.HTTPAddr, left: make(chan struct{}), cancel: cancel}
 	// Anti-entropy goes to a server gossip knows, as the agent's other
 	// forwarded requests do; it starts once one is known.
 	servers := func() []string { return gossipServers(pool, cfg.NodeName, serverAddr) }
@@ -123,13 +142,8 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		Datacenter: cfg.Datacenter, Version: cfg.Version, Build: cfg.Build, DebugConfig: clientDebugConfig(cfg, pool),
 		NodeMeta: info.Meta, Logger: httpLogger}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: httpLogger})
 	limits := HTTPLimits{}.withDefaults()
-	c.http = &http.Server{
-		Handler:     limits.writeDeadline(withAgentOps(api, logs, httpLogger, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
-		BaseContext: func(net.Listener) context.Context { return ctx },
-		ErrorLog:    log.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
-	}
-	limits.server(c.http)
-	go func() { c.served <- c.http.Serve(cfg.Listener) }()
+	c.api = serveAPI(ctx, limits.writeDeadline(withAgentOps(api, logs, httpLogger, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
+		limits, log.Named("http"), cfg.Listener, cfg.HTTPSListener, httpsTLS)
 	if len(cfg.Join) > 0 {
 		go retryJoin(ctx, pool, cfg.Join, cfg.RetryInterval, log)
 	}
@@ -157,12 +171,7 @@ func (c *Client) Kill() error { return c.stop(false) }
 func (c *Client) stop(drain bool) error {
 	c.once.Do(func() {
 		c.cancel()
-		var err error
-		if drain {
-			err = stopHTTP(c.http, c.served)
-		} else {
-			err = killHTTP(c.http, c.served)
-		}
+		err := c.api.stop(drain)
 		c.local.stop()
 		c.err = errors.Join(err, c.ownPool.Close(), c.pool.Shutdown())
 	})

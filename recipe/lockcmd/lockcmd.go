@@ -82,6 +82,10 @@ type options struct {
 	prefix     string
 	child      []string
 	lockConfig *api.Config
+	// tls are consul lock's HTTPS flags; empty ones leave what
+	// api.DefaultConfig read from CONSUL_CACERT, CONSUL_CAPATH,
+	// CONSUL_CLIENT_CERT, CONSUL_CLIENT_KEY and CONSUL_TLS_SERVER_NAME.
+	tls api.TLSConfig
 }
 
 func parse(args []string, stderr io.Writer) (*options, error) {
@@ -97,7 +101,12 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.ttl, "ttl", recipe.DefaultSessionTTL, "session TTL (the server's floor is 10s); the child is signalled within one TTL of losing contact")
 	fs.DurationVar(&o.lockDelay, "lock-delay", 15*time.Second, "session lock-delay (0 for none)")
 	fs.StringVar(&o.name, "name", "", "session name (default derived from the command)")
-	fs.StringVar(&o.httpAddr, "http-addr", "", "agent address (default CONSUL_HTTP_ADDR, else 127.0.0.1:8500)")
+	fs.StringVar(&o.httpAddr, "http-addr", "", "agent address, https:// for HTTPS (default CONSUL_HTTP_ADDR, else 127.0.0.1:8500)")
+	fs.StringVar(&o.tls.CAFile, "ca-file", "", "CA certificate file for HTTPS (default CONSUL_CACERT)")
+	fs.StringVar(&o.tls.CAPath, "ca-path", "", "directory of CA certificates for HTTPS (default CONSUL_CAPATH)")
+	fs.StringVar(&o.tls.CertFile, "client-cert", "", "client certificate file for HTTPS (default CONSUL_CLIENT_CERT)")
+	fs.StringVar(&o.tls.KeyFile, "client-key", "", "client key file for HTTPS (default CONSUL_CLIENT_KEY)")
+	fs.StringVar(&o.tls.Address, "tls-server-name", "", "name to check the agent's certificate for (default CONSUL_TLS_SERVER_NAME)")
 	fs.BoolVar(&o.shell, "shell", true, "run the command through $SHELL -c (default /bin/sh)")
 	fs.BoolVar(&o.passStdin, "pass-stdin", false, "give the child this process's stdin")
 	fs.BoolVar(&o.childCode, "child-exit-code", false, "exit 2 if the child exits non-zero")
@@ -129,9 +138,19 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	if o.name == "" {
 		o.name = fmt.Sprintf("tenure lock for '%s' at '%s'", strings.Join(o.child, " "), o.prefix)
 	}
+	// api.DefaultConfig reads Consul's environment, HTTPS included
+	// (CONSUL_HTTP_ADDR=https://…, CONSUL_HTTP_SSL, CONSUL_CACERT, …);
+	// the flags win, as in consul lock.
 	o.lockConfig = api.DefaultConfig()
 	if o.httpAddr != "" {
 		o.lockConfig.Address = o.httpAddr
+	}
+	t := &o.lockConfig.TLSConfig
+	for _, f := range []struct{ flag, dst *string }{{&o.tls.CAFile, &t.CAFile}, {&o.tls.CAPath, &t.CAPath},
+		{&o.tls.CertFile, &t.CertFile}, {&o.tls.KeyFile, &t.KeyFile}, {&o.tls.Address, &t.Address}} {
+		if *f.flag != "" {
+			*f.dst = *f.flag
+		}
 	}
 	return o, nil
 }
@@ -190,6 +209,13 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	env = append(env, "CONSUL_LOCK_HELD=true")
 	if o.httpAddr != "" {
 		env = append(env, "CONSUL_HTTP_ADDR="+o.httpAddr)
+	}
+	// So is its HTTPS: the flags given become the child's environment.
+	for _, f := range []struct{ name, v string }{{"CONSUL_CACERT", o.tls.CAFile}, {"CONSUL_CAPATH", o.tls.CAPath},
+		{"CONSUL_CLIENT_CERT", o.tls.CertFile}, {"CONSUL_CLIENT_KEY", o.tls.KeyFile}, {"CONSUL_TLS_SERVER_NAME", o.tls.Address}} {
+		if f.v != "" {
+			env = append(env, f.name+"="+f.v)
+		}
 	}
 	status := 0
 	ch, err := startChild(o, env, stdout, stderr)

@@ -105,6 +105,10 @@ var clauses = []clause{
 	{"S69", Tenure, "a txn's session delete invalidates the session as a destroy does, and fails for a session that does not exist"},
 	{"S66", Consul, "catalog, health and agent reads keep the entries ?filter selects, by Consul's fields; a bad expression is refused"},
 	{"S67", Consul, "the agent's operational endpoints (self, host, metrics, monitor) and its request log answer as Consul's"},
+	{"S70", Consul, "HTTPS serves the API with Consul's tls stanza; verify_incoming refuses callers without a certificate from the CA"},
+	{"S71", Consul, "the server port's TLS: first byte 3, verify_incoming, verify_outgoing, verify_server_hostname; raft only for servers"},
+	{"S72", Consul, "gossip is encrypted with the keyring kept in the data dir; a member without a key of the pool is refused"},
+	{"S73", Consul, "/v1/operator/keyring lists, installs, uses and removes gossip keys across the pool in consul/api's shapes"},
 }
 
 // clauseByID returns the clause with the given ID.

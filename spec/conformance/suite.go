@@ -20,6 +20,7 @@ func Suite() []Case {
 		txnCatalogCases(),
 		filterCases(),
 		agentOpsCases(),
+		transportCases(),
 	} {
 		all = append(all, group...)
 	}

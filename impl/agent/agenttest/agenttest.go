@@ -80,6 +80,8 @@ type ClusterOptions struct {
 	// Durable puts each server's raft log and snapshots on disk under a
 	// temporary directory (the production stores); otherwise in memory.
 	Durable bool
+	// Adjust, if set, changes server i's configuration before it starts.
+	Adjust func(i int, cfg *agent.Config)
 }
 
 // Cluster is n agents over loopback TCP.
@@ -151,6 +153,9 @@ func StartCluster(tb testing.TB, n int, opts ClusterOptions) *Cluster {
 			mem := raft.NewInmemStore()
 			cfg.Server.LogStore, cfg.Server.StableStore = mem, mem
 			cfg.Server.SnapshotStore = raft.NewInmemSnapshotStore()
+		}
+		if opts.Adjust != nil {
+			opts.Adjust(i, &cfg)
 		}
 		a, err := agent.New(cfg)
 		if err != nil {

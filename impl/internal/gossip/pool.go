@@ -60,8 +60,18 @@ type Config struct {
 	EncryptKey []byte
 	// DataDir, if set, keeps serf's snapshot of the pool in
 	// DataDir/serf/local.snapshot, so that a restarted agent rejoins on
-	// its own, as Consul's does.
+	// its own, as Consul's does, and the gossip keyring in
+	// DataDir/serf/local.keyring (KeyringFile; setupKeyring says how it
+	// and EncryptKey combine).
 	DataDir string
+	// DisableKeyringFile keeps the keyring in memory only: EncryptKey
+	// alone, whatever a keyring file holds (disable_keyring_file).
+	DisableKeyringFile bool
+	// PlainIncoming and PlainOutgoing are Consul's encrypt_verify_incoming
+	// and encrypt_verify_outgoing turned off (both are on by default):
+	// with a keyring, accept unencrypted gossip, and send it unencrypted,
+	// the steps by which a running cluster turns encryption on.
+	PlainIncoming, PlainOutgoing bool
 	// Transport replaces memberlist's UDP and TCP transport (the
 	// simulator's network).
 	Transport memberlist.Transport
@@ -120,12 +130,13 @@ func Start(cfg Config) (*Pool, error) {
 		if err := memberlist.ValidateKey(cfg.EncryptKey); err != nil {
 			return nil, fmt.Errorf("gossip: encrypt key: %w", err)
 		}
-		keyring, err := memberlist.NewKeyring(nil, cfg.EncryptKey)
-		if err != nil {
-			return nil, fmt.Errorf("gossip: keyring: %w", err)
-		}
-		ml.Keyring = keyring
 	}
+	keyring, keyringFile, err := setupKeyring(cfg, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	ml.Keyring = keyring
+	ml.GossipVerifyIncoming, ml.GossipVerifyOutgoing = !cfg.PlainIncoming, !cfg.PlainOutgoing
 	if cfg.Timing != nil {
 		cfg.Timing(ml)
 	}
@@ -145,6 +156,8 @@ func Start(cfg Config) (*Pool, error) {
 	if id := cfg.Tags[TagID]; id != "" {
 		sc.Merge = idMerge{name: cfg.NodeName, id: id}
 	}
+	// serf rewrites the file on every keyring change its members apply.
+	sc.KeyringFile = keyringFile
 	if cfg.DataDir != "" {
 		dir := filepath.Join(cfg.DataDir, "serf")
 		if err := os.MkdirAll(dir, 0o700); err != nil {

@@ -41,8 +41,10 @@ type ClientOptions struct {
 	Logger   hclog.Logger
 }
 
-// NewClientAgent is a client agent's HTTP API: the membership endpoints and
-// /v1/agent/self are answered by the agent itself, as Consul's are; every
+// NewClientAgent is a client agent's HTTP API: the membership endpoints, the
+// gossip keyring and /v1/agent/self are answered by the agent itself (the
+// keyring from its own pool, where Consul asks a server to run it on the
+// server's pool: the same members answer); every
 // other request goes to a server, marked with the agent's node. Like
 // Consul's agent it keeps to one server while gossip lists it alive and it
 // answers, so that its stale reads do not step back and forth between
@@ -76,6 +78,7 @@ func NewClientAgent(opts ClientOptions) http.Handler {
 		{"/v1/agent/join/", true, []string{put}, c.local.agentJoin},
 		{"/v1/agent/leave", false, []string{put}, c.local.agentLeave},
 		{"/v1/agent/force-leave/", true, []string{put}, c.local.agentForceLeave},
+		{"/v1/operator/keyring", false, []string{get, post, put, del}, c.local.operatorKeyring},
 	}
 	return c
 }

@@ -200,8 +200,8 @@ func TestClientAgentNamesItsOwnNode(t *testing.T) {
 		t.Fatalf("status %d", w.Code)
 	}
 	got := fwd.last
-	if got == nil || got.Origin != (rpc.Origin{Node: "c1"}) {
-		t.Fatalf("forwarded %+v, want origin c1 not forwarded", got)
+	if got == nil || got.Origin != (rpc.Origin{Node: "c1", Token: "tok"}) {
+		t.Fatalf("forwarded %+v, want origin c1 not forwarded, with the caller's token", got)
 	}
 	if got.URI != "/v1/kv/a%2Fb?cas=0" || string(got.Body) != "v" || got.Header.Get("X-Consul-Token") != "tok" {
 		t.Fatalf("forwarded request changed: %+v", got)

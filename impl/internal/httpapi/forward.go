@@ -76,7 +76,18 @@ func (h *handler) forward(c *call, addr string, body []byte) error {
 	return nil
 }
 
-// forwardRequest is r as a forwarded request from origin. body is r's body
+// callerToken is the ACL token of r's caller: the one its Origin carries
+// when another agent forwarded r here (read there, passed on unchanged),
+// else the one r itself presents (rpc.RequestToken).
+func callerToken(r *http.Request) string {
+	if o, ok := rpc.OriginFrom(r.Context()); ok {
+		return o.Token
+	}
+	return rpc.RequestToken(r)
+}
+
+// forwardRequest is r as a forwarded request from origin, carrying its
+// caller's token (callerToken). body is r's body
 // if a handler has already read it; otherwise it is read here, up to
 // rpc.MaxRequestBody (above every limit the API itself applies, so the
 // server that serves it still answers with its own limit's words).
@@ -102,6 +113,7 @@ func forwardRequest(r *http.Request, origin rpc.Origin, body []byte) (*rpc.Reque
 			hdr[k] = v
 		}
 	}
+	origin.Token = callerToken(r)
 	return &rpc.Request{Origin: origin, Method: r.Method, URI: r.URL.RequestURI(), Header: hdr, Body: body}, nil
 }
 

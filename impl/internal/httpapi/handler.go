@@ -133,6 +133,7 @@ func (h *handler) routeTable() []route {
 		{"/v1/operator/autopilot/configuration", false, []string{get}, h.autopilotConfiguration},
 		{"/v1/operator/raft/configuration", false, []string{get}, h.raftConfiguration},
 		{"/v1/operator/raft/peer", false, []string{del}, h.raftRemovePeer},
+		{"/v1/operator/keyring", false, []string{get, post, put, del}, h.operatorKeyring},
 		{"/v1/catalog/datacenters", false, []string{get}, h.catalogDatacenters},
 		{"/v1/agent/join/", true, []string{put}, h.agentJoin},
 		{"/v1/agent/leave", false, []string{put}, h.agentLeave},

@@ -150,7 +150,7 @@ func benchPoolMany(b *testing.B, h http.Handler) {
 	}
 	srv := NewServer(nil)
 	srv.SetHandler(h)
-	d := NewDemux(countingListener{Listener: ln, writes: &srvWrites}, srv, nil, nil)
+	d := NewDemux(countingListener{Listener: ln, writes: &srvWrites}, srv, nil, nil, nil)
 	defer d.Close()
 	addr := ln.Addr().String()
 	p := NewPool(PoolConfig{Dial: func(ctx context.Context, a string) (net.Conn, error) {

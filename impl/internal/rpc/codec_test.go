@@ -124,7 +124,7 @@ func TestServerBoundsOutstanding(t *testing.T) {
 			started.Add(1)
 			<-release
 		}))
-		d := NewDemux(ln, srv, nil, nil)
+		d := NewDemux(ln, srv, nil, nil, nil)
 		defer d.Close()
 		conn, _ := ln.Dial(context.Background(), "")
 		if _, err := conn.Write([]byte{protoMux}); err != nil {

@@ -21,7 +21,7 @@ func TestDemuxBoundsSilentConnections(t *testing.T) {
 		ln := pipenet.Listen(8300)
 		srv := NewServer(nil)
 		srv.SetHandler(echo)
-		d := NewDemux(ln, srv, nil, nil)
+		d := NewDemux(ln, srv, nil, nil, nil)
 		defer d.Close()
 		var silent []net.Conn
 		for range maxUnclassified + 1 {
@@ -74,7 +74,7 @@ func TestCancelInBubble(t *testing.T) {
 			<-r.Context().Done()
 			ended <- r.Context().Err()
 		}))
-		d := NewDemux(ln, srv, nil, nil)
+		d := NewDemux(ln, srv, nil, nil, nil)
 		p := NewPool(PoolConfig{Dial: ln.Dial})
 		defer p.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

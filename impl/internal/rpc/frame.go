@@ -42,14 +42,24 @@ const (
 	MaxRequestBody  = 2 << 20
 	maxResponseBody = 64 << 20
 	maxNodeLen      = 1 << 10
+	maxTokenLen     = 8 << 10 // a header value's bound: the token came in one
 	maxMethodLen    = 16
 	maxURILen       = 64 << 10
 	maxHeaders      = 64
 	maxHeaderName   = 256
 	maxHeaderValue  = 8 << 10
 	// The fixed part of a frame around its body: every string at its bound.
-	maxFrameOverhead = 16 + maxNodeLen + maxMethodLen + maxURILen + maxHeaders*(maxHeaderName+maxHeaderValue+8)
+	maxFrameOverhead = 16 + maxNodeLen + maxTokenLen + maxMethodLen + maxURILen + maxHeaders*(maxHeaderName+maxHeaderValue+8)
 	frameVersion     = 1
+)
+
+// Request flags. A request without a token is framed as before tokens
+// travelled (flags 0 or 1), so it still parses on a server that predates
+// them.
+const (
+	flagForwarded byte = 1 << iota // Origin.Forwarded
+	flagToken                      // Origin.Token follows the origin node
+	knownFlags    = flagForwarded | flagToken
 )
 
 // errFrame is wrapped by every error about a malformed or oversized frame.
@@ -67,7 +77,7 @@ func encodeRequest(r *Request) ([]byte, error) {
 // requestHeadSize is the length of r's encoding when every string is
 // within its bound: the buffer is made once, not grown field by field.
 func requestHeadSize(r *Request) int {
-	return 2 + stringSize(r.Origin.Node) + stringSize(r.Method) + stringSize(r.URI) +
+	return 2 + stringSize(r.Origin.Node) + stringSize(r.Origin.Token) + stringSize(r.Method) + stringSize(r.URI) +
 		headerSize(r.Header) + uvarintSize(uint64(len(r.Body)))
 }
 
@@ -78,12 +88,20 @@ func appendRequest(b []byte, r *Request) ([]byte, error) {
 	}
 	var flags byte
 	if r.Origin.Forwarded {
-		flags = 1
+		flags |= flagForwarded
+	}
+	if r.Origin.Token != "" {
+		flags |= flagToken
 	}
 	b = append(b, frameVersion, flags)
 	var err error
 	if b, err = putString(b, r.Origin.Node, maxNodeLen, "origin"); err != nil {
 		return nil, err
+	}
+	if flags&flagToken != 0 {
+		if b, err = putString(b, r.Origin.Token, maxTokenLen, "token"); err != nil {
+			return nil, err
+		}
 	}
 	if b, err = putString(b, r.Method, maxMethodLen, "method"); err != nil {
 		return nil, err
@@ -112,11 +130,17 @@ func decodeRequest(p []byte, last *string) (*Request, error) {
 		return nil, d.fail(frameErr("request version %d", v))
 	}
 	flags := d.byte()
-	if flags > 1 {
+	if flags&^knownFlags != 0 {
 		return nil, d.fail(frameErr("request flags %#x", flags))
 	}
-	r := &Request{Origin: Origin{Forwarded: flags == 1}}
+	r := &Request{Origin: Origin{Forwarded: flags&flagForwarded != 0}}
 	r.Origin.Node = d.node(last)
+	if flags&flagToken != 0 {
+		r.Origin.Token = d.string(maxTokenLen, "token")
+		if d.err == nil && r.Origin.Token == "" {
+			return nil, frameErr("request flags an empty token")
+		}
+	}
 	r.Method = d.method()
 	r.URI = d.string(maxURILen, "URI")
 	r.Header = d.header()

@@ -113,6 +113,9 @@ func FuzzDecodeFrames(f *testing.F) {
 	resp := &Response{Status: 200, Header: http.Header{"X-Consul-Index": {"3"}}, Body: []byte("true")}
 	head, _ = encodeResponse(resp)
 	f.Add(append(head, resp.Body...))
+	req.Origin.Token = "secret-id"
+	head, _ = encodeRequest(req)
+	f.Add(append(head, req.Body...))
 	f.Add([]byte{})
 	f.Add([]byte{frameVersion, 2})
 	f.Add([]byte{frameVersion, 0, 0xff, 0xff, 0xff, 0xff, 0x0f})

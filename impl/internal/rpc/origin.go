@@ -2,13 +2,24 @@ package rpc
 
 import "context"
 
-// Origin says who a forwarded request came through: the node of the agent
-// the client talked to, and whether a server already forwarded it (a
-// request a server forwarded is never forwarded again, so two servers that
-// each believe the other leads cannot pass a request back and forth).
+// Origin says where a forwarded request came from: the node of the agent
+// the client talked to, whether a server already forwarded it (a request a
+// server forwarded is never forwarded again, so two servers that each
+// believe the other leads cannot pass a request back and forth), and the
+// caller's ACL token.
+//
+// The sender sets every field; the frame carries them as they were set and
+// no HTTP header can set them. What vouches for the sender is the server
+// port itself: with tls.internal_rpc.verify_incoming only peers holding a
+// certificate from the CA reach it.
 type Origin struct {
 	Node      string
 	Forwarded bool
+	// Token is the ACL token the caller presented to the first agent
+	// (RequestToken), passed on unchanged by every hop; empty when it
+	// presented none. For a forwarded request it, not the forwarded
+	// headers, says who is asking.
+	Token string
 }
 
 type originKey struct{}

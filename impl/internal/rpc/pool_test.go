@@ -25,7 +25,7 @@ func port(t testing.TB, h http.Handler) (*Demux, string) {
 	}
 	srv := NewServer(nil)
 	srv.SetHandler(h)
-	d := NewDemux(ln, srv, DialTCP, nil)
+	d := NewDemux(ln, srv, DialTCP, nil, nil)
 	t.Cleanup(func() {
 		if err := d.Close(); err != nil {
 			t.Errorf("close demux: %v", err)
@@ -118,7 +118,7 @@ func TestConnReplacedAfterServerRestart(t *testing.T) {
 	}
 	srv := NewServer(nil)
 	srv.SetHandler(echo)
-	d2 := NewDemux(ln, srv, nil, nil)
+	d2 := NewDemux(ln, srv, nil, nil, nil)
 	defer d2.Close()
 	// The old connection may not have noticed yet: the first Forward can
 	// fail, after which one is dialled afresh.

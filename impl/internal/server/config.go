@@ -64,7 +64,12 @@ type Config struct {
 	ServerListener net.Listener
 	// Dial connects to other servers' ports, for raft and for forwarded
 	// requests. Default rpc.DialTCP; the simulator gives its network's.
+	// With outgoing TLS on, the agent passes one that is TLS already
+	// (rpc.TLSDial).
 	Dial rpc.Dial
+	// PortTLS, if set, is the server port's TLS for the connections it
+	// accepts (tls.internal_rpc); nil takes plain connections only.
+	PortTLS *rpc.PortTLS
 
 	// Transport, LogStore, StableStore and SnapshotStore replace the
 	// defaults (the simulator injects in-memory ones and its own network).

@@ -180,13 +180,13 @@ func openTransport(cfg Config, srv *rpc.Server) (raft.Transport, *rpc.Demux, err
 		if err != nil {
 			return nil, nil, err
 		}
-		return t, rpc.NewDemux(ln, srv, nil, cfg.Logger.Named("rpc")), nil
+		return t, rpc.NewDemux(ln, srv, nil, cfg.PortTLS, cfg.Logger.Named("rpc")), nil
 	}
 	ln, err := serverListener(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	return openServerPort(ln, srv, cfg.Dial, cfg.Logger)
+	return openServerPort(ln, srv, cfg.Dial, cfg.PortTLS, cfg.Logger)
 }
 
 func serverListener(cfg Config) (net.Listener, error) {

@@ -15,15 +15,16 @@ import (
 // openServerPort serves the server port on ln, which must listen on a
 // concrete (advertisable) address: raft's transport and the forwarded
 // requests srv serves share it, told apart by each connection's first byte
-// (rpc.Demux), and raft dials its peers with dial. Passing an open
+// (rpc.Demux), and raft dials its peers with dial; portTLS, if set, is
+// the port's TLS (the dial is already TLS when outgoing TLS is on). Passing an open
 // listener, rather than an address to bind, lets tests and tools pick free
 // ports with 127.0.0.1:0 and know them before any server starts, and lets
 // the simulator serve the port on its own network.
-func openServerPort(ln net.Listener, srv *rpc.Server, dial rpc.Dial, logger hclog.Logger) (*raft.NetworkTransport, *rpc.Demux, error) {
+func openServerPort(ln net.Listener, srv *rpc.Server, dial rpc.Dial, portTLS *rpc.PortTLS, logger hclog.Logger) (*raft.NetworkTransport, *rpc.Demux, error) {
 	if !advertisable(ln.Addr()) {
 		return nil, nil, errors.Join(fmt.Errorf("server port: %s is not an advertisable address", ln.Addr()), ln.Close())
 	}
-	d := rpc.NewDemux(ln, srv, dial, logger.Named("rpc"))
+	d := rpc.NewDemux(ln, srv, dial, portTLS, logger.Named("rpc"))
 	return raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  d.RaftLayer(),
 		MaxPool: 3,

@@ -27,7 +27,7 @@ func TestServerPortReplicatesWithoutPipelining(t *testing.T) {
 		t.Fatal(err)
 	}
 	logger := hclog.NewNullLogger()
-	trans, demux, err := openServerPort(ln, rpc.NewServer(logger), rpc.DialTCP, logger)
+	trans, demux, err := openServerPort(ln, rpc.NewServer(logger), rpc.DialTCP, nil, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
