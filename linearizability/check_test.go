@@ -356,3 +356,27 @@ func TestCatalogIndexInTxnRefused(t *testing.T) {
 		t.Fatalf("txn with a catalog cas: got %v, want ErrBadHistory", err)
 	}
 }
+
+// A session delete in a txn (S69) arms the session's lock-delay on the keys
+// it released, as a destroy does (S22): another session's acquire inside
+// the delay is rejected, one after it accepted.
+func TestCatalogTxnArmsLockDelay(t *testing.T) {
+	end := model.Command{Txn: &model.Txn{Ops: []model.TxnOp{{Session: &model.SessionTxnOp{Verb: model.SessionDelete, ID: "sess-A"}}}}}
+	history := func(at Nanos) History {
+		return ruleHistory(
+			createAt(0, 0, "sess-A"),
+			createAt(1, secs(0.5), "sess-B"),
+			answered(0, secs(1), lockIn("k", "sess-A"), Output{OK: true}),
+			answered(0, secs(2), cmdIn(end), Output{OK: true}),
+			answered(1, at, lockIn("k", "sess-B"), Output{OK: true}),
+		)
+	}
+	for _, whole := range []bool{false, true} {
+		if _, err := Check(history(secs(18)), Options{Timeout: 10 * time.Second, Whole: whole}); err != nil {
+			t.Errorf("whole=%v: acquire after the lock-delay: %v", whole, err)
+		}
+		if _, err := Check(history(secs(3)), Options{Timeout: 10 * time.Second, Whole: whole}); !errors.Is(err, ErrIllegal) {
+			t.Errorf("whole=%v: acquire inside the lock-delay the txn's session delete armed: got %v, want ErrIllegal", whole, err)
+		}
+	}
+}

@@ -247,8 +247,8 @@ func (c *checker) txnWith(s *pstate, r *rec, sc *scope, ops []model.TxnOp, orig 
 	if committed {
 		// A catalog or session op's invalidations arm lock-delays as a
 		// shared command's do.
-		for _, d := range res.LockDelays {
-			c.arm(ns, d, r)
+		for _, delay := range res.LockDelays {
+			c.arm(ns, delay, r)
 		}
 	}
 	if r.unknown {

@@ -40,6 +40,17 @@ var deletions = []deletion{
 		}, armedBy...),
 	},
 	{
+		name: "a txn's invalidations arm no lock-delay",
+		file: stepGo, find: "\t\t\tc.arm(ns, delay, r)\n", repl: "\t\t\t_ = delay\n",
+		catch: []string{"TestCatalogTxnArmsLockDelay"},
+	},
+	{
+		name: "a catalog txn's catalog ops are left out of the partitions of keys it names none of",
+		file: stepGo, find: "if op.KV == nil || sc.all || (sc.keyed && touches(*op.KV, sc.key)) {",
+		repl:  "if op.KV != nil && (sc.all || (sc.keyed && touches(*op.KV, sc.key))) {",
+		catch: []string{"TestCatalogTxnReachesEveryPartition"},
+	},
+	{
 		name: "a stand-alone acquire may be granted inside a lock-delay",
 		file: stepGo, find: "\tif free && res.OK && !c.lossy && r.ret < t.DelayFrom {\n\t\treturn nil // acquired inside the lock-delay (S22, S49)\n\t}\n",
 		catch: append([]string{rules + "acquire re-creates a key deleted by invalidation inside its lock-delay"}, armedBy...),
@@ -56,7 +67,7 @@ var deletions = []deletion{
 	},
 	{
 		name: "a txn lock may be granted inside a lock-delay",
-		file: stepGo, find: "r.ret < s.tr[op.Key].DelayFrom {", repl: "false {",
+		file: stepGo, find: "r.ret < s.tr[op.KV.Key].DelayFrom {", repl: "false {",
 		catch: []string{
 			rules + "txn lock granted inside the lock-delay of a released key",
 			rules + "txn lock re-creates a key deleted by invalidation inside its lock-delay",
@@ -89,7 +100,7 @@ var deletions = []deletion{
 	},
 	{
 		name: "a txn may be refused for lock-delay however long after a delay",
-		file: stepGo, find: "\tif sc.has(full[j].Key) && r.call >= s.tr[full[j].Key].DelayTo {\n\t\treturn nil\n\t}\n",
+		file: stepGo, find: "\tif sc.has(full[j].KV.Key) && r.call >= s.tr[full[j].KV.Key].DelayTo {\n\t\treturn nil\n\t}\n",
 		catch: []string{
 			rules + "txn lock refused for lock-delay from the instant it has surely ended",
 			pairs + "txn-lock-delay/bad",
@@ -97,12 +108,12 @@ var deletions = []deletion{
 	},
 	{
 		name: "a txn may be refused for lock-delay at an op that is no lock",
-		file: stepGo, find: "full[j].Verb != model.KVLock || ",
+		file: stepGo, find: "full[j].KV.Verb != model.KVLock || ",
 		catch: []string{rules + "txn set refused for lock-delay"},
 	},
 	{
 		name: "a txn may be both committed and refused for lock-delay",
-		file: stepGo, find: "full[j].Verb != model.KVLock || r.out.OK {", repl: "full[j].Verb != model.KVLock {",
+		file: stepGo, find: "full[j].KV.Verb != model.KVLock || r.out.OK {", repl: "full[j].KV.Verb != model.KVLock {",
 		catch: []string{rules + "txn both committed and refused for lock-delay"},
 	},
 	// Invalidations reported by events (S14, S16).

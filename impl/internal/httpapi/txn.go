@@ -338,7 +338,7 @@ func (h *handler) txnAnswer(c *call, res model.Result) error {
 // a result shows beside its record (a service check's tags): the state the
 // txn left, or a later one.
 func (h *handler) txnResults(s *model.State, rs []model.TxnResult) []txnResultJSON {
-	var out []txnResultJSON
+	out := []txnResultJSON{} // a committed txn with no results answers [], as Consul's
 	for _, r := range rs {
 		switch {
 		case r.KV != nil:

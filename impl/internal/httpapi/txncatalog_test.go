@@ -44,6 +44,11 @@ func TestTxnCatalogOpsConsulShapes(t *testing.T) {
 	// does not.
 	r = f.do(http.MethodPut, "/v1/txn", []byte(`[{"Node":{"Verb":"get","Node":{"Node":"nope"}}}]`))
 	want(t, "read-only txn failing", r, http.StatusConflict, `{"Results":null,"Errors":[{"OpIndex":0,"What":"node \"nope\" doesn't exist"}],"Index":1,"LastContact":0,"KnownLeader":true,"ConsistencyLevel":"","NotModified":false,"Backend":0,"ResultsFilteredByACLs":false}`)
+	// A txn with no results answers [] for them, read or write, as Consul's.
+	r = f.do(http.MethodPut, "/v1/txn", []byte(`[]`))
+	want(t, "empty txn", r, http.StatusOK, `{"Results":[],"Errors":null,"Index":1,"LastContact":0,"KnownLeader":true,"ConsistencyLevel":"","NotModified":false,"Backend":0,"ResultsFilteredByACLs":false}`)
+	r = f.do(http.MethodPut, "/v1/txn", []byte(`[{"KV":{"Verb":"delete","Key":"nope"}}]`))
+	want(t, "txn of a delete", r, http.StatusOK, `{"Results":[],"Errors":null}`)
 	r = f.do(http.MethodPut, "/v1/txn", []byte(`[{"Node":{"Verb":"cas","Node":{"Node":"n1","Address":"2.2.2.2"}}}]`))
 	want(t, "node cas at 0 on an existing node", r, http.StatusConflict, `{"Results":null,"Errors":[{"OpIndex":0,"What":"failed to set node \"n1\", index is stale"}]}`)
 }

@@ -74,7 +74,8 @@ func toKV(e model.KVEntry) kvJSON {
 		Session: e.Session, CreateIndex: e.CreateIndex, ModifyIndex: e.ModifyIndex}
 }
 
-// txnAnswer is structs.TxnResponse. Both lists are null when empty. A
+// txnAnswer is structs.TxnResponse: Results is [] when a committed txn
+// has none and null when it failed, Errors null unless it failed. A
 // read-only txn's answer is structs.TxnReadResponse, which adds the read's
 // metadata.
 type txnAnswer struct {
