@@ -286,3 +286,39 @@ func waitLeader(t *testing.T, c *api.Client) string {
 	}
 	return ""
 }
+
+// TestAgentServesHTTPSOnly: with -http-port -1 the agent serves HTTPS
+// alone, and names that address as its own.
+func TestAgentServesHTTPSOnly(t *testing.T) {
+	f := newAgentFiles(t)
+	conf := configWriter(t, t.TempDir())("tls.json", `{"tls":{"https":{"cert_file":"`+f.cert+`","key_file":"`+f.key+`"}}}`)
+	var a runningAgent
+	var lastErr error
+	var httpsAddr string
+	for range 3 {
+		ports := freeLoopbackPorts(t, 3)
+		s, _, err := settingsFrom(t, "-dev", "-http-port", "-1", "-https-port", ports[0], "-server-port", ports[1],
+			"-serf-lan-port", ports[2], "-config-file", conf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, lastErr = s.start(hclog.NewNullLogger()); lastErr == nil {
+			httpsAddr = "127.0.0.1:" + ports[0]
+			break
+		}
+	}
+	if a == nil {
+		t.Fatal(lastErr)
+	}
+	defer a.Shutdown()
+	if a.HTTPAddr() != httpsAddr {
+		t.Fatalf("HTTPAddr %s, want the HTTPS address %s", a.HTTPAddr(), httpsAddr)
+	}
+	c, err := api.NewClient(&api.Config{Address: httpsAddr, Scheme: "https", TLSConfig: api.TLSConfig{CAFile: f.ca.File}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if waitLeader(t, c) == "" {
+		t.Fatal("no leader over HTTPS")
+	}
+}

@@ -35,8 +35,8 @@ type Config struct {
 	Server ServerConfig
 	// Listener serves the HTTP API; if nil, the agent listens on
 	// Server.HTTPAddr over TCP (port 0 picks a free port, which then
-	// becomes Server.HTTPAddr), unless HTTPSListener is set and
-	// Server.HTTPAddr is not: then it serves HTTPS only.
+	// becomes Server.HTTPAddr), unless HTTPSListener is set: then it
+	// serves HTTPS only, and Server.HTTPAddr defaults to that address.
 	Listener net.Listener
 	// HTTPSListener, if set, serves the API over HTTPS as well, with TLS's
 	// https settings (Consul's ports.https).
@@ -138,9 +138,11 @@ func New(cfg Config) (*Agent, error) {
 	cfg.HTTP.Logger = httpLogger
 	ln := cfg.Listener
 	switch {
-	case ln == nil && cfg.HTTPSListener != nil && cfg.Server.HTTPAddr == "":
+	case ln == nil && cfg.HTTPSListener != nil:
 		// HTTPS only (ports.http = -1).
-		cfg.Server.HTTPAddr = cfg.HTTPSListener.Addr().String()
+		if cfg.Server.HTTPAddr == "" {
+			cfg.Server.HTTPAddr = cfg.HTTPSListener.Addr().String()
+		}
 	case ln == nil:
 		if cfg.Server.HTTPAddr == "" {
 			return nil, errors.Join(errors.New("agent: no Listener and no Server.HTTPAddr to listen on"), closePool())

@@ -105,8 +105,9 @@ func TestHTTPSBesideHTTP(t *testing.T) {
 	c := newCerts(t)
 	secure := listen(t)
 	logs := &lockedLog{}
+	plain := listen(t)
 	a := agenttest.StartDevAgent(t, func(cfg *agent.Config) {
-		cfg.HTTPSListener = secure
+		cfg.Server.HTTPAddr, cfg.Listener, cfg.HTTPSListener = "", plain, secure
 		cfg.TLS = loadTLS(t, agent.TLSConfig{HTTPS: agent.TLSProtocol{CAFile: c.ca.File, CertFile: c.server, KeyFile: c.serverKey, VerifyIncoming: true}})
 		cfg.Server.Logger = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})
 	})
@@ -115,11 +116,11 @@ func TestHTTPSBesideHTTP(t *testing.T) {
 	if _, err := good.KV().Put(&api.KVPair{Key: "k", Value: []byte("v")}, nil); err != nil {
 		t.Fatalf("put over HTTPS: %v", err)
 	}
-	plain, err := api.NewClient(&api.Config{Address: a.HTTPAddr()})
+	overHTTP, err := api.NewClient(&api.Config{Address: a.HTTPAddr()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kv, _, err := plain.KV().Get("k", nil); err != nil || kv == nil || string(kv.Value) != "v" {
+	if kv, _, err := overHTTP.KV().Get("k", nil); err != nil || kv == nil || string(kv.Value) != "v" {
 		t.Fatalf("read over HTTP: %v %v", kv, err)
 	}
 	// Each refusal for its own reason: the agent's log says why it
@@ -208,7 +209,7 @@ func TestHTTPSWithoutCertificate(t *testing.T) {
 	c := newCerts(t)
 	secure := listen(t)
 	agenttest.StartDevAgent(t, func(cfg *agent.Config) {
-		cfg.HTTPSListener = secure
+		cfg.Server.HTTPAddr, cfg.HTTPSListener = "", secure
 		cfg.TLS = loadTLS(t, agent.TLSConfig{HTTPS: agent.TLSProtocol{CAFile: c.ca.File}})
 	})
 	if _, err := httpsClient(t, secure.Addr().String(), c.ca.File, "", "").Status().Leader(); err == nil {
