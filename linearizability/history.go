@@ -106,7 +106,8 @@ type Output struct {
 	// SessionID is the ID a successful create returned.
 	SessionID string `json:",omitempty"`
 	// Entries are a read's entries (one for get; the listed ones, sorted by
-	// key, for list), a committed txn's results in op order, or the one
+	// key, for list), a committed txn's KV results in op order (its node,
+	// service and check results are not recorded), or the one
 	// entry a granted acquire named (S64: LockIndex, Session and
 	// ModifyIndex; Value nil, CreateIndex 0, Flags the request's).
 	Entries []model.KVEntry `json:",omitempty"`
