@@ -296,9 +296,12 @@ func (h *localHandler) nodeMaintenance(c *call) error {
 		return err
 	}
 	if on {
-		h.la.EnableNodeMaintenance(c.query().Get("reason"))
+		err = h.la.EnableNodeMaintenance(c.query().Get("reason"))
 	} else {
-		h.la.DisableNodeMaintenance()
+		err = h.la.DisableNodeMaintenance()
+	}
+	if err != nil {
+		return refusal(err)
 	}
 	h.syncNow()
 	return nil
