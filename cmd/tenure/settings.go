@@ -255,9 +255,12 @@ func (s *settings) start(logger hclog.Logger) (runningAgent, error) {
 	if s.Server || s.Dev {
 		return agent.New(cfg)
 	}
+	// A client keeps its registrations in its data directory (a dev agent
+	// is never a client).
 	return agent.NewClient(agent.ClientConfig{NodeName: s.NodeName, NodeID: s.NodeID, Listener: cfg.Listener, HTTPAddr: cfg.Server.HTTPAddr,
 		Gossip: *cfg.Gossip, Join: cfg.Join, RetryInterval: cfg.RetryInterval, Datacenter: s.Datacenter, Version: version,
-		Logger: logger, Local: cfg.Local, Debug: cfg.Debug, Telemetry: cfg.Telemetry, NodeMeta: cfg.NodeMeta})
+		Logger: logger, Local: cfg.Local, Debug: cfg.Debug, Telemetry: cfg.Telemetry, NodeMeta: cfg.NodeMeta,
+		DataDir: s.DataDir})
 }
 
 // agentConfig turns validated settings into an agent.

@@ -201,8 +201,22 @@ func New(cfg Config) (*Agent, error) {
 	}
 	info := nodeInfo(cfg.Server.NodeID, srv.NodeAddr(), agentVersion(tags, cfg.HTTP.Version), cfg.NodeMeta)
 	cfg.Local.Sync.NodeInfo, cfg.HTTP.NodeMeta = info, info.Meta
-	a.local = startLocal(ctx, cfg.Local, cfg.Server.NodeName, srv.NodeAddr(), syncVia,
+	if cfg.Local.DataDir == "" && !cfg.Server.Dev {
+		// The agent keeps its registrations beside the raft data, on the
+		// same disk, as Consul keeps them in its data_dir.
+		cfg.Local.DataDir, cfg.Local.Disk = cfg.Server.DataDir, cfg.Server.Disk
+	}
+	local, err := startLocal(ctx, cfg.Local, cfg.Server.NodeName, srv.NodeAddr(), syncVia,
 		func() []string { return []string{syncAddr} }, pool, srv.Registered(), logger(cfg.Server.Logger).Named("local"))
+	if err != nil {
+		cancel()
+		err = errors.Join(err, srv.Shutdown())
+		if pool != nil {
+			err = errors.Join(err, pool.Shutdown())
+		}
+		return nil, errors.Join(err, ln.Close(), closePool())
+	}
+	a.local = local
 	if leaving != nil {
 		leaving.local = a.local
 	}

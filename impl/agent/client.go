@@ -12,6 +12,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/tenurekv/tenure/impl/disk"
 	"github.com/tenurekv/tenure/impl/internal/gossip"
 	"github.com/tenurekv/tenure/impl/internal/httpapi"
 	"github.com/tenurekv/tenure/impl/internal/rpc"
@@ -52,6 +53,10 @@ type ClientConfig struct {
 	Local LocalConfig
 	// NodeMeta as for a server agent (Config.NodeMeta).
 	NodeMeta map[string]string
+	// DataDir, if set, keeps the services and checks registered through
+	// the agent's API (Local.DataDir), on Disk (nil: the real disk).
+	DataDir string
+	Disk    disk.FS
 }
 
 // Client is a running client agent.
@@ -111,8 +116,16 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	servers := func() []string { return gossipServers(pool, cfg.NodeName, serverAddr) }
 	info := nodeInfo(cfg.NodeID, pool.Local().IP, agentVersion(g.Tags, cfg.Version), cfg.NodeMeta)
 	cfg.Local.Sync.NodeInfo = info
-	c.local = startLocal(ctx, cfg.Local, cfg.NodeName, pool.Local().IP, fwd, servers, pool,
+	if cfg.Local.DataDir == "" {
+		cfg.Local.DataDir, cfg.Local.Disk = cfg.DataDir, cfg.Disk
+	}
+	local, err := startLocal(ctx, cfg.Local, cfg.NodeName, pool.Local().IP, fwd, servers, pool,
 		serverKnown(ctx, servers, 200*time.Millisecond), log.Named("local"))
+	if err != nil {
+		cancel()
+		return nil, errors.Join(err, cfg.Listener.Close(), ownPool.Close(), pool.Shutdown())
+	}
+	c.local = local
 	api := httpapi.WithLocalAgent(c.local.la, httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName,
 		Members: &leavingPool{Pool: pool, left: c.left, local: c.local}, Forward: fwd, ServerAddr: serverAddr,
 		Datacenter: cfg.Datacenter,

@@ -21,6 +21,9 @@ func agentComponents(cfg Config, viaPort bool) []string {
 	} else {
 		out = append(out, "local agent: checks and anti-entropy, through the API in process")
 	}
+	if cfg.Local.DataDir != "" {
+		out = append(out, "local agent: registrations kept in the data directory, restored at start")
+	}
 	if cfg.Gossip != nil {
 		out = append(out, "gossip: LAN pool with the server's tags")
 		if cfg.Gossip.DataDir != "" {
