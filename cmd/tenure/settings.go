@@ -55,6 +55,9 @@ type settings struct {
 	// EnableDebug serves Go's profiles at /debug/pprof/, as Consul's
 	// enable_debug does; -dev turns it on, as in Consul.
 	EnableDebug bool
+	// NoHTTPCache is Consul's http_config.use_cache = false: ?cached reads
+	// bypass the agent cache.
+	NoHTTPCache bool
 	// LeaveOnTerm and SkipLeaveOnInt are Consul's leave_on_terminate and
 	// skip_leave_on_interrupt; nil means Consul's default for the role
 	// (leaveOnSignal).
@@ -260,7 +263,8 @@ func (s *settings) start(logger hclog.Logger) (runningAgent, error) {
 	return agent.NewClient(agent.ClientConfig{NodeName: s.NodeName, NodeID: s.NodeID, Listener: cfg.Listener, HTTPAddr: cfg.Server.HTTPAddr,
 		Gossip: *cfg.Gossip, Join: cfg.Join, RetryInterval: cfg.RetryInterval, Datacenter: s.Datacenter, Version: version,
 		Logger: logger, Local: cfg.Local, Debug: cfg.Debug, Telemetry: cfg.Telemetry, NodeMeta: cfg.NodeMeta,
-		DataDir: s.DataDir})
+		NoAgentCache: cfg.NoAgentCache,
+		DataDir:      s.DataDir})
 }
 
 // agentConfig turns validated settings into an agent.
@@ -289,7 +293,7 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 	}
 	return agent.Config{Server: srv, Listener: ln, Gossip: g, Join: s.RetryJoin, RetryInterval: s.RetryInterval,
 		HTTP: agent.HTTPOptions{Datacenter: s.Datacenter, Version: version}, Local: s.localConfig(),
-		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry, NodeMeta: s.NodeMeta}, nil
+		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry, NodeMeta: s.NodeMeta, NoAgentCache: s.NoHTTPCache}, nil
 }
 
 // gossipConfig is the agent's LAN gossip: its address, timing, key and the

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/tenurekv/tenure/impl/internal/agentcache"
 	"github.com/tenurekv/tenure/impl/internal/gossip"
 	"github.com/tenurekv/tenure/impl/internal/httpapi"
 	"github.com/tenurekv/tenure/impl/internal/rpc"
@@ -65,6 +66,9 @@ type Config struct {
 	// NodeMeta is the operator's meta for this agent's node (-node-meta),
 	// which anti-entropy keeps in the catalog (S63).
 	NodeMeta map[string]string
+	// NoAgentCache turns the agent cache off (Consul's
+	// http_config.use_cache = false): ?cached reads go to the servers.
+	NoAgentCache bool
 	// Debug serves Go's profiles under /debug/pprof/ (Consul's
 	// enable_debug).
 	Debug bool
@@ -84,7 +88,8 @@ type Agent struct {
 	srv        *server.Server
 	ownPool    *rpc.Pool // Config.Forward when the agent made it
 	local      *localAgent
-	pool       *gossip.Pool // nil without gossip
+	cache      *agentcache.Cache // nil with NoAgentCache
+	pool       *gossip.Pool      // nil without gossip
 	left       chan struct{}
 	http       *http.Server
 	ln         net.Listener
@@ -230,8 +235,13 @@ func New(cfg Config) (*Agent, error) {
 	// agent-local endpoints are not among them: an agent answers those
 	// itself and never forwards them.
 	srv.ServeForwarded(registeredGate(serverAPI, srv, registerWait))
+	front := api
+	if !cfg.NoAgentCache {
+		a.cache = agentcache.New(api, agentcache.Config{Logger: logger(cfg.Server.Logger).Named("cache")})
+		front = a.cache
+	}
 	a.http = &http.Server{
-		Handler:     limits.writeDeadline(withDebug(api, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
+		Handler:     limits.writeDeadline(withDebug(front, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
 		BaseContext: func(net.Listener) context.Context { return ctx },
 		ErrorLog:    logger(cfg.Server.Logger).StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 	}
@@ -403,6 +413,9 @@ func (a *Agent) stop(drain bool) error {
 			errs = append(errs, stopHTTP(a.http, a.served))
 		} else {
 			errs = append(errs, killHTTP(a.http, a.served))
+		}
+		if a.cache != nil {
+			a.cache.Close()
 		}
 		a.local.stop()
 		errs = append(errs, a.srv.Shutdown())

@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tenurekv/tenure/impl/disk"
+	"github.com/tenurekv/tenure/impl/internal/agentcache"
 	"github.com/tenurekv/tenure/impl/internal/gossip"
 	"github.com/tenurekv/tenure/impl/internal/httpapi"
 	"github.com/tenurekv/tenure/impl/internal/rpc"
@@ -28,9 +29,10 @@ type ClientConfig struct {
 	// NodeID is the agent's node UUID, advertised in its gossip id tag
 	// (S62); empty advertises none.
 	NodeID string
-	// Debug and Telemetry as for a server agent.
-	Debug     bool
-	Telemetry *MemSink
+	// Debug, Telemetry and NoAgentCache as for a server agent.
+	Debug        bool
+	Telemetry    *MemSink
+	NoAgentCache bool
 	// Listener serves the HTTP API, at HTTPAddr.
 	Listener net.Listener
 	HTTPAddr string
@@ -64,6 +66,7 @@ type Client struct {
 	pool    *gossip.Pool
 	ownPool *rpc.Pool
 	local   *localAgent
+	cache   *agentcache.Cache // nil with NoAgentCache
 	http    *http.Server
 	addr    string
 	left    chan struct{}
@@ -130,6 +133,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		Members: &leavingPool{Pool: pool, left: c.left, local: c.local}, Forward: fwd, ServerAddr: serverAddr,
 		Datacenter: cfg.Datacenter,
 		Version:    cfg.Version, NodeMeta: info.Meta, Logger: log.Named("http")}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: log.Named("http")})
+	if !cfg.NoAgentCache {
+		c.cache = agentcache.New(api, agentcache.Config{Logger: log.Named("cache")})
+		api = c.cache
+	}
 	limits := HTTPLimits{}.withDefaults()
 	c.http = &http.Server{
 		Handler:     limits.writeDeadline(withDebug(api, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
@@ -170,6 +177,9 @@ func (c *Client) stop(drain bool) error {
 			err = stopHTTP(c.http, c.served)
 		} else {
 			err = killHTTP(c.http, c.served)
+		}
+		if c.cache != nil {
+			c.cache.Close()
 		}
 		c.local.stop()
 		c.err = errors.Join(err, c.ownPool.Close(), c.pool.Shutdown())

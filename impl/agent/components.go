@@ -16,6 +16,9 @@ func agentComponents(cfg Config, viaPort bool) []string {
 		"http: Consul's API with connection limits and write deadlines",
 		"http: session creates held until the node is registered (S65)",
 	}
+	if !cfg.NoAgentCache {
+		out = append(out, "http: agent cache for ?cached reads, kept fresh by blocking queries")
+	}
 	if viaPort {
 		out = append(out, "local agent: checks and anti-entropy, sent through the server port")
 	} else {
