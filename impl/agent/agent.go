@@ -155,12 +155,22 @@ func New(cfg Config) (*Agent, error) {
 		leaving *leavingPool
 	)
 	left := make(chan struct{})
+	up := &serverUp{}
 	if cfg.Gossip != nil {
 		var err error
-		if pool, err = startGossip(cfg); err != nil {
+		if pool, err = startGossip(cfg, up.notify); err != nil {
 			return nil, errors.Join(err, ln.Close(), closePool())
 		}
 		cfg.Server.Membership = pool
+		// Every agent runs a full anti-entropy sync soon after a new
+		// leader takes office, as Consul's do: the leader tells them by
+		// gossip.
+		announce, log := pool.AnnounceLeader, logger(cfg.Server.Logger)
+		cfg.Server.AnnounceLeader = func() {
+			if err := announce(); err != nil {
+				log.Warn("failed to announce the new leader", "error", err)
+			}
+		}
 		// The leader's reconcile records the node at its gossip address;
 		// self-registration and anti-entropy must agree with it.
 		cfg.Server.NodeAddr = pool.Local().IP
@@ -222,6 +232,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, errors.Join(err, ln.Close(), closePool())
 	}
 	a.local = local
+	up.la.Store(local.la)
 	if leaving != nil {
 		leaving.local = a.local
 	}
@@ -262,10 +273,12 @@ func GossipTags(datacenter, build string) map[string]string {
 		gossip.TagVsn: "2", gossip.TagVsnMin: "2", gossip.TagVsnMax: "3"}
 }
 
-// startGossip starts the agent's pool with the tags a server advertises.
-func startGossip(cfg Config) (*gossip.Pool, error) {
+// startGossip starts the agent's pool with the tags a server advertises;
+// serverUp hears of new leaders.
+func startGossip(cfg Config, serverUp func()) (*gossip.Pool, error) {
 	g := *cfg.Gossip
 	g.NodeName = cfg.Server.NodeName
+	g.ServerUp = serverUp
 	tags := maps.Clone(g.Tags)
 	if tags == nil {
 		tags = map[string]string{}

@@ -108,6 +108,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if g.Logger == nil {
 		g.Logger = log.Named("gossip")
 	}
+	// A new leader, or a server joining, makes the agent run a full
+	// anti-entropy sync soon, as Consul's client agents do.
+	up := &serverUp{}
+	g.ServerUp = up.notify
 	pool, err := gossip.Start(g)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("agent: %w", err), cfg.Listener.Close(), ownPool.Close())
@@ -129,6 +133,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		return nil, errors.Join(err, cfg.Listener.Close(), ownPool.Close(), pool.Shutdown())
 	}
 	c.local = local
+	up.la.Store(local.la)
 	api := httpapi.WithLocalAgent(c.local.la, httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName,
 		Members: &leavingPool{Pool: pool, left: c.left, local: c.local}, Forward: fwd, ServerAddr: serverAddr,
 		Datacenter: cfg.Datacenter,

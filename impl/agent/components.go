@@ -29,6 +29,7 @@ func agentComponents(cfg Config, viaPort bool) []string {
 	}
 	if cfg.Gossip != nil {
 		out = append(out, "gossip: LAN pool with the server's tags")
+		out = append(out, "gossip: a new leader announces itself; every agent runs a full anti-entropy sync on it")
 		if cfg.Gossip.DataDir != "" {
 			out = append(out, "gossip: snapshot of the pool in the data directory, rejoined at restart")
 		}

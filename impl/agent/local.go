@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -58,6 +59,17 @@ func startLocal(ctx context.Context, cfg local.Config, node, nodeAddr string, fw
 		la.Run(ctx)
 	}()
 	return l, nil
+}
+
+// serverUp relays the gossip pool's new-leader and server-join notices
+// (gossip.Config.ServerUp) to the local agent's anti-entropy, once the
+// agent exists: the pool starts first.
+type serverUp struct{ la atomic.Pointer[local.Agent] }
+
+func (s *serverUp) notify() {
+	if la := s.la.Load(); la != nil {
+		la.NoteServerUp()
+	}
 }
 
 // halt ends anti-entropy for good, the loop and the syncs the HTTP API

@@ -121,8 +121,14 @@ func NewAgent(cfg Config, cat Catalog) *Agent {
 func (a *Agent) State() *State { return a.state }
 
 // Syncer is the agent's anti-entropy (SyncChanges after a registration or
-// a check update, noteServerUp on a new leader).
+// a check update).
 func (a *Agent) Syncer() *Syncer { return a.syncer }
+
+// NoteServerUp asks for a full sync soon, after a random stagger of up to
+// 3 s (scaled with the cluster): what Consul's agent does when a new
+// leader announces itself and, on a client, when a server joins. It never
+// blocks; notices that arrive before the sync merge into it.
+func (a *Agent) NoteServerUp() { a.syncer.noteServerUp() }
 
 // Run runs anti-entropy and the reaper of long-critical services until ctx
 // ends.
