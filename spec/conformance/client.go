@@ -85,6 +85,11 @@ func (r *resp) String() string { return fmt.Sprintf("%d %q", r.Code, oneLine(str
 // do sends one request. path is relative to the base URL and may carry a
 // query; body nil sends no body.
 func (e *env) do(ctx context.Context, method, path string, body []byte) (*resp, error) {
+	return e.doWith(ctx, method, path, body, nil)
+}
+
+// doWith is do with extra request headers.
+func (e *env) doWith(ctx context.Context, method, path string, body []byte, header http.Header) (*resp, error) {
 	u := *e.base
 	rel, err := url.Parse(path)
 	if err != nil {
@@ -103,6 +108,9 @@ func (e *env) do(ctx context.Context, method, path string, body []byte) (*resp, 
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
 		return nil, fmt.Errorf("build %s %s: %w", method, path, err)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
 	}
 	if e.token != "" {
 		req.Header.Set("X-Consul-Token", e.token)

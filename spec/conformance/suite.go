@@ -17,6 +17,7 @@ func Suite() []Case {
 		checkCases(),
 		queryCases(),
 		nodeCases(),
+		agentStateCases(),
 	} {
 		all = append(all, group...)
 	}
