@@ -47,7 +47,7 @@ func TestCachedCasesCatchBrokenCaches(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	frozen := map[string]*exchange{}
-	requireConsulMutantsCaught(t, `^S67/`,
+	requireConsulMutantsCaught(t, `^S76/`,
 		mutant{name: "cache-headers-dropped", handle: func(_ *mstate, x *exchange) (bool, error) {
 			err := x.forward()
 			if err == nil {
@@ -93,7 +93,7 @@ func TestContentHashCaseCatchesBrokenHashes(t *testing.T) {
 	agentService := func(x *exchange) bool {
 		return x.r.Method == http.MethodGet && strings.HasPrefix(x.r.URL.Path, "/v1/agent/service/")
 	}
-	requireConsulMutantsCaught(t, `^S68/`,
+	requireConsulMutantsCaught(t, `^S77/`,
 		mutant{name: "hash-ignored", prepare: func(x *exchange) {
 			if agentService(x) && x.q.Has("hash") {
 				x.q.Del("hash")

@@ -7,18 +7,18 @@ import (
 	"time"
 )
 
-// The agent cache (S67) and the agent service's content hash (S68), as a
+// The agent cache (S76) and the agent service's content hash (S77), as a
 // client sees them over HTTP, so that the cases run on real Consul too.
-// S66 (registrations kept across a restart) needs the server restarted
+// S75 (registrations kept across a restart) needs the server restarted
 // and has no case here.
 func agentStateCases() []Case {
 	return []Case{
-		{clause: "S66", name: "registrations-survive-a-restart",
+		{clause: "S75", name: "registrations-survive-a-restart",
 			unobservable: "needs the agent under test restarted, which a client cannot do; tested in impl/agent (TestServerAgentKeepsRegistrationsAcrossRestarts)"},
-		{clause: "S67", name: "cached-reads-miss-then-hit", run: s67CachedMissThenHit},
-		{clause: "S67", name: "cached-entries-follow-writes", run: s67CachedFollowsWrites},
-		{clause: "S67", name: "cached-refusals", run: s67CachedRefusals},
-		{clause: "S68", name: "service-content-hash-blocks", run: s68ContentHash},
+		{clause: "S76", name: "cached-reads-miss-then-hit", run: s76CachedMissThenHit},
+		{clause: "S76", name: "cached-entries-follow-writes", run: s76CachedFollowsWrites},
+		{clause: "S76", name: "cached-refusals", run: s76CachedRefusals},
+		{clause: "S77", name: "service-content-hash-blocks", run: s77ContentHash},
 	}
 }
 
@@ -50,7 +50,7 @@ func (t *caseT) cacheHeaders(what string, r *resp, want, age string) {
 // datacenter list is fetched (MISS), the next answered from the cache
 // (HIT); a kept-fresh entry's Age is 0. Cache-Control max-age=0 refetches
 // the datacenter list but not a kept-fresh entry.
-func s67CachedMissThenHit(t *caseT) {
+func s76CachedMissThenHit(t *caseT) {
 	svc := t.ServiceName("cached")
 	for _, path := range []string{"/v1/catalog/service/" + svc, "/v1/health/service/" + svc} {
 		first := t.Do(http.MethodGet, path+"?cached", nil)
@@ -76,7 +76,7 @@ func s67CachedMissThenHit(t *caseT) {
 // appears (or earlier, with the index moved, when something else moved
 // it: it is read again from there), and later cached reads are HITs that
 // show the service.
-func s67CachedFollowsWrites(t *caseT) {
+func s76CachedFollowsWrites(t *caseT) {
 	name := t.ServiceName("fresh")
 	node := t.HomeNode()
 	path := "/v1/catalog/service/" + name + "?cached"
@@ -120,7 +120,7 @@ func s67CachedFollowsWrites(t *caseT) {
 
 // ?cached with ?consistent, and a malformed Cache-Control, answer 400
 // with Consul's texts.
-func s67CachedRefusals(t *caseT) {
+func s76CachedRefusals(t *caseT) {
 	svc := "/v1/catalog/service/" + url.PathEscape(t.ServiceName("refused"))
 	r := t.Do(http.MethodGet, svc+"?cached&consistent", nil)
 	t.Check(r.Code == 400 && r.Text() == "Cannot specify ?cached with ?consistent, conflicting semantics.",
@@ -133,7 +133,7 @@ func s67CachedRefusals(t *caseT) {
 // and in X-Consul-ContentHash; a read with that hash blocks until ?wait
 // runs out, and then answers the same hash; one blocked on it returns when
 // the registration changes, with a new hash; another hash answers at once.
-func s68ContentHash(t *caseT) {
+func s77ContentHash(t *caseT) {
 	id := t.RegisterAgentService("hashed", map[string]any{"Port": 1000})
 	path := "/v1/agent/service/" + url.PathEscape(id)
 	read := func(r *resp) string {

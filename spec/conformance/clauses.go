@@ -101,9 +101,9 @@ var clauses = []clause{
 	{"S63", Contract, "an agent keeps its node record: ID, tagged addresses, and its meta beside consul-network-segment and consul-version"},
 	{"S64", Tenure, "a successful acquire names its LockIndex and ModifyIndex in X-Tenure-Lock-Index and X-Tenure-Modify-Index"},
 	{"S65", Tenure, "a client agent holds a session create until the leader has registered its node, for at most 10s"},
-	{"S66", Consul, "an agent keeps its API registrations and TTL check states across a restart"},
-	{"S67", Consul, "?cached reads are answered by the agent cache: X-Cache, Age, background refresh, Cache-Control"},
-	{"S68", Consul, "an agent service's ContentHash, and blocking on ?hash"},
+	{"S75", Consul, "an agent keeps its API registrations and TTL check states across a restart"},
+	{"S76", Consul, "?cached reads are answered by the agent cache: X-Cache, Age, background refresh, Cache-Control"},
+	{"S77", Consul, "an agent service's ContentHash, and blocking on ?hash"},
 }
 
 // clauseByID returns the clause with the given ID.

@@ -1,5 +1,5 @@
 // Package agentcache is the agent's cache of discovery reads: Consul's
-// agent cache, as a client reaches it with `?cached` (CONSUL.md §16).
+// agent cache, as a client reaches it with `?cached` (CONSUL.md §19).
 //
 // It sits in front of the agent's HTTP API and answers five reads from
 // memory when they carry `?cached`: /v1/catalog/service/<s>,

@@ -14,7 +14,7 @@ import (
 // the body and in X-Consul-ContentHash, and with ?hash= blocks until the
 // service's hash differs from it or ?wait= (default 5 min, at most 10 min,
 // plus up to 1/16 of random jitter) runs out, as Consul's agent does
-// (CONSUL.md §16). Clients only compare hashes for equality, so tenure
+// (CONSUL.md §19). Clients only compare hashes for equality, so tenure
 // hashes its own way: FNV-64a over the answer's JSON with the hash left
 // out.
 
