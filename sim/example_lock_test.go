@@ -180,14 +180,16 @@ func ledgerOptions(seed uint64, artifacts string) sim.Options {
 }
 
 // TestLockWithoutFencingLosesTheLedger is exclusiveLedger's known-bad
-// input: consul/api's Lock, without fencing, under ledgerFaults. Seed 8
-// broke it when last run (seeds 1-7 did not: their pauses missed a holder
-// or were too short), so the search starts there; the failure
-// shrinks to the one process pause that matters and two processes, and
-// the report prints the smallest schedule.
+// input: consul/api's Lock, without fencing, under ledgerFaults. Seed 27
+// broke it when last run, at one P and at two (seeds 1-26 did not: their
+// pauses missed a holder or were too short; seed 8, which broke it before
+// agents full-synced on every new leader, now pauses a holder before its
+// first write), so the search starts there; the failure shrinks to the
+// one process pause that matters and two processes, and the report prints
+// the smallest schedule.
 func TestLockWithoutFencingLosesTheLedger(t *testing.T) {
 	var failed *sim.Result
-	for seed := uint64(8); seed <= 16 && failed == nil; seed++ {
+	for seed := uint64(27); seed <= 36 && failed == nil; seed++ {
 		r, err := sim.Simulate(t, ledgerOptions(seed, ""), ledgerRun(lockHolder))
 		if err != nil {
 			t.Fatal(err)
@@ -198,7 +200,7 @@ func TestLockWithoutFencingLosesTheLedger(t *testing.T) {
 		}
 	}
 	if failed == nil {
-		t.Fatal("no seed of 8-16 broke exclusive-ledger with consul/api's Lock under ledgerFaults")
+		t.Fatal("no seed of 27-36 broke exclusive-ledger with consul/api's Lock under ledgerFaults")
 	}
 	s, err := sim.Shrink(t, failed, ledgerRun(lockHolder))
 	if err != nil {

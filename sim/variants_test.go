@@ -441,7 +441,11 @@ func TestTeeth(t *testing.T) {
 			var caught []string
 			var res *workload.Result
 			var ev checks.Evaluation
-			for seed := uint64(1); seed <= 3 && !slices.Contains(caught, tc.expect); seed++ {
+			// A few seeds: whether one schedule's timing exposes the
+			// break moves with any change of traffic (log-fsync-lies:
+			// seeds 1-3 no longer lose an unambiguous write since agents
+			// full-sync after every new leader; seed 4 does).
+			for seed := uint64(1); seed <= 5 && !slices.Contains(caught, tc.expect); seed++ {
 				cfg := tc.cfg(seed)
 				cfg.Variant = tc.v
 				res = runSeed(t, cfg)

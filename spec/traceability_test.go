@@ -303,13 +303,14 @@ var (
 	modelPackages = map[string]string{"model": "../model"}
 	implPackages  = map[string]string{"server": "../impl/internal/server", "fsm": "../impl/internal/fsm", "leader": "../impl/internal/leader", "httpapi": "../impl/internal/httpapi",
 		"agent": "../impl/agent", "reconcile": "../impl/internal/reconcile", "local": "../impl/internal/local",
-		"rpc": "../impl/internal/rpc", "gossip": "../impl/internal/gossip", "tlsconf": "../impl/internal/tlsconf", "main": "../cmd/tenure"}
+		"rpc": "../impl/internal/rpc", "gossip": "../impl/internal/gossip", "tlsconf": "../impl/internal/tlsconf", "main": "../cmd/tenure",
+		"agentcache": "../impl/internal/agentcache"}
 )
 
 // TestTraceabilityNamesExist: every Model and Impl name is a declaration
 // (function, method as Type.Method, type, field, constant or test) of the
 // package it names, model for Model and server, fsm, leader, httpapi, agent, reconcile, local, rpc,
-// gossip, tlsconf or main (cmd/tenure) for Impl; every scenario file cited exists; every TLA+ name is an
+// gossip, tlsconf, agentcache or main (cmd/tenure) for Impl; every scenario file cited exists; every TLA+ name is an
 // operator tla/Sessions.tla defines; every Sim name is a check sim/ reports;
 // every conformance name is a case of its clause in the suite's registry.
 func TestTraceabilityNamesExist(t *testing.T) {

@@ -179,7 +179,13 @@ var honoured = map[string]func(s *settings, v any, warn func(string)) error{
 		s.localScriptChecksSet = true
 		return asBool(v, &s.EnableLocalScriptChecks)
 	},
-	"enable_debug":          func(s *settings, v any, _ func(string)) error { return asBool(v, &s.EnableDebug) },
+	"enable_debug": func(s *settings, v any, _ func(string)) error { return asBool(v, &s.EnableDebug) },
+	"http_config.use_cache": func(s *settings, v any, _ func(string)) error {
+		use := true
+		err := asBool(v, &use)
+		s.NoHTTPCache = !use
+		return err
+	},
 	"check_update_interval": func(s *settings, v any, _ func(string)) error { return asDuration(v, &s.CheckUpdateInterval) },
 	"leave_on_terminate": func(s *settings, v any, _ func(string)) error {
 		var b bool

@@ -50,6 +50,7 @@ var honouredSamples = map[string]struct {
 	"enable_local_script_checks": {true,
 		func(s settings) bool { return s.EnableLocalScriptChecks && s.localScriptChecksSet }, ""},
 	"enable_debug":          {true, func(s settings) bool { return s.EnableDebug }, ""},
+	"http_config.use_cache": {false, func(s settings) bool { return s.NoHTTPCache }, ""},
 	"check_update_interval": {"9s", func(s settings) bool { return s.CheckUpdateInterval == 9*time.Second }, ""},
 	"leave_on_terminate":    {true, func(s settings) bool { return s.LeaveOnTerm != nil && *s.LeaveOnTerm }, ""},
 	"skip_leave_on_interrupt": {false,

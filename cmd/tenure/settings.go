@@ -68,6 +68,9 @@ type settings struct {
 	// EnableDebug serves Go's profiles at /debug/pprof/, as Consul's
 	// enable_debug does; -dev turns it on, as in Consul.
 	EnableDebug bool
+	// NoHTTPCache is Consul's http_config.use_cache = false: ?cached reads
+	// bypass the agent cache.
+	NoHTTPCache bool
 	// LeaveOnTerm and SkipLeaveOnInt are Consul's leave_on_terminate and
 	// skip_leave_on_interrupt; nil means Consul's default for the role
 	// (leaveOnSignal).
@@ -308,7 +311,9 @@ func (s *settings) startAgent(logger hclog.Logger) (runningAgent, error) {
 		HTTPSListener: cfg.HTTPSListener, TLS: cfg.TLS, HTTPAddr: cfg.Server.HTTPAddr,
 		Gossip: *cfg.Gossip, Join: cfg.Join, RetryInterval: cfg.RetryInterval, Datacenter: s.Datacenter, Version: version,
 		Build: cfg.HTTP.Build, DebugConfig: cfg.HTTP.DebugConfig,
-		Logger: logger, Local: cfg.Local, Debug: cfg.Debug, Telemetry: cfg.Telemetry, NodeMeta: cfg.NodeMeta})
+		Logger: logger, Local: cfg.Local, Debug: cfg.Debug, Telemetry: cfg.Telemetry, NodeMeta: cfg.NodeMeta,
+		NoAgentCache: cfg.NoAgentCache, DataDir: s.DataDir}) // a client keeps its registrations in its data dir
+
 }
 
 // withTelemetry is a running agent whose Shutdown also stops the runtime
@@ -356,7 +361,7 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 	cfg := agent.Config{Server: srv, Gossip: g, Join: s.RetryJoin, RetryInterval: s.RetryInterval,
 		HTTP:  agent.HTTPOptions{Datacenter: s.Datacenter, Version: version, Build: buildInfo(), DebugConfig: s.debugConfig()},
 		Local: s.localConfig(),
-		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry, NodeMeta: s.NodeMeta, TLS: loaded}
+		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry, NodeMeta: s.NodeMeta, TLS: loaded, NoAgentCache: s.NoHTTPCache}
 	if s.Ports.HTTP > 0 {
 		if cfg.Listener, err = net.Listen("tcp", net.JoinHostPort(s.ClientAddr, strconv.Itoa(s.Ports.HTTP))); err != nil {
 			return agent.Config{}, fmt.Errorf("listen for HTTP: %w", err)

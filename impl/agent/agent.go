@@ -21,6 +21,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/tenurekv/tenure/impl/internal/agentcache"
 	"github.com/tenurekv/tenure/impl/internal/gossip"
 	"github.com/tenurekv/tenure/impl/internal/httpapi"
 	"github.com/tenurekv/tenure/impl/internal/rpc"
@@ -74,6 +75,9 @@ type Config struct {
 	// NodeMeta is the operator's meta for this agent's node (-node-meta),
 	// which anti-entropy keeps in the catalog (S63).
 	NodeMeta map[string]string
+	// NoAgentCache turns the agent cache off (Consul's
+	// http_config.use_cache = false): ?cached reads go to the servers.
+	NoAgentCache bool
 	// Debug serves Go's profiles under /debug/pprof/ (Consul's
 	// enable_debug).
 	Debug bool
@@ -93,7 +97,8 @@ type Agent struct {
 	srv        *server.Server
 	ownPool    *rpc.Pool // Config.Forward when the agent made it
 	local      *localAgent
-	pool       *gossip.Pool // nil without gossip
+	cache      *agentcache.Cache // nil with NoAgentCache
+	pool       *gossip.Pool      // nil without gossip
 	left       chan struct{}
 	api        *apiServers
 	addr       string
@@ -168,11 +173,21 @@ func New(cfg Config) (*Agent, error) {
 		leaving *leavingPool
 	)
 	left := make(chan struct{})
+	up := &serverUp{}
 	if cfg.Gossip != nil {
-		if pool, err = startGossip(cfg); err != nil {
+		if pool, err = startGossip(cfg, up.notify); err != nil {
 			return nil, errors.Join(err, closeListeners(), closePool())
 		}
 		cfg.Server.Membership = pool
+		// Every agent runs a full anti-entropy sync soon after a new
+		// leader takes office, as Consul's do: the leader tells them by
+		// gossip.
+		announce, log := pool.AnnounceLeader, logger(cfg.Server.Logger)
+		cfg.Server.AnnounceLeader = func() {
+			if err := announce(); err != nil {
+				log.Warn("failed to announce the new leader", "error", err)
+			}
+		}
 		// The leader's reconcile records the node at its gossip address;
 		// self-registration and anti-entropy must agree with it.
 		cfg.Server.NodeAddr = pool.Local().IP
@@ -217,8 +232,23 @@ func New(cfg Config) (*Agent, error) {
 	}
 	info := nodeInfo(cfg.Server.NodeID, srv.NodeAddr(), agentVersion(tags, cfg.HTTP.Version), cfg.NodeMeta)
 	cfg.Local.Sync.NodeInfo, cfg.HTTP.NodeMeta = info, info.Meta
-	a.local = startLocal(ctx, cfg.Local, cfg.Server.NodeName, srv.NodeAddr(), syncVia,
+	if cfg.Local.DataDir == "" && !cfg.Server.Dev {
+		// The agent keeps its registrations beside the raft data, on the
+		// same disk, as Consul keeps them in its data_dir.
+		cfg.Local.DataDir, cfg.Local.Disk = cfg.Server.DataDir, cfg.Server.Disk
+	}
+	local, err := startLocal(ctx, cfg.Local, cfg.Server.NodeName, srv.NodeAddr(), syncVia,
 		func() []string { return []string{syncAddr} }, pool, srv.Registered(), logger(cfg.Server.Logger).Named("local"))
+	if err != nil {
+		cancel()
+		err = errors.Join(err, srv.Shutdown())
+		if pool != nil {
+			err = errors.Join(err, pool.Shutdown())
+		}
+		return nil, errors.Join(err, ln.Close(), closePool())
+	}
+	a.local = local
+	up.la.Store(local.la)
 	if leaving != nil {
 		leaving.local = a.local
 	}
@@ -232,7 +262,12 @@ func New(cfg Config) (*Agent, error) {
 	// agent-local endpoints are not among them: an agent answers those
 	// itself and never forwards them.
 	srv.ServeForwarded(registeredGate(serverAPI, srv, registerWait))
-	a.api = serveAPI(ctx, limits.writeDeadline(withAgentOps(api, logs, cfg.HTTP.Logger, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
+	front := api
+	if !cfg.NoAgentCache {
+		a.cache = agentcache.New(api, agentcache.Config{Logger: logger(cfg.Server.Logger).Named("cache")})
+		front = a.cache
+	}
+	a.api = serveAPI(ctx, limits.writeDeadline(withAgentOps(front, logs, cfg.HTTP.Logger, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
 		limits, logger(cfg.Server.Logger), ln, cfg.HTTPSListener, httpsTLS)
 	if pool != nil && len(cfg.Join) > 0 {
 		go retryJoin(ctx, pool, cfg.Join, cfg.RetryInterval, logger(cfg.Server.Logger))
@@ -249,10 +284,12 @@ func GossipTags(datacenter, build string) map[string]string {
 		gossip.TagVsn: "2", gossip.TagVsnMin: "2", gossip.TagVsnMax: "3"}
 }
 
-// startGossip starts the agent's pool with the tags a server advertises.
-func startGossip(cfg Config) (*gossip.Pool, error) {
+// startGossip starts the agent's pool with the tags a server advertises;
+// serverUp hears of new leaders.
+func startGossip(cfg Config, serverUp func()) (*gossip.Pool, error) {
 	g := *cfg.Gossip
 	g.NodeName = cfg.Server.NodeName
+	g.ServerUp = serverUp
 	tags := maps.Clone(g.Tags)
 	if tags == nil {
 		tags = map[string]string{}
@@ -365,6 +402,9 @@ func (a *Agent) stop(drain bool) error {
 		a.cancel()
 		var errs []error
 		errs = append(errs, a.api.stop(drain))
+		if a.cache != nil {
+			a.cache.Close()
+		}
 		a.local.stop()
 		errs = append(errs, a.srv.Shutdown())
 		if a.ownPool != nil {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/tenurekv/tenure/impl/disk"
+	"github.com/tenurekv/tenure/impl/internal/agentcache"
 	"github.com/tenurekv/tenure/impl/internal/gossip"
 	"github.com/tenurekv/tenure/impl/internal/httpapi"
 	"github.com/tenurekv/tenure/impl/internal/rpc"
@@ -27,9 +29,10 @@ type ClientConfig struct {
 	// NodeID is the agent's node UUID, advertised in its gossip id tag
 	// (S62); empty advertises none.
 	NodeID string
-	// Debug and Telemetry as for a server agent.
-	Debug     bool
-	Telemetry *MemSink
+	// Debug, Telemetry and NoAgentCache as for a server agent.
+	Debug        bool
+	Telemetry    *MemSink
+	NoAgentCache bool
 	// Listener serves the HTTP API, at HTTPAddr; HTTPSListener serves it
 	// over HTTPS with TLS's https settings. At least one is needed.
 	Listener      net.Listener
@@ -61,6 +64,10 @@ type ClientConfig struct {
 	Local LocalConfig
 	// NodeMeta as for a server agent (Config.NodeMeta).
 	NodeMeta map[string]string
+	// DataDir, if set, keeps the services and checks registered through
+	// the agent's API (Local.DataDir), on Disk (nil: the real disk).
+	DataDir string
+	Disk    disk.FS
 }
 
 // Client is a running client agent.
@@ -69,6 +76,7 @@ type Client struct {
 	ownPool *rpc.Pool
 	local   *localAgent
 	api     *apiServers
+	cache   *agentcache.Cache // nil with NoAgentCache
 	addr    string
 	left    chan struct{}
 	cancel  context.CancelFunc
@@ -124,6 +132,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if g.Logger == nil {
 		g.Logger = log.Named("gossip")
 	}
+	// A new leader, or a server joining, makes the agent run a full
+	// anti-entropy sync soon, as Consul's client agents do.
+	up := &serverUp{}
+	g.ServerUp = up.notify
 	pool, err := gossip.Start(g)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("agent: %w", err), closeListeners(), ownPool.Close())
@@ -135,12 +147,25 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	servers := func() []string { return gossipServers(pool, cfg.NodeName, serverAddr) }
 	info := nodeInfo(cfg.NodeID, pool.Local().IP, agentVersion(g.Tags, cfg.Version), cfg.NodeMeta)
 	cfg.Local.Sync.NodeInfo = info
-	c.local = startLocal(ctx, cfg.Local, cfg.NodeName, pool.Local().IP, fwd, servers, pool,
+	if cfg.Local.DataDir == "" {
+		cfg.Local.DataDir, cfg.Local.Disk = cfg.DataDir, cfg.Disk
+	}
+	local, err := startLocal(ctx, cfg.Local, cfg.NodeName, pool.Local().IP, fwd, servers, pool,
 		serverKnown(ctx, servers, 200*time.Millisecond), log.Named("local"))
+	if err != nil {
+		cancel()
+		return nil, errors.Join(err, closeListeners(), ownPool.Close(), pool.Shutdown())
+	}
+	c.local = local
+	up.la.Store(local.la)
 	api := httpapi.WithLocalAgent(c.local.la, httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName,
 		Members: &leavingPool{Pool: pool, left: c.left, local: c.local}, Forward: fwd, ServerAddr: serverAddr,
 		Datacenter: cfg.Datacenter, Version: cfg.Version, Build: cfg.Build, DebugConfig: clientDebugConfig(cfg, pool),
 		NodeMeta: info.Meta, Logger: httpLogger}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: httpLogger})
+	if !cfg.NoAgentCache {
+		c.cache = agentcache.New(api, agentcache.Config{Logger: log.Named("cache")})
+		api = c.cache
+	}
 	limits := HTTPLimits{}.withDefaults()
 	c.api = serveAPI(ctx, limits.writeDeadline(withAgentOps(api, logs, httpLogger, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
 		limits, log.Named("http"), cfg.Listener, cfg.HTTPSListener, httpsTLS)
@@ -172,6 +197,9 @@ func (c *Client) stop(drain bool) error {
 	c.once.Do(func() {
 		c.cancel()
 		err := c.api.stop(drain)
+		if c.cache != nil {
+			c.cache.Close()
+		}
 		c.local.stop()
 		c.err = errors.Join(err, c.ownPool.Close(), c.pool.Shutdown())
 	})

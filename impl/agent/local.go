@@ -2,8 +2,10 @@ package agent
 
 import (
 	"context"
+	"fmt"
 	"hash/fnv"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -21,13 +23,17 @@ type localAgent struct {
 	done   chan struct{}      // closed when the loop has ended
 }
 
-// startLocal builds the local agent of node and starts its loop once ready
-// closes (or ctx ends first). cfg's random and periodic parts (Stagger,
+// startLocal builds the local agent of node, restores what its data
+// directory (cfg.DataDir) kept, and starts its loop once ready closes (or
+// ctx ends first). cfg's random and periodic parts (Stagger,
 // Sync.Stagger, Sync.Interval…) are the caller's, so the simulator can pass
-// seeded ones.
+// seeded ones. On error nothing is left running.
 func startLocal(ctx context.Context, cfg local.Config, node, nodeAddr string, fwd rpc.Forwarder,
-	servers func() []string, pool *gossip.Pool, ready <-chan struct{}, log hclog.Logger) *localAgent {
+	servers func() []string, pool *gossip.Pool, ready <-chan struct{}, log hclog.Logger) (*localAgent, error) {
 	cfg.Node = node
+	if cfg.Logger == nil {
+		cfg.Logger = log
+	}
 	if cfg.Sync.ClusterSize == nil && pool != nil {
 		cfg.Sync.ClusterSize = func() int { return len(pool.List()) }
 	}
@@ -37,6 +43,10 @@ func startLocal(ctx context.Context, cfg local.Config, node, nodeAddr string, fw
 	cat := &apiCatalog{node: node, address: nodeAddr, fwd: fwd, servers: servers, timeout: catalogTimeout}
 	la := local.NewAgent(cfg, cat)
 	cat.local = la.State
+	if err := la.Restore(); err != nil {
+		la.Close()
+		return nil, fmt.Errorf("agent: %w", err)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	l := &localAgent{la: la, cancel: cancel, done: make(chan struct{})}
 	go func() {
@@ -48,7 +58,18 @@ func startLocal(ctx context.Context, cfg local.Config, node, nodeAddr string, fw
 		}
 		la.Run(ctx)
 	}()
-	return l
+	return l, nil
+}
+
+// serverUp relays the gossip pool's new-leader and server-join notices
+// (gossip.Config.ServerUp) to the local agent's anti-entropy, once the
+// agent exists: the pool starts first.
+type serverUp struct{ la atomic.Pointer[local.Agent] }
+
+func (s *serverUp) notify() {
+	if la := s.la.Load(); la != nil {
+		la.NoteServerUp()
+	}
 }
 
 // halt ends anti-entropy for good, the loop and the syncs the HTTP API

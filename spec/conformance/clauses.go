@@ -109,6 +109,9 @@ var clauses = []clause{
 	{"S71", Consul, "the server port's TLS: first byte 3, verify_incoming, verify_outgoing, verify_server_hostname; raft only for servers"},
 	{"S72", Consul, "gossip is encrypted with the keyring kept in the data dir; a member without a key of the pool is refused"},
 	{"S73", Consul, "/v1/operator/keyring lists, installs, uses and removes gossip keys across the pool in consul/api's shapes"},
+	{"S75", Consul, "an agent keeps its API registrations and TTL check states across a restart"},
+	{"S76", Consul, "?cached reads are answered by the agent cache: X-Cache, Age, background refresh, Cache-Control"},
+	{"S77", Consul, "an agent service's ContentHash, and blocking on ?hash"},
 }
 
 // clauseByID returns the clause with the given ID.

@@ -85,7 +85,12 @@ func (r *resp) String() string { return fmt.Sprintf("%d %q", r.Code, oneLine(str
 // do sends one request. path is relative to the base URL and may carry a
 // query; body nil sends no body.
 func (e *env) do(ctx context.Context, method, path string, body []byte) (*resp, error) {
-	req, err := e.request(ctx, method, path, body)
+	return e.doWith(ctx, method, path, body, nil)
+}
+
+// doWith is do with extra request headers.
+func (e *env) doWith(ctx context.Context, method, path string, body []byte, header http.Header) (*resp, error) {
+	req, err := e.request(ctx, method, path, body, header)
 	if err != nil {
 		return nil, err
 	}
@@ -102,8 +107,8 @@ func (e *env) do(ctx context.Context, method, path string, body []byte) (*resp, 
 }
 
 // request builds a request for path (with its query) on the server, with
-// the run's token.
-func (e *env) request(ctx context.Context, method, path string, body []byte) (*http.Request, error) {
+// the extra headers and the run's token.
+func (e *env) request(ctx context.Context, method, path string, body []byte, header http.Header) (*http.Request, error) {
 	u := *e.base
 	rel, err := url.Parse(path)
 	if err != nil {
@@ -122,6 +127,9 @@ func (e *env) request(ctx context.Context, method, path string, body []byte) (*h
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), rd)
 	if err != nil {
 		return nil, fmt.Errorf("build %s %s: %w", method, path, err)
+	}
+	for k, vs := range header {
+		req.Header[k] = vs
 	}
 	if e.token != "" {
 		req.Header.Set("X-Consul-Token", e.token)

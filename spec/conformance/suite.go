@@ -21,6 +21,7 @@ func Suite() []Case {
 		filterCases(),
 		agentOpsCases(),
 		transportCases(),
+		agentStateCases(),
 	} {
 		all = append(all, group...)
 	}

@@ -86,7 +86,16 @@ type Config struct {
 	// (third_party/, DESIGN.md "Patched dependencies").
 	Rand   func(use string) *rand.Rand
 	Logger hclog.Logger
+	// ServerUp, if set, is called when a new leader announces itself
+	// (AnnounceLeader, on any member) and, on a client agent, when a
+	// server joins: the moments Consul's agents run a full anti-entropy
+	// sync. It runs on the pool's event goroutine and must not block.
+	ServerUp func()
 }
+
+// newLeaderEvent is the user event a new leader broadcasts, Consul's name
+// for it, with the leader's node name as payload.
+const newLeaderEvent = "consul:new-leader"
 
 // Pool is a running membership.
 type Pool struct {
@@ -99,11 +108,14 @@ type Pool struct {
 	// testing/synctest, and the simulator's clock would stop.
 	joinLeave chan struct{} // capacity 1
 
-	serf    *serf.Serf
-	events  chan serf.Event
-	changes chan reconcile.Member
-	done    chan struct{}
-	logger  hclog.Logger
+	serf     *serf.Serf
+	name     string
+	client   bool   // this member is a client agent
+	serverUp func() // Config.ServerUp, or nil
+	events   chan serf.Event
+	changes  chan reconcile.Member
+	done     chan struct{}
+	logger   hclog.Logger
 }
 
 // changeBuffer bounds the changes waiting for the leader; like Consul's, a
@@ -166,6 +178,9 @@ func Start(cfg Config) (*Pool, error) {
 		sc.SnapshotPath = filepath.Join(dir, "local.snapshot")
 	}
 	p := &Pool{
+		name:      cfg.NodeName,
+		client:    cfg.Tags[TagRole] == RoleClient,
+		serverUp:  cfg.ServerUp,
 		joinLeave: make(chan struct{}, 1),
 		events:    make(chan serf.Event, 512),
 		changes:   make(chan reconcile.Member, changeBuffer),
@@ -188,9 +203,20 @@ func (p *Pool) forward() {
 	for {
 		select {
 		case e := <-p.events:
+			if ue, ok := e.(serf.UserEvent); ok {
+				if ue.Name == newLeaderEvent && p.serverUp != nil {
+					p.logger.Info("new leader elected", "leader", string(ue.Payload))
+					p.serverUp()
+				}
+				continue
+			}
 			me, ok := e.(serf.MemberEvent)
 			if !ok {
 				continue
+			}
+			if me.Type == serf.EventMemberJoin && p.client && p.serverUp != nil &&
+				slices.ContainsFunc(me.Members, func(m serf.Member) bool { return m.Tags[TagRole] == RoleServer }) {
+				p.serverUp()
 			}
 			for _, m := range me.Members {
 				if me.Type == serf.EventMemberReap {
@@ -240,6 +266,16 @@ func toMember(m serf.Member) reconcile.Member {
 		out.Status = reconcile.Reaped
 	}
 	return out
+}
+
+// AnnounceLeader broadcasts that this member has just become the leader,
+// as Consul's new leader does; every member's ServerUp hears it, this
+// one's included.
+func (p *Pool) AnnounceLeader() error {
+	if err := p.serf.UserEvent(newLeaderEvent, []byte(p.name), false); err != nil {
+		return fmt.Errorf("gossip: announce leader: %w", err)
+	}
+	return nil
 }
 
 // Changes delivers every membership change, one member at a time.

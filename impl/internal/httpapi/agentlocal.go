@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/tenurekv/tenure/model"
 
@@ -31,7 +32,10 @@ func WithLocalAgent(la *local.Agent, next http.Handler, opts LocalOptions) http.
 	if opts.Datacenter == "" {
 		opts.Datacenter = "dc1"
 	}
-	h := &localHandler{la: la, log: logger, dc: opts.Datacenter}
+	if opts.Jitter == nil {
+		opts.Jitter = randomJitter
+	}
+	h := &localHandler{la: la, log: logger, dc: opts.Datacenter, jitter: opts.Jitter}
 	routes := []route{
 		{"/v1/agent/check/register", false, []string{put}, h.checkRegister},
 		{"/v1/agent/check/deregister/", true, []string{put}, h.checkDeregister},
@@ -58,12 +62,16 @@ func WithLocalAgent(la *local.Agent, next http.Handler, opts LocalOptions) http.
 type LocalOptions struct {
 	Datacenter string // shown on services; default "dc1"
 	Logger     hclog.Logger
+	// Jitter draws the random part, in [0, limit), added to a blocking
+	// read's wait; nil means uniform.
+	Jitter func(limit time.Duration) time.Duration
 }
 
 type localHandler struct {
-	la  *local.Agent
-	log hclog.Logger
-	dc  string
+	la     *local.Agent
+	log    hclog.Logger
+	dc     string
+	jitter func(time.Duration) time.Duration
 }
 
 // refusal turns the local agent's refusals into answers with Consul's
@@ -245,6 +253,7 @@ type agentServiceJSON struct {
 	Address           string
 	Weights           weightsJSON
 	EnableTagOverride bool
+	ContentHash       string `json:",omitempty"` // GET /v1/agent/service/<id> only (agentservicehash.go)
 	Datacenter        string
 }
 
@@ -277,18 +286,6 @@ func (h *localHandler) serviceList(c *call) error {
 	return writeJSON(c, http.StatusOK, out)
 }
 
-// serviceGet is GET /v1/agent/service/<id>.
-func (h *localHandler) serviceGet(c *call) error {
-	if err := idArg(c, "Service ID"); err != nil {
-		return err
-	}
-	s, ok := h.la.State().Service(c.arg)
-	if !ok {
-		return errorf(http.StatusNotFound, "unknown service ID: %s", c.arg)
-	}
-	return writeJSON(c, http.StatusOK, toAgentService(s, h.dc))
-}
-
 // enableParam reads ?enable= as Consul does.
 func enableParam(c *call) (bool, error) {
 	q := c.query()
@@ -310,9 +307,12 @@ func (h *localHandler) nodeMaintenance(c *call) error {
 		return err
 	}
 	if on {
-		h.la.EnableNodeMaintenance(c.query().Get("reason"))
+		err = h.la.EnableNodeMaintenance(c.query().Get("reason"))
 	} else {
-		h.la.DisableNodeMaintenance()
+		err = h.la.DisableNodeMaintenance()
+	}
+	if err != nil {
+		return refusal(err)
 	}
 	h.syncNow()
 	return nil

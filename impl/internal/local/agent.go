@@ -8,6 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tenurekv/tenure/impl/disk"
 	"github.com/tenurekv/tenure/impl/internal/checks"
 )
 
@@ -45,6 +48,15 @@ type Config struct {
 	// syncs); nil means uniform random. Sync.Stagger is separate.
 	Stagger func(d time.Duration) time.Duration
 	Sync    SyncConfig
+	// DataDir, when set, keeps every service and check registered through
+	// the API, and the last status of each TTL check, on Disk (nil: the
+	// real disk) so that Restore brings them back after a restart, as
+	// Consul's agent keeps them in its data_dir. Empty keeps nothing (a
+	// dev agent).
+	DataDir string
+	Disk    disk.FS
+	// Logger hears about files Restore skips; nil discards.
+	Logger hclog.Logger
 }
 
 // Agent is the agent-local half of Consul's agent: its services and checks,
@@ -56,15 +68,29 @@ type Agent struct {
 	state  *State
 	runner *checks.Runner
 	syncer *Syncer
+	store  *store // nil without a data directory
+	log    hclog.Logger
 
-	// opMu serialises registrations so that validation, bounds and the
-	// change they guard see one state. Checks report through State's own
-	// lock, never this one, so a slow stop cannot deadlock a report.
-	opMu sync.Mutex
+	// ops holds one token while a registration runs, so that validation,
+	// bounds and the change they guard see one state. Checks report
+	// through State's own lock, never this one, so a slow stop cannot
+	// deadlock a report. A channel, not a sync.Mutex: a registration waits
+	// on fsync while holding it, and a goroutine parked on a Mutex does
+	// not count as blocked for testing/synctest.
+	ops chan struct{}
+
+	// ttls is each TTL check's TTL, which the state kept for a restart
+	// runs out with; only kept with a data directory.
+	ttlMu sync.Mutex
+	ttls  map[string]time.Duration
 }
 
-// NewAgent returns an agent for cfg.Node syncing to cat. Call Run to start
-// anti-entropy and the reaper, Close to stop the checks.
+func (a *Agent) lockOps()   { a.ops <- struct{}{} }
+func (a *Agent) unlockOps() { <-a.ops }
+
+// NewAgent returns an agent for cfg.Node syncing to cat. Call Restore to
+// bring back what a previous run kept, then Run to start anti-entropy and
+// the reaper, Close to stop the checks.
 func NewAgent(cfg Config, cat Catalog) *Agent {
 	if cfg.maxServices <= 0 {
 		cfg.maxServices = defaultMaxServices
@@ -75,8 +101,15 @@ func NewAgent(cfg Config, cat Catalog) *Agent {
 	if cfg.reapInterval <= 0 {
 		cfg.reapInterval = defaultReapInterval
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
 	st := newState(cfg.Node, cfg.CheckUpdateInterval, cfg.Stagger)
-	a := &Agent{cfg: cfg, state: st, syncer: newSyncer(st, cat, cfg.Sync)}
+	a := &Agent{cfg: cfg, state: st, syncer: newSyncer(st, cat, cfg.Sync), log: cfg.Logger,
+		ops: make(chan struct{}, 1), ttls: map[string]time.Duration{}}
+	if cfg.DataDir != "" {
+		a.store = newStore(cfg.Disk, cfg.DataDir)
+	}
 	// The agent enforces maxChecks itself before changing anything, counting
 	// maintenance checks too, so the runner's bound (on running checks
 	// only) never trips half-way through a registration.
@@ -88,8 +121,14 @@ func NewAgent(cfg Config, cat Catalog) *Agent {
 func (a *Agent) State() *State { return a.state }
 
 // Syncer is the agent's anti-entropy (SyncChanges after a registration or
-// a check update, noteServerUp on a new leader).
+// a check update).
 func (a *Agent) Syncer() *Syncer { return a.syncer }
+
+// NoteServerUp asks for a full sync soon, after a random stagger of up to
+// 3 s (scaled with the cluster): what Consul's agent does when a new
+// leader announces itself and, on a client, when a server joins. It never
+// blocks; notices that arrive before the sync merge into it.
+func (a *Agent) NoteServerUp() { a.syncer.noteServerUp() }
 
 // Run runs anti-entropy and the reaper of long-critical services until ctx
 // ends.
@@ -172,8 +211,8 @@ func (a *Agent) RegisterCheck(def checks.Definition, src checks.Source) error {
 	if err != nil {
 		return err
 	}
-	a.opMu.Lock()
-	defer a.opMu.Unlock()
+	a.lockOps()
+	defer a.unlockOps()
 	var svc *Service
 	if d.ServiceID != "" {
 		s, ok := a.state.Service(d.ServiceID)
@@ -182,24 +221,34 @@ func (a *Agent) RegisterCheck(def checks.Definition, src checks.Source) error {
 		}
 		svc = &s
 	}
-	if _, exists := a.state.Check(d.ID); !exists {
+	_, exists := a.state.Check(d.ID)
+	if !exists {
 		if _, n := a.state.counts(); n >= a.cfg.maxChecks {
 			return tooMany("checks", a.cfg.maxChecks)
 		}
 	}
-	a.state.addCheck(checkFrom(d, svc), d.DeregisterCriticalServiceAfter)
+	c := checkFrom(d, svc)
+	if err := a.persist(nil, []persistedCheck{{Check: c, Definition: &d, Source: sourceName(src)}}, nil); err != nil {
+		return err
+	}
+	a.state.addCheck(c, d.DeregisterCriticalServiceAfter)
+	a.noteTTL(d)
 	return a.runner.Start(d)
 }
 
 // DeregisterCheck is PUT /v1/agent/check/deregister/<id>.
 func (a *Agent) DeregisterCheck(id string) error {
-	a.opMu.Lock()
-	defer a.opMu.Unlock()
+	a.lockOps()
+	defer a.unlockOps()
 	if _, ok := a.state.Check(id); !ok {
 		return unknownCheck(id)
 	}
+	if err := a.unpersist("", []string{id}); err != nil {
+		return err
+	}
 	a.runner.Stop(id)
 	a.state.removeCheck(id)
+	a.forgetTTL(id)
 	return nil
 }
 
@@ -212,8 +261,11 @@ func (a *Agent) UpdateTTL(id, status, output string) error {
 	if _, ok := a.state.Check(id); !ok {
 		return unknownCheck(id)
 	}
-	_, err := a.runner.UpdateTTL(id, status, output)
-	return err
+	out, err := a.runner.UpdateTTL(id, status, output)
+	if err != nil {
+		return err
+	}
+	return a.persistTTLState(id, status, out)
 }
 
 // RegisterService is PUT /v1/agent/service/register. With
@@ -267,8 +319,8 @@ func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replac
 	svc := Service{ID: id, Service: def.Name, Tags: def.Tags, Address: def.Address, Port: def.Port,
 		Meta: def.Meta, EnableTagOverride: def.EnableTagOverride, Weights: w}
 
-	a.opMu.Lock()
-	defer a.opMu.Unlock()
+	a.lockOps()
+	defer a.unlockOps()
 	nSvc, nChk := a.state.counts()
 	if _, exists := a.state.Service(id); !exists && nSvc >= a.cfg.maxServices {
 		return tooMany("services", a.cfg.maxServices)
@@ -283,6 +335,21 @@ func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replac
 	if nChk > a.cfg.maxChecks {
 		return tooMany("checks", a.cfg.maxChecks)
 	}
+	var dropped []string
+	if replaceExistingChecks {
+		for _, c := range a.state.Checks() {
+			if c.ServiceID == id && !keep[c.CheckID] && c.Type != maintenanceCheckType {
+				dropped = append(dropped, c.CheckID)
+			}
+		}
+	}
+	kept := make([]persistedCheck, 0, len(prepared))
+	for i := range prepared {
+		kept = append(kept, persistedCheck{Check: checkFrom(prepared[i], &svc), Definition: &prepared[i], Source: sourceName(src)})
+	}
+	if err := a.persist(&persistedService{Service: svc, Source: sourceName(src)}, kept, dropped); err != nil {
+		return err
+	}
 
 	// No sync between the service and its checks: a partial write would
 	// put the service in the catalog without them.
@@ -291,17 +358,15 @@ func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replac
 	a.state.addService(svc)
 	for _, c := range prepared {
 		a.state.addCheck(checkFrom(c, &svc), c.DeregisterCriticalServiceAfter)
+		a.noteTTL(c)
 		if err := a.runner.Start(c); err != nil {
 			return err
 		}
 	}
-	if replaceExistingChecks {
-		for _, c := range a.state.Checks() {
-			if c.ServiceID == id && !keep[c.CheckID] && c.Type != maintenanceCheckType {
-				a.runner.Stop(c.CheckID)
-				a.state.removeCheck(c.CheckID)
-			}
-		}
+	for _, cid := range dropped {
+		a.runner.Stop(cid)
+		a.state.removeCheck(cid)
+		a.forgetTTL(cid)
 	}
 	return nil
 }
@@ -309,40 +374,61 @@ func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replac
 // DeregisterService is PUT /v1/agent/service/deregister/<id>; the service's
 // checks go with it.
 func (a *Agent) DeregisterService(id string) error {
-	a.opMu.Lock()
-	defer a.opMu.Unlock()
+	a.lockOps()
+	defer a.unlockOps()
 	if _, ok := a.state.Service(id); !ok {
 		return unknownService(id)
 	}
+	var ids []string
 	for _, c := range a.state.Checks() {
 		if c.ServiceID == id {
-			a.runner.Stop(c.CheckID)
+			ids = append(ids, c.CheckID)
 		}
+	}
+	if err := a.unpersist(id, ids); err != nil {
+		return err
+	}
+	for _, cid := range ids {
+		a.runner.Stop(cid)
+		a.forgetTTL(cid)
 	}
 	a.state.removeService(id)
 	return nil
 }
 
 // EnableNodeMaintenance adds the critical "_node_maintenance" check; it is
-// a no-op when maintenance is already on.
-func (a *Agent) EnableNodeMaintenance(reason string) {
-	a.opMu.Lock()
-	defer a.opMu.Unlock()
+// a no-op when maintenance is already on. It fails only when the check
+// cannot be kept in the data directory, and then changes nothing.
+func (a *Agent) EnableNodeMaintenance(reason string) error {
+	a.lockOps()
+	defer a.unlockOps()
 	if _, ok := a.state.Check(NodeMaintenanceCheckID); ok {
-		return
+		return nil
 	}
 	if reason == "" {
 		reason = defaultNodeMaintReason
 	}
-	a.state.addCheck(Check{CheckID: NodeMaintenanceCheckID, Name: nodeMaintenanceName, Notes: reason,
-		Status: checks.Critical, Type: maintenanceCheckType}, 0)
+	c := Check{CheckID: NodeMaintenanceCheckID, Name: nodeMaintenanceName, Notes: reason,
+		Status: checks.Critical, Type: maintenanceCheckType}
+	if err := a.persist(nil, []persistedCheck{{Check: c, Source: sourceLocal}}, nil); err != nil {
+		return err
+	}
+	a.state.addCheck(c, 0)
+	return nil
 }
 
 // DisableNodeMaintenance removes the node maintenance check, if any.
-func (a *Agent) DisableNodeMaintenance() {
-	a.opMu.Lock()
-	defer a.opMu.Unlock()
+func (a *Agent) DisableNodeMaintenance() error {
+	a.lockOps()
+	defer a.unlockOps()
+	if _, ok := a.state.Check(NodeMaintenanceCheckID); !ok {
+		return nil
+	}
+	if err := a.unpersist("", []string{NodeMaintenanceCheckID}); err != nil {
+		return err
+	}
 	a.state.removeCheck(NodeMaintenanceCheckID)
+	return nil
 }
 
 // EnableServiceMaintenance adds the critical "_service_maintenance:<id>"
@@ -351,8 +437,8 @@ func (a *Agent) EnableServiceMaintenance(id, reason string) error {
 	if id == "" {
 		return bad("Missing service ID")
 	}
-	a.opMu.Lock()
-	defer a.opMu.Unlock()
+	a.lockOps()
+	defer a.unlockOps()
 	svc, ok := a.state.Service(id)
 	if !ok {
 		return unknownService(id)
@@ -364,9 +450,13 @@ func (a *Agent) EnableServiceMaintenance(id, reason string) error {
 	if reason == "" {
 		reason = defaultServiceMaintReason
 	}
-	a.state.addCheck(Check{CheckID: cid, Name: serviceMaintenanceName, Notes: reason,
+	c := Check{CheckID: cid, Name: serviceMaintenanceName, Notes: reason,
 		Status: checks.Critical, Type: maintenanceCheckType,
-		ServiceID: svc.ID, ServiceName: svc.Service, ServiceTags: svc.Tags}, 0)
+		ServiceID: svc.ID, ServiceName: svc.Service, ServiceTags: svc.Tags}
+	if err := a.persist(nil, []persistedCheck{{Check: c, Source: sourceLocal}}, nil); err != nil {
+		return err
+	}
+	a.state.addCheck(c, 0)
 	return nil
 }
 
@@ -375,11 +465,18 @@ func (a *Agent) DisableServiceMaintenance(id string) error {
 	if id == "" {
 		return bad("Missing service ID")
 	}
-	a.opMu.Lock()
-	defer a.opMu.Unlock()
+	a.lockOps()
+	defer a.unlockOps()
 	if _, ok := a.state.Service(id); !ok {
 		return unknownService(id)
 	}
-	a.state.removeCheck(ServiceMaintenancePrefix + id)
+	cid := ServiceMaintenancePrefix + id
+	if _, ok := a.state.Check(cid); !ok {
+		return nil
+	}
+	if err := a.unpersist("", []string{cid}); err != nil {
+		return err
+	}
+	a.state.removeCheck(cid)
 	return nil
 }

@@ -720,7 +720,7 @@ func TestServerUpTriggersFullSync(t *testing.T) {
 		})
 		reads := h.cat.readCount()
 		time.Sleep(10 * time.Second)
-		h.a.Syncer().noteServerUp()
+		h.a.NoteServerUp()
 		time.Sleep(1500*time.Millisecond - time.Nanosecond)
 		settle()
 		if h.cat.readCount() != reads {

@@ -36,6 +36,11 @@
 //     0.0.0.0 and :: refused, weights default to 1/1; the service's checks get
 //     IDs "service:<id>" (or "service:<id>:<n>" from 1 when there are
 //     several) and names "Service '<name>' check".
+//   - With a data directory, what the API registered (and the maintenance
+//     checks) is kept there and restored at start, before the first full
+//     sync; every restored check is critical until it runs, except a TTL
+//     check whose last pass, warn, fail or update has not yet had its TTL
+//     run out (persist.go, restore.go).
 //
 // Syncs go one at a time (Consul's SyncChanges holds the state's lock for
 // its whole run). Changes made while one is writing merge into the one

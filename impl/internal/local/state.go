@@ -47,6 +47,9 @@ type State struct {
 	checks   map[string]*checkEntry
 	ver      uint64
 	changes  chan struct{} // capacity 1: pending change notices coalesce into one
+	// servicesChanged is closed, and replaced, whenever a live service is
+	// added, replaced or removed (watch.go).
+	servicesChanged chan struct{}
 }
 
 // newState returns the empty state of node. checkUpdateInterval < 0 turns
@@ -69,7 +72,7 @@ func newState(node string, checkUpdateInterval time.Duration, stagger func(time.
 	}
 	return &State{node: node, checkUpdateInterval: checkUpdateInterval, stagger: stagger,
 		services: map[string]*serviceEntry{}, checks: map[string]*checkEntry{},
-		changes: make(chan struct{}, 1)}
+		changes: make(chan struct{}, 1), servicesChanged: make(chan struct{})}
 }
 
 // Node is the agent's node name.
@@ -96,6 +99,7 @@ func (s *State) addService(svc Service) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.services[svc.ID] = &serviceEntry{svc: svc.clone(), ver: s.bump()}
+	s.servicesMovedLocked()
 	s.trigger()
 }
 
@@ -115,6 +119,7 @@ func (s *State) removeService(id string) bool {
 			s.deleteCheckLocked(c)
 		}
 	}
+	s.servicesMovedLocked()
 	s.trigger()
 	return true
 }

@@ -129,6 +129,11 @@ type Config struct {
 
 	// Membership, if set, is this server's gossip pool; see Membership.
 	Membership Membership
+	// AnnounceLeader, if set, is called once each term of leadership is
+	// established (its barrier passed); it must not block. The agent
+	// broadcasts Consul's new-leader gossip event with it, on which every
+	// agent runs a full anti-entropy sync soon.
+	AnnounceLeader func()
 	// BootstrapExpect, with a Membership and no Peers, forms the cluster
 	// once this many servers have joined the pool (-bootstrap-expect); 0
 	// waits to be added to an existing cluster.

@@ -102,6 +102,9 @@ func (s *Server) leaderLoop(t *leaderTerm) {
 	s.leader.StartTerm()
 	close(t.ready)
 	s.logger.Info("leadership established", "ttl_sessions", s.ttlCount())
+	if s.cfg.AnnounceLeader != nil {
+		s.cfg.AnnounceLeader()
+	}
 	s.kickRegister()
 	if s.cfg.Membership != nil {
 		if !s.goTracked(func() { s.reconcileLoop(t) }) {
