@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -87,6 +88,9 @@ func defaultSettings() settings {
 // validate checks the settings as Consul's config builder does, with its
 // messages where it has them, and fills in what follows from others.
 func (s *settings) validate(warn func(string)) error {
+	// Consul lower-cases the agent's datacenter; a request's ?dc must then
+	// name it in lower case (httpapi's datacenter check compares exactly).
+	s.Datacenter = strings.ToLower(s.Datacenter)
 	if hclog.LevelFromString(s.LogLevel) == hclog.NoLevel {
 		return fmt.Errorf("unknown log level %q (trace, debug, info, warn, error)", s.LogLevel)
 	}

@@ -17,6 +17,7 @@ func Suite() []Case {
 		checkCases(),
 		queryCases(),
 		nodeCases(),
+		clusterCases(),
 	} {
 		all = append(all, group...)
 	}

@@ -67,7 +67,7 @@ func New(b server.Backend, opts Options) http.Handler {
 		opts.Datacenter = "dc1"
 	}
 	h := &handler{b: b, opts: opts}
-	h.routes = h.routeTable()
+	h.routes = h.withDCCheck(h.routeTable())
 	return h
 }
 

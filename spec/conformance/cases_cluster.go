@@ -1,0 +1,51 @@
+package conformance
+
+import (
+	"net/http"
+	"net/url"
+)
+
+// Cluster-level behaviour: datacenters (S66).
+
+func clusterCases() []Case {
+	return []Case{
+		{clause: "S66", name: "unknown-dc-500-changes-nothing", run: s66UnknownDC},
+	}
+}
+
+// ownDatacenter is the serving agent's datacenter, as /v1/agent/self names it.
+func (t *caseT) ownDatacenter() string {
+	r := t.Do(http.MethodGet, "/v1/agent/self", nil)
+	t.Require(r.Code == 200, "agent self: want 200, got %s", r)
+	var self struct{ Config struct{ Datacenter string } }
+	t.decode("agent self", r, &self)
+	t.Require(self.Config.Datacenter != "", "agent self names no datacenter: %s", r)
+	return self.Config.Datacenter
+}
+
+// s66UnknownDC: reads and writes naming a datacenter the agent has no
+// route to answer 500 "No path to datacenter" and change nothing, while
+// the agent's own datacenter is served.
+func s66UnknownDC(t *caseT) {
+	own := t.ownDatacenter()
+	other := "nowhere-" + t.ServiceName("dc")
+	key := t.Key("dc")
+	for _, r := range []struct{ method, path string }{
+		{http.MethodGet, "/v1/status/leader"},
+		{http.MethodGet, "/v1/status/peers"},
+		{http.MethodGet, "/v1/catalog/nodes"},
+		{http.MethodGet, "/v1/session/list"},
+		{http.MethodPut, "/v1/kv/" + key},
+	} {
+		got := t.Do(r.method, r.path+"?dc="+url.QueryEscape(other), []byte("v"))
+		t.Equal(r.method+" "+r.path+" in an unknown datacenter: status", got.Code, 500)
+		t.Equal(r.method+" "+r.path+" in an unknown datacenter: reason", got.Text(), "No path to datacenter")
+	}
+	if kv, _ := t.Get(key); kv != nil {
+		t.Errorf("a put refused for its datacenter stored %s", key)
+	}
+	for _, path := range []string{"/v1/status/leader", "/v1/status/peers"} {
+		got := t.Do(http.MethodGet, path+"?dc="+url.QueryEscape(own), nil)
+		t.Equal(path+" in the agent's own datacenter: status", got.Code, 200)
+	}
+}

@@ -1,0 +1,55 @@
+package conformance
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// Mutants of the cluster-level clauses (S66 on), which are consul clauses
+// that tenure meets too: each must fail the case named by its filter, and
+// the same cases must pass through an identity proxy, both under the
+// consul profile.
+var clusterMutants = []mutant{
+	// A server that ignores ?dc serves every datacenter as its own.
+	{name: "dc-ignored", filter: `^S66/unknown-dc`,
+		prepare: func(x *exchange) {
+			q := x.r.URL.Query()
+			if q.Get("dc") == "" {
+				return
+			}
+			q.Del("dc")
+			x.r.URL.RawQuery = q.Encode()
+		}},
+}
+
+func TestClusterMutantsAreCaught(t *testing.T) {
+	t.Parallel()
+	base, _, _ := serverUnderTest(t)
+	var filters []string
+	for _, m := range clusterMutants {
+		filters = append(filters, m.filter)
+	}
+	control := Run(context.Background(), Options{Addr: proxyFor(t, base, mutant{name: "identity"}),
+		Token: *flagToken, Profile: Consul, Filter: strings.Join(filters, "|")})
+	if !control.OK() || control.Passed == 0 {
+		var b strings.Builder
+		_ = control.WriteTable(&b) // writes to a strings.Builder cannot fail
+		t.Fatalf("cases fail through the identity proxy:\n%s", b.String())
+	}
+	for _, m := range clusterMutants {
+		t.Run(m.name, func(t *testing.T) {
+			t.Parallel()
+			rep := Run(context.Background(), Options{Addr: proxyFor(t, base, m), Token: *flagToken,
+				Profile: Consul, Filter: m.filter})
+			if rep.Failed == 0 {
+				t.Errorf("mutant %s survived cases %s (%d passed)", m.name, m.filter, rep.Passed)
+			}
+			for _, c := range rep.Cases {
+				if c.Outcome == Fail {
+					t.Logf("caught by %s: %s", c.ID, oneLine(c.Reason, 200))
+				}
+			}
+		})
+	}
+}
