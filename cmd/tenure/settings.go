@@ -278,7 +278,7 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 		// A raft configuration of this server alone, written only into an
 		// empty data dir, as Consul's bootstrap mode stands down when raft
 		// data exists.
-		srv.Peers = []agent.Peer{{Name: s.NodeName, RaftAddr: srv.RaftAddr}}
+		srv.Peers = []agent.Peer{{Name: s.NodeName, ID: s.NodeID, RaftAddr: srv.RaftAddr}}
 	}
 	g, err := s.gossipConfig()
 	if err != nil {

@@ -3,13 +3,15 @@ package conformance
 import (
 	"net/http"
 	"net/url"
+	"strings"
 )
 
-// Cluster-level behaviour: datacenters (S66).
+// Cluster-level behaviour: datacenters (S66), raft server IDs (S67).
 
 func clusterCases() []Case {
 	return []Case{
 		{clause: "S66", name: "unknown-dc-500-changes-nothing", run: s66UnknownDC},
+		{clause: "S67", name: "raft-server-id-is-node-id", run: s67RaftIDs},
 	}
 }
 
@@ -47,5 +49,31 @@ func s66UnknownDC(t *caseT) {
 	for _, path := range []string{"/v1/status/leader", "/v1/status/peers"} {
 		got := t.Do(http.MethodGet, path+"?dc="+url.QueryEscape(own), nil)
 		t.Equal(path+" in the agent's own datacenter: status", got.Code, 200)
+	}
+}
+
+// s67RaftIDs: every server of the raft configuration is listed under the
+// node ID its catalog node carries, beside its node name.
+func s67RaftIDs(t *caseT) {
+	r := t.Do(http.MethodGet, "/v1/operator/raft/configuration", nil)
+	t.Require(r.Code == 200, "raft configuration: want 200, got %s", r)
+	var conf struct {
+		Servers []struct {
+			ID, Node, Address string
+			Voter             bool
+		}
+	}
+	t.decode("raft configuration", r, &conf)
+	t.Require(len(conf.Servers) > 0, "raft configuration lists no server: %s", r)
+	for _, s := range conf.Servers {
+		n := t.Do(http.MethodGet, "/v1/catalog/node/"+url.PathEscape(s.Node), nil)
+		t.Require(n.Code == 200, "catalog node %s: want 200, got %s", s.Node, n)
+		var node struct{ Node *struct{ ID string } }
+		t.decode("catalog node "+s.Node, n, &node)
+		if !t.Check(node.Node != nil, "raft server %s names node %q, which the catalog does not have", s.ID, s.Node) {
+			continue
+		}
+		t.Check(node.Node.ID != "" && strings.EqualFold(s.ID, node.Node.ID),
+			"raft server at %s: ID %q, but its node %s carries node ID %q", s.Address, s.ID, s.Node, node.Node.ID)
 	}
 }

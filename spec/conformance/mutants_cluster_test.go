@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -20,6 +21,29 @@ var clusterMutants = []mutant{
 			}
 			q.Del("dc")
 			x.r.URL.RawQuery = q.Encode()
+		}},
+	// A server that names raft servers by node name, as tenure did.
+	{name: "raft-id-is-node-name", filter: `^S67/raft-server-id`,
+		handle: func(_ *mstate, x *exchange) (bool, error) {
+			if x.r.URL.Path != "/v1/operator/raft/configuration" {
+				return false, nil
+			}
+			err := x.forward()
+			if err != nil || x.code != 200 {
+				return true, err
+			}
+			var conf map[string]any
+			if json.Unmarshal(x.out, &conf) != nil {
+				return true, nil
+			}
+			servers, _ := conf["Servers"].([]any)
+			for _, s := range servers {
+				if m, ok := s.(map[string]any); ok {
+					m["ID"] = m["Node"]
+				}
+			}
+			x.out, err = json.Marshal(conf)
+			return true, err
 		}},
 }
 
