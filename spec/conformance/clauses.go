@@ -103,6 +103,7 @@ var clauses = []clause{
 	{"S65", Tenure, "a client agent holds a session create until the leader has registered its node, for at most 10s"},
 	{"S66", Consul, "a request naming another datacenter answers 500 No path to datacenter and changes nothing"},
 	{"S67", Consul, "raft server IDs are node IDs; a configuration under node names converges to them"},
+	{"S68", Contract, "prepared-query templates answer the names they prefix, rendered for the name"},
 }
 
 // clauseByID returns the clause with the given ID.

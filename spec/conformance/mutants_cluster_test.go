@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 )
@@ -77,3 +78,23 @@ func TestClusterMutantsAreCaught(t *testing.T) {
 		})
 	}
 }
+
+// templateMutants break prepared-query templates (S68), a contract clause,
+// so they join the main mutant list.
+var templateMutants = []mutant{
+	// A server without templates: the definition loses its template and
+	// is stored as a plain query under the prefix's name.
+	{name: "templates-ignored", filter: `^S68/`,
+		prepare: func(x *exchange) {
+			if x.r.Method == http.MethodPost && x.r.URL.Path == "/v1/query" {
+				rewriteJSON(x, func(v any) any {
+					if m, ok := v.(map[string]any); ok {
+						delete(m, "Template")
+					}
+					return v
+				})
+			}
+		}},
+}
+
+func init() { mutants = append(mutants, templateMutants...) }
