@@ -93,11 +93,11 @@ func (ct *compiledTemplate) render(name, segment string) (model.PreparedQuery, e
 		}
 		res, err := safeEval(tree, config)
 		if err != nil {
-			return fmt.Errorf("Bad evaluation for '%s' in Service%s: %w", *v, path, err)
+			return consulText("Bad evaluation for '%s' in Service%s: %v", *v, path, err)
 		}
 		s, ok := res.Value.(string)
 		if res.Type != hil.TypeString || !ok {
-			return fmt.Errorf("Expected Service%s field to be a string, got %s", path, res.Type)
+			return consulText("Expected Service%s field to be a string, got %s", path, res.Type)
 		}
 		*v = s
 		return nil
@@ -169,6 +169,11 @@ func cloneServiceQuery(sv *model.ServiceQuery) {
 	sv.Tags = slices.Clone(sv.Tags)
 	sv.NodeMeta = maps.Clone(sv.NodeMeta)
 	sv.ServiceMeta = maps.Clone(sv.ServiceMeta)
+}
+
+// consulText is an error worded as Consul words it, capital first.
+func consulText(format string, args ...any) error {
+	return &model.Error{Kind: model.ErrInvalid, Msg: fmt.Sprintf(format, args...)}
 }
 
 // safeParse and safeEval are HIL's Parse and Eval with a panic on odd

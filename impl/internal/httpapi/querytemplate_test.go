@@ -75,8 +75,8 @@ func TestTemplateRenderErrors(t *testing.T) {
 	}
 }
 
-// HIL panics on some input; safeEval turns that into an error, as a nil
-// tree shows.
+// HIL panics on some input (a nil tree, here); safeEval turns the panic
+// into an error.
 func TestTemplatePanicIsAnError(t *testing.T) {
 	if _, err := safeEval(nil, nil); err == nil {
 		t.Fatal("evaluating a nil tree: want an error")
