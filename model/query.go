@@ -61,7 +61,7 @@ func (a *applier) query(op QueryOp) {
 
 // ValidateQuery checks a definition on its own, as Consul does before raft;
 // the texts are Consul's (S57). A query with no Name must name a Session
-// or be a template (S68).
+// or be a template (S83).
 func ValidateQuery(q PreparedQuery) *Error {
 	bad := func(format string, args ...any) *Error {
 		return errorf(ErrInvalid, "Invalid prepared query: "+format, args...)
@@ -93,9 +93,9 @@ func ValidateQuery(q PreparedQuery) *Error {
 
 // checkQueryState applies the state store's checks, in its order: the name
 // is nobody else's (names compare case-insensitively), or for a template
-// without one no other template lacks one (S68), the name is no query's
+// without one no other template lacks one (S83), the name is no query's
 // ID, the session exists (S57), and a template's type and regexp are
-// good (S68).
+// good (S83).
 func (a *applier) checkQueryState(q PreparedQuery) *Error {
 	if q.Name == "" && q.IsTemplate() {
 		for _, other := range a.s.queries {
@@ -128,7 +128,7 @@ func (a *applier) checkQueryState(q PreparedQuery) *Error {
 }
 
 // CheckTemplate checks what the model knows of a template: its type and
-// its regexp, with Consul's texts (S68). The fields' interpolations are
+// its regexp, with Consul's texts (S83). The fields' interpolations are
 // parsed and tried where they are rendered, outside the model.
 func CheckTemplate(t QueryTemplate) *Error {
 	if t.Type != QueryTemplateNamePrefixMatch {
@@ -173,7 +173,7 @@ func (s *State) QueryList() []PreparedQuery {
 // ResolveQuery finds the query an execute or explain names, as Consul
 // does: by ID first, then by name, case-insensitively (S59), then the
 // template whose name is the longest prefix of idOrName, case-insensitively
-// (S68; a template with no name prefixes every name). A template comes back
+// (S83; a template with no name prefixes every name). A template comes back
 // as stored, for the caller to render for idOrName; one named by its ID is
 // the caller's to refuse (TemplateByID).
 func (s *State) ResolveQuery(idOrName string) (PreparedQuery, bool) {

@@ -238,7 +238,7 @@ type PreparedQuery struct {
 	Session string `json:",omitempty"`
 	// Token is stored as given; the model does not check it (no ACLs).
 	Token string `json:",omitempty"`
-	// Template, when its Type is set, makes the query a template (S68):
+	// Template, when its Type is set, makes the query a template (S83):
 	// it answers every name its Name prefixes, rendered for that name.
 	Template    QueryTemplate `json:",omitempty"`
 	Service     ServiceQuery
@@ -250,7 +250,7 @@ type PreparedQuery struct {
 // QueryTemplateNamePrefixMatch is the one template type Consul has.
 const QueryTemplateNamePrefixMatch = "name_prefix_match"
 
-// QueryTemplate is a prepared query's template settings (S68). The
+// QueryTemplate is a prepared query's template settings (S83). The
 // rendering of a template's fields happens outside the model; the model
 // stores and resolves templates.
 type QueryTemplate struct {

@@ -6,12 +6,12 @@ import (
 	"strings"
 )
 
-// Cluster-level behaviour: datacenters (S66), raft server IDs (S67).
+// Cluster-level behaviour: datacenters (S81), raft server IDs (S82).
 
 func clusterCases() []Case {
 	return []Case{
-		{clause: "S66", name: "unknown-dc-500-changes-nothing", run: s66UnknownDC},
-		{clause: "S67", name: "raft-server-id-is-node-id", run: s67RaftIDs},
+		{clause: "S81", name: "unknown-dc-500-changes-nothing", run: s81UnknownDC},
+		{clause: "S82", name: "raft-server-id-is-node-id", run: s82RaftIDs},
 	}
 }
 
@@ -25,10 +25,10 @@ func (t *caseT) ownDatacenter() string {
 	return self.Config.Datacenter
 }
 
-// s66UnknownDC: reads and writes naming a datacenter the agent has no
+// s81UnknownDC: reads and writes naming a datacenter the agent has no
 // route to answer 500 "No path to datacenter" and change nothing, while
 // the agent's own datacenter is served.
-func s66UnknownDC(t *caseT) {
+func s81UnknownDC(t *caseT) {
 	own := t.ownDatacenter()
 	other := "nowhere-" + t.ServiceName("dc")
 	key := t.Key("dc")
@@ -52,9 +52,9 @@ func s66UnknownDC(t *caseT) {
 	}
 }
 
-// s67RaftIDs: every server of the raft configuration is listed under the
+// s82RaftIDs: every server of the raft configuration is listed under the
 // node ID its catalog node carries, beside its node name.
-func s67RaftIDs(t *caseT) {
+func s82RaftIDs(t *caseT) {
 	r := t.Do(http.MethodGet, "/v1/operator/raft/configuration", nil)
 	t.Require(r.Code == 200, "raft configuration: want 200, got %s", r)
 	var conf struct {

@@ -19,14 +19,14 @@ func queryCases() []Case {
 		{clause: "S58", name: "service-deregistration-deletes-bound-queries", run: s58ServiceDereg},
 		{clause: "S59", name: "execute-filters-health-tags-meta", run: s59Execute},
 		{clause: "S60", name: "refusals-answer-500-with-reason", run: s60Status},
-		{clause: "S68", name: "template-resolves-names-by-prefix", run: s68Template},
+		{clause: "S83", name: "template-resolves-names-by-prefix", run: s83Template},
 	}
 }
 
-// s68Template: a template answers the names it prefixes, its fields
+// s83Template: a template answers the names it prefixes, its fields
 // rendered for the name (match groups of its regexp here), is refused with
 // a bad type, and is not run by its ID.
-func s68Template(t *caseT) {
+func s83Template(t *caseT) {
 	n := t.RegisterNode("n")
 	web := t.ServiceName("web")
 	t.RegisterService(n, "web-1", web, nil)

@@ -101,9 +101,9 @@ var clauses = []clause{
 	{"S63", Contract, "an agent keeps its node record: ID, tagged addresses, and its meta beside consul-network-segment and consul-version"},
 	{"S64", Tenure, "a successful acquire names its LockIndex and ModifyIndex in X-Tenure-Lock-Index and X-Tenure-Modify-Index"},
 	{"S65", Tenure, "a client agent holds a session create until the leader has registered its node, for at most 10s"},
-	{"S66", Consul, "a request naming another datacenter answers 500 No path to datacenter and changes nothing"},
-	{"S67", Consul, "raft server IDs are node IDs; a configuration under node names converges to them"},
-	{"S68", Contract, "prepared-query templates answer the names they prefix, rendered for the name"},
+	{"S81", Consul, "a request naming another datacenter answers 500 No path to datacenter and changes nothing"},
+	{"S82", Consul, "raft server IDs are node IDs; a configuration under node names converges to them"},
+	{"S83", Contract, "prepared-query templates answer the names they prefix, rendered for the name"},
 }
 
 // clauseByID returns the clause with the given ID.

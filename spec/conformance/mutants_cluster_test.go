@@ -8,13 +8,13 @@ import (
 	"testing"
 )
 
-// Mutants of the cluster-level clauses (S66 on), which are consul clauses
+// Mutants of the cluster-level clauses (S81 on), which are consul clauses
 // that tenure meets too: each must fail the case named by its filter, and
 // the same cases must pass through an identity proxy, both under the
 // consul profile.
 var clusterMutants = []mutant{
 	// A server that ignores ?dc serves every datacenter as its own.
-	{name: "dc-ignored", filter: `^S66/unknown-dc`,
+	{name: "dc-ignored", filter: `^S81/unknown-dc`,
 		prepare: func(x *exchange) {
 			q := x.r.URL.Query()
 			if q.Get("dc") == "" {
@@ -24,7 +24,7 @@ var clusterMutants = []mutant{
 			x.r.URL.RawQuery = q.Encode()
 		}},
 	// A server that names raft servers by node name, as tenure did.
-	{name: "raft-id-is-node-name", filter: `^S67/raft-server-id`,
+	{name: "raft-id-is-node-name", filter: `^S82/raft-server-id`,
 		handle: func(_ *mstate, x *exchange) (bool, error) {
 			if x.r.URL.Path != "/v1/operator/raft/configuration" {
 				return false, nil
@@ -79,12 +79,12 @@ func TestClusterMutantsAreCaught(t *testing.T) {
 	}
 }
 
-// templateMutants break prepared-query templates (S68), a contract clause,
+// templateMutants break prepared-query templates (S83), a contract clause,
 // so they join the main mutant list.
 var templateMutants = []mutant{
 	// A server without templates: the definition loses its template and
 	// is stored as a plain query under the prefix's name.
-	{name: "templates-ignored", filter: `^S68/`,
+	{name: "templates-ignored", filter: `^S83/`,
 		prepare: func(x *exchange) {
 			if x.r.Method == http.MethodPost && x.r.URL.Path == "/v1/query" {
 				rewriteJSON(x, func(v any) any {

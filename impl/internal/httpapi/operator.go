@@ -37,7 +37,7 @@ func (h *handler) raftOperator() (server.RaftOperator, error) {
 // raftConfiguration is GET /v1/operator/raft/configuration in Consul's
 // shape: every server with its node, address, leadership and suffrage,
 // and the configuration's raft index. A server's ID is its raft ID, which
-// is its node ID (S67).
+// is its node ID (S82).
 func (h *handler) raftConfiguration(c *call) error {
 	ro, err := h.raftOperator()
 	if err != nil {

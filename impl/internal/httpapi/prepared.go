@@ -142,7 +142,7 @@ func (h *handler) queryList(c *call) error {
 
 // validateQuery checks a definition before raft: the model's checks, and
 // for a template its fields' interpolations, which only the HTTP layer
-// parses (S68).
+// parses (S83).
 func (h *handler) validateQuery(pq model.PreparedQuery) error {
 	if me := model.ValidateQuery(pq); me != nil {
 		return h.rejection(me)
@@ -156,7 +156,7 @@ func (h *handler) validateQuery(pq model.PreparedQuery) error {
 }
 
 // resolveQuery is the query an execute or explain runs: the one idOrName
-// names, a template rendered for idOrName (S68). A template named by its
+// names, a template rendered for idOrName (S83). A template named by its
 // ID, or one that does not render, answers Consul's 500.
 func resolveQuery(s *model.State, idOrName string) (model.PreparedQuery, error) {
 	pq, ok := s.ResolveQuery(idOrName)

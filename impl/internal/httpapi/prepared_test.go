@@ -177,7 +177,7 @@ func TestPreparedQueryRefusals(t *testing.T) {
 // A template answers execute and explain for every name it prefixes,
 // rendered for that name; an exact name wins over a template and the
 // longest prefix over a shorter one; a template is never run by its ID
-// (S68).
+// (S83).
 func TestPreparedQueryTemplates(t *testing.T) {
 	f := newFixture(t)
 	f.registerWeb("n1", "10.0.0.1", []string{"v1"}, "passing")

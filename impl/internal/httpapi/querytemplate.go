@@ -13,7 +13,7 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// Prepared-query templates (S68): the model stores a template and resolves
+// Prepared-query templates (S83): the model stores a template and resolves
 // a name to it; here its fields are interpolated for that name with HIL,
 // the language Consul's templates use, over the same variables: name.full,
 // name.prefix, name.suffix, agent.segment and match(N).

@@ -13,7 +13,7 @@ func template(name, re string, removeEmpty bool, sv model.ServiceQuery) model.Pr
 }
 
 // A template renders every interpolated field for the name it is resolved
-// for, with Consul's variables, and leaves the stored query as it was (S68).
+// for, with Consul's variables, and leaves the stored query as it was (S83).
 func TestTemplateRender(t *testing.T) {
 	q := template("geo-", `^geo-([a-z]+)-(.*)$`, true, model.ServiceQuery{
 		Service:        "${match(1)}",

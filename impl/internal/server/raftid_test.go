@@ -23,7 +23,7 @@ var nodeIDs = []string{
 	"0b1c2d3e-0000-4000-8000-000000000003",
 }
 
-// TestRaftIDsMigrateToNodeIDs (S67): a cluster whose stored raft
+// TestRaftIDsMigrateToNodeIDs (S82): a cluster whose stored raft
 // configuration names its servers by node name, as tenure did before node
 // IDs, comes up on it when its servers restart with node IDs, and the
 // leader's reconcile moves every entry to the node ID (the leader's own

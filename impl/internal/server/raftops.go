@@ -13,7 +13,7 @@ import (
 // RaftServer is one server of the raft configuration, as
 // /v1/operator/raft/configuration reports it.
 type RaftServer struct {
-	// ID is the raft server ID (the node ID, S67); Node the server's
+	// ID is the raft server ID (the node ID, S82); Node the server's
 	// node name, or the ID when no member names it.
 	ID, Node, Address string
 	Leader            bool
