@@ -101,6 +101,16 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 			fmt.Fprintf(&b, "%s %q\n", n, names[n])
 		}
 		return orNone(b.String()), nil
+	case "resolve":
+		name := arg(d, "query")
+		q, ok := h.s.ResolveQuery(name)
+		switch {
+		case !ok:
+			return "query not found\n", nil
+		case model.TemplateByID(q, name):
+			return fmt.Sprintf("template %s named by its ID\n", q.ID), nil
+		}
+		return fmt.Sprintf("query %s\n", q.ID), nil
 	case "execute":
 		q, ok := h.s.ResolveQuery(arg(d, "query"))
 		if !ok {
@@ -205,6 +215,8 @@ func parseCommand(d *datadriven.TestData) (model.Command, error) {
 		}
 		q.Service.ServiceMeta = metaArg(d, "service-meta")
 		q.Service.NodeMeta = metaArg(d, "node-meta")
+		q.Template = model.QueryTemplate{Type: arg(d, "template"), Regexp: arg(d, "regexp"),
+			RemoveEmptyTags: d.HasArg("remove-empty-tags")}
 		return model.Command{Query: &model.QueryOp{Op: verb, Query: q}}, nil
 	case "create-session":
 		c := &model.CreateSession{ID: arg(d, "id"), Name: arg(d, "name"), Node: arg(d, "node"),
@@ -512,7 +524,11 @@ func dumpState(st *model.State) string {
 		b.WriteString("\n")
 	}
 	for _, q := range st.QueryList() {
-		fmt.Fprintf(&b, "query %s name=%q session=%q service=%s create=%d modify=%d\n", q.ID, q.Name, q.Session, q.Service.Service, q.CreateIndex, q.ModifyIndex)
+		fmt.Fprintf(&b, "query %s name=%q session=%q service=%s create=%d modify=%d", q.ID, q.Name, q.Session, q.Service.Service, q.CreateIndex, q.ModifyIndex)
+		if q.IsTemplate() {
+			fmt.Fprintf(&b, " template=%s regexp=%q remove-empty-tags=%v", q.Template.Type, q.Template.Regexp, q.Template.RemoveEmptyTags)
+		}
+		b.WriteString("\n")
 	}
 	for _, e := range st.List("") {
 		fmt.Fprintf(&b, "kv %s\n", fmtEntry(e))

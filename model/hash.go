@@ -124,6 +124,13 @@ func (s *State) Hash() uint64 {
 		str(q.Name)
 		str(q.Session)
 		str(q.Token)
+		str(q.Template.Type)
+		str(q.Template.Regexp)
+		if q.Template.RemoveEmptyTags {
+			num(1)
+		} else {
+			num(0)
+		}
 		str(sv.Service)
 		num(uint64(int64(sv.Failover.NearestN)))
 		strs(sv.Failover.Datacenters)

@@ -2,6 +2,7 @@ package model
 
 import (
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -59,15 +60,15 @@ func (a *applier) query(op QueryOp) {
 }
 
 // ValidateQuery checks a definition on its own, as Consul does before raft;
-// the texts are Consul's (S57). Templates are not supported, so a query
-// with no Name must name a Session.
+// the texts are Consul's (S57). A query with no Name must name a Session
+// or be a template (S83).
 func ValidateQuery(q PreparedQuery) *Error {
 	bad := func(format string, args ...any) *Error {
 		return errorf(ErrInvalid, "Invalid prepared query: "+format, args...)
 	}
 	sv := q.Service
 	switch {
-	case q.Name == "" && q.Session == "":
+	case q.Name == "" && q.Session == "" && !q.IsTemplate():
 		return bad("Must be bound to a session")
 	case q.Token == RedactedToken:
 		return bad("Bad Token '%s', it looks like a query definition with a redacted token was submitted", q.Token)
@@ -91,9 +92,18 @@ func ValidateQuery(q PreparedQuery) *Error {
 }
 
 // checkQueryState applies the state store's checks, in its order: the name
-// is nobody else's (names compare case-insensitively) and no query's ID,
-// and the session exists (S57).
+// is nobody else's (names compare case-insensitively), or for a template
+// without one no other template lacks one (S83), the name is no query's
+// ID, the session exists (S57), and a template's type and regexp are
+// good (S83).
 func (a *applier) checkQueryState(q PreparedQuery) *Error {
+	if q.Name == "" && q.IsTemplate() {
+		for _, other := range a.s.queries {
+			if other.ID != q.ID && other.Name == "" && other.IsTemplate() {
+				return errorf(ErrConflict, "a query template with an empty name already exists")
+			}
+		}
+	}
 	if q.Name != "" {
 		for _, other := range a.s.queries {
 			if other.ID != q.ID && strings.EqualFold(other.Name, q.Name) {
@@ -109,6 +119,24 @@ func (a *applier) checkQueryState(q PreparedQuery) *Error {
 	if q.Session != "" {
 		if _, ok := a.s.sessions[q.Session]; !ok {
 			return errorf(ErrMissing, "invalid session %q", q.Session)
+		}
+	}
+	if q.IsTemplate() {
+		return CheckTemplate(q.Template)
+	}
+	return nil
+}
+
+// CheckTemplate checks what the model knows of a template: its type and
+// its regexp, with Consul's texts (S83). The fields' interpolations are
+// parsed and tried where they are rendered, outside the model.
+func CheckTemplate(t QueryTemplate) *Error {
+	if t.Type != QueryTemplateNamePrefixMatch {
+		return errorf(ErrInvalid, "failed compiling template: Bad Template.Type '%s'", t.Type)
+	}
+	if t.Regexp != "" {
+		if _, err := regexp.Compile(t.Regexp); err != nil {
+			return errorf(ErrInvalid, "failed compiling template: Bad Regexp: %v", err)
 		}
 	}
 	return nil
@@ -142,9 +170,31 @@ func (s *State) QueryList() []PreparedQuery {
 	return out
 }
 
-// ResolveQuery finds the query an execute or explain names: by ID first,
-// then by name, case-insensitively, as Consul does (S59).
+// ResolveQuery finds the query an execute or explain names, as Consul
+// does: by ID first, then by name, case-insensitively (S59), then the
+// template whose name is the longest prefix of idOrName, case-insensitively
+// (S83; a template with no name prefixes every name). A template comes back
+// as stored, for the caller to render for idOrName; one named by its ID is
+// the caller's to refuse (TemplateByID).
 func (s *State) ResolveQuery(idOrName string) (PreparedQuery, bool) {
+	if q, ok := s.QueryNamed(idOrName); ok || idOrName == "" {
+		return q, ok
+	}
+	lower := strings.ToLower(idOrName)
+	var best PreparedQuery
+	found := false
+	for _, q := range s.QueryList() {
+		if q.IsTemplate() && strings.HasPrefix(lower, strings.ToLower(q.Name)) && (!found || len(q.Name) > len(best.Name)) {
+			best, found = q, true
+		}
+	}
+	return best, found
+}
+
+// QueryNamed is the query whose ID, or else whose name, is idOrName,
+// case-insensitively: ResolveQuery without templates, which also says
+// whether a new query's ID would hide another query.
+func (s *State) QueryNamed(idOrName string) (PreparedQuery, bool) {
 	if idOrName == "" {
 		return PreparedQuery{}, false
 	}
@@ -152,11 +202,17 @@ func (s *State) ResolveQuery(idOrName string) (PreparedQuery, bool) {
 		return q, true
 	}
 	for _, q := range s.QueryList() {
-		if strings.EqualFold(q.ID, idOrName) || strings.EqualFold(q.Name, idOrName) {
+		if strings.EqualFold(q.ID, idOrName) || (q.Name != "" && strings.EqualFold(q.Name, idOrName)) {
 			return q, true
 		}
 	}
 	return PreparedQuery{}, false
+}
+
+// TemplateByID reports whether q, which ResolveQuery found for idOrName,
+// is a template named by its ID, which Consul refuses to resolve.
+func TemplateByID(q PreparedQuery, idOrName string) bool {
+	return q.IsTemplate() && strings.EqualFold(q.ID, idOrName)
 }
 
 // ExecuteQuery returns the instances q selects, sorted by node then service

@@ -250,12 +250,33 @@ type PreparedQuery struct {
 	Name    string `json:",omitempty"`
 	Session string `json:",omitempty"`
 	// Token is stored as given; the model does not check it (no ACLs).
-	Token       string `json:",omitempty"`
+	Token string `json:",omitempty"`
+	// Template, when its Type is set, makes the query a template (S83):
+	// it answers every name its Name prefixes, rendered for that name.
+	Template    QueryTemplate `json:",omitempty"`
 	Service     ServiceQuery
 	DNS         QueryDNS
 	CreateIndex uint64
 	ModifyIndex uint64
 }
+
+// QueryTemplateNamePrefixMatch is the one template type Consul has.
+const QueryTemplateNamePrefixMatch = "name_prefix_match"
+
+// QueryTemplate is a prepared query's template settings (S83). The
+// rendering of a template's fields happens outside the model; the model
+// stores and resolves templates.
+type QueryTemplate struct {
+	Type string `json:",omitempty"`
+	// Regexp is matched against the name a template is resolved for; its
+	// groups are what the template's match(N) interpolates.
+	Regexp string `json:",omitempty"`
+	// RemoveEmptyTags drops the tags that render empty.
+	RemoveEmptyTags bool `json:",omitempty"`
+}
+
+// IsTemplate reports whether q is a template.
+func (q PreparedQuery) IsTemplate() bool { return q.Template.Type != "" }
 
 // ServiceQuery says which service instances a query returns (S59).
 type ServiceQuery struct {

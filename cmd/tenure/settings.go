@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -108,6 +109,9 @@ func defaultSettings() settings {
 // validate checks the settings as Consul's config builder does, with its
 // messages where it has them, and fills in what follows from others.
 func (s *settings) validate(warn func(string)) error {
+	// Consul lower-cases the agent's datacenter; a request's ?dc must then
+	// name it in lower case (httpapi's datacenter check compares exactly).
+	s.Datacenter = strings.ToLower(s.Datacenter)
 	if hclog.LevelFromString(s.LogLevel) == hclog.NoLevel {
 		return fmt.Errorf("unknown log level %q (trace, debug, info, warn, error)", s.LogLevel)
 	}
@@ -343,7 +347,7 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 		// A raft configuration of this server alone, written only into an
 		// empty data dir, as Consul's bootstrap mode stands down when raft
 		// data exists.
-		srv.Peers = []agent.Peer{{Name: s.NodeName, RaftAddr: srv.RaftAddr}}
+		srv.Peers = []agent.Peer{{Name: s.NodeName, ID: s.NodeID, RaftAddr: srv.RaftAddr}}
 	}
 	g, err := s.gossipConfig()
 	if err != nil {

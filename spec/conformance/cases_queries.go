@@ -3,6 +3,8 @@ package conformance
 import (
 	"fmt"
 	"net/http"
+	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -17,7 +19,42 @@ func queryCases() []Case {
 		{clause: "S58", name: "service-deregistration-deletes-bound-queries", run: s58ServiceDereg},
 		{clause: "S59", name: "execute-filters-health-tags-meta", run: s59Execute},
 		{clause: "S60", name: "refusals-answer-500-with-reason", run: s60Status},
+		{clause: "S83", name: "template-resolves-names-by-prefix", run: s83Template},
 	}
+}
+
+// s83Template: a template answers the names it prefixes, its fields
+// rendered for the name (match groups of its regexp here), is refused with
+// a bad type, and is not run by its ID.
+func s83Template(t *caseT) {
+	n := t.RegisterNode("n")
+	web := t.ServiceName("web")
+	t.RegisterService(n, "web-1", web, nil)
+	prefix := t.ServiceName("tq") + "-"
+	id := t.CreateQuery(map[string]any{"Name": prefix,
+		"Template": map[string]any{"Type": "name_prefix_match", "Regexp": "^" + regexp.QuoteMeta(prefix) + "(.*)$"},
+		"Service":  map[string]any{"Service": "${match(1)}"}})
+	t.Equal("execute "+prefix+web, t.Execute(prefix+web), []string{n})
+	r := t.Do(http.MethodGet, "/v1/query/"+url.PathEscape(prefix+web)+"/explain", nil)
+	t.Require(r.Code == 200, "explain %s: want 200, got %s", prefix+web, r)
+	var ex struct {
+		Query struct {
+			ID       string
+			Template struct{ Type string }
+			Service  struct{ Service string }
+		}
+	}
+	t.decode("explain", r, &ex)
+	t.Equal("explained query", ex.Query.ID, id)
+	t.Equal("explained service", ex.Query.Service.Service, web)
+	t.Equal("explained template type", ex.Query.Template.Type, "name_prefix_match")
+	if q := t.Query(id); t.Check(q != nil, "template %s not found", id) {
+		t.Equal("stored service", q.Service.Service, "${match(1)}")
+	}
+	t.refusedQuery("a template of an unknown type", t.CreateQueryRaw(map[string]any{"Name": t.ServiceName("bad-"),
+		"Template": map[string]any{"Type": "prefix"}, "Service": map[string]any{"Service": web}}), "Bad Template.Type 'prefix'")
+	t.refusedQuery("a template run by its ID", t.Do(http.MethodGet, "/v1/query/"+id+"/execute", nil),
+		"prepared query templates can only be resolved up by name, not by ID")
 }
 
 // refusedQuery checks a refused query write: a rejection whose reason

@@ -112,6 +112,9 @@ var clauses = []clause{
 	{"S75", Consul, "an agent keeps its API registrations and TTL check states across a restart"},
 	{"S76", Consul, "?cached reads are answered by the agent cache: X-Cache, Age, background refresh, Cache-Control"},
 	{"S77", Consul, "an agent service's ContentHash, and blocking on ?hash"},
+	{"S81", Consul, "a request naming another datacenter answers 500 No path to datacenter and changes nothing"},
+	{"S82", Consul, "raft server IDs are node IDs; a configuration under node names converges to them"},
+	{"S83", Contract, "prepared-query templates answer the names they prefix, rendered for the name"},
 }
 
 // clauseByID returns the clause with the given ID.

@@ -22,6 +22,7 @@ func Suite() []Case {
 		agentOpsCases(),
 		transportCases(),
 		agentStateCases(),
+		clusterCases(),
 	} {
 		all = append(all, group...)
 	}

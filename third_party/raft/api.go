@@ -232,6 +232,10 @@ type Raft struct {
 	RestoreCommittedLogs bool
 
 	rands randSources // tenure patch: Config.Rand's sources
+
+	// localIDCh carries SetLocalID's requests to the main loop (tenure
+	// patch, localid_tenure.go).
+	localIDCh chan *localIDFuture
 }
 
 // BootstrapCluster initializes a server's storage with the given cluster
@@ -586,7 +590,8 @@ func NewRaft(conf *Config, fsm FSM, logs LogStore, stable StableStore, snaps Sna
 		preVoteDisabled:       conf.PreVoteDisabled || !transportSupportPreVote,
 		noLegacyTelemetry:     conf.NoLegacyTelemetry,
 		RestoreCommittedLogs:  conf.RestoreCommittedLogs,
-		rands:                 newRandSources(conf), // tenure patch
+		rands:                 newRandSources(conf),      // tenure patch
+		localIDCh:             make(chan *localIDFuture), // tenure patch
 	}
 	if !transportSupportPreVote && !conf.PreVoteDisabled {
 		r.logger.Warn("pre-vote is disabled because it is not supported by the Transport")
@@ -1244,7 +1249,7 @@ func (r *Raft) Stats() map[string]string {
 		numPeers := 0
 		for _, server := range configuration.Servers {
 			if server.Suffrage == Voter {
-				if server.ID == r.localID {
+				if server.ID == r.config().LocalID { // tenure patch: SetLocalID changes it
 					hasUs = true
 				} else {
 					numPeers++

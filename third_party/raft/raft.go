@@ -196,6 +196,10 @@ func (r *Raft) runFollower() {
 			// Reject any operations since we are not the leader
 			l.respond(ErrNotLeader)
 
+		case f := <-r.localIDCh: // tenure patch
+			r.mainThreadSaturation.working()
+			f.respond(r.setLocalID(f.id))
+
 		case c := <-r.configurationsCh:
 			r.mainThreadSaturation.working()
 			c.configurations = r.configurations.Clone()
@@ -408,6 +412,10 @@ func (r *Raft) runCandidate() {
 			r.mainThreadSaturation.working()
 			// Reject any operations since we are not the leader
 			l.respond(ErrNotLeader)
+
+		case f := <-r.localIDCh: // tenure patch
+			r.mainThreadSaturation.working()
+			f.respond(ErrNotFollower)
 
 		case c := <-r.configurationsCh:
 			r.mainThreadSaturation.working()
@@ -685,6 +693,10 @@ func (r *Raft) leaderLoop() {
 		case rpc := <-r.rpcCh:
 			r.mainThreadSaturation.working()
 			r.processRPC(rpc)
+
+		case f := <-r.localIDCh: // tenure patch
+			r.mainThreadSaturation.working()
+			f.respond(ErrNotFollower)
 
 		case <-r.leaderState.stepDown:
 			r.mainThreadSaturation.working()

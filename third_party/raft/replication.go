@@ -329,7 +329,7 @@ func (r *Raft) sendLatestSnapshot(s *followerReplication) (bool, error) {
 		SnapshotVersion: meta.Version,
 		Term:            s.currentTerm,
 		// this is needed for retro compatibility, before RPCHeader.Addr was added
-		Leader:             r.trans.EncodePeer(r.localID, r.localAddr),
+		Leader:             r.trans.EncodePeer(r.config().LocalID, r.localAddr), // tenure patch: SetLocalID
 		LastLogIndex:       meta.Index,
 		LastLogTerm:        meta.Term,
 		Peers:              meta.Peers,
@@ -395,7 +395,7 @@ func (r *Raft) heartbeat(s *followerReplication, stopCh chan struct{}) {
 		RPCHeader: r.getRPCHeader(),
 		Term:      s.currentTerm,
 		// this is needed for retro compatibility, before RPCHeader.Addr was added
-		Leader: r.trans.EncodePeer(r.localID, r.localAddr),
+		Leader: r.trans.EncodePeer(r.config().LocalID, r.localAddr), // tenure patch: SetLocalID
 	}
 
 	var resp AppendEntriesResponse
@@ -575,7 +575,7 @@ func (r *Raft) setupAppendEntries(s *followerReplication, req *AppendEntriesRequ
 	req.RPCHeader = r.getRPCHeader()
 	req.Term = s.currentTerm
 	// this is needed for retro compatibility, before RPCHeader.Addr was added
-	req.Leader = r.trans.EncodePeer(r.localID, r.localAddr)
+	req.Leader = r.trans.EncodePeer(r.config().LocalID, r.localAddr) // tenure patch: SetLocalID
 	req.LeaderCommitIndex = r.getCommitIndex()
 	if err := r.setPreviousLog(req, nextIndex); err != nil {
 		return err

@@ -3,7 +3,7 @@
 // tenure reads them), one shape for everyone who speaks it: the HTTP API
 // that decodes it, an agent's anti-entropy that sends it, and a server
 // registering itself without gossip. Fields Consul has and tenure ignores
-// (Datacenter, Locality, Weights, …) are left out; a decoder skips them.
+// (Locality, Weights, …) are left out; a decoder skips them.
 package catalogwire
 
 import (
@@ -16,6 +16,9 @@ import (
 // decodes as its zero value, so a sender may leave out what it does not
 // set.
 type Register struct {
+	// Datacenter, if set, must be the agent's: the catalog writes read
+	// it from the body, not from ?dc, as Consul's do.
+	Datacenter      string `json:",omitempty"`
 	ID              string `json:",omitempty"`
 	Node            string
 	Address         string
@@ -57,7 +60,8 @@ type Check struct {
 // Deregister is the body of PUT /v1/catalog/deregister: the node, or one of
 // its services or checks.
 type Deregister struct {
-	Node      string
-	CheckID   string `json:",omitempty"`
-	ServiceID string `json:",omitempty"`
+	Datacenter string `json:",omitempty"` // as Register's
+	Node       string
+	CheckID    string `json:",omitempty"`
+	ServiceID  string `json:",omitempty"`
 }

@@ -29,6 +29,8 @@ type FSM struct {
 	observe      func(Change)
 	awaitDurable func(index uint64) error
 	fatal        func(error)
+	// configurationChanged is Options.ConfigurationChanged.
+	configurationChanged func()
 	// stopped is set once AwaitDurable has failed (Options.Fatal).
 	stopped atomic.Bool
 
@@ -84,6 +86,10 @@ type Options struct {
 	// every entry answers ErrNotDurable. The simulator crashes the node
 	// here, as the panic would.
 	Fatal func(error)
+	// ConfigurationChanged, if set, is called (and must not block) once a
+	// batch holding a raft configuration change is applied, and after a
+	// snapshot restore: the server then looks at its raft ID again.
+	ConfigurationChanged func()
 }
 
 // ErrNotDurable answers the entries of a server whose log failed to reach
@@ -112,6 +118,7 @@ type Change struct {
 func New(leader Effects, o Options) *FSM {
 	f := newFSM(newWireCodec(), leader)
 	f.apply, f.observe, f.awaitDurable, f.fatal = o.Apply, o.Observe, o.AwaitDurable, o.Fatal
+	f.configurationChanged = o.ConfigurationChanged
 	return f
 }
 
@@ -173,7 +180,7 @@ type applied struct {
 // position of out.
 func (f *FSM) applyLogs(logs []*raft.Log, out []any) {
 	var last, lastGated uint64
-	n := 0
+	n, configuration := 0, false
 	for _, l := range logs {
 		switch l.Type {
 		case raft.LogCommand:
@@ -183,6 +190,7 @@ func (f *FSM) applyLogs(logs []*raft.Log, out []any) {
 			// raft answers a membership change once its batch is applied,
 			// and tenure waits for that answer before the next change.
 			lastGated = l.Index
+			configuration = true
 		}
 	}
 	if f.stopped.Load() {
@@ -204,6 +212,9 @@ func (f *FSM) applyLogs(logs []*raft.Log, out []any) {
 			refuseAll(logs, out)
 			return
 		}
+	}
+	if configuration && f.configurationChanged != nil {
+		f.configurationChanged()
 	}
 	if n == 0 {
 		return
@@ -375,6 +386,9 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	f.keys.fireAll()
 	f.leader.ForgetLockDelays()
 	f.applied.advance(s.Index())
+	if f.configurationChanged != nil {
+		f.configurationChanged()
+	}
 	if f.observe != nil {
 		f.observe(Change{index: s.Index(), Before: prev, After: s})
 	}

@@ -103,6 +103,9 @@ func (h *handler) catalogRegister(c *call) error {
 	if err != nil {
 		return err
 	}
+	if err := h.checkDC(b.Datacenter); err != nil {
+		return err
+	}
 	if err := registerLimits(b); err != nil {
 		return err
 	}
@@ -123,6 +126,9 @@ func (h *handler) catalogDeregister(c *call) error {
 	var b catalogwire.Deregister
 	body, err := decodeJSONBody(c, &b)
 	if err != nil {
+		return err
+	}
+	if err := h.checkDC(b.Datacenter); err != nil {
 		return err
 	}
 	if b.Node == "" {

@@ -78,8 +78,8 @@ func New(b server.Backend, opts Options) http.Handler {
 	if opts.Datacenter == "" {
 		opts.Datacenter = "dc1"
 	}
-	h := &handler{b: b, opts: opts}
-	h.routes = h.routeTable()
+	h := &handler{b: b, opts: opts, order: newShuffler(b.NodeName())}
+	h.routes = h.withDCCheck(h.routeTable())
 	return h
 }
 
@@ -87,6 +87,7 @@ type handler struct {
 	b      server.Backend
 	opts   Options
 	routes []route
+	order  *shuffler // the order of a prepared query's instances
 }
 
 // route is one endpoint. A prefix route passes the rest of the path as the

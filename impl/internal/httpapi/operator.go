@@ -36,8 +36,8 @@ func (h *handler) raftOperator() (server.RaftOperator, error) {
 
 // raftConfiguration is GET /v1/operator/raft/configuration in Consul's
 // shape: every server with its node, address, leadership and suffrage,
-// and the configuration's raft index. Servers are named by node, which is
-// also their raft ID.
+// and the configuration's raft index. A server's ID is its raft ID, which
+// is its node ID (S82).
 func (h *handler) raftConfiguration(c *call) error {
 	ro, err := h.raftOperator()
 	if err != nil {
@@ -60,7 +60,7 @@ func (h *handler) raftConfiguration(c *call) error {
 	}{Servers: []serverJSON{}, Index: index}
 	last := ro.LastIndex()
 	for _, s := range servers {
-		out.Servers = append(out.Servers, serverJSON{ID: s.ID, Node: s.ID, Address: s.Address, Leader: s.Leader,
+		out.Servers = append(out.Servers, serverJSON{ID: s.ID, Node: s.Node, Address: s.Address, Leader: s.Leader,
 			ProtocolVersion: "3", Voter: s.Voter, LastIndex: last})
 	}
 	return writeJSON(c, http.StatusOK, out)

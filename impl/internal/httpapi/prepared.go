@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,7 +17,7 @@ import (
 // new query's ID (leader.Core), as it does a session's.
 
 // queryBody is structs.PreparedQuery as a client sends it. Unknown fields
-// are ignored; a template is refused, as tenure does not support them.
+// are ignored.
 type queryBody struct {
 	ID       string
 	Name     string
@@ -56,9 +55,6 @@ func decodeQuery(body []byte) (queryBody, error) {
 	}
 	if err := queryLimits(b); err != nil {
 		return b, err
-	}
-	if b.Template.Type != "" || b.Template.Regexp != "" {
-		return b, errorf(http.StatusBadRequest, "Prepared query templates are not supported")
 	}
 	return b, nil
 }
@@ -100,6 +96,7 @@ func queryLimits(b queryBody) error {
 func (b queryBody) toModel() model.PreparedQuery {
 	sv := b.Service
 	return model.PreparedQuery{ID: b.ID, Name: b.Name, Session: b.Session, Token: b.Token, DNS: b.DNS,
+		Template: model.QueryTemplate(b.Template),
 		Service: model.ServiceQuery{Service: sv.Service, Failover: sv.Failover, OnlyPassing: sv.OnlyPassing,
 			IgnoreCheckIDs: sv.IgnoreCheckIDs, Near: sv.Near, Tags: sv.Tags, NodeMeta: sv.NodeMeta, ServiceMeta: sv.ServiceMeta}}
 }
@@ -133,14 +130,52 @@ func (h *handler) queryList(c *call) error {
 	pq := b.toModel()
 	// The definition is checked before raft, so a bad one costs no index;
 	// the state checks (name, session) run in the apply (S57).
-	if me := model.ValidateQuery(pq); me != nil {
-		return h.rejection(me)
+	if err := h.validateQuery(pq); err != nil {
+		return err
 	}
 	res, err := h.queryWrite(c, body, model.QueryOp{Op: model.QueryCreate, Query: pq})
 	if err != nil || res == nil {
 		return err
 	}
 	return writeJSON(c, http.StatusOK, struct{ ID string }{res.QueryID})
+}
+
+// validateQuery checks a definition before raft: the model's checks, and
+// for a template its fields' interpolations, which only the HTTP layer
+// parses (S83).
+func (h *handler) validateQuery(pq model.PreparedQuery) error {
+	if me := model.ValidateQuery(pq); me != nil {
+		return h.rejection(me)
+	}
+	if pq.IsTemplate() {
+		if _, err := compileTemplate(pq); err != nil {
+			return h.rejection(&model.Error{Kind: model.ErrInvalid, Msg: err.Error()})
+		}
+	}
+	return nil
+}
+
+// resolveQuery is the query an execute or explain runs: the one idOrName
+// names, a template rendered for idOrName (S83). A template named by its
+// ID, or one that does not render, answers Consul's 500.
+func resolveQuery(s *model.State, idOrName string) (model.PreparedQuery, error) {
+	pq, ok := s.ResolveQuery(idOrName)
+	switch {
+	case !ok:
+		return pq, errorf(http.StatusNotFound, "Query not found")
+	case model.TemplateByID(pq, idOrName):
+		return pq, errorf(http.StatusInternalServerError, "prepared query templates can only be resolved up by name, not by ID")
+	case !pq.IsTemplate():
+		return pq, nil
+	}
+	ct, err := compileTemplate(pq)
+	if err == nil {
+		pq, err = ct.render(idOrName, "")
+	}
+	if err != nil {
+		return pq, errorf(http.StatusInternalServerError, "%s", oneLine(err.Error()))
+	}
+	return pq, nil
 }
 
 // queryWrite proposes op on the leader (forwarding from a follower, in which
@@ -226,8 +261,8 @@ func (h *handler) queryUpdate(c *call, id string) error {
 	var exists bool
 	h.b.Read(func(s *model.State) { _, exists = s.Query(id) })
 	if exists {
-		if me := model.ValidateQuery(pq); me != nil {
-			return h.rejection(me)
+		if err := h.validateQuery(pq); err != nil {
+			return err
 		}
 	}
 	_, err = h.queryWrite(c, body, model.QueryOp{Op: model.QueryUpdate, Query: pq})
@@ -253,15 +288,15 @@ func (h *handler) queryExecute(c *call, idOrName string) error {
 	q.index = 0 // execute does not block (CONSUL.md §14)
 	meta := h.queryMeta(q)
 	return h.serveRead(c, q, func(s *model.State) view {
-		pq, ok := s.ResolveQuery(idOrName)
-		if !ok {
-			return view{index: s.Tables().Queries, fail: errorf(http.StatusNotFound, "Query not found")}
+		pq, err := resolveQuery(s, idOrName)
+		if err != nil {
+			return view{index: s.Tables().Queries, fail: err}
 		}
 		nodes := []healthEntryJSON{}
 		for _, in := range s.ExecuteQuery(pq) {
 			nodes = append(nodes, h.toHealthEntry(s, in))
 		}
-		rand.Shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+		h.order.shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
 		if limit > 0 && len(nodes) > limit {
 			nodes = nodes[:limit]
 		}
@@ -280,9 +315,9 @@ func (h *handler) queryExplain(c *call, idOrName string) error {
 	q.index = 0
 	meta := h.queryMeta(q)
 	return h.serveRead(c, q, func(s *model.State) view {
-		pq, ok := s.ResolveQuery(idOrName)
-		if !ok {
-			return view{index: s.Tables().Queries, fail: errorf(http.StatusNotFound, "Query not found")}
+		pq, err := resolveQuery(s, idOrName)
+		if err != nil {
+			return view{index: s.Tables().Queries, fail: err}
 		}
 		return view{index: s.Tables().Queries, body: struct {
 			Query queryJSON
@@ -334,19 +369,22 @@ type dnsJSON struct{ TTL string }
 // ACLs, so the token is shown as stored, as Consul shows it to a caller
 // with acl:write.
 type queryJSON struct {
-	ID       string
-	Name     string
-	Session  string
-	Token    string
-	Template struct {
-		Type            string
-		Regexp          string
-		RemoveEmptyTags bool
-	}
+	ID          string
+	Name        string
+	Session     string
+	Token       string
+	Template    templateJSON
 	Service     serviceQueryJSON
 	DNS         dnsJSON
 	CreateIndex uint64
 	ModifyIndex uint64
+}
+
+// templateJSON is structs.QueryTemplateOptions, shown even when empty.
+type templateJSON struct {
+	Type            string
+	Regexp          string
+	RemoveEmptyTags bool
 }
 
 type serviceQueryJSON struct {
@@ -372,6 +410,7 @@ type failoverJSON struct {
 func toQuery(q model.PreparedQuery) queryJSON {
 	sv := q.Service
 	return queryJSON{ID: q.ID, Name: q.Name, Session: q.Session, Token: q.Token, DNS: dnsJSON(q.DNS),
+		Template: templateJSON(q.Template),
 		Service: serviceQueryJSON{Service: sv.Service, OnlyPassing: sv.OnlyPassing, IgnoreCheckIDs: sv.IgnoreCheckIDs,
 			Near: sv.Near, Tags: sv.Tags, NodeMeta: sv.NodeMeta, ServiceMeta: sv.ServiceMeta,
 			Failover: failoverJSON{NearestN: sv.Failover.NearestN, Datacenters: sv.Failover.Datacenters, Targets: sv.Failover.Targets}},

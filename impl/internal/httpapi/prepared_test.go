@@ -140,7 +140,10 @@ func TestPreparedQueryRefusals(t *testing.T) {
 		{"redacted token", post, "/v1/query", `{"Name":"a","Token":"<hidden>","Service":{"Service":"web"}}`, 400, "Invalid prepared query: Bad Token '<hidden>', it looks like a query definition with a redacted token was submitted"},
 		{"negative NearestN", post, "/v1/query", `{"Name":"a","Service":{"Service":"web","Failover":{"NearestN":-1}}}`, 400, "Invalid prepared query: Bad NearestN '-1', must be >= 0"},
 		{"bad DNS TTL", post, "/v1/query", `{"Name":"a","Service":{"Service":"web"},"DNS":{"TTL":"soon"}}`, 400, "Invalid prepared query: Bad DNS TTL 'soon'"},
-		{"template", post, "/v1/query", `{"Name":"a","Template":{"Type":"name_prefix_match"},"Service":{"Service":"web"}}`, 400, "Prepared query templates are not supported"},
+		{"template type", post, "/v1/query", `{"Name":"a","Template":{"Type":"prefix"},"Service":{"Service":"web"}}`, 400, "failed compiling template: Bad Template.Type 'prefix'"},
+		{"template regexp", post, "/v1/query", `{"Name":"a","Template":{"Type":"name_prefix_match","Regexp":"("},"Service":{"Service":"web"}}`, 400, "failed compiling template: Bad Regexp: error parsing regexp: missing closing ): `(`"},
+		{"template format", post, "/v1/query", `{"Name":"a","Template":{"Type":"name_prefix_match"},"Service":{"Service":"${name.full"}}`, 400, `failed compiling template: Bad format '${name.full' in Service.Service: parse error at 1:12: expected "}" but found end of string`},
+		{"template variable", post, "/v1/query", `{"Name":"a","Template":{"Type":"name_prefix_match"},"Service":{"Service":"web","Tags":["${nope}"]}}`, 400, "failed compiling template: Bad evaluation for '${nope}' in Service.Tags[0]: 1:3: unknown variable accessed: nope"},
 		{"name taken, other case", post, "/v1/query", `{"Name":"TAKEN","Service":{"Service":"web"}}`, 400, "name 'TAKEN' aliases an existing query name"},
 		{"name is an ID", post, "/v1/query", `{"Name":"` + id + `","Service":{"Service":"web"}}`, 400, "name '" + id + "' aliases an existing query ID"},
 		{"unknown session", post, "/v1/query", `{"Name":"a","Session":"nosuch","Service":{"Service":"web"}}`, 400, `invalid session "nosuch"`},
@@ -169,4 +172,64 @@ func TestPreparedQueryRefusals(t *testing.T) {
 	c := newFixture(t, withOptions(httpapi.Options{Compat: true}))
 	want(t, "compat refusal", c.do(post, "/v1/query", []byte(`{"Service":{"Service":"web"}}`)),
 		http.StatusInternalServerError, "Invalid prepared query: Must be bound to a session")
+}
+
+// A template answers execute and explain for every name it prefixes,
+// rendered for that name; an exact name wins over a template and the
+// longest prefix over a shorter one; a template is never run by its ID
+// (S83).
+func TestPreparedQueryTemplates(t *testing.T) {
+	f := newFixture(t)
+	f.registerWeb("n1", "10.0.0.1", []string{"v1"}, "passing")
+	create := func(body string) string {
+		t.Helper()
+		r := f.do(post, "/v1/query", []byte(body))
+		want(t, "create "+body, r, 200, "")
+		return decode[struct{ ID string }](t, r).ID
+	}
+	catchAll := create(`{"Template":{"Type":"name_prefix_match"},"Service":{"Service":"${name.full}"}}`)
+	geo := create(`{"Name":"geo-","Template":{"Type":"name_prefix_match","Regexp":"^geo-(.+?)-(.*)$","RemoveEmptyTags":true},` +
+		`"Service":{"Service":"${match(1)}","Tags":["${match(2)}",""]}}`)
+	want(t, "a second template without a name", f.do(post, "/v1/query", []byte(`{"Template":{"Type":"name_prefix_match"},"Service":{"Service":"x"}}`)),
+		400, "a query template with an empty name already exists")
+
+	type execute struct {
+		Service string
+		Nodes   []struct{ Service struct{ ID string } }
+	}
+	ex := decode[execute](t, f.do(get, "/v1/query/geo-web-v1/execute", nil))
+	if ex.Service != "web" || len(ex.Nodes) != 1 || ex.Nodes[0].Service.ID != "web-n1" {
+		t.Errorf("geo-web-v1 through the geo- template: %+v", ex)
+	}
+	if ex := decode[execute](t, f.do(get, "/v1/query/geo-web-v2/execute", nil)); len(ex.Nodes) != 0 {
+		t.Errorf("the rendered tag v2 matched: %+v", ex)
+	}
+	if ex := decode[execute](t, f.do(get, "/v1/query/web/execute", nil)); ex.Service != "web" || len(ex.Nodes) != 1 {
+		t.Errorf("web through the template without a name: %+v", ex)
+	}
+	type explain struct {
+		Query struct {
+			ID       string
+			Template struct{ Type string }
+			Service  struct {
+				Service string
+				Tags    []string
+			}
+		}
+	}
+	e := decode[explain](t, f.do(get, "/v1/query/geo-db-/explain", nil))
+	if e.Query.ID != geo || e.Query.Service.Service != "db" || len(e.Query.Service.Tags) != 0 || e.Query.Template.Type != "name_prefix_match" {
+		t.Errorf("explain of geo-db- (the empty tag removed): %+v", e.Query)
+	}
+	// The prefix compares ignoring case; the regexp, as written, does not.
+	if e := decode[explain](t, f.do(get, "/v1/query/GEO-db-x/explain", nil)); e.Query.ID != geo || e.Query.Service.Service != "" {
+		t.Errorf("explain of GEO-db-x: %+v", e.Query)
+	}
+	want(t, "a template by its ID", f.do(get, "/v1/query/"+catchAll+"/execute", nil),
+		500, "prepared query templates can only be resolved up by name, not by ID")
+	// The stored template reads back as written.
+	raw := f.do(get, "/v1/query/"+catchAll, nil)
+	if !strings.Contains(raw.text(), `"Service":"${name.full}"`) {
+		t.Errorf("stored template: %s", raw.text())
+	}
 }

@@ -228,7 +228,7 @@ func (l *Core) withQueryID(cmd model.Command) model.Command {
 	for {
 		op.Query.ID = l.newID()
 		var taken bool
-		l.read(func(st *model.State) { _, taken = st.ResolveQuery(op.Query.ID) })
+		l.read(func(st *model.State) { _, taken = st.QueryNamed(op.Query.ID) })
 		if !taken {
 			break
 		}

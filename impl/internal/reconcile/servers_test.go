@@ -30,13 +30,68 @@ func TestDecideVoter(t *testing.T) {
 		{"a server without a raft address is not added", server("s4", "", Alive), noVoterChange},
 		{"the first voter at its address is left alone", server("s1", "10.0.0.1:8300", Alive), noVoterChange},
 	} {
-		if got := DecideVoter(voters, tc.m, "s1"); got != tc.want {
-			t.Errorf("%s: got %d, want %d", tc.name, got, tc.want)
+		if got := DecideVoter(voters, tc.m, "s1"); got.Change != tc.want {
+			t.Errorf("%s: got %+v, want %d", tc.name, got, tc.want)
 		}
 	}
 	// Seen from another leader, the first voter leaving is removed.
-	if got := DecideVoter(voters, server("s1", "10.0.0.1:8300", Left), "s2"); got != RemoveVoter {
-		t.Errorf("the first voter left: got %d, want RemoveVoter", got)
+	if got := DecideVoter(voters, server("s1", "10.0.0.1:8300", Left), "s2"); got != (VoterDecision{Change: RemoveVoter, ID: "s1"}) {
+		t.Errorf("the first voter left: got %+v, want RemoveVoter s1", got)
+	}
+}
+
+// TestDecideVoterNodeIDs: a server with a node ID is a voter under it; an
+// entry of its under its name (tenure's IDs before node IDs) or a dead
+// server's at its address is replaced, and one under its node ID at the
+// same address is left alone.
+func TestDecideVoterNodeIDs(t *testing.T) {
+	const u2 = "6f0b5cf5-0c3c-4a0a-9a4c-2c1d2b3e4f52"
+	legacy := []Voter{{ID: "s1", Address: "10.0.0.1:8300"}, {ID: "s2", Address: "10.0.0.2:8300"}}
+	migrated := []Voter{{ID: "s1", Address: "10.0.0.1:8300"}, {ID: u2, Address: "10.0.0.2:8300"}}
+	s2 := func(addr string, st Status) Member {
+		return Member{Name: "s2", ID: u2, Status: st, Server: true, RaftAddr: addr}
+	}
+	for _, tc := range []struct {
+		name   string
+		voters []Voter
+		m      Member
+		want   VoterDecision
+	}{
+		{"name entry replaced", legacy, s2("10.0.0.2:8300", Alive), VoterDecision{Change: ReplaceVoter, ID: u2, Stale: "s2"}},
+		{"name entry at an old address replaced", legacy, s2("10.0.0.7:8300", Alive), VoterDecision{Change: ReplaceVoter, ID: u2, Stale: "s2"}},
+		{"migrated entry left alone", migrated, s2("10.0.0.2:8300", Alive), VoterDecision{}},
+		{"migrated entry at a new address re-added", migrated, s2("10.0.0.8:8300", Alive), VoterDecision{Change: AddVoter, ID: u2}},
+		{"a dead server's address taken over", legacy, Member{Name: "s3", ID: u2, Status: Alive, Server: true, RaftAddr: "10.0.0.2:8300"},
+			VoterDecision{Change: ReplaceVoter, ID: u2, Stale: "s2"}},
+		{"left, listed by node ID", migrated, s2("10.0.0.2:8300", Left), VoterDecision{Change: RemoveVoter, ID: u2}},
+		{"left, listed by name", legacy, s2("10.0.0.2:8300", Left), VoterDecision{Change: RemoveVoter, ID: "s2"}},
+		{"new server added by node ID", legacy[:1], s2("10.0.0.2:8300", Alive), VoterDecision{Change: AddVoter, ID: u2}},
+	} {
+		if got := DecideVoter(tc.voters, tc.m, "s1"); got != tc.want {
+			t.Errorf("%s: got %+v, want %+v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestSafeToReplaceSelf: the leader gives up its name entry only with two
+// other voters, each an alive server under its node ID.
+func TestSafeToReplaceSelf(t *testing.T) {
+	const u2, u3 = "6f0b5cf5-0c3c-4a0a-9a4c-2c1d2b3e4f52", "6f0b5cf5-0c3c-4a0a-9a4c-2c1d2b3e4f53"
+	voters := []Voter{{ID: "s1", Address: "a1"}, {ID: u2, Address: "a2"}, {ID: u3, Address: "a3"}}
+	alive := []Member{{Name: "s2", ID: u2, Server: true, Status: Alive}, {Name: "s3", ID: u3, Server: true, Status: Alive}}
+	if !SafeToReplaceSelf(voters, alive, "s1") {
+		t.Error("two alive migrated peers: want safe")
+	}
+	down := []Member{alive[0], {Name: "s3", ID: u3, Server: true, Status: Failed}}
+	if SafeToReplaceSelf(voters, down, "s1") {
+		t.Error("a failed peer: want unsafe")
+	}
+	unmigrated := []Voter{voters[0], voters[1], {ID: "s3", Address: "a3"}}
+	if SafeToReplaceSelf(unmigrated, alive, "s1") {
+		t.Error("a peer still under its name: want unsafe")
+	}
+	if SafeToReplaceSelf(voters[:2], alive, "s1") {
+		t.Error("two voters: want unsafe")
 	}
 }
 
@@ -51,6 +106,11 @@ func TestBootstrapSet(t *testing.T) {
 	voters, ok, err := BootstrapSet(three, 3)
 	if err != nil || !ok || len(voters) != 3 || voters[0].ID != "s1" || voters[2].Address != "s3:8300" {
 		t.Fatalf("three servers expecting 3: %v %v %v", voters, ok, err)
+	}
+	withIDs := append([]Member{}, three...)
+	withIDs[0].ID = "6f0b5cf5-0c3c-4a0a-9a4c-2c1d2b3e4f53"
+	if voters, _, _ := BootstrapSet(withIDs, 3); voters[0].ID != withIDs[0].ID {
+		t.Fatalf("a server with a node ID is listed under it: %v", voters)
 	}
 	if _, ok, err := BootstrapSet(three[:2], 3); ok || err != nil {
 		t.Fatalf("two servers expecting 3 bootstrapped: %v %v", ok, err)

@@ -22,10 +22,11 @@ import (
 // replace (time, transport, stores, IDs, the HTTP round-tripper) is a field;
 // zero values get production defaults in NewServer.
 type Config struct {
-	// NodeName is this server's catalog node and raft server ID.
+	// NodeName is this server's catalog node.
 	NodeName string
-	// NodeID is this node's UUID, which its catalog node carries (S62);
-	// empty registers a node without one.
+	// NodeID is this node's UUID, which its catalog node carries (S62)
+	// and which is its raft server ID, as in Consul; empty registers a
+	// node without one and names the raft server by NodeName.
 	NodeID string
 	// HTTPAddr is the host:port of this server's HTTP API.
 	HTTPAddr string
@@ -154,10 +155,40 @@ type Config struct {
 	Fatal func(error)
 }
 
-// Peer is one raft server: its node name (raft server ID) and raft address.
+// Peer is one raft server: its node name, its raft server ID (default the
+// name) and its raft address.
 type Peer struct {
 	Name     string
+	ID       string
 	RaftAddr string
+}
+
+// raftID is the raft server ID p is bootstrapped under.
+func (p Peer) raftID() string {
+	if p.ID != "" {
+		return p.ID
+	}
+	return p.Name
+}
+
+// raftID is the raft server ID this server takes in a configuration it
+// forms or joins: its node ID, or its name when it has none.
+func (c Config) raftID() string {
+	if c.NodeID != "" {
+		return c.NodeID
+	}
+	return c.NodeName
+}
+
+// bootstrapID is the raft server ID this server starts with on empty
+// stores: its own entry's in Peers, which it bootstraps, else raftID.
+func (c Config) bootstrapID() string {
+	for _, p := range c.Peers {
+		if p.Name == c.NodeName {
+			return p.raftID()
+		}
+	}
+	return c.raftID()
 }
 
 // withDefaults validates c and fills in its zero fields.
@@ -212,7 +243,7 @@ func (c Config) withDefaults() (Config, error) {
 		if addr == "" {
 			addr = c.NodeName
 		}
-		c.Peers = []Peer{{Name: c.NodeName, RaftAddr: addr}}
+		c.Peers = []Peer{{Name: c.NodeName, ID: c.NodeID, RaftAddr: addr}}
 	}
 	if !c.Dev {
 		if c.Transport == nil && c.RaftAddr == "" && c.ServerListener == nil {
@@ -224,15 +255,16 @@ func (c Config) withDefaults() (Config, error) {
 		}
 	}
 	seen := map[string]bool{}
+	ids := map[string]bool{}
 	self := false
 	for _, p := range c.Peers {
 		if p.Name == "" || p.RaftAddr == "" {
 			return c, fmt.Errorf("config: peer %+v needs a name and a raft address", p)
 		}
-		if seen[p.Name] {
+		if seen[p.Name] || ids[p.raftID()] {
 			return c, fmt.Errorf("config: peer %q listed twice", p.Name)
 		}
-		seen[p.Name] = true
+		seen[p.Name], ids[p.raftID()] = true, true
 		self = self || p.Name == c.NodeName
 	}
 	if len(c.Peers) > 0 && !self {
@@ -244,9 +276,14 @@ func (c Config) withDefaults() (Config, error) {
 // raftConfig is hashicorp/raft's configuration for this server.
 func (c Config) raftConfig() (*raft.Config, error) {
 	rc := raft.DefaultConfig()
-	rc.LocalID = raft.ServerID(c.NodeName)
+	// On stores that hold a configuration already, NewServer may start
+	// raft under another ID (startID).
+	rc.LocalID = raft.ServerID(c.bootstrapID())
 	rc.Logger = c.Logger.Named("raft")
 	rc.Rand = c.RaftRand
+	// A leader that removes its own entry to be added back under its node
+	// ID (raftid.go) must go on as a follower, not shut raft down.
+	rc.ShutdownOnRemove = false
 	// Log compaction bounds the disk (DESIGN.md, "Disk bound"): a snapshot
 	// every 16384 entries or 30 s, whichever first, keeps the log between
 	// snapshots short; 10240 trailing entries let a follower that missed a

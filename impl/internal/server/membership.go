@@ -99,6 +99,14 @@ func (s *Server) reconcileAll(t *leaderTerm) {
 		known[strings.ToLower(m.Name)] = true
 		s.reconcileMember(t, m)
 	}
+	// The leader's own raft entry is replaced last, once every other
+	// server's is (reconcile.SafeToReplaceSelf), whatever its name's place
+	// in the order.
+	for _, m := range members {
+		if m.Name == s.cfg.NodeName {
+			s.reconcileVoter(m)
+		}
+	}
 	var unknown []reconcile.Member
 	s.fsm.Read(func(st *model.State) {
 		unknown = reconcile.Unknown(st, func(n string) bool { return known[strings.ToLower(n)] })
@@ -129,8 +137,8 @@ func (s *Server) reconcileMember(t *leaderTerm, m reconcile.Member) {
 	s.reconcileCatalog(t, m)
 }
 
-// reconcileVoter adds or removes m as a raft voter when reconcile says so.
-// A failure is logged and left to the next pass.
+// reconcileVoter adds, replaces or removes m as a raft voter when
+// reconcile says so. A failure is logged and left to the next pass.
 func (s *Server) reconcileVoter(m reconcile.Member) {
 	fut := s.raft.GetConfiguration()
 	if err := fut.Error(); err != nil {
@@ -141,18 +149,44 @@ func (s *Server) reconcileVoter(m reconcile.Member) {
 	for _, srv := range fut.Configuration().Servers {
 		voters = append(voters, reconcile.Voter{ID: string(srv.ID), Address: string(srv.Address)})
 	}
-	switch reconcile.DecideVoter(voters, m, s.cfg.NodeName) {
+	d := reconcile.DecideVoter(voters, m, s.cfg.NodeName)
+	switch d.Change {
 	case reconcile.AddVoter:
-		s.logger.Info("adding server as a raft voter", "server", m.Name, "raft_addr", m.RaftAddr)
-		if err := s.raft.AddVoter(raft.ServerID(m.Name), raft.ServerAddress(m.RaftAddr), 0, 10*time.Second).Error(); err != nil {
-			s.logger.Warn("adding a raft voter failed; the next pass retries", "server", m.Name, "error", err)
-		}
+		s.addVoter(m, d.ID)
 	case reconcile.RemoveVoter:
-		s.logger.Info("removing server from raft", "server", m.Name, "status", m.Status.String())
-		if err := s.raft.RemoveServer(raft.ServerID(m.Name), 0, 10*time.Second).Error(); err != nil {
-			s.logger.Warn("removing a raft server failed; the next pass retries", "server", m.Name, "error", err)
+		s.logger.Info("removing server from raft", "server", m.Name, "id", d.ID, "status", m.Status.String())
+		s.removeServer(m, d.ID)
+	case reconcile.ReplaceVoter:
+		if m.Name == s.cfg.NodeName {
+			// Removing its own entry ends this leader's term; the next
+			// leader adds this server back under its node ID.
+			if !reconcile.SafeToReplaceSelf(voters, s.cfg.Membership.Members(), d.Stale) {
+				return
+			}
+			s.logger.Info("leaving raft under an old server ID to be added back under the node ID", "old_id", d.Stale, "id", d.ID)
+			s.removeServer(m, d.Stale)
+			return
+		}
+		s.logger.Info("replacing a server's raft entry", "server", m.Name, "old_id", d.Stale, "id", d.ID)
+		if s.removeServer(m, d.Stale) {
+			s.addVoter(m, d.ID)
 		}
 	}
+}
+
+func (s *Server) addVoter(m reconcile.Member, id string) {
+	s.logger.Info("adding server as a raft voter", "server", m.Name, "id", id, "raft_addr", m.RaftAddr)
+	if err := s.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(m.RaftAddr), 0, 10*time.Second).Error(); err != nil {
+		s.logger.Warn("adding a raft voter failed; the next pass retries", "server", m.Name, "error", err)
+	}
+}
+
+func (s *Server) removeServer(m reconcile.Member, id string) bool {
+	if err := s.raft.RemoveServer(raft.ServerID(id), 0, 10*time.Second).Error(); err != nil {
+		s.logger.Warn("removing a raft server failed; the next pass retries", "server", m.Name, "id", id, "error", err)
+		return false
+	}
+	return true
 }
 
 // reconcileCatalog writes what reconcile.Decide says, retrying until the

@@ -6,14 +6,18 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/tenurekv/tenure/impl/internal/reconcile"
 )
 
 // RaftServer is one server of the raft configuration, as
 // /v1/operator/raft/configuration reports it.
 type RaftServer struct {
-	ID, Address string
-	Leader      bool
-	Voter       bool
+	// ID is the raft server ID (the node ID, S82); Node the server's
+	// node name, or the ID when no member names it.
+	ID, Node, Address string
+	Leader            bool
+	Voter             bool
 }
 
 // RaftConfiguration is the latest raft configuration and its index.
@@ -23,12 +27,34 @@ func (s *Server) RaftConfiguration() ([]RaftServer, uint64, error) {
 		return nil, 0, fmt.Errorf("raft configuration: %w", err)
 	}
 	leader, _ := s.raft.LeaderWithID()
+	names := s.serverNames()
 	var out []RaftServer
 	for _, srv := range fut.Configuration().Servers {
-		out = append(out, RaftServer{ID: string(srv.ID), Address: string(srv.Address),
+		node := names[string(srv.ID)]
+		if node == "" {
+			node = string(srv.ID)
+		}
+		out = append(out, RaftServer{ID: string(srv.ID), Node: node, Address: string(srv.Address),
 			Leader: srv.Address == leader, Voter: srv.Suffrage == raft.Voter})
 	}
 	return out, fut.Index(), nil
+}
+
+// serverNames maps raft server IDs to node names: this server's own, and
+// every server gossip knows (under its node ID and, for entries from
+// before node IDs, its name).
+func (s *Server) serverNames() map[string]string {
+	names := map[string]string{s.localID(): s.cfg.NodeName, s.cfg.raftID(): s.cfg.NodeName}
+	if s.cfg.Membership == nil {
+		return names
+	}
+	for _, m := range s.cfg.Membership.Members() {
+		if m.Server {
+			names[reconcile.RaftID(m)] = m.Name
+			names[m.Name] = m.Name
+		}
+	}
+	return names
 }
 
 // RaftStats are raft's counters (state, term, indexes, peers, …).

@@ -48,6 +48,12 @@ type Server struct {
 	// gate and the commit clamp (raftlog.LogSync).
 	deferSyncs bool
 
+	// raftID is the raft server ID raft runs under (raftid.go), under
+	// idMu; raftIDKick wakes followRaftID (buffered 1).
+	idMu       sync.Mutex
+	raftID     string
+	raftIDKick chan struct{}
+
 	registerKick chan struct{} // wakes self-registration (buffered 1)
 	registered   chan struct{} // closed once this node is registered and passing
 	// bootstrapWake is poked at every membership change while the server
@@ -114,6 +120,7 @@ func newServer(cfg Config) (*Server, error) {
 		forward:       cfg.Forward,
 		rpc:           rpcSrv,
 		demux:         demux,
+		raftIDKick:    make(chan struct{}, 1),
 		registerKick:  make(chan struct{}, 1),
 		registered:    make(chan struct{}),
 		bootstrapWake: make(chan struct{}, 1),
@@ -135,6 +142,9 @@ func newServer(cfg Config) (*Server, error) {
 		Expire:        s.sessionsExpired,
 	})
 	fo := fsm.Options{Apply: cfg.Apply, Observe: cfg.Observe, Fatal: s.fatal}
+	if cfg.NodeID != "" {
+		fo.ConfigurationChanged = s.kickRaftID
+	}
 	if st.Sync != nil {
 		fo.AwaitDurable = st.Sync.Await
 	}
@@ -143,6 +153,10 @@ func newServer(cfg Config) (*Server, error) {
 	if err := bootstrapIfNew(cfg, rc, st, trans); err != nil {
 		return nil, errors.Join(err, closeTransport(trans), s.closePort(), st.Close())
 	}
+	if rc.LocalID, err = startID(cfg, rc, st); err != nil {
+		return nil, errors.Join(err, closeTransport(trans), s.closePort(), st.Close())
+	}
+	s.raftID = string(rc.LocalID)
 	r, err := raft.NewRaft(rc, s.fsm, st.Logs, stopOnStableError{StableStore: st.Stable, s: s}, st.Snaps, trans)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("start raft: %w", err), closeTransport(trans), s.closePort(), st.Close())
@@ -158,6 +172,10 @@ func newServer(cfg Config) (*Server, error) {
 		s.goTracked(func() { s.watchLogSync(st.Sync.Failed(), st.Sync.Err) })
 	}
 	s.goTracked(s.registerLoop)
+	if cfg.NodeID != "" {
+		s.goTracked(s.followRaftID)
+		s.kickRaftID()
+	}
 	if cfg.Membership != nil {
 		s.goTracked(s.consumeMembership)
 		s.goTracked(s.bootstrapLoop)
@@ -238,7 +256,7 @@ func bootstrapIfNew(cfg Config, rc *raft.Config, st *raftlog.Stores, trans raft.
 	var conf raft.Configuration
 	for _, p := range cfg.Peers {
 		conf.Servers = append(conf.Servers, raft.Server{
-			Suffrage: raft.Voter, ID: raft.ServerID(p.Name), Address: raft.ServerAddress(p.RaftAddr),
+			Suffrage: raft.Voter, ID: raft.ServerID(p.raftID()), Address: raft.ServerAddress(p.RaftAddr),
 		})
 	}
 	if err := raft.BootstrapCluster(rc, st.Logs, st.Stable, st.Snaps, trans, conf); err != nil {
