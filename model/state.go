@@ -173,12 +173,13 @@ func sessionEqual(a, b Session) bool {
 func serviceEqual(a, b Service) bool {
 	return a.Node == b.Node && a.ServiceID == b.ServiceID && a.Service == b.Service &&
 		slices.Equal(a.Tags, b.Tags) && a.Address == b.Address && a.Port == b.Port &&
-		maps.Equal(a.Meta, b.Meta) && a.CreateIndex == b.CreateIndex && a.ModifyIndex == b.ModifyIndex
+		maps.Equal(a.Meta, b.Meta) && a.ServiceDetails.Equal(b.ServiceDetails) &&
+		a.CreateIndex == b.CreateIndex && a.ModifyIndex == b.ModifyIndex
 }
 
 func queryEqual(a, b PreparedQuery) bool {
 	return a.ID == b.ID && a.Name == b.Name && a.Session == b.Session && a.Token == b.Token &&
-		serviceQueryEqual(a.Service, b.Service) && a.DNS == b.DNS &&
+		serviceQueryEqual(a.Service, b.Service) && a.RemoveEmptyTags == b.RemoveEmptyTags && a.DNS == b.DNS &&
 		a.CreateIndex == b.CreateIndex && a.ModifyIndex == b.ModifyIndex
 }
 

@@ -100,6 +100,7 @@ func queryLimits(b queryBody) error {
 func (b queryBody) toModel() model.PreparedQuery {
 	sv := b.Service
 	return model.PreparedQuery{ID: b.ID, Name: b.Name, Session: b.Session, Token: b.Token, DNS: b.DNS,
+		RemoveEmptyTags: b.Template.RemoveEmptyTags,
 		Service: model.ServiceQuery{Service: sv.Service, Failover: sv.Failover, OnlyPassing: sv.OnlyPassing,
 			IgnoreCheckIDs: sv.IgnoreCheckIDs, Near: sv.Near, Tags: sv.Tags, NodeMeta: sv.NodeMeta, ServiceMeta: sv.ServiceMeta}}
 }
@@ -371,9 +372,11 @@ type failoverJSON struct {
 
 func toQuery(q model.PreparedQuery) queryJSON {
 	sv := q.Service
-	return queryJSON{ID: q.ID, Name: q.Name, Session: q.Session, Token: q.Token, DNS: dnsJSON(q.DNS),
+	out := queryJSON{ID: q.ID, Name: q.Name, Session: q.Session, Token: q.Token, DNS: dnsJSON(q.DNS),
 		Service: serviceQueryJSON{Service: sv.Service, OnlyPassing: sv.OnlyPassing, IgnoreCheckIDs: sv.IgnoreCheckIDs,
 			Near: sv.Near, Tags: sv.Tags, NodeMeta: sv.NodeMeta, ServiceMeta: sv.ServiceMeta,
 			Failover: failoverJSON{NearestN: sv.Failover.NearestN, Datacenters: sv.Failover.Datacenters, Targets: sv.Failover.Targets}},
 		CreateIndex: q.CreateIndex, ModifyIndex: q.ModifyIndex}
+	out.Template.RemoveEmptyTags = q.RemoveEmptyTags
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tenurekv/tenure/impl/internal/catalogwire"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -157,11 +158,14 @@ func nodeChecksFirst(checks []model.Check) []model.Check {
 
 func (h *handler) toServiceNode(in model.ServiceInstance) serviceNodeJSON {
 	sv := in.Service
+	d := sv.ServiceDetails
 	return serviceNodeJSON{ID: in.Node.ID, Node: in.Node.Name, Address: in.Node.Address, Datacenter: h.opts.Datacenter,
-		TaggedAddresses: in.Node.TaggedAddresses, NodeMeta: in.Node.Meta,
+		TaggedAddresses: in.Node.TaggedAddresses, NodeMeta: in.Node.Meta, ServiceKind: d.Kind,
 		ServiceID: sv.ServiceID, ServiceName: sv.Service, ServiceTags: orEmpty(sv.Tags),
-		ServiceAddress: sv.Address, ServiceWeights: defaultWeights, ServiceMeta: orEmptyMap(sv.Meta),
-		ServicePort: sv.Port, CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex}
+		ServiceAddress: sv.Address, ServiceTaggedAddresses: d.TaggedAddresses, ServiceWeights: serviceWeights(d.Weights),
+		ServiceMeta: orEmptyMap(sv.Meta), ServicePort: sv.Port, ServicePorts: d.Ports, ServiceSocketPath: d.SocketPath,
+		ServiceEnableTagOverride: d.EnableTagOverride, ServiceProxy: catalogwire.ProxyJSON(d.Proxy),
+		ServiceLocality: d.Locality, CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex}
 }
 
 // tagParams reads the repeatable ?tag filter, bounded like a service's tags.

@@ -1,7 +1,10 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"time"
+
+	"github.com/tenurekv/tenure/impl/internal/catalogwire"
 
 	"github.com/tenurekv/tenure/model"
 )
@@ -101,8 +104,7 @@ type nodeServicesJSON struct {
 	Services map[string]nodeServiceJSON
 }
 
-// weightsJSON is structs.Weights; tenure stores none, so every service shows
-// Consul's default.
+// weightsJSON is structs.Weights.
 type weightsJSON struct {
 	Passing int
 	Warning int
@@ -110,23 +112,47 @@ type weightsJSON struct {
 
 var defaultWeights = weightsJSON{Passing: 1, Warning: 1}
 
-// nodeServiceJSON is the part of structs.NodeService tenure stores (S55).
+// serviceWeights shows a service's weights: Consul's default when it has
+// none stored.
+func serviceWeights(w *model.Weights) weightsJSON {
+	if w == nil {
+		return defaultWeights
+	}
+	return weightsJSON(*w)
+}
+
+// connectJSON is structs.ServiceConnect, which tenure does not store: every
+// service shows it empty, as Consul shows a service without Connect.
+type connectJSON struct{}
+
+// nodeServiceJSON is structs.NodeService, in its field order (S55, S66).
 type nodeServiceJSON struct {
+	Kind              string `json:",omitempty"`
 	ID                string
 	Service           string
 	Tags              []string
 	Address           string
+	TaggedAddresses   map[string]model.ServiceAddress `json:",omitempty"`
 	Meta              map[string]string
-	Port              int
+	Port              int                 `json:",omitempty"`
+	Ports             []model.ServicePort `json:",omitempty"`
+	SocketPath        string              `json:",omitempty"`
 	Weights           weightsJSON
 	EnableTagOverride bool
+	Locality          *model.Locality `json:",omitempty"`
+	Proxy             json.RawMessage
+	Connect           connectJSON
+	PeerName          string
 	CreateIndex       uint64
 	ModifyIndex       uint64
 }
 
 func toNodeService(sv model.Service) nodeServiceJSON {
-	return nodeServiceJSON{ID: sv.ServiceID, Service: sv.Service, Tags: orEmpty(sv.Tags),
-		Address: sv.Address, Meta: orEmptyMap(sv.Meta), Port: sv.Port, Weights: defaultWeights,
+	d := sv.ServiceDetails
+	return nodeServiceJSON{Kind: d.Kind, ID: sv.ServiceID, Service: sv.Service, Tags: orEmpty(sv.Tags),
+		Address: sv.Address, TaggedAddresses: d.TaggedAddresses, Meta: orEmptyMap(sv.Meta), Port: sv.Port,
+		Ports: d.Ports, SocketPath: d.SocketPath, Weights: serviceWeights(d.Weights),
+		EnableTagOverride: d.EnableTagOverride, Locality: d.Locality, Proxy: catalogwire.ProxyJSON(d.Proxy),
 		CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex}
 }
 
@@ -143,10 +169,16 @@ type serviceNodeJSON struct {
 	ServiceName              string
 	ServiceTags              []string
 	ServiceAddress           string
+	ServiceTaggedAddresses   map[string]model.ServiceAddress `json:",omitempty"`
 	ServiceWeights           weightsJSON
 	ServiceMeta              map[string]string
 	ServicePort              int
+	ServicePorts             []model.ServicePort `json:",omitempty"`
+	ServiceSocketPath        string
 	ServiceEnableTagOverride bool
+	ServiceProxy             json.RawMessage
+	ServiceConnect           connectJSON
+	ServiceLocality          *model.Locality
 	CreateIndex              uint64
 	ModifyIndex              uint64
 }
