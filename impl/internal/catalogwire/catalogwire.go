@@ -37,8 +37,8 @@ type Service struct {
 	Ports             []model.ServicePort `json:",omitempty"`
 	SocketPath        string              `json:",omitempty"`
 	Meta              map[string]string
-	Weights           *model.Weights `json:",omitempty"`
-	EnableTagOverride bool           `json:",omitempty"`
+	Weights           *model.Weights  `json:",omitempty"`
+	EnableTagOverride bool            `json:",omitempty"`
 	Locality          *model.Locality `json:",omitempty"`
 	Proxy             *Proxy          `json:",omitempty"`
 }

@@ -300,7 +300,7 @@ func buildState(t *testing.T) *model.State {
 		{Register: &model.Register{Node: "n1", Address: "a1",
 			Services: []model.ServiceSpec{{ID: "web1", Service: "web", Tags: []string{"v1"}, Port: 80, Meta: map[string]string{"z": "a"},
 				ServiceDetails: everyDetail}},
-			Checks:   []model.CheckSpec{{CheckID: "web-http", Name: "http", Status: model.HealthPassing, ServiceID: "web1", Type: "http", Output: "200 OK"}}}},
+			Checks: []model.CheckSpec{{CheckID: "web-http", Name: "http", Status: model.HealthPassing, ServiceID: "web1", Type: "http", Output: "200 OK"}}}},
 		{CreateSession: &model.CreateSession{ID: "s4", Node: "n1", NodeChecks: []string{"serfHealth"},
 			ServiceChecks: []model.ServiceCheck{{ID: "web-http"}}}},
 		{Query: &model.QueryOp{Op: model.QueryCreate, Query: model.PreparedQuery{ID: "q1", Name: "web", Session: "s4",

@@ -269,8 +269,8 @@ func toAgentService(s local.Service, dc string) agentServiceJSON {
 	}
 	out := agentServiceJSON{Kind: s.Kind, ID: s.ID, Service: s.Service, Tags: tags, Meta: meta,
 		Port: s.DefaultPort(), Ports: s.Ports, Address: s.Address, SocketPath: s.SocketPath,
-		TaggedAddresses: s.TaggedAddresses,
-		Weights:         weightsJSON{Passing: s.Weights.Passing, Warning: s.Weights.Warning},
+		TaggedAddresses:   s.TaggedAddresses,
+		Weights:           weightsJSON{Passing: s.Weights.Passing, Warning: s.Weights.Warning},
 		EnableTagOverride: s.EnableTagOverride, Datacenter: dc, Locality: s.Locality}
 	// A proxy's configuration is shown for proxies and gateways only, as
 	// Consul shows it.
