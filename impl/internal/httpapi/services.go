@@ -134,7 +134,9 @@ type healthEntryJSON struct {
 }
 
 func (h *handler) toHealthEntry(s *model.State, in model.ServiceInstance) healthEntryJSON {
-	return healthEntryJSON{Node: h.toNode(in.Node), Service: toNodeService(in.Service),
+	sv := toNodeService(in.Service)
+	sv.Port = defaultPort(in.Service)
+	return healthEntryJSON{Node: h.toNode(in.Node), Service: sv,
 		Checks: toChecks(s, nodeChecksFirst(in.Checks))}
 }
 
@@ -163,7 +165,7 @@ func (h *handler) toServiceNode(in model.ServiceInstance) serviceNodeJSON {
 		TaggedAddresses: in.Node.TaggedAddresses, NodeMeta: in.Node.Meta, ServiceKind: d.Kind,
 		ServiceID: sv.ServiceID, ServiceName: sv.Service, ServiceTags: orEmpty(sv.Tags),
 		ServiceAddress: sv.Address, ServiceTaggedAddresses: d.TaggedAddresses, ServiceWeights: serviceWeights(d.Weights),
-		ServiceMeta: orEmptyMap(sv.Meta), ServicePort: sv.Port, ServicePorts: d.Ports, ServiceSocketPath: d.SocketPath,
+		ServiceMeta: orEmptyMap(sv.Meta), ServicePort: defaultPort(sv), ServicePorts: d.Ports, ServiceSocketPath: d.SocketPath,
 		ServiceEnableTagOverride: d.EnableTagOverride, ServiceProxy: catalogwire.ProxyJSON(d.Proxy),
 		ServiceLocality: d.Locality, CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex}
 }

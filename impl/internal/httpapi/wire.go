@@ -147,6 +147,20 @@ type nodeServiceJSON struct {
 	ModifyIndex       uint64
 }
 
+// defaultPort is a multi-port service's default port where it has no Port,
+// as Consul's catalog service and health service reads show it (the node
+// reads show the Port stored).
+func defaultPort(sv model.Service) int {
+	if sv.Port == 0 {
+		for _, p := range sv.Ports {
+			if p.Default {
+				return p.Port
+			}
+		}
+	}
+	return sv.Port
+}
+
 func toNodeService(sv model.Service) nodeServiceJSON {
 	d := sv.ServiceDetails
 	return nodeServiceJSON{Kind: d.Kind, ID: sv.ServiceID, Service: sv.Service, Tags: orEmpty(sv.Tags),
@@ -173,7 +187,7 @@ type serviceNodeJSON struct {
 	ServiceWeights           weightsJSON
 	ServiceMeta              map[string]string
 	ServicePort              int
-	ServicePorts             []model.ServicePort `json:",omitempty"`
+	ServicePorts             []model.ServicePort
 	ServiceSocketPath        string
 	ServiceEnableTagOverride bool
 	ServiceProxy             json.RawMessage
