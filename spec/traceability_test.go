@@ -302,7 +302,8 @@ func simCheckNames(t *testing.T, root string) map[string]bool {
 var (
 	modelPackages = map[string]string{"model": "../model"}
 	implPackages  = map[string]string{"server": "../impl/internal/server", "fsm": "../impl/internal/fsm", "leader": "../impl/internal/leader", "httpapi": "../impl/internal/httpapi",
-		"agent": "../impl/agent", "reconcile": "../impl/internal/reconcile", "local": "../impl/internal/local"}
+		"agent": "../impl/agent", "reconcile": "../impl/internal/reconcile", "local": "../impl/internal/local",
+		"catalogwire": "../impl/internal/catalogwire"}
 )
 
 // TestTraceabilityNamesExist: every Model and Impl name is a declaration
