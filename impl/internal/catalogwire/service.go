@@ -258,7 +258,7 @@ func (s *Service) Details() (model.ServiceDetails, error) {
 	}
 	// Consul's catalog keeps weights only when they are valid, else the
 	// default (NodeService.ToServiceNode).
-	if w := s.Weights; w != nil && ValidateWeights(*w) == nil && *w != (model.Weights{Passing: 1, Warning: 1}) {
+	if w := s.Weights; w != nil && WeightsProblem(*w) == "" && *w != (model.Weights{Passing: 1, Warning: 1}) {
 		d.Weights = w
 	}
 	if s.Proxy != nil {
@@ -273,17 +273,18 @@ func (s *Service) Details() (model.ServiceDetails, error) {
 	return d, nil
 }
 
-// ValidateWeights is structs.ValidateWeights.
-func ValidateWeights(w model.Weights) error {
+// WeightsProblem is structs.ValidateWeights: the reason w is invalid, ""
+// if it is not. (Reasons, not errors: Consul's texts are capitalised.)
+func WeightsProblem(w model.Weights) string {
 	switch {
 	case w.Passing < 1:
-		return errors.New("Passing must be greater than 0")
+		return "Passing must be greater than 0"
 	case w.Warning < 0:
-		return errors.New("Warning must be greater or equal than 0")
+		return "Warning must be greater or equal than 0"
 	case w.Passing > 65535 || w.Warning > 65535:
-		return errors.New("DNS Weight must be between 0 and 65535")
+		return "DNS Weight must be between 0 and 65535"
 	}
-	return nil
+	return ""
 }
 
 // Validate is structs.NodeService.Validate as far as tenure keeps the
@@ -368,8 +369,8 @@ func (s *Service) Validate() []string {
 	if len(s.Ports) > 0 && s.Port != 0 {
 		add("Cannot set both Port and Ports")
 	}
-	if err := validatePorts(s.Ports); err != nil {
-		add("%s", err)
+	if p := portsProblem(s.Ports); p != "" {
+		add("%s", p)
 	}
 	return errs
 }
@@ -392,31 +393,32 @@ func (u Upstream) validate() error {
 	return nil
 }
 
-// validatePorts is structs.ServicePorts.Validate.
-func validatePorts(ports []model.ServicePort) error {
+// portsProblem is structs.ServicePorts.Validate: the reason ports are
+// invalid, "" if they are not.
+func portsProblem(ports []model.ServicePort) string {
 	if len(ports) == 0 {
-		return nil
+		return ""
 	}
 	seen := map[string]bool{}
 	hasDefault := false
 	for _, p := range ports {
 		switch {
 		case strings.TrimSpace(p.Name) == "":
-			return errors.New("Ports.Name cannot be empty")
+			return "Ports.Name cannot be empty"
 		case p.Port <= 0:
-			return errors.New("Ports.Port must be greater than zero")
+			return "Ports.Port must be greater than zero"
 		case seen[p.Name]:
-			return fmt.Errorf("Ports.Name %q has to be unique", p.Name)
+			return fmt.Sprintf("Ports.Name %q has to be unique", p.Name)
 		case hasDefault && p.Default:
-			return errors.New("Only one port can be marked as default")
+			return "Only one port can be marked as default"
 		}
 		seen[p.Name] = true
 		hasDefault = hasDefault || p.Default
 	}
 	if !hasDefault {
-		return errors.New("One of the Ports must be marked as Default")
+		return "One of the Ports must be marked as Default"
 	}
-	return nil
+	return ""
 }
 
 // MultiError formats problems as Consul's go-multierror does.

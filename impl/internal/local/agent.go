@@ -252,8 +252,8 @@ func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replac
 		wire.Proxy = &cp
 	}
 	if w := wire.Weights; w != nil {
-		if err := catalogwire.ValidateWeights(*w); err != nil {
-			return bad("Invalid Weights: %v", err)
+		if p := catalogwire.WeightsProblem(*w); p != "" {
+			return bad("Invalid Weights: %s", p)
 		}
 	}
 	if errs := wire.Validate(); len(errs) > 0 {
