@@ -421,20 +421,9 @@ func portsProblem(ports []model.ServicePort) string {
 	return ""
 }
 
-// MultiError formats problems as Consul's go-multierror does.
-func MultiError(errs []string) string {
-	if len(errs) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	if len(errs) == 1 {
-		b.WriteString("1 error occurred:\n")
-	} else {
-		fmt.Fprintf(&b, "%d errors occurred:\n", len(errs))
-	}
-	for _, e := range errs {
-		fmt.Fprintf(&b, "\t* %s\n", e)
-	}
-	b.WriteString("\n")
-	return b.String()
+// Reasons joins problems into one line, "; " between them: Consul lists
+// them as go-multierror does, one per line, and tenure answers every
+// refusal with a one-line reason (S39).
+func Reasons(errs []string) string {
+	return strings.Join(errs, "; ")
 }

@@ -54,7 +54,7 @@ func toRegister(b catalogwire.Register) (model.Register, error) {
 			return reg, errorf(http.StatusBadRequest, "Must provide service name")
 		}
 		if errs := sv.Validate(); len(errs) > 0 {
-			return reg, errorf(http.StatusBadRequest, "%s", catalogwire.MultiError(errs))
+			return reg, errorf(http.StatusBadRequest, "%s", catalogwire.Reasons(errs))
 		}
 		details, err := sv.Details()
 		if err != nil {

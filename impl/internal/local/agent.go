@@ -257,7 +257,7 @@ func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replac
 		}
 	}
 	if errs := wire.Validate(); len(errs) > 0 {
-		return bad("Validation failed: %s", catalogwire.MultiError(errs))
+		return bad("Validation failed: %s", catalogwire.Reasons(errs))
 	}
 	details, err := wire.Details()
 	if err != nil {
