@@ -61,7 +61,7 @@ type ServiceSpec struct {
 	Address string            `json:",omitempty"`
 	Port    int               `json:",omitempty"`
 	Meta    map[string]string `json:",omitempty"`
-	// ServiceDetails are stored as given (S66); an entry written before
+	// ServiceDetails are stored as given (S74); an entry written before
 	// they existed decodes them as zero, a typical service.
 	ServiceDetails
 }

@@ -100,14 +100,14 @@ type Service struct {
 	Port      int
 	Meta      map[string]string
 	// ServiceDetails are the rest of what a registration carries, kept and
-	// shown as registered (S66).
+	// shown as registered (S74).
 	ServiceDetails
 	CreateIndex uint64
 	ModifyIndex uint64
 }
 
 // ServiceDetails are the fields of a service registration the model keeps
-// without giving them meaning: kept as registered and shown back (S66). The
+// without giving them meaning: kept as registered and shown back (S74). The
 // zero value is a typical service with Consul's defaults, which is what an
 // entry or snapshot written before these fields existed decodes to.
 type ServiceDetails struct {
@@ -321,7 +321,7 @@ type PreparedQuery struct {
 	Token   string `json:",omitempty"`
 	Service ServiceQuery
 	// RemoveEmptyTags is the definition's Template.RemoveEmptyTags, kept
-	// and shown as given (S66); tenure runs no templates, so it changes
+	// and shown as given (S74); tenure runs no templates, so it changes
 	// nothing else.
 	RemoveEmptyTags bool `json:",omitempty"`
 	DNS             QueryDNS

@@ -111,7 +111,7 @@ func (c *apiCatalog) NodeAndServices(node string) (local.NodeInfo, bool, []local
 	}
 	out := make([]local.Service, 0, len(ans.Services))
 	for _, s := range ans.Services {
-		// The catalog keeps every field (S66); the stored form of the
+		// The catalog keeps every field (S74); the stored form of the
 		// proxy is what the agent keeps too, so an unchanged service
 		// compares equal.
 		d, err := s.Details()

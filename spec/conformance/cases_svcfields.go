@@ -11,19 +11,19 @@ import (
 	"github.com/hashicorp/consul/api"
 )
 
-// A registration's fields come back as registered (S66), on every read
+// A registration's fields come back as registered (S74), on every read
 // that shows the service; and the agent's health-by-service endpoints
 // answer with Consul's codes (S61). Both go through the agent API only,
 // so that they run on real Consul too.
 
 func serviceFieldCases() []Case {
 	return []Case{
-		{clause: "S66", name: "agent-registration-fields-read-back", run: s66FieldsReadBack},
+		{clause: "S74", name: "agent-registration-fields-read-back", run: s74FieldsReadBack},
 		{clause: "S61", name: "agent-health-by-service-codes", run: s61AgentServiceHealth},
 	}
 }
 
-// svcFields is what S66 compares of one service, from any read's shape.
+// svcFields is what S74 compares of one service, from any read's shape.
 // Empty lists, maps and a proxy with nothing set compare as absent: the
 // catalog shows a typical service's empty proxy configuration, the agent
 // shows none.
@@ -108,13 +108,13 @@ type registered struct {
 	agent, entry svcFields
 }
 
-// s66FieldsReadBack registers, through the agent, a typical service with
+// s74FieldsReadBack registers, through the agent, a typical service with
 // every addressing and weighting field set, a multi-port service, a
 // service on a socket and a connect proxy, and reads each back from the
 // agent (one service, all services), the catalog (by service, by node, the
 // node's service list) and health: every field is as registered, plus the
 // lan_ipv4 and wan_ipv4 addresses an agent adds for an IPv4 address.
-func s66FieldsReadBack(t *caseT) {
+func s74FieldsReadBack(t *caseT) {
 	node := t.AgentNode()
 	typical := t.ServiceName("fields")
 	multi := t.ServiceName("multiport")

@@ -101,7 +101,7 @@ var clauses = []clause{
 	{"S63", Contract, "an agent keeps its node record: ID, tagged addresses, and its meta beside consul-network-segment and consul-version"},
 	{"S64", Tenure, "a successful acquire names its LockIndex and ModifyIndex in X-Tenure-Lock-Index and X-Tenure-Modify-Index"},
 	{"S65", Tenure, "a client agent holds a session create until the leader has registered its node, for at most 10s"},
-	{"S66", Consul, "an agent registration's fields come back as registered from the agent, catalog and health reads"},
+	{"S74", Consul, "an agent registration's fields come back as registered from the agent, catalog and health reads"},
 }
 
 // clauseByID returns the clause with the given ID.

@@ -25,7 +25,7 @@ type Register struct {
 }
 
 // Service is structs.NodeService as tenure stores it: every field of a
-// registration but Connect (S66).
+// registration but Connect (S74).
 type Service struct {
 	Kind              string `json:",omitempty"`
 	ID                string

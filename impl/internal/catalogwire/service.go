@@ -29,7 +29,7 @@ func IsGateway(kind string) bool {
 
 // Proxy is structs.ConnectProxyConfig: the configuration of a connect proxy
 // or gateway service. tenure runs no Connect; it stores the configuration
-// in the catalog as this shape's JSON and shows it back (S66). Field names,
+// in the catalog as this shape's JSON and shows it back (S74). Field names,
 // omissions and the snake_case aliases a decoder accepts are Consul's.
 type Proxy struct {
 	EnvoyExtensions        []EnvoyExtension `json:",omitempty"`

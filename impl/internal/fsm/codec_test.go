@@ -53,7 +53,7 @@ func everyCommand() []model.Command {
 	}
 }
 
-// everyDetail sets every field of a service's details (S66).
+// everyDetail sets every field of a service's details (S74).
 var everyDetail = model.ServiceDetails{Kind: "connect-proxy",
 	TaggedAddresses: map[string]model.ServiceAddress{"lan": {Address: "10.0.0.5", Port: 5432}},
 	Ports:           []model.ServicePort{{Name: "http", Port: 80, Default: true}, {Name: "admin", Port: 81}},
@@ -61,7 +61,7 @@ var everyDetail = model.ServiceDetails{Kind: "connect-proxy",
 	Locality: &model.Locality{Region: "r", Zone: "z"}, Proxy: `{"DestinationServiceName":"db","Mode":""}`}
 
 // TestOldServiceEntriesDecode: a register and a snapshot written before
-// services had details (S66) decode, with every detail zero: a typical
+// services had details (S74) decode, with every detail zero: a typical
 // service with Consul's defaults.
 func TestOldServiceEntriesDecode(t *testing.T) {
 	type oldSpec struct {

@@ -10,7 +10,7 @@ import (
 	"github.com/hashicorp/consul/api"
 )
 
-// TestServiceFieldsReadBack (S66): a catalog register's service keeps every
+// TestServiceFieldsReadBack (S74): a catalog register's service keeps every
 // field, and each read shows it in Consul's shape: the proxy configuration
 // with Consul's empty one for a typical service, weights {1, 1} when the
 // client sent invalid ones (consul/api sends {0, 0}), a multi-port

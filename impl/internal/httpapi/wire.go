@@ -125,7 +125,7 @@ func serviceWeights(w *model.Weights) weightsJSON {
 // service shows it empty, as Consul shows a service without Connect.
 type connectJSON struct{}
 
-// nodeServiceJSON is structs.NodeService, in its field order (S55, S66).
+// nodeServiceJSON is structs.NodeService, in its field order (S55, S74).
 type nodeServiceJSON struct {
 	Kind              string `json:",omitempty"`
 	ID                string

@@ -31,7 +31,7 @@ type Service struct {
 	EnableTagOverride bool
 	Weights           Weights
 	// Kind, TaggedAddresses, Ports, SocketPath, Locality and Proxy go to
-	// the catalog as registered (S66). Proxy is the configuration's
+	// the catalog as registered (S74). Proxy is the configuration's
 	// canonical JSON (catalogwire.Service.Details), "" for none.
 	Kind            string
 	TaggedAddresses map[string]model.ServiceAddress
