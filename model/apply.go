@@ -185,7 +185,7 @@ func (a *applier) putService(node string, sv ServiceSpec) {
 	key := ServiceKey{Node: node, ServiceID: sv.ID}
 	prev, had := a.s.services[key]
 	next := Service{Node: node, ServiceID: sv.ID, Service: sv.Service, Tags: slices.Clone(sv.Tags),
-		Address: sv.Address, Port: sv.Port, Meta: maps.Clone(sv.Meta), TaggedAddresses: maps.Clone(sv.TaggedAddresses),
+		Address: sv.Address, Port: sv.Port, Meta: maps.Clone(sv.Meta), ServiceDetails: sv.ServiceDetails.Clone(),
 		CreateIndex: a.idx, ModifyIndex: a.idx}
 	if had {
 		next.CreateIndex, next.ModifyIndex = prev.CreateIndex, prev.ModifyIndex

@@ -64,8 +64,9 @@ type ServiceSpec struct {
 	Address string            `json:",omitempty"`
 	Port    int               `json:",omitempty"`
 	Meta    map[string]string `json:",omitempty"`
-	// TaggedAddresses are stored as given (Service.TaggedAddresses).
-	TaggedAddresses map[string]ServiceAddress `json:",omitempty"`
+	// ServiceDetails are stored as given (S74); an entry written before
+	// they existed decodes them as zero, a typical service.
+	ServiceDetails
 }
 
 // CheckSpec is a check as registered. A ServiceID names a service on the

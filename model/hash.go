@@ -34,6 +34,13 @@ func (s *State) Hash() uint64 {
 			str(m[k])
 		}
 	}
+	flag := func(b bool) {
+		if b {
+			num(1)
+		} else {
+			num(0)
+		}
+	}
 	t := s.tables
 	num(t.Nodes)
 	num(t.Services)
@@ -73,6 +80,38 @@ func (s *State) Hash() uint64 {
 		}
 		num(sv.CreateIndex)
 		num(sv.ModifyIndex)
+		// Details only when set, so that a state without any hashes as
+		// it did before they existed (the simulator's recorded digests).
+		// The marker is no length a string or count can have.
+		if d := sv.ServiceDetails; !d.IsZero() {
+			num(^uint64(0))
+			str(d.Kind)
+			num(uint64(len(d.TaggedAddresses)))
+			for _, k := range sortedKeys(d.TaggedAddresses) {
+				str(k)
+				str(d.TaggedAddresses[k].Address)
+				num(uint64(int64(d.TaggedAddresses[k].Port)))
+			}
+			num(uint64(len(d.Ports)))
+			for _, p := range d.Ports {
+				str(p.Name)
+				num(uint64(int64(p.Port)))
+				flag(p.Default)
+			}
+			str(d.SocketPath)
+			flag(d.Weights != nil)
+			if d.Weights != nil {
+				num(uint64(int64(d.Weights.Passing)))
+				num(uint64(int64(d.Weights.Warning)))
+			}
+			flag(d.EnableTagOverride)
+			flag(d.Locality != nil)
+			if d.Locality != nil {
+				str(d.Locality.Region)
+				str(d.Locality.Zone)
+			}
+			str(d.Proxy)
+		}
 	}
 	checkKeys := slices.SortedFunc(maps.Keys(s.checks), func(a, b CheckKey) int {
 		if c := strings.Compare(a.Node, b.Node); c != 0 {

@@ -173,7 +173,7 @@ func sessionEqual(a, b Session) bool {
 func serviceEqual(a, b Service) bool {
 	return a.Node == b.Node && a.ServiceID == b.ServiceID && a.Service == b.Service &&
 		slices.Equal(a.Tags, b.Tags) && a.Address == b.Address && a.Port == b.Port &&
-		maps.Equal(a.Meta, b.Meta) && maps.Equal(a.TaggedAddresses, b.TaggedAddresses) &&
+		maps.Equal(a.Meta, b.Meta) && a.ServiceDetails.Equal(b.ServiceDetails) &&
 		a.CreateIndex == b.CreateIndex && a.ModifyIndex == b.ModifyIndex
 }
 

@@ -93,12 +93,6 @@ type Check struct {
 	ModifyIndex uint64
 }
 
-// ServiceAddress is one of a service's tagged addresses.
-type ServiceAddress struct {
-	Address string
-	Port    int
-}
-
 // Service is one service instance registered on a node (S55). Service IDs
 // are unique per node only.
 type Service struct {
@@ -109,11 +103,89 @@ type Service struct {
 	Address   string
 	Port      int
 	Meta      map[string]string
-	// TaggedAddresses are stored for the HTTP layer; the model gives them
-	// no meaning.
+	// ServiceDetails are the rest of what a registration carries, kept and
+	// shown as registered (S74).
+	ServiceDetails
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// ServiceDetails are the fields of a service registration the model keeps
+// without giving them meaning: kept as registered and shown back (S74). The
+// zero value is a typical service with Consul's defaults, which is what an
+// entry or snapshot written before these fields existed decodes to.
+type ServiceDetails struct {
+	// Kind is "" for a typical service, or "connect-proxy", a gateway kind….
+	Kind            string                    `json:",omitempty"`
 	TaggedAddresses map[string]ServiceAddress `json:",omitempty"`
-	CreateIndex     uint64
-	ModifyIndex     uint64
+	// Ports are named ports (Consul's multi-port services), instead of Port.
+	Ports      []ServicePort `json:",omitempty"`
+	SocketPath string        `json:",omitempty"`
+	// Weights is nil for Consul's default, passing 1 and warning 1.
+	Weights           *Weights  `json:",omitempty"`
+	EnableTagOverride bool      `json:",omitempty"`
+	Locality          *Locality `json:",omitempty"`
+	// Proxy is a connect proxy's or gateway's configuration as canonical
+	// JSON, "" for none. The HTTP layer owns its shape; tenure runs no
+	// Connect, so it is only stored and shown.
+	Proxy string `json:",omitempty"`
+}
+
+// ServiceAddress is one of a service's tagged addresses.
+type ServiceAddress struct {
+	Address string
+	Port    int
+}
+
+// ServicePort is one named port of a multi-port service.
+type ServicePort struct {
+	Name    string
+	Port    int
+	Default bool
+}
+
+// Weights are a service's DNS weights by health.
+type Weights struct {
+	Passing int
+	Warning int
+}
+
+// Locality is where a service runs.
+type Locality struct {
+	Region string
+	Zone   string
+}
+
+// IsZero reports whether d is all defaults.
+func (d ServiceDetails) IsZero() bool {
+	return d.Equal(ServiceDetails{})
+}
+
+// Equal compares two details; nil and empty lists and maps are alike.
+func (d ServiceDetails) Equal(o ServiceDetails) bool {
+	return d.Kind == o.Kind && maps.Equal(d.TaggedAddresses, o.TaggedAddresses) &&
+		slices.Equal(d.Ports, o.Ports) && d.SocketPath == o.SocketPath &&
+		ptrEqual(d.Weights, o.Weights) && d.EnableTagOverride == o.EnableTagOverride &&
+		ptrEqual(d.Locality, o.Locality) && d.Proxy == o.Proxy
+}
+
+func ptrEqual[T comparable](a, b *T) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+// Clone copies d's maps, lists and pointers.
+func (d ServiceDetails) Clone() ServiceDetails {
+	d.TaggedAddresses = maps.Clone(d.TaggedAddresses)
+	d.Ports = slices.Clone(d.Ports)
+	if d.Weights != nil {
+		w := *d.Weights
+		d.Weights = &w
+	}
+	if d.Locality != nil {
+		l := *d.Locality
+		d.Locality = &l
+	}
+	return d
 }
 
 // ServiceCheck names a service check a session binds (Consul 1.7+). It is

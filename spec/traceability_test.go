@@ -304,7 +304,7 @@ var (
 	implPackages  = map[string]string{"server": "../impl/internal/server", "fsm": "../impl/internal/fsm", "leader": "../impl/internal/leader", "httpapi": "../impl/internal/httpapi",
 		"agent": "../impl/agent", "reconcile": "../impl/internal/reconcile", "local": "../impl/internal/local",
 		"rpc": "../impl/internal/rpc", "gossip": "../impl/internal/gossip", "tlsconf": "../impl/internal/tlsconf", "main": "../cmd/tenure",
-		"agentcache": "../impl/internal/agentcache"}
+		"agentcache": "../impl/internal/agentcache", "catalogwire": "../impl/internal/catalogwire"}
 )
 
 // TestTraceabilityNamesExist: every Model and Impl name is a declaration

@@ -55,8 +55,15 @@ func (c *apiCatalog) Register(node string, svc *local.Service, checks []local.Ch
 	// in Consul's agent once its node info is in sync (S62).
 	body := catalogwire.Register{Node: node, Address: c.address, SkipNodeUpdate: true}
 	if svc != nil {
-		body.Service = &catalogwire.Service{ID: svc.ID, Service: svc.Service, Tags: svc.Tags, Address: svc.Address,
-			Port: svc.Port, Meta: svc.Meta}
+		proxy, err := catalogwire.DecodeProxy(svc.Proxy)
+		if err != nil {
+			return fmt.Errorf("service %q: stored proxy configuration: %w", svc.ID, err)
+		}
+		w := model.Weights(svc.Weights)
+		body.Service = &catalogwire.Service{Kind: svc.Kind, ID: svc.ID, Service: svc.Service, Tags: svc.Tags,
+			Address: svc.Address, TaggedAddresses: svc.TaggedAddresses, Port: svc.Port, Ports: svc.Ports,
+			SocketPath: svc.SocketPath, Meta: svc.Meta, Weights: &w, EnableTagOverride: svc.EnableTagOverride,
+			Locality: svc.Locality, Proxy: proxy}
 	}
 	for _, ch := range checks {
 		body.Checks = append(body.Checks, &catalogwire.Check{Node: node, CheckID: ch.CheckID, Name: ch.Name,
@@ -97,29 +104,28 @@ func (c *apiCatalog) NodeAndServices(node string) (local.NodeInfo, bool, []local
 			TaggedAddresses map[string]string
 			Meta            map[string]string
 		}
-		Services []struct {
-			ID                string
-			Service           string
-			Tags              []string
-			Address           string
-			Port              int
-			Meta              map[string]string
-			EnableTagOverride bool
-			Weights           local.Weights
-		}
+		Services []catalogwire.Service
 	}
 	if err := c.read("/v1/catalog/node-services/"+url.PathEscape(node), &ans); err != nil {
 		return local.NodeInfo{}, false, nil, err
 	}
-	st := c.local()
 	out := make([]local.Service, 0, len(ans.Services))
 	for _, s := range ans.Services {
-		svc := local.Service{ID: s.ID, Service: s.Service, Tags: s.Tags, Address: s.Address, Port: s.Port,
-			Meta: s.Meta, EnableTagOverride: s.EnableTagOverride, Weights: s.Weights}
-		if mine, ok := st.Service(s.ID); ok {
-			svc.Weights, svc.EnableTagOverride = mine.Weights, mine.EnableTagOverride
+		// The catalog keeps every field (S74); the stored form of the
+		// proxy is what the agent keeps too, so an unchanged service
+		// compares equal.
+		d, err := s.Details()
+		if err != nil {
+			return local.NodeInfo{}, false, nil, fmt.Errorf("service %q: %w", s.ID, err)
 		}
-		out = append(out, svc)
+		w := local.Weights{Passing: 1, Warning: 1}
+		if s.Weights != nil {
+			w = local.Weights(*s.Weights)
+		}
+		out = append(out, local.Service{ID: s.ID, Service: s.Service, Tags: s.Tags, Address: s.Address, Port: s.Port,
+			Meta: s.Meta, EnableTagOverride: s.EnableTagOverride, Weights: w, Kind: s.Kind,
+			TaggedAddresses: d.TaggedAddresses, Ports: d.Ports, SocketPath: s.SocketPath, Locality: s.Locality,
+			Proxy: d.Proxy})
 	}
 	if ans.Node == nil {
 		return local.NodeInfo{}, false, out, nil

@@ -115,6 +115,7 @@ var clauses = []clause{
 	{"S81", Consul, "a request naming another datacenter answers 500 No path to datacenter and changes nothing"},
 	{"S82", Consul, "raft server IDs are node IDs; a configuration under node names converges to them"},
 	{"S83", Contract, "prepared-query templates answer the names they prefix, rendered for the name"},
+	{"S74", Consul, "an agent registration's fields come back as registered from the agent, catalog and health reads"},
 }
 
 // clauseByID returns the clause with the given ID.

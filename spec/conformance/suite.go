@@ -15,6 +15,7 @@ func Suite() []Case {
 		membershipCases(),
 		serviceCases(),
 		checkCases(),
+		serviceFieldCases(),
 		queryCases(),
 		nodeCases(),
 		txnCatalogCases(),

@@ -3,7 +3,7 @@
 // tenure reads them), one shape for everyone who speaks it: the HTTP API
 // that decodes it, an agent's anti-entropy that sends it, and a server
 // registering itself without gossip. Fields Consul has and tenure ignores
-// (Locality, Weights, …) are left out; a decoder skips them.
+// (Datacenter, Connect, …) are left out; a decoder skips them.
 package catalogwire
 
 import (
@@ -31,15 +31,23 @@ type Register struct {
 	Checks         []*Check `json:",omitempty"`
 }
 
-// Service is the part of structs.NodeService tenure stores.
+// Service is structs.NodeService as tenure stores it: every field of a
+// registration but Connect (S74).
 type Service struct {
-	ID              string
-	Service         string
-	Tags            []string
-	Address         string
-	TaggedAddresses map[string]model.ServiceAddress `json:",omitempty"`
-	Port            int
-	Meta            map[string]string
+	Kind              string `json:",omitempty"`
+	ID                string
+	Service           string
+	Tags              []string
+	Address           string
+	TaggedAddresses   map[string]model.ServiceAddress `json:",omitempty"`
+	Port              int
+	Ports             []model.ServicePort `json:",omitempty"`
+	SocketPath        string              `json:",omitempty"`
+	Meta              map[string]string
+	Weights           *model.Weights  `json:",omitempty"`
+	EnableTagOverride bool            `json:",omitempty"`
+	Locality          *model.Locality `json:",omitempty"`
+	Proxy             *Proxy          `json:",omitempty"`
 }
 
 // Check is the part of structs.HealthCheck tenure stores.

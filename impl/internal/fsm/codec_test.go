@@ -23,7 +23,7 @@ func everyCommand() []model.Command {
 			TaggedAddresses: map[string]string{"lan": "127.0.0.1"}, NodeMeta: map[string]string{"rack": "r1"},
 			SkipNodeUpdate: true,
 			Services: []model.ServiceSpec{{ID: "db1", Service: "db", Tags: []string{"primary", "v2"},
-				Address: "10.0.0.5", Port: 5432, Meta: map[string]string{"zone": "a"}}},
+				Address: "10.0.0.5", Port: 5432, Meta: map[string]string{"zone": "a"}, ServiceDetails: everyDetail}},
 			Checks: []model.CheckSpec{
 				{CheckID: "serfHealth", Name: "Serf Health Status", Status: model.HealthPassing},
 				{CheckID: "db", Name: "db", Status: model.HealthCritical, Notes: "n", Output: "refused",
@@ -48,7 +48,7 @@ func everyCommand() []model.Command {
 				Address: "10.0.0.2", TaggedAddresses: map[string]string{"wan": "1.2.3.4"}, Meta: map[string]string{"m": "1"}, Index: 7}},
 			{Service: &model.ServiceTxnOp{Verb: model.CatalogSet, Node: "n2", Index: 8, Service: model.ServiceSpec{
 				ID: "web1", Service: "web", Tags: []string{"a"}, Address: "10.0.0.3", Port: 80, Meta: map[string]string{"v": "1"},
-				TaggedAddresses: map[string]model.ServiceAddress{"wlan": {Address: "10.0.0.4", Port: 81}}}}},
+				ServiceDetails: model.ServiceDetails{TaggedAddresses: map[string]model.ServiceAddress{"wlan": {Address: "10.0.0.4", Port: 81}}}}}},
 			{Check: &model.CheckTxnOp{Verb: model.CatalogDeleteCAS, Node: "n2", Index: 9, Check: model.CheckSpec{
 				CheckID: "c", Name: "c", Status: model.HealthWarning, Notes: "n", Output: "o", ServiceID: "web1",
 				Type: "http", Definition: `{"HTTP":"http://x"}`}}},
@@ -62,6 +62,71 @@ func everyCommand() []model.Command {
 				OnlyPassing: true, IgnoreCheckIDs: []string{"serfHealth"}, Near: "_agent", Tags: []string{"!v1"},
 				NodeMeta: map[string]string{"rack": "1"}, ServiceMeta: map[string]string{"zone": "a"}},
 			DNS: model.QueryDNS{TTL: "10s"}, CreateIndex: 3, ModifyIndex: 4}}},
+	}
+}
+
+// everyDetail sets every field of a service's details (S74).
+var everyDetail = model.ServiceDetails{Kind: "connect-proxy",
+	TaggedAddresses: map[string]model.ServiceAddress{"lan": {Address: "10.0.0.5", Port: 5432}},
+	Ports:           []model.ServicePort{{Name: "http", Port: 80, Default: true}, {Name: "admin", Port: 81}},
+	SocketPath:      "/tmp/db.sock", Weights: &model.Weights{Passing: 3, Warning: 0}, EnableTagOverride: true,
+	Locality: &model.Locality{Region: "r", Zone: "z"}, Proxy: `{"DestinationServiceName":"db","Mode":""}`}
+
+// TestOldServiceEntriesDecode: a register and a snapshot written before
+// services had details (S74) decode, with every detail zero: a typical
+// service with Consul's defaults.
+func TestOldServiceEntriesDecode(t *testing.T) {
+	type oldSpec struct {
+		ID      string
+		Service string
+		Tags    []string          `json:",omitempty"`
+		Address string            `json:",omitempty"`
+		Port    int               `json:",omitempty"`
+		Meta    map[string]string `json:",omitempty"`
+	}
+	type oldRegister struct {
+		Node     string
+		Address  string
+		Services []oldSpec `json:",omitempty"`
+	}
+	c := newWireCodec()
+	var buf []byte
+	if err := codec.NewEncoderBytes(&buf, c.h).Encode(oldRegister{Node: "n1", Address: "a",
+		Services: []oldSpec{{ID: "w", Service: "web", Port: 80}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.decodeCommand(append([]byte{commandVersion, cmdRegister}, buf...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := model.Register{Node: "n1", Address: "a", Services: []model.ServiceSpec{{ID: "w", Service: "web", Port: 80}}}
+	if diff := cmp.Diff(want, *got.Register, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("old register (-want +got):\n%s", diff)
+	}
+
+	type oldService struct {
+		Node, ServiceID, Service string
+		Port                     int
+		CreateIndex, ModifyIndex uint64
+	}
+	type oldSnapshot struct {
+		Nodes    []model.Node
+		Tables   model.TableIndexes
+		Services []oldService
+	}
+	buf = nil
+	if err := codec.NewEncoderBytes(&buf, c.h).Encode(oldSnapshot{Nodes: []model.Node{{Name: "n1", CreateIndex: 1, ModifyIndex: 1}},
+		Tables:   model.TableIndexes{Nodes: 1, Services: 2},
+		Services: []oldService{{Node: "n1", ServiceID: "w", Service: "web", Port: 80, CreateIndex: 2, ModifyIndex: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.decodeSnapshot(append([]byte{snapshotVersion}, buf...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sv, ok := st.Service(model.ServiceKey{Node: "n1", ServiceID: "w"})
+	if !ok || sv.Port != 80 || !sv.ServiceDetails.IsZero() {
+		t.Errorf("old snapshot's service: %+v (found %v)", sv, ok)
 	}
 }
 
@@ -245,8 +310,9 @@ func buildState(t *testing.T) *model.State {
 		{KV: &model.KVOp{Verb: model.KVLock, Key: "delayed", Session: "s3"}},
 		{DestroySession: &model.DestroySession{ID: "s3"}},
 		{Register: &model.Register{Node: "n1", Address: "a1",
-			Services: []model.ServiceSpec{{ID: "web1", Service: "web", Tags: []string{"v1"}, Port: 80, Meta: map[string]string{"z": "a"}}},
-			Checks:   []model.CheckSpec{{CheckID: "web-http", Name: "http", Status: model.HealthPassing, ServiceID: "web1", Type: "http", Output: "200 OK"}}}},
+			Services: []model.ServiceSpec{{ID: "web1", Service: "web", Tags: []string{"v1"}, Port: 80, Meta: map[string]string{"z": "a"},
+				ServiceDetails: everyDetail}},
+			Checks: []model.CheckSpec{{CheckID: "web-http", Name: "http", Status: model.HealthPassing, ServiceID: "web1", Type: "http", Output: "200 OK"}}}},
 		{CreateSession: &model.CreateSession{ID: "s4", Node: "n1", NodeChecks: []string{"serfHealth"},
 			ServiceChecks: []model.ServiceCheck{{ID: "web-http"}}}},
 		{Query: &model.QueryOp{Op: model.QueryCreate, Query: model.PreparedQuery{ID: "q1", Name: "web", Session: "s4",

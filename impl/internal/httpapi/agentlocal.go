@@ -3,14 +3,18 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tenurekv/tenure/model"
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/tenurekv/tenure/impl/internal/catalogwire"
 	"github.com/tenurekv/tenure/impl/internal/checks"
 	"github.com/tenurekv/tenure/impl/internal/local"
 )
@@ -49,6 +53,8 @@ func WithLocalAgent(la *local.Agent, next http.Handler, opts LocalOptions) http.
 		{"/v1/agent/service/maintenance/", true, []string{put}, h.serviceMaintenance},
 		{"/v1/agent/services", false, []string{get}, h.serviceList},
 		{"/v1/agent/service/", true, []string{get}, h.serviceGet},
+		{"/v1/agent/health/service/id/", true, []string{get}, h.serviceHealthByID},
+		{"/v1/agent/health/service/name/", true, []string{get}, h.serviceHealthByName},
 		{"/v1/agent/maintenance", false, []string{put}, h.nodeMaintenance},
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -224,6 +230,11 @@ func (h *localHandler) serviceRegister(c *call) error {
 	if err != nil {
 		return decodeFailed(err)
 	}
+	// The catalog register's bounds, checked here: what the agent accepts
+	// its anti-entropy must be able to write.
+	if err := serviceLimits(def.Wire()); err != nil {
+		return err
+	}
 	if err := h.la.RegisterService(def, checks.Remote, replace); err != nil {
 		return refusal(err)
 	}
@@ -243,18 +254,25 @@ func (h *localHandler) serviceDeregister(c *call) error {
 	return nil
 }
 
-// agentServiceJSON is a service as GET /v1/agent/services shows it.
+// agentServiceJSON is a service as GET /v1/agent/services shows it
+// (api.AgentService, as Consul's buildAgentService fills it).
 type agentServiceJSON struct {
+	Kind              string `json:",omitempty"`
 	ID                string
 	Service           string
 	Tags              []string
 	Meta              map[string]string
 	Port              int
+	Ports             []model.ServicePort `json:",omitempty"`
 	Address           string
+	SocketPath        string                          `json:",omitempty"`
+	TaggedAddresses   map[string]model.ServiceAddress `json:",omitempty"`
 	Weights           weightsJSON
 	EnableTagOverride bool
-	ContentHash       string `json:",omitempty"` // GET /v1/agent/service/<id> only (agentservicehash.go)
+	ContentHash       string          `json:",omitempty"` // GET /v1/agent/service/<id> only (agentservicehash.go)
+	Proxy             json.RawMessage `json:",omitempty"`
 	Datacenter        string
+	Locality          *model.Locality `json:",omitempty"`
 }
 
 func toAgentService(s local.Service, dc string) agentServiceJSON {
@@ -265,9 +283,17 @@ func toAgentService(s local.Service, dc string) agentServiceJSON {
 	if meta == nil {
 		meta = map[string]string{}
 	}
-	return agentServiceJSON{ID: s.ID, Service: s.Service, Tags: tags, Meta: meta, Port: s.Port, Address: s.Address,
+	out := agentServiceJSON{Kind: s.Kind, ID: s.ID, Service: s.Service, Tags: tags, Meta: meta,
+		Port: s.DefaultPort(), Ports: s.Ports, Address: s.Address, SocketPath: s.SocketPath,
+		TaggedAddresses:   s.TaggedAddresses,
 		Weights:           weightsJSON{Passing: s.Weights.Passing, Warning: s.Weights.Warning},
-		EnableTagOverride: s.EnableTagOverride, Datacenter: dc}
+		EnableTagOverride: s.EnableTagOverride, Datacenter: dc, Locality: s.Locality}
+	// A proxy's configuration is shown for proxies and gateways only, as
+	// Consul shows it.
+	if s.Kind == catalogwire.KindConnectProxy || catalogwire.IsGateway(s.Kind) {
+		out.Proxy = catalogwire.ProxyJSON(s.Proxy)
+	}
+	return out
 }
 
 // serviceList is GET /v1/agent/services: service ID → service.
@@ -340,4 +366,138 @@ func (h *localHandler) serviceMaintenance(c *call) error {
 	}
 	h.syncNow()
 	return nil
+}
+
+// serviceHealthJSON is api.AgentServiceChecksInfo: a local service, its
+// checks and the status they add up to.
+type serviceHealthJSON struct {
+	AggregatedStatus string
+	Service          *agentServiceJSON
+	Checks           []checkJSON
+}
+
+// serviceHealth is the health of the local service id as Consul's
+// agentHealthService reckons it: its checks and the agent's node checks,
+// aggregated (maintenance first, then critical, warning, passing; no check
+// is passing), and the status code that goes with it: 200 passing, 429
+// warning, 503 anything else.
+func (h *localHandler) serviceHealth(st *local.State, svc local.Service) (int, serviceHealthJSON) {
+	out := serviceHealthJSON{Checks: []checkJSON{}}
+	var passing, warning, critical, maintenance, unknown bool
+	for _, ch := range st.Checks() {
+		if ch.ServiceID != "" && ch.ServiceID != svc.ID {
+			continue
+		}
+		out.Checks = append(out.Checks, checkJSON{Node: st.Node(), CheckID: ch.CheckID, Name: ch.Name,
+			Status: model.Health(ch.Status), Notes: ch.Notes, Output: ch.Output, ServiceID: ch.ServiceID,
+			ServiceName: ch.ServiceName, ServiceTags: ch.ServiceTags, Type: ch.Type, Definition: definitionJSON("")})
+		switch {
+		case ch.CheckID == local.NodeMaintenanceCheckID || strings.HasPrefix(ch.CheckID, local.ServiceMaintenancePrefix):
+			maintenance = true
+		case ch.Status == checks.Passing:
+			passing = true
+		case ch.Status == checks.Warning:
+			warning = true
+		case ch.Status == checks.Critical:
+			critical = true
+		default:
+			unknown = true
+		}
+	}
+	sv := toAgentService(svc, h.dc)
+	out.Service = &sv
+	switch {
+	case unknown:
+		out.AggregatedStatus = ""
+	case maintenance:
+		out.AggregatedStatus = "maintenance"
+	case critical:
+		out.AggregatedStatus = checks.Critical
+	case warning:
+		out.AggregatedStatus = checks.Warning
+	default:
+		_ = passing // no check at all is passing too
+		out.AggregatedStatus = checks.Passing
+	}
+	return healthCode(out.AggregatedStatus), out
+}
+
+func healthCode(status string) int {
+	switch status {
+	case checks.Passing:
+		return http.StatusOK
+	case checks.Warning:
+		return http.StatusTooManyRequests
+	}
+	return http.StatusServiceUnavailable
+}
+
+// textHealth is Consul's returnTextPlain: an Accept of text/plain, or
+// ?format=text, asks for the bare status.
+func textHealth(c *call) bool {
+	if strings.HasPrefix(c.r.Header.Get("Accept"), "text/plain") {
+		return true
+	}
+	if f := c.query().Get("format"); f != "" {
+		return f == "text"
+	}
+	return false
+}
+
+// writeHealth answers a service health read as Consul does: the status in
+// X-Consul-Reason, and the body as JSON or, when asked, the bare status.
+func writeHealth(c *call, code int, reason string, body any) error {
+	c.w.Header().Set("X-Consul-Reason", reason)
+	if textHealth(c) {
+		c.w.Header().Set("Content-Type", "text/plain")
+		c.w.WriteHeader(code)
+		_, _ = io.WriteString(c.w, reason)
+		return nil
+	}
+	return writeJSON(c, code, body)
+}
+
+// serviceHealthByID is GET /v1/agent/health/service/id/<id>: 200, 429 or
+// 503 by the service's health, 404 for a service the agent does not have.
+func (h *localHandler) serviceHealthByID(c *call) error {
+	if c.arg == "" {
+		return errorf(http.StatusBadRequest, "Missing serviceID")
+	}
+	if err := idArg(c, "Service ID"); err != nil {
+		return err
+	}
+	st := h.la.State()
+	svc, ok := st.Service(c.arg)
+	if !ok {
+		return writeHealth(c, http.StatusNotFound, fmt.Sprintf("ServiceId %s not found", c.arg),
+			serviceHealthJSON{AggregatedStatus: checks.Critical})
+	}
+	code, out := h.serviceHealth(st, svc)
+	return writeHealth(c, code, out.AggregatedStatus, out)
+}
+
+// serviceHealthByName is GET /v1/agent/health/service/name/<name>: every
+// local instance of the service with its health, answered with the worst
+// instance's code, or 404 when the agent has none.
+func (h *localHandler) serviceHealthByName(c *call) error {
+	if c.arg == "" {
+		return errorf(http.StatusBadRequest, "Missing service Name")
+	}
+	if err := idArg(c, "Service name"); err != nil {
+		return err
+	}
+	st := h.la.State()
+	code, reason := http.StatusNotFound, fmt.Sprintf("ServiceName %s Not Found", c.arg)
+	out := []serviceHealthJSON{}
+	for _, svc := range st.Services() {
+		if svc.Service != c.arg {
+			continue
+		}
+		scode, info := h.serviceHealth(st, svc)
+		out = append(out, info)
+		if code == http.StatusNotFound || code < scode {
+			code, reason = scode, info.AggregatedStatus
+		}
+	}
+	return writeHealth(c, code, reason, out)
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/consul/api"
+
 	"github.com/tenurekv/tenure/impl/internal/httpapi"
 	"github.com/tenurekv/tenure/impl/internal/local"
 )
@@ -223,6 +225,12 @@ func TestLocalAgentEndpointsRefuse(t *testing.T) {
 		{"service bad check status", "PUT", "/v1/agent/service/register", `{"Name":"x","Check":{"TTL":"1s","Status":"up"}}`, 400, "Status for checks must 'passing', 'warning', 'critical'"},
 		{"service bad check", "PUT", "/v1/agent/service/register", `{"Name":"x","Checks":[{"TTL":"1s"},{"Interval":"1s"}]}`, 400, "Invalid check: "},
 		{"service connect", "PUT", "/v1/agent/service/register", `{"Name":"x","Connect":{"Native":true}}`, 400, "not supported by tenure"},
+		{"service proxy too large", "PUT", "/v1/agent/service/register", `{"Name":"x","Kind":"connect-proxy","Port":1,"Proxy":{"DestinationServiceName":"d","Config":{"big":"` + strings.Repeat("x", 64<<10) + `"}}}`, 413, "Service proxy configuration too long"},
+		{"service tag too long", "PUT", "/v1/agent/service/register", `{"Name":"x","Tags":["` + long + long + `"]}`, 413, "Service tag too long"},
+		{"service proxy invalid", "PUT", "/v1/agent/service/register", `{"Name":"x","Kind":"connect-proxy"}`, 400,
+			"Validation failed: Port or SocketPath must be set for a connect-proxy; Proxy.DestinationServiceName must be non-empty for Connect proxy services"},
+		{"service health no id", "GET", "/v1/agent/health/service/id/", "", 400, "Missing serviceID"},
+		{"service health no name", "GET", "/v1/agent/health/service/name/", "", 400, "Missing service Name"},
 		{"service post", "POST", "/v1/agent/service/register", `{"Name":"x"}`, 405, "method POST not allowed"},
 		{"deregister unknown service", "PUT", "/v1/agent/service/deregister/zz", "", 404, `Unknown service ID "zz". Ensure that the service ID is passed, not the service name.`},
 		{"get unknown service", "GET", "/v1/agent/service/zz", "", 404, "unknown service ID: zz"},
@@ -290,4 +298,51 @@ func FuzzLocalAgentRegister(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAgentServiceHealth (S61): the health of a local service by ID and by
+// name, with Consul's codes, text bodies and 404s; by name, the worst
+// instance decides, and the agent's node checks count.
+func TestAgentServiceHealth(t *testing.T) {
+	f := newLocalFixture(t)
+	f.ok("PUT", "/v1/agent/service/register", `{"ID":"a","Name":"web","Check":{"TTL":"1h","Status":"passing"}}`)
+	f.ok("PUT", "/v1/agent/service/register", `{"ID":"b","Name":"web","Check":{"TTL":"1h","Status":"passing"}}`)
+	expect := func(path string, code int, text string) {
+		t.Helper()
+		if c, out := f.do("GET", path+"?format=text", ""); c != code || out != text {
+			t.Errorf("%s as text: %d %q, want %d %q", path, c, out, code, text)
+		}
+		c, out := f.do("GET", path, "")
+		if c != code {
+			t.Errorf("%s: %d %s, want %d", path, c, out, code)
+		}
+	}
+	expect("/v1/agent/health/service/id/a", 200, "passing")
+	expect("/v1/agent/health/service/name/web", 200, "passing")
+	f.ok("PUT", "/v1/agent/check/warn/service:a", "")
+	expect("/v1/agent/health/service/id/a", 429, "warning")
+	expect("/v1/agent/health/service/id/b", 200, "passing")
+	expect("/v1/agent/health/service/name/web", 429, "warning")
+	f.ok("PUT", "/v1/agent/check/fail/service:b", "")
+	expect("/v1/agent/health/service/name/web", 503, "critical")
+	f.ok("PUT", "/v1/agent/check/pass/service:a", "")
+	f.ok("PUT", "/v1/agent/check/pass/service:b", "")
+	f.ok("PUT", "/v1/agent/maintenance?enable=true", "") // a node check: every service is in maintenance
+	expect("/v1/agent/health/service/id/a", 503, "maintenance")
+	f.ok("PUT", "/v1/agent/maintenance?enable=false", "")
+
+	_, out := f.do("GET", "/v1/agent/health/service/id/a", "")
+	var info api.AgentServiceChecksInfo
+	if err := json.Unmarshal([]byte(out), &info); err != nil || info.AggregatedStatus != "passing" ||
+		info.Service == nil || info.Service.ID != "a" || info.Service.Service != "web" || len(info.Checks) != 1 {
+		t.Errorf("health of a: %s (%v)", out, err)
+	}
+	expect("/v1/agent/health/service/id/ghost", 404, "ServiceId ghost not found")
+	expect("/v1/agent/health/service/name/ghost", 404, "ServiceName ghost Not Found")
+	if _, out := f.do("GET", "/v1/agent/health/service/id/ghost", ""); out != `{"AggregatedStatus":"critical","Service":null,"Checks":null}` {
+		t.Errorf("unknown ID as JSON: %s", out)
+	}
+	if _, out := f.do("GET", "/v1/agent/health/service/name/ghost", ""); out != `[]` {
+		t.Errorf("unknown name as JSON: %s", out)
+	}
 }

@@ -53,8 +53,15 @@ func toRegister(b catalogwire.Register) (model.Register, error) {
 		case sv.Service == "":
 			return reg, errorf(http.StatusBadRequest, "Must provide service name")
 		}
+		if errs := sv.Validate(); len(errs) > 0 {
+			return reg, errorf(http.StatusBadRequest, "%s", catalogwire.Reasons(errs))
+		}
+		details, err := sv.Details()
+		if err != nil {
+			return reg, errorf(http.StatusBadRequest, "Invalid service: %v", err)
+		}
 		reg.Services = []model.ServiceSpec{{ID: sv.ID, Service: sv.Service, Tags: sv.Tags,
-			Address: sv.Address, Port: sv.Port, Meta: sv.Meta, TaggedAddresses: sv.TaggedAddresses}}
+			Address: sv.Address, Port: sv.Port, Meta: sv.Meta, ServiceDetails: details}}
 	}
 	checks := b.Checks
 	if b.Check != nil {

@@ -95,9 +95,20 @@ func txnOpAsJSON(op model.TxnOp) map[string]any {
 			"Address": o.Address, "TaggedAddresses": o.TaggedAddresses, "Meta": o.Meta, "ModifyIndex": o.Index}}}
 	case op.Service != nil:
 		o, sv := op.Service, op.Service.Service
-		return map[string]any{"Service": map[string]any{"Verb": o.Verb, "Node": o.Node, "Service": map[string]any{
+		service := map[string]any{
 			"ID": sv.ID, "Service": sv.Service, "Tags": sv.Tags, "Address": sv.Address, "Port": sv.Port, "Meta": sv.Meta,
-			"TaggedAddresses": sv.TaggedAddresses, "ModifyIndex": o.Index}}}
+			"TaggedAddresses": sv.TaggedAddresses, "ModifyIndex": o.Index,
+			"Kind": sv.Kind, "Ports": sv.Ports, "SocketPath": sv.SocketPath, "EnableTagOverride": sv.EnableTagOverride}
+		if sv.Weights != nil {
+			service["Weights"] = sv.Weights
+		}
+		if sv.Locality != nil {
+			service["Locality"] = sv.Locality
+		}
+		if sv.Proxy != "" {
+			service["Proxy"] = json.RawMessage(sv.Proxy)
+		}
+		return map[string]any{"Service": map[string]any{"Verb": o.Verb, "Node": o.Node, "Service": service}}
 	case op.Check != nil:
 		o, c := op.Check, op.Check.Check
 		check := map[string]any{"Node": o.Node, "CheckID": c.CheckID, "Name": c.Name, "Status": c.Status,

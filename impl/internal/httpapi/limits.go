@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -51,6 +52,14 @@ const (
 	maxRegisterBody = 1 << 20
 	// maxQueryBody bounds a prepared-query definition.
 	maxQueryBody = 256 << 10
+	// maxServiceAddresses bounds a service's tagged addresses and its named
+	// ports: Consul's own tags are six (lan, wan and their ipv4/ipv6), and
+	// multi-port services name a few ports.
+	maxServiceAddresses = 16
+	// maxProxyJSON bounds a service's connect-proxy configuration as
+	// stored (its canonical JSON). With the other service limits a register
+	// at every limit stays within maxRegisterBody.
+	maxProxyJSON = 64 << 10
 )
 
 // tooLong is the 413 for a name or key over its limit. The value itself is
@@ -169,11 +178,18 @@ func registerLimits(b catalogwire.Register) error {
 	return nil
 }
 
-// serviceLimits refuses a service whose names, tags or meta exceed the limits.
+// serviceLimits refuses a service whose names, tags, meta, addresses,
+// ports or proxy configuration exceed the limits.
 func serviceLimits(sv *catalogwire.Service) error {
-	for _, f := range []struct{ what, value string }{
+	fields := []struct{ what, value string }{
 		{"Service ID", sv.ID}, {"Service name", sv.Service}, {"Service address", sv.Address},
-	} {
+		{"Service kind", sv.Kind}, {"Service socket path", sv.SocketPath},
+	}
+	if l := sv.Locality; l != nil {
+		fields = append(fields, struct{ what, value string }{"Service locality region", l.Region},
+			struct{ what, value string }{"Service locality zone", l.Zone})
+	}
+	for _, f := range fields {
 		if err := checkLen(f.what, f.value, maxNameLen); err != nil {
 			return err
 		}
@@ -181,7 +197,38 @@ func serviceLimits(sv *catalogwire.Service) error {
 	if err := tagLimits("Service tag", sv.Tags); err != nil {
 		return err
 	}
-	return metaLimits("Service meta", sv.Meta, maxTags)
+	if err := metaLimits("Service meta", sv.Meta, maxTags); err != nil {
+		return err
+	}
+	if n := len(sv.TaggedAddresses); n > maxServiceAddresses {
+		return tooMany("Service tagged addresses", n, maxServiceAddresses)
+	}
+	for k, a := range sv.TaggedAddresses {
+		if err := checkLen("Service tagged address key", k, maxNameLen); err != nil {
+			return err
+		}
+		if err := checkLen("Service tagged address", a.Address, maxNameLen); err != nil {
+			return err
+		}
+	}
+	if n := len(sv.Ports); n > maxServiceAddresses {
+		return tooMany("Service ports", n, maxServiceAddresses)
+	}
+	for _, p := range sv.Ports {
+		if err := checkLen("Service port name", p.Name, maxNameLen); err != nil {
+			return err
+		}
+	}
+	if sv.Proxy != nil {
+		b, err := json.Marshal(sv.Proxy)
+		if err != nil {
+			return errorf(http.StatusBadRequest, "Invalid service proxy: %v", err)
+		}
+		if err := checkLen("Service proxy configuration", string(b), maxProxyJSON); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // tagLimits bounds a list of short strings (tags, check IDs, datacenters).

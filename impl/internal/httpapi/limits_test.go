@@ -93,6 +93,23 @@ func TestRequestLimitsRejectAndChangeNothing(t *testing.T) {
 		{"register body", put, "/v1/catalog/register", long(maxRegisterBody + 1), 413, "Request body(1048577 bytes) too large, max size: 1048576 bytes."},
 		{"register service tag", put, "/v1/catalog/register", jsonBody(t, map[string]any{"Node": "n", "Address": "x", "Service": map[string]any{"Service": "s", "Tags": []string{long(maxNameLen + 1)}}}), 413, "Service tag too long"},
 		{"register service meta", put, "/v1/catalog/register", jsonBody(t, map[string]any{"Node": "n", "Address": "x", "Service": map[string]any{"Service": "s", "Meta": map[string]string{"k": long(maxNameLen + 1)}}}), 413, "Service meta value too long"},
+		{"register service tagged addresses", put, "/v1/catalog/register", jsonBody(t, map[string]any{"Node": "n", "Address": "x", "Service": map[string]any{"Service": "s", "TaggedAddresses": func() map[string]any {
+			m := map[string]any{}
+			for i := range maxServiceAddresses + 1 {
+				m[fmt.Sprint("t", i)] = map[string]any{"Address": "a", "Port": 1}
+			}
+			return m
+		}()}}), 413, "Too many Service tagged addresses (17 > 16)"},
+		{"register service ports", put, "/v1/catalog/register", jsonBody(t, map[string]any{"Node": "n", "Address": "x", "Service": map[string]any{"Service": "s", "Ports": func() []map[string]any {
+			var l []map[string]any
+			for i := range maxServiceAddresses + 1 {
+				l = append(l, map[string]any{"Name": fmt.Sprint("p", i), "Port": i + 1})
+			}
+			return l
+		}()}}), 413, "Too many Service ports (17 > 16)"},
+		{"register service socket path", put, "/v1/catalog/register", jsonBody(t, map[string]any{"Node": "n", "Address": "x", "Service": map[string]any{"Service": "s", "SocketPath": long(maxNameLen + 1)}}), 413, "Service socket path too long"},
+		{"register service locality", put, "/v1/catalog/register", jsonBody(t, map[string]any{"Node": "n", "Address": "x", "Service": map[string]any{"Service": "s", "Locality": map[string]any{"Region": long(maxNameLen + 1)}}}), 413, "Service locality region too long"},
+		{"register service proxy", put, "/v1/catalog/register", jsonBody(t, map[string]any{"Node": "n", "Address": "x", "Service": map[string]any{"Service": "s", "Kind": "connect-proxy", "Port": 1, "Proxy": map[string]any{"DestinationServiceName": "d", "Config": map[string]any{"big": long(maxProxyJSON)}}}}), 413, "Service proxy configuration too long"},
 		{"register node meta pairs", put, "/v1/catalog/register", jsonBody(t, map[string]any{"Node": "n", "Address": "x", "NodeMeta": metaPairs(maxNodeMeta + 1)}), 413, "Too many Node meta pairs (67 > 66)"},
 		{"register check notes", put, "/v1/catalog/register", jsonBody(t, map[string]any{"Node": "n", "Address": "x", "Check": map[string]any{"CheckID": "c", "Notes": long(maxOutputLen + 1)}}), 413, "Check notes too long"},
 		{"query body", post, "/v1/query", long(maxQueryBody + 1), 413, "Request body(262145 bytes) too large"},

@@ -409,10 +409,11 @@ type failoverJSON struct {
 
 func toQuery(q model.PreparedQuery) queryJSON {
 	sv := q.Service
-	return queryJSON{ID: q.ID, Name: q.Name, Session: q.Session, Token: q.Token, DNS: dnsJSON(q.DNS),
+	out := queryJSON{ID: q.ID, Name: q.Name, Session: q.Session, Token: q.Token, DNS: dnsJSON(q.DNS),
 		Template: templateJSON(q.Template),
 		Service: serviceQueryJSON{Service: sv.Service, OnlyPassing: sv.OnlyPassing, IgnoreCheckIDs: sv.IgnoreCheckIDs,
 			Near: sv.Near, Tags: sv.Tags, NodeMeta: sv.NodeMeta, ServiceMeta: sv.ServiceMeta,
 			Failover: failoverJSON{NearestN: sv.Failover.NearestN, Datacenters: sv.Failover.Datacenters, Targets: sv.Failover.Targets}},
 		CreateIndex: q.CreateIndex, ModifyIndex: q.ModifyIndex}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tenurekv/tenure/impl/internal/catalogwire"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -149,7 +150,9 @@ type healthEntryJSON struct {
 }
 
 func (h *handler) toHealthEntry(s *model.State, in model.ServiceInstance) healthEntryJSON {
-	return healthEntryJSON{Node: h.toNode(in.Node), Service: toNodeService(in.Service),
+	sv := toNodeService(in.Service)
+	sv.Port = defaultPort(in.Service)
+	return healthEntryJSON{Node: h.toNode(in.Node), Service: sv,
 		Checks: toChecks(s, nodeChecksFirst(in.Checks))}
 }
 
@@ -173,11 +176,14 @@ func nodeChecksFirst(checks []model.Check) []model.Check {
 
 func (h *handler) toServiceNode(in model.ServiceInstance) serviceNodeJSON {
 	sv := in.Service
+	d := sv.ServiceDetails
 	return serviceNodeJSON{ID: in.Node.ID, Node: in.Node.Name, Address: in.Node.Address, Datacenter: h.opts.Datacenter,
-		TaggedAddresses: in.Node.TaggedAddresses, NodeMeta: in.Node.Meta,
+		TaggedAddresses: in.Node.TaggedAddresses, NodeMeta: in.Node.Meta, ServiceKind: d.Kind,
 		ServiceID: sv.ServiceID, ServiceName: sv.Service, ServiceTags: orEmpty(sv.Tags),
-		ServiceAddress: sv.Address, ServiceWeights: defaultWeights, ServiceMeta: orEmptyMap(sv.Meta),
-		ServicePort: sv.Port, CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex}
+		ServiceAddress: sv.Address, ServiceTaggedAddresses: d.TaggedAddresses, ServiceWeights: serviceWeights(d.Weights),
+		ServiceMeta: orEmptyMap(sv.Meta), ServicePort: defaultPort(sv), ServicePorts: d.Ports, ServiceSocketPath: d.SocketPath,
+		ServiceEnableTagOverride: d.EnableTagOverride, ServiceProxy: catalogwire.ProxyJSON(d.Proxy),
+		ServiceLocality: d.Locality, CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex}
 }
 
 // tagParams reads the repeatable ?tag filter, bounded like a service's tags.

@@ -63,31 +63,22 @@ type txnNodeJSON struct {
 type txnServiceJSON struct {
 	Verb    model.CatalogVerb
 	Node    string
-	Service struct {
-		Kind              string
-		ID                string
-		Service           string
-		Tags              []string
-		Meta              map[string]string
-		Port              int
-		Ports             json.RawMessage
-		Address           string
-		SocketPath        string
-		TaggedAddresses   map[string]model.ServiceAddress
-		Weights           json.RawMessage
-		EnableTagOverride bool
-		CreateIndex       uint64
-		ModifyIndex       uint64 // the index of cas and delete-cas
-		ContentHash       string
-		Proxy             json.RawMessage
-		Connect           json.RawMessage
-		PeerName          string
-		AI                json.RawMessage
-		Namespace         string
-		Partition         string
-		Datacenter        string
-		Locality          json.RawMessage
-	}
+	Service txnService
+}
+
+// txnService is api.AgentService as a txn carries it: the fields a catalog
+// register keeps (catalogwire.Service), and those it reads or ignores.
+type txnService struct {
+	catalogwire.Service
+	CreateIndex uint64
+	ModifyIndex uint64 // the index of cas and delete-cas
+	ContentHash string
+	Connect     json.RawMessage
+	PeerName    string
+	AI          json.RawMessage
+	Namespace   string
+	Partition   string
+	Datacenter  string
 }
 
 // txnCheckJSON is api.CheckTxnOp.
@@ -217,21 +208,16 @@ func decodeTxnService(in *txnServiceJSON) (model.TxnOp, error) {
 	if err := checkLen("Node name", in.Node, maxNameLen); err != nil {
 		return model.TxnOp{}, err
 	}
-	if err := serviceLimits(&catalogwire.Service{ID: sv.ID, Service: sv.Service, Tags: sv.Tags,
-		Address: sv.Address, Meta: sv.Meta}); err != nil {
+	if err := serviceLimits(&sv.Service); err != nil {
 		return model.TxnOp{}, err
 	}
-	if len(sv.TaggedAddresses) > maxTags {
-		return model.TxnOp{}, tooMany("service tagged addresses", len(sv.TaggedAddresses), maxTags)
-	}
-	for k, a := range sv.TaggedAddresses {
-		if err := checkLen("Service tagged address", k+a.Address, maxNameLen); err != nil {
-			return model.TxnOp{}, err
-		}
+	details, err := sv.Details()
+	if err != nil {
+		return model.TxnOp{}, errorf(http.StatusBadRequest, "Invalid service: %v", err)
 	}
 	return model.TxnOp{Service: &model.ServiceTxnOp{Verb: in.Verb, Node: in.Node, Index: sv.ModifyIndex,
-		Service: model.ServiceSpec{ID: sv.ID, Service: sv.Service, Tags: sv.Tags, Address: sv.Address,
-			Port: sv.Port, Meta: sv.Meta, TaggedAddresses: sv.TaggedAddresses}}}, nil
+		Service: model.ServiceSpec{ID: sv.ID, Service: sv.Service.Service, Tags: sv.Tags, Address: sv.Address,
+			Port: sv.Port, Meta: sv.Meta, ServiceDetails: details}}}, nil
 }
 
 func decodeTxnCheck(in *txnCheckJSON) (model.TxnOp, error) {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/tenurekv/tenure/impl/internal/catalogwire"
+
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -128,8 +130,7 @@ type nodeServicesJSON struct {
 	Services map[string]nodeServiceJSON
 }
 
-// weightsJSON is structs.Weights; tenure stores none, so every service shows
-// Consul's default.
+// weightsJSON is structs.Weights.
 type weightsJSON struct {
 	Passing int
 	Warning int
@@ -137,30 +138,62 @@ type weightsJSON struct {
 
 var defaultWeights = weightsJSON{Passing: 1, Warning: 1}
 
-// nodeServiceJSON is the part of structs.NodeService tenure stores (S55).
-// tenure stores no proxy or Connect settings, so they show as Consul shows
-// them unset.
+// serviceWeights shows a service's weights: Consul's default when it has
+// none stored.
+func serviceWeights(w *model.Weights) weightsJSON {
+	if w == nil {
+		return defaultWeights
+	}
+	return weightsJSON(*w)
+}
+
+// connectJSON is structs.ServiceConnect, which tenure does not store: every
+// service shows it empty, as Consul shows a service without Connect.
+type connectJSON struct{}
+
+// nodeServiceJSON is structs.NodeService, in its field order (S55, S74).
 type nodeServiceJSON struct {
+	Kind              string `json:",omitempty"`
 	ID                string
 	Service           string
 	Tags              []string
 	Address           string
 	TaggedAddresses   map[string]model.ServiceAddress `json:",omitempty"`
 	Meta              map[string]string
-	Port              int
+	Port              int                 `json:",omitempty"`
+	Ports             []model.ServicePort `json:",omitempty"`
+	SocketPath        string              `json:",omitempty"`
 	Weights           weightsJSON
 	EnableTagOverride bool
-	Proxy             proxyJSON
-	Connect           struct{}
+	Locality          *model.Locality `json:",omitempty"`
+	Proxy             json.RawMessage
+	Connect           connectJSON
 	PeerName          string
 	CreateIndex       uint64
 	ModifyIndex       uint64
 }
 
+// defaultPort is a multi-port service's default port where it has no Port,
+// as Consul's catalog service and health service reads show it (the node
+// reads show the Port stored).
+func defaultPort(sv model.Service) int {
+	if sv.Port == 0 {
+		for _, p := range sv.Ports {
+			if p.Default {
+				return p.Port
+			}
+		}
+	}
+	return sv.Port
+}
+
 func toNodeService(sv model.Service) nodeServiceJSON {
-	return nodeServiceJSON{ID: sv.ServiceID, Service: sv.Service, Tags: orEmpty(sv.Tags),
-		Address: sv.Address, TaggedAddresses: sv.TaggedAddresses, Meta: orEmptyMap(sv.Meta), Port: sv.Port,
-		Weights: defaultWeights, CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex}
+	d := sv.ServiceDetails
+	return nodeServiceJSON{Kind: d.Kind, ID: sv.ServiceID, Service: sv.Service, Tags: orEmpty(sv.Tags),
+		Address: sv.Address, TaggedAddresses: d.TaggedAddresses, Meta: orEmptyMap(sv.Meta), Port: sv.Port,
+		Ports: d.Ports, SocketPath: d.SocketPath, Weights: serviceWeights(d.Weights),
+		EnableTagOverride: d.EnableTagOverride, Locality: d.Locality, Proxy: catalogwire.ProxyJSON(d.Proxy),
+		CreateIndex: sv.CreateIndex, ModifyIndex: sv.ModifyIndex}
 }
 
 // serviceNodeJSON is structs.ServiceNode, what /v1/catalog/service lists.
@@ -176,10 +209,16 @@ type serviceNodeJSON struct {
 	ServiceName              string
 	ServiceTags              []string
 	ServiceAddress           string
+	ServiceTaggedAddresses   map[string]model.ServiceAddress `json:",omitempty"`
 	ServiceWeights           weightsJSON
 	ServiceMeta              map[string]string
 	ServicePort              int
+	ServicePorts             []model.ServicePort
+	ServiceSocketPath        string
 	ServiceEnableTagOverride bool
+	ServiceProxy             json.RawMessage
+	ServiceConnect           connectJSON
+	ServiceLocality          *model.Locality
 	CreateIndex              uint64
 	ModifyIndex              uint64
 }

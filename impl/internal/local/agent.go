@@ -3,7 +3,10 @@ package local
 import (
 	"context"
 	"fmt"
+	"maps"
+	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -11,7 +14,9 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tenurekv/tenure/impl/disk"
+	"github.com/tenurekv/tenure/impl/internal/catalogwire"
 	"github.com/tenurekv/tenure/impl/internal/checks"
+	"github.com/tenurekv/tenure/model"
 )
 
 // Maintenance check identity, as Consul names it.
@@ -284,6 +289,36 @@ func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replac
 	if id == "" {
 		id = def.Name
 	}
+	wire := def.Wire()
+	if p := wire.Proxy; p != nil && len(p.Upstreams) > 0 {
+		// An upstream registered through the agent without a type is of a
+		// service (Consul's ServiceDefinition.NodeService); the catalog
+		// register keeps what it is given.
+		cp := *p
+		cp.Upstreams = slices.Clone(p.Upstreams)
+		for i := range cp.Upstreams {
+			if cp.Upstreams[i].DestinationType == "" {
+				cp.Upstreams[i].DestinationType = "service"
+			}
+		}
+		wire.Proxy = &cp
+	}
+	if w := wire.Weights; w != nil {
+		if p := catalogwire.WeightsProblem(*w); p != "" {
+			return bad("Invalid Weights: %s", p)
+		}
+	}
+	if errs := wire.Validate(); len(errs) > 0 {
+		return bad("Validation failed: %s", catalogwire.Reasons(errs))
+	}
+	details, err := wire.Details()
+	if err != nil {
+		return bad("Invalid service: %v", err)
+	}
+	tagged, err := taggedAddresses(def)
+	if err != nil {
+		return err
+	}
 	var defs []checks.Definition
 	if def.Check != nil {
 		defs = append(defs, *def.Check)
@@ -317,7 +352,9 @@ func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replac
 		w = *def.Weights
 	}
 	svc := Service{ID: id, Service: def.Name, Tags: def.Tags, Address: def.Address, Port: def.Port,
-		Meta: def.Meta, EnableTagOverride: def.EnableTagOverride, Weights: w}
+		Meta: def.Meta, EnableTagOverride: def.EnableTagOverride, Weights: w,
+		Kind: def.Kind, TaggedAddresses: tagged, Ports: details.Ports, SocketPath: def.SocketPath,
+		Locality: def.Locality, Proxy: details.Proxy}
 
 	a.lockOps()
 	defer a.unlockOps()
@@ -369,6 +406,49 @@ func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replac
 		a.forgetTTL(cid)
 	}
 	return nil
+}
+
+// taggedAddresses are a registration's tagged addresses with the ones
+// Consul's agent adds for an IP service address (lan_ipv4 and wan_ipv4, or
+// lan_ipv6 and wan_ipv6, at the address and default port) where the
+// registration has none of that name; an ipv4 or ipv6 tag whose address is
+// not of its kind is refused, with Consul's words and status.
+func taggedAddresses(def ServiceDefinition) (map[string]model.ServiceAddress, error) {
+	out := maps.Clone(def.TaggedAddresses)
+	if ip := net.ParseIP(def.Address); ip != nil {
+		lan, wan := "lan_ipv6", "wan_ipv6"
+		if ip.To4() != nil {
+			lan, wan = "lan_ipv4", "wan_ipv4"
+		}
+		port := Service{Port: def.Port, Ports: def.Ports}.DefaultPort()
+		if out == nil {
+			out = map[string]model.ServiceAddress{}
+		}
+		for _, tag := range []string{lan, wan} {
+			if _, ok := out[tag]; !ok {
+				out[tag] = model.ServiceAddress{Address: def.Address, Port: port}
+			}
+		}
+	}
+	for _, tag := range []string{"lan_ipv4", "wan_ipv4", "lan_ipv6"} {
+		sa, ok := out[tag]
+		if !ok {
+			continue
+		}
+		ip := net.ParseIP(sa.Address)
+		if v4 := strings.HasSuffix(tag, "ipv4"); ip == nil || (ip.To4() != nil) != v4 {
+			kind := "ipv6"
+			if v4 {
+				kind = "ipv4"
+			}
+			return nil, &checks.Error{Code: http.StatusInternalServerError,
+				Reason: fmt.Sprintf("Service tagged address %q must be a valid %s address", tag, kind)}
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
 }
 
 // DeregisterService is PUT /v1/agent/service/deregister/<id>; the service's

@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/consul/api"
 	"github.com/tenurekv/tenure/impl/internal/checks"
+	"github.com/tenurekv/tenure/model"
 )
 
 const node = "n1"
@@ -440,6 +441,17 @@ func TestRefusalsChangeNothing(t *testing.T) {
 			{"service on 0.0.0.0", svc(`{"Name":"x","Address":"0.0.0.0"}`), 400, "Invalid service address"},
 			{"service on ::", svc(`{"Name":"x","Address":"::"}`), 400, "Invalid service address"},
 			{"connect", svc(`{"Name":"x","Connect":{"Native":true}}`), 400, "Invalid service: Connect not supported by tenure"},
+			{"bad weights", svc(`{"Name":"x","Weights":{"Passing":0,"Warning":1}}`), 400, "Invalid Weights: Passing must be greater than 0"},
+			{"proxy without destination", svc(`{"Name":"x","Kind":"connect-proxy","Port":1}`), 400,
+				"Validation failed: Proxy.DestinationServiceName must be non-empty for Connect proxy services"},
+			{"port and ports", svc(`{"Name":"x","Port":1,"Ports":[{"Name":"a","Port":2,"Default":true}]}`), 400,
+				"Validation failed: Cannot set both Port and Ports"},
+			{"no default port", svc(`{"Name":"x","Ports":[{"Name":"a","Port":2}]}`), 400,
+				"Validation failed: One of the Ports must be marked as Default"},
+			{"zone without region", svc(`{"Name":"x","Locality":{"Zone":"z"}}`), 400,
+				"Validation failed: zone cannot be set without region"},
+			{"lan_ipv4 not ipv4", svc(`{"Name":"x","TaggedAddresses":{"lan_ipv4":{"Address":"::1","Port":1}}}`), 500,
+				`Service tagged address "lan_ipv4" must be a valid ipv4 address`},
 			{"bad service check status", svc(`{"Name":"x","Check":{"TTL":"1s","Status":"up"}}`), 400, "Status for checks must 'passing', 'warning', 'critical'"},
 			{"bad service check", svc(`{"Name":"x","Checks":[{"TTL":"1s"},{"HTTP":"http://x"}]}`), 400,
 				"Invalid check: Interval must be > 0 for Script, HTTP, H2PING, TCP, UDP or OSService checks"},
@@ -524,7 +536,10 @@ func TestServiceRegistrationShapes(t *testing.T) {
 		}
 		got, _ := h.a.State().Service("vault")
 		wantSvc := Service{ID: "vault", Service: "vault", Tags: []string{"active"}, Address: "10.0.0.1", Port: 8200,
-			Meta: map[string]string{"v": "1"}, Weights: Weights{Passing: 1, Warning: 1}}
+			Meta: map[string]string{"v": "1"}, Weights: Weights{Passing: 1, Warning: 1},
+			// The agent adds the lan and wan ipv4 addresses of an IPv4 service address.
+			TaggedAddresses: map[string]model.ServiceAddress{"lan_ipv4": {Address: "10.0.0.1", Port: 8200},
+				"wan_ipv4": {Address: "10.0.0.1", Port: 8200}}}
 		if diff := cmp.Diff(wantSvc, got); diff != "" {
 			t.Fatalf("service (-want +got):\n%s", diff)
 		}

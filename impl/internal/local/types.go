@@ -8,7 +8,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tenurekv/tenure/impl/internal/catalogwire"
 	"github.com/tenurekv/tenure/impl/internal/checks"
+	"github.com/tenurekv/tenure/model"
 )
 
 // Weights is a service's DNS weights by health.
@@ -28,11 +30,26 @@ type Service struct {
 	Meta              map[string]string
 	EnableTagOverride bool
 	Weights           Weights
+	// Kind, TaggedAddresses, Ports, SocketPath, Locality and Proxy go to
+	// the catalog as registered (S74). Proxy is the configuration's
+	// canonical JSON (catalogwire.Service.Details), "" for none.
+	Kind            string
+	TaggedAddresses map[string]model.ServiceAddress
+	Ports           []model.ServicePort
+	SocketPath      string
+	Locality        *model.Locality
+	Proxy           string
 }
 
 func (s Service) clone() Service {
 	s.Tags = slices.Clone(s.Tags)
 	s.Meta = maps.Clone(s.Meta)
+	s.TaggedAddresses = maps.Clone(s.TaggedAddresses)
+	s.Ports = slices.Clone(s.Ports)
+	if s.Locality != nil {
+		l := *s.Locality
+		s.Locality = &l
+	}
 	return s
 }
 
@@ -41,7 +58,22 @@ func (s Service) clone() Service {
 func (s Service) same(o Service) bool {
 	return s.ID == o.ID && s.Service == o.Service && slices.Equal(s.Tags, o.Tags) &&
 		s.Address == o.Address && s.Port == o.Port && maps.Equal(s.Meta, o.Meta) &&
-		s.EnableTagOverride == o.EnableTagOverride && s.Weights == o.Weights
+		s.EnableTagOverride == o.EnableTagOverride && s.Weights == o.Weights &&
+		s.Kind == o.Kind && maps.Equal(s.TaggedAddresses, o.TaggedAddresses) &&
+		slices.Equal(s.Ports, o.Ports) && s.SocketPath == o.SocketPath &&
+		(s.Locality == nil) == (o.Locality == nil) && (s.Locality == nil || *s.Locality == *o.Locality) &&
+		s.Proxy == o.Proxy
+}
+
+// DefaultPort is the port marked default among Ports, else Port (Consul's
+// NodeService.DefaultPort).
+func (s Service) DefaultPort() int {
+	for _, p := range s.Ports {
+		if p.Default {
+			return p.Port
+		}
+	}
+	return s.Port
 }
 
 // Check is a check's current state, in the shape of Consul's HealthCheck
@@ -79,25 +111,43 @@ func (c Check) same(o Check) bool {
 // ServiceDefinition is the body of PUT /v1/agent/service/register as tenure
 // supports it.
 type ServiceDefinition struct {
+	Kind              string
 	ID                string
 	Name              string
 	Tags              []string
 	Address           string
+	TaggedAddresses   map[string]model.ServiceAddress
 	Port              int
+	Ports             []model.ServicePort
+	SocketPath        string
 	Meta              map[string]string
 	EnableTagOverride bool
 	Weights           *Weights
+	Locality          *model.Locality
+	Proxy             *catalogwire.Proxy
 	Token             string
 	Check             *checks.Definition
 	Checks            []checks.Definition
 
-	unsupported []string // fields given that tenure refuses (Connect, Kind…)
+	unsupported []string // fields given that tenure refuses (Connect)
+}
+
+// Wire is the service as a catalog register carries it (for validation,
+// limits and the stored form of its proxy configuration).
+func (d ServiceDefinition) Wire() *catalogwire.Service {
+	sv := &catalogwire.Service{Kind: d.Kind, ID: d.ID, Service: d.Name, Tags: d.Tags, Address: d.Address,
+		TaggedAddresses: d.TaggedAddresses, Port: d.Port, Ports: d.Ports, SocketPath: d.SocketPath, Meta: d.Meta,
+		EnableTagOverride: d.EnableTagOverride, Locality: d.Locality, Proxy: d.Proxy}
+	if d.Weights != nil {
+		sv.Weights = &model.Weights{Passing: d.Weights.Passing, Warning: d.Weights.Warning}
+	}
+	return sv
 }
 
 // DecodeService parses a service register body strictly (an unknown field
 // is an error, answered 400 "Request decode failed: <err>"), with keys
-// matched case-insensitively. Connect, Kind, Proxy, Ports and SocketPath
-// decode, and the Agent refuses a registration that sets them.
+// matched case-insensitively. Connect decodes, and the Agent refuses a
+// registration that sets it: its sidecar and native flag are Connect's.
 func DecodeService(data []byte) (ServiceDefinition, error) {
 	var d ServiceDefinition
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -165,11 +215,27 @@ func DecodeService(data []byte) (ServiceDefinition, error) {
 				}
 				d.Checks = append(d.Checks, c)
 			}
-		case "namespace", "partition", "taggedaddresses", "tagged_addresses", "locality", "ai":
-			// Accepted and ignored: Enterprise tenancy, and addressing
-			// details tenure's catalog does not keep.
-		case "kind", "proxy", "connect", "ports", "socketpath", "socket_path":
-			if !null && string(raw) != `""` && string(raw) != "{}" {
+		case "kind":
+			ferr = json.Unmarshal(raw, &d.Kind)
+		case "taggedaddresses", "tagged_addresses":
+			// Consul takes the snake_case map only when the other is empty.
+			var m map[string]model.ServiceAddress
+			if ferr = json.Unmarshal(raw, &m); ferr == nil && (len(d.TaggedAddresses) == 0 || strings.ToLower(key) == "taggedaddresses") && len(m) > 0 {
+				d.TaggedAddresses = m
+			}
+		case "ports":
+			ferr = json.Unmarshal(raw, &d.Ports)
+		case "socketpath", "socket_path":
+			ferr = json.Unmarshal(raw, &d.SocketPath)
+		case "locality":
+			ferr = json.Unmarshal(raw, &d.Locality)
+		case "proxy":
+			ferr = json.Unmarshal(raw, &d.Proxy)
+		case "namespace", "partition", "ai":
+			// Accepted and ignored: Enterprise tenancy, and the AI role
+			// block of newer clients.
+		case "connect":
+			if !null && string(raw) != "{}" {
 				d.unsupported = append(d.unsupported, key)
 			}
 		default:
