@@ -84,7 +84,7 @@ func newStore(d disk.FS, dir string) *store {
 	if d == nil {
 		d = disk.OS{}
 	}
-	return &store{fs: d, dir: dir, lock: make(chan struct{}, 1), ready: map[string]bool{}}
+	return &store{fs: d, dir: filepath.Clean(dir), lock: make(chan struct{}, 1), ready: map[string]bool{}}
 }
 
 // fileName is the file an ID is kept in: a hash, so any ID makes a safe
@@ -227,8 +227,10 @@ func (s *store) removeDurably(path string) error {
 	return s.syncDir(filepath.Dir(path))
 }
 
-// ensureDir makes dir once per process, and fsyncs the directories above
-// it up to the data directory, so the new entries survive a crash too.
+// ensureDir makes dir once per process, and fsyncs each directory above it
+// up to the data directory, so that the entries it may have made survive a
+// crash too. The data directory's own entry is its maker's (the server
+// makes it for its raft data).
 func (s *store) ensureDir(dir string) error {
 	if s.ready[dir] {
 		return nil
@@ -236,12 +238,9 @@ func (s *store) ensureDir(dir string) error {
 	if err := s.fs.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("make %s: %w", dir, err)
 	}
-	for d := dir; ; d = filepath.Dir(d) {
+	for d := dir; d != s.dir && strings.HasPrefix(d, s.dir+string(filepath.Separator)); d = filepath.Dir(d) {
 		if err := s.syncDir(filepath.Dir(d)); err != nil {
 			return err
-		}
-		if d == s.dir || filepath.Dir(d) == d || !strings.HasPrefix(d, s.dir) {
-			break
 		}
 	}
 	s.ready[dir] = true
