@@ -24,6 +24,8 @@ import (
 // bound to this agent's serfHealth: Consul's default failure detector.
 type ClientConfig struct {
 	NodeName string
+	// Reload as for a server agent.
+	Reload func() error
 	// NodeID is the agent's node UUID, advertised in its gossip id tag
 	// (S62); empty advertises none.
 	NodeID string
@@ -140,7 +142,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	api := httpapi.WithLocalAgent(c.local.la, httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName,
 		Members: &leavingPool{Pool: pool, left: c.left, local: c.local}, Forward: fwd, ServerAddr: serverAddr,
 		Datacenter: cfg.Datacenter, Version: cfg.Version, Build: cfg.Build, DebugConfig: clientDebugConfig(cfg, pool),
-		NodeMeta: info.Meta, Logger: httpLogger}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: httpLogger})
+		NodeMeta: info.Meta, Logger: httpLogger}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: httpLogger, Reload: cfg.Reload})
 	limits := HTTPLimits{}.withDefaults()
 	c.api = serveAPI(ctx, limits.writeDeadline(withAgentOps(api, logs, httpLogger, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
 		limits, log.Named("http"), cfg.Listener, cfg.HTTPSListener, httpsTLS)
@@ -152,6 +154,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 
 // HTTPAddr is the host:port of the API.
 func (c *Client) HTTPAddr() string { return c.addr }
+
+// LoadConfigDefinitions as for a server agent.
+func (c *Client) LoadConfigDefinitions(defs ConfigDefinitions) error {
+	return c.local.la.LoadConfig(defs)
+}
 
 // Members is the agent's gossip pool.
 func (c *Client) Members() *GossipPool { return c.pool }

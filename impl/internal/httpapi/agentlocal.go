@@ -31,7 +31,7 @@ func WithLocalAgent(la *local.Agent, next http.Handler, opts LocalOptions) http.
 	if opts.Datacenter == "" {
 		opts.Datacenter = "dc1"
 	}
-	h := &localHandler{la: la, log: logger, dc: opts.Datacenter}
+	h := &localHandler{la: la, log: logger, dc: opts.Datacenter, reload: opts.Reload}
 	routes := []route{
 		{"/v1/agent/check/register", false, []string{put}, h.checkRegister},
 		{"/v1/agent/check/deregister/", true, []string{put}, h.checkDeregister},
@@ -47,6 +47,9 @@ func WithLocalAgent(la *local.Agent, next http.Handler, opts LocalOptions) http.
 		{"/v1/agent/service/", true, []string{get}, h.serviceGet},
 		{"/v1/agent/maintenance", false, []string{put}, h.nodeMaintenance},
 	}
+	if opts.Reload != nil {
+		routes = append(routes, route{"/v1/agent/reload", false, []string{put}, h.reloadConfig})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !serveRoute(routes, w, r, logger) {
 			next.ServeHTTP(w, r)
@@ -58,12 +61,26 @@ func WithLocalAgent(la *local.Agent, next http.Handler, opts LocalOptions) http.
 type LocalOptions struct {
 	Datacenter string // shown on services; default "dc1"
 	Logger     hclog.Logger
+	// Reload re-reads the agent's config files (PUT /v1/agent/reload);
+	// nil leaves the endpoint to next.
+	Reload func() error
 }
 
 type localHandler struct {
-	la  *local.Agent
-	log hclog.Logger
-	dc  string
+	la     *local.Agent
+	log    hclog.Logger
+	dc     string
+	reload func() error
+}
+
+// reloadConfig is PUT /v1/agent/reload: a config that fails to load or
+// apply is answered 500 with the error, as Consul answers it.
+func (h *localHandler) reloadConfig(*call) error {
+	if err := h.reload(); err != nil {
+		return &apiError{status: http.StatusInternalServerError, msg: err.Error()}
+	}
+	h.syncNow()
+	return nil
 }
 
 // refusal turns the local agent's refusals into answers with Consul's

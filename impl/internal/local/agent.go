@@ -61,6 +61,8 @@ type Agent struct {
 	// change they guard see one state. Checks report through State's own
 	// lock, never this one, so a slow stop cannot deadlock a report.
 	opMu sync.Mutex
+
+	cfgDefs fromConfig // what the config files registered (config.go)
 }
 
 // NewAgent returns an agent for cfg.Node syncing to cat. Call Run to start
