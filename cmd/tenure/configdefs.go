@@ -14,28 +14,44 @@ import (
 // the agent's HTTP register path (agent.DecodeConfigDefinitions, then
 // registration at start and on reload), so that there is one validator.
 
-func init() {
-	honoured["service"] = collectDefs("ServiceDefinition", func(s *settings) *[]map[string]any { return &s.configServices })
-	honoured["services"] = honoured["service"]
-	honoured["check"] = collectDefs("CheckDefinition", func(s *settings) *[]map[string]any { return &s.configChecks })
-	honoured["checks"] = honoured["check"]
+// registrations are the config keys whose blocks are registrations, by
+// path; applyBlock hands them to collect instead of walking them.
+var registrations = map[string]string{
+	"service": "ServiceDefinition", "services": "ServiceDefinition",
+	"check": "CheckDefinition", "checks": "CheckDefinition",
 }
 
-func collectDefs(typ string, into func(s *settings) *[]map[string]any) func(s *settings, v any, _ func(string)) error {
-	return func(s *settings, v any, _ func(string)) error {
-		list, err := asBlocks(v)
+// isRegistrationKey says whether a schema path lies in a registration
+// block, whose keys the register decoder reads rather than settings.
+func isRegistrationKey(path string) bool {
+	head, _, _ := strings.Cut(path, ".")
+	_, ok := registrations[strings.TrimSuffix(head, "[]")]
+	return ok
+}
+
+// collect adds the registration blocks v, at key path shown, to s.
+func collect(s *settings, path string, v any, shown string) error {
+	typ := registrations[path]
+	into := &s.configServices
+	if typ == "CheckDefinition" {
+		into = &s.configChecks
+	}
+	list, err := asBlocks(v)
+	if err != nil {
+		return fmt.Errorf("%s: %w", shown, err)
+	}
+	for i, m := range list {
+		prefix := shown + "."
+		if strings.HasSuffix(path, "s") {
+			prefix = fmt.Sprintf("%s[%d].", shown, i)
+		}
+		out, err := registerBody(consulSchema(), typ, m, false, prefix)
 		if err != nil {
 			return err
 		}
-		for _, m := range list {
-			out, err := registerBody(consulSchema(), typ, m, false)
-			if err != nil {
-				return err
-			}
-			*into(s) = append(*into(s), out)
-		}
-		return nil
+		*into = append(*into, out)
 	}
+	return nil
 }
 
 // registerBody turns one config block of type typ into a register body:
@@ -43,12 +59,12 @@ func collectDefs(typ string, into func(s *settings) *[]map[string]any) func(s *s
 // register body's (snake_case spellings lose their underscores; a
 // service's check's id is CheckID), HCL's block lists become objects. A
 // map's own keys (meta, header) are kept as written.
-func registerBody(sc *schema, typ string, raw map[string]any, inService bool) (map[string]any, error) {
+func registerBody(sc *schema, typ string, raw map[string]any, inService bool, shown string) (map[string]any, error) {
 	out := make(map[string]any, len(raw))
 	for k, v := range raw {
 		f, ok := sc.field(typ, k)
 		if !ok {
-			return nil, fmt.Errorf("invalid config key %s", k)
+			return nil, fmt.Errorf("invalid config key %s", shown+k)
 		}
 		key := strings.ReplaceAll(f.name, "_", "")
 		if inService && typ == "CheckDefinition" && key == "id" {
@@ -62,14 +78,14 @@ func registerBody(sc *schema, typ string, raw map[string]any, inService bool) (m
 		case kindBlock:
 			var m map[string]any
 			if m, err = asMap(v); err == nil {
-				v, err = registerBody(sc, f.typ, m, typ == "ServiceDefinition")
+				v, err = registerBody(sc, f.typ, m, typ == "ServiceDefinition", shown+k+".")
 			}
 		case kindBlocks:
 			var list []map[string]any
 			if list, err = asBlocks(v); err == nil {
 				blocks := make([]any, 0, len(list))
-				for _, m := range list {
-					b, berr := registerBody(sc, f.typ, m, typ == "ServiceDefinition")
+				for i, m := range list {
+					b, berr := registerBody(sc, f.typ, m, typ == "ServiceDefinition", fmt.Sprintf("%s%s[%d].", shown, k, i))
 					if berr != nil {
 						err = berr
 						break
@@ -82,7 +98,10 @@ func registerBody(sc *schema, typ string, raw map[string]any, inService bool) (m
 			v, err = asMap(v)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", k, err)
+			if strings.HasPrefix(err.Error(), "invalid config key ") {
+				return nil, err
+			}
+			return nil, fmt.Errorf("%s: %w", shown+k, err)
 		}
 		out[key] = v
 	}
