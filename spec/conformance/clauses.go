@@ -109,6 +109,7 @@ var clauses = []clause{
 	{"S71", Consul, "the server port's TLS: first byte 3, verify_incoming, verify_outgoing, verify_server_hostname; raft only for servers"},
 	{"S72", Consul, "gossip is encrypted with the keyring kept in the data dir; a member without a key of the pool is refused"},
 	{"S73", Consul, "/v1/operator/keyring lists, installs, uses and removes gossip keys across the pool in consul/api's shapes"},
+	{"S80", Consul, "config-file services and checks are registered at start; PUT /v1/agent/reload and SIGHUP re-read them and log_level"},
 }
 
 // clauseByID returns the clause with the given ID.

@@ -21,6 +21,7 @@ func Suite() []Case {
 		filterCases(),
 		agentOpsCases(),
 		transportCases(),
+		reloadCases(),
 	} {
 		all = append(all, group...)
 	}
