@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	"github.com/hashicorp/go-hclog"
@@ -30,6 +31,9 @@ func agentSettings(args []string, stderr io.Writer, warn func(string)) (settings
 	if err := s.validate(warn); err != nil {
 		return settings{}, err
 	}
+	if _, err := s.configDefinitions(); err != nil {
+		return settings{}, err
+	}
 	return s, nil
 }
 
@@ -49,30 +53,47 @@ func runAgent(args []string, stderr io.Writer) int {
 	for _, w := range warnings {
 		logger.Warn(w)
 	}
+	reload := &reloader{args: args, logger: logger}
+	s.reload = reload.reload
 	a, err := s.start(logger)
 	if err != nil {
 		logger.Error("start failed", "error", err)
+		return 1
+	}
+	if err := reload.load(a, s); err != nil {
+		logger.Error("start failed", "error", err)
+		_ = a.Shutdown()
 		return 1
 	}
 	logger.Info("agent running", "node", s.NodeName, "http", a.HTTPAddr(), "server", s.Server || s.Dev, "dev", s.Dev,
 		"serf_lan", a.Members().Local().Addr())
 
 	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	select {
-	case got := <-sig:
-		// Consul's defaults: a server does not leave on a signal, so that
-		// it rejoins as itself and its sessions are kept meanwhile; a
-		// client leaves gracefully. leave_on_terminate and
-		// skip_leave_on_interrupt change that.
-		logger.Info("shutting down", "signal", got.String())
-		if s.leaveOnSignal(got) {
-			if err := a.Members().Leave(); err != nil {
-				logger.Warn("leave", "error", err)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	for done := false; !done; {
+		select {
+		case got := <-sig:
+			if got == syscall.SIGHUP {
+				// Consul reloads on SIGHUP and runs on whatever the outcome.
+				if err := reload.reload(); err != nil {
+					logger.Error("reload failed", "error", err)
+				}
+				continue
 			}
+			// Consul's defaults: a server does not leave on a signal, so that
+			// it rejoins as itself and its sessions are kept meanwhile; a
+			// client leaves gracefully. leave_on_terminate and
+			// skip_leave_on_interrupt change that.
+			logger.Info("shutting down", "signal", got.String())
+			if s.leaveOnSignal(got) {
+				if err := a.Members().Leave(); err != nil {
+					logger.Warn("leave", "error", err)
+				}
+			}
+		case <-a.Left():
+			logger.Info("left the cluster; shutting down")
 		}
-	case <-a.Left():
-		logger.Info("left the cluster; shutting down")
+		done = true
 	}
 	signal.Stop(sig)
 	if err := a.Shutdown(); err != nil {
@@ -80,4 +101,57 @@ func runAgent(args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// reloader re-reads the agent's config files, flags laid over them as at
+// start, for PUT /v1/agent/reload and SIGHUP.
+type reloader struct {
+	args   []string
+	logger hclog.InterceptLogger
+
+	mu    sync.Mutex
+	agent runningAgent // nil until load
+}
+
+// load registers the config files' services and checks of s on a, at
+// start.
+func (r *reloader) load(a runningAgent, s settings) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.agent = a
+	return r.apply(s)
+}
+
+func (r *reloader) apply(s settings) error {
+	defs, err := s.configDefinitions()
+	if err != nil {
+		return err
+	}
+	return r.agent.LoadConfigDefinitions(defs)
+}
+
+// reload is Consul's reload as far as tenure has it: a config that does
+// not load changes nothing; otherwise the config's services and checks
+// are made the new ones and log_level applied. Other settings need a
+// restart and are left as they are, as Consul leaves its non-reloadable
+// ones.
+func (r *reloader) reload() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.agent == nil {
+		return errors.New("agent is starting")
+	}
+	var warnings []string
+	s, err := agentSettings(r.args, io.Discard, func(w string) { warnings = append(warnings, w) })
+	if err != nil {
+		return err
+	}
+	for _, w := range warnings {
+		r.logger.Warn(w)
+	}
+	if err := r.apply(s); err != nil {
+		return err
+	}
+	r.logger.SetLevel(hclog.LevelFromString(s.LogLevel))
+	return nil
 }

@@ -255,6 +255,12 @@ func applyBlock(sc *schema, s *settings, typ string, raw map[string]any, path, s
 			continue // JSON null, which sdk/testutil writes for "segments": as absent
 		}
 		p := path + f.name
+		if _, ok := registrations[p]; ok {
+			if err := collect(s, p, v, shown+k); err != nil {
+				return err
+			}
+			continue
+		}
 		switch apply := honoured[p]; {
 		case apply != nil:
 			if err := apply(s, v, warn); err != nil {

@@ -281,6 +281,8 @@ func TestEveryConsulKey(t *testing.T) {
 				continue
 			}
 			switch {
+			case isRegistrationKey(k.path):
+				// Read by the register decoder (configdefs.go, reload_test.go).
 			case isHonoured:
 				if !sample.took(s) {
 					t.Errorf("%s %s = %v did not take effect: %+v", format, k.path, v, s)
@@ -337,8 +339,8 @@ func TestConsulKeyAliasesAndCase(t *testing.T) {
 		{map[string]any{"non_voting_server": true}, func(_ settings, w []string) bool {
 			return slices.Equal(w, []string{ignoredKeyWarning("read_replica")})
 		}},
-		{map[string]any{"checks": []any{map[string]any{"serviceid": "s"}}}, func(_ settings, w []string) bool {
-			return slices.Equal(w, []string{ignoredKeyWarning("checks[].service_id")})
+		{map[string]any{"checks": []any{map[string]any{"serviceid": "s"}}}, func(s settings, w []string) bool {
+			return len(w) == 0 && len(s.configChecks) == 1 && s.configChecks[0]["serviceid"] == "s"
 		}},
 	} {
 		s, warnings, err := loadAs(t, "json", tc.config)

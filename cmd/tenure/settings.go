@@ -21,6 +21,12 @@ import (
 // settings are an agent's settings under Consul's names, from config files
 // and then flags (flags win), before they become an agent.Config.
 type settings struct {
+	// configServices and configChecks are the config files' service(s)
+	// and check(s) blocks as register bodies (configdefs.go).
+	configServices, configChecks []map[string]any
+	// reload re-reads the config files for PUT /v1/agent/reload.
+	reload func() error
+
 	Server bool
 	Dev    bool
 	// Bootstrap is Consul's bootstrap mode: a server that, with no raft
@@ -285,6 +291,7 @@ type runningAgent interface {
 	Members() *agent.GossipPool
 	Left() <-chan struct{}
 	Shutdown() error
+	LoadConfigDefinitions(agent.ConfigDefinitions) error
 }
 
 // start starts the agent the settings describe: a server with -server or
@@ -316,7 +323,7 @@ func (s *settings) startAgent(logger hclog.Logger) (runningAgent, error) {
 		Gossip: *cfg.Gossip, Join: cfg.Join, RetryInterval: cfg.RetryInterval, Datacenter: s.Datacenter, Version: version,
 		Build: cfg.HTTP.Build, DebugConfig: cfg.HTTP.DebugConfig,
 		Logger: logger, Local: cfg.Local, Debug: cfg.Debug, Telemetry: cfg.Telemetry, NodeMeta: cfg.NodeMeta,
-		NoAgentCache: cfg.NoAgentCache, DataDir: s.DataDir}) // a client keeps its registrations in its data dir
+		NoAgentCache: cfg.NoAgentCache, DataDir: s.DataDir, Reload: cfg.Reload}) // a client keeps its registrations in its data dir
 
 }
 
@@ -365,7 +372,8 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 	cfg := agent.Config{Server: srv, Gossip: g, Join: s.RetryJoin, RetryInterval: s.RetryInterval,
 		HTTP:  agent.HTTPOptions{Datacenter: s.Datacenter, Version: version, Build: buildInfo(), DebugConfig: s.debugConfig()},
 		Local: s.localConfig(),
-		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry, NodeMeta: s.NodeMeta, TLS: loaded, NoAgentCache: s.NoHTTPCache}
+		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry, NodeMeta: s.NodeMeta, TLS: loaded, NoAgentCache: s.NoHTTPCache,
+		Reload: s.reload}
 	if s.Ports.HTTP > 0 {
 		if cfg.Listener, err = net.Listen("tcp", net.JoinHostPort(s.ClientAddr, strconv.Itoa(s.Ports.HTTP))); err != nil {
 			return agent.Config{}, fmt.Errorf("listen for HTTP: %w", err)

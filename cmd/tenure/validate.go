@@ -45,6 +45,9 @@ func runValidate(args []string, stdout, stderr io.Writer) int {
 	if err == nil {
 		err = s.validate(warn)
 	}
+	if err == nil {
+		_, err = s.configDefinitions()
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "Config validation failed: %v\n", err)
 		return 1

@@ -81,6 +81,9 @@ type Config struct {
 	// Debug serves Go's profiles under /debug/pprof/ (Consul's
 	// enable_debug).
 	Debug bool
+	// Reload re-reads the agent's config files for PUT /v1/agent/reload;
+	// nil serves no such endpoint.
+	Reload func() error
 	// Telemetry, if set (NewTelemetry), is served at /v1/agent/metrics.
 	Telemetry *MemSink
 	// AdjustServer, if set, changes the server's configuration once the
@@ -256,7 +259,7 @@ func New(cfg Config) (*Agent, error) {
 	limits := cfg.Limits.withDefaults()
 	serverAPI := httpapi.New(srv, cfg.HTTP)
 	api := registeredGate(httpapi.WithLocalAgent(a.local.la, serverAPI,
-		httpapi.LocalOptions{Datacenter: cfg.HTTP.Datacenter, Logger: cfg.HTTP.Logger}), srv, registerWait)
+		httpapi.LocalOptions{Datacenter: cfg.HTTP.Datacenter, Logger: cfg.HTTP.Logger, Reload: cfg.Reload}), srv, registerWait)
 	own.h.Store(&api)
 	// Requests forwarded to the server port run the server's API. The
 	// agent-local endpoints are not among them: an agent answers those
@@ -383,6 +386,12 @@ func (a *Agent) Server() *Server { return a.srv }
 
 // HTTPAddr is the host:port of the API.
 func (a *Agent) HTTPAddr() string { return a.addr }
+
+// LoadConfigDefinitions makes the agent's config-defined services and
+// checks defs (at start and on reload; local.Agent.LoadConfig).
+func (a *Agent) LoadConfigDefinitions(defs ConfigDefinitions) error {
+	return a.local.la.LoadConfig(defs)
+}
 
 // Shutdown stops serving, ends in-flight requests (blocking reads answer at
 // once), then shuts the server down. Safe to call more than once, and

@@ -26,6 +26,8 @@ import (
 // bound to this agent's serfHealth: Consul's default failure detector.
 type ClientConfig struct {
 	NodeName string
+	// Reload as for a server agent.
+	Reload func() error
 	// NodeID is the agent's node UUID, advertised in its gossip id tag
 	// (S62); empty advertises none.
 	NodeID string
@@ -161,7 +163,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	api := httpapi.WithLocalAgent(c.local.la, httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName,
 		Members: &leavingPool{Pool: pool, left: c.left, local: c.local}, Forward: fwd, ServerAddr: serverAddr,
 		Datacenter: cfg.Datacenter, Version: cfg.Version, Build: cfg.Build, DebugConfig: clientDebugConfig(cfg, pool),
-		NodeMeta: info.Meta, Logger: httpLogger}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: httpLogger})
+		NodeMeta: info.Meta, Logger: httpLogger}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: httpLogger, Reload: cfg.Reload})
 	if !cfg.NoAgentCache {
 		c.cache = agentcache.New(api, agentcache.Config{Logger: log.Named("cache")})
 		api = c.cache
@@ -177,6 +179,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 
 // HTTPAddr is the host:port of the API.
 func (c *Client) HTTPAddr() string { return c.addr }
+
+// LoadConfigDefinitions as for a server agent.
+func (c *Client) LoadConfigDefinitions(defs ConfigDefinitions) error {
+	return c.local.la.LoadConfig(defs)
+}
 
 // Members is the agent's gossip pool.
 func (c *Client) Members() *GossipPool { return c.pool }

@@ -64,5 +64,14 @@ type (
 // the random parts of checks and anti-entropy.
 type LocalConfig = local.Config
 
+// ConfigDefinitions are the services and checks config files define.
+type ConfigDefinitions = local.ConfigDefinitions
+
+// DecodeConfigDefinitions decodes config-file services and checks, each
+// written as JSON, as the HTTP register endpoints decode their bodies.
+func DecodeConfigDefinitions(services, checks [][]byte) (ConfigDefinitions, error) {
+	return local.DecodeConfigDefinitions(services, checks)
+}
+
 // DefaultCheckUpdateInterval is Consul's check_update_interval.
 const DefaultCheckUpdateInterval = local.DefaultCheckUpdateInterval

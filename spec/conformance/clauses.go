@@ -116,6 +116,7 @@ var clauses = []clause{
 	{"S82", Consul, "raft server IDs are node IDs; a configuration under node names converges to them"},
 	{"S83", Contract, "prepared-query templates answer the names they prefix, rendered for the name"},
 	{"S74", Consul, "an agent registration's fields come back as registered from the agent, catalog and health reads"},
+	{"S80", Consul, "config-file services and checks are registered at start; PUT /v1/agent/reload and SIGHUP re-read them and log_level"},
 }
 
 // clauseByID returns the clause with the given ID.

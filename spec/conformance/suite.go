@@ -24,6 +24,7 @@ func Suite() []Case {
 		transportCases(),
 		agentStateCases(),
 		clusterCases(),
+		reloadCases(),
 	} {
 		all = append(all, group...)
 	}

@@ -176,9 +176,12 @@ type Source int
 const (
 	// Remote is a definition posted over HTTP.
 	Remote Source = iota
-	// local is a definition from the agent's own configuration files.
-	local
+	// Config is a definition from the agent's own configuration files.
+	Config
 )
+
+// local is Config by its older name, kept for this package's tests.
+const local = Config
 
 // Policy is the agent configuration that registration depends on.
 type Policy struct {

@@ -39,7 +39,7 @@ func WithLocalAgent(la *local.Agent, next http.Handler, opts LocalOptions) http.
 	if opts.Jitter == nil {
 		opts.Jitter = randomJitter
 	}
-	h := &localHandler{la: la, log: logger, dc: opts.Datacenter, jitter: opts.Jitter}
+	h := &localHandler{la: la, log: logger, dc: opts.Datacenter, jitter: opts.Jitter, reload: opts.Reload}
 	routes := []route{
 		{"/v1/agent/check/register", false, []string{put}, h.checkRegister},
 		{"/v1/agent/check/deregister/", true, []string{put}, h.checkDeregister},
@@ -57,6 +57,9 @@ func WithLocalAgent(la *local.Agent, next http.Handler, opts LocalOptions) http.
 		{"/v1/agent/health/service/name/", true, []string{get}, h.serviceHealthByName},
 		{"/v1/agent/maintenance", false, []string{put}, h.nodeMaintenance},
 	}
+	if opts.Reload != nil {
+		routes = append(routes, route{"/v1/agent/reload", false, []string{put}, h.reloadConfig})
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !serveRoute(routes, w, r, logger) {
 			next.ServeHTTP(w, r)
@@ -71,6 +74,9 @@ type LocalOptions struct {
 	// Jitter draws the random part, in [0, limit), added to a blocking
 	// read's wait; nil means uniform.
 	Jitter func(limit time.Duration) time.Duration
+	// Reload re-reads the agent's config files (PUT /v1/agent/reload);
+	// nil leaves the endpoint to next.
+	Reload func() error
 }
 
 type localHandler struct {
@@ -78,6 +84,17 @@ type localHandler struct {
 	log    hclog.Logger
 	dc     string
 	jitter func(time.Duration) time.Duration
+	reload func() error
+}
+
+// reloadConfig is PUT /v1/agent/reload: a config that fails to load or
+// apply is answered 500 with the error, as Consul answers it.
+func (h *localHandler) reloadConfig(*call) error {
+	if err := h.reload(); err != nil {
+		return &apiError{status: http.StatusInternalServerError, msg: err.Error()}
+	}
+	h.syncNow()
+	return nil
 }
 
 // refusal turns the local agent's refusals into answers with Consul's

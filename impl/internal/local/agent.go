@@ -88,6 +88,8 @@ type Agent struct {
 	// runs out with; only kept with a data directory.
 	ttlMu sync.Mutex
 	ttls  map[string]time.Duration
+
+	cfgDefs fromConfig // what the config files registered (config.go)
 }
 
 func (a *Agent) lockOps()   { a.ops <- struct{}{} }
@@ -233,8 +235,12 @@ func (a *Agent) RegisterCheck(def checks.Definition, src checks.Source) error {
 		}
 	}
 	c := checkFrom(d, svc)
-	if err := a.persist(nil, []persistedCheck{{Check: c, Definition: &d, Source: sourceName(src)}}, nil); err != nil {
-		return err
+	// A config file's checks come back from the config, not the data
+	// directory, as Consul keeps them.
+	if src != checks.Config {
+		if err := a.persist(nil, []persistedCheck{{Check: c, Definition: &d, Source: sourceName(src)}}, nil); err != nil {
+			return err
+		}
 	}
 	a.state.addCheck(c, d.DeregisterCriticalServiceAfter)
 	a.noteTTL(d)
@@ -384,8 +390,10 @@ func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replac
 	for i := range prepared {
 		kept = append(kept, persistedCheck{Check: checkFrom(prepared[i], &svc), Definition: &prepared[i], Source: sourceName(src)})
 	}
-	if err := a.persist(&persistedService{Service: svc, Source: sourceName(src)}, kept, dropped); err != nil {
-		return err
+	if src != checks.Config { // as for checks (RegisterCheck)
+		if err := a.persist(&persistedService{Service: svc, Source: sourceName(src)}, kept, dropped); err != nil {
+			return err
+		}
 	}
 
 	// No sync between the service and its checks: a partial write would
