@@ -105,13 +105,6 @@ type txnResultJSON struct {
 	Check   *checkJSON       `json:",omitempty"`
 }
 
-// proxyJSON is structs.ConnectProxyConfig left empty.
-type proxyJSON struct {
-	Mode        string
-	MeshGateway struct{}
-	Expose      struct{}
-}
-
 // nodeJSON is the part of structs.Node tenure models.
 type nodeJSON struct {
 	ID              string
