@@ -84,25 +84,21 @@ type txnService struct {
 // txnCheckJSON is api.CheckTxnOp.
 type txnCheckJSON struct {
 	Verb  model.CatalogVerb
-	Check struct {
-		Node        string
-		CheckID     string
-		Name        string
-		Status      model.Health
-		Notes       string
-		Output      string
-		ServiceID   string
-		ServiceName string
-		ServiceTags []string
-		Type        string
-		Namespace   string
-		Partition   string
-		ExposedPort int
-		PeerName    string
-		Definition  json.RawMessage
-		CreateIndex uint64
-		ModifyIndex uint64 // the index of cas and delete-cas
-	}
+	Check txnCheck
+}
+
+// txnCheck is api.HealthCheck as a txn carries it: the fields a catalog
+// register keeps (catalogwire.Check), and those it reads or ignores.
+type txnCheck struct {
+	catalogwire.Check
+	ServiceName string
+	ServiceTags []string
+	Namespace   string
+	Partition   string
+	ExposedPort int
+	PeerName    string
+	CreateIndex uint64
+	ModifyIndex uint64 // the index of cas and delete-cas
 }
 
 // txnSessionJSON is api.SessionTxnOp (S69).
@@ -222,9 +218,7 @@ func decodeTxnService(in *txnServiceJSON) (model.TxnOp, error) {
 
 func decodeTxnCheck(in *txnCheckJSON) (model.TxnOp, error) {
 	c := in.Check
-	if err := registerLimits(catalogwire.Register{Node: c.Node, Check: &catalogwire.Check{Node: c.Node,
-		CheckID: c.CheckID, Name: c.Name, Status: c.Status, Notes: c.Notes, Output: c.Output,
-		ServiceID: c.ServiceID, Type: c.Type}}); err != nil {
+	if err := registerLimits(catalogwire.Register{Node: c.Node, Check: &c.Check}); err != nil {
 		return model.TxnOp{}, err
 	}
 	def, err := decodeDefinition(c.Definition, true, "Failed to parse body")
