@@ -444,3 +444,37 @@ func powerLossViolation(t *testing.T, inPlace bool) string {
 	}
 	return ""
 }
+
+// TestConfigRegistrationsAreNotKept: what the config files register comes
+// back from them, not from the data directory, as in Consul; a restart
+// whose config no longer has a service must not bring it back. Persisting
+// them (the first merge of reload and persistence did) fails here.
+func TestConfigRegistrationsAreNotKept(t *testing.T) {
+	dir := t.TempDir()
+	a, _ := restarted(t, nil, dir)
+	svc, err := DecodeService([]byte(`{"ID":"cfg1","Name":"cfg","Check":{"TTL":"1h"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chk, err := checks.Decode([]byte(`{"Name":"cfgdisk","TTL":"1h"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.LoadConfig(ConfigDefinitions{Services: []ServiceDefinition{svc}, Checks: []checks.Definition{chk}}); err != nil {
+		t.Fatal(err)
+	}
+	registerService(t, a, `{"ID":"api1","Name":"api"}`)
+	if got := view(a); !strings.Contains(got, "service cfg1") || !strings.Contains(got, "check cfgdisk") {
+		t.Fatalf("config registrations missing before the restart:\n%s", got)
+	}
+	a.Close()
+
+	b, _ := restarted(t, nil, dir)
+	got := view(b)
+	if strings.Contains(got, "cfg") {
+		t.Errorf("a config registration came back from the data directory:\n%s", got)
+	}
+	if !strings.Contains(got, "service api1") {
+		t.Errorf("the API registration did not come back:\n%s", got)
+	}
+}
