@@ -446,9 +446,10 @@ func powerLossViolation(t *testing.T, inPlace bool) string {
 }
 
 // TestConfigRegistrationsAreNotKept: what the config files register comes
-// back from them, not from the data directory, as in Consul; a restart
-// whose config no longer has a service must not bring it back. Persisting
-// them (the first merge of reload and persistence did) fails here.
+// back from them, not from the data directory, as in Consul, so nothing of
+// it is written there. Written (as the first merge of reload and
+// persistence did), the restore refuses the files and reports each one,
+// which fails here.
 func TestConfigRegistrationsAreNotKept(t *testing.T) {
 	dir := t.TempDir()
 	a, _ := restarted(t, nil, dir)
@@ -469,7 +470,10 @@ func TestConfigRegistrationsAreNotKept(t *testing.T) {
 	}
 	a.Close()
 
-	b, _ := restarted(t, nil, dir)
+	b, log := restarted(t, nil, dir)
+	if log.Len() > 0 {
+		t.Errorf("the restore found files it refused: %s", log)
+	}
 	got := view(b)
 	if strings.Contains(got, "cfg") {
 		t.Errorf("a config registration came back from the data directory:\n%s", got)
