@@ -50,6 +50,9 @@ type Result struct {
 	SessionID string
 	// QueryID is the prepared query a query write created, replaced or deleted.
 	QueryID string
+	// ACLID is the token (AccessorID), policy or role an ACL write wrote
+	// or deleted.
+	ACLID string
 	// TxnResults are the entries a transaction returns, in op order.
 	TxnResults []KVEntry
 	// TxnErrors are a failed transaction's per-op reasons; the state is then unchanged.
