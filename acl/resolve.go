@@ -19,10 +19,11 @@ type Config struct {
 	// Datacenter is this agent's: a policy or identity limited to other
 	// datacenters grants nothing here.
 	Datacenter string
-	// AgentRecovery is the secret of acl.tokens.agent_recovery, resolved on
-	// this agent without the replicated tables; NodeName is the agent's
-	// node, the one it may write.
-	AgentRecovery string
+	// AgentRecovery returns the secret of acl.tokens.agent_recovery (""
+	// for none), resolved on this agent without the replicated tables; it
+	// may change at run time (PUT /v1/agent/token). NodeName is the agent's
+	// node, the one that token may write.
+	AgentRecovery func() string
 	NodeName      string
 }
 
@@ -71,7 +72,7 @@ func (r *Resolver) Resolve(s *model.State, secret string) (*Authorizer, error) {
 	case "":
 		secret = AnonymousSecret
 	}
-	if rec := r.cfg.AgentRecovery; rec != "" && subtle.ConstantTimeCompare([]byte(rec), []byte(secret)) == 1 {
+	if rec := r.recovery(); rec != "" && subtle.ConstantTimeCompare([]byte(rec), []byte(secret)) == 1 {
 		return NewAuthorizer("agent-recovery:"+r.cfg.NodeName, []*Rules{agentRecoveryRules(r.cfg.NodeName)}, "deny")
 	}
 	tok, ok := s.ACLTokenBySecret(secret)
@@ -91,6 +92,13 @@ func (r *Resolver) Resolve(s *model.State, secret string) (*Authorizer, error) {
 		return nil, err
 	}
 	return NewAuthorizer(tok.AccessorID, policies, r.cfg.Policy())
+}
+
+func (r *Resolver) recovery() string {
+	if r.cfg.AgentRecovery == nil {
+		return ""
+	}
+	return r.cfg.AgentRecovery()
 }
 
 // policiesOf gathers the rules a token carries in a fixed order: its own

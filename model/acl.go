@@ -1,6 +1,7 @@
 package model
 
 import (
+	"maps"
 	"slices"
 	"strings"
 )
@@ -484,3 +485,41 @@ func aclRoleEqual(a, b ACLRole) bool {
 // lowerName is the key names are compared under: Consul's ACL name indexes
 // ignore case.
 func lowerName(name string) string { return strings.ToLower(name) }
+
+// CheckACL reports how Apply would refuse op on s now, or nil; it changes
+// nothing. A server asks before it proposes, so a write refused for what
+// the state holds (a name in use, a missing record, a spent bootstrap)
+// costs no log entry. IDs a leader fills in later (the empty ID, accessor
+// or secret of a create) count as fresh.
+func (s *State) CheckACL(op ACLOp) *Error {
+	dry := &State{
+		aclTokens: maps.Clone(s.aclTokens), aclSecrets: maps.Clone(s.aclSecrets),
+		aclPolicies: maps.Clone(s.aclPolicies), aclRoles: maps.Clone(s.aclRoles),
+		aclBootstrapIndex: s.aclBootstrapIndex, tables: s.tables,
+	}
+	// Placeholders no stored ID can equal: stored IDs never hold a NUL.
+	if op.Token != nil && (op.Create || op.Verb == ACLBootstrap) {
+		t := *op.Token
+		if t.AccessorID == "" {
+			t.AccessorID = "\x00accessor"
+		}
+		if t.SecretID == "" {
+			t.SecretID = "\x00secret"
+		}
+		op.Token = &t
+	}
+	if op.Policy != nil && op.Create && op.Policy.ID == "" {
+		p := *op.Policy
+		p.ID = "\x00policy"
+		op.Policy = &p
+	}
+	if op.Role != nil && op.Create && op.Role.ID == "" {
+		r := *op.Role
+		r.ID = "\x00role"
+		op.Role = &r
+	}
+	res := Result{}
+	a := &applier{s: dry, idx: s.Index() + 1, res: &res}
+	a.aclOp(op)
+	return res.Err
+}

@@ -1,6 +1,9 @@
 package model_test
 
 import (
+	"fmt"
+	"testing"
+
 	"pgregory.net/rapid"
 
 	"github.com/tenurekv/tenure/model"
@@ -52,4 +55,58 @@ func genACLOp(t *rapid.T) *model.ACLOp {
 		}
 	}
 	return op
+}
+
+// TestCheckACLMatchesApply: on any state reached by ACL writes, CheckACL
+// refuses exactly what Apply refuses, with the same reason, and changes
+// nothing: servers answer those refusals without a log entry.
+func TestCheckACLMatchesApply(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s := model.New()
+		for i := range rapid.IntRange(1, 40).Draw(t, "steps") {
+			op := genACLOp(t)
+			before := s.Hash()
+			check := s.CheckACL(*op)
+			if s.Hash() != before {
+				t.Fatalf("step %d: CheckACL changed the state", i)
+			}
+			// Apply sees what a leader proposes: a create's empty IDs
+			// filled with fresh ones.
+			res := s.Apply(uint64(i+1), model.Command{ACL: withFreshIDs(op, i)})
+			switch {
+			case (check == nil) != (res.Err == nil):
+				t.Fatalf("step %d %+v: CheckACL %v, Apply %v", i, op, check, res.Err)
+			case check != nil && check.Msg != res.Err.Msg:
+				t.Fatalf("step %d: CheckACL %q, Apply %q", i, check.Msg, res.Err.Msg)
+			}
+		}
+	})
+}
+
+// withFreshIDs fills the IDs a leader fills in (leader.Core.withACLIDs)
+// with ones no record has.
+func withFreshIDs(op *model.ACLOp, step int) *model.ACLOp {
+	out := *op
+	fresh := func(kind string) string { return fmt.Sprintf("fresh-%s-%d", kind, step) }
+	if op.Token != nil && (op.Create || op.Verb == model.ACLBootstrap) {
+		t := *op.Token
+		if t.AccessorID == "" {
+			t.AccessorID = fresh("accessor")
+		}
+		if t.SecretID == "" {
+			t.SecretID = fresh("secret")
+		}
+		out.Token = &t
+	}
+	if op.Policy != nil && op.Create && op.Policy.ID == "" {
+		p := *op.Policy
+		p.ID = fresh("policy")
+		out.Policy = &p
+	}
+	if op.Role != nil && op.Create && op.Role.ID == "" {
+		r := *op.Role
+		r.ID = fresh("role")
+		out.Role = &r
+	}
+	return &out
 }

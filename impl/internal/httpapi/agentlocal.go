@@ -31,7 +31,7 @@ func WithLocalAgent(la *local.Agent, next http.Handler, opts LocalOptions) http.
 	if opts.Datacenter == "" {
 		opts.Datacenter = "dc1"
 	}
-	h := &localHandler{la: la, log: logger, dc: opts.Datacenter}
+	h := &localHandler{la: la, log: logger, dc: opts.Datacenter, acl: opts.ACL, authorize: opts.Authorize, node: opts.Node}
 	routes := []route{
 		{"/v1/agent/check/register", false, []string{put}, h.checkRegister},
 		{"/v1/agent/check/deregister/", true, []string{put}, h.checkDeregister},
@@ -46,6 +46,7 @@ func WithLocalAgent(la *local.Agent, next http.Handler, opts LocalOptions) http.
 		{"/v1/agent/services", false, []string{get}, h.serviceList},
 		{"/v1/agent/service/", true, []string{get}, h.serviceGet},
 		{"/v1/agent/maintenance", false, []string{put}, h.nodeMaintenance},
+		{"/v1/agent/token/", true, []string{put}, h.agentToken}, // acltokens.go
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !serveRoute(routes, w, r, logger) {
@@ -58,12 +59,21 @@ func WithLocalAgent(la *local.Agent, next http.Handler, opts LocalOptions) http.
 type LocalOptions struct {
 	Datacenter string // shown on services; default "dc1"
 	Logger     hclog.Logger
+	// Node is the agent's node, the one agent:write is checked on.
+	Node string
+	// ACL is the agent's ACL configuration and tokens; Authorize decides a
+	// permission for a request to this agent (nil allows everything).
+	ACL       ACLOptions
+	Authorize Authorize
 }
 
 type localHandler struct {
-	la  *local.Agent
-	log hclog.Logger
-	dc  string
+	la        *local.Agent
+	log       hclog.Logger
+	dc        string
+	node      string
+	acl       ACLOptions
+	authorize Authorize
 }
 
 // refusal turns the local agent's refusals into answers with Consul's

@@ -42,6 +42,9 @@ type Options struct {
 	Members Members
 	// Version is what /v1/agent/self reports; default "tenure".
 	Version string
+	// ACL is the agent's ACL configuration (acl.go); the zero value is
+	// ACLs off.
+	ACL ACLOptions
 }
 
 // Defaults taken from Consul's agent configuration (CONSUL.md §7).
@@ -67,7 +70,7 @@ func New(b server.Backend, opts Options) http.Handler {
 		opts.Datacenter = "dc1"
 	}
 	h := &handler{b: b, opts: opts}
-	h.routes = h.routeTable()
+	h.routes = append(h.routeTable(), h.aclRoutes()...) // aclendpoints.go
 	return h
 }
 

@@ -117,6 +117,8 @@ type view struct {
 	// missing that Consul answers with an error (a prepared query), which
 	// never blocks.
 	fail error
+	// filtered says ACLs removed records from body (acl.go).
+	filtered bool
 }
 
 // serveRead answers a read: locally when the mode allows, else through the
@@ -146,6 +148,9 @@ func (h *handler) serveRead(c *call, q queryOpts, read func(s *model.State) view
 		return v.fail
 	}
 	h.setMeta(c.w, v.index, q.mode)
+	if v.filtered && !h.maskFiltered(c) {
+		c.w.Header().Set(filteredHeader, "true")
+	}
 	switch {
 	case v.isRaw:
 		hd := c.w.Header()

@@ -102,6 +102,9 @@ func (s *Server) leaderLoop(t *leaderTerm) {
 	s.leader.StartTerm()
 	close(t.ready)
 	s.logger.Info("leadership established", "ttl_sessions", s.ttlCount())
+	if s.cfg.ACL.Enabled && !s.initACL(t) {
+		return
+	}
 	s.kickRegister()
 	if s.cfg.Membership != nil {
 		if !s.goTracked(func() { s.reconcileLoop(t) }) {
@@ -109,6 +112,36 @@ func (s *Server) leaderLoop(t *leaderTerm) {
 		}
 	}
 	s.reapLoop(t.stop)
+}
+
+// initACL writes the ACL records of a new term (S69), retrying until they
+// are written or the term ends; it reports whether the term goes on.
+func (s *Server) initACL(t *leaderTerm) bool {
+	pause := backoff.New(s.cfg.retryBackoff, 32*s.cfg.retryBackoff)
+	for {
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			select {
+			case <-t.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		err := s.leader.InitACL(ctx, s.cfg.ACL.InitialManagement)
+		cancel()
+		<-stopped
+		if err == nil {
+			s.logger.Info("ACL records written")
+			return true
+		}
+		// The error names what failed, never a secret.
+		s.logger.Warn("writing the ACL records failed; retrying", "error", err)
+		if !s.sleep(pause.Next(), t.stop) {
+			return false
+		}
+	}
 }
 
 func (s *Server) ttlCount() int {

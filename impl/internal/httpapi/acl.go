@@ -1,0 +1,152 @@
+package httpapi
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/tenurekv/tenure/acl"
+	"github.com/tenurekv/tenure/impl/internal/rpc"
+	"github.com/tenurekv/tenure/model"
+)
+
+// How a request is decided under ACLs (S66-S68). A handler resolves the
+// caller with h.authz (inside its read, on the state it reads) or
+// h.authzNow (for a write, on the leader before it proposes), asks the
+// authorizer, and answers a denial through aclFailure. Resolution is
+// package acl's, a pure function of the replicated tables, the request's
+// secret and the agent's configuration; nothing here keeps state.
+
+// ACLOptions is the agent's ACL configuration as its HTTP API uses it.
+type ACLOptions struct {
+	// Resolver decides requests. Nil, or a resolver with Enabled false,
+	// means ACLs are off: every request is allowed and the ACL endpoints
+	// answer 401 "ACL support disabled", as Consul's do.
+	Resolver *acl.Resolver
+	// Tokens are the agent's own tokens (acl.tokens.*): the default token
+	// stands in for a request that names none (S68).
+	Tokens *AgentTokens
+	// KeyListPolicy is acl.enable_key_list_policy: a KV listing then needs
+	// key:list on its prefix.
+	KeyListPolicy bool
+	// BootstrapResetFile is <data_dir>/acl-bootstrap-reset, where an
+	// operator writes the reset index to allow one more bootstrap; "" on an
+	// agent without a data dir.
+	BootstrapResetFile string
+}
+
+func (o ACLOptions) enabled() bool {
+	return o.Resolver != nil && o.Resolver.Config().Enabled
+}
+
+// defaultPolicy is what X-Consul-Default-ACL-Policy says: the configured
+// policy with ACLs on, "allow" with them off (S68).
+func (o ACLOptions) defaultPolicy() string {
+	if !o.enabled() {
+		return "allow"
+	}
+	return o.Resolver.Config().Policy()
+}
+
+// secret is the token c is decided with: its own, else the agent's
+// default, else "" for anonymous (S68).
+func (h *handler) secret(c *call) string {
+	return acl.EffectiveSecret(c.query(), c.r.Header, h.opts.ACL.Tokens.Get(TokenDefault))
+}
+
+// authz resolves the caller's token over s, the state the handler reads
+// (S68). With ACLs off it allows everything.
+func (h *handler) authz(c *call, s *model.State) (*acl.Authorizer, error) {
+	if !h.opts.ACL.enabled() {
+		return acl.ManageAll(), nil
+	}
+	a, err := h.opts.ACL.Resolver.Resolve(s, h.secret(c))
+	if err != nil {
+		return nil, aclFailure(err)
+	}
+	return a, nil
+}
+
+// authzNow is authz over the state as it is now, for a write decided on
+// the leader before it proposes.
+func (h *handler) authzNow(c *call) (a *acl.Authorizer, err error) {
+	if !h.opts.ACL.enabled() {
+		return acl.ManageAll(), nil
+	}
+	h.b.Read(func(s *model.State) { a, err = h.authz(c, s) })
+	return a, err
+}
+
+// allowed resolves the caller now and checks one permission: nil, or the
+// answer to send (S67).
+func (h *handler) allowed(c *call, r acl.Resource, name string, need acl.Access) error {
+	a, err := h.authzNow(c)
+	if err != nil {
+		return err
+	}
+	return aclFailure(a.Check(r, name, need))
+}
+
+// aclFailure maps a resolution or decision error to Consul's answer: a
+// denial or an unknown token 403, the old root names 500, ACLs off 401.
+// Any other error (a stored policy that no longer parses) is a 500: it
+// denies too.
+func aclFailure(err error) error {
+	var ae *apiError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ae):
+		return err
+	case acl.IsPermissionDenied(err), errors.Is(err, acl.ErrNotFound):
+		return &apiError{status: http.StatusForbidden, msg: err.Error()}
+	case errors.Is(err, acl.ErrDisabled):
+		return &apiError{status: http.StatusUnauthorized, msg: err.Error()}
+	}
+	return &apiError{status: http.StatusInternalServerError, msg: err.Error()}
+}
+
+// maskFiltered reports whether a read that dropped records for ACLs must
+// not say so: Consul tells only callers that named a token (S68).
+func (h *handler) maskFiltered(c *call) bool {
+	s := h.secret(c)
+	return s == "" || s == acl.AnonymousSecret
+}
+
+// filteredHeader is the header a read sets when ACLs removed records from
+// its answer.
+const filteredHeader = "X-Consul-Results-Filtered-By-ACLs"
+
+// defaultPolicyHeader is set on every answer (S68).
+const defaultPolicyHeader = "X-Consul-Default-Acl-Policy"
+
+// WithACLHeader sets X-Consul-Default-ACL-Policy on every answer of next,
+// as Consul's agent does whether ACLs are on or off (S68).
+func WithACLHeader(opts ACLOptions, next http.Handler) http.Handler {
+	policy := opts.defaultPolicy()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(defaultPolicyHeader, policy)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// carryToken makes a request this agent forwards carry the token it is
+// decided with here: a request that names none gets the agent's default
+// token, else the anonymous secret, so the server that serves it applies
+// neither its own default nor anything else (S68). With ACLs off here,
+// the request goes as it came.
+func carryToken(req *rpc.Request, opts ACLOptions) {
+	if !opts.enabled() {
+		return
+	}
+	if acl.RequestSecret(queryOf(req.URI), req.Header) != "" {
+		return
+	}
+	secret := opts.Tokens.Get(TokenDefault)
+	if secret == "" {
+		secret = acl.AnonymousSecret
+	}
+	if req.Header == nil {
+		req.Header = http.Header{}
+	}
+	req.Header.Set("X-Consul-Token", secret)
+}
