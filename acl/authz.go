@@ -88,7 +88,7 @@ func (a *Authorizer) Check(r Resource, name string, need Access) error {
 	if a.Allowed(r, name, need) {
 		return nil
 	}
-	if isSingleton(r) {
+	if r.Singleton() {
 		name = ""
 	}
 	return &PermissionDenied{Accessor: a.AccessorID, Resource: r, Access: need, Name: name}
@@ -135,7 +135,9 @@ func knownResource(r Resource) bool {
 	return false
 }
 
-func isSingleton(r Resource) bool {
+// Singleton reports whether r is one thing rather than a family of named
+// ones (acl, keyring, mesh, operator, peering): its denials name nothing.
+func (r Resource) Singleton() bool {
 	switch r {
 	case ResourceACL, ResourceKeyring, ResourceMesh, ResourceOperator, ResourcePeering:
 		return true

@@ -59,6 +59,8 @@ type settings struct {
 	// skip_leave_on_interrupt; nil means Consul's default for the role
 	// (leaveOnSignal).
 	LeaveOnTerm, SkipLeaveOnInt *bool
+	// ACL is the acl block (acl.go).
+	ACL aclSettings
 	// telemetry is the process's metrics sink, served at /v1/agent/metrics.
 	telemetry *agent.MemSink
 }
@@ -134,12 +136,15 @@ func (s *settings) validate(warn func(string)) error {
 	case s.CheckUpdateInterval < 0:
 		return fmt.Errorf("check_update_interval %v cannot be negative", s.CheckUpdateInterval)
 	}
+	if err := s.ACL.validate(); err != nil {
+		return err
+	}
 	if !s.localScriptChecksSet {
 		s.EnableLocalScriptChecks = s.EnableScriptChecks
 	}
-	if s.EnableScriptChecks {
-		// tenure has no ACLs, so Consul's condition for this warning
-		// always holds.
+	if s.EnableScriptChecks && !s.ACL.Enabled {
+		// tenure has no allow_write_http_from, so Consul's condition is
+		// ACLs being off.
 		warn("using enable-script-checks without ACLs and without allow_write_http_from is DANGEROUS, use enable-local-script-checks instead")
 	}
 	if s.Bootstrap && !s.Dev {
@@ -257,7 +262,8 @@ func (s *settings) start(logger hclog.Logger) (runningAgent, error) {
 	}
 	return agent.NewClient(agent.ClientConfig{NodeName: s.NodeName, NodeID: s.NodeID, Listener: cfg.Listener, HTTPAddr: cfg.Server.HTTPAddr,
 		Gossip: *cfg.Gossip, Join: cfg.Join, RetryInterval: cfg.RetryInterval, Datacenter: s.Datacenter, Version: version,
-		Logger: logger, Local: cfg.Local, Debug: cfg.Debug, Telemetry: cfg.Telemetry, NodeMeta: cfg.NodeMeta})
+		Logger: logger, Local: cfg.Local, Debug: cfg.Debug, Telemetry: cfg.Telemetry, NodeMeta: cfg.NodeMeta,
+		ACL: cfg.ACL, DataDir: s.DataDir})
 }
 
 // agentConfig turns validated settings into an agent.
@@ -286,7 +292,7 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 	}
 	return agent.Config{Server: srv, Listener: ln, Gossip: g, Join: s.RetryJoin, RetryInterval: s.RetryInterval,
 		HTTP: agent.HTTPOptions{Datacenter: s.Datacenter, Version: version}, Local: s.localConfig(),
-		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry, NodeMeta: s.NodeMeta}, nil
+		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry, NodeMeta: s.NodeMeta, ACL: s.ACL.agentConfig()}, nil
 }
 
 // gossipConfig is the agent's LAN gossip: its address, timing, key and the

@@ -70,6 +70,8 @@ type Config struct {
 	Debug bool
 	// Telemetry, if set (NewTelemetry), is served at /v1/agent/metrics.
 	Telemetry *MemSink
+	// ACL is the agent's acl block (acl.go); the zero value is ACLs off.
+	ACL ACLConfig
 	// AdjustServer, if set, changes the server's configuration once the
 	// agent has filled it in (gossip membership, addresses, forwarding),
 	// just before the server starts. A test seam for the simulator's
@@ -123,6 +125,12 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.HTTP.NodeID == "" {
 		cfg.HTTP.NodeID = cfg.Server.NodeID
 	}
+	aclOpts, err := cfg.ACL.httpOptions(cfg.Server.DataDir, cfg.HTTP.Datacenter, cfg.Server.NodeName, true)
+	if err != nil {
+		return nil, errors.Join(err, closePool())
+	}
+	cfg.HTTP.ACL = aclOpts
+	cfg.Server.ACL = ServerACL{Enabled: cfg.ACL.Enabled, InitialManagement: cfg.ACL.initialManagement()}
 	if cfg.HTTP.Logger == nil && cfg.Server.Logger != nil {
 		cfg.HTTP.Logger = cfg.Server.Logger.Named("http")
 	}
@@ -210,7 +218,9 @@ func New(cfg Config) (*Agent, error) {
 	limits := cfg.Limits.withDefaults()
 	serverAPI := httpapi.New(srv, cfg.HTTP)
 	api := registeredGate(httpapi.WithLocalAgent(a.local.la, serverAPI,
-		httpapi.LocalOptions{Datacenter: cfg.HTTP.Datacenter, Logger: cfg.HTTP.Logger}), srv, registerWait)
+		httpapi.LocalOptions{Datacenter: cfg.HTTP.Datacenter, Logger: cfg.HTTP.Logger, Node: cfg.Server.NodeName,
+			ACL: aclOpts, Authorize: httpapi.LocalAuthorize(srv, aclOpts)}), srv, registerWait)
+	api = httpapi.WithACLHeader(aclOpts, api)
 	own.h.Store(&api)
 	// Requests forwarded to the server port run the server's API. The
 	// agent-local endpoints are not among them: an agent answers those

@@ -52,6 +52,10 @@ type ClientConfig struct {
 	Local LocalConfig
 	// NodeMeta as for a server agent (Config.NodeMeta).
 	NodeMeta map[string]string
+	// ACL as for a server agent (Config.ACL); DataDir is where its tokens
+	// persist.
+	ACL     ACLConfig
+	DataDir string
 }
 
 // Client is a running client agent.
@@ -79,6 +83,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = hclog.NewNullLogger()
+	}
+	aclOpts, err := cfg.ACL.httpOptions(cfg.DataDir, cfg.Datacenter, cfg.NodeName, false)
+	if err != nil {
+		return nil, errors.Join(err, cfg.Listener.Close())
 	}
 	ownPool := rpc.NewPool(rpc.PoolConfig{Dial: cfg.Dial, Logger: log.Named("rpc")})
 	var fwd rpc.Forwarder = ownPool
@@ -113,10 +121,13 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	cfg.Local.Sync.NodeInfo = info
 	c.local = startLocal(ctx, cfg.Local, cfg.NodeName, pool.Local().IP, fwd, servers, pool,
 		serverKnown(ctx, servers, 200*time.Millisecond), log.Named("local"))
-	api := httpapi.WithLocalAgent(c.local.la, httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName,
+	clientAPI := httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName,
 		Members: &leavingPool{Pool: pool, left: c.left, local: c.local}, Forward: fwd, ServerAddr: serverAddr,
 		Datacenter: cfg.Datacenter,
-		Version:    cfg.Version, NodeMeta: info.Meta, Logger: log.Named("http")}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: log.Named("http")})
+		Version:    cfg.Version, NodeMeta: info.Meta, Logger: log.Named("http"), ACL: aclOpts})
+	api := httpapi.WithACLHeader(aclOpts, httpapi.WithLocalAgent(c.local.la, clientAPI, httpapi.LocalOptions{
+		Datacenter: cfg.Datacenter, Logger: log.Named("http"), Node: cfg.NodeName,
+		ACL: aclOpts, Authorize: httpapi.RemoteAuthorize(clientAPI)}))
 	limits := HTTPLimits{}.withDefaults()
 	c.http = &http.Server{
 		Handler:     limits.writeDeadline(withDebug(api, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),

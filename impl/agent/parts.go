@@ -51,6 +51,10 @@ type (
 	GossipPool   = gossip.Pool
 )
 
+// ServerACL is what the server takes of the agent's acl block
+// (ServerConfig.ACL); Config.ACL fills it in.
+type ServerACL = server.ACLConfig
+
 // HTTPOptions configures the HTTP API (Config.HTTP).
 type HTTPOptions = httpapi.Options
 

@@ -1,11 +1,16 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"net/url"
+	"strings"
 
 	"github.com/tenurekv/tenure/acl"
 	"github.com/tenurekv/tenure/impl/internal/rpc"
+	"github.com/tenurekv/tenure/impl/internal/server"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -149,4 +154,93 @@ func carryToken(req *rpc.Request, opts ACLOptions) {
 		req.Header = http.Header{}
 	}
 	req.Header.Set("X-Consul-Token", secret)
+}
+
+// LocalAuthorize decides permissions for an agent-local endpoint on an
+// agent that holds the replicated tables (a server): over b's state, with
+// the request's token or the agent's default (S68).
+func LocalAuthorize(b server.Backend, opts ACLOptions) Authorize {
+	h := &handler{b: b, opts: Options{ACL: opts}}
+	return func(r *http.Request, res acl.Resource, name string, need acl.Access) error {
+		return h.allowed(&call{r: r}, res, name, need)
+	}
+}
+
+// RemoteAuthorize decides permissions for an agent-local endpoint on an
+// agent without the tables (a client agent): it asks a server through api,
+// the agent's own handler, which forwards the question with the token the
+// request is decided with (S68). A denial names the token's accessor, which
+// the token's own read tells.
+func RemoteAuthorize(api http.Handler) Authorize {
+	return func(r *http.Request, res acl.Resource, name string, need acl.Access) error {
+		q := []authorizeJSON{{Resource: string(res), Segment: name, Access: need.String()}}
+		body, err := json.Marshal(q)
+		if err != nil {
+			return err
+		}
+		code, out := serveInternal(api, r, http.MethodPost, "/v1/internal/acl/authorize", body)
+		if code != http.StatusOK {
+			return &apiError{status: code, msg: strings.TrimSpace(string(out))}
+		}
+		var answers []authorizeJSON
+		if err := json.Unmarshal(out, &answers); err != nil || len(answers) != 1 || answers[0].Allow == nil {
+			return errorf(http.StatusInternalServerError, "ACL authorization: unexpected answer from the server")
+		}
+		if *answers[0].Allow {
+			return nil
+		}
+		accessor := ""
+		if code, out := serveInternal(api, r, http.MethodGet, "/v1/acl/token/self", nil); code == http.StatusOK {
+			var self struct{ AccessorID string }
+			if json.Unmarshal(out, &self) == nil {
+				accessor = self.AccessorID
+			}
+		}
+		if res.Singleton() {
+			name = ""
+		}
+		return &acl.PermissionDenied{Accessor: accessor, Resource: res, Access: need, Name: name}
+	}
+}
+
+// serveInternal runs one request of the agent's own through api, with the
+// token r carries (its ?token and headers), and returns the answer.
+func serveInternal(api http.Handler, r *http.Request, method, path string, body []byte) (int, []byte) {
+	uri := path
+	if t := r.URL.Query().Get("token"); t != "" {
+		uri += "?token=" + url.QueryEscape(t)
+	}
+	req, err := http.NewRequestWithContext(r.Context(), method, uri, bytes.NewReader(body))
+	if err != nil {
+		return http.StatusInternalServerError, []byte(err.Error())
+	}
+	for _, k := range []string{"X-Consul-Token", "Authorization"} {
+		if v := r.Header.Values(k); len(v) > 0 {
+			req.Header[k] = v
+		}
+	}
+	w := &memoryWriter{header: http.Header{}, code: http.StatusOK}
+	api.ServeHTTP(w, req)
+	return w.code, w.body.Bytes()
+}
+
+// memoryWriter is an http.ResponseWriter that keeps the answer.
+type memoryWriter struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+	wrote  bool
+}
+
+func (w *memoryWriter) Header() http.Header { return w.header }
+
+func (w *memoryWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.code, w.wrote = code, true
+	}
+}
+
+func (w *memoryWriter) Write(p []byte) (int, error) {
+	w.wrote = true
+	return w.body.Write(p)
 }
