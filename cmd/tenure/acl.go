@@ -86,7 +86,9 @@ func init() {
 		honour("acl.tokens."+name, func(s *settings, v any, _ func(string)) error { return s.ACL.setToken(name, v) })
 	}
 	for _, d := range deprecatedACLKeys {
-		honour(d.old, func(s *settings, v any, warn func(string)) error { return s.ACL.setDeprecated(d.old, d.current, v, warn) })
+		honour(d.old, func(s *settings, v any, warn func(string)) error {
+			return s.ACL.setDeprecated(d.old, d.current, v, warn)
+		})
 	}
 	honour("acl_enable_key_list_policy", func(s *settings, v any, warn func(string)) error {
 		warn("The 'acl_enable_key_list_policy' field is deprecated. Use the 'acl.enable_key_list_policy' field instead.")

@@ -28,12 +28,18 @@ const (
 // tokenNames maps every name PUT /v1/agent/token/<name> accepts, Consul's
 // deprecated ones included, to the token it sets.
 var tokenNames = map[string]string{
-	"default": TokenDefault, "acl_token": TokenDefault,
-	"agent": TokenAgent, "acl_agent_token": TokenAgent,
-	"agent_recovery": TokenAgentRecovery, "agent_master": TokenAgentRecovery, "acl_agent_master_token": TokenAgentRecovery,
-	"replication": TokenReplication, "acl_replication_token": TokenReplication,
+	"default":                          TokenDefault,
+	"acl_token":                        TokenDefault,
+	"agent":                            TokenAgent,
+	"acl_agent_token":                  TokenAgent,
+	"agent_recovery":                   TokenAgentRecovery,
+	"agent_master":                     TokenAgentRecovery,
+	"acl_agent_master_token":           TokenAgentRecovery,
+	"replication":                      TokenReplication,
+	"acl_replication_token":            TokenReplication,
 	"config_file_service_registration": TokenConfigFileRegistration,
-	"dns":                              TokenDNS, "dns_token": TokenDNS,
+	"dns":                              TokenDNS,
+	"dns_token":                        TokenDNS,
 }
 
 // TokensFile is where an agent with enable_token_persistence keeps the
