@@ -85,6 +85,15 @@ func (r *resp) String() string { return fmt.Sprintf("%d %q", r.Code, oneLine(str
 // do sends one request. path is relative to the base URL and may carry a
 // query; body nil sends no body.
 func (e *env) do(ctx context.Context, method, path string, body []byte) (*resp, error) {
+	var hdr http.Header
+	if e.token != "" {
+		hdr = http.Header{"X-Consul-Token": {e.token}}
+	}
+	return e.doWith(ctx, method, path, body, hdr)
+}
+
+// doWith is do with exactly the given headers (and no token but theirs).
+func (e *env) doWith(ctx context.Context, method, path string, body []byte, hdr http.Header) (*resp, error) {
 	u := *e.base
 	rel, err := url.Parse(path)
 	if err != nil {
@@ -104,8 +113,8 @@ func (e *env) do(ctx context.Context, method, path string, body []byte) (*resp, 
 	if err != nil {
 		return nil, fmt.Errorf("build %s %s: %w", method, path, err)
 	}
-	if e.token != "" {
-		req.Header.Set("X-Consul-Token", e.token)
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
 	res, err := e.http.Do(req)
 	if err != nil {

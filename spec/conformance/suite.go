@@ -17,6 +17,7 @@ func Suite() []Case {
 		checkCases(),
 		queryCases(),
 		nodeCases(),
+		aclCases(),
 	} {
 		all = append(all, group...)
 	}
