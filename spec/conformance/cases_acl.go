@@ -75,9 +75,9 @@ func rulesDecide(t *caseT) {
 		{"key", p + "m", "write", true}, // merged: write outranks read
 		{"key", "conformance-nowhere/" + p, "read", false},
 		{"node", node + "-1", "read", false}, // merged: deny outranks write
-		{"operator", "", "write", true},       // merged: write outranks read
-		{"mesh", "", "write", true},           // mesh falls back to operator
-		{"intention", "web", "read", true},    // a service read implies it
+		{"operator", "", "write", true},      // merged: write outranks read
+		{"mesh", "", "write", true},          // mesh falls back to operator
+		{"intention", "web", "read", true},   // a service read implies it
 		{"intention", "web", "write", false},
 		{"acl", "", "read", false}, // "WRITE" never wins a merge
 		{"session", node, "write", false},

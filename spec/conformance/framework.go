@@ -28,7 +28,7 @@ type Case struct {
 	// acl marks cases that need ACLs on and a management token: only the
 	// ACL profiles run them, and those run nothing else (cases_acl.go).
 	acl bool
-	run    func(t *caseT)
+	run func(t *caseT)
 }
 
 // ID is the case's name as used in reports and by the filter.
