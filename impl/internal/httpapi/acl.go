@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -243,4 +244,24 @@ func (w *memoryWriter) WriteHeader(code int) {
 func (w *memoryWriter) Write(p []byte) (int, error) {
 	w.wrote = true
 	return w.body.Write(p)
+}
+
+// termReady is what a server offers that establishes leadership before it
+// serves (server.Server.WaitReady).
+type termReady interface {
+	WaitReady(ctx context.Context) error
+}
+
+// awaitACLTerm holds a request a new leader would decide until its term is
+// established, which with ACLs on includes writing the ACL records (S69):
+// otherwise the first requests after an election could find no initial
+// management token. A follower, or a backend without terms, does not wait;
+// a request whose caller leaves stops waiting and is answered as usual.
+func (h *handler) awaitACLTerm(r *http.Request) {
+	if !h.opts.ACL.enabled() {
+		return
+	}
+	if tr, ok := h.b.(termReady); ok {
+		_ = tr.WaitReady(r.Context())
+	}
 }

@@ -155,6 +155,7 @@ func (c *call) query() url.Values {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.awaitACLTerm(r) // acl.go
 	if !serveRoute(h.routes, w, r, h.opts.Logger) {
 		http.NotFound(w, r)
 	}

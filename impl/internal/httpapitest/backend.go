@@ -101,7 +101,8 @@ func (s *Store) Apply(cmd model.Command) (model.Result, error) {
 // (leader.Core.InitACL): the builtin policies, the initial management
 // token of secret initialManagement (if not ""), the anonymous token.
 func (s *Store) InitACL(initialManagement string) error {
-	return s.leader.InitACL(context.Background(), initialManagement)
+	refused, err := s.leader.InitACL(context.Background(), initialManagement)
+	return errors.Join(append(refused, err)...)
 }
 
 func (s *Store) apply(ctx context.Context, cmd model.Command) (model.Result, error) {

@@ -82,9 +82,10 @@ func (l *Core) freshACLID(used func(string) bool) string {
 // of initialManagement (if set and not yet there), through a bootstrap
 // while one is allowed, so that the bootstrap is spent, else as a plain
 // token; then the anonymous token. Each write goes through Apply like any
-// other; an error leaves the rest for the next attempt, which skips what
-// is done.
-func (l *Core) InitACL(ctx context.Context, initialManagement string) error {
+// other. A write the state refuses is reported in refused and the rest go
+// on; a failure to apply stops it with err, and the next attempt skips
+// what is done.
+func (l *Core) InitACL(ctx context.Context, initialManagement string) (refused []error, err error) {
 	for _, p := range acl.BuiltinPolicies() {
 		var (
 			have   model.ACLPolicy
@@ -98,8 +99,10 @@ func (l *Core) InitACL(ctx context.Context, initialManagement string) error {
 			// Restore the rules only; an operator's rename stays.
 			p.Name, p.Description = have.Name, have.Description
 		}
-		if err := l.initWrite(ctx, &model.ACLOp{Verb: model.ACLPolicySet, Create: !exists, Policy: &p}); err != nil {
-			return fmt.Errorf("create the %s policy: %w", p.Name, err)
+		if rej, err := l.initWrite(ctx, &model.ACLOp{Verb: model.ACLPolicySet, Create: !exists, Policy: &p}); err != nil {
+			return refused, fmt.Errorf("create the %s policy: %w", p.Name, err)
+		} else if rej != nil {
+			refused = append(refused, fmt.Errorf("the %s policy: %w", p.Name, rej))
 		}
 	}
 	if initialManagement != "" {
@@ -115,8 +118,10 @@ func (l *Core) InitACL(ctx context.Context, initialManagement string) error {
 			if canBootstrap {
 				op.Verb = model.ACLBootstrap
 			}
-			if err := l.initWrite(ctx, op); err != nil {
-				return fmt.Errorf("create the initial management token: %w", err)
+			if rej, err := l.initWrite(ctx, op); err != nil {
+				return refused, fmt.Errorf("create the initial management token: %w", err)
+			} else if rej != nil {
+				refused = append(refused, fmt.Errorf("the initial management token: %w", rej))
 			}
 		}
 	}
@@ -124,20 +129,24 @@ func (l *Core) InitACL(ctx context.Context, initialManagement string) error {
 	l.read(func(st *model.State) { _, anonymous = st.ACLToken(model.AnonymousTokenID) })
 	if !anonymous {
 		tok := &model.ACLToken{AccessorID: model.AnonymousTokenID, SecretID: acl.AnonymousSecret, Description: acl.AnonymousDescription}
-		if err := l.initWrite(ctx, &model.ACLOp{Verb: model.ACLTokenSet, Create: true, Token: tok}); err != nil {
-			return fmt.Errorf("create the anonymous token: %w", err)
+		if rej, err := l.initWrite(ctx, &model.ACLOp{Verb: model.ACLTokenSet, Create: true, Token: tok}); err != nil {
+			return refused, fmt.Errorf("create the anonymous token: %w", err)
+		} else if rej != nil {
+			refused = append(refused, fmt.Errorf("the anonymous token: %w", rej))
 		}
 	}
-	return nil
+	return refused, nil
 }
 
-func (l *Core) initWrite(ctx context.Context, op *model.ACLOp) error {
+// initWrite applies one write: the state's refusal, or the failure to
+// apply it.
+func (l *Core) initWrite(ctx context.Context, op *model.ACLOp) (refused, err error) {
 	res, err := l.Apply(ctx, model.Command{ACL: op})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if res.Err != nil {
-		return res.Err
+		return res.Err, nil
 	}
-	return nil
+	return nil, nil
 }

@@ -100,11 +100,14 @@ func (s *Server) leaderLoop(t *leaderTerm) {
 	default:
 	}
 	s.leader.StartTerm()
-	close(t.ready)
-	s.logger.Info("leadership established", "ttl_sessions", s.ttlCount())
+	// The ACL records come before readiness, so no request this leader
+	// decides misses them (S69); they are written through the core, which
+	// does not wait for readiness.
 	if s.cfg.ACL.Enabled && !s.initACL(t) {
 		return
 	}
+	close(t.ready)
+	s.logger.Info("leadership established", "ttl_sessions", s.ttlCount())
 	s.kickRegister()
 	if s.cfg.Membership != nil {
 		if !s.goTracked(func() { s.reconcileLoop(t) }) {
@@ -129,9 +132,14 @@ func (s *Server) initACL(t *leaderTerm) bool {
 			case <-ctx.Done():
 			}
 		}()
-		err := s.leader.InitACL(ctx, s.cfg.ACL.InitialManagement)
+		refused, err := s.leader.InitACL(ctx, s.cfg.ACL.InitialManagement)
 		cancel()
 		<-stopped
+		for _, r := range refused {
+			// The state decided: retrying cannot help, and the term must
+			// not wait on it.
+			s.logger.Error("an ACL record was refused", "error", r)
+		}
 		if err == nil {
 			s.logger.Info("ACL records written")
 			return true
