@@ -63,7 +63,7 @@ func validPolicy(word string, allowList bool) bool {
 }
 
 // outranks reports whether policy word a replaces b when two policies of
-// one token give the same resource and name (S66): deny, then write, then
+// one token give the same resource and name (S84): deny, then write, then
 // list, then read. The comparison is on the words as written, so "DENY",
 // which grants like "deny", never replaces anything in a merge: Consul's
 // behaviour, kept so both decide alike.

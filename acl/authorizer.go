@@ -34,7 +34,7 @@ func (t *table) seal() {
 	t.names = slices.Sorted(maps.Keys(names))
 }
 
-// lookup is the rule that governs name (S66): an exact rule for it, else the
+// lookup is the rule that governs name (S84): an exact rule for it, else the
 // prefix rule with the longest prefix of it.
 func (t *table) lookup(name string) (Access, bool) {
 	if a, ok := t.exact[name]; ok {

@@ -39,7 +39,7 @@ func (f fallback) decide(r Resource) Decision {
 func ManageAll() *Authorizer { return &Authorizer{fallback: manageAll} }
 
 // NewAuthorizer builds the authorizer of a token with these policies' rules
-// (merged, S66) over the default policy ("allow" or "deny").
+// (merged, S84) over the default policy ("allow" or "deny").
 func NewAuthorizer(accessorID string, policies []*Rules, defaultPolicy string) (*Authorizer, error) {
 	a := &Authorizer{AccessorID: accessorID, fallback: denyAll}
 	switch defaultPolicy {
@@ -83,7 +83,7 @@ func (a *Authorizer) Allowed(r Resource, name string, need Access) bool {
 }
 
 // Check returns nil if the token may have need on r's name, else the
-// denial with Consul's text (S67).
+// denial with Consul's text (S85).
 func (a *Authorizer) Check(r Resource, name string, need Access) error {
 	if a.Allowed(r, name, need) {
 		return nil
@@ -96,7 +96,7 @@ func (a *Authorizer) Check(r Resource, name string, need Access) error {
 
 // KeyWritePrefix decides a write on every key under prefix (a recursive
 // delete): the governing prefix rule must grant write and no rule at or under
-// prefix may grant less (S67).
+// prefix may grant less (S85).
 func (a *Authorizer) KeyWritePrefix(prefix string) error {
 	if a.chain(ResourceKey, func(p *policyAuthorizer) Decision { return p.keyWritePrefix(prefix) }) == Allow {
 		return nil

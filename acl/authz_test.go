@@ -42,7 +42,7 @@ func checkDecisions(t *testing.T, a *Authorizer, cases []decision) {
 	}
 }
 
-// TestExactBeatsPrefixLongestPrefixWins: S66's precedence within one
+// TestExactBeatsPrefixLongestPrefixWins: S84's precedence within one
 // policy.
 func TestExactBeatsPrefixLongestPrefixWins(t *testing.T) {
 	a := authorizer(t, "deny", `
@@ -75,7 +75,7 @@ func TestListGrantsReadAndList(t *testing.T) {
 }
 
 // TestMergeDenyWriteListRead: when several policies of a token rule the same
-// name, deny outranks write, write list, list read (S66); different names
+// name, deny outranks write, write list, list read (S84); different names
 // keep their own rules.
 func TestMergeDenyWriteListRead(t *testing.T) {
 	a := authorizer(t, "deny",
@@ -95,7 +95,7 @@ func TestMergeDenyWriteListRead(t *testing.T) {
 // TestMergeComparesWordsAsWritten: Consul's merge compares policy words as
 // written, so an upper-case word grants as its lower-case form inside one
 // policy but never replaces another in a merge, and "WRITE" on acl is lost
-// (recorded against Consul in spec/CONSUL.md §16).
+// (recorded against Consul in spec/CONSUL.md §21).
 func TestMergeComparesWordsAsWritten(t *testing.T) {
 	a := authorizer(t, "deny", "acl = \"WRITE\"\nkey_prefix \"u/\" { policy = \"WRITE\" }\nkey \"u/x\" { policy = \"Deny\" }")
 	checkDecisions(t, a, []decision{

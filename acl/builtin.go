@@ -6,7 +6,7 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// The builtin records Consul creates when ACLs are enabled (S69).
+// The builtin records Consul creates when ACLs are enabled (S87).
 const (
 	GlobalManagementName        = "global-management"
 	GlobalManagementDescription = "A built-in policy that grants read and write access to all Consul features"

@@ -19,5 +19,5 @@
 // one that no longer parses makes resolution fail, which denies the
 // request: an error never allows anything (FuzzParse holds that).
 //
-// Clause IDs (S66…) refer to spec/SPEC.md.
+// Clause IDs (S84…) refer to spec/SPEC.md.
 package acl

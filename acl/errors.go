@@ -7,7 +7,7 @@ import (
 )
 
 // AnonymousAccessorID and AnonymousSecret name the anonymous token, which
-// a request without a token is made with (S68).
+// a request without a token is made with (S86).
 const (
 	AnonymousAccessorID = "00000000-0000-0000-0000-000000000002"
 	AnonymousSecret     = "anonymous"
@@ -34,7 +34,7 @@ func notBootstrapped() error {
 }
 
 // PermissionDenied is a refused permission: which token lacked what. Its
-// text is Consul's (S67).
+// text is Consul's (S85).
 type PermissionDenied struct {
 	// Cause, when set, is the whole reason ("ACL bootstrap no longer
 	// allowed (reset index: 7)").

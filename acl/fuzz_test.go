@@ -31,7 +31,7 @@ var probes = []struct {
 //   - parsing never panics, and what Parse accepts ParseStored accepts and
 //     an authorizer can be built from;
 //   - a text ParseStored refuses makes resolution fail, so the request is
-//     denied: a parse error never allows anything (S70);
+//     denied: a parse error never allows anything (S88);
 //   - a text that parses grants nothing under default deny that it does
 //     not grant under its own merge (deciding is deterministic and the
 //     merge of a policy with itself changes nothing).

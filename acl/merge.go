@@ -6,7 +6,7 @@ import (
 )
 
 // Merge combines the rules of every policy a token carries into one set, as
-// Consul's policy merger does (S66): for each resource and name, the rule
+// Consul's policy merger does (S84): for each resource and name, the rule
 // whose policy word outranks the others' (deny, write, list, read) wins, and
 // a service rule's intentions merge on their own. The inputs are not
 // changed; the result lists each kind sorted by name, so equal inputs merge

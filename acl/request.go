@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// RequestSecret is the token a request names, in Consul's order (S68):
+// RequestSecret is the token a request names, in Consul's order (S86):
 // ?token=, then X-Consul-Token, then "Authorization: Bearer <secret>" (the
 // scheme's case ignored, the first word after it). "" means the request
 // names none: the agent's default token applies, else the anonymous token.

@@ -11,7 +11,7 @@ import (
 
 // Config is an agent's ACL configuration, as far as deciding goes.
 type Config struct {
-	// Enabled turns ACLs on; off, every request is allowed (S68).
+	// Enabled turns ACLs on; off, every request is allowed (S86).
 	Enabled bool
 	// DefaultPolicy decides what no rule covers: "allow" (Consul's
 	// default when empty) or "deny".
@@ -58,7 +58,7 @@ func NewResolver(cfg Config) *Resolver {
 func (r *Resolver) Config() Config { return r.cfg }
 
 // Resolve returns the authorizer of the token whose secret is secret in s:
-// "" is the anonymous token; with ACLs off every request is allowed (S68).
+// "" is the anonymous token; with ACLs off every request is allowed (S86).
 // Errors: ErrRootDenied for Consul's old root names, ErrNotFound (with the
 // not-bootstrapped explanation before a bootstrap) for an unknown secret,
 // and a parse failure of a stored policy, which must deny.

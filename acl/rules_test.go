@@ -40,7 +40,7 @@ operator = "read"
 }
 
 // TestParseRefusesWithConsulsTexts: each refusal is the text Consul 1.22.7
-// answers for the same rules (recorded in spec/CONSUL.md §16).
+// answers for the same rules (recorded in spec/CONSUL.md §21).
 func TestParseRefusesWithConsulsTexts(t *testing.T) {
 	cases := []struct{ rules, want string }{
 		{`key_prefix "a/" { policy = `, `Failed to parse ACL rules: At 1:29: object expected closing RBRACE got: EOF`},

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// The replicated ACL tables (S69): tokens, policies, roles and the index of
+// The replicated ACL tables (S87): tokens, policies, roles and the index of
 // the bootstrap. Deciding a request from them is package acl's, which reads
 // them through the accessors in aclreads.go; here they are only stored,
 // written by ACLOp and checked for what depends on the state (links that
@@ -152,7 +152,7 @@ func (a *applier) aclOp(op ACLOp) {
 }
 
 // aclBootstrap writes the bootstrap token if no bootstrap happened yet, or
-// if ResetIndex names the last one (S69). It records its own index, which
+// if ResetIndex names the last one (S87). It records its own index, which
 // the next reset must name.
 func (a *applier) aclBootstrap(op ACLOp) *Error {
 	s := a.s

@@ -29,7 +29,7 @@ func aclState(t *testing.T) *model.State {
 
 // TestACLTablesSurviveSnapshotAndHashEveryField: the ACL tables are part of
 // a snapshot (restored equal, secrets index rebuilt), and Hash and Equal see
-// every field of every record (S69).
+// every field of every record (S87).
 func TestACLTablesSurviveSnapshotAndHashEveryField(t *testing.T) {
 	s := aclState(t)
 	back, err := model.Restore(s.Snapshot())
@@ -122,7 +122,7 @@ func TestACLInvariantsCatchBrokenTables(t *testing.T) {
 }
 
 // TestACLWritesRefuseAndChangeNothing: each refused ACL write leaves the
-// state as it was (S70), and a write that changes nothing moves no index.
+// state as it was (S88), and a write that changes nothing moves no index.
 func TestACLWritesRefuseAndChangeNothing(t *testing.T) {
 	refused := []*model.ACLOp{
 		{Verb: model.ACLTokenSet, Create: true, Token: &model.ACLToken{AccessorID: "a2", SecretID: "s2", Policies: []string{"gone"}}},

@@ -10,8 +10,8 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// runACL runs the acl-* directives: writes to the ACL tables (S69), a dump
-// of them, and decisions of package acl over the state (S66, S67). The
+// runACL runs the acl-* directives: writes to the ACL tables (S87), a dump
+// of them, and decisions of package acl over the state (S84, S85). The
 // decisions are the acl package's on the model's state, the pair a server
 // runs.
 func (h *harness) runACL(d *datadriven.TestData) (string, error) {

@@ -92,5 +92,5 @@ func (s *State) ACLRoleList() []ACLRole {
 
 // ACLBootstrapIndex is the index of the last ACL bootstrap, 0 if there has
 // been none: a bootstrap is then allowed, and after one only with this
-// index as the reset index (S69).
+// index as the reset index (S87).
 func (s *State) ACLBootstrapIndex() uint64 { return s.aclBootstrapIndex }

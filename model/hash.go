@@ -158,7 +158,7 @@ func (s *State) Hash() uint64 {
 	return h.Sum64()
 }
 
-// hashACL feeds the ACL tables to Hash (S69): the table indexes, the
+// hashACL feeds the ACL tables to Hash (S87): the table indexes, the
 // bootstrap index and every record, walked in sorted order.
 func (s *State) hashACL(num func(uint64), str func(string), strs func([]string)) {
 	flag := func(b bool) {

@@ -159,7 +159,7 @@ func (s *State) CheckInvariants() error {
 
 // checkACLInvariants: records sit within their table's index, the secret
 // index maps each token's secret to it and nothing else, and names are
-// unique ignoring case (S69).
+// unique ignoring case (S87).
 func (s *State) checkACLInvariants() error {
 	t := s.tables
 	if s.aclBootstrapIndex > t.ACLTokens {

@@ -26,7 +26,7 @@ type Snapshot struct {
 	// LockFloor and ReapedThrough are what reaping left behind (S52).
 	LockFloor     uint64
 	ReapedThrough uint64
-	// The ACL tables (S69) and the index of the last bootstrap.
+	// The ACL tables (S87) and the index of the last bootstrap.
 	ACLTokens         map[string]ACLToken
 	ACLPolicies       map[string]ACLPolicy
 	ACLRoles          map[string]ACLRole

@@ -28,7 +28,7 @@ type TableIndexes struct {
 	Queries  uint64
 	// KV includes deletions, so a missing key's index moves when it is deleted.
 	KV uint64
-	// The ACL tables (S69); a bootstrap moves ACLTokens.
+	// The ACL tables (S87); a bootstrap moves ACLTokens.
 	ACLTokens   uint64
 	ACLPolicies uint64
 	ACLRoles    uint64

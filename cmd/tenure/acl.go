@@ -8,7 +8,7 @@ import (
 	"github.com/tenurekv/tenure/impl/agent"
 )
 
-// The acl block (S68, S69) and Consul's deprecated names for its keys.
+// The acl block (S86, S87) and Consul's deprecated names for its keys.
 // Settings collect what the files say; validate resolves the deprecated
 // names (a current key wins over its deprecated one, whatever the order)
 // and checks the policies with Consul's messages.

@@ -8,8 +8,8 @@ import (
 	"github.com/tenurekv/tenure/impl/internal/httpapi"
 )
 
-// ACLConfig is the agent's acl block, as Consul's agent reads it (S68,
-// S69). The zero value is ACLs off.
+// ACLConfig is the agent's acl block, as Consul's agent reads it (S86,
+// S87). The zero value is ACLs off.
 type ACLConfig struct {
 	Enabled bool
 	// DefaultPolicy decides what no rule covers: "allow" (the default) or

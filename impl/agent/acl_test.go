@@ -62,8 +62,8 @@ func untilStatus(t *testing.T, url, token string, code int) {
 }
 
 // TestACLDevAgent: a dev agent with ACLs writes the builtins and the
-// initial management token as it takes the lead (S69), and enforces the
-// session and KV paths (S67).
+// initial management token as it takes the lead (S87), and enforces the
+// session and KV paths (S85).
 func TestACLDevAgent(t *testing.T) {
 	a := agenttest.StartDevAgent(t, func(c *agent.Config) { c.ACL = aclConfig() })
 	base := "http://" + a.HTTPAddr()
@@ -127,7 +127,7 @@ func durableServer(t *testing.T, dir string) *agent.Agent {
 // TestACLSurvivesRestart: tokens and policies are replicated state, so a
 // restarted server still resolves them; a token set through
 // PUT /v1/agent/token with persistence on is read back from
-// acl-tokens.json, which only its owner may read (S69).
+// acl-tokens.json, which only its owner may read (S87).
 func TestACLSurvivesRestart(t *testing.T) {
 	dir := t.TempDir()
 	a := durableServer(t, dir)
@@ -170,7 +170,7 @@ func TestACLSurvivesRestart(t *testing.T) {
 }
 
 // TestACLClientAgent: a client agent forwards a request with the token it
-// is decided with, and decides its own endpoints by asking a server (S68).
+// is decided with, and decides its own endpoints by asking a server (S86).
 func TestACLClientAgent(t *testing.T) {
 	srv := agenttest.StartDevAgent(t, func(c *agent.Config) { c.ACL = aclConfig() })
 	untilStatus(t, "http://"+srv.HTTPAddr()+"/v1/acl/token/self", rootSecret, 200)

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// ACL cases (S66-S70): run only by the ACL profiles, against a server with
+// ACL cases (S84-S88): run only by the ACL profiles, against a server with
 // ACLs on, default_policy "deny" and -token a management token. Each case
 // makes its own policies and tokens and speaks for them with DoAs.
 func aclCases() []Case {
@@ -16,16 +16,16 @@ func aclCases() []Case {
 		return Case{clause: clause, name: name, acl: true, run: run}
 	}
 	return []Case{
-		acl("S66", "rules-decide-exact-longest-prefix-merge-default", rulesDecide),
-		acl("S67", "session-write-on-its-node", sessionWriteOnNode),
-		acl("S67", "kv-needs-key-read-and-write", kvNeedsKeyPermissions),
-		acl("S67", "listing-filtered-denials-change-nothing", listingFiltered),
-		acl("S68", "token-sources-and-unknown-tokens", tokenSources),
-		acl("S69", "builtins-and-spent-bootstrap", builtinsAndBootstrap),
-		acl("S69", "endpoints-need-acl-read-and-write", endpointsNeedACL),
-		acl("S69", "token-policy-role-lifecycle", tokenPolicyRoleLifecycle),
-		acl("S69", "refused-writes-change-nothing", refusedACLWrites),
-		acl("S70", "refused-acl-write-400-no-log-entry", refusedACLWrite400),
+		acl("S84", "rules-decide-exact-longest-prefix-merge-default", rulesDecide),
+		acl("S85", "session-write-on-its-node", sessionWriteOnNode),
+		acl("S85", "kv-needs-key-read-and-write", kvNeedsKeyPermissions),
+		acl("S85", "listing-filtered-denials-change-nothing", listingFiltered),
+		acl("S86", "token-sources-and-unknown-tokens", tokenSources),
+		acl("S87", "builtins-and-spent-bootstrap", builtinsAndBootstrap),
+		acl("S87", "endpoints-need-acl-read-and-write", endpointsNeedACL),
+		acl("S87", "token-policy-role-lifecycle", tokenPolicyRoleLifecycle),
+		acl("S87", "refused-writes-change-nothing", refusedACLWrites),
+		acl("S88", "refused-acl-write-400-no-log-entry", refusedACLWrite400),
 	}
 }
 
@@ -36,7 +36,7 @@ type authorization struct {
 	allow                     bool
 }
 
-// rulesDecide: S66 asked through Consul's own question endpoint, for a
+// rulesDecide: S84 asked through Consul's own question endpoint, for a
 // token with two policies, one in HCL and one in JSON.
 func rulesDecide(t *caseT) {
 	p := t.Prefix()
@@ -382,7 +382,7 @@ func refusedACLWrites(t *caseT) {
 	t.Check(!strings.Contains(t.Do(http.MethodGet, "/v1/acl/tokens", nil).Text(), desc), "a refused token write left a token")
 }
 
-// refusedACLWrite400: tenure answers a refused ACL write 400 (S70). That
+// refusedACLWrite400: tenure answers a refused ACL write 400 (S88). That
 // it takes no log entry is not visible to a client (a refused entry moves
 // no table index); impl/internal/httpapi's tests count applies.
 func refusedACLWrite400(t *caseT) {

@@ -121,11 +121,11 @@ var clauses = []clause{
 	{"S63", Contract, "an agent keeps its node record: ID, tagged addresses, and its meta beside consul-network-segment and consul-version"},
 	{"S64", Tenure, "a successful acquire names its LockIndex and ModifyIndex in X-Tenure-Lock-Index and X-Tenure-Modify-Index"},
 	{"S65", Tenure, "a client agent holds a session create until the leader has registered its node, for at most 10s"},
-	{"S66", Contract, "ACL rules: exact beats prefix, longest prefix wins, policies merge deny > write > list > read, default policy decides the rest"},
-	{"S67", Contract, "sessions need session:write on their node, keys key:read/key:write; denials 403 change nothing; listings filtered"},
-	{"S68", Contract, "token sources ?token, X-Consul-Token, Bearer, default, anonymous; unknown 403, root names 500; default-policy header"},
-	{"S69", Contract, "builtin policies and anonymous token; bootstrap once, reset file; ACL endpoints need acl:read/acl:write"},
-	{"S70", Tenure, "a refused ACL write answers 400 (413 over bounds) and takes no log entry"},
+	{"S84", Contract, "ACL rules: exact beats prefix, longest prefix wins, policies merge deny > write > list > read, default policy decides the rest"},
+	{"S85", Contract, "sessions need session:write on their node, keys key:read/key:write; denials 403 change nothing; listings filtered"},
+	{"S86", Contract, "token sources ?token, X-Consul-Token, Bearer, default, anonymous; unknown 403, root names 500; default-policy header"},
+	{"S87", Contract, "builtin policies and anonymous token; bootstrap once, reset file; ACL endpoints need acl:read/acl:write"},
+	{"S88", Tenure, "a refused ACL write answers 400 (413 over bounds) and takes no log entry"},
 }
 
 // clauseByID returns the clause with the given ID.

@@ -26,7 +26,7 @@ func init() {
 	// The in-process agent's reap window plus two intervals.
 	devReapWait = 2 * time.Second
 	// The ACL profile's server: ACLs on, deny by default, and a management
-	// token written at the start of the agent's term (S69).
+	// token written at the start of the agent's term (S87).
 	startDevACL = func(tb testing.TB) (string, string) {
 		token, err := uuid.GenerateUUID()
 		if err != nil {

@@ -119,7 +119,7 @@ func (t *caseT) deleteLater(path string) {
 	})
 }
 
-// denied is Consul's text for a token lacking a permission (S67).
+// denied is Consul's text for a token lacking a permission (S85).
 func denied(accessor, perm, name string) string {
 	s := fmt.Sprintf("Permission denied: token with AccessorID '%s' lacks permission '%s'", accessor, perm)
 	if name != "" {
@@ -148,7 +148,7 @@ func (t *caseT) expect(what string, r *resp, code int, text string) bool {
 }
 
 // refused records a failure unless r is a refusal (400 as tenure answers,
-// 500 as Consul does) with exactly text (S69, S70).
+// 500 as Consul does) with exactly text (S87, S88).
 func (t *caseT) refused(what string, r *resp, text string) {
 	if (r.Code != 400 && r.Code != 500) || r.Text() != text {
 		t.Errorf("%s: got %s, want a refusal (400 or 500) %q", what, r, text)

@@ -187,7 +187,7 @@ type snapshotV1 struct {
 	// (S55, S58); an older snapshot decodes them as empty, which it meant.
 	Services []model.Service
 	Queries  []model.PreparedQuery
-	// The ACL tables (S69); an older snapshot decodes them as empty and
+	// The ACL tables (S87); an older snapshot decodes them as empty and
 	// never bootstrapped, which it meant.
 	ACLTokens         []model.ACLToken
 	ACLPolicies       []model.ACLPolicy

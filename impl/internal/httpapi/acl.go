@@ -15,7 +15,7 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// How a request is decided under ACLs (S66-S68). A handler resolves the
+// How a request is decided under ACLs (S84-S86). A handler resolves the
 // caller with h.authz (inside its read, on the state it reads) or
 // h.authzNow (for a write, on the leader before it proposes), asks the
 // authorizer, and answers a denial through aclFailure. Resolution is
@@ -29,7 +29,7 @@ type ACLOptions struct {
 	// answer 401 "ACL support disabled", as Consul's do.
 	Resolver *acl.Resolver
 	// Tokens are the agent's own tokens (acl.tokens.*): the default token
-	// stands in for a request that names none (S68).
+	// stands in for a request that names none (S86).
 	Tokens *AgentTokens
 	// KeyListPolicy is acl.enable_key_list_policy: a KV listing then needs
 	// key:list on its prefix.
@@ -45,7 +45,7 @@ func (o ACLOptions) enabled() bool {
 }
 
 // defaultPolicy is what X-Consul-Default-ACL-Policy says: the configured
-// policy with ACLs on, "allow" with them off (S68).
+// policy with ACLs on, "allow" with them off (S86).
 func (o ACLOptions) defaultPolicy() string {
 	if !o.enabled() {
 		return "allow"
@@ -54,13 +54,13 @@ func (o ACLOptions) defaultPolicy() string {
 }
 
 // secret is the token c is decided with: its own, else the agent's
-// default, else "" for anonymous (S68).
+// default, else "" for anonymous (S86).
 func (h *handler) secret(c *call) string {
 	return acl.EffectiveSecret(c.query(), c.r.Header, h.opts.ACL.Tokens.Get(TokenDefault))
 }
 
 // authz resolves the caller's token over s, the state the handler reads
-// (S68). With ACLs off it allows everything.
+// (S86). With ACLs off it allows everything.
 func (h *handler) authz(c *call, s *model.State) (*acl.Authorizer, error) {
 	if !h.opts.ACL.enabled() {
 		return acl.ManageAll(), nil
@@ -83,7 +83,7 @@ func (h *handler) authzNow(c *call) (a *acl.Authorizer, err error) {
 }
 
 // allowed resolves the caller now and checks one permission: nil, or the
-// answer to send (S67).
+// answer to send (S85).
 func (h *handler) allowed(c *call, r acl.Resource, name string, need acl.Access) error {
 	a, err := h.authzNow(c)
 	if err != nil {
@@ -112,7 +112,7 @@ func aclFailure(err error) error {
 }
 
 // maskFiltered reports whether a read that dropped records for ACLs must
-// not say so: Consul tells only callers that named a token (S68).
+// not say so: Consul tells only callers that named a token (S86).
 func (h *handler) maskFiltered(c *call) bool {
 	s := h.secret(c)
 	return s == "" || s == acl.AnonymousSecret
@@ -122,11 +122,11 @@ func (h *handler) maskFiltered(c *call) bool {
 // its answer.
 const filteredHeader = "X-Consul-Results-Filtered-By-ACLs"
 
-// defaultPolicyHeader is set on every answer (S68).
+// defaultPolicyHeader is set on every answer (S86).
 const defaultPolicyHeader = "X-Consul-Default-Acl-Policy"
 
 // WithACLHeader sets X-Consul-Default-ACL-Policy on every answer of next,
-// as Consul's agent does whether ACLs are on or off (S68).
+// as Consul's agent does whether ACLs are on or off (S86).
 func WithACLHeader(opts ACLOptions, next http.Handler) http.Handler {
 	policy := opts.defaultPolicy()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -138,7 +138,7 @@ func WithACLHeader(opts ACLOptions, next http.Handler) http.Handler {
 // carryToken makes a request this agent forwards carry the token it is
 // decided with here: a request that names none gets the agent's default
 // token, else the anonymous secret, so the server that serves it applies
-// neither its own default nor anything else (S68). With ACLs off here,
+// neither its own default nor anything else (S86). With ACLs off here,
 // the request goes as it came.
 func carryToken(req *rpc.Request, opts ACLOptions) {
 	if !opts.enabled() {
@@ -159,7 +159,7 @@ func carryToken(req *rpc.Request, opts ACLOptions) {
 
 // LocalAuthorize decides permissions for an agent-local endpoint on an
 // agent that holds the replicated tables (a server): over b's state, with
-// the request's token or the agent's default (S68).
+// the request's token or the agent's default (S86).
 func LocalAuthorize(b server.Backend, opts ACLOptions) Authorize {
 	h := &handler{b: b, opts: Options{ACL: opts}}
 	return func(r *http.Request, res acl.Resource, name string, need acl.Access) error {
@@ -170,7 +170,7 @@ func LocalAuthorize(b server.Backend, opts ACLOptions) Authorize {
 // RemoteAuthorize decides permissions for an agent-local endpoint on an
 // agent without the tables (a client agent): it asks a server through api,
 // the agent's own handler, which forwards the question with the token the
-// request is decided with (S68). A denial names the token's accessor, which
+// request is decided with (S86). A denial names the token's accessor, which
 // the token's own read tells.
 func RemoteAuthorize(api http.Handler) Authorize {
 	return func(r *http.Request, res acl.Resource, name string, need acl.Access) error {
@@ -253,7 +253,7 @@ type termReady interface {
 }
 
 // awaitACLTerm holds a request a new leader would decide until its term is
-// established, which with ACLs on includes writing the ACL records (S69):
+// established, which with ACLs on includes writing the ACL records (S87):
 // otherwise the first requests after an election could find no initial
 // management token. A follower, or a backend without terms, does not wait;
 // a request whose caller leaves stops waiting and is answered as usual.

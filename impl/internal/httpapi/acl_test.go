@@ -132,7 +132,7 @@ func (f *aclFixture) unchanged(what string, do func()) {
 }
 
 // TestACLDefaultPolicyHeaderOnEveryAnswer: every answer, success or not,
-// names the default policy; with ACLs off it is "allow" (S68).
+// names the default policy; with ACLs off it is "allow" (S86).
 func TestACLDefaultPolicyHeaderOnEveryAnswer(t *testing.T) {
 	f := newACLFixture(t, "deny")
 	for _, path := range []string{"/v1/kv/x", "/v1/acl/tokens", "/v1/status/leader", "/v1/nope"} {
@@ -152,7 +152,7 @@ func TestACLDefaultPolicyHeaderOnEveryAnswer(t *testing.T) {
 	}
 }
 
-// TestACLSessionAndKVEnforced: S67 end to end under default deny: what the
+// TestACLSessionAndKVEnforced: S85 end to end under default deny: what the
 // anonymous token and a limited token may and may not do, with Consul's
 // texts, and that a denied request changes nothing.
 func TestACLSessionAndKVEnforced(t *testing.T) {
@@ -223,7 +223,7 @@ session_prefix "" { policy = "write" }`)
 
 // TestACLTokenSources: ?token beats X-Consul-Token beats Authorization:
 // Bearer beats the agent's default token, and an unknown secret or a root
-// name is refused (S68).
+// name is refused (S86).
 func TestACLTokenSources(t *testing.T) {
 	f := newACLFixture(t, "deny")
 	f.policy("read-a", `key_prefix "a" { policy = "read" }`)
@@ -283,7 +283,7 @@ func setDefaultToken(f *aclFixture, secret string) error {
 
 // TestACLBootstrapOnceAndReset: the initial management token spent the
 // bootstrap; another answers 403 with the reset index; writing it to the
-// reset file allows exactly one more (S69).
+// reset file allows exactly one more (S87).
 func TestACLBootstrapOnceAndReset(t *testing.T) {
 	f := newACLFixture(t, "deny")
 	idx := f.b.Store().Snapshot().ACLBootstrapIndex()
@@ -354,7 +354,7 @@ func TestACLEndpointsNeedManagement(t *testing.T) {
 }
 
 // TestACLWritesRefusedWithConsulsTexts: a refused ACL write answers 400 with
-// Consul's reason and changes nothing (S70); rules that do not parse never
+// Consul's reason and changes nothing (S88); rules that do not parse never
 // become a policy.
 func TestACLWritesRefusedWithConsulsTexts(t *testing.T) {
 	f := newACLFixture(t, "deny")
@@ -473,7 +473,7 @@ func TestACLAuthorizeEndpoint(t *testing.T) {
 
 // TestACLForwardedRequestCarriesCallersToken: a follower forwards a request
 // with the token it is decided with: the caller's, else the follower's
-// default, else the anonymous secret, never the leader's default (S68).
+// default, else the anonymous secret, never the leader's default (S86).
 func TestACLForwardedRequestCarriesCallersToken(t *testing.T) {
 	leader := newACLFixture(t, "deny")
 	leader.policy("kv", `key_prefix "" { policy = "write" }`)

@@ -14,11 +14,11 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// The ACL endpoints (S69), in Consul's shapes and with its texts. Reads need
+// The ACL endpoints (S87), in Consul's shapes and with its texts. Reads need
 // acl:read, writes acl:write, both decided on the state the request is
 // served from; a token reads itself without either. A refused write
 // answers 400 with Consul's reason (Consul answers 500; Options.Compat
-// does too) and changes nothing (S70).
+// does too) and changes nothing (S88).
 
 func (h *handler) aclRoutes() []route {
 	return []route{
@@ -56,7 +56,7 @@ func (h *handler) aclOn() error {
 }
 
 // invalid is a refused ACL write: 400 with the reason, or Consul's 500
-// under Options.Compat (S70).
+// under Options.Compat (S88).
 func (h *handler) invalid(format string, args ...any) error {
 	return h.rejection(&model.Error{Kind: model.ErrInvalid, Msg: fmt.Sprintf(format, args...)})
 }
@@ -141,7 +141,7 @@ func (h *handler) aclReplication(c *call) error {
 }
 
 // aclBootstrap is PUT /v1/acl/bootstrap: the first management token, once
-// (S69). After a bootstrap it is refused with the index an operator writes
+// (S87). After a bootstrap it is refused with the index an operator writes
 // to <data_dir>/acl-bootstrap-reset to allow one more; the file is removed
 // once read, so a reset allows exactly one.
 func (h *handler) aclBootstrap(c *call) error {
@@ -674,7 +674,7 @@ func (h *handler) aclPolicyList(c *call) error {
 
 // aclPolicyWrite creates a policy, or updates the one urlID names. Rules
 // that do not parse are refused with Consul's text and change nothing
-// (S70).
+// (S88).
 func (h *handler) aclPolicyWrite(c *call, urlID string, create bool) error {
 	body, err := aclBody(c)
 	if err != nil {

@@ -181,7 +181,7 @@ type agentTokenBody struct {
 type Authorize func(r *http.Request, res acl.Resource, name string, need acl.Access) error
 
 // agentToken is PUT /v1/agent/token/<name>: it needs agent:write on this
-// agent's node and sets one of the agent's own tokens (S69). A token's
+// agent's node and sets one of the agent's own tokens (S87). A token's
 // value is never logged.
 func (h *localHandler) agentToken(c *call) error {
 	if !h.acl.enabled() {

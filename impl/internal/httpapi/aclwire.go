@@ -12,7 +12,7 @@ import (
 
 // The ACL endpoints' JSON, in the field order and with the omissions of
 // consul/api's ACLToken, ACLTokenListEntry, ACLPolicy, ACLPolicyListEntry
-// and ACLRole (S69).
+// and ACLRole (S87).
 
 // redactedSecret replaces a token's secret for a caller without acl:write.
 const redactedSecret = "<hidden>"

@@ -14,7 +14,7 @@ import (
 // carryProperty: a request forwarded by an agent with ACLs on and default
 // token def is decided on the server with the secret the agent would
 // decide it with: the request's own, else def, else the anonymous one
-// (S68). carry is carryToken or a broken stand-in.
+// (S86). carry is carryToken or a broken stand-in.
 func carryProperty(carry func(*rpc.Request, ACLOptions), query, xToken, auth, def string) error {
 	u := "/v1/kv/k"
 	if query != "" {

@@ -115,7 +115,7 @@ func (h *handler) kvGet(c *call, q queryOpts) error {
 	_, raw := v["raw"]
 	q.key = key
 	return h.serveRead(c, q, func(s *model.State) view {
-		// key:read is needed whether or not the key exists (S67).
+		// key:read is needed whether or not the key exists (S85).
 		a, err := h.authz(c, s)
 		if err == nil {
 			err = aclFailure(a.Check(acl.ResourceKey, key, acl.AccessRead))
@@ -185,7 +185,7 @@ func (h *handler) kvPut(c *call) error {
 		return err
 	}
 	// Every write, acquire and release included, needs key:write and
-	// nothing on the session (S67).
+	// nothing on the session (S85).
 	if err := h.allowed(c, acl.ResourceKey, op.Key, acl.AccessWrite); err != nil {
 		return err
 	}
@@ -232,7 +232,7 @@ func (h *handler) kvDelete(c *call) error {
 		return err
 	}
 	if err := h.kvDeleteAllowed(c, op); err != nil {
-		return err // S67
+		return err // S85
 	}
 	res, err := h.b.Apply(c.r.Context(), model.Command{KV: &op})
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// The KV endpoints under ACLs (S67): a key read needs key:read, a write
+// The KV endpoints under ACLs (S85): a key read needs key:read, a write
 // key:write, a recursive delete write on everything under its prefix; a
 // listing keeps the keys the caller may read and says it dropped others.
 

@@ -35,7 +35,7 @@ func (h *handler) sessionCreate(c *call) error {
 	}
 	if aclOn {
 		if err := h.allowed(c, acl.ResourceSession, cs.Node, acl.AccessWrite); err != nil {
-			return err // S67
+			return err // S85
 		}
 		if me := validateCreate(cs); me != nil {
 			return h.rejection(me)
@@ -64,7 +64,7 @@ func (h *handler) sessionDestroy(c *call) error {
 		return err
 	}
 	if err := h.sessionWrite(c, c.arg); err != nil {
-		return err // S67
+		return err // S85
 	}
 	res, err := h.b.Apply(c.r.Context(), model.Command{DestroySession: &model.DestroySession{ID: c.arg}})
 	if err != nil {
@@ -92,7 +92,7 @@ func (h *handler) sessionRenew(c *call) error {
 		return err
 	}
 	if err := h.sessionWrite(c, c.arg); err != nil {
-		return err // S67
+		return err // S85
 	}
 	s, err := h.b.Renew(c.r.Context(), c.arg)
 	if errors.Is(err, leader.ErrSessionNotFound) {
@@ -134,7 +134,7 @@ func (h *handler) sessionList(c *call) error {
 }
 
 // sessionWrite decides session:write on an existing session's node, as a
-// destroy and a renew need (S67); an unknown session is no one's, so it is
+// destroy and a renew need (S85); an unknown session is no one's, so it is
 // left to the operation (a no-op destroy, a 404 renew).
 func (h *handler) sessionWrite(c *call, id string) error {
 	if !h.opts.ACL.enabled() {
@@ -152,7 +152,7 @@ func (h *handler) sessionWrite(c *call, id string) error {
 }
 
 // sessionsView is a session read's answer: the sessions the caller may
-// read (session:read on their node), the others filtered out (S67).
+// read (session:read on their node), the others filtered out (S85).
 func (h *handler) sessionsView(c *call, s *model.State, list []model.Session) view {
 	a, err := h.authz(c, s)
 	if err != nil {

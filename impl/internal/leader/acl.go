@@ -17,7 +17,7 @@ const reservedACLPrefix = "00000000-0000-0000-0000-0000000000"
 // empty, each unused by any record of its kind (a token's accessor and
 // secret by any token's accessor or secret), and a new token its
 // CreateTime on this leader's clock, so every replica applies the same
-// values (S69). The caller's command is not modified.
+// values (S87). The caller's command is not modified.
 func (l *Core) withACLIDs(cmd model.Command) model.Command {
 	op := cmd.ACL
 	if op == nil || !(op.Create || op.Verb == model.ACLBootstrap) {
@@ -77,7 +77,7 @@ func (l *Core) freshACLID(used func(string) bool) string {
 	}
 }
 
-// InitACL writes what Consul's leader writes when ACLs are enabled (S69):
+// InitACL writes what Consul's leader writes when ACLs are enabled (S87):
 // each builtin policy, unless it is there with its rules; then the token
 // of initialManagement (if set and not yet there), through a bootstrap
 // while one is allowed, so that the bootstrap is spent, else as a plain

@@ -135,7 +135,7 @@ type Config struct {
 	Apply fsm.ApplyFunc
 
 	// ACL, when Enabled, makes every new leader write the ACL records
-	// Consul's leader writes (S69); see ACLConfig.
+	// Consul's leader writes (S87); see ACLConfig.
 	ACL ACLConfig
 
 	// Membership, if set, is this server's gossip pool; see Membership.

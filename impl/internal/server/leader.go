@@ -101,7 +101,7 @@ func (s *Server) leaderLoop(t *leaderTerm) {
 	}
 	s.leader.StartTerm()
 	// The ACL records come before readiness, so no request this leader
-	// decides misses them (S69); they are written through the core, which
+	// decides misses them (S87); they are written through the core, which
 	// does not wait for readiness.
 	if s.cfg.ACL.Enabled && !s.initACL(t) {
 		return
@@ -117,7 +117,7 @@ func (s *Server) leaderLoop(t *leaderTerm) {
 	s.reapLoop(t.stop)
 }
 
-// initACL writes the ACL records of a new term (S69), retrying until they
+// initACL writes the ACL records of a new term (S87), retrying until they
 // are written or the term ends; it reports whether the term goes on.
 func (s *Server) initACL(t *leaderTerm) bool {
 	pause := backoff.New(s.cfg.retryBackoff, 32*s.cfg.retryBackoff)
