@@ -54,8 +54,8 @@ ADDR    ?=
 PROFILE ?= contract
 .PHONY: conformance mutants test-cluster sim-long
 conformance: build
-	@if [ -z "$(ADDR)" ]; then echo "usage: make conformance ADDR=http://host:port [PROFILE=contract|consul|tenure]"; exit 2; fi
-	./bin/tenure conform -addr $(ADDR) -profile $(PROFILE) $(if $(AGENT),-agent $(AGENT))
+	@if [ -z "$(ADDR)" ]; then echo "usage: make conformance ADDR=http://host:port [PROFILE=contract|consul|tenure|acl|acl-consul|acl-tenure] [TOKEN=management token]"; exit 2; fi
+	./bin/tenure conform -addr $(ADDR) -profile $(PROFILE) $(if $(AGENT),-agent $(AGENT)) $(if $(TOKEN),-token $(TOKEN))
 
 ## mutants: the suite against deliberately broken servers (a rewriting proxy in front of ADDR,
 ## or of an in-process tenure without ADDR); prints the cases that killed each mutant

@@ -47,6 +47,8 @@ func (s *State) Apply(index uint64, cmd Command) Result {
 		a.reap(*cmd.Reap)
 	case cmd.Query != nil:
 		a.query(*cmd.Query)
+	case cmd.ACL != nil:
+		a.aclOp(*cmd.ACL)
 	}
 	if !res.Failed() {
 		res.OK = res.OK || !a.boolAnswer

@@ -19,6 +19,7 @@ type Command struct {
 	Txn            *Txn            `json:",omitempty"`
 	Reap           *Reap           `json:",omitempty"`
 	Query          *QueryOp        `json:",omitempty"`
+	ACL            *ACLOp          `json:",omitempty"`
 }
 
 // Reap forgets the deleted keys whose deletion index is at most Index: their
@@ -306,6 +307,7 @@ func (c Command) Kind() (string, error) {
 		{c.Txn != nil, "txn"},
 		{c.Reap != nil, "reap"},
 		{c.Query != nil, "query"},
+		{c.ACL != nil, "acl"},
 	}
 	name := ""
 	for _, k := range kinds {

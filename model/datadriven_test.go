@@ -39,6 +39,9 @@ type harness struct {
 }
 
 func (h *harness) run(d *datadriven.TestData) (string, error) {
+	if strings.HasPrefix(d.Cmd, "acl-") {
+		return h.runACL(d) // aclharness_test.go
+	}
 	switch d.Cmd {
 	case "state":
 		return dumpState(h.s), nil

@@ -50,6 +50,9 @@ type Result struct {
 	SessionID string
 	// QueryID is the prepared query a query write created, replaced or deleted.
 	QueryID string
+	// ACLID is the token (AccessorID), policy or role an ACL write wrote
+	// or deleted.
+	ACLID string
 	// TxnResults are what a transaction returns, in op order: one KV
 	// entry per key an op names (none for deletes), the node, service or
 	// check a get, set or cas names, nothing for the other ops.

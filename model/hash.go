@@ -210,5 +210,71 @@ func (s *State) Hash() uint64 {
 			num(m[k])
 		}
 	}
+	s.hashACL(num, str, strs)
 	return h.Sum64()
+}
+
+// hashACL feeds the ACL tables to Hash (S87): the table indexes, the
+// bootstrap index and every record, walked in sorted order.
+func (s *State) hashACL(num func(uint64), str func(string), strs func([]string)) {
+	flag := func(b bool) {
+		if b {
+			num(1)
+		} else {
+			num(0)
+		}
+	}
+	identities := func(svc []ACLServiceIdentity, nodes []ACLNodeIdentity) {
+		num(uint64(len(svc)))
+		for _, id := range svc {
+			str(id.ServiceName)
+			strs(id.Datacenters)
+		}
+		num(uint64(len(nodes)))
+		for _, id := range nodes {
+			str(id.NodeName)
+			str(id.Datacenter)
+		}
+	}
+	t := s.tables
+	num(t.ACLTokens)
+	num(t.ACLPolicies)
+	num(t.ACLRoles)
+	num(s.aclBootstrapIndex)
+	num(uint64(len(s.aclTokens)))
+	for _, k := range sortedKeys(s.aclTokens) {
+		tok := s.aclTokens[k]
+		str(tok.AccessorID)
+		str(tok.SecretID)
+		str(tok.Description)
+		strs(tok.Policies)
+		strs(tok.Roles)
+		identities(tok.ServiceIdentities, tok.NodeIdentities)
+		flag(tok.Local)
+		num(uint64(tok.CreateTime))
+		num(tok.CreateIndex)
+		num(tok.ModifyIndex)
+	}
+	num(uint64(len(s.aclPolicies)))
+	for _, k := range sortedKeys(s.aclPolicies) {
+		p := s.aclPolicies[k]
+		str(p.ID)
+		str(p.Name)
+		str(p.Description)
+		str(p.Rules)
+		strs(p.Datacenters)
+		num(p.CreateIndex)
+		num(p.ModifyIndex)
+	}
+	num(uint64(len(s.aclRoles)))
+	for _, k := range sortedKeys(s.aclRoles) {
+		r := s.aclRoles[k]
+		str(r.ID)
+		str(r.Name)
+		str(r.Description)
+		strs(r.Policies)
+		identities(r.ServiceIdentities, r.NodeIdentities)
+		num(r.CreateIndex)
+		num(r.ModifyIndex)
+	}
 }

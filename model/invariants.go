@@ -39,6 +39,8 @@ const (
 	InvSequencerUnique     = "sequencer-never-reissued"
 	InvInvalidationEffects = "invalidation-effects"
 	InvSessionImmutable    = "session-immutable"
+	InvACLSecretIndex      = "acl-secret-index"
+	InvACLNameUnique       = "acl-name-unique"
 )
 
 // CheckInvariants checks the properties every reachable state has. "At most
@@ -151,6 +153,53 @@ func (s *State) CheckInvariants() error {
 		if _, ok := s.sessions[q.Session]; !ok {
 			return violated(InvQuerySession, "prepared query %q outlives its session %q", q.ID, q.Session)
 		}
+	}
+	return s.checkACLInvariants()
+}
+
+// checkACLInvariants: records sit within their table's index, the secret
+// index maps each token's secret to it and nothing else, and names are
+// unique ignoring case (S87).
+func (s *State) checkACLInvariants() error {
+	t := s.tables
+	if s.aclBootstrapIndex > t.ACLTokens {
+		return violated(InvIndexBounds, "ACL bootstrap at %d, tokens table %d", s.aclBootstrapIndex, t.ACLTokens)
+	}
+	for _, id := range sortedKeys(s.aclTokens) {
+		tok := s.aclTokens[id]
+		switch {
+		case tok.AccessorID != id:
+			return violated(InvIndexBounds, "ACL token %q stored under %q", tok.AccessorID, id)
+		case tok.CreateIndex == 0 || tok.CreateIndex > tok.ModifyIndex || tok.ModifyIndex > t.ACLTokens:
+			return violated(InvIndexBounds, "ACL token %q: CreateIndex %d, ModifyIndex %d, tokens table %d", id, tok.CreateIndex, tok.ModifyIndex, t.ACLTokens)
+		case s.aclSecrets[tok.SecretID] != id:
+			return violated(InvACLSecretIndex, "ACL token %q is not indexed by its secret", id)
+		}
+	}
+	if len(s.aclSecrets) != len(s.aclTokens) {
+		return violated(InvACLSecretIndex, "%d secrets indexed for %d tokens", len(s.aclSecrets), len(s.aclTokens))
+	}
+	names := map[string]string{}
+	for _, id := range sortedKeys(s.aclPolicies) {
+		p := s.aclPolicies[id]
+		if p.CreateIndex == 0 || p.CreateIndex > p.ModifyIndex || p.ModifyIndex > t.ACLPolicies {
+			return violated(InvIndexBounds, "ACL policy %q: CreateIndex %d, ModifyIndex %d, policies table %d", id, p.CreateIndex, p.ModifyIndex, t.ACLPolicies)
+		}
+		if other, dup := names[lowerName(p.Name)]; dup {
+			return violated(InvACLNameUnique, "ACL policies %q and %q are both named %q", other, id, p.Name)
+		}
+		names[lowerName(p.Name)] = id
+	}
+	names = map[string]string{}
+	for _, id := range sortedKeys(s.aclRoles) {
+		r := s.aclRoles[id]
+		if r.CreateIndex == 0 || r.CreateIndex > r.ModifyIndex || r.ModifyIndex > t.ACLRoles {
+			return violated(InvIndexBounds, "ACL role %q: CreateIndex %d, ModifyIndex %d, roles table %d", id, r.CreateIndex, r.ModifyIndex, t.ACLRoles)
+		}
+		if other, dup := names[lowerName(r.Name)]; dup {
+			return violated(InvACLNameUnique, "ACL roles %q and %q are both named %q", other, id, r.Name)
+		}
+		names[lowerName(r.Name)] = id
 	}
 	return nil
 }

@@ -44,7 +44,9 @@ func genKVOp(t *rapid.T, label string) model.KVOp {
 
 // genCommand draws any command, valid or not.
 func genCommand(t *rapid.T) model.Command {
-	switch rapid.IntRange(0, 7).Draw(t, "kind") {
+	switch rapid.IntRange(0, 8).Draw(t, "kind") {
+	case 8:
+		return model.Command{ACL: genACLOp(t)} // aclrapid_test.go
 	case 0:
 		r := &model.Register{Node: rapid.SampledFrom(nodeNames).Draw(t, "node"),
 			// Few IDs, in both cases, so renames and name reservations (S62) happen.

@@ -128,8 +128,9 @@ type KeyIndexes struct {
 
 // Renumber is for checkers that compare states up to a renaming of indexes,
 // so that states reached by commuting steps in either order are equal. It
-// zeroes the indexes of nodes, services, checks, sessions and queries, which such checkers
-// never compare, and hands rename every key that has an entry, tombstone or
+// zeroes the indexes of nodes, services, checks, sessions, queries and ACL
+// records, which such checkers never compare (the ACL bootstrap index, which
+// decides whether a bootstrap may run, is kept), and hands rename every key that has an entry, tombstone or
 // lock-delay mark; rename returns the key's new indexes. The KV table index
 // becomes kvIndex, which the caller sets above every new index it gave out,
 // so that the next Apply still numbers above them. The caller must keep
@@ -165,6 +166,7 @@ func (s *State) Renumber(rename func(key string, ix KeyIndexes) KeyIndexes, kvIn
 			s.queries[id] = q
 		}
 	}
+	s.renumberACL()
 	one := func(k string) {
 		e, live := s.kv[k]
 		deleted, tomb := s.tombstones[k]
@@ -197,4 +199,20 @@ func (s *State) Renumber(rename func(key string, ix KeyIndexes) KeyIndexes, kvIn
 		}
 	}
 	s.tables = TableIndexes{KV: kvIndex()}
+}
+
+// renumberACL zeroes the ACL records' indexes for Renumber.
+func (s *State) renumberACL() {
+	for id, t := range s.aclTokens {
+		t.CreateIndex, t.ModifyIndex = 0, 0
+		s.aclTokens[id] = t
+	}
+	for id, p := range s.aclPolicies {
+		p.CreateIndex, p.ModifyIndex = 0, 0
+		s.aclPolicies[id] = p
+	}
+	for id, r := range s.aclRoles {
+		r.CreateIndex, r.ModifyIndex = 0, 0
+		s.aclRoles[id] = r
+	}
 }

@@ -26,7 +26,12 @@ type Snapshot struct {
 	// LockFloor and ReapedThrough are what reaping left behind (S52).
 	LockFloor     uint64
 	ReapedThrough uint64
-	Tables        TableIndexes
+	// The ACL tables (S87) and the index of the last bootstrap.
+	ACLTokens         map[string]ACLToken
+	ACLPolicies       map[string]ACLPolicy
+	ACLRoles          map[string]ACLRole
+	ACLBootstrapIndex uint64
+	Tables            TableIndexes
 }
 
 // Snapshot copies the state out as plain data.
@@ -37,6 +42,8 @@ func (s *State) Snapshot() Snapshot {
 		Queries: c.queries, KV: c.kv,
 		Tombstones: c.tombstones, LockIssued: c.lockIssued, DelayedAt: c.delayedAt,
 		LockFloor: c.lockFloor, ReapedThrough: c.reapedThrough, Tables: c.tables,
+		ACLTokens: c.aclTokens, ACLPolicies: c.aclPolicies, ACLRoles: c.aclRoles,
+		ACLBootstrapIndex: c.aclBootstrapIndex,
 	}
 }
 
@@ -74,6 +81,21 @@ func Restore(snap Snapshot) (*State, error) {
 			return nil, fmt.Errorf("restore: key %q stored under %q", e.Key, key)
 		}
 	}
+	for id, t := range snap.ACLTokens {
+		if t.AccessorID != id {
+			return nil, fmt.Errorf("restore: ACL token %q stored under %q", t.AccessorID, id)
+		}
+	}
+	for id, p := range snap.ACLPolicies {
+		if p.ID != id {
+			return nil, fmt.Errorf("restore: ACL policy %q stored under %q", p.ID, id)
+		}
+	}
+	for id, r := range snap.ACLRoles {
+		if r.ID != id {
+			return nil, fmt.Errorf("restore: ACL role %q stored under %q", r.ID, id)
+		}
+	}
 	s := RestoreUnchecked(snap)
 	if err := s.CheckInvariants(); err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
@@ -104,5 +126,14 @@ func RestoreUnchecked(snap Snapshot) *State {
 	maps.Copy(s.lockIssued, snap.LockIssued)
 	maps.Copy(s.delayedAt, snap.DelayedAt)
 	s.lockFloor, s.reapedThrough, s.tables = snap.LockFloor, snap.ReapedThrough, snap.Tables
+	maps.Copy(s.aclTokens, snap.ACLTokens)
+	for _, id := range sortedKeys(s.aclTokens) {
+		if secret := s.aclTokens[id].SecretID; s.aclSecrets[secret] == "" { // the least accessor, should a bad snapshot repeat a secret
+			s.aclSecrets[secret] = id
+		}
+	}
+	maps.Copy(s.aclPolicies, snap.ACLPolicies)
+	maps.Copy(s.aclRoles, snap.ACLRoles)
+	s.aclBootstrapIndex = snap.ACLBootstrapIndex
 	return s
 }

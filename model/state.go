@@ -28,6 +28,10 @@ type TableIndexes struct {
 	Queries  uint64
 	// KV includes deletions, so a missing key's index moves when it is deleted.
 	KV uint64
+	// The ACL tables (S87); a bootstrap moves ACLTokens.
+	ACLTokens   uint64
+	ACLPolicies uint64
+	ACLRoles    uint64
 }
 
 // State is the whole replicated state. Use New; the zero value is not usable.
@@ -61,7 +65,14 @@ type State struct {
 	// ReapedThrough is the highest deletion index a reap removed. Prefix
 	// indexes never fall below it, so reaping never moves an index back (S52).
 	reapedThrough uint64
-	tables        TableIndexes
+	// The ACL tables (acl.go). aclSecrets indexes tokens by SecretID; it is
+	// derived from aclTokens and rebuilt on restore.
+	aclTokens         map[string]ACLToken
+	aclSecrets        map[string]string
+	aclPolicies       map[string]ACLPolicy
+	aclRoles          map[string]ACLRole
+	aclBootstrapIndex uint64
+	tables            TableIndexes
 }
 
 // New returns an empty state.
@@ -78,13 +89,18 @@ func New() *State {
 		tombstones: map[string]uint64{},
 		lockIssued: map[string]uint64{},
 		delayedAt:  map[string]uint64{},
+
+		aclTokens:   map[string]ACLToken{},
+		aclSecrets:  map[string]string{},
+		aclPolicies: map[string]ACLPolicy{},
+		aclRoles:    map[string]ACLRole{},
 	}
 }
 
 // Index is the highest index at which anything changed.
 func (s *State) Index() uint64 {
 	t := s.tables
-	return max(t.Nodes, t.Services, t.Checks, t.Sessions, t.Queries, t.KV)
+	return max(t.Nodes, t.Services, t.Checks, t.Sessions, t.Queries, t.KV, t.ACLTokens, t.ACLPolicies, t.ACLRoles)
 }
 
 // Clone returns an independent copy. Byte slices, lists and meta maps
@@ -104,7 +120,13 @@ func (s *State) Clone() *State {
 		delayedAt:     maps.Clone(s.delayedAt),
 		lockFloor:     s.lockFloor,
 		reapedThrough: s.reapedThrough,
-		tables:        s.tables,
+
+		aclTokens:         maps.Clone(s.aclTokens),
+		aclSecrets:        maps.Clone(s.aclSecrets),
+		aclPolicies:       maps.Clone(s.aclPolicies),
+		aclRoles:          maps.Clone(s.aclRoles),
+		aclBootstrapIndex: s.aclBootstrapIndex,
+		tables:            s.tables,
 	}
 }
 
@@ -136,7 +158,13 @@ func (s *State) CloneSince(prev *State) *State {
 		delayedAt:     since(records, prev.delayedAt, s.delayedAt),
 		lockFloor:     s.lockFloor,
 		reapedThrough: s.reapedThrough,
-		tables:        s.tables,
+
+		aclTokens:         since(t.ACLTokens == p.ACLTokens, prev.aclTokens, s.aclTokens),
+		aclSecrets:        since(t.ACLTokens == p.ACLTokens, prev.aclSecrets, s.aclSecrets),
+		aclPolicies:       since(t.ACLPolicies == p.ACLPolicies, prev.aclPolicies, s.aclPolicies),
+		aclRoles:          since(t.ACLRoles == p.ACLRoles, prev.aclRoles, s.aclRoles),
+		aclBootstrapIndex: s.aclBootstrapIndex,
+		tables:            s.tables,
 	}
 }
 
@@ -159,7 +187,12 @@ func (s *State) Equal(o *State) bool {
 		maps.EqualFunc(s.kv, o.kv, entryEqual) &&
 		maps.Equal(s.tombstones, o.tombstones) &&
 		maps.Equal(s.lockIssued, o.lockIssued) &&
-		maps.Equal(s.delayedAt, o.delayedAt)
+		maps.Equal(s.delayedAt, o.delayedAt) &&
+		maps.EqualFunc(s.aclTokens, o.aclTokens, aclTokenEqual) &&
+		maps.Equal(s.aclSecrets, o.aclSecrets) &&
+		maps.EqualFunc(s.aclPolicies, o.aclPolicies, aclPolicyEqual) &&
+		maps.EqualFunc(s.aclRoles, o.aclRoles, aclRoleEqual) &&
+		s.aclBootstrapIndex == o.aclBootstrapIndex
 }
 
 func sessionEqual(a, b Session) bool {

@@ -300,7 +300,7 @@ func simCheckNames(t *testing.T, root string) map[string]bool {
 // modelPackages and implPackages map the package names the Model and Impl
 // columns may cite to their directories.
 var (
-	modelPackages = map[string]string{"model": "../model"}
+	modelPackages = map[string]string{"model": "../model", "acl": "../acl"}
 	implPackages  = map[string]string{"server": "../impl/internal/server", "fsm": "../impl/internal/fsm", "leader": "../impl/internal/leader", "httpapi": "../impl/internal/httpapi",
 		"agent": "../impl/agent", "reconcile": "../impl/internal/reconcile", "local": "../impl/internal/local",
 		"rpc": "../impl/internal/rpc", "gossip": "../impl/internal/gossip", "tlsconf": "../impl/internal/tlsconf", "main": "../cmd/tenure",

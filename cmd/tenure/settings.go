@@ -85,6 +85,8 @@ type settings struct {
 	// DisableHostname is telemetry.disable_hostname: gauges named without
 	// the host.
 	DisableHostname bool
+	// ACL is the acl block (acl.go).
+	ACL aclSettings
 	// telemetry is the process's metrics sink, served at /v1/agent/metrics.
 	telemetry *agent.MemSink
 }
@@ -183,12 +185,15 @@ func (s *settings) validate(warn func(string)) error {
 	case s.CheckUpdateInterval < 0:
 		return fmt.Errorf("check_update_interval %v cannot be negative", s.CheckUpdateInterval)
 	}
+	if err := s.ACL.validate(); err != nil {
+		return err
+	}
 	if !s.localScriptChecksSet {
 		s.EnableLocalScriptChecks = s.EnableScriptChecks
 	}
-	if s.EnableScriptChecks {
-		// tenure has no ACLs, so Consul's condition for this warning
-		// always holds.
+	if s.EnableScriptChecks && !s.ACL.Enabled {
+		// tenure has no allow_write_http_from, so Consul's condition is
+		// ACLs being off.
 		warn("using enable-script-checks without ACLs and without allow_write_http_from is DANGEROUS, use enable-local-script-checks instead")
 	}
 	if s.Bootstrap && !s.Dev {
@@ -323,7 +328,8 @@ func (s *settings) startAgent(logger hclog.Logger) (runningAgent, error) {
 		Gossip: *cfg.Gossip, Join: cfg.Join, RetryInterval: cfg.RetryInterval, Datacenter: s.Datacenter, Version: version,
 		Build: cfg.HTTP.Build, DebugConfig: cfg.HTTP.DebugConfig,
 		Logger: logger, Local: cfg.Local, Debug: cfg.Debug, Telemetry: cfg.Telemetry, NodeMeta: cfg.NodeMeta,
-		NoAgentCache: cfg.NoAgentCache, DataDir: s.DataDir, Reload: cfg.Reload}) // a client keeps its registrations in its data dir
+		NoAgentCache: cfg.NoAgentCache, DataDir: s.DataDir, Reload: cfg.Reload, // a client keeps its registrations in its data dir
+		ACL: cfg.ACL})
 
 }
 
@@ -373,7 +379,7 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 		HTTP:  agent.HTTPOptions{Datacenter: s.Datacenter, Version: version, Build: buildInfo(), DebugConfig: s.debugConfig()},
 		Local: s.localConfig(),
 		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry, NodeMeta: s.NodeMeta, TLS: loaded, NoAgentCache: s.NoHTTPCache,
-		Reload: s.reload}
+		Reload: s.reload, ACL: s.ACL.agentConfig()}
 	if s.Ports.HTTP > 0 {
 		if cfg.Listener, err = net.Listen("tcp", net.JoinHostPort(s.ClientAddr, strconv.Itoa(s.Ports.HTTP))); err != nil {
 			return agent.Config{}, fmt.Errorf("listen for HTTP: %w", err)

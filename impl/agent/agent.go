@@ -86,6 +86,8 @@ type Config struct {
 	Reload func() error
 	// Telemetry, if set (NewTelemetry), is served at /v1/agent/metrics.
 	Telemetry *MemSink
+	// ACL is the agent's acl block (acl.go); the zero value is ACLs off.
+	ACL ACLConfig
 	// AdjustServer, if set, changes the server's configuration once the
 	// agent has filled it in (gossip membership, addresses, forwarding),
 	// just before the server starts. A test seam for the simulator's
@@ -144,6 +146,12 @@ func New(cfg Config) (*Agent, error) {
 	}
 	logs, httpLogger := agentLogs(cfg.Server.Logger, cfg.HTTP.Logger)
 	cfg.HTTP.Logger = httpLogger
+	aclOpts, err := cfg.ACL.httpOptions(cfg.Server.DataDir, cfg.HTTP.Datacenter, cfg.Server.NodeName, true)
+	if err != nil {
+		return nil, errors.Join(err, closePool())
+	}
+	cfg.HTTP.ACL = aclOpts
+	cfg.Server.ACL = ServerACL{Enabled: cfg.ACL.Enabled, InitialManagement: cfg.ACL.initialManagement()}
 	ln := cfg.Listener
 	switch {
 	case ln == nil && cfg.HTTPSListener != nil:
@@ -259,7 +267,9 @@ func New(cfg Config) (*Agent, error) {
 	limits := cfg.Limits.withDefaults()
 	serverAPI := httpapi.New(srv, cfg.HTTP)
 	api := registeredGate(httpapi.WithLocalAgent(a.local.la, serverAPI,
-		httpapi.LocalOptions{Datacenter: cfg.HTTP.Datacenter, Logger: cfg.HTTP.Logger, Reload: cfg.Reload}), srv, registerWait)
+		httpapi.LocalOptions{Datacenter: cfg.HTTP.Datacenter, Logger: cfg.HTTP.Logger, Reload: cfg.Reload, Node: cfg.Server.NodeName,
+			ACL: aclOpts, Authorize: httpapi.LocalAuthorize(srv, aclOpts)}), srv, registerWait)
+	api = httpapi.WithACLHeader(aclOpts, api)
 	own.h.Store(&api)
 	// Requests forwarded to the server port run the server's API. The
 	// agent-local endpoints are not among them: an agent answers those

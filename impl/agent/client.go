@@ -67,9 +67,12 @@ type ClientConfig struct {
 	// NodeMeta as for a server agent (Config.NodeMeta).
 	NodeMeta map[string]string
 	// DataDir, if set, keeps the services and checks registered through
-	// the agent's API (Local.DataDir), on Disk (nil: the real disk).
+	// the agent's API (Local.DataDir), on Disk (nil: the real disk), and
+	// the tokens persisted through /v1/agent/token.
 	DataDir string
 	Disk    disk.FS
+	// ACL as for a server agent (Config.ACL).
+	ACL ACLConfig
 }
 
 // Client is a running client agent.
@@ -113,6 +116,10 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	log := cfg.Logger
 	if log == nil {
 		log = hclog.NewNullLogger()
+	}
+	aclOpts, err := cfg.ACL.httpOptions(cfg.DataDir, cfg.Datacenter, cfg.NodeName, false)
+	if err != nil {
+		return nil, errors.Join(err, closeListeners())
 	}
 	ownPool := rpc.NewPool(rpc.PoolConfig{Dial: cfg.Dial, Logger: log.Named("rpc")})
 	var fwd rpc.Forwarder = ownPool
@@ -160,10 +167,13 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	c.local = local
 	up.la.Store(local.la)
-	api := httpapi.WithLocalAgent(c.local.la, httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName,
+	clientAPI := httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName,
 		Members: &leavingPool{Pool: pool, left: c.left, local: c.local}, Forward: fwd, ServerAddr: serverAddr,
 		Datacenter: cfg.Datacenter, Version: cfg.Version, Build: cfg.Build, DebugConfig: clientDebugConfig(cfg, pool),
-		NodeMeta: info.Meta, Logger: httpLogger}), httpapi.LocalOptions{Datacenter: cfg.Datacenter, Logger: httpLogger, Reload: cfg.Reload})
+		NodeMeta: info.Meta, Logger: httpLogger, ACL: aclOpts})
+	api := httpapi.WithACLHeader(aclOpts, httpapi.WithLocalAgent(c.local.la, clientAPI, httpapi.LocalOptions{
+		Datacenter: cfg.Datacenter, Logger: httpLogger, Reload: cfg.Reload, Node: cfg.NodeName,
+		ACL: aclOpts, Authorize: httpapi.RemoteAuthorize(clientAPI)}))
 	if !cfg.NoAgentCache {
 		c.cache = agentcache.New(api, agentcache.Config{Logger: log.Named("cache")})
 		api = c.cache

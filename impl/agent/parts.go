@@ -59,6 +59,10 @@ type (
 	BuildInfo   = httpapi.BuildInfo
 )
 
+// ServerACL is what the server takes of the agent's acl block
+// (ServerConfig.ACL); Config.ACL fills it in.
+type ServerACL = server.ACLConfig
+
 // LocalConfig configures the agent's own services and checks (Config.Local,
 // ClientConfig.Local): the script-check policy, check_update_interval and
 // the random parts of checks and anti-entropy.

@@ -124,7 +124,7 @@ func s67Metrics(t *caseT) {
 
 // doWithAccept is a GET with an Accept header.
 func (t *caseT) doWithAccept(path, accept string) *resp {
-	req, err := t.env.request(t.ctx, http.MethodGet, path, nil, nil)
+	req, err := t.env.request(t.ctx, http.MethodGet, path, nil, t.env.withToken(nil))
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
@@ -147,7 +147,7 @@ func (t *caseT) doWithAccept(path, accept string) *resp {
 // they come; the stream ends with the case.
 func (t *caseT) monitor(query string) <-chan string {
 	ctx, cancel := context.WithCancel(t.ctx)
-	req, err := t.env.request(ctx, http.MethodGet, "/v1/agent/monitor"+query, nil, nil)
+	req, err := t.env.request(ctx, http.MethodGet, "/v1/agent/monitor"+query, nil, t.env.withToken(nil))
 	if err != nil {
 		cancel()
 		t.Fatalf("%v", err)

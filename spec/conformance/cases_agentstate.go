@@ -24,7 +24,7 @@ func agentStateCases() []Case {
 
 // getHeaders is a GET with extra request headers.
 func (t *caseT) getHeaders(path string, header http.Header) *resp {
-	r, err := t.env.doWith(t.ctx, http.MethodGet, path, nil, header)
+	r, err := t.env.doWith(t.ctx, http.MethodGet, path, nil, t.env.withToken(header))
 	if err != nil {
 		t.Fatalf("%v", err)
 	}

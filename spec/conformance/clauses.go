@@ -11,18 +11,38 @@ const (
 	Tenure   Status = "tenure"   // tenure's stronger guarantees and extensions
 )
 
+// The ACL profiles: the cases that need a server with ACLs on (default
+// policy deny) and a management token (-token), which the other profiles
+// skip. acl runs their contract clauses, against Consul or tenure alike;
+// acl-consul and acl-tenure add each one's own.
+const (
+	ACL       Status = "acl"
+	ACLConsul Status = "acl-consul"
+	ACLTenure Status = "acl-tenure"
+)
+
 // parseStatus validates a profile or status name.
 func parseStatus(s string) (Status, error) {
 	switch Status(s) {
-	case Contract, Consul, Tenure:
+	case Contract, Consul, Tenure, ACL, ACLConsul, ACLTenure:
 		return Status(s), nil
 	}
-	return "", &usageError{msg: "unknown profile " + quote(s) + " (want contract, consul or tenure)"}
+	return "", &usageError{msg: "unknown profile " + quote(s) + " (want contract, consul, tenure, acl, acl-consul or acl-tenure)"}
 }
 
+// acl reports whether p is an ACL profile.
+func (p Status) acl() bool { return p == ACL || p == ACLConsul || p == ACLTenure }
+
 // covers reports whether a run under profile p checks clauses of status s:
-// contract runs contract clauses; consul and tenure each add their own.
+// contract runs contract clauses; consul and tenure each add their own
+// (acl-consul and acl-tenure likewise, for the ACL cases).
 func (p Status) covers(s Status) bool {
+	switch p {
+	case ACLConsul:
+		p = Consul
+	case ACLTenure:
+		p = Tenure
+	}
 	return s == Contract || s == p
 }
 
@@ -117,6 +137,11 @@ var clauses = []clause{
 	{"S83", Contract, "prepared-query templates answer the names they prefix, rendered for the name"},
 	{"S74", Consul, "an agent registration's fields come back as registered from the agent, catalog and health reads"},
 	{"S80", Consul, "config-file services and checks are registered at start; PUT /v1/agent/reload and SIGHUP re-read them and log_level"},
+	{"S84", Contract, "ACL rules: exact beats prefix, longest prefix wins, policies merge deny > write > list > read, default policy decides the rest"},
+	{"S85", Contract, "sessions need session:write on their node, keys key:read/key:write; denials 403 change nothing; listings filtered"},
+	{"S86", Contract, "token sources ?token, X-Consul-Token, Bearer, default, anonymous; unknown 403, root names 500; default-policy header"},
+	{"S87", Contract, "builtin policies and anonymous token; bootstrap once, reset file; ACL endpoints need acl:read/acl:write"},
+	{"S88", Tenure, "a refused ACL write answers 400 (413 over bounds) and takes no log entry"},
 }
 
 // clauseByID returns the clause with the given ID.

@@ -35,7 +35,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "http://127.0.0.1:8500", "base URL of the Consul-API server under test")
 	token := fs.String("token", "", "ACL token sent as X-Consul-Token")
-	profile := fs.String("profile", string(Contract), "clauses to check: contract, consul (contract+consul) or tenure (contract+tenure)")
+	profile := fs.String("profile", string(Contract), "clauses to check: contract, consul (contract+consul), tenure (contract+tenure), or the ACL cases: acl, acl-consul, acl-tenure (need ACLs on and -token a management token)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	run := fs.String("run", "", "only run cases whose ID (e.g. S27/acquire-unlocked-bumps-lockindex) matches this regexp")
 	parallel := fs.Int("parallel", defaultParallel, "cases run at once")
@@ -44,7 +44,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	reapWait := fs.Duration("reap-wait", 0, "how long the server takes to reap a deletion (reap window plus interval); 0 skips the S52 case")
 	agentBin := fs.String("agent", "", "agent binary of the server's kind (consul or tenure), with Consul's agent flags; the S53 cases that need gossip members of their own start client agents from it")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: tenure conform [-addr URL] [-token T] [-profile contract|consul|tenure] [-json] [-run REGEXP]\n\n")
+		fmt.Fprintf(stderr, "usage: tenure conform [-addr URL] [-token T] [-profile contract|consul|tenure|acl|acl-consul|acl-tenure] [-json] [-run REGEXP]\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -85,10 +85,24 @@ func (r *resp) String() string { return fmt.Sprintf("%d %q", r.Code, oneLine(str
 // do sends one request. path is relative to the base URL and may carry a
 // query; body nil sends no body.
 func (e *env) do(ctx context.Context, method, path string, body []byte) (*resp, error) {
-	return e.doWith(ctx, method, path, body, nil)
+	return e.doWith(ctx, method, path, body, e.withToken(nil))
 }
 
-// doWith is do with extra request headers.
+// withToken is header with the run's token added (X-Consul-Token), if the
+// run has one.
+func (e *env) withToken(header http.Header) http.Header {
+	if e.token == "" {
+		return header
+	}
+	h := header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set("X-Consul-Token", e.token)
+	return h
+}
+
+// doWith is do with exactly the given headers (and no token but theirs).
 func (e *env) doWith(ctx context.Context, method, path string, body []byte, header http.Header) (*resp, error) {
 	req, err := e.request(ctx, method, path, body, header)
 	if err != nil {
@@ -107,7 +121,7 @@ func (e *env) doWith(ctx context.Context, method, path string, body []byte, head
 }
 
 // request builds a request for path (with its query) on the server, with
-// the extra headers and the run's token.
+// exactly the given headers.
 func (e *env) request(ctx context.Context, method, path string, body []byte, header http.Header) (*http.Request, error) {
 	u := *e.base
 	rel, err := url.Parse(path)
@@ -130,9 +144,6 @@ func (e *env) request(ctx context.Context, method, path string, body []byte, hea
 	}
 	for k, vs := range header {
 		req.Header[k] = vs
-	}
-	if e.token != "" {
-		req.Header.Set("X-Consul-Token", e.token)
 	}
 	return req, nil
 }

@@ -14,7 +14,7 @@ var (
 	flagAddr     = flag.String("addr", "", "base URL of a Consul-API server to check (default: startDev, else skip)")
 	flagToken    = flag.String("token", "", "ACL token for the server")
 	flagReapWait = flag.Duration("reap-wait", 0, "how long the server under -addr takes to reap a deletion; 0 skips the S52 case")
-	flagProfile  = flag.String("profile", "", "contract, consul or tenure (default: contract with -addr, tenure with startDev)")
+	flagProfile  = flag.String("profile", "", "contract, consul, tenure, acl, acl-consul or acl-tenure (default: contract with -addr, tenure with startDev)")
 	flagFilter   = flag.String("filter", "", "regexp over case IDs, e.g. 'S2[0-9]/'")
 	flagParallel = flag.Int("workers", defaultParallel, "cases run at once")
 	flagJSON     = flag.Bool("json", false, "log the report as JSON instead of a table")

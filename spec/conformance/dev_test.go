@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-uuid"
+
 	"github.com/tenurekv/tenure/impl/agent"
 	"github.com/tenurekv/tenure/impl/agent/agenttest"
 	"github.com/tenurekv/tenure/internal/proccluster"
@@ -29,6 +31,18 @@ func init() {
 	}
 	// The in-process agent's reap window plus two intervals.
 	devReapWait = 2 * time.Second
+	// The ACL profile's server: ACLs on, deny by default, and a management
+	// token written at the start of the agent's term (S87).
+	startDevACL = func(tb testing.TB) (string, string) {
+		token, err := uuid.GenerateUUID()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		a := agenttest.StartDevAgent(tb, func(c *agent.Config) {
+			c.ACL = agent.ACLConfig{Enabled: true, DefaultPolicy: "deny", Tokens: map[string]string{"initial_management": token}}
+		})
+		return "http://" + a.HTTPAddr(), token
+	}
 	// The S53 cases kill and stop agents, so they need processes: a tenure
 	// binary built for this run, once for the suite and the mutant check.
 	devAgent = func(tb testing.TB) string { return proccluster.BuildTenure(tb) }

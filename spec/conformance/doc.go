@@ -12,6 +12,11 @@
 // server. TTL and lock-delay cases wait on real timers (the slowest, the
 // 60s lock-delay cap, bounds a full run to about a minute).
 //
+// The ACL cases (S84-S88) need a server with ACLs on, default_policy
+// "deny", and a management token (-token): only the ACL profiles run them
+// (acl for their contract clauses, acl-consul and acl-tenure adding each
+// one's own), and those profiles run nothing else.
+//
 // The S53 cases about failed, left and force-left members need gossip
 // members they may kill: they start client agents from -agent, a binary of
 // the server's kind with Consul's agent flags (consul for a Consul server,

@@ -25,7 +25,10 @@ type Case struct {
 	// Agents marks cases that start gossip members of their own
 	// (caseT.StartAgent) from Options.Agent; without one they report SKIP.
 	agents bool
-	run    func(t *caseT)
+	// acl marks cases that need ACLs on and a management token: only the
+	// ACL profiles run them, and those run nothing else (cases_acl.go).
+	acl bool
+	run func(t *caseT)
 }
 
 // ID is the case's name as used in reports and by the filter.
@@ -123,6 +126,9 @@ func Run(ctx context.Context, opts Options) Report {
 			e.agentBin = opts.Agent
 			err = e.preflight(ctx)
 		}
+		if err == nil && rep.Profile.acl() {
+			err = e.preflightACL(ctx)
+		}
 		if err != nil {
 			rep.Error = err.Error()
 			for _, i := range torun {
@@ -174,6 +180,10 @@ func skipReason(c Case, p Status, skipSlow bool, agent string) string {
 		return fmt.Sprintf("clause %s is not in the clause index", c.clause)
 	case c.run == nil && c.unobservable == "":
 		return "case has no body"
+	case c.acl && !p.acl():
+		return "needs a server with ACLs on and a management token: run profile acl with -token"
+	case !c.acl && p.acl():
+		return fmt.Sprintf("profile %s runs only the cases that need ACLs", p)
 	case !p.covers(st):
 		return fmt.Sprintf("clause %s is %s; profile %s runs %s", c.clause, st, p, profileScope(p))
 	case c.unobservable != "":
@@ -187,8 +197,13 @@ func skipReason(c Case, p Status, skipSlow bool, agent string) string {
 }
 
 func profileScope(p Status) string {
-	if p == Contract {
+	switch p {
+	case Contract, ACL:
 		return "contract clauses only"
+	case ACLConsul:
+		return "contract+consul clauses"
+	case ACLTenure:
+		return "contract+tenure clauses"
 	}
 	return "contract+" + string(p) + " clauses"
 }

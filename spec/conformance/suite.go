@@ -25,6 +25,7 @@ func Suite() []Case {
 		agentStateCases(),
 		clusterCases(),
 		reloadCases(),
+		aclCases(),
 	} {
 		all = append(all, group...)
 	}

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tenurekv/tenure/impl/internal/rpc"
 )
 
 // kind is one of the reads the cache takes.
@@ -133,7 +135,7 @@ func parseRequest(r *http.Request, k kind) (req request, cached bool, bad refusa
 	if !ok {
 		return req, false, "Invalid Cache-Control header."
 	}
-	req = request{kind: k, path: r.URL.Path, stale: stale, cc: cc, token: token(r)}
+	req = request{kind: k, path: r.URL.Path, stale: stale, cc: cc, token: rpc.RequestToken(r)}
 	if w := q.Get("wait"); w != "" {
 		d, err := time.ParseDuration(w)
 		if err != nil {
@@ -157,19 +159,4 @@ func parseRequest(r *http.Request, k kind) (req request, cached bool, bad refusa
 	// Encode sorts by name: one read, one key, whatever the order asked.
 	req.key = k.name + "\x00" + req.token + "\x00" + req.path + "?" + req.query.Encode()
 	return req, cached, ""
-}
-
-// token is the request's ACL token, as Consul reads it: ?token, then
-// X-Consul-Token, then an Authorization bearer.
-func token(r *http.Request) string {
-	if t := r.URL.Query().Get("token"); t != "" {
-		return t
-	}
-	if t := r.Header.Get("X-Consul-Token"); t != "" {
-		return t
-	}
-	if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "Bearer ") {
-		return strings.TrimSpace(a[7:])
-	}
-	return ""
 }

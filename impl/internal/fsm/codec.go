@@ -32,9 +32,10 @@ const (
 	cmdTxn            byte = 6
 	cmdReap           byte = 7
 	cmdQuery          byte = 8
+	cmdACL            byte = 9
 	// cmdTxnOps is a transaction with catalog or session ops (S68, S69);
 	// one of KV ops only is still written as cmdTxn, which every binary
-	// reads. (9 is left to ACL writes, being built beside it.)
+	// reads.
 	cmdTxnOps byte = 10
 )
 
@@ -102,6 +103,8 @@ func (c *wireCodec) encodeCommand(cmd model.Command) ([]byte, error) {
 		typ, payload = cmdReap, cmd.Reap
 	case cmd.Query != nil:
 		typ, payload = cmdQuery, cmd.Query
+	case cmd.ACL != nil:
+		typ, payload = cmdACL, cmd.ACL
 	}
 	e, _ := c.encoders.Get().(*pooledEncoder)
 	if e == nil {
@@ -174,6 +177,9 @@ func (c *wireCodec) decodeCommand(data []byte) (cmd model.Command, err error) {
 	case cmdQuery:
 		cmd.Query = &model.QueryOp{}
 		target = cmd.Query
+	case cmdACL:
+		cmd.ACL = &model.ACLOp{}
+		target = cmd.ACL
 	default:
 		return model.Command{}, fmt.Errorf("decode command: %w %d", errUnknownCommand, data[1])
 	}
@@ -202,6 +208,12 @@ type snapshotV1 struct {
 	// (S55, S58); an older snapshot decodes them as empty, which it meant.
 	Services []model.Service
 	Queries  []model.PreparedQuery
+	// The ACL tables (S87); an older snapshot decodes them as empty and
+	// never bootstrapped, which it meant.
+	ACLTokens         []model.ACLToken
+	ACLPolicies       []model.ACLPolicy
+	ACLRoles          []model.ACLRole
+	ACLBootstrapIndex uint64
 }
 
 func (c *wireCodec) encodeSnapshot(s *model.State) ([]byte, error) {
@@ -218,6 +230,11 @@ func (c *wireCodec) encodeSnapshot(s *model.State) ([]byte, error) {
 		ReapedThrough: st.ReapedThrough,
 		Services:      s.ServiceList(""),
 		Queries:       s.QueryList(),
+
+		ACLTokens:         s.ACLTokenList(),
+		ACLPolicies:       s.ACLPolicyList(),
+		ACLRoles:          s.ACLRoleList(),
+		ACLBootstrapIndex: s.ACLBootstrapIndex(),
 	}
 	for _, k := range slices.Sorted(maps.Keys(st.KV)) {
 		snap.KV = append(snap.KV, st.KV[k])
@@ -250,6 +267,10 @@ func (c *wireCodec) decodeSnapshot(data []byte) (*model.State, error) {
 		KV:         make(map[string]model.KVEntry, len(snap.KV)),
 		Tombstones: snap.Tombstones, LockIssued: snap.LockIssued, DelayedAt: snap.DelayedAt,
 		Tables: snap.Tables, LockFloor: snap.LockFloor, ReapedThrough: snap.ReapedThrough,
+		ACLTokens:         make(map[string]model.ACLToken, len(snap.ACLTokens)),
+		ACLPolicies:       make(map[string]model.ACLPolicy, len(snap.ACLPolicies)),
+		ACLRoles:          make(map[string]model.ACLRole, len(snap.ACLRoles)),
+		ACLBootstrapIndex: snap.ACLBootstrapIndex,
 	}
 	// A record listed twice would silently overwrite the first: refuse it.
 	for _, n := range snap.Nodes {
@@ -279,6 +300,21 @@ func (c *wireCodec) decodeSnapshot(data []byte) (*model.State, error) {
 	}
 	for _, e := range snap.KV {
 		if err := putOnce(st.KV, e.Key, e, "key"); err != nil {
+			return nil, err
+		}
+	}
+	for _, t := range snap.ACLTokens {
+		if err := putOnce(st.ACLTokens, t.AccessorID, t, "ACL token"); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range snap.ACLPolicies {
+		if err := putOnce(st.ACLPolicies, p.ID, p, "ACL policy"); err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range snap.ACLRoles {
+		if err := putOnce(st.ACLRoles, r.ID, r, "ACL role"); err != nil {
 			return nil, err
 		}
 	}

@@ -62,6 +62,13 @@ func everyCommand() []model.Command {
 				OnlyPassing: true, IgnoreCheckIDs: []string{"serfHealth"}, Near: "_agent", Tags: []string{"!v1"},
 				NodeMeta: map[string]string{"rack": "1"}, ServiceMeta: map[string]string{"zone": "a"}},
 			DNS: model.QueryDNS{TTL: "10s"}, CreateIndex: 3, ModifyIndex: 4}}},
+		{ACL: &model.ACLOp{Verb: model.ACLTokenSet, Create: true, ID: "x", ResetIndex: 5,
+			Token: &model.ACLToken{AccessorID: "a", SecretID: "s", Description: "d", Policies: []string{"p"}, Roles: []string{"r"},
+				ServiceIdentities: []model.ACLServiceIdentity{{ServiceName: "web", Datacenters: []string{"dc1"}}},
+				NodeIdentities:    []model.ACLNodeIdentity{{NodeName: "n1", Datacenter: "dc1"}}, Local: true, CreateTime: 99},
+			Policy: &model.ACLPolicy{ID: "p", Name: "n", Description: "d", Rules: `acl = "read"`, Datacenters: []string{"dc1"}},
+			Role: &model.ACLRole{ID: "r", Name: "n", Description: "d", Policies: []string{"p"},
+				ServiceIdentities: []model.ACLServiceIdentity{{ServiceName: "web"}}, NodeIdentities: []model.ACLNodeIdentity{{NodeName: "n", Datacenter: "dc"}}}}},
 	}
 }
 
@@ -141,7 +148,7 @@ func TestEveryCommandKindIsCovered(t *testing.T) {
 		}
 		seen[kind] = true
 	}
-	for _, kind := range []string{"register", "deregister", "create-session", "destroy-session", "kv", "txn", "reap", "query"} {
+	for _, kind := range []string{"register", "deregister", "create-session", "destroy-session", "kv", "txn", "reap", "query", "acl"} {
 		if !seen[kind] {
 			t.Errorf("everyCommand has no %s command", kind)
 		}
@@ -317,6 +324,11 @@ func buildState(t *testing.T) *model.State {
 			ServiceChecks: []model.ServiceCheck{{ID: "web-http"}}}},
 		{Query: &model.QueryOp{Op: model.QueryCreate, Query: model.PreparedQuery{ID: "q1", Name: "web", Session: "s4",
 			Service: model.ServiceQuery{Service: "web", Tags: []string{"v1"}, OnlyPassing: true}, DNS: model.QueryDNS{TTL: "5s"}}}},
+		{ACL: &model.ACLOp{Verb: model.ACLPolicySet, Create: true, Policy: &model.ACLPolicy{ID: "p1", Name: "ops", Rules: `key_prefix "" { policy = "read" }`, Datacenters: []string{"dc1"}}}},
+		{ACL: &model.ACLOp{Verb: model.ACLRoleSet, Create: true, Role: &model.ACLRole{ID: "r1", Name: "ops", Policies: []string{"p1"},
+			NodeIdentities: []model.ACLNodeIdentity{{NodeName: "n1", Datacenter: "dc1"}}}}},
+		{ACL: &model.ACLOp{Verb: model.ACLBootstrap, Token: &model.ACLToken{AccessorID: "a1", SecretID: "sec1", Description: "boot",
+			Policies: []string{"p1"}, Roles: []string{"r1"}, ServiceIdentities: []model.ACLServiceIdentity{{ServiceName: "web"}}, CreateTime: 7}}},
 	}
 	for i, cmd := range cmds {
 		if res := s.Apply(uint64(i+1)*3, cmd); res.Failed() {
@@ -324,7 +336,7 @@ func buildState(t *testing.T) *model.State {
 		}
 	}
 	if snap := s.Snapshot(); len(snap.DelayedAt) == 0 || len(snap.Tombstones) == 0 || len(snap.LockIssued) == 0 ||
-		len(snap.Services) == 0 || len(snap.Queries) == 0 {
+		len(snap.Services) == 0 || len(snap.Queries) == 0 || len(snap.ACLTokens) == 0 || len(snap.ACLRoles) == 0 || snap.ACLBootstrapIndex == 0 {
 		t.Fatalf("setup does not cover every table: %+v", s)
 	}
 	return s
@@ -460,5 +472,49 @@ func TestKVTxnKeepsItsOldEncoding(t *testing.T) {
 	}
 	if mixed[1] != cmdTxnOps {
 		t.Errorf("txn with a session op has type %d, want %d", mixed[1], cmdTxnOps)
+	}
+}
+
+// TestSnapshotWithoutACLTablesDecodes: a snapshot written before the ACL
+// tables existed (no ACL fields in its msgpack map) restores with empty
+// tables and no bootstrap, so an upgraded server reads its old snapshots.
+func TestSnapshotWithoutACLTablesDecodes(t *testing.T) {
+	c := newWireCodec()
+	s := buildState(t)
+	// The snapshot as an older server wrote it: the same map without the
+	// ACL keys.
+	type preACL struct {
+		Nodes         []model.Node
+		Checks        []model.Check
+		Sessions      []model.Session
+		KV            []model.KVEntry
+		Tombstones    map[string]uint64
+		LockIssued    map[string]uint64
+		DelayedAt     map[string]uint64
+		Tables        model.TableIndexes
+		LockFloor     uint64
+		ReapedThrough uint64
+		Services      []model.Service
+		Queries       []model.PreparedQuery
+	}
+	st := s.Snapshot()
+	old := preACL{Nodes: s.NodeList(), Checks: s.CheckList("", ""), Sessions: s.SessionList(""), KV: s.List(""),
+		Tombstones: st.Tombstones, LockIssued: st.LockIssued, DelayedAt: st.DelayedAt, Tables: st.Tables,
+		LockFloor: st.LockFloor, ReapedThrough: st.ReapedThrough, Services: s.ServiceList(""), Queries: s.QueryList()}
+	old.Tables.ACLTokens, old.Tables.ACLPolicies, old.Tables.ACLRoles = 0, 0, 0
+	var buf bytes.Buffer
+	buf.WriteByte(snapshotVersion)
+	if err := codec.NewEncoder(&buf, c.h).Encode(&old); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.decodeSnapshot(buf.Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.ACLTokenList()) != 0 || len(got.ACLPolicyList()) != 0 || got.ACLBootstrapIndex() != 0 {
+		t.Fatalf("old snapshot restored ACL records: %+v", got.ACLTokenList())
+	}
+	if got.List("")[0].Key != s.List("")[0].Key || len(got.SessionList("")) != len(s.SessionList("")) {
+		t.Fatal("old snapshot lost its other tables")
 	}
 }

@@ -39,7 +39,8 @@ func WithLocalAgent(la *local.Agent, next http.Handler, opts LocalOptions) http.
 	if opts.Jitter == nil {
 		opts.Jitter = randomJitter
 	}
-	h := &localHandler{la: la, log: logger, dc: opts.Datacenter, jitter: opts.Jitter, reload: opts.Reload}
+	h := &localHandler{la: la, log: logger, dc: opts.Datacenter, jitter: opts.Jitter, reload: opts.Reload,
+		acl: opts.ACL, authorize: opts.Authorize, node: opts.Node}
 	routes := []route{
 		{"/v1/agent/check/register", false, []string{put}, h.checkRegister},
 		{"/v1/agent/check/deregister/", true, []string{put}, h.checkDeregister},
@@ -56,6 +57,7 @@ func WithLocalAgent(la *local.Agent, next http.Handler, opts LocalOptions) http.
 		{"/v1/agent/health/service/id/", true, []string{get}, h.serviceHealthByID},
 		{"/v1/agent/health/service/name/", true, []string{get}, h.serviceHealthByName},
 		{"/v1/agent/maintenance", false, []string{put}, h.nodeMaintenance},
+		{"/v1/agent/token/", true, []string{put}, h.agentToken}, // acltokens.go
 	}
 	if opts.Reload != nil {
 		routes = append(routes, route{"/v1/agent/reload", false, []string{put}, h.reloadConfig})
@@ -77,14 +79,23 @@ type LocalOptions struct {
 	// Reload re-reads the agent's config files (PUT /v1/agent/reload);
 	// nil leaves the endpoint to next.
 	Reload func() error
+	// Node is the agent's node, the one agent:write is checked on.
+	Node string
+	// ACL is the agent's ACL configuration and tokens; Authorize decides a
+	// permission for a request to this agent (nil allows everything).
+	ACL       ACLOptions
+	Authorize Authorize
 }
 
 type localHandler struct {
-	la     *local.Agent
-	log    hclog.Logger
-	dc     string
-	jitter func(time.Duration) time.Duration
-	reload func() error
+	la        *local.Agent
+	log       hclog.Logger
+	dc        string
+	jitter    func(time.Duration) time.Duration
+	reload    func() error
+	node      string
+	acl       ACLOptions
+	authorize Authorize
 }
 
 // reloadConfig is PUT /v1/agent/reload: a config that fails to load or

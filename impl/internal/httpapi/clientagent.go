@@ -39,6 +39,9 @@ type ClientOptions struct {
 	// NodeMeta is the agent's node meta, shown by /v1/agent/self (S63).
 	NodeMeta map[string]string
 	Logger   hclog.Logger
+	// ACL is the agent's ACL configuration and tokens: a request that
+	// names no token is forwarded with the agent's default (acl.go).
+	ACL ACLOptions
 }
 
 // NewClientAgent is a client agent's HTTP API: the membership endpoints, the
@@ -133,6 +136,7 @@ func (a *clientAgent) forward(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	carryToken(req, a.opts.ACL)
 	resp, err := a.opts.Forward.Forward(r.Context(), addr, req)
 	if err != nil {
 		if callerGone(r) {

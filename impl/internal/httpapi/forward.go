@@ -62,6 +62,7 @@ func (h *handler) forward(c *call, addr string, body []byte) error {
 	if err != nil {
 		return err
 	}
+	carryToken(req, h.opts.ACL)
 	resp, err := h.opts.Forward.Forward(c.r.Context(), addr, req)
 	if err != nil {
 		if callerGone(c.r) {

@@ -48,6 +48,9 @@ type Options struct {
 	// settings under the names of Consul's runtime configuration, for
 	// the ones tenure has. Shown as given; nil shows {}.
 	DebugConfig map[string]any
+	// ACL is the agent's ACL configuration (acl.go); the zero value is
+	// ACLs off.
+	ACL ACLOptions
 }
 
 // BuildInfo is the binary's VCS stamp.
@@ -79,7 +82,7 @@ func New(b server.Backend, opts Options) http.Handler {
 		opts.Datacenter = "dc1"
 	}
 	h := &handler{b: b, opts: opts, order: newShuffler(b.NodeName())}
-	h.routes = h.withDCCheck(h.routeTable())
+	h.routes = h.withDCCheck(append(h.routeTable(), h.aclRoutes()...)) // aclendpoints.go
 	return h
 }
 
@@ -166,6 +169,7 @@ func (c *call) query() url.Values {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.awaitACLTerm(r) // acl.go
 	if !serveRoute(h.routes, w, r, h.opts.Logger) {
 		http.NotFound(w, r)
 	}

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/tenurekv/tenure/acl"
 	"github.com/tenurekv/tenure/impl/internal/leader"
 	"github.com/tenurekv/tenure/model"
 )
@@ -75,8 +76,12 @@ func (h *handler) kvGet(c *call, q queryOpts) error {
 			sep = v.Get("separator")
 		}
 		return h.serveRead(c, q, func(s *model.State) view {
-			keys := s.Keys(key, sep)
-			out := view{index: s.PrefixIndex(key), body: keys}
+			a, err := h.kvListAuthz(c, s, key)
+			if err != nil {
+				return view{fail: err}
+			}
+			keys, filtered := readableKeys(s, a, key, sep)
+			out := view{index: s.PrefixIndex(key), body: keys, filtered: filtered}
 			switch {
 			case len(keys) == 0 && key != "":
 				out.status, out.body = http.StatusNotFound, nil
@@ -88,15 +93,20 @@ func (h *handler) kvGet(c *call, q queryOpts) error {
 	}
 	if _, ok := v["recurse"]; ok {
 		return h.serveRead(c, q, func(s *model.State) view {
-			entries := s.List(key)
-			if len(entries) == 0 {
-				return view{index: s.PrefixIndex(key), status: http.StatusNotFound}
+			a, err := h.kvListAuthz(c, s, key)
+			if err != nil {
+				return view{fail: err}
 			}
-			out := make([]kvJSON, 0, len(entries))
-			for _, e := range entries {
+			entries := readableEntries(a, s.List(key))
+			filtered := len(entries.kept) < entries.total
+			if len(entries.kept) == 0 {
+				return view{index: s.PrefixIndex(key), status: http.StatusNotFound, filtered: filtered}
+			}
+			out := make([]kvJSON, 0, len(entries.kept))
+			for _, e := range entries.kept {
 				out = append(out, toKV(e))
 			}
-			return view{index: s.PrefixIndex(key), body: out}
+			return view{index: s.PrefixIndex(key), body: out, filtered: filtered}
 		})
 	}
 	if err := missingKey(c); err != nil {
@@ -105,6 +115,14 @@ func (h *handler) kvGet(c *call, q queryOpts) error {
 	_, raw := v["raw"]
 	q.key = key
 	return h.serveRead(c, q, func(s *model.State) view {
+		// key:read is needed whether or not the key exists (S85).
+		a, err := h.authz(c, s)
+		if err == nil {
+			err = aclFailure(a.Check(acl.ResourceKey, key, acl.AccessRead))
+		}
+		if err != nil {
+			return view{fail: err}
+		}
 		e, ok := s.Get(key)
 		if !ok {
 			// Once blocked, only this key's own deletion or creation wakes
@@ -166,6 +184,11 @@ func (h *handler) kvPut(c *call) error {
 	if here, err := h.leaderHere(c, body); err != nil || !here {
 		return err
 	}
+	// Every write, acquire and release included, needs key:write and
+	// nothing on the session (S85).
+	if err := h.allowed(c, acl.ResourceKey, op.Key, acl.AccessWrite); err != nil {
+		return err
+	}
 	res, err := h.b.Apply(c.r.Context(), model.Command{KV: &op})
 	var delay *leader.LockDelayError
 	if errors.As(err, &delay) {
@@ -207,6 +230,9 @@ func (h *handler) kvDelete(c *call) error {
 	}
 	if here, err := h.leaderHere(c, nil); err != nil || !here {
 		return err
+	}
+	if err := h.kvDeleteAllowed(c, op); err != nil {
+		return err // S85
 	}
 	res, err := h.b.Apply(c.r.Context(), model.Command{KV: &op})
 	if err != nil {

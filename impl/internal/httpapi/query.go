@@ -121,6 +121,8 @@ type view struct {
 	// missing that Consul answers with an error (a prepared query), which
 	// never blocks.
 	fail error
+	// filtered says ACLs removed records from body (acl.go).
+	filtered bool
 }
 
 // serveArgRead serves a read of the resource named by the path argument
@@ -168,6 +170,9 @@ func (h *handler) serveRead(c *call, q queryOpts, read func(s *model.State) view
 		}
 	}
 	h.setMeta(c.w, v.index, q.mode)
+	if v.filtered && !h.maskFiltered(c) {
+		c.w.Header().Set(filteredHeader, "true")
+	}
 	switch {
 	case v.isRaw:
 		hd := c.w.Header()

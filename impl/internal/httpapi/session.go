@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/tenurekv/tenure/acl"
 	"github.com/tenurekv/tenure/impl/internal/leader"
 	"github.com/tenurekv/tenure/model"
 )
@@ -21,11 +22,24 @@ func (h *handler) sessionCreate(c *call) error {
 	if me := createLimits(cs); me != nil {
 		return h.rejection(me)
 	}
-	if me := validateCreate(cs); me != nil {
-		return h.rejection(me)
+	// With ACLs on, the token is decided before the fields are (Consul's
+	// order), so a caller without session:write learns nothing of them.
+	aclOn := h.opts.ACL.enabled()
+	if !aclOn {
+		if me := validateCreate(cs); me != nil {
+			return h.rejection(me)
+		}
 	}
 	if here, err := h.leaderHere(c, body); err != nil || !here {
 		return err
+	}
+	if aclOn {
+		if err := h.allowed(c, acl.ResourceSession, cs.Node, acl.AccessWrite); err != nil {
+			return err // S85
+		}
+		if me := validateCreate(cs); me != nil {
+			return h.rejection(me)
+		}
 	}
 	res, err := h.b.Apply(c.r.Context(), model.Command{CreateSession: &cs})
 	if err != nil {
@@ -48,6 +62,9 @@ func (h *handler) sessionDestroy(c *call) error {
 	}
 	if here, err := h.leaderHere(c, nil); err != nil || !here {
 		return err
+	}
+	if err := h.sessionWrite(c, c.arg); err != nil {
+		return err // S85
 	}
 	res, err := h.b.Apply(c.r.Context(), model.Command{DestroySession: &model.DestroySession{ID: c.arg}})
 	if err != nil {
@@ -74,6 +91,9 @@ func (h *handler) sessionRenew(c *call) error {
 	if here, err := h.leaderHere(c, nil); err != nil || !here {
 		return err
 	}
+	if err := h.sessionWrite(c, c.arg); err != nil {
+		return err // S85
+	}
 	s, err := h.b.Renew(c.r.Context(), c.arg)
 	if errors.Is(err, leader.ErrSessionNotFound) {
 		return errorf(http.StatusNotFound, "Session id '%s' not found", c.arg)
@@ -87,18 +107,18 @@ func (h *handler) sessionRenew(c *call) error {
 // sessionInfo is GET /v1/session/info/<id>: [session] or [] (CONSUL.md §8).
 func (h *handler) sessionInfo(c *call) error {
 	return h.serveArgRead(c, "Missing session", func(s *model.State) view {
-		out := []sessionJSON{}
+		var list []model.Session
 		if se, ok := s.Session(c.arg); ok {
-			out = append(out, toSession(se))
+			list = append(list, se)
 		}
-		return view{index: s.Tables().Sessions, body: out}
+		return h.sessionsView(c, s, list)
 	})
 }
 
 // sessionNode is GET /v1/session/node/<node>.
 func (h *handler) sessionNode(c *call) error {
 	return h.serveArgRead(c, "Missing node name", func(s *model.State) view {
-		return view{index: s.Tables().Sessions, body: toSessions(s.SessionList(c.arg))}
+		return h.sessionsView(c, s, s.SessionList(c.arg))
 	})
 }
 
@@ -109,6 +129,40 @@ func (h *handler) sessionList(c *call) error {
 		return err
 	}
 	return h.serveRead(c, q, func(s *model.State) view {
-		return view{index: s.Tables().Sessions, body: toSessions(s.SessionList(""))}
+		return h.sessionsView(c, s, s.SessionList(""))
 	})
+}
+
+// sessionWrite decides session:write on an existing session's node, as a
+// destroy and a renew need (S85); an unknown session is no one's, so it is
+// left to the operation (a no-op destroy, a 404 renew).
+func (h *handler) sessionWrite(c *call, id string) error {
+	if !h.opts.ACL.enabled() {
+		return nil
+	}
+	var (
+		se model.Session
+		ok bool
+	)
+	h.b.Read(func(s *model.State) { se, ok = s.Session(id) })
+	if !ok {
+		return nil
+	}
+	return h.allowed(c, acl.ResourceSession, se.Node, acl.AccessWrite)
+}
+
+// sessionsView is a session read's answer: the sessions the caller may
+// read (session:read on their node), the others filtered out (S85).
+func (h *handler) sessionsView(c *call, s *model.State, list []model.Session) view {
+	a, err := h.authz(c, s)
+	if err != nil {
+		return view{fail: err}
+	}
+	var kept []model.Session
+	for _, se := range list {
+		if a.Allowed(acl.ResourceSession, se.Node, acl.AccessRead) {
+			kept = append(kept, se)
+		}
+	}
+	return view{index: s.Tables().Sessions, body: toSessions(kept), filtered: len(kept) < len(list)}
 }

@@ -97,6 +97,14 @@ func (s *Store) Apply(cmd model.Command) (model.Result, error) {
 	return s.apply(context.Background(), cmd)
 }
 
+// InitACL writes what a server's leader writes when ACLs are enabled
+// (leader.Core.InitACL): the builtin policies, the initial management
+// token of secret initialManagement (if not ""), the anonymous token.
+func (s *Store) InitACL(initialManagement string) error {
+	refused, err := s.leader.InitACL(context.Background(), initialManagement)
+	return errors.Join(append(refused, err)...)
+}
+
 func (s *Store) apply(ctx context.Context, cmd model.Command) (model.Result, error) {
 	res, err := s.leader.Apply(ctx, cmd)
 	if lde, ok := errors.AsType[*leader.LockDelayError](err); ok {

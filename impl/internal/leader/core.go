@@ -20,6 +20,7 @@ type Core struct {
 	propose func(ctx context.Context, cmd model.Command) (model.Result, error)
 	confirm func(ctx context.Context) error
 	newID   func() string
+	clock   clock.Clock
 
 	idMu   sync.Mutex // serialises newID, which need not be safe for concurrent use
 	line   acquireLine
@@ -60,6 +61,7 @@ func New(cfg Config) *Core {
 		propose: cfg.Propose,
 		confirm: cfg.Confirm,
 		newID:   cfg.NewID,
+		clock:   cfg.Clock,
 		delays:  NewLockDelays(cfg.Clock),
 		ttl:     newTTLTimers(cfg.Clock, cfg.TTLMultiplier, cfg.Expire),
 	}
@@ -71,6 +73,7 @@ func New(cfg Config) *Core {
 func (l *Core) Apply(ctx context.Context, cmd model.Command) (model.Result, error) {
 	cmd = l.withSessionID(cmd)
 	cmd = l.withQueryID(cmd)
+	cmd = l.withACLIDs(cmd) // acl.go
 	cmd, err := l.checkLockDelay(cmd)
 	if err != nil {
 		return model.Result{}, err

@@ -2,31 +2,22 @@ package rpc
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
+
+	"github.com/tenurekv/tenure/acl"
 )
 
 // RequestToken is the ACL token a client sent with r, read as Consul's
-// agents read it: the token query parameter first, then X-Consul-Token,
-// then an "Authorization: Bearer <token>" header; "" when there is none.
-// An agent that forwards r puts it in Origin.Token.
+// agents read it (acl.RequestSecret: the token query parameter, then
+// X-Consul-Token, then "Authorization: Bearer"); "" when there is none. An
+// agent that forwards r puts it in Origin.Token.
 func RequestToken(r *http.Request) string {
 	// Most requests carry no query token: parse the query only when one
 	// may be there, since parsing showed in a loaded leader's profile.
+	var q url.Values
 	if strings.Contains(r.URL.RawQuery, "token=") {
-		if t := r.URL.Query().Get("token"); t != "" {
-			return t
-		}
+		q = r.URL.Query()
 	}
-	if t := r.Header.Get("X-Consul-Token"); t != "" {
-		return t
-	}
-	scheme, value, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "bearer") {
-		return ""
-	}
-	// A bearer token has no spaces: the first word after the scheme.
-	if f := strings.Fields(value); len(f) > 0 {
-		return f[0]
-	}
-	return ""
+	return acl.RequestSecret(q, r.Header)
 }

@@ -18,6 +18,18 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
+// ACLConfig is what a server needs of the agent's acl block: deciding
+// requests is the HTTP layer's (package acl over the replicated tables).
+type ACLConfig struct {
+	// Enabled: each leader, at the start of its term, writes the builtin
+	// policies and the anonymous token.
+	Enabled bool
+	// InitialManagement is acl.tokens.initial_management: the leader writes
+	// a management token with this secret, through a bootstrap while one is
+	// allowed.
+	InitialManagement string
+}
+
 // Config builds a Server. Everything a test or the simulator may want to
 // replace (time, transport, stores, IDs, the HTTP round-tripper) is a field;
 // zero values get production defaults in NewServer.
@@ -127,6 +139,10 @@ type Config struct {
 	// broken servers that the simulator's checks must catch; a real server
 	// leaves it nil.
 	Apply fsm.ApplyFunc
+
+	// ACL, when Enabled, makes every new leader write the ACL records
+	// Consul's leader writes (S87); see ACLConfig.
+	ACL ACLConfig
 
 	// Membership, if set, is this server's gossip pool; see Membership.
 	Membership Membership

@@ -100,6 +100,12 @@ func (s *Server) leaderLoop(t *leaderTerm) {
 	default:
 	}
 	s.leader.StartTerm()
+	// The ACL records come before readiness, so no request this leader
+	// decides misses them (S87); they are written through the core, which
+	// does not wait for readiness.
+	if s.cfg.ACL.Enabled && !s.initACL(t) {
+		return
+	}
 	close(t.ready)
 	s.logger.Info("leadership established", "ttl_sessions", s.ttlCount())
 	if s.cfg.AnnounceLeader != nil {
@@ -112,6 +118,41 @@ func (s *Server) leaderLoop(t *leaderTerm) {
 		}
 	}
 	s.reapLoop(t.stop)
+}
+
+// initACL writes the ACL records of a new term (S87), retrying until they
+// are written or the term ends; it reports whether the term goes on.
+func (s *Server) initACL(t *leaderTerm) bool {
+	pause := backoff.New(s.cfg.retryBackoff, 32*s.cfg.retryBackoff)
+	for {
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			select {
+			case <-t.stop:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		refused, err := s.leader.InitACL(ctx, s.cfg.ACL.InitialManagement)
+		cancel()
+		<-stopped
+		for _, r := range refused {
+			// The state decided: retrying cannot help, and the term must
+			// not wait on it.
+			s.logger.Error("an ACL record was refused", "error", r)
+		}
+		if err == nil {
+			s.logger.Info("ACL records written")
+			return true
+		}
+		// The error names what failed, never a secret.
+		s.logger.Warn("writing the ACL records failed; retrying", "error", err)
+		if !s.sleep(pause.Next(), t.stop) {
+			return false
+		}
+	}
 }
 
 func (s *Server) ttlCount() int {
