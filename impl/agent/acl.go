@@ -65,3 +65,39 @@ func (c ACLConfig) httpOptions(dataDir, datacenter, node string, server bool) (h
 	}
 	return opts, nil
 }
+
+// ownTokens are the secrets an agent's own requests to the servers carry
+// (anti-entropy, a gossip-less server's self-registration), chosen as
+// Consul's agent chooses them and read at each request, so a token set
+// through PUT /v1/agent/token is used from the next one. Either func
+// returns "" with ACLs off (the servers then ask nothing), and the
+// anonymous secret when the agent holds no token for it: a request the
+// agent sends itself is never left for the server to decide with a
+// default of its own (S86).
+type ownTokens struct {
+	// agent is for the node's record, the full sync's reads and every
+	// deregistration: acl.tokens.agent, else acl.tokens.default.
+	agent func() string
+	// user is for service and check registrations, which Consul sends
+	// with the token the service was registered with and, since tenure
+	// keeps no per-service token, with acl.tokens.default.
+	user func() string
+}
+
+// ownTokens builds c's ownTokens over tokens, the agent's token store.
+func (c ACLConfig) ownTokens(tokens *httpapi.AgentTokens) ownTokens {
+	if !c.Enabled {
+		none := func() string { return "" }
+		return ownTokens{agent: none, user: none}
+	}
+	orAnonymous := func(s string) string {
+		if s == "" {
+			return acl.AnonymousSecret
+		}
+		return s
+	}
+	return ownTokens{
+		agent: func() string { return orAnonymous(tokens.AgentSecret()) },
+		user:  func() string { return orAnonymous(tokens.Get(httpapi.TokenDefault)) },
+	}
+}

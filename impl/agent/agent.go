@@ -151,7 +151,9 @@ func New(cfg Config) (*Agent, error) {
 		return nil, errors.Join(err, closePool())
 	}
 	cfg.HTTP.ACL = aclOpts
-	cfg.Server.ACL = ServerACL{Enabled: cfg.ACL.Enabled, InitialManagement: cfg.ACL.initialManagement()}
+	own := cfg.ACL.ownTokens(aclOpts.Tokens)
+	cfg.Server.ACL = ServerACL{Enabled: cfg.ACL.Enabled, InitialManagement: cfg.ACL.initialManagement(),
+		AgentToken: own.agent}
 	ln := cfg.Listener
 	switch {
 	case ln == nil && cfg.HTTPSListener != nil:
@@ -231,8 +233,8 @@ func New(cfg Config) (*Agent, error) {
 	// run in process when it has none (a dev server without one). It
 	// starts once the node is registered, so its first full sync finds
 	// the node.
-	own := &ownAPI{}
-	var syncVia rpc.Forwarder = own
+	self := &ownAPI{}
+	var syncVia rpc.Forwarder = self
 	syncAddr := ownAPIAddr
 	if port := serverPort(cfg.Server); port != "" {
 		syncVia, syncAddr = cfg.Forward, port
@@ -248,7 +250,7 @@ func New(cfg Config) (*Agent, error) {
 		// same disk, as Consul keeps them in its data_dir.
 		cfg.Local.DataDir, cfg.Local.Disk = cfg.Server.DataDir, cfg.Server.Disk
 	}
-	local, err := startLocal(ctx, cfg.Local, cfg.Server.NodeName, srv.NodeAddr(), syncVia,
+	local, err := startLocal(ctx, cfg.Local, cfg.Server.NodeName, srv.NodeAddr(), syncVia, own,
 		func() []string { return []string{syncAddr} }, pool, srv.Registered(), logger(cfg.Server.Logger).Named("local"))
 	if err != nil {
 		cancel()
@@ -270,7 +272,7 @@ func New(cfg Config) (*Agent, error) {
 		httpapi.LocalOptions{Datacenter: cfg.HTTP.Datacenter, Logger: cfg.HTTP.Logger, Reload: cfg.Reload, Node: cfg.Server.NodeName,
 			ACL: aclOpts, Authorize: httpapi.LocalAuthorize(srv, aclOpts)}), srv, registerWait)
 	api = httpapi.WithACLHeader(aclOpts, api)
-	own.h.Store(&api)
+	self.h.Store(&api)
 	// Requests forwarded to the server port run the server's API. The
 	// agent-local endpoints are not among them: an agent answers those
 	// itself and never forwards them.

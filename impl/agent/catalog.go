@@ -38,7 +38,10 @@ type apiCatalog struct {
 	// override, check intervals) from the agent's own state, so that a full
 	// sync compares only what the catalog keeps and does not rewrite an
 	// unchanged entry every period.
-	local   func() *local.State
+	local func() *local.State
+	// tokens are what each request carries (ownTokens); the zero value,
+	// for ACLs off, carries none.
+	tokens  ownTokens
 	timeout time.Duration
 }
 
@@ -69,24 +72,24 @@ func (c *apiCatalog) Register(node string, svc *local.Service, checks []local.Ch
 		body.Checks = append(body.Checks, &catalogwire.Check{Node: node, CheckID: ch.CheckID, Name: ch.Name,
 			Status: model.Health(ch.Status), Notes: ch.Notes, Output: ch.Output, ServiceID: ch.ServiceID, Type: ch.Type})
 	}
-	return c.write("/v1/catalog/register", body)
+	return c.write("/v1/catalog/register", body, c.tokens.user)
 }
 
 // RegisterNode implements local.NodeCatalog: the node's record alone,
 // without SkipNodeUpdate, so it replaces what the catalog has (S62).
 func (c *apiCatalog) RegisterNode(node string, info local.NodeInfo) error {
 	return c.write("/v1/catalog/register", catalogwire.Register{ID: info.ID, Node: node, Address: c.address,
-		TaggedAddresses: info.TaggedAddresses, NodeMeta: info.Meta})
+		TaggedAddresses: info.TaggedAddresses, NodeMeta: info.Meta}, c.tokens.agent)
 }
 
 // DeregisterService implements local.Catalog.
 func (c *apiCatalog) DeregisterService(node, id string) error {
-	return c.write("/v1/catalog/deregister", catalogwire.Deregister{Node: node, ServiceID: id})
+	return c.write("/v1/catalog/deregister", catalogwire.Deregister{Node: node, ServiceID: id}, c.tokens.agent)
 }
 
 // DeregisterCheck implements local.Catalog.
 func (c *apiCatalog) DeregisterCheck(node, id string) error {
-	return c.write("/v1/catalog/deregister", catalogwire.Deregister{Node: node, CheckID: id})
+	return c.write("/v1/catalog/deregister", catalogwire.Deregister{Node: node, CheckID: id}, c.tokens.agent)
 }
 
 // NodeServices implements local.Catalog.
@@ -149,12 +152,13 @@ func (c *apiCatalog) NodeChecks(node string) ([]local.Check, error) {
 	return ans, nil
 }
 
-func (c *apiCatalog) write(path string, body any) error {
+// write sends body to path with the token token returns.
+func (c *apiCatalog) write(path string, body any, token func() string) error {
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", path, err)
 	}
-	status, out, err := c.do(http.MethodPut, path, buf)
+	status, out, err := c.do(http.MethodPut, path, buf, token)
 	if err != nil {
 		return err
 	}
@@ -164,8 +168,9 @@ func (c *apiCatalog) write(path string, body any) error {
 	return nil
 }
 
+// read is a GET of path with the agent token, as Consul's full sync reads.
 func (c *apiCatalog) read(path string, into any) error {
-	status, out, err := c.do(http.MethodGet, path, nil)
+	status, out, err := c.do(http.MethodGet, path, nil, c.tokens.agent)
 	if err != nil {
 		return err
 	}
@@ -192,14 +197,18 @@ func answerError(path string, status int, body []byte) error {
 }
 
 // do sends one request to the first server that answers.
-func (c *apiCatalog) do(method, path string, body []byte) (int, []byte, error) {
+func (c *apiCatalog) do(method, path string, body []byte, token func() string) (int, []byte, error) {
 	servers := c.servers()
 	if len(servers) == 0 {
 		return 0, nil, errNoServers
 	}
+	secret := ""
+	if token != nil {
+		secret = token()
+	}
 	var errs []error
 	for _, addr := range servers {
-		status, out, err := c.once(addr, method, path, body)
+		status, out, err := c.once(addr, method, path, body, secret)
 		if err == nil {
 			return status, out, nil
 		}
@@ -208,10 +217,10 @@ func (c *apiCatalog) do(method, path string, body []byte) (int, []byte, error) {
 	return 0, nil, errors.Join(errs...)
 }
 
-func (c *apiCatalog) once(addr, method, path string, body []byte) (int, []byte, error) {
+func (c *apiCatalog) once(addr, method, path string, body []byte, secret string) (int, []byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	req := &rpc.Request{Origin: rpc.Origin{Node: c.node}, Method: method, URI: path, Body: body}
+	req := &rpc.Request{Origin: rpc.Origin{Node: c.node, Token: secret}, Method: method, URI: path, Body: body}
 	if body != nil {
 		req.Header = http.Header{"Content-Type": {"application/json"}}
 	}

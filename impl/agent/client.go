@@ -159,7 +159,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.Local.DataDir == "" {
 		cfg.Local.DataDir, cfg.Local.Disk = cfg.DataDir, cfg.Disk
 	}
-	local, err := startLocal(ctx, cfg.Local, cfg.NodeName, pool.Local().IP, fwd, servers, pool,
+	local, err := startLocal(ctx, cfg.Local, cfg.NodeName, pool.Local().IP, fwd, cfg.ACL.ownTokens(aclOpts.Tokens), servers, pool,
 		serverKnown(ctx, servers, 200*time.Millisecond), log.Named("local"))
 	if err != nil {
 		cancel()

@@ -28,7 +28,7 @@ type localAgent struct {
 // ctx ends first). cfg's random and periodic parts (Stagger,
 // Sync.Stagger, Sync.Interval…) are the caller's, so the simulator can pass
 // seeded ones. On error nothing is left running.
-func startLocal(ctx context.Context, cfg local.Config, node, nodeAddr string, fwd rpc.Forwarder,
+func startLocal(ctx context.Context, cfg local.Config, node, nodeAddr string, fwd rpc.Forwarder, tokens ownTokens,
 	servers func() []string, pool *gossip.Pool, ready <-chan struct{}, log hclog.Logger) (*localAgent, error) {
 	cfg.Node = node
 	if cfg.Logger == nil {
@@ -40,7 +40,8 @@ func startLocal(ctx context.Context, cfg local.Config, node, nodeAddr string, fw
 	if cfg.Sync.OnError == nil {
 		cfg.Sync.OnError = func(err error) { log.Warn("anti-entropy sync failed", "error", err) }
 	}
-	cat := &apiCatalog{node: node, address: nodeAddr, fwd: fwd, servers: servers, timeout: catalogTimeout}
+	cat := &apiCatalog{node: node, address: nodeAddr, fwd: fwd, servers: servers, tokens: tokens,
+		timeout: catalogTimeout}
 	la := local.NewAgent(cfg, cat)
 	cat.local = la.State
 	if err := la.Restore(); err != nil {

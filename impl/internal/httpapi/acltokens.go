@@ -109,6 +109,17 @@ func (t *AgentTokens) Get(name string) string {
 	return t.tokens[name]
 }
 
+// AgentSecret is the token the agent's own requests carry where Consul's
+// agent uses its agent token (its node's record, anti-entropy's reads and
+// deletions): acl.tokens.agent, else acl.tokens.default; "" when neither is
+// set.
+func (t *AgentTokens) AgentSecret() string {
+	if s := t.Get(TokenAgent); s != "" {
+		return s
+	}
+	return t.Get(TokenDefault)
+}
+
 // set replaces a token as the API does and, with persistence, writes every
 // API-set token to the file before it answers, so a restart keeps it. On a
 // failed write the token is not changed.

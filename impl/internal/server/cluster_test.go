@@ -90,6 +90,7 @@ func (c *testCluster) start(i int, peers []Peer) {
 		NodeName: nd.name, HTTPAddr: nd.name + ".http", Clock: c.clock,
 		Transport: nd.trans, LogStore: nd.logs, StableStore: nd.logs, SnapshotStore: nd.snaps,
 		tuneRaft: fastRaft, Peers: peers, Forward: c.router,
+		ACL: ACLConfig{AgentToken: func() string { return "agent-of-" + nd.name }},
 	}
 	if c.pool != nil {
 		cfg.Membership = c.pool.view()
@@ -203,6 +204,8 @@ type catalogRouter struct {
 	mu      sync.Mutex
 	servers map[string]*Server
 	calls   int
+	// tokens are the origin node and token of every register sent.
+	tokens [][2]string
 }
 
 func (r *catalogRouter) set(addr string, s *Server) {
@@ -219,6 +222,7 @@ func (r *catalogRouter) Forward(ctx context.Context, addr string, req *rpc.Reque
 	r.mu.Lock()
 	srv := r.servers[addr]
 	r.calls++
+	r.tokens = append(r.tokens, [2]string{req.Origin.Node, req.Origin.Token})
 	r.mu.Unlock()
 	if srv == nil {
 		return nil, fmt.Errorf("dial %s: connection refused", addr)

@@ -28,6 +28,13 @@ type ACLConfig struct {
 	// a management token with this secret, through a bootstrap while one is
 	// allowed.
 	InitialManagement string
+	// AgentToken is the secret this server's own registration carries
+	// when it is sent to the leader as a request (a follower without
+	// gossip, selfreg.go): the agent's acl.tokens.agent, else its default,
+	// else anonymous, read at each send so a token set later through the
+	// API is used from the next one. nil sends none, which the leader
+	// decides as anonymous.
+	AgentToken func() string
 }
 
 // Config builds a Server. Everything a test or the simulator may want to

@@ -329,10 +329,17 @@ func TestFollowersRegisterThemselvesWithoutGossip(t *testing.T) {
 	c := newTestClusterOf(t, 3, nil)
 	c.waitRegistered()
 	c.router.mu.Lock()
-	calls := c.router.calls
+	calls, tokens := c.router.calls, c.router.tokens
 	c.router.mu.Unlock()
 	if calls == 0 {
 		t.Fatal("no follower registered itself through the leader's catalog API")
+	}
+	// Each carries its agent's own token, read as it is sent, which the
+	// leader decides it with when ACLs are on.
+	for _, nt := range tokens {
+		if nt[1] != "agent-of-"+nt[0] {
+			t.Errorf("%s's registration carried token %q", nt[0], nt[1])
+		}
 	}
 	c.read(c.leader(), func(st *model.State) {
 		for _, nd := range c.nodes {

@@ -160,7 +160,11 @@ func (s *Server) registerVia(ctx context.Context, addr string, reg model.Registe
 	if err != nil {
 		return fmt.Errorf("register self via %s: %w", addr, err)
 	}
-	resp, err := s.forward.Forward(ctx, addr, &rpc.Request{Origin: rpc.Origin{Node: s.cfg.NodeName, Forwarded: true},
+	origin := rpc.Origin{Node: s.cfg.NodeName, Forwarded: true}
+	if s.cfg.ACL.AgentToken != nil {
+		origin.Token = s.cfg.ACL.AgentToken()
+	}
+	resp, err := s.forward.Forward(ctx, addr, &rpc.Request{Origin: origin,
 		Method: http.MethodPut, URI: "/v1/catalog/register", Header: http.Header{"Content-Type": {"application/json"}},
 		Body: body})
 	if err != nil {
