@@ -14,5 +14,9 @@
 //
 // Everything that waits uses the injected Clock, and all HTTP goes through
 // the *http.Client of the api.Config handed to NewClient, so a simulator can
-// run the recipes on virtual time over a simulated network.
+// run the recipes on virtual time over a simulated network. The ACL token
+// is the api.Config's (Token, TokenFile, or CONSUL_HTTP_TOKEN through
+// api.DefaultConfig): every request, raw ones included, carries it, so a
+// lock needs a token with key:write on its key and session:write on the
+// agent's node, and a refusal is the 403 Consul answers, in the error.
 package recipe

@@ -82,6 +82,11 @@ type options struct {
 	prefix     string
 	child      []string
 	lockConfig *api.Config
+	// token and tokenFile are consul lock's ACL flags; empty ones leave
+	// what api.DefaultConfig read from CONSUL_HTTP_TOKEN and
+	// CONSUL_HTTP_TOKEN_FILE. api.NewClient ranks them as Consul's CLI
+	// does: -token-file, -token, CONSUL_HTTP_TOKEN_FILE, CONSUL_HTTP_TOKEN.
+	token, tokenFile string
 	// tls are consul lock's HTTPS flags; empty ones leave what
 	// api.DefaultConfig read from CONSUL_CACERT, CONSUL_CAPATH,
 	// CONSUL_CLIENT_CERT, CONSUL_CLIENT_KEY and CONSUL_TLS_SERVER_NAME.
@@ -102,6 +107,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.lockDelay, "lock-delay", 15*time.Second, "session lock-delay (0 for none)")
 	fs.StringVar(&o.name, "name", "", "session name (default derived from the command)")
 	fs.StringVar(&o.httpAddr, "http-addr", "", "agent address, https:// for HTTPS (default CONSUL_HTTP_ADDR, else 127.0.0.1:8500)")
+	fs.StringVar(&o.token, "token", "", "ACL token for every request (default CONSUL_HTTP_TOKEN, else the agent's default token)")
+	fs.StringVar(&o.tokenFile, "token-file", "", "file holding the ACL token; wins over -token (default CONSUL_HTTP_TOKEN_FILE)")
 	fs.StringVar(&o.tls.CAFile, "ca-file", "", "CA certificate file for HTTPS (default CONSUL_CACERT)")
 	fs.StringVar(&o.tls.CAPath, "ca-path", "", "directory of CA certificates for HTTPS (default CONSUL_CAPATH)")
 	fs.StringVar(&o.tls.CertFile, "client-cert", "", "client certificate file for HTTPS (default CONSUL_CLIENT_CERT)")
@@ -146,7 +153,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 		o.lockConfig.Address = o.httpAddr
 	}
 	t := &o.lockConfig.TLSConfig
-	for _, f := range []struct{ flag, dst *string }{{&o.tls.CAFile, &t.CAFile}, {&o.tls.CAPath, &t.CAPath},
+	for _, f := range []struct{ flag, dst *string }{{&o.token, &o.lockConfig.Token}, {&o.tokenFile, &o.lockConfig.TokenFile}, {&o.tls.CAFile, &t.CAFile}, {&o.tls.CAPath, &t.CAPath},
 		{&o.tls.CertFile, &t.CertFile}, {&o.tls.KeyFile, &t.KeyFile}, {&o.tls.Address, &t.Address}} {
 		if *f.flag != "" {
 			*f.dst = *f.flag
@@ -210,8 +217,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if o.httpAddr != "" {
 		env = append(env, "CONSUL_HTTP_ADDR="+o.httpAddr)
 	}
-	// So is its HTTPS: the flags given become the child's environment.
-	for _, f := range []struct{ name, v string }{{"CONSUL_CACERT", o.tls.CAFile}, {"CONSUL_CAPATH", o.tls.CAPath},
+	// So are its HTTPS and its ACL token: the flags given become the
+	// child's environment.
+	for _, f := range []struct{ name, v string }{{"CONSUL_HTTP_TOKEN", o.token}, {"CONSUL_HTTP_TOKEN_FILE", o.tokenFile}, {"CONSUL_CACERT", o.tls.CAFile}, {"CONSUL_CAPATH", o.tls.CAPath},
 		{"CONSUL_CLIENT_CERT", o.tls.CertFile}, {"CONSUL_CLIENT_KEY", o.tls.KeyFile}, {"CONSUL_TLS_SERVER_NAME", o.tls.Address}} {
 		if f.v != "" {
 			env = append(env, f.name+"="+f.v)
