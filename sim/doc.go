@@ -93,6 +93,21 @@
 // observations record the queries an entry deleted and any left bound to a
 // gone session.
 //
+// ACLs: a seeded run with workload.Config.ACL (TestSeeds -acl) runs every
+// agent with ACLs on and default deny; the servers write a management
+// token (the seed draws every secret) and, before the clients start, each
+// client gets a token of its own through the API with the least it needs
+// (write on its group's lock key and the plain keys, session and node
+// write on its agent's node, its prepared queries). Now and then a client
+// tries what its token does not allow (a key no rule names, another
+// group's key, a session on a server's node: workload/acl.go). The header
+// records the setup and each call its token, and the acl-enforced check
+// decides every applied request, returned key and applied acquire again
+// with package acl over tables built from the header (checks/acl.go). An
+// ACL refusal says nothing about the state, so the linearizability
+// history leaves 403s out. The agents use the management token as their
+// own, so anti-entropy is never refused.
+//
 // Imports flow one way: core ← workload, recipes ← checks ← sim's tests.
 // A driver owns only what differs: its clients, which client a client
 // fault hits (core.ClientFaults), its schedule plan and its bounds.

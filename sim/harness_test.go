@@ -35,6 +35,7 @@ var (
 	flagResults  = flag.String("results", "", "append one JSON line per seed of TestSeeds to this file (sim/internal/seedlog)")
 	flagTradeSVG = flag.String("tradeoff-svg", "", "write TestSeeds' trade-off table to this file as an SVG plot as well")
 	flagProcs    = flag.Int("procs", 1, "GOMAXPROCS while TestSeeds runs (1: a seed replays exactly; 0: leave Go's default)")
+	flagACL      = flag.Bool("acl", false, "run with ACLs on: default deny, a least-privilege token per client (workload.Config.ACL)")
 	flagBreak    = flag.String("break", "", "run TestSeeds on one of TestTeeth's deliberately broken servers, to see what a failure looks like (-break list names them)")
 )
 
@@ -62,13 +63,15 @@ func configFromFlags(t *testing.T, seed uint64) workload.Config {
 		t.Fatal(err)
 	}
 	cfg := workload.DefaultConfig(seed)
-	cfg.Servers, cfg.Duration, cfg.Faults = *flagNodes, *flagDuration, kinds
+	cfg.Servers, cfg.Duration, cfg.Faults, cfg.ACL = *flagNodes, *flagDuration, kinds, *flagACL
 	if *flagBreak != "" {
 		v, err := brokenServer(*flagBreak)
 		if err != nil {
 			t.Fatal(err)
 		}
 		cfg.Variant = v
+		// A broken ACL server breaks nothing without ACLs.
+		cfg.ACL = cfg.ACL || v.ACL != nil
 	}
 	return cfg
 }
@@ -107,6 +110,9 @@ func replayCommand(cfg workload.Config) string {
 	cmd := fmt.Sprintf("go test ./sim -run 'TestSeeds$' -seed %d -nodes %d -duration %v -faults %s", cfg.Seed, cfg.Servers, cfg.Duration, f)
 	if cfg.Variant != nil {
 		cmd += " -break " + cfg.Variant.Name
+	}
+	if cfg.ACL {
+		cmd += " -acl"
 	}
 	return cmd
 }

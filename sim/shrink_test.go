@@ -50,6 +50,8 @@ type shrunkRun struct {
 	Groups          []workload.LockGroup `json:"groups,omitempty"`
 	ClientsPerGroup int                  `json:"clients_per_group,omitempty"`
 	MaxTTL          time.Duration        `json:"max_ttl,omitempty"`
+	// ACL: the run had ACLs on (workload.Config.ACL).
+	ACL bool `json:"acl,omitempty"`
 }
 
 // failsWith reports whether cfg fails check in every one of runs reruns,
@@ -137,7 +139,7 @@ func shrinkRun(t *testing.T, res *workload.Result, failed string) shrunk {
 	fromClients := len(res.Header.Clients)
 	cfg, more := shrinkClients(cfg, groups, fails)
 	sc := shrunkRun{Seed: cfg.Seed, Nodes: cfg.Servers, Duration: cfg.Duration, Check: failed, From: len(from), FromClients: fromClients,
-		Schedule: least, Faults: cfg.Faults, Groups: cfg.Groups, ClientsPerGroup: cfg.ClientsPerGroup, MaxTTL: cfg.MaxTTL}
+		Schedule: least, Faults: cfg.Faults, Groups: cfg.Groups, ClientsPerGroup: cfg.ClientsPerGroup, MaxTTL: cfg.MaxTTL, ACL: cfg.ACL}
 	if cfg.Variant != nil {
 		sc.Break = cfg.Variant.Name
 	}
@@ -204,6 +206,7 @@ func readScenario(path string) (workload.Config, shrunkRun, error) {
 	if sc.MaxTTL > 0 {
 		cfg.MaxTTL = sc.MaxTTL
 	}
+	cfg.ACL = sc.ACL
 	if sc.Break != "" {
 		if cfg.Variant, err = brokenServer(sc.Break); err != nil {
 			return workload.Config{}, sc, err

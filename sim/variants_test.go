@@ -51,6 +51,11 @@ var lockDelayIgnored = &core.Variant{Name: "lock-delay-ignored", Clock: func(c *
 	}
 }}
 
+// aclNotEnforced: the servers allow what no rule names, while the run's
+// header (and the acl-enforced check) says they deny it: a server whose
+// enforcement is off for everything the clients' tokens do not mention.
+var aclNotEnforced = &core.Variant{Name: "acl-not-enforced", ACL: func(c *agent.ACLConfig) { c.DefaultPolicy = "allow" }}
+
 // ttlNotRearmed: a new leader arms its TTL book a century ahead, as if it
 // kept no timers for the sessions it inherited; creates and renews under it
 // still arm normally.
@@ -419,6 +424,14 @@ func teethCases() []teethCase {
 				cfg.Schedule = append(cfg.Schedule, core.Fault{ID: i + 1, Kind: core.FaultPowerLoss,
 					At: time.Duration(8+15*i) * time.Second, Dur: 3 * time.Second, Pick: uint64(i)})
 			}
+			return cfg
+		}},
+		// The clients' forbidden attempts (a write and a lock of a key no
+		// rule names, a read of another group's key, a session on a
+		// server's node) are applied.
+		{aclNotEnforced, checks.CheckACLEnforced, func(seed uint64) workload.Config {
+			cfg := calmConfig(seed)
+			cfg.ACL = true
 			return cfg
 		}},
 		{ttlNotRearmed, checks.CheckLiveness, func(seed uint64) workload.Config {

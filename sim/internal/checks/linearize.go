@@ -226,6 +226,11 @@ func historyOp(op *Op) (linearizability.Op, bool) {
 	if op.Ret != nil && op.Ret.Outcome == core.OutNotApplied {
 		return out, false // it had no effect and answered nothing
 	}
+	if op.Ret != nil && op.Ret.Outcome == core.OutFail && op.Ret.Status == 403 {
+		// An ACL refusal is decided before the state is read, so it says
+		// nothing about it (acl-enforced judges it).
+		return out, false
+	}
 	if op.Ret == nil || op.Ret.Outcome == core.OutUnknown {
 		out.Unknown = true
 		out.Return = out.Call

@@ -34,6 +34,7 @@ const (
 	CheckAgentWritten    = "agent-node-record-written"
 	CheckStopsOnSync     = "stops-on-failed-fsync"
 	CheckRejoins         = "rejoins-after-power-loss"
+	CheckACLEnforced     = "acl-enforced"
 )
 
 // runKind is a set of the kinds of run a check applies to.
@@ -105,6 +106,8 @@ var registry = []check{
 		SeededRun, seeded(checkAgentRecord)},
 	{CheckAgentWritten, []string{"S63"}, "every client agent's node record is in the most advanced server's final state once nothing blocked the agent for Bounds' election, anti-entropy retry and slack", "agents due a record",
 		SeededRun, seeded(checkAgentRecordWritten)},
+	{CheckACLEnforced, []string{"S84", "S85"}, "with ACLs on, no request is applied, no acquire takes effect and no read returns a key that its token, decided again by package acl over the run's ACL tables, did not allow", "applied requests and acquires of ACL runs",
+		SeededRun, seeded(checkACLEnforced)},
 	{CheckLiveness, []string{"S14", "S19", "S21", "S10", "S12"}, "once faults heal, dead owners' sessions go and free keys can be acquired, within Bounds", "sessions and keys due after the heal",
 		SeededRun, seeded(checkLiveness)},
 	{CheckRecipeExclusive, []string{"S49", "S50"}, "the fenced resource never serves two leaders at once", "accepted writes",

@@ -95,6 +95,8 @@ type Cluster struct {
 	applied   uint64
 	// seed draws the client agents' anti-entropy and check staggers.
 	seed uint64
+	// acl is the run's ACL setup, nil with ACLs off.
+	acl *ACLSetup
 }
 
 // simTransport is an HTTP transport whose connections travel on the
@@ -107,8 +109,8 @@ func SimTransport(n *simnet.Network, from string) *http.Transport {
 
 // NewCluster boots the servers names (and, with gossip, the client agents
 // agents, once the servers run).
-func NewCluster(n *simnet.Network, rec *Recorder, seed uint64, names []string, clocks map[string]ClockSkew, v *Variant, withGossip bool, agents []string) (*Cluster, error) {
-	c := &Cluster{net: n, rec: rec, variant: v, seed: seed}
+func NewCluster(n *simnet.Network, rec *Recorder, seed uint64, names []string, clocks map[string]ClockSkew, v *Variant, withGossip bool, agents []string, acl *ACLSetup) (*Cluster, error) {
+	c := &Cluster{net: n, rec: rec, variant: v, seed: seed, acl: acl}
 	if withGossip {
 		c.gossip = newGossipNames(append(slices.Clone(names), agents...))
 		for _, a := range agents {
@@ -223,7 +225,7 @@ func (c *Cluster) Start(s *server) error {
 			c.appliedMu.Unlock()
 		},
 	}
-	cfg := agent.Config{Server: srvCfg, Local: c.agentLocal(name)}
+	cfg := agent.Config{Server: srvCfg, Local: c.agentLocal(name), ACL: c.aclConfig(true)}
 	if c.variant != nil {
 		cfg.AdjustServer = c.variant.Config
 	}
@@ -540,6 +542,25 @@ func SortedMapKeys[V any](m map[string]V) []string {
 	return slices.Sorted(maps.Keys(m))
 }
 
+// aclConfig is an agent's acl block in a run with ACLs on (the zero
+// value, ACLs off, otherwise): the run's default policy, and the
+// management token as the agent's own, so that anti-entropy is never
+// refused; a server also writes it as the initial management token, and
+// a variant may adjust a server's block.
+func (c *Cluster) aclConfig(server bool) agent.ACLConfig {
+	if c.acl == nil {
+		return agent.ACLConfig{}
+	}
+	cfg := agent.ACLConfig{Enabled: true, DefaultPolicy: c.acl.DefaultPolicy, Tokens: map[string]string{"agent": c.acl.Management}}
+	if server {
+		cfg.Tokens["initial_management"] = c.acl.Management
+		if c.variant != nil && c.variant.ACL != nil {
+			c.variant.ACL(&cfg)
+		}
+	}
+	return cfg
+}
+
 // Variant is a deliberately broken server, for the teeth tests. Variants are
 // built in test code only; the runner just applies them.
 type Variant struct {
@@ -554,6 +575,9 @@ type Variant struct {
 	// Disk, if set, is what a server's storage makes of its disk (called
 	// at every start): a storage layer that ignores a failed fsync, say.
 	Disk func(node string, d *simdisk.Disk) disk.FS
+	// ACL, if set, adjusts each server's acl block in a run with ACLs on:
+	// a server that does not enforce what the run's header says.
+	ACL func(*agent.ACLConfig)
 }
 
 // gossipTiming is the memberlist adjustment the agent on node gets.

@@ -48,7 +48,7 @@ func Start(hdr RunHeader, v *Variant, netTrace, withGossip bool) (*Base, error) 
 	}
 	b := &Base{Net: network, Rec: rec, Hdr: hdr}
 	rec.Add(Event{Kind: KindRun, Run: &b.Hdr})
-	if b.Cl, err = NewCluster(network, rec, hdr.Seed, hdr.Servers, hdr.Clocks, v, withGossip, hdr.Agents); err != nil {
+	if b.Cl, err = NewCluster(network, rec, hdr.Seed, hdr.Servers, hdr.Clocks, v, withGossip, hdr.Agents, hdr.ACL); err != nil {
 		network.Close()
 		return nil, err
 	}

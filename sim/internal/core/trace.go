@@ -89,6 +89,30 @@ type RunHeader struct {
 	Groups map[string]GroupInfo `json:"groups"`
 	// Variant names a deliberately broken server, "" for the real one.
 	Variant string `json:"variant,omitempty"`
+	// ACL, if set, is a run with ACLs on: what the servers enforce and
+	// the tokens the clients are given (nil: ACLs off).
+	ACL *ACLSetup `json:"acl,omitempty"`
+}
+
+// ACLSetup is the ACL configuration of a run: the servers' default policy,
+// the initial management token they write, and each client's token with
+// the rules of its one policy, created through the API before the clients
+// start. The acl-enforced check re-decides the clients' requests from it.
+type ACLSetup struct {
+	DefaultPolicy string `json:"default_policy"`
+	// Management is the initial management token's secret; the sim's own
+	// clients (prober, final reads, the resources' sequencer checks) and
+	// the client agents use it.
+	Management string `json:"management"`
+	// Tokens are the clients' tokens, by client name.
+	Tokens map[string]ACLToken `json:"tokens"`
+}
+
+// ACLToken is one client's token and the rules of its policy.
+type ACLToken struct {
+	AccessorID string `json:"accessor_id"`
+	SecretID   string `json:"secret_id"`
+	Rules      string `json:"rules"`
 }
 
 // ClientInfo names a client, its session group and the agent it talks to
@@ -151,6 +175,8 @@ type Call struct {
 	KV     *model.KVOp          `json:"kv,omitempty"`
 	Txn    []model.KVOp         `json:"txn,omitempty"`
 	Query  *model.PreparedQuery `json:"query,omitempty"`
+	// Token is the ACL secret the request carried ("" for none).
+	Token string `json:"token,omitempty"`
 	// ClientTime is the client's own clock at the call; its TTL belief uses it.
 	ClientTime time.Time `json:"client_time"`
 }

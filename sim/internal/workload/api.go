@@ -35,6 +35,9 @@ type ApiClient struct {
 	// for that node leaves Node out of the body, so that the agent's
 	// default fills it in (the trace keeps the node it must come to).
 	AgentNode string
+	// Token is the ACL secret every request carries as X-Consul-Token
+	// ("" for none), recorded in each call.
+	Token string
 }
 
 // noLeaderBody is the server's answer to a request no leader took
@@ -96,6 +99,7 @@ func (c *ApiClient) server() string { return c.Servers[c.Agent%len(c.Servers)] }
 func (c *ApiClient) do(call core.Call, method, path string, body []byte, decode func(status int, h http.Header, b []byte, ret *core.Ret) error) *core.Ret {
 	call.Op = c.Rec.NextOp()
 	call.Server = c.server()
+	call.Token = c.Token
 	if c.Clock != nil {
 		call.ClientTime = c.Clock.Now()
 	}
@@ -110,6 +114,9 @@ func (c *ApiClient) do(call core.Call, method, path string, body []byte, decode 
 	if err != nil {
 		ret.Err = err.Error()
 		return ret
+	}
+	if c.Token != "" {
+		req.Header.Set("X-Consul-Token", c.Token)
 	}
 	resp, err := c.Http.Do(req)
 	if err != nil {

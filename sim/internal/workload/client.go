@@ -48,6 +48,11 @@ type Worker struct {
 	// runs on, and so does its TTL check's clock.
 	agentAlive bool
 
+	// acl draws the forbidden attempts of a run with ACLs on (nil
+	// otherwise); otherKey is the lock key its token may not read.
+	acl      *aclPlan
+	otherKey string
+
 	mu          sync.Mutex
 	pausedUntil time.Duration
 	dead        bool
@@ -138,6 +143,11 @@ func (w *Worker) isCrashed() bool {
 func (w *Worker) step() {
 	if !w.maybePass() {
 		return
+	}
+	if w.acl != nil {
+		if kind, ok := w.acl.forbidden(); ok {
+			w.forbiddenStep(kind, w.otherKey)
+		}
 	}
 	if w.Session == "" {
 		w.behavior = w.plan.Behavior()

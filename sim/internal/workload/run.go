@@ -36,6 +36,9 @@ type Config struct {
 	Groups []LockGroup
 	// NetTrace records every network message in the trace (large).
 	NetTrace bool
+	// ACL runs the cluster with ACLs on, default deny, and gives each
+	// client a least-privilege token (acl.go).
+	ACL bool
 }
 
 // defaultConfig is what `go test ./sim -seed N` runs.
@@ -131,9 +134,15 @@ func StartEnv(cfg Config) (*Env, error) {
 	}
 	e := &Env{Base: base}
 	rec, network := e.Rec, e.Net
+	if e.Hdr.ACL != nil {
+		if err := createACLTokens(network, rec, e.Hdr); err != nil {
+			e.Close()
+			return nil, err
+		}
+	}
 
 	e.res = core.NewResources(rec, nil)
-	e.res.Check = resourceChecker(rec, network, e.Hdr.Servers)
+	e.res.Check = resourceChecker(rec, network, e.Hdr.Servers, managementToken(e.Hdr))
 	resLn, err := network.Listen(core.ResAddr)
 	if err != nil {
 		e.Close()
@@ -195,6 +204,9 @@ func planRun(cfg Config) core.RunHeader {
 			hdr.Clocks[name] = ck
 		}
 	}
+	if cfg.ACL {
+		hdr.ACL = planACL(cfg.Seed, &hdr)
+	}
 	hdr.Faults = cfg.Schedule
 	if hdr.Faults == nil {
 		hdr.Faults = core.NewSchedule(cfg.Seed, core.SeededSchedule, cfg.Faults, 5*time.Second, cfg.Duration)
@@ -230,22 +242,43 @@ func newWorkers(cfg Config, hdr core.RunHeader, rec *core.Recorder, network *sim
 			stopAt: t0 + cfg.Duration,
 			ModIdx: map[string]uint64{},
 		}
+		if hdr.ACL != nil {
+			w.Api.Token = hdr.ACL.Tokens[ci.Name].SecretID
+			w.acl = newACLPlan(cfg.Seed, ci.Name)
+			w.otherKey = otherGroupKey(hdr, ci.Group)
+		}
 		out = append(out, w)
 	}
 	return out
 }
 
+// managementToken is the run's management secret, "" with ACLs off.
+func managementToken(hdr core.RunHeader) string {
+	if hdr.ACL == nil {
+		return ""
+	}
+	return hdr.ACL.Management
+}
+
+// otherGroupKey is the lock key of the group after group, in name order:
+// one a client of group may not read.
+func otherGroupKey(hdr core.RunHeader, group string) string {
+	names := core.SortedMapKeys(hdr.Groups)
+	i := slices.Index(names, group)
+	return hdr.Groups[names[(i+1)%len(names)]].Key
+}
+
 // resourceChecker asks the cluster, with a check-sequencer txn, whether a
 // sequencer is valid. Each key gets its own recorded client, so checks on
 // different keys may overlap without making one client's ops concurrent.
-func resourceChecker(rec *core.Recorder, network *simnet.Network, servers []string) core.SequencerChecker {
+func resourceChecker(rec *core.Recorder, network *simnet.Network, servers []string, token string) core.SequencerChecker {
 	var mu sync.Mutex
 	clients := map[string]*ApiClient{}
 	return func(ctx context.Context, seq model.Sequencer) error {
 		mu.Lock()
 		c := clients[seq.Key]
 		if c == nil {
-			c = &ApiClient{Name: core.ResNode + "/" + seq.Key, Rec: rec, Http: &http.Client{Transport: core.SimTransport(network, core.ResNode)}, Servers: servers, Timeout: 3 * time.Second}
+			c = &ApiClient{Name: core.ResNode + "/" + seq.Key, Rec: rec, Http: &http.Client{Transport: core.SimTransport(network, core.ResNode)}, Servers: servers, Timeout: 3 * time.Second, Token: token}
 			clients[seq.Key] = c
 		}
 		mu.Unlock()
@@ -292,7 +325,7 @@ func noteExclusions(cl *core.Cluster, rec *core.Recorder, workers []*Worker, hdr
 // probe acquires every group key with a fresh session (no checks, no
 // lock-delay), retrying until it succeeds or the liveness bound has passed.
 func probe(rec *core.Recorder, network *simnet.Network, hdr core.RunHeader) {
-	c := &ApiClient{Name: core.ProberClient, Rec: rec, Http: &http.Client{Transport: core.SimTransport(network, core.ProberClient)}, Servers: hdr.Servers, Timeout: 5 * time.Second}
+	c := &ApiClient{Name: core.ProberClient, Rec: rec, Http: &http.Client{Transport: core.SimTransport(network, core.ProberClient)}, Servers: hdr.Servers, Timeout: 5 * time.Second, Token: managementToken(hdr)}
 	deadline := rec.Elapsed() + hdr.Bounds.Acquire + 5*time.Second
 	var sid string
 	for sid == "" && rec.Elapsed() < deadline {
@@ -344,7 +377,7 @@ func awaitAgentRecords(cl *core.Cluster, rec *core.Recorder, hdr core.RunHeader,
 
 // finalReads reads every key once more, for the no-lost-writes check.
 func finalReads(rec *core.Recorder, network *simnet.Network, hdr core.RunHeader) {
-	c := &ApiClient{Name: core.FinalClient, Rec: rec, Http: &http.Client{Transport: core.SimTransport(network, core.FinalClient)}, Servers: hdr.Servers, Timeout: 5 * time.Second}
+	c := &ApiClient{Name: core.FinalClient, Rec: rec, Http: &http.Client{Transport: core.SimTransport(network, core.FinalClient)}, Servers: hdr.Servers, Timeout: 5 * time.Second, Token: managementToken(hdr)}
 	keys := append([]string(nil), kvKeys...)
 	for _, name := range core.SortedMapKeys(hdr.Groups) {
 		keys = append(keys, hdr.Groups[name].Key)
