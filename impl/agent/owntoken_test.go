@@ -30,7 +30,7 @@ type ownRequest struct {
 }
 
 func (f *recordingForwarder) Forward(ctx context.Context, addr string, req *rpc.Request) (*rpc.Response, error) {
-	if u, err := url.ParseRequestURI(req.URI); err == nil && strings.HasPrefix(u.Path, "/v1/catalog/") {
+	if u, err := url.ParseRequestURI(req.URI); err == nil && (strings.HasPrefix(u.Path, "/v1/catalog/") || strings.HasPrefix(u.Path, "/v1/health/node/")) {
 		var body struct{ ID string }
 		_ = json.Unmarshal(req.Body, &body)
 		f.mu.Lock()
@@ -116,6 +116,14 @@ service_prefix "" { policy = "write" }`)
 	})
 	rec.await(t, "full-sync read with the agent token", func(r ownRequest) bool {
 		return r.path == "/v1/catalog/node-services/c1" && r.token == agentTok
+	})
+	// A session create waits for the node's registration, which the agent
+	// reads with its own token (S65).
+	if code, body := raw(t, "PUT", "http://"+cl.HTTPAddr()+"/v1/session/create", rootSecret, ""); code != 200 {
+		t.Fatalf("session create through c1: %d %s", code, body)
+	}
+	rec.await(t, "registration read with the agent token", func(r ownRequest) bool {
+		return r.path == "/v1/health/node/c1" && r.token == agentTok
 	})
 
 	// Registrations go with the default token, which c1 does not have

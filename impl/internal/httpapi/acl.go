@@ -157,6 +157,19 @@ func carryToken(req *rpc.Request, opts ACLOptions) {
 	req.Origin.Token = secret
 }
 
+// ownSecret is the token a request the agent sends on its own behalf
+// carries (CONSUL.md §24): acl.tokens.agent, else acl.tokens.default, else
+// the anonymous secret; "" with ACLs off.
+func (o ACLOptions) ownSecret() string {
+	if !o.enabled() {
+		return ""
+	}
+	if s := o.Tokens.AgentSecret(); s != "" {
+		return s
+	}
+	return acl.AnonymousSecret
+}
+
 // LocalAuthorize decides permissions for an agent-local endpoint on an
 // agent that holds the replicated tables (a server): over b's state, with
 // the request's token or the agent's default (S86).

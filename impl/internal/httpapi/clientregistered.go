@@ -41,7 +41,9 @@ func (a *clientAgent) nodePassing(ctx context.Context) bool {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	resp, err := a.opts.Forward.Forward(ctx, servers[0], &rpc.Request{Origin: rpc.Origin{Node: a.opts.Node},
+	// The agent's own read, with its own token: anonymous may not read
+	// the node's checks once health reads are filtered.
+	resp, err := a.opts.Forward.Forward(ctx, servers[0], &rpc.Request{Origin: rpc.Origin{Node: a.opts.Node, Token: a.opts.ACL.ownSecret()},
 		Method: http.MethodGet, URI: "/v1/health/node/" + url.PathEscape(a.opts.Node)})
 	if err != nil {
 		return false
