@@ -51,11 +51,17 @@ func checkACLEnforced(ix *traceIndex) []Violation {
 		return a, nil
 	}
 
-	sessNode := map[string]string{}  // session → its node, from the states
-	sessToken := map[string]string{} // session → the secret that created it
+	sessNode := map[string]string{}        // session → its node, from the states
+	sessGone := map[string]time.Duration{} // session → when a server first removed it
+	sessToken := map[string]string{}       // session → the secret that created it
 	for _, o := range ix.Obs {
 		for _, s := range o.Obs.NewSess {
 			sessNode[s.ID] = s.Node
+		}
+		for _, s := range o.Obs.GoneSess {
+			if _, ok := sessGone[s.ID]; !ok {
+				sessGone[s.ID] = o.At
+			}
 		}
 	}
 	for _, op := range ix.ops {
@@ -72,7 +78,15 @@ func checkACLEnforced(ix *traceIndex) []Violation {
 		if !op.OK() || (op.Call.Req == core.ReqTxn && (op.Ret.Status != 200 || len(op.Ret.TxnErrors) > 0)) {
 			continue
 		}
-		needs := callNeeds(op.Call, sessNode)
+		live := sessNode
+		if id := op.Call.ID; id != "" {
+			if gone, ok := sessGone[id]; ok && gone <= op.CallAt || op.Ret.Status == 404 {
+				// A destroy or renew of a session already gone needs
+				// nothing (S85): the server answers it from the state.
+				live = nil
+			}
+		}
+		needs := callNeeds(op.Call, live)
 		for _, e := range op.Ret.Entries {
 			needs = append(needs, need{acl.ResourceKey, e.Key, acl.AccessRead, false})
 		}

@@ -106,3 +106,27 @@ func TestACLEnforcedFailsForgedHistories(t *testing.T) {
 		})
 	}
 }
+
+// TestACLEnforcedSessionGone: a destroy or renew of a session that is
+// already gone needs no permission (S85), so another client's token may
+// send one; while the session lives, the same destroy is a violation.
+func TestACLEnforcedSessionGone(t *testing.T) {
+	build := func(goneFirst bool) []core.Event {
+		b := aclTB()
+		b.obs(sec(1), "n1", true, core.StateObs{Index: 5, NewSess: []model.Session{{ID: "s7", Node: "n2"}}})
+		at := sec(3)
+		if goneFirst {
+			b.obs(sec(2), "n1", true, core.StateObs{Index: 6, GoneSess: []model.Session{{ID: "s7", Node: "n2"}}})
+		} else {
+			b.obs(sec(4), "n1", true, core.StateObs{Index: 6, GoneSess: []model.Session{{ID: "s7", Node: "n2"}}})
+		}
+		b.op(at, at+sec(0.1), "c1", core.Call{Req: core.ReqDestroy, Token: c1Secret, ID: "s7"}, core.Ret{Status: 200, OK: true})
+		return b.end(sec(5))
+	}
+	if vs, _ := runACL(t, build(true)); len(vs) != 0 {
+		t.Fatalf("destroy of a gone session: %v", vs)
+	}
+	if vs, _ := runACL(t, build(false)); len(vs) != 1 || !strings.Contains(vs[0].Msg, `'session:write' on "n2"`) {
+		t.Fatalf("destroy of a live session on another node: %v", vs)
+	}
+}
