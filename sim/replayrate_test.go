@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"github.com/tenurekv/tenure/sim/internal/workload"
 )
 
 // Flags of TestReplayRate.
@@ -61,4 +63,25 @@ func TestReplayRate(t *testing.T) {
 	}
 	t.Logf("replay rate: %d of %d reruns identical (%.1f%%); %d of %d seeds replayed every time (nodes %d, faults %s, GOMAXPROCS %d; %s)",
 		same, reruns, 100*float64(same)/float64(reruns), seedsAll, n, *flagNodes, *flagFaults, runtime.GOMAXPROCS(0), speedup(virtual, time.Since(start)))
+}
+
+// TestSeedsReplay: at GOMAXPROCS=1 a seed's rerun gives its first run's
+// trace digest, with ACLs off and on. Replaying a seed is what a user of
+// the simulator relies on to look at a failure again; an agent loop that
+// lets Go's select choose among ready events broke it once for every seed
+// (impl/internal/local's Syncer.next). When it fails, TestDiverge shows
+// where the two runs part.
+func TestSeedsReplay(t *testing.T) {
+	prev := runtime.GOMAXPROCS(1)
+	defer runtime.GOMAXPROCS(prev)
+	for _, seed := range []uint64{1, 2} {
+		for _, withACL := range []bool{false, true} {
+			cfg := workload.DefaultConfig(seed)
+			cfg.ACL = withACL
+			first := runSeed(t, cfg).Digest
+			if again := runSeed(t, cfg).Digest; again != first {
+				t.Errorf("seed %d (acl %v): rerun's digest %s, first run's %s", seed, withACL, again, first)
+			}
+		}
+	}
 }

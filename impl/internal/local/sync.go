@@ -158,10 +158,10 @@ func (s *Syncer) run(ctx context.Context) {
 	defer full.Stop()
 	var retry <-chan time.Time
 	for {
-		select {
-		case <-ctx.Done():
+		switch s.next(ctx, full.C, retry) {
+		case eventStop:
 			return
-		case <-full.C:
+		case eventFull:
 			err := s.syncFull()
 			s.report(err)
 			if err != nil {
@@ -169,13 +169,63 @@ func (s *Syncer) run(ctx context.Context) {
 			} else {
 				full.Reset(s.cfg.Interval + s.cfg.Stagger(s.scaled(s.cfg.Interval)))
 			}
-		case <-s.serverUp:
+		case eventServerUp:
 			full.Reset(s.cfg.Stagger(s.scaled(defaultServerUpStagger)))
-		case <-s.st.changeNotices():
+		case eventChange:
 			retry = s.partial(retry)
-		case <-retry:
+		case eventRetry:
 			retry = s.partial(nil)
 		}
+	}
+}
+
+// The loop's events, in the order next takes them when several are ready.
+const (
+	eventStop = iota
+	eventFull
+	eventServerUp
+	eventChange
+	eventRetry
+)
+
+// next waits for the loop's next event. When several are ready at once it
+// takes them in a fixed order (eventStop first): Go's select picks among
+// ready cases at random, and which sync runs first decides every later
+// stagger draw, so a simulated run would not replay its seed.
+func (s *Syncer) next(ctx context.Context, full, retry <-chan time.Time) int {
+	select {
+	case <-ctx.Done():
+		return eventStop
+	default:
+	}
+	select {
+	case <-full:
+		return eventFull
+	default:
+	}
+	select {
+	case <-s.serverUp:
+		return eventServerUp
+	default:
+	}
+	select {
+	case <-s.st.changeNotices():
+		return eventChange
+	default:
+	}
+	// Only one case is ready when a blocked select wakes: the one that
+	// woke it.
+	select {
+	case <-ctx.Done():
+		return eventStop
+	case <-full:
+		return eventFull
+	case <-s.serverUp:
+		return eventServerUp
+	case <-s.st.changeNotices():
+		return eventChange
+	case <-retry:
+		return eventRetry
 	}
 }
 
