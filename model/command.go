@@ -20,6 +20,7 @@ type Command struct {
 	Reap           *Reap           `json:",omitempty"`
 	Query          *QueryOp        `json:",omitempty"`
 	ACL            *ACLOp          `json:",omitempty"`
+	Coordinates    *CoordinateBatch `json:",omitempty"`
 }
 
 // Reap forgets the deleted keys whose deletion index is at most Index: their
@@ -308,6 +309,7 @@ func (c Command) Kind() (string, error) {
 		{c.Reap != nil, "reap"},
 		{c.Query != nil, "query"},
 		{c.ACL != nil, "acl"},
+		{c.Coordinates != nil, "coordinates"},
 	}
 	name := ""
 	for _, k := range kinds {
