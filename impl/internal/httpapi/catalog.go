@@ -181,6 +181,7 @@ func (h *handler) catalogNodes(c *call) error {
 				out = append(out, *h.toNode(n))
 			}
 		}
+		sortNear(s, h.nearParam(c), out, func(n nodeJSON) string { return n.Node }) // near.go
 		return view{index: s.Tables().Nodes, body: out}
 	})
 }

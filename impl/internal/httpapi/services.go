@@ -70,6 +70,7 @@ func (h *handler) catalogService(c *call) error {
 				out = append(out, h.toServiceNode(in))
 			}
 		}
+		sortNear(s, h.nearParam(c), out, func(n serviceNodeJSON) string { return n.Node }) // near.go
 		return view{index: max(s.Tables().Nodes, s.Tables().Services), body: out}
 	})
 }
@@ -126,6 +127,7 @@ func (h *handler) healthService(c *call) error {
 				out = append(out, h.toHealthEntry(s, in))
 			}
 		}
+		sortNear(s, h.nearParam(c), out, func(e healthEntryJSON) string { return e.Node.Node }) // near.go
 		return view{index: max(s.Tables().Nodes, s.Tables().Services, s.Tables().Checks), body: out}
 	})
 }
