@@ -3,8 +3,8 @@ package model
 import (
 	"encoding/binary"
 	"hash/fnv"
-	"math"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 )

@@ -8,7 +8,8 @@ import (
 	"github.com/hashicorp/consul/api"
 	"github.com/hashicorp/serf/coordinate"
 
-	"github.com/tenurekv/tenure/impl/internal/httpapi")
+	"github.com/tenurekv/tenure/impl/internal/httpapi"
+)
 
 // vec8 is an 8-dimensional vector with x in its first component.
 func vec8(x float64) []float64 { return []float64{x, 0, 0, 0, 0, 0, 0, 0} }
