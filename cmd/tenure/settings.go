@@ -359,6 +359,10 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 		RaftAddr: net.JoinHostPort(s.AdvertiseAddr, strconv.Itoa(s.Ports.Server)), TTLMultiplier: s.TTLMultiplier,
 		BootstrapExpect: s.BootstrapExpect, NodeID: s.NodeID,
 	}
+	if s.Dev {
+		// Consul's -dev writes coordinates every 100 ms (S89).
+		srv.CoordinateUpdatePeriod = 100 * time.Millisecond
+	}
 	if s.Bootstrap && !s.Dev {
 		// A raft configuration of this server alone, written only into an
 		// empty data dir, as Consul's bootstrap mode stands down when raft
