@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/http"
-	"strings"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
