@@ -82,6 +82,7 @@ var groups = []group{
 	{"Health", "health_test.go"},
 	{"PreparedQuery", "prepared_query_test.go"},
 	{"Status", "status_test.go"},
+	{"Coordinate", "coordinate_test.go"},
 	{"ACL", "acl_test.go"},
 }
 

@@ -82,7 +82,11 @@ func (s *Server) flushCoordinates() {
 	if period <= 0 {
 		period = defaultCoordinatePeriod
 	}
-	if !s.sleep(period, s.shutdownCh) {
+	// Flushes fall on multiples of the period, as Consul's run on a
+	// fixed cadence, so an update waits up to one period, not always a
+	// whole one.
+	wait := period - time.Duration(s.clock.Now().UnixNano()%int64(period))
+	if !s.sleep(wait, s.shutdownCh) {
 		return
 	}
 	q := &s.coords
