@@ -193,14 +193,19 @@ func (h *handler) coordinateNode(c *call) error {
 	if err := h.coordinatesOff(); err != nil {
 		return err
 	}
-	if err := h.allowed(c, acl.ResourceNode, c.arg, acl.AccessRead); err != nil {
-		return err
-	}
 	q, err := parseQuery(c.query())
 	if err != nil {
 		return err
 	}
 	return h.serveRead(c, q, func(s *model.State) view {
+		// Decided on the state the read is served from, before it blocks.
+		a, err := h.authz(c, s)
+		if err == nil {
+			err = aclFailure(a.Check(acl.ResourceNode, c.arg, acl.AccessRead))
+		}
+		if err != nil {
+			return view{fail: err}
+		}
 		set := s.NodeCoordinates(c.arg)
 		out := []coordinateJSON{}
 		for _, seg := range slices.Sorted(maps.Keys(set)) {
