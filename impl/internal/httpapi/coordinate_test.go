@@ -140,14 +140,15 @@ func TestCoordinateDatacenters(t *testing.T) {
 func TestNearSorting(t *testing.T) {
 	f := newFixture(t)
 	// node-a (the agent) at 0; far at 0.009; mid at 0.004; none has none.
+	webCheck := &api.AgentCheck{CheckID: "web-c", Name: "web-c", ServiceID: "web", Status: "passing"}
 	for _, n := range []string{"far", "mid", "none"} {
 		if _, err := f.client.Catalog().Register(&api.CatalogRegistration{Node: n, Address: "127.0.0.1",
-			Service: &api.AgentService{ID: "web", Service: "web"}}, nil); err != nil {
+			Service: &api.AgentService{ID: "web", Service: "web"}, Check: webCheck}, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if _, err := f.client.Catalog().Register(&api.CatalogRegistration{Node: "node-a", Address: "127.0.0.1",
-		Service: &api.AgentService{ID: "web", Service: "web"}}, nil); err != nil {
+		Service: &api.AgentService{ID: "web", Service: "web"}, Check: webCheck}, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.coordinate("node-a", 0)
@@ -180,6 +181,8 @@ func TestNearSorting(t *testing.T) {
 		{"/v1/catalog/nodes?near=none", "far,mid,node-a,none"},
 		{"/v1/catalog/service/web?near=_agent", "node-a,mid,far,none"},
 		{"/v1/health/service/web?near=mid", "mid,node-a,far,none"},
+		{"/v1/health/state/any?near=far", "far,mid,node-a,node-a,none"},
+		{"/v1/health/checks/web?near=_agent", "node-a,mid,far,none"},
 	} {
 		if got := nodes(c.path); got != c.want {
 			t.Errorf("%s: %s, want %s", c.path, got, c.want)

@@ -140,7 +140,9 @@ func (h *handler) healthChecks(c *call) error {
 		return err
 	}
 	return h.serveArgReadOn(c, "Missing service name", onChecks, func(s *model.State) view {
-		return view{index: s.Tables().Checks, body: toChecks(s, meta.checks(s, s.ServiceChecks(c.arg)))}
+		out := toChecks(s, meta.checks(s, s.ServiceChecks(c.arg)))
+		sortNear(s, h.nearParam(c), out, func(ch checkJSON) string { return ch.Node }) // near.go
+		return view{index: s.Tables().Checks, body: out}
 	})
 }
 
