@@ -100,14 +100,14 @@ func s89Refusals(t *caseT) {
 	t.Equal("coordinate after the refusals", x, 0.002)
 }
 
-// ?near sorts catalog and health reads nearest first, nodes without a
+// ?near sorts catalog, health and check reads nearest first, nodes without a
 // coordinate last in name order; a source without a coordinate sorts
 // nothing.
 func s89Near(t *caseT) {
 	svc := t.ServiceName("near")
 	var nodes []string
 	for _, name := range []string{"a", "b", "c", "d"} {
-		n := t.RegisterNode(name)
+		n := t.RegisterNode(name, checkSpec{"alive", "passing"})
 		t.catalog("register", map[string]any{"Node": n, "Address": "127.0.0.1",
 			"Service": map[string]any{"ID": svc, "Service": svc}})
 		nodes = append(nodes, n)
@@ -145,6 +145,7 @@ func s89Near(t *caseT) {
 		{"/v1/catalog/nodes?near=" + url.QueryEscape(d), []string{a, b, c, d}},
 		{"/v1/catalog/service/" + url.PathEscape(svc) + "?near=" + url.QueryEscape(c), []string{c, b, a, d}},
 		{"/v1/health/service/" + url.PathEscape(svc) + "?near=" + url.QueryEscape(b), []string{b, a, c, d}},
+		{"/v1/health/state/passing?near=" + url.QueryEscape(c), []string{c, b, a, d}},
 	} {
 		t.Equal(q.path, order(q.path), q.want)
 	}
