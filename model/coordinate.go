@@ -143,6 +143,22 @@ func (s *State) NodeCoordinates(node string) map[string]Coord {
 	return out
 }
 
+// CoordinateSets groups every coordinate by node (under the catalog's
+// spelling of its name), then segment: one pass, for a sort that looks up
+// many nodes.
+func (s *State) CoordinateSets() map[string]map[string]Coord {
+	out := map[string]map[string]Coord{}
+	for k, c := range s.coords {
+		set := out[k.Node]
+		if set == nil {
+			set = map[string]Coord{}
+			out[k.Node] = set
+		}
+		set[k.Segment] = c
+	}
+	return out
+}
+
 // SetDistance is the distance between two nodes' coordinate sets as
 // Consul's sorts reckon it: the segment both are compared in is the only
 // segment of one set (the second's winning when both have one), else the

@@ -46,13 +46,16 @@ func sortNear[T any](s *model.State, source string, items []T, node func(T) stri
 		dist float64
 		item T
 	}
+	// One pass over the table, not one per item: a read may list every
+	// node of a large catalog.
+	sets := s.CoordinateSets()
 	memo := map[string]float64{}
 	rs := make([]ranked, len(items))
 	for i, it := range items {
 		n := node(it)
 		d, ok := memo[n]
 		if !ok {
-			d = model.SetDistance(from, s.NodeCoordinates(n))
+			d = model.SetDistance(from, sets[n])
 			if math.IsNaN(d) {
 				d = math.Inf(1)
 			}
