@@ -111,7 +111,7 @@ chaos:
 	TENURE_CHAOS_KILLS=$(KILLS) TENURE_CHAOS_SEED=$(SEED) $(GO) test -count=1 -v -timeout 0 -run 'TestCrashLoop$$' ./bench
 
 ## api-suite: consul/api's own tests, unmodified (the go.mod version, from the module cache or proxy), for the
-## Lock, Semaphore, Session, KV, Txn, Agent, Catalog, Health, PreparedQuery and Status groups, through a `consul`
+## Lock, Semaphore, Session, KV, Txn, Agent, Catalog, Health, PreparedQuery, Status, ACL and Coordinate groups, through a `consul`
 ## shim that starts tenure built fresh; passed/failed/skipped per group, the failures and the tests excluded with
 ## their reasons; CONSUL, a consul binary, gets the same run side by side (minutes; not in make test), e.g.
 ##   make api-suite CONSUL=/path/to/consul API_GROUPS=Lock,Session WORKAROUNDS=none

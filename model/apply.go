@@ -49,6 +49,8 @@ func (s *State) Apply(index uint64, cmd Command) Result {
 		a.query(*cmd.Query)
 	case cmd.ACL != nil:
 		a.aclOp(*cmd.ACL)
+	case cmd.Coordinates != nil:
+		a.coordinateBatch(*cmd.Coordinates)
 	}
 	if !res.Failed() {
 		res.OK = res.OK || !a.boolAnswer
@@ -239,6 +241,7 @@ func (a *applier) deleteNode(name string) {
 	for _, c := range s.CheckList(name, "") {
 		a.deleteCheck(CheckKey{Node: c.Node, CheckID: c.CheckID})
 	}
+	a.deleteCoordinates(name)
 	s.indexNodeID(s.nodes[name], true)
 	delete(s.nodes, name)
 	s.unfoldNode(name)

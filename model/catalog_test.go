@@ -105,6 +105,9 @@ func TestCatalogInvariantsCatchCorruption(t *testing.T) {
 			sv.CreateIndex = 0
 			s.Services[webKey] = sv
 		}, model.InvIndexBounds},
+		{"coordinate outlives its node", func(s *model.Snapshot) {
+			s.Coordinates = map[model.CoordKey]model.Coord{{Node: "gone"}: {Vec: []float64{0, 0}}}
+		}, model.InvCoordinateNode},
 		{"query never created", func(s *model.Snapshot) {
 			q := s.Queries["named"]
 			q.CreateIndex = 0

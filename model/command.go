@@ -11,15 +11,16 @@ import (
 // Command is one state-machine input. Exactly one field is set; the struct is
 // a tagged union so that it encodes naturally in JSON and msgpack.
 type Command struct {
-	Register       *Register       `json:",omitempty"`
-	Deregister     *Deregister     `json:",omitempty"`
-	CreateSession  *CreateSession  `json:",omitempty"`
-	DestroySession *DestroySession `json:",omitempty"`
-	KV             *KVOp           `json:",omitempty"`
-	Txn            *Txn            `json:",omitempty"`
-	Reap           *Reap           `json:",omitempty"`
-	Query          *QueryOp        `json:",omitempty"`
-	ACL            *ACLOp          `json:",omitempty"`
+	Register       *Register        `json:",omitempty"`
+	Deregister     *Deregister      `json:",omitempty"`
+	CreateSession  *CreateSession   `json:",omitempty"`
+	DestroySession *DestroySession  `json:",omitempty"`
+	KV             *KVOp            `json:",omitempty"`
+	Txn            *Txn             `json:",omitempty"`
+	Reap           *Reap            `json:",omitempty"`
+	Query          *QueryOp         `json:",omitempty"`
+	ACL            *ACLOp           `json:",omitempty"`
+	Coordinates    *CoordinateBatch `json:",omitempty"`
 }
 
 // Reap forgets the deleted keys whose deletion index is at most Index: their
@@ -308,6 +309,7 @@ func (c Command) Kind() (string, error) {
 		{c.Reap != nil, "reap"},
 		{c.Query != nil, "query"},
 		{c.ACL != nil, "acl"},
+		{c.Coordinates != nil, "coordinates"},
 	}
 	name := ""
 	for _, k := range kinds {

@@ -114,6 +114,10 @@ func (h *harness) run(d *datadriven.TestData) (string, error) {
 			return fmt.Sprintf("template %s named by its ID\n", q.ID), nil
 		}
 		return fmt.Sprintf("query %s\n", q.ID), nil
+	case "coords":
+		return fmtCoords(h.s), nil
+	case "distance":
+		return fmt.Sprintf("%v\n", model.SetDistance(h.s.NodeCoordinates(arg(d, "from")), h.s.NodeCoordinates(arg(d, "to")))), nil
 	case "execute":
 		q, ok := h.s.ResolveQuery(arg(d, "query"))
 		if !ok {
@@ -236,6 +240,8 @@ func parseCommand(d *datadriven.TestData) (model.Command, error) {
 		return model.Command{DestroySession: &model.DestroySession{ID: arg(d, "id")}}, nil
 	case "reap":
 		return model.Command{Reap: &model.Reap{Index: uintArg(d, "index")}}, nil
+	case "coordinates":
+		return parseCoordinates(d)
 	case "txn":
 		var t model.Txn
 		for _, line := range strings.Split(strings.TrimSpace(d.Input), "\n") {

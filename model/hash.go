@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 )
@@ -276,5 +277,22 @@ func (s *State) hashACL(num func(uint64), str func(string), strs func([]string))
 		identities(r.ServiceIdentities, r.NodeIdentities)
 		num(r.CreateIndex)
 		num(r.ModifyIndex)
+	}
+	// Coordinates (S89) come last and only once there are any, so a state
+	// without them hashes as it did before they existed.
+	if t.Coordinates != 0 || len(s.coords) > 0 {
+		num(t.Coordinates)
+		num(uint64(len(s.coords)))
+		for _, c := range s.CoordinateList() {
+			str(c.Node)
+			str(c.Segment)
+			num(uint64(len(c.Coord.Vec)))
+			for _, v := range c.Coord.Vec {
+				num(math.Float64bits(v))
+			}
+			num(math.Float64bits(c.Coord.Error))
+			num(math.Float64bits(c.Coord.Adjustment))
+			num(math.Float64bits(c.Coord.Height))
+		}
 	}
 }

@@ -41,6 +41,7 @@ const (
 	InvSessionImmutable    = "session-immutable"
 	InvACLSecretIndex      = "acl-secret-index"
 	InvACLNameUnique       = "acl-name-unique"
+	InvCoordinateNode      = "coordinate-has-node"
 )
 
 // CheckInvariants checks the properties every reachable state has. "At most
@@ -124,6 +125,11 @@ func (s *State) CheckInvariants() error {
 		}
 		if c.CreateIndex == 0 || c.CreateIndex > c.ModifyIndex || c.ModifyIndex > t.Checks {
 			return violated(InvIndexBounds, "check %s/%s: CreateIndex %d, ModifyIndex %d, checks table %d", c.Node, c.CheckID, c.CreateIndex, c.ModifyIndex, t.Checks)
+		}
+	}
+	for _, c := range s.CoordinateList() {
+		if _, ok := s.nodes[c.Node]; !ok {
+			return violated(InvCoordinateNode, "coordinate of %q outlives its node", c.Node)
 		}
 	}
 	for _, se := range s.SessionList("") {

@@ -31,7 +31,9 @@ type Snapshot struct {
 	ACLPolicies       map[string]ACLPolicy
 	ACLRoles          map[string]ACLRole
 	ACLBootstrapIndex uint64
-	Tables            TableIndexes
+	// Coordinates are the nodes' network coordinates (S89).
+	Coordinates map[CoordKey]Coord
+	Tables      TableIndexes
 }
 
 // Snapshot copies the state out as plain data.
@@ -43,7 +45,7 @@ func (s *State) Snapshot() Snapshot {
 		Tombstones: c.tombstones, LockIssued: c.lockIssued, DelayedAt: c.delayedAt,
 		LockFloor: c.lockFloor, ReapedThrough: c.reapedThrough, Tables: c.tables,
 		ACLTokens: c.aclTokens, ACLPolicies: c.aclPolicies, ACLRoles: c.aclRoles,
-		ACLBootstrapIndex: c.aclBootstrapIndex,
+		ACLBootstrapIndex: c.aclBootstrapIndex, Coordinates: c.coords,
 	}
 }
 
@@ -96,6 +98,11 @@ func Restore(snap Snapshot) (*State, error) {
 			return nil, fmt.Errorf("restore: ACL role %q stored under %q", r.ID, id)
 		}
 	}
+	for k, c := range snap.Coordinates {
+		if !c.Valid() {
+			return nil, fmt.Errorf("restore: coordinate of %s/%q is not a finite vector of 1 to %d dimensions", k.Node, k.Segment, MaxCoordinateDims)
+		}
+	}
 	s := RestoreUnchecked(snap)
 	if err := s.CheckInvariants(); err != nil {
 		return nil, fmt.Errorf("restore: %w", err)
@@ -135,5 +142,6 @@ func RestoreUnchecked(snap Snapshot) *State {
 	maps.Copy(s.aclPolicies, snap.ACLPolicies)
 	maps.Copy(s.aclRoles, snap.ACLRoles)
 	s.aclBootstrapIndex = snap.ACLBootstrapIndex
+	maps.Copy(s.coords, snap.Coordinates)
 	return s
 }

@@ -32,6 +32,8 @@ type TableIndexes struct {
 	ACLTokens   uint64
 	ACLPolicies uint64
 	ACLRoles    uint64
+	// Coordinates moves when a coordinate is stored or dropped (S89).
+	Coordinates uint64
 }
 
 // State is the whole replicated state. Use New; the zero value is not usable.
@@ -72,7 +74,9 @@ type State struct {
 	aclPolicies       map[string]ACLPolicy
 	aclRoles          map[string]ACLRole
 	aclBootstrapIndex uint64
-	tables            TableIndexes
+	// coords are the nodes' network coordinates (coordinate.go, S89).
+	coords map[CoordKey]Coord
+	tables TableIndexes
 }
 
 // New returns an empty state.
@@ -94,13 +98,14 @@ func New() *State {
 		aclSecrets:  map[string]string{},
 		aclPolicies: map[string]ACLPolicy{},
 		aclRoles:    map[string]ACLRole{},
+		coords:      map[CoordKey]Coord{},
 	}
 }
 
 // Index is the highest index at which anything changed.
 func (s *State) Index() uint64 {
 	t := s.tables
-	return max(t.Nodes, t.Services, t.Checks, t.Sessions, t.Queries, t.KV, t.ACLTokens, t.ACLPolicies, t.ACLRoles)
+	return max(t.Nodes, t.Services, t.Checks, t.Sessions, t.Queries, t.KV, t.ACLTokens, t.ACLPolicies, t.ACLRoles, t.Coordinates)
 }
 
 // Clone returns an independent copy. Byte slices, lists and meta maps
@@ -126,6 +131,7 @@ func (s *State) Clone() *State {
 		aclPolicies:       maps.Clone(s.aclPolicies),
 		aclRoles:          maps.Clone(s.aclRoles),
 		aclBootstrapIndex: s.aclBootstrapIndex,
+		coords:            maps.Clone(s.coords),
 		tables:            s.tables,
 	}
 }
@@ -164,6 +170,7 @@ func (s *State) CloneSince(prev *State) *State {
 		aclPolicies:       since(t.ACLPolicies == p.ACLPolicies, prev.aclPolicies, s.aclPolicies),
 		aclRoles:          since(t.ACLRoles == p.ACLRoles, prev.aclRoles, s.aclRoles),
 		aclBootstrapIndex: s.aclBootstrapIndex,
+		coords:            since(t.Coordinates == p.Coordinates, prev.coords, s.coords),
 		tables:            s.tables,
 	}
 }
@@ -192,7 +199,8 @@ func (s *State) Equal(o *State) bool {
 		maps.Equal(s.aclSecrets, o.aclSecrets) &&
 		maps.EqualFunc(s.aclPolicies, o.aclPolicies, aclPolicyEqual) &&
 		maps.EqualFunc(s.aclRoles, o.aclRoles, aclRoleEqual) &&
-		s.aclBootstrapIndex == o.aclBootstrapIndex
+		s.aclBootstrapIndex == o.aclBootstrapIndex &&
+		maps.EqualFunc(s.coords, o.coords, coordEqual)
 }
 
 func sessionEqual(a, b Session) bool {

@@ -112,6 +112,7 @@ type otherTables struct {
 	checks   map[CheckKey]Check
 	sessions map[string]Session
 	queries  map[string]PreparedQuery
+	coords   map[CoordKey]Coord
 }
 
 func newUndoLog(s *State, t Txn) *undoLog {
@@ -119,7 +120,7 @@ func newUndoLog(s *State, t Txn) *undoLog {
 	if !t.kvOnly() {
 		u.others = &otherTables{nodes: maps.Clone(s.nodes), nodeFold: maps.Clone(s.nodeFold),
 			nodeIDs: maps.Clone(s.nodeIDs), services: maps.Clone(s.services), checks: maps.Clone(s.checks),
-			sessions: maps.Clone(s.sessions), queries: maps.Clone(s.queries)}
+			sessions: maps.Clone(s.sessions), queries: maps.Clone(s.queries), coords: maps.Clone(s.coords)}
 	}
 	return u
 }
@@ -163,6 +164,7 @@ func (u *undoLog) rollback(s *State) {
 	if o := u.others; o != nil {
 		s.nodes, s.nodeFold, s.nodeIDs = o.nodes, o.nodeFold, o.nodeIDs
 		s.services, s.checks, s.sessions, s.queries = o.services, o.checks, o.sessions, o.queries
+		s.coords = o.coords
 	}
 	s.tables = u.tables
 }

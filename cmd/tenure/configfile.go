@@ -187,6 +187,13 @@ var honoured = map[string]func(s *settings, v any, warn func(string)) error{
 		return err
 	},
 	"check_update_interval": func(s *settings, v any, _ func(string)) error { return asDuration(v, &s.CheckUpdateInterval) },
+	"disable_coordinates":   func(s *settings, v any, _ func(string)) error { return asBool(v, &s.Coordinates.Disable) },
+	"sync_coordinate_interval_min": func(s *settings, v any, _ func(string)) error {
+		return asDuration(v, &s.Coordinates.IntervalMin)
+	},
+	"sync_coordinate_rate_target": func(s *settings, v any, _ func(string)) error {
+		return asFloat(v, &s.Coordinates.RateTarget)
+	},
 	"leave_on_terminate": func(s *settings, v any, _ func(string)) error {
 		var b bool
 		err := asBool(v, &b)
@@ -381,6 +388,21 @@ func asBool(v any, out *bool) error {
 		return fmt.Errorf("want true or false, got %v", v)
 	}
 	*out = b
+	return nil
+}
+
+// asFloat accepts any number.
+func asFloat(v any, out *float64) error {
+	switch x := v.(type) {
+	case float64:
+		*out = x
+	case int:
+		*out = float64(x)
+	case int64:
+		*out = float64(x)
+	default:
+		return fmt.Errorf("want a number, got %v", v)
+	}
 	return nil
 }
 

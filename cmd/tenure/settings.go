@@ -72,6 +72,9 @@ type settings struct {
 	EnableLocalScriptChecks bool
 	localScriptChecksSet    bool
 	CheckUpdateInterval     time.Duration
+	// Coordinates are disable_coordinates, sync_coordinate_interval_min
+	// and sync_coordinate_rate_target (S89).
+	Coordinates agent.CoordinateConfig
 	// EnableDebug serves Go's profiles at /debug/pprof/, as Consul's
 	// enable_debug does; -dev turns it on, as in Consul.
 	EnableDebug bool
@@ -329,7 +332,7 @@ func (s *settings) startAgent(logger hclog.Logger) (runningAgent, error) {
 		Build: cfg.HTTP.Build, DebugConfig: cfg.HTTP.DebugConfig,
 		Logger: logger, Local: cfg.Local, Debug: cfg.Debug, Telemetry: cfg.Telemetry, NodeMeta: cfg.NodeMeta,
 		NoAgentCache: cfg.NoAgentCache, DataDir: s.DataDir, Reload: cfg.Reload, // a client keeps its registrations in its data dir
-		ACL: cfg.ACL})
+		ACL: cfg.ACL, Coordinates: cfg.Coordinates})
 
 }
 
@@ -356,6 +359,10 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 		RaftAddr: net.JoinHostPort(s.AdvertiseAddr, strconv.Itoa(s.Ports.Server)), TTLMultiplier: s.TTLMultiplier,
 		BootstrapExpect: s.BootstrapExpect, NodeID: s.NodeID,
 	}
+	if s.Dev {
+		// Consul's -dev writes coordinates every 100 ms (S89).
+		srv.CoordinateUpdatePeriod = 100 * time.Millisecond
+	}
 	if s.Bootstrap && !s.Dev {
 		// A raft configuration of this server alone, written only into an
 		// empty data dir, as Consul's bootstrap mode stands down when raft
@@ -379,7 +386,7 @@ func (s *settings) agentConfig(logger hclog.Logger) (agent.Config, error) {
 		HTTP:  agent.HTTPOptions{Datacenter: s.Datacenter, Version: version, Build: buildInfo(), DebugConfig: s.debugConfig()},
 		Local: s.localConfig(),
 		Debug: s.EnableDebug || s.Dev, Telemetry: s.telemetry, NodeMeta: s.NodeMeta, TLS: loaded, NoAgentCache: s.NoHTTPCache,
-		Reload: s.reload, ACL: s.ACL.agentConfig()}
+		Reload: s.reload, ACL: s.ACL.agentConfig(), Coordinates: s.Coordinates}
 	if s.Ports.HTTP > 0 {
 		if cfg.Listener, err = net.Listen("tcp", net.JoinHostPort(s.ClientAddr, strconv.Itoa(s.Ports.HTTP))); err != nil {
 			return agent.Config{}, fmt.Errorf("listen for HTTP: %w", err)

@@ -1,7 +1,8 @@
 // Command apisuite runs consul/api's own test suite, unmodified, against
 // tenure and, with -consul, against a real Consul, and prints passed,
 // failed and skipped tests per group (Lock, Semaphore, Session, KV, Txn,
-// Agent, Catalog, Health, PreparedQuery, Status) side by side.
+// Agent, Catalog, Health, PreparedQuery, Status, ACL, Coordinate) side by
+// side.
 //
 // The api module's tests start their server through
 // github.com/hashicorp/consul/sdk/testutil, which runs `consul agent
@@ -82,6 +83,7 @@ var groups = []group{
 	{"Health", "health_test.go"},
 	{"PreparedQuery", "prepared_query_test.go"},
 	{"Status", "status_test.go"},
+	{"Coordinate", "coordinate_test.go"},
 	{"ACL", "acl_test.go"},
 }
 

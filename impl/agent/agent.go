@@ -88,6 +88,9 @@ type Config struct {
 	Telemetry *MemSink
 	// ACL is the agent's acl block (acl.go); the zero value is ACLs off.
 	ACL ACLConfig
+	// Coordinates is how the agent sends its network coordinate (S89);
+	// the zero value sends with Consul's defaults.
+	Coordinates CoordinateConfig
 	// AdjustServer, if set, changes the server's configuration once the
 	// agent has filled it in (gossip membership, addresses, forwarding),
 	// just before the server starts. A test seam for the simulator's
@@ -104,6 +107,7 @@ type Agent struct {
 	local      *localAgent
 	cache      *agentcache.Cache // nil with NoAgentCache
 	pool       *gossip.Pool      // nil without gossip
+	coordDone  <-chan struct{}   // closed once the coordinate sender stopped
 	left       chan struct{}
 	api        *apiServers
 	addr       string
@@ -151,6 +155,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, errors.Join(err, closePool())
 	}
 	cfg.HTTP.ACL = aclOpts
+	cfg.HTTP.DisableCoordinates = cfg.HTTP.DisableCoordinates || cfg.Coordinates.Disable
 	own := cfg.ACL.ownTokens(aclOpts.Tokens)
 	cfg.Server.ACL = ServerACL{Enabled: cfg.ACL.Enabled, InitialManagement: cfg.ACL.initialManagement(),
 		AgentToken: own.agent}
@@ -262,6 +267,8 @@ func New(cfg Config) (*Agent, error) {
 	}
 	a.local = local
 	up.la.Store(local.la)
+	a.coordDone = startCoordinates(ctx, cfg.Coordinates, cfg.Server.NodeName, pool, syncVia,
+		func() []string { return []string{syncAddr} }, aclOpts.Tokens, logger(cfg.Server.Logger).Named("coordinate"))
 	if leaving != nil {
 		leaving.local = a.local
 	}
@@ -421,6 +428,9 @@ func (a *Agent) Kill() error { return a.stop(false) }
 func (a *Agent) stop(drain bool) error {
 	a.once.Do(func() {
 		a.cancel()
+		if a.coordDone != nil {
+			<-a.coordDone
+		}
 		var errs []error
 		errs = append(errs, a.api.stop(drain))
 		if a.cache != nil {

@@ -26,6 +26,8 @@ import (
 // bound to this agent's serfHealth: Consul's default failure detector.
 type ClientConfig struct {
 	NodeName string
+	// Coordinates as for a server agent.
+	Coordinates CoordinateConfig
 	// Reload as for a server agent.
 	Reload func() error
 	// NodeID is the agent's node UUID, advertised in its gossip id tag
@@ -85,8 +87,10 @@ type Client struct {
 	addr    string
 	left    chan struct{}
 	cancel  context.CancelFunc
-	once    sync.Once
-	err     error
+	// coordDone is closed once the coordinate sender has stopped.
+	coordDone <-chan struct{}
+	once      sync.Once
+	err       error
 }
 
 // NewClient starts a client agent. On error nothing is left running.
@@ -167,10 +171,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	}
 	c.local = local
 	up.la.Store(local.la)
+	c.coordDone = startCoordinates(ctx, cfg.Coordinates, cfg.NodeName, pool, fwd, servers, aclOpts.Tokens, log.Named("coordinate"))
 	clientAPI := httpapi.NewClientAgent(httpapi.ClientOptions{Node: cfg.NodeName,
 		Members: &leavingPool{Pool: pool, left: c.left, local: c.local}, Forward: fwd, ServerAddr: serverAddr,
 		Datacenter: cfg.Datacenter, Version: cfg.Version, Build: cfg.Build, DebugConfig: clientDebugConfig(cfg, pool),
-		NodeMeta: info.Meta, Logger: httpLogger, ACL: aclOpts})
+		NodeMeta: info.Meta, Logger: httpLogger, ACL: aclOpts, DisableCoordinates: cfg.Coordinates.Disable})
 	api := httpapi.WithACLHeader(aclOpts, httpapi.WithLocalAgent(c.local.la, clientAPI, httpapi.LocalOptions{
 		Datacenter: cfg.Datacenter, Logger: httpLogger, Reload: cfg.Reload, Node: cfg.NodeName,
 		ACL: aclOpts, Authorize: httpapi.RemoteAuthorize(clientAPI)}))
@@ -213,6 +218,9 @@ func (c *Client) Kill() error { return c.stop(false) }
 func (c *Client) stop(drain bool) error {
 	c.once.Do(func() {
 		c.cancel()
+		if c.coordDone != nil {
+			<-c.coordDone
+		}
 		err := c.api.stop(drain)
 		if c.cache != nil {
 			c.cache.Close()

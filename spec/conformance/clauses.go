@@ -142,6 +142,7 @@ var clauses = []clause{
 	{"S86", Contract, "token sources ?token, X-Consul-Token, Bearer, default, anonymous; unknown 403, root names 500; default-policy header"},
 	{"S87", Contract, "builtin policies and anonymous token; bootstrap once, reset file; ACL endpoints need acl:read/acl:write"},
 	{"S88", Tenure, "a refused ACL write answers 400 (413 over bounds) and takes no log entry"},
+	{"S89", Consul, "network coordinates: update, node and list reads, datacenters, ?near sorting; node:write to update, node:read to read"},
 }
 
 // clauseByID returns the clause with the given ID.

@@ -26,6 +26,8 @@ func init() {
 			c.Server.ReapWindow = time.Second
 			c.Server.ReapInterval = 250 * time.Millisecond
 			c.Telemetry = sink // the S67 metrics case reads it
+			// Coordinates written every 100 ms, as by tenure -dev (S89).
+			c.Server.CoordinateUpdatePeriod = 100 * time.Millisecond
 		})
 		return "http://" + a.HTTPAddr()
 	}
@@ -40,6 +42,7 @@ func init() {
 		}
 		a := agenttest.StartDevAgent(tb, func(c *agent.Config) {
 			c.ACL = agent.ACLConfig{Enabled: true, DefaultPolicy: "deny", Tokens: map[string]string{"initial_management": token}}
+			c.Server.CoordinateUpdatePeriod = 100 * time.Millisecond
 		})
 		return "http://" + a.HTTPAddr(), token
 	}

@@ -12,7 +12,7 @@
 // server. TTL and lock-delay cases wait on real timers (the slowest, the
 // 60s lock-delay cap, bounds a full run to about a minute).
 //
-// The ACL cases (S84-S88) need a server with ACLs on, default_policy
+// The ACL cases (S84-S88, one of S89) need a server with ACLs on, default_policy
 // "deny", and a management token (-token): only the ACL profiles run them
 // (acl for their contract clauses, acl-consul and acl-tenure adding each
 // one's own), and those profiles run nothing else.

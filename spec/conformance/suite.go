@@ -26,6 +26,7 @@ func Suite() []Case {
 		clusterCases(),
 		reloadCases(),
 		aclCases(),
+		coordinateCases(),
 	} {
 		all = append(all, group...)
 	}

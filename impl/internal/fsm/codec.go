@@ -37,6 +37,8 @@ const (
 	// one of KV ops only is still written as cmdTxn, which every binary
 	// reads.
 	cmdTxnOps byte = 10
+	// cmdCoordinates is a batch of network coordinates (S89).
+	cmdCoordinates byte = 11
 )
 
 // kvTxnV1 is cmdTxn's payload: a transaction's KV ops, as every binary
@@ -105,6 +107,8 @@ func (c *wireCodec) encodeCommand(cmd model.Command) ([]byte, error) {
 		typ, payload = cmdQuery, cmd.Query
 	case cmd.ACL != nil:
 		typ, payload = cmdACL, cmd.ACL
+	case cmd.Coordinates != nil:
+		typ, payload = cmdCoordinates, cmd.Coordinates
 	}
 	e, _ := c.encoders.Get().(*pooledEncoder)
 	if e == nil {
@@ -180,6 +184,9 @@ func (c *wireCodec) decodeCommand(data []byte) (cmd model.Command, err error) {
 	case cmdACL:
 		cmd.ACL = &model.ACLOp{}
 		target = cmd.ACL
+	case cmdCoordinates:
+		cmd.Coordinates = &model.CoordinateBatch{}
+		target = cmd.Coordinates
 	default:
 		return model.Command{}, fmt.Errorf("decode command: %w %d", errUnknownCommand, data[1])
 	}
@@ -214,6 +221,8 @@ type snapshotV1 struct {
 	ACLPolicies       []model.ACLPolicy
 	ACLRoles          []model.ACLRole
 	ACLBootstrapIndex uint64
+	// Coordinates (S89); an older snapshot decodes them as empty.
+	Coordinates []model.Coordinate
 }
 
 func (c *wireCodec) encodeSnapshot(s *model.State) ([]byte, error) {
@@ -235,6 +244,7 @@ func (c *wireCodec) encodeSnapshot(s *model.State) ([]byte, error) {
 		ACLPolicies:       s.ACLPolicyList(),
 		ACLRoles:          s.ACLRoleList(),
 		ACLBootstrapIndex: s.ACLBootstrapIndex(),
+		Coordinates:       s.CoordinateList(),
 	}
 	for _, k := range slices.Sorted(maps.Keys(st.KV)) {
 		snap.KV = append(snap.KV, st.KV[k])
@@ -271,6 +281,7 @@ func (c *wireCodec) decodeSnapshot(data []byte) (*model.State, error) {
 		ACLPolicies:       make(map[string]model.ACLPolicy, len(snap.ACLPolicies)),
 		ACLRoles:          make(map[string]model.ACLRole, len(snap.ACLRoles)),
 		ACLBootstrapIndex: snap.ACLBootstrapIndex,
+		Coordinates:       make(map[model.CoordKey]model.Coord, len(snap.Coordinates)),
 	}
 	// A record listed twice would silently overwrite the first: refuse it.
 	for _, n := range snap.Nodes {
@@ -315,6 +326,11 @@ func (c *wireCodec) decodeSnapshot(data []byte) (*model.State, error) {
 	}
 	for _, r := range snap.ACLRoles {
 		if err := putOnce(st.ACLRoles, r.ID, r, "ACL role"); err != nil {
+			return nil, err
+		}
+	}
+	for _, c := range snap.Coordinates {
+		if err := putOnce(st.Coordinates, model.CoordKey{Node: c.Node, Segment: c.Segment}, c.Coord, "coordinate"); err != nil {
 			return nil, err
 		}
 	}

@@ -69,6 +69,8 @@ func everyCommand() []model.Command {
 			Policy: &model.ACLPolicy{ID: "p", Name: "n", Description: "d", Rules: `acl = "read"`, Datacenters: []string{"dc1"}},
 			Role: &model.ACLRole{ID: "r", Name: "n", Description: "d", Policies: []string{"p"},
 				ServiceIdentities: []model.ACLServiceIdentity{{ServiceName: "web"}}, NodeIdentities: []model.ACLNodeIdentity{{NodeName: "n", Datacenter: "dc"}}}}},
+		{Coordinates: &model.CoordinateBatch{Updates: []model.Coordinate{{Node: "n1", Segment: "s",
+			Coord: model.Coord{Vec: []float64{0.001, -0.002}, Error: 1.5, Adjustment: -0.0001, Height: 0.00001}}}}},
 	}
 }
 
@@ -324,6 +326,9 @@ func buildState(t *testing.T) *model.State {
 			ServiceChecks: []model.ServiceCheck{{ID: "web-http"}}}},
 		{Query: &model.QueryOp{Op: model.QueryCreate, Query: model.PreparedQuery{ID: "q1", Name: "web", Session: "s4",
 			Service: model.ServiceQuery{Service: "web", Tags: []string{"v1"}, OnlyPassing: true}, DNS: model.QueryDNS{TTL: "5s"}}}},
+		{Coordinates: &model.CoordinateBatch{Updates: []model.Coordinate{
+			{Node: "n1", Coord: model.Coord{Vec: []float64{0.001, 0}, Error: 0.5, Height: 0.00001}},
+			{Node: "n2", Segment: "alpha", Coord: model.Coord{Vec: []float64{0, 0.002}, Error: 1.5, Adjustment: 0.0001}}}}},
 		{ACL: &model.ACLOp{Verb: model.ACLPolicySet, Create: true, Policy: &model.ACLPolicy{ID: "p1", Name: "ops", Rules: `key_prefix "" { policy = "read" }`, Datacenters: []string{"dc1"}}}},
 		{ACL: &model.ACLOp{Verb: model.ACLRoleSet, Create: true, Role: &model.ACLRole{ID: "r1", Name: "ops", Policies: []string{"p1"},
 			NodeIdentities: []model.ACLNodeIdentity{{NodeName: "n1", Datacenter: "dc1"}}}}},
@@ -501,7 +506,7 @@ func TestSnapshotWithoutACLTablesDecodes(t *testing.T) {
 	old := preACL{Nodes: s.NodeList(), Checks: s.CheckList("", ""), Sessions: s.SessionList(""), KV: s.List(""),
 		Tombstones: st.Tombstones, LockIssued: st.LockIssued, DelayedAt: st.DelayedAt, Tables: st.Tables,
 		LockFloor: st.LockFloor, ReapedThrough: st.ReapedThrough, Services: s.ServiceList(""), Queries: s.QueryList()}
-	old.Tables.ACLTokens, old.Tables.ACLPolicies, old.Tables.ACLRoles = 0, 0, 0
+	old.Tables.ACLTokens, old.Tables.ACLPolicies, old.Tables.ACLRoles, old.Tables.Coordinates = 0, 0, 0, 0
 	var buf bytes.Buffer
 	buf.WriteByte(snapshotVersion)
 	if err := codec.NewEncoder(&buf, c.h).Encode(&old); err != nil {
@@ -510,6 +515,9 @@ func TestSnapshotWithoutACLTablesDecodes(t *testing.T) {
 	got, err := c.decodeSnapshot(buf.Bytes())
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(s.CoordinateList()) == 0 || len(got.CoordinateList()) != 0 {
+		t.Fatalf("old snapshot restored coordinates %+v (the state had %d)", got.CoordinateList(), len(s.CoordinateList()))
 	}
 	if len(got.ACLTokenList()) != 0 || len(got.ACLPolicyList()) != 0 || got.ACLBootstrapIndex() != 0 {
 		t.Fatalf("old snapshot restored ACL records: %+v", got.ACLTokenList())

@@ -181,6 +181,7 @@ func (h *handler) catalogNodes(c *call) error {
 				out = append(out, *h.toNode(n))
 			}
 		}
+		sortNear(s, h.nearParam(c), out, func(n nodeJSON) string { return n.Node }) // near.go
 		return view{index: s.Tables().Nodes, body: out}
 	})
 }
@@ -233,6 +234,8 @@ func (h *handler) healthState(c *call) error {
 		return err
 	}
 	return h.serveRead(c, q, func(s *model.State) view {
-		return view{index: s.Tables().Checks, body: toChecks(s, meta.checks(s, s.CheckList("", state)))}
+		out := toChecks(s, meta.checks(s, s.CheckList("", state)))
+		sortNear(s, h.nearParam(c), out, func(ch checkJSON) string { return ch.Node }) // near.go
+		return view{index: s.Tables().Checks, body: out}
 	})
 }

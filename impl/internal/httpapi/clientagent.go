@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
@@ -42,6 +43,9 @@ type ClientOptions struct {
 	// ACL is the agent's ACL configuration and tokens: a request that
 	// names no token is forwarded with the agent's default (acl.go).
 	ACL ACLOptions
+	// DisableCoordinates answers the coordinate endpoints 401 here, as
+	// Consul's agent does before it asks a server (S89).
+	DisableCoordinates bool
 }
 
 // NewClientAgent is a client agent's HTTP API: the membership endpoints, the
@@ -97,6 +101,10 @@ type clientAgent struct {
 
 func (a *clientAgent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if serveRoute(a.routes, w, r, a.opts.Logger) {
+		return
+	}
+	if a.opts.DisableCoordinates && strings.HasPrefix(r.URL.Path, "/v1/coordinate/") {
+		writeError(w, errorf(http.StatusUnauthorized, "Coordinate support disabled"))
 		return
 	}
 	if r.URL.Path == "/v1/session/create" {

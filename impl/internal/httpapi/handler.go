@@ -51,6 +51,12 @@ type Options struct {
 	// ACL is the agent's ACL configuration (acl.go); the zero value is
 	// ACLs off.
 	ACL ACLOptions
+	// DisableCoordinates answers every coordinate endpoint 401, as
+	// Consul's disable_coordinates does (S89).
+	DisableCoordinates bool
+	// CoordinateDims is the Vivaldi dimensionality an update must have;
+	// default 8, serf's.
+	CoordinateDims int
 }
 
 // BuildInfo is the binary's VCS stamp.
@@ -82,7 +88,7 @@ func New(b server.Backend, opts Options) http.Handler {
 		opts.Datacenter = "dc1"
 	}
 	h := &handler{b: b, opts: opts, order: newShuffler(b.NodeName())}
-	h.routes = h.withDCCheck(append(h.routeTable(), h.aclRoutes()...)) // aclendpoints.go
+	h.routes = h.withDCCheck(slices.Concat(h.routeTable(), h.aclRoutes(), h.coordinateRoutes())) // aclendpoints.go, coordinate.go
 	return h
 }
 

@@ -271,8 +271,8 @@ func (h *handler) queryUpdate(c *call, id string) error {
 
 // queryExecute is GET /v1/query/<id or name>/execute[?limit=n]: the
 // healthy instances, shuffled as Consul shuffles them (the model returns
-// them sorted), then cut to ?limit. ?near is accepted and ignored: tenure
-// keeps no coordinates (S59).
+// them sorted), sorted by distance from ?near or else the query's Near
+// (S59, S89), then cut to ?limit.
 func (h *handler) queryExecute(c *call, idOrName string) error {
 	v := c.query()
 	q, err := parseQuery(v)
@@ -297,6 +297,15 @@ func (h *handler) queryExecute(c *call, idOrName string) error {
 			nodes = append(nodes, h.toHealthEntry(s, in))
 		}
 		h.order.shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
+		near := v.Get("near")
+		if near == "" {
+			near = pq.Service.Near
+		}
+		if source := h.nearNode(c, near); source != "" {
+			nodeOf := func(e healthEntryJSON) string { return e.Node.Node }
+			sortNear(s, source, nodes, nodeOf)
+			frontNode(nodes, source, nodeOf)
+		}
 		if limit > 0 && len(nodes) > limit {
 			nodes = nodes[:limit]
 		}

@@ -70,6 +70,7 @@ func (h *handler) catalogService(c *call) error {
 				out = append(out, h.toServiceNode(in))
 			}
 		}
+		sortNear(s, h.nearParam(c), out, func(n serviceNodeJSON) string { return n.Node }) // near.go
 		return view{index: max(s.Tables().Nodes, s.Tables().Services), body: out}
 	})
 }
@@ -126,6 +127,7 @@ func (h *handler) healthService(c *call) error {
 				out = append(out, h.toHealthEntry(s, in))
 			}
 		}
+		sortNear(s, h.nearParam(c), out, func(e healthEntryJSON) string { return e.Node.Node }) // near.go
 		return view{index: max(s.Tables().Nodes, s.Tables().Services, s.Tables().Checks), body: out}
 	})
 }
@@ -138,7 +140,9 @@ func (h *handler) healthChecks(c *call) error {
 		return err
 	}
 	return h.serveArgReadOn(c, "Missing service name", onChecks, func(s *model.State) view {
-		return view{index: s.Tables().Checks, body: toChecks(s, meta.checks(s, s.ServiceChecks(c.arg)))}
+		out := toChecks(s, meta.checks(s, s.ServiceChecks(c.arg)))
+		sortNear(s, h.nearParam(c), out, func(ch checkJSON) string { return ch.Node }) // near.go
+		return view{index: s.Tables().Checks, body: out}
 	})
 }
 

@@ -310,3 +310,22 @@ func (b *Backend) Peers() []string {
 
 // Clock implements server.Backend.
 func (b *Backend) Clock() clock.Clock { return b.store.clock }
+
+var _ server.CoordinateQueue = (*Backend)(nil)
+
+// QueueCoordinate implements server.CoordinateQueue without the real
+// server's period: the update is written at once, as a batch of one, so a
+// test reads it back without waiting (S89).
+func (b *Backend) QueueCoordinate(u model.Coordinate) error {
+	if !b.leading() {
+		return server.ErrNotLeader
+	}
+	res, err := b.store.apply(context.Background(), model.Command{Coordinates: &model.CoordinateBatch{Updates: []model.Coordinate{u}}})
+	if err != nil {
+		return err
+	}
+	if res.Err != nil {
+		return res.Err
+	}
+	return nil
+}

@@ -132,6 +132,10 @@ type Config struct {
 	// reap a deleted key's lock-delay mark while the delay still runs; only
 	// tests use one.
 	ReapWindow, ReapInterval time.Duration
+	// CoordinateUpdatePeriod is how long the leader collects network
+	// coordinates before it writes them (coordinates.go, S89); default
+	// 5 s, Consul's coordinate_update_period.
+	CoordinateUpdatePeriod time.Duration
 	// registerRetry is the first delay before self-registration is retried after
 	// a failure; it doubles up to 16× this value. Default 250ms.
 	registerRetry time.Duration

@@ -44,6 +44,8 @@ type Server struct {
 	demux *rpc.Demux
 
 	lead leadership
+	// coords are the network coordinates the leader has yet to write.
+	coords coordQueue
 	// deferSyncs: the leader's log fsyncs are deferred behind the apply
 	// gate and the commit clamp (raftlog.LogSync).
 	deferSyncs bool

@@ -65,7 +65,8 @@ func (c *Cluster) startAgent(a *ClientAgent) error {
 	}
 	ag, err := agent.NewClient(agent.ClientConfig{NodeName: a.Name, Listener: ln, HTTPAddr: a.HTTPAddr(),
 		Gossip: agent.GossipConfig{Transport: t, Timing: c.gossipTiming(a.Name), Rand: c.gossipRand(a.Name)}, Join: join, RetryInterval: agentRetryJoin,
-		Dial: c.serverDial(a.Name), Local: c.agentLocal(a.Name), ACL: c.aclConfig(false)})
+		Dial: c.serverDial(a.Name), Local: c.agentLocal(a.Name), ACL: c.aclConfig(false),
+		Coordinates: agent.CoordinateConfig{Disable: true}})
 	if err != nil {
 		// NewClient closed the listener; the transport is still ours.
 		return errors.Join(fmt.Errorf("start agent %s: %w", a.Name, err), t.Shutdown())

@@ -225,7 +225,11 @@ func (c *Cluster) Start(s *server) error {
 			c.appliedMu.Unlock()
 		},
 	}
-	cfg := agent.Config{Server: srvCfg, Local: c.agentLocal(name), ACL: c.aclConfig(true)}
+	// Coordinates off: their sends and the leader's batches would add
+	// raft entries and timers that move every recorded seed's schedule,
+	// and no check reads them (S89).
+	cfg := agent.Config{Server: srvCfg, Local: c.agentLocal(name), ACL: c.aclConfig(true),
+		Coordinates: agent.CoordinateConfig{Disable: true}}
 	if c.variant != nil {
 		cfg.AdjustServer = c.variant.Config
 	}

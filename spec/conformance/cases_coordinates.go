@@ -1,0 +1,177 @@
+package conformance
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Network coordinates (S89): the coordinate endpoints and ?near sorting.
+// A coordinate is stored by the leader's next batch (5 s in Consul and
+// tenure), so the cases wait for what they wrote to appear.
+
+func coordinateCases() []Case {
+	return []Case{
+		{clause: "S89", name: "update-read-back-deregister-drops", run: s89ReadBack},
+		{clause: "S89", name: "unknown-node-dropped-bad-update-refused", run: s89Refusals},
+		{clause: "S89", name: "near-sorts-by-distance", run: s89Near},
+		{clause: "S89", name: "update-needs-node-write-reads-node-read", acl: true, run: s89ACL},
+	}
+}
+
+// coordBatchWait bounds the wait for a leader's batch: Consul's period is
+// 5 s; a loaded machine may take a few more.
+const coordBatchWait = 30 * time.Second
+
+// coordBody is an update of node to an 8-dimensional coordinate whose
+// first component is x.
+func coordBody(node string, x float64) []byte {
+	return fmt.Appendf(nil, `{"Node":%q,"Coord":{"Vec":[%v,0,0,0,0,0,0,0],"Error":1.5,"Adjustment":0,"Height":0.00001}}`, node, x)
+}
+
+// nodeCoordX reads a node's coordinate: its first component, and whether
+// the node has one.
+func (t *caseT) nodeCoordX(token, node string) (float64, bool) {
+	r := t.DoAs(token, http.MethodGet, "/v1/coordinate/node/"+url.PathEscape(node), nil)
+	if r.Code == 404 {
+		return 0, false
+	}
+	t.Require(r.Code == 200, "coordinate of %s: want 200 or 404, got %s", node, r)
+	var out []struct {
+		Node  string
+		Coord struct{ Vec []float64 }
+	}
+	t.decode("node coordinate", r, &out)
+	t.Require(len(out) == 1 && len(out[0].Coord.Vec) == 8, "coordinate of %s: %s", node, r)
+	return out[0].Coord.Vec[0], true
+}
+
+// waitCoord waits until node's coordinate reads x.
+func (t *caseT) waitCoord(token, node string, x float64) {
+	t.WaitFor("the coordinate of "+node, coordBatchWait, 250*time.Millisecond, func() bool {
+		got, ok := t.nodeCoordX(token, node)
+		return ok && got == x
+	})
+}
+
+// An update answers 200 with no body; the leader's batch stores it, the
+// node read and the list show it, and deregistering the node drops it.
+func s89ReadBack(t *caseT) {
+	n := t.RegisterNode("coord")
+	r := t.Do(http.MethodPut, "/v1/coordinate/update", coordBody(n, 0.0015))
+	t.expect("update", r, 200, "")
+	t.Equal("update body", r.Text(), "")
+	t.waitCoord("", n, 0.0015)
+
+	var list []struct{ Node, Segment string }
+	lr := t.Do(http.MethodGet, "/v1/coordinate/nodes", nil)
+	t.Require(lr.Code == 200 && lr.Header.Get("X-Consul-Index") != "", "coordinate nodes: %s", lr)
+	t.decode("coordinate nodes", lr, &list)
+	t.Check(slices.ContainsFunc(list, func(c struct{ Node, Segment string }) bool { return c.Node == n && c.Segment == "" }),
+		"coordinate list lacks %s: %s", n, lr)
+	t.Check(slices.IsSortedFunc(list, func(a, b struct{ Node, Segment string }) int { return strings.Compare(a.Node, b.Node) }),
+		"coordinate list not sorted by node: %s", lr)
+
+	t.DeregisterNode(n)
+	_, ok := t.nodeCoordX("", n)
+	t.Check(!ok, "the coordinate of deregistered node %s is still there", n)
+}
+
+// An update for a node the catalog lacks is accepted and never stored; one
+// of the wrong dimension, or that is not JSON, is refused.
+func s89Refusals(t *caseT) {
+	known := t.RegisterNode("known")
+	ghost := t.freeNodeName("ghost")
+	t.expect("update of an unknown node", t.Do(http.MethodPut, "/v1/coordinate/update", coordBody(ghost, 0.002)), 200, "")
+	t.expect("update of a known node", t.Do(http.MethodPut, "/v1/coordinate/update", coordBody(known, 0.002)), 200, "")
+	t.waitCoord("", known, 0.002) // the batch that carried both has applied
+	_, ok := t.nodeCoordX("", ghost)
+	t.Check(!ok, "a coordinate was stored for %s, which the catalog does not have", ghost)
+
+	t.refused("two dimensions", t.Do(http.MethodPut, "/v1/coordinate/update",
+		fmt.Appendf(nil, `{"Node":%q,"Coord":{"Vec":[0,0],"Error":1.5}}`, known)), "incompatible coordinate")
+	bad := t.Do(http.MethodPut, "/v1/coordinate/update", []byte(`{"Node":`))
+	t.Check(bad.Code == 400 && strings.HasPrefix(bad.Text(), "Request decode failed: "), "bad JSON: %s", bad)
+	t.expect("GET update", t.Do(http.MethodGet, "/v1/coordinate/update", nil), 405, "method GET not allowed")
+	x, _ := t.nodeCoordX("", known)
+	t.Equal("coordinate after the refusals", x, 0.002)
+}
+
+// ?near sorts catalog, health and check reads nearest first, nodes without a
+// coordinate last in name order; a source without a coordinate sorts
+// nothing.
+func s89Near(t *caseT) {
+	svc := t.ServiceName("near")
+	var nodes []string
+	for _, name := range []string{"a", "b", "c", "d"} {
+		n := t.RegisterNode(name, checkSpec{"alive", "passing"})
+		t.catalog("register", map[string]any{"Node": n, "Address": "127.0.0.1",
+			"Service": map[string]any{"ID": svc, "Service": svc}})
+		nodes = append(nodes, n)
+	}
+	a, b, c, d := nodes[0], nodes[1], nodes[2], nodes[3]
+	for i, x := range []float64{0, 0.004, 0.009} {
+		t.expect("update", t.Do(http.MethodPut, "/v1/coordinate/update", coordBody(nodes[i], x)), 200, "")
+	}
+	for i, x := range []float64{0, 0.004, 0.009} {
+		t.waitCoord("", nodes[i], x)
+	}
+	order := func(path string) []string {
+		r := t.Do(http.MethodGet, path, nil)
+		t.Require(r.Code == 200, "%s: %s", path, r)
+		var raw []map[string]any
+		t.decode(path, r, &raw)
+		var out []string
+		for _, e := range raw {
+			name, _ := e["Node"].(string)
+			if m, ok := e["Node"].(map[string]any); ok {
+				name, _ = m["Node"].(string)
+			}
+			if slices.Contains(nodes, name) {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	for _, q := range []struct {
+		path string
+		want []string
+	}{
+		{"/v1/catalog/nodes?near=" + url.QueryEscape(a), []string{a, b, c, d}},
+		{"/v1/catalog/nodes?near=" + url.QueryEscape(c), []string{c, b, a, d}},
+		{"/v1/catalog/nodes?near=" + url.QueryEscape(d), []string{a, b, c, d}},
+		{"/v1/catalog/service/" + url.PathEscape(svc) + "?near=" + url.QueryEscape(c), []string{c, b, a, d}},
+		{"/v1/health/service/" + url.PathEscape(svc) + "?near=" + url.QueryEscape(b), []string{b, a, c, d}},
+		{"/v1/health/state/passing?near=" + url.QueryEscape(c), []string{c, b, a, d}},
+	} {
+		t.Equal(q.path, order(q.path), q.want)
+	}
+}
+
+// With ACLs: an update needs node:write on its node (403 and nothing
+// stored without), a node's read node:read, and the list shows only the
+// nodes the caller may read.
+func s89ACL(t *caseT) {
+	n := t.RegisterNode("acl")
+	other := t.RegisterNode("other")
+	reader, accessor := t.CreateToken(t.policyName("read", `node "`+n+`" { policy = "read" }`))
+	writer, _ := t.CreateToken(t.policyName("write", `node "`+n+`" { policy = "write" }`))
+	t.expect("update with node:read", t.DoAs(reader, http.MethodPut, "/v1/coordinate/update", coordBody(n, 0.003)), 403,
+		fmt.Sprintf("Permission denied: token with AccessorID '%s' lacks permission 'node:write' on %q", accessor, n))
+	t.expect("update with node:write", t.DoAs(writer, http.MethodPut, "/v1/coordinate/update", coordBody(n, 0.001)), 200, "")
+	t.expect("update of the other node (management)", t.Do(http.MethodPut, "/v1/coordinate/update", coordBody(other, 0.001)), 200, "")
+	t.waitCoord(reader, n, 0.001)
+	t.waitCoord(t.env.token, other, 0.001)
+
+	r := t.DoAs(reader, http.MethodGet, "/v1/coordinate/nodes", nil)
+	t.Require(r.Code == 200, "coordinate nodes: %s", r)
+	var list []struct{ Node string }
+	t.decode("coordinate nodes", r, &list)
+	t.Equal("nodes the reader sees", list, []struct{ Node string }{{n}})
+	t.Equal("filtered header", r.Header.Get("X-Consul-Results-Filtered-By-ACLs"), "true")
+	t.expect("node read without node:read", t.DoAs(reader, http.MethodGet, "/v1/coordinate/node/"+url.PathEscape(other), nil), 403,
+		fmt.Sprintf("Permission denied: token with AccessorID '%s' lacks permission 'node:read' on %q", accessor, other))
+}
