@@ -496,7 +496,11 @@ func TestTeeth(t *testing.T) {
 			clean := checks.Evaluate(cleanRun, 10*time.Second)
 			t.Logf("clean run's checks took %v", time.Since(lt).Round(time.Millisecond))
 			if len(clean.Violations) > 0 {
-				t.Fatalf("real server fails the teeth scenario: %v", clean.Violations)
+				where := artifactDir(cleanRun)
+				if _, err := report.Write(where, cleanRun, clean, ""); err != nil {
+					t.Errorf("write the clean run's artifacts: %v", err)
+				}
+				t.Fatalf("real server fails the teeth scenario (artifacts in %s): %v", where, clean.Violations)
 			}
 		})
 	}

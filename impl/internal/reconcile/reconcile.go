@@ -99,8 +99,15 @@ func Decide(st *model.State, m Member, self string) (model.Command, bool) {
 			// record is kept as it is when the write applies, not copied
 			// now, for the same reason (KeepRecord).
 			r.KeepRecord = true
-		case m.Version != "":
-			r.NodeMeta = map[string]string{versionMetaKey: m.Version}
+		default:
+			// A new node starts with the agent's version. The agent may
+			// write its own record between this decision and its commit,
+			// so the write keeps whatever record is there when it applies
+			// (KeepRecord); only a node still absent takes this meta.
+			r.KeepRecord = true
+			if m.Version != "" {
+				r.NodeMeta = map[string]string{versionMetaKey: m.Version}
+			}
 		}
 		if isServer {
 			r.Services = []model.ServiceSpec{service}

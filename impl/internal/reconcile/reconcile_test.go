@@ -17,9 +17,13 @@ import (
 //	                                               register a node directly
 //	session id=S node=N [checks=c1,c2]             create a session
 //	member name=N [addr=A] status=S [self=L] [id=I] [version=V] [raft=H:P]
-//	                                               decide for one member (a
+//	       [meanwhile=k:v]                         decide for one member (a
 //	                                               server with raft=) and
-//	                                               apply the write, if any
+//	                                               apply the write, if any;
+//	                                               with meanwhile, the agent
+//	                                               writes its record with
+//	                                               that meta between the
+//	                                               decision and the write
 //	unknown [members=a,b]                          nodes gossip does not know
 func TestReconcile(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
@@ -70,6 +74,11 @@ func TestReconcile(t *testing.T) {
 				cmd, ok := Decide(st, m, arg("self", ""))
 				if !ok {
 					return "no write\n"
+				}
+				if kv := arg("meanwhile", ""); kv != "" {
+					k, v, _ := strings.Cut(kv, ":")
+					apply(d, model.Command{Register: &model.Register{Node: m.Name, Address: m.Address, ID: m.ID,
+						NodeMeta: map[string]string{k: v}}})
 				}
 				res := apply(d, cmd)
 				out := describe(cmd)
