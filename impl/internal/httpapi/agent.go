@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"github.com/tenurekv/tenure/acl"
+
 	"fmt"
 	"net/http"
 	"runtime"
@@ -17,6 +19,9 @@ import (
 // Always answered locally.
 func (h *handler) agentSelf(c *call) error {
 	node := h.origin(c)
+	if err := h.agentAllowed(c, acl.ResourceAgent, node, acl.AccessRead); err != nil {
+		return err // S90
+	}
 	version := h.opts.Version
 	if version == "" {
 		version = "tenure"

@@ -51,6 +51,11 @@ type Options struct {
 	// ACL is the agent's ACL configuration (acl.go); the zero value is
 	// ACLs off.
 	ACL ACLOptions
+	// Authorize, if set, decides the endpoints the agent answers itself
+	// (agentacl.go) instead of the backend's tables: a client agent's,
+	// which has none, asks a server. Node is then the agent's node.
+	Authorize Authorize
+	Node      string
 }
 
 // BuildInfo is the binary's VCS stamp.

@@ -46,6 +46,9 @@ func (h *handler) operatorKeyring(c *call) error {
 	if !ok {
 		return errorf(http.StatusNotImplemented, "this agent has no gossip keyring")
 	}
+	if err := h.keyringAllowed(c); err != nil {
+		return err // S90
+	}
 	var body struct{ Key string }
 	if c.r.Method != http.MethodGet {
 		b, err := readBody(c, maxJSONBody, bodyTooLarge)
