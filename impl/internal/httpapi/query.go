@@ -124,6 +124,9 @@ type view struct {
 	fail error
 	// filtered says ACLs removed records from body (acl.go).
 	filtered bool
+	// unmasked: filtered was decided for the token the read ran with (a
+	// prepared query's own), so the caller's token does not mask it.
+	unmasked bool
 	// dropped, when set, is what ACLs removed, in body's type, for a read
 	// Consul narrows by ?filter before ACLs (a service's checks): the read
 	// says it was filtered only if ?filter would have kept one of them.
@@ -182,7 +185,7 @@ func (h *handler) serveRead(c *call, q queryOpts, read func(s *model.State) view
 		}
 	}
 	h.setMeta(c.w, v.index, q.mode)
-	if v.filtered && !h.maskFiltered(c) {
+	if v.filtered && (v.unmasked || !h.maskFiltered(c)) {
 		c.w.Header().Set(filteredHeader, "true")
 	}
 	switch {
