@@ -230,6 +230,7 @@ func TestACLCatalogWritesEnforced(t *testing.T) {
 		{"deregister node check", "/v1/catalog/deregister", webW, `{"Node":"n1","CheckID":"nc"}`, 403, denied("node:write", "n1")},
 		{"deregister db check", "/v1/catalog/deregister", webW, `{"Node":"n1","CheckID":"dc"}`, 403, denied("service:write", "db")},
 		{"deregister node", "/v1/catalog/deregister", webW, `{"Node":"n1"}`, 403, denied("node:write", "n1")},
+		{"a server's own check update", "/v1/agent/check/pass/serfHealth", webW, "", 403, denied("node:write", "node-a")},
 	} {
 		f.unchanged(tc.what, func() {
 			want(t, tc.what, f.call("PUT", tc.path, tc.token, tc.body), tc.code, tc.text)
