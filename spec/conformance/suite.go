@@ -26,6 +26,7 @@ func Suite() []Case {
 		clusterCases(),
 		reloadCases(),
 		aclCases(),
+		aclEnforcementCases(),
 	} {
 		all = append(all, group...)
 	}
