@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenurekv/tenure/impl/internal/httpapi"
 	"github.com/tenurekv/tenure/impl/internal/local"
+	"github.com/tenurekv/tenure/impl/internal/rpc"
 )
 
 // agentACLFixture is a server agent under default deny as an agent serves
@@ -214,5 +215,42 @@ node "node-a" { policy = "read" }`)
 		if checkAgentList(l.path, a.call("GET", l.path, mgmtSecret, nil), l.reader, true) == nil {
 			t.Errorf("%s: the checker passed an unfiltered answer", l.path)
 		}
+	}
+}
+
+// TestACLClientAgentAsksAServer: a client agent decides its own endpoints
+// (self, members, join) by asking a server, with the caller's token; the
+// server's tables decide (S90).
+func TestACLClientAgentAsksAServer(t *testing.T) {
+	leader := newACLFixture(t, "deny")
+	members := &staticMembers{}
+	members.set(leaderAddr)
+	tokens, err := httpapi.NewAgentTokens(nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := httptest.NewServer(httpapi.NewClientAgent(httpapi.ClientOptions{Node: "c1", Members: members,
+		Forward: rpc.Local{leaderAddr: httpapi.New(leader.b, leader.opts)},
+		ACL:     httpapi.ACLOptions{Resolver: leader.opts.ACL.Resolver, Tokens: tokens}}))
+	t.Cleanup(client.Close)
+	copied := *leader.fixture
+	copied.srv = client
+	c := &aclFixture{fixture: &copied, opts: leader.opts}
+
+	want(t, "anonymous self", c.call("GET", "/v1/agent/self", "", nil), 403,
+		`Permission denied: anonymous token lacks permission 'agent:read' on "c1". The anonymous token is used implicitly when a request does not specify a token.`)
+	leader.policy("agent", `agent "c1" { policy = "read" }`)
+	reader, acc := leader.token("agent")
+	want(t, "self with agent:read", c.call("GET", "/v1/agent/self", reader, nil), 200, "")
+	want(t, "join with agent:read only", c.call("PUT", "/v1/agent/join/127.0.0.1:1", reader, nil), 403,
+		fmt.Sprintf(`Permission denied: token with AccessorID '%s' lacks permission 'agent:write' on "c1"`, acc))
+	r := c.call("GET", "/v1/agent/members", reader, nil)
+	if err := checkAgentList("/v1/agent/members", r, "", true); err != nil {
+		t.Error(err)
+	}
+	leader.policy("nodes", `node_prefix "" { policy = "read" }`)
+	all, _ := leader.token("nodes")
+	if err := checkAgentList("/v1/agent/members", c.call("GET", "/v1/agent/members", all, nil), leaderAddr, false); err != nil {
+		t.Error(err)
 	}
 }
