@@ -87,6 +87,7 @@ func TestACLAgentEndpointsEnforced(t *testing.T) {
 		{"host", "GET", "/v1/agent/host", "", "", 403, anon("operator:read", "")},
 		{"metrics", "GET", "/v1/agent/metrics", "", "", 403, anon("agent:read", "node-a")},
 		{"monitor", "GET", "/v1/agent/monitor", "", "", 403, anon("agent:read", "node-a")},
+		{"profiles", "GET", "/debug/pprof/heap", webW, "", 403, ""},
 		{"reload", "PUT", "/v1/agent/reload", "", "", 403, anon("agent:write", "node-a")},
 		{"join", "PUT", "/v1/agent/join/127.0.0.1:1", "", "", 403, anon("agent:write", "node-a")},
 		{"leave", "PUT", "/v1/agent/leave", webW, "", 403, denied("agent:write", "node-a")},

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -15,8 +16,9 @@ type OpsOptions struct {
 	// Logger receives request errors and the monitors' drop counts.
 	Logger hclog.Logger
 	// ACL, Authorize and Node decide who may use these endpoints (S90):
-	// the host needs operator:read, the monitor and /v1/agent/metrics
-	// (which next answers) agent:read on Node. Authorize nil allows all.
+	// the host and Go's profiles (which next answers) need operator:read,
+	// the monitor and /v1/agent/metrics (next's too) agent:read on Node.
+	// Authorize nil allows all.
 	ACL       ACLOptions
 	Authorize Authorize
 	Node      string
@@ -60,6 +62,15 @@ func WithAgentOps(next http.Handler, opts OpsOptions) http.Handler {
 			if err := o.allowed(&call{w: w, r: r}, acl.ResourceAgent, opts.Node, acl.AccessRead); err != nil {
 				logRequestError(o.log, r, err)
 				writeError(w, err)
+				return
+			}
+		}
+		if strings.HasPrefix(r.URL.Path, "/debug/pprof/") {
+			// Go's profiles (next serves them when enabled) need
+			// operator:read; Consul refuses with no reason given.
+			if o.allowed(&call{w: w, r: r}, acl.ResourceOperator, "", acl.AccessRead) != nil {
+				w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+				w.WriteHeader(http.StatusForbidden)
 				return
 			}
 		}
