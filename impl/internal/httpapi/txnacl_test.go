@@ -86,4 +86,17 @@ session_prefix "" { policy = "write" }`)
 	}
 	want(t, "service set of web", f.call("PUT", "/v1/txn", secret,
 		`[{"Service":{"Verb":"set","Node":"n1","Service":{"ID":"web1","Service":"web","Port":81}}}]`), 200, "")
+
+	// S91: tenure's session delete needs what a destroy needs.
+	r = f.call("PUT", "/v1/session/create", secret, `{"Node":"n1","NodeChecks":[]}`)
+	want(t, "session create", r, 200, "")
+	sid := decode[map[string]string](t, r)["ID"]
+	del := `[{"Session":{"Verb":"delete","Session":{"ID":"` + sid + `"}}}]`
+	f.unchanged("anonymous session delete", func() {
+		r := f.call("PUT", "/v1/txn", "", del)
+		if r.code != 409 || !strings.Contains(r.text(), `anonymous token lacks permission 'session:write' on \"n1\"`) {
+			t.Errorf("anonymous session delete: %d %s", r.code, r.text())
+		}
+	})
+	want(t, "session delete with session:write", f.call("PUT", "/v1/txn", secret, del), 200, "")
 }
