@@ -275,9 +275,10 @@ func New(cfg Config) (*Agent, error) {
 	a.components = agentComponents(cfg, syncAddr != ownAPIAddr)
 	limits := cfg.Limits.withDefaults()
 	serverAPI := httpapi.New(srv, cfg.HTTP)
+	authorize := httpapi.LocalAuthorize(srv, aclOpts)
 	api := registeredGate(httpapi.WithLocalAgent(a.local.la, serverAPI,
 		httpapi.LocalOptions{Datacenter: cfg.HTTP.Datacenter, Logger: cfg.HTTP.Logger, Reload: cfg.Reload, Node: cfg.Server.NodeName,
-			ACL: aclOpts, Authorize: httpapi.LocalAuthorize(srv, aclOpts)}), srv, registerWait)
+			ACL: aclOpts, Authorize: authorize}), srv, registerWait)
 	api = httpapi.WithACLHeader(aclOpts, api)
 	self.h.Store(&api)
 	// Requests forwarded to the server port run the server's API. The
@@ -289,7 +290,8 @@ func New(cfg Config) (*Agent, error) {
 		a.cache = agentcache.New(api, agentcache.Config{Logger: logger(cfg.Server.Logger).Named("cache")})
 		front = a.cache
 	}
-	a.api = serveAPI(ctx, limits.writeDeadline(withAgentOps(front, logs, cfg.HTTP.Logger, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
+	a.api = serveAPI(ctx, limits.writeDeadline(withAgentOps(front, logs, cfg.HTTP.Logger, cfg.Telemetry, cfg.Debug,
+		opsACL{opts: aclOpts, authorize: authorize, node: cfg.Server.NodeName}), httpapi.LongestBlock()),
 		limits, logger(cfg.Server.Logger), ln, cfg.HTTPSListener, httpsTLS)
 	if pool != nil && len(cfg.Join) > 0 {
 		go retryJoin(ctx, pool, cfg.Join, cfg.RetryInterval, logger(cfg.Server.Logger))

@@ -176,15 +176,17 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		Members: &leavingPool{Pool: pool, left: c.left, local: c.local}, Forward: fwd, ServerAddr: serverAddr,
 		Datacenter: cfg.Datacenter, Version: cfg.Version, Build: cfg.Build, DebugConfig: clientDebugConfig(cfg, pool),
 		NodeMeta: info.Meta, Logger: httpLogger, ACL: aclOpts, DisableCoordinates: cfg.Coordinates.Disable})
+	authorize := httpapi.RemoteAuthorize(clientAPI)
 	api := httpapi.WithACLHeader(aclOpts, httpapi.WithLocalAgent(c.local.la, clientAPI, httpapi.LocalOptions{
 		Datacenter: cfg.Datacenter, Logger: httpLogger, Reload: cfg.Reload, Node: cfg.NodeName,
-		ACL: aclOpts, Authorize: httpapi.RemoteAuthorize(clientAPI)}))
+		ACL: aclOpts, Authorize: authorize}))
 	if !cfg.NoAgentCache {
 		c.cache = agentcache.New(api, agentcache.Config{Logger: log.Named("cache")})
 		api = c.cache
 	}
 	limits := HTTPLimits{}.withDefaults()
-	c.api = serveAPI(ctx, limits.writeDeadline(withAgentOps(api, logs, httpLogger, cfg.Telemetry, cfg.Debug), httpapi.LongestBlock()),
+	c.api = serveAPI(ctx, limits.writeDeadline(withAgentOps(api, logs, httpLogger, cfg.Telemetry, cfg.Debug,
+		opsACL{opts: aclOpts, authorize: authorize, node: cfg.NodeName}), httpapi.LongestBlock()),
 		limits, log.Named("http"), cfg.Listener, cfg.HTTPSListener, httpsTLS)
 	if len(cfg.Join) > 0 {
 		go retryJoin(ctx, pool, cfg.Join, cfg.RetryInterval, log)

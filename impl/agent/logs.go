@@ -38,7 +38,17 @@ func agentLogs(logger, httpLogger hclog.Logger) (*httpapi.LogStream, hclog.Logge
 // withAgentOps puts in front of api what every agent answers for itself
 // besides it: /v1/agent/host and /v1/agent/monitor, /v1/agent/metrics and
 // the profiles (withDebug), with every request logged as Consul logs it.
-func withAgentOps(api http.Handler, logs *httpapi.LogStream, logger hclog.Logger, sink *MemSink, pprofOn bool) http.Handler {
-	ops := httpapi.WithAgentOps(api, httpapi.OpsOptions{Logs: logs, Logger: logger})
-	return httpapi.WithRequestLog(withDebug(ops, sink, pprofOn), logger, logs)
+// Who may use them is decided with acl (S90): withDebug is inside the
+// ops handler, which decides /v1/agent/metrics before it.
+func withAgentOps(api http.Handler, logs *httpapi.LogStream, logger hclog.Logger, sink *MemSink, pprofOn bool, acl opsACL) http.Handler {
+	ops := httpapi.WithAgentOps(withDebug(api, sink, pprofOn), httpapi.OpsOptions{Logs: logs, Logger: logger,
+		ACL: acl.opts, Authorize: acl.authorize, Node: acl.node})
+	return httpapi.WithRequestLog(ops, logger, logs)
+}
+
+// opsACL is how the agent decides its operational endpoints.
+type opsACL struct {
+	opts      httpapi.ACLOptions
+	authorize httpapi.Authorize
+	node      string
 }

@@ -45,3 +45,66 @@ func TestConformanceACL(t *testing.T) {
 		t.Error("no ACL case ran")
 	}
 }
+
+// escalate is a mutant that decides the requests whose path starts with
+// one of prefixes as if they came with the management token: the server
+// then enforces nothing on them, which the S90 cases aimed at it must
+// catch.
+func escalate(name, filter, mgmt string, prefixes ...string) mutant {
+	return mutant{name: name, filter: filter, prepare: func(x *exchange) {
+		for _, p := range prefixes {
+			if strings.HasPrefix(x.r.URL.Path, p) {
+				x.r.Header.Set("X-Consul-Token", mgmt)
+				return
+			}
+		}
+	}}
+}
+
+// TestACLEnforcementMutantsAreCaught: each S90 and S91 case fails against
+// a server that does not enforce what it checks, and passes through an
+// identity proxy.
+func TestACLEnforcementMutantsAreCaught(t *testing.T) {
+	t.Parallel()
+	if *flagAddr != "" {
+		t.Skip("runs against an in-process server with ACLs on")
+	}
+	if startDevACL == nil {
+		t.Skip("no in-process server linked in")
+	}
+	addr, token := startDevACL(t)
+	const all = `^S9[01]/`
+	control := Run(context.Background(), Options{Addr: proxyFor(t, addr, mutant{name: "identity"}), Token: token,
+		Profile: ACLTenure, Filter: all})
+	if !control.OK() || control.Passed == 0 {
+		var b strings.Builder
+		_ = control.WriteTable(&b) // writes to a strings.Builder cannot fail
+		t.Fatalf("cases fail through the identity proxy:\n%s", b.String())
+	}
+	for _, m := range []mutant{
+		escalate("catalog-writes-unchecked", `^S90/catalog-writes`, token, "/v1/catalog/register", "/v1/catalog/deregister"),
+		escalate("catalog-reads-unfiltered", `^S90/catalog-and-health-reads`, token, "/v1/catalog/", "/v1/health/"),
+		escalate("agent-and-operator-open", `^S90/agent-and-operator`, token, "/v1/agent/", "/v1/operator/"),
+		escalate("txn-unchecked", `^S90/txn-denied`, token, "/v1/txn"),
+		escalate("queries-unchecked", `^S90/prepared-queries`, token, "/v1/query"),
+		{name: "txn-service-op-on-its-name-only", filter: `^S91/`, prepare: func(x *exchange) {
+			// Consul's decision: the op's own name only, which this
+			// token may write, so the server is asked as management.
+			if x.r.URL.Path == "/v1/txn" && strings.Contains(string(x.body), `"Service"`) {
+				x.r.Header.Set("X-Consul-Token", token)
+			}
+		}},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			rep := Run(context.Background(), Options{Addr: proxyFor(t, addr, m), Token: token, Profile: ACLTenure, Filter: m.filter})
+			if rep.Failed == 0 {
+				t.Errorf("mutant %s survived cases %s (%d passed)", m.name, m.filter, rep.Passed)
+			}
+			for _, c := range rep.Cases {
+				if c.Outcome == Fail {
+					t.Logf("caught by %s: %s", c.ID, oneLine(c.Reason, 200))
+				}
+			}
+		})
+	}
+}

@@ -143,6 +143,8 @@ var clauses = []clause{
 	{"S87", Contract, "builtin policies and anonymous token; bootstrap once, reset file; ACL endpoints need acl:read/acl:write"},
 	{"S88", Tenure, "a refused ACL write answers 400 (413 over bounds) and takes no log entry"},
 	{"S89", Consul, "network coordinates: update, node and list reads, datacenters, ?near sorting; node:write to update, node:read to read"},
+	{"S90", Contract, "catalog, health, agent, operator, txn and prepared-query endpoints need Consul's permissions; reads filtered"},
+	{"S91", Tenure, "a txn catalog op is decided on the stored record it touches as well as the names it carries"},
 }
 
 // clauseByID returns the clause with the given ID.

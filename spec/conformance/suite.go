@@ -27,6 +27,7 @@ func Suite() []Case {
 		reloadCases(),
 		aclCases(),
 		coordinateCases(),
+		aclEnforcementCases(),
 	} {
 		all = append(all, group...)
 	}

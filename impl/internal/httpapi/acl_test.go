@@ -37,6 +37,12 @@ type aclFixture struct {
 
 func newACLFixture(t *testing.T, defaultPolicy string) *aclFixture {
 	t.Helper()
+	return newACLFixtureWith(t, defaultPolicy, nil)
+}
+
+// newACLFixtureWith is newACLFixture with more options set by more.
+func newACLFixtureWith(t *testing.T, defaultPolicy string, more func(*httpapi.Options)) *aclFixture {
+	t.Helper()
 	tokens, err := httpapi.NewAgentTokens(nil, "")
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +56,9 @@ func newACLFixture(t *testing.T, defaultPolicy string) *aclFixture {
 			Tokens:             tokens,
 			BootstrapResetFile: filepath.Join(t.TempDir(), "acl-bootstrap-reset"),
 		},
+	}
+	if more != nil {
+		more(&opts)
 	}
 	f := newFixture(t, withOptions(opts))
 	if err := f.b.Store().InitACL(mgmtSecret); err != nil {

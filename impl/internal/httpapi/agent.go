@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"github.com/tenurekv/tenure/acl"
+
 	"fmt"
 	"net/http"
 	"runtime"
@@ -17,6 +19,9 @@ import (
 // Always answered locally.
 func (h *handler) agentSelf(c *call) error {
 	node := h.origin(c)
+	if err := h.agentAllowed(c, acl.ResourceAgent, node, acl.AccessRead); err != nil {
+		return err // S90
+	}
 	version := h.opts.Version
 	if version == "" {
 		version = "tenure"
@@ -63,18 +68,33 @@ func (h *handler) agentCheck(status model.Health) func(c *call) error {
 		if here, err := h.leaderHere(c, nil); err != nil || !here {
 			return err
 		}
-		var reg *model.Register
+		var (
+			reg    *model.Register
+			denied error
+		)
 		h.b.Read(func(s *model.State) {
 			n, okNode := s.Node(node)
 			ch, okCheck := s.Check(model.CheckKey{Node: node, CheckID: c.arg})
 			if okNode && okCheck {
 				reg = &model.Register{Node: node, Address: n.Address, SkipNodeUpdate: true,
 					Checks: []model.CheckSpec{{CheckID: ch.CheckID, Name: ch.Name, Status: status}}}
+				// S90: as the agent-local update decides it.
+				var a *acl.Authorizer
+				if a, denied = h.authz(c, s); denied == nil {
+					if ch.ServiceID != "" {
+						denied = a.Check(acl.ResourceService, ch.ServiceName, acl.AccessWrite)
+					} else {
+						denied = a.Check(acl.ResourceNode, node, acl.AccessWrite)
+					}
+				}
 			}
 		})
 		if reg == nil {
 			return errorf(http.StatusNotFound,
 				"Unknown check ID %q. Ensure that the check ID is passed, not the check name.", c.arg)
+		}
+		if denied != nil {
+			return aclFailure(denied)
 		}
 		res, err := h.b.Apply(c.r.Context(), model.Command{Register: reg})
 		if err != nil {

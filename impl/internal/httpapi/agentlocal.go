@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tenurekv/tenure/acl"
 	"github.com/tenurekv/tenure/model"
 
 	"github.com/hashicorp/go-hclog"
@@ -100,7 +101,10 @@ type localHandler struct {
 
 // reloadConfig is PUT /v1/agent/reload: a config that fails to load or
 // apply is answered 500 with the error, as Consul answers it.
-func (h *localHandler) reloadConfig(*call) error {
+func (h *localHandler) reloadConfig(c *call) error {
+	if err := h.allowed(c, acl.ResourceAgent, h.node, acl.AccessWrite); err != nil {
+		return err // S90
+	}
 	if err := h.reload(); err != nil {
 		return &apiError{status: http.StatusInternalServerError, msg: err.Error()}
 	}
@@ -158,6 +162,9 @@ func (h *localHandler) checkRegister(c *call) error {
 	if err != nil {
 		return decodeFailed(err)
 	}
+	if err := h.vetCheckRegister(c, def); err != nil {
+		return err // S90
+	}
 	if err := h.la.RegisterCheck(def, checks.Remote); err != nil {
 		return refusal(err)
 	}
@@ -169,6 +176,9 @@ func (h *localHandler) checkRegister(c *call) error {
 func (h *localHandler) checkDeregister(c *call) error {
 	if err := idArg(c, "Check ID"); err != nil {
 		return err
+	}
+	if err := h.checkWritable(c, c.arg); err != nil {
+		return err // S90
 	}
 	if err := h.la.DeregisterCheck(c.arg); err != nil {
 		return refusal(err)
@@ -193,6 +203,12 @@ func (h *localHandler) checkUpdate(c *call) error {
 	if err := json.Unmarshal(body, &u); err != nil {
 		return decodeFailed(err)
 	}
+	if checks.ValidStatus(u.Status) {
+		// A bad status is 400 whatever the token, as in Consul.
+		if err := h.checkWritable(c, c.arg); err != nil {
+			return err // S90
+		}
+	}
 	if err := h.la.UpdateTTL(c.arg, u.Status, u.Output); err != nil {
 		return refusal(err)
 	}
@@ -209,6 +225,9 @@ func (h *localHandler) checkTTL(status string) func(c *call) error {
 	return func(c *call) error {
 		if err := idArg(c, "Check ID"); err != nil {
 			return err
+		}
+		if err := h.checkWritable(c, c.arg); err != nil {
+			return err // S90
 		}
 		if err := h.la.UpdateTTL(c.arg, status, c.query().Get("note")); err != nil {
 			return refusal(err)
@@ -227,7 +246,20 @@ func (h *localHandler) checkList(c *call) error {
 	}
 	st := h.la.State()
 	out := map[string]checkJSON{}
+	dropped := false
 	for _, ch := range st.Checks() {
+		res, name := acl.ResourceService, ch.ServiceName
+		if name == "" {
+			res, name = acl.ResourceNode, h.node
+		}
+		ok, err := h.may(c, res, name, acl.AccessRead)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			dropped = true // S90
+			continue
+		}
 		tags := ch.ServiceTags
 		if tags == nil {
 			tags = []string{}
@@ -236,6 +268,7 @@ func (h *localHandler) checkList(c *call) error {
 			Notes: ch.Notes, Output: ch.Output, ServiceID: ch.ServiceID, ServiceName: ch.ServiceName,
 			ServiceTags: tags, Type: ch.Type, Interval: ch.Interval, Timeout: ch.Timeout, Definition: definitionJSON("")}
 	}
+	h.setFiltered(c, dropped)
 	if out, err = keepByKey(f, out, viewCheck); err != nil {
 		return err
 	}
@@ -263,6 +296,9 @@ func (h *localHandler) serviceRegister(c *call) error {
 	if err := serviceLimits(def.Wire()); err != nil {
 		return err
 	}
+	if err := h.vetServiceRegister(c, def); err != nil {
+		return err // S90
+	}
 	if err := h.la.RegisterService(def, checks.Remote, replace); err != nil {
 		return refusal(err)
 	}
@@ -274,6 +310,9 @@ func (h *localHandler) serviceRegister(c *call) error {
 func (h *localHandler) serviceDeregister(c *call) error {
 	if err := idArg(c, "Service ID"); err != nil {
 		return err
+	}
+	if err := h.serviceWritable(c, c.arg); err != nil {
+		return err // S90
 	}
 	if err := h.la.DeregisterService(c.arg); err != nil {
 		return refusal(err)
@@ -331,9 +370,19 @@ func (h *localHandler) serviceList(c *call) error {
 		return err
 	}
 	out := map[string]agentServiceJSON{}
+	dropped := false
 	for _, s := range h.la.State().Services() {
+		ok, err := h.may(c, acl.ResourceService, s.Service, acl.AccessRead)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			dropped = true // S90
+			continue
+		}
 		out[s.ID] = toAgentService(s, h.dc)
 	}
+	h.setFiltered(c, dropped)
 	if out, err = keepByKey(f, out, viewAgentService); err != nil {
 		return err
 	}
@@ -360,6 +409,9 @@ func (h *localHandler) nodeMaintenance(c *call) error {
 	if err != nil {
 		return err
 	}
+	if err := h.allowed(c, acl.ResourceNode, h.node, acl.AccessWrite); err != nil {
+		return err // S90
+	}
 	if on {
 		err = h.la.EnableNodeMaintenance(c.query().Get("reason"))
 	} else {
@@ -383,6 +435,9 @@ func (h *localHandler) serviceMaintenance(c *call) error {
 	on, err := enableParam(c)
 	if err != nil {
 		return err
+	}
+	if err := h.serviceWritable(c, c.arg); err != nil {
+		return err // S90
 	}
 	if on {
 		err = h.la.EnableServiceMaintenance(c.arg, c.query().Get("reason"))
@@ -500,6 +555,9 @@ func (h *localHandler) serviceHealthByID(c *call) error {
 		return writeHealth(c, http.StatusNotFound, fmt.Sprintf("ServiceId %s not found", c.arg),
 			serviceHealthJSON{AggregatedStatus: checks.Critical})
 	}
+	if err := h.allowed(c, acl.ResourceService, svc.Service, acl.AccessRead); err != nil {
+		return err // S90
+	}
 	code, out := h.serviceHealth(st, svc)
 	return writeHealth(c, code, out.AggregatedStatus, out)
 }
@@ -513,6 +571,10 @@ func (h *localHandler) serviceHealthByName(c *call) error {
 	}
 	if err := idArg(c, "Service name"); err != nil {
 		return err
+	}
+	// Decided before the lookup, as in Consul: an unknown name is 403 too.
+	if err := h.allowed(c, acl.ResourceService, c.arg, acl.AccessRead); err != nil {
+		return err // S90
 	}
 	st := h.la.State()
 	code, reason := http.StatusNotFound, fmt.Sprintf("ServiceName %s Not Found", c.arg)

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"github.com/tenurekv/tenure/acl"
+
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -89,6 +91,9 @@ func (h *localHandler) serviceGet(c *call) error {
 		s, ok := st.Service(c.arg)
 		if !ok {
 			return errorf(http.StatusNotFound, "unknown service ID: %s", c.arg)
+		}
+		if err := h.allowed(c, acl.ResourceService, s.Service, acl.AccessRead); err != nil {
+			return err // S90
 		}
 		out := toAgentService(s, h.dc)
 		if out.ContentHash, err = contentHash(out); err != nil {

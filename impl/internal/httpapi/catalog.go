@@ -7,6 +7,7 @@ import (
 
 	"github.com/hashicorp/go-uuid"
 
+	"github.com/tenurekv/tenure/acl"
 	"github.com/tenurekv/tenure/impl/internal/catalogwire"
 	"github.com/tenurekv/tenure/model"
 )
@@ -155,6 +156,9 @@ func (h *handler) catalogWrite(c *call, body []byte, cmd model.Command) error {
 	if here, err := h.leaderHere(c, body); err != nil || !here {
 		return err
 	}
+	if err := h.vetCatalogWrite(c, cmd); err != nil {
+		return err // S90
+	}
 	res, err := h.b.Apply(c.r.Context(), cmd)
 	if err != nil {
 		return h.applyFailure(err)
@@ -175,14 +179,23 @@ func (h *handler) catalogNodes(c *call) error {
 		return err
 	}
 	return h.serveRead(c, q, func(s *model.State) view {
+		a, err := h.authz(c, s)
+		if err != nil {
+			return view{fail: err}
+		}
 		out := []nodeJSON{}
+		filtered := false
 		for _, n := range s.NodeList() {
-			if meta.matches(n.Meta) {
+			switch {
+			case !meta.matches(n.Meta):
+			case !nodeReadable(a, n.Name):
+				filtered = true // S90
+			default:
 				out = append(out, *h.toNode(n))
 			}
 		}
 		sortNear(s, h.nearParam(c), out, func(n nodeJSON) string { return n.Node }) // near.go
-		return view{index: s.Tables().Nodes, body: out}
+		return view{index: s.Tables().Nodes, body: out, filtered: filtered}
 	})
 }
 
@@ -191,15 +204,28 @@ func (h *handler) catalogNodes(c *call) error {
 func (h *handler) catalogNode(c *call) error {
 	return h.serveArgReadOn(c, "Missing node name", onNodeServices, func(s *model.State) view {
 		index := max(s.Tables().Nodes, s.Tables().Services)
+		a, err := h.authz(c, s)
+		if err != nil {
+			return view{fail: err}
+		}
 		n, ok := s.Node(c.arg)
 		if !ok {
 			return view{index: index, body: json.RawMessage("null")}
 		}
+		if !nodeReadable(a, n.Name) {
+			// S90: a node the caller may not read is answered as unknown.
+			return view{index: index, body: json.RawMessage("null"), filtered: true}
+		}
 		services := map[string]nodeServiceJSON{}
+		filtered := false
 		for _, sv := range s.ServiceList(n.Name) {
+			if !a.Allowed(acl.ResourceService, sv.Service, acl.AccessRead) {
+				filtered = true
+				continue
+			}
 			services[sv.ServiceID] = toNodeService(sv)
 		}
-		return view{index: index, body: nodeServicesJSON{Node: h.toNode(n), Services: services}}
+		return view{index: index, body: nodeServicesJSON{Node: h.toNode(n), Services: services}, filtered: filtered}
 	})
 }
 
@@ -211,7 +237,12 @@ func (h *handler) toNode(n model.Node) *nodeJSON {
 // healthNode is GET /v1/health/node/<node>.
 func (h *handler) healthNode(c *call) error {
 	return h.serveArgReadOn(c, "Missing node name", onChecks, func(s *model.State) view {
-		return view{index: s.Tables().Checks, body: toChecks(s, s.CheckList(c.arg, ""))}
+		a, err := h.authz(c, s)
+		if err != nil {
+			return view{fail: err}
+		}
+		checks, filtered := readableChecks(a, s.CheckList(c.arg, ""))
+		return view{index: s.Tables().Checks, body: toChecks(s, checks), filtered: filtered}
 	})
 }
 
@@ -234,8 +265,13 @@ func (h *handler) healthState(c *call) error {
 		return err
 	}
 	return h.serveRead(c, q, func(s *model.State) view {
-		out := toChecks(s, meta.checks(s, s.CheckList("", state)))
+		a, err := h.authz(c, s)
+		if err != nil {
+			return view{fail: err}
+		}
+		checks, filtered := readableChecks(a, meta.checks(s, s.CheckList("", state)))
+		out := toChecks(s, checks)
 		sortNear(s, h.nearParam(c), out, func(ch checkJSON) string { return ch.Node }) // near.go
-		return view{index: s.Tables().Checks, body: out}
+		return view{index: s.Tables().Checks, body: out, filtered: filtered}
 	})
 }

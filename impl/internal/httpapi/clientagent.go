@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"github.com/tenurekv/tenure/acl"
+
 	"fmt"
 	"hash/fnv"
 	"net/http"
@@ -77,8 +79,10 @@ func NewClientAgent(opts ClientOptions) http.Handler {
 	_, _ = h.Write([]byte(opts.Node))
 	c.next.Store(h.Sum64() % 1024)
 	c.current.Store("")
-	// The membership handlers need only Options.Members.
-	c.local = &handler{opts: Options{Members: opts.Members, Datacenter: opts.Datacenter, Logger: opts.Logger}}
+	// The membership handlers need only Options.Members, and with ACLs
+	// the agent's configuration and a way to ask a server (S90).
+	c.local = &handler{opts: Options{Members: opts.Members, Datacenter: opts.Datacenter, Logger: opts.Logger,
+		ACL: opts.ACL, Authorize: RemoteAuthorize(c), Node: opts.Node}}
 	c.routes = []route{
 		{"/v1/agent/self", false, []string{get}, c.agentSelf},
 		{"/v1/agent/members", false, []string{get}, c.local.agentMembers},
@@ -178,6 +182,9 @@ func (a *clientAgent) pick(servers []string) string {
 
 // agentSelf is the client agent's own /v1/agent/self.
 func (a *clientAgent) agentSelf(c *call) error {
+	if err := a.local.agentAllowed(c, acl.ResourceAgent, a.opts.Node, acl.AccessRead); err != nil {
+		return err // S90
+	}
 	local := a.opts.Members.Local()
 	opts := Options{Datacenter: a.opts.Datacenter, Version: a.opts.Version, Build: a.opts.Build, DebugConfig: a.opts.DebugConfig}
 	config := selfConfig(&opts, a.opts.Node, local.Tags[gossip.TagID], false)

@@ -214,8 +214,9 @@ func TestNearSorting(t *testing.T) {
 // node:read, and the list drops what the caller may not read, saying so.
 func TestCoordinateACL(t *testing.T) {
 	f := newACLFixture(t, "deny")
-	f.register("n1")
-	f.register("n2")
+	for _, n := range []string{"n1", "n2"} {
+		want(t, "register "+n, f.call("PUT", "/v1/catalog/register", mgmtSecret, fmt.Sprintf(`{"Node":%q,"Address":"127.0.0.1"}`, n)), 200, "true")
+	}
 	f.policy("n1w", `node "n1" { policy = "write" }`)
 	f.policy("n1r", `node "n1" { policy = "read" }`)
 	writer, _ := f.token("n1w")

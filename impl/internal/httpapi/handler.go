@@ -57,6 +57,11 @@ type Options struct {
 	// CoordinateDims is the Vivaldi dimensionality an update must have;
 	// default 8, serf's.
 	CoordinateDims int
+	// Authorize, if set, decides the endpoints the agent answers itself
+	// (agentacl.go) instead of the backend's tables: a client agent's,
+	// which has none, asks a server. Node is then the agent's node.
+	Authorize Authorize
+	Node      string
 }
 
 // BuildInfo is the binary's VCS stamp.

@@ -38,6 +38,9 @@ type keyringJSON struct {
 // from the agent that was asked, server or client. The refusals are
 // Consul's, with its words.
 func (h *handler) operatorKeyring(c *call) error {
+	if err := h.keyringAllowed(c); err != nil {
+		return err // S90
+	}
 	ms, err := h.members()
 	if err != nil {
 		return err

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"github.com/tenurekv/tenure/acl"
+
 	"net/http"
 	"strings"
 
@@ -62,8 +64,20 @@ func (h *handler) agentMembers(c *call) error {
 		return err
 	}
 	out := []memberJSON{}
+	dropped := false
 	for _, m := range ms.List() {
+		ok, err := h.agentMay(c, acl.ResourceNode, m.Name, acl.AccessRead)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			dropped = true // S90
+			continue
+		}
 		out = append(out, toMemberJSON(m))
+	}
+	if dropped && h.tellsFiltered(c) {
+		c.w.Header().Set(filteredHeader, "true")
 	}
 	if out, err = keep(f, out, viewMember); err != nil {
 		return err
@@ -81,6 +95,9 @@ func (h *handler) agentJoin(c *call) error {
 	if err := checkLen("address", c.arg, maxNameLen); err != nil {
 		return err
 	}
+	if err := h.agentAllowed(c, acl.ResourceAgent, h.agentNode(c), acl.AccessWrite); err != nil {
+		return err // S90
+	}
 	if _, err := ms.Join([]string{c.arg}); err != nil {
 		return errorf(http.StatusInternalServerError, "%s", oneLine(err.Error()))
 	}
@@ -93,6 +110,9 @@ func (h *handler) agentLeave(c *call) error {
 	ms, err := h.members()
 	if err != nil {
 		return err
+	}
+	if err := h.agentAllowed(c, acl.ResourceAgent, h.agentNode(c), acl.AccessWrite); err != nil {
+		return err // S90
 	}
 	if err := ms.Leave(); err != nil {
 		return errorf(http.StatusInternalServerError, "%s", oneLine(err.Error()))
@@ -109,6 +129,9 @@ func (h *handler) agentForceLeave(c *call) error {
 	}
 	if err := checkLen("node", c.arg, maxNameLen); err != nil {
 		return err
+	}
+	if err := h.agentAllowed(c, acl.ResourceOperator, "", acl.AccessWrite); err != nil {
+		return err // S90
 	}
 	_, prune := c.query()["prune"]
 	if err := ms.ForceLeave(c.arg, prune); err != nil {

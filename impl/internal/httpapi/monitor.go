@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"github.com/tenurekv/tenure/acl"
+
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -57,6 +59,9 @@ func (m *monitorSink) Write(p []byte) (int, error) {
 
 // agentMonitor answers GET /v1/agent/monitor.
 func (o *opsHandler) agentMonitor(c *call) error {
+	if err := o.allowed(c, acl.ResourceAgent, o.opts.Node, acl.AccessRead); err != nil {
+		return err // S90, decided before the parameters as in Consul
+	}
 	name := c.query().Get("loglevel")
 	if name == "" {
 		name = "INFO"

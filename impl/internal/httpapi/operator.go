@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/tenurekv/tenure/acl"
 	"github.com/tenurekv/tenure/impl/internal/server"
 )
 
@@ -12,6 +13,9 @@ import (
 // leave it only by leave or force-leave (S54), so CleanupDeadServers is
 // false; the other fields are Consul's defaults, for tools that read them.
 func (h *handler) autopilotConfiguration(c *call) error {
+	if err := h.allowed(c, acl.ResourceOperator, "", acl.AccessRead); err != nil {
+		return err // S90
+	}
 	return writeJSON(c, http.StatusOK, map[string]any{
 		"CleanupDeadServers":      false,
 		"LastContactThreshold":    "200ms",
@@ -42,6 +46,9 @@ func (h *handler) raftConfiguration(c *call) error {
 	ro, err := h.raftOperator()
 	if err != nil {
 		return err
+	}
+	if err := h.allowed(c, acl.ResourceOperator, "", acl.AccessRead); err != nil {
+		return err // S90
 	}
 	servers, index, err := ro.RaftConfiguration()
 	if err != nil {
@@ -83,6 +90,9 @@ func (h *handler) raftRemovePeer(c *call) error {
 	}
 	if here, err := h.leaderHere(c, nil); err != nil || !here {
 		return err
+	}
+	if err := h.allowed(c, acl.ResourceOperator, "", acl.AccessWrite); err != nil {
+		return err // S90
 	}
 	if err := ro.RemovePeer(id, address); err != nil {
 		if errors.Is(err, server.ErrNotLeader) {

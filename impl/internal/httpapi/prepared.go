@@ -109,11 +109,12 @@ func (h *handler) queryList(c *call) error {
 			return err
 		}
 		return h.serveRead(c, q, func(s *model.State) view {
-			out := []queryJSON{}
-			for _, pq := range s.QueryList() {
-				out = append(out, toQuery(pq))
+			a, err := h.authz(c, s)
+			if err != nil {
+				return view{fail: err}
 			}
-			return view{index: s.Tables().Queries, body: out}
+			out, filtered := readableQueries(a, s.QueryList()) // S90
+			return view{index: s.Tables().Queries, body: out, filtered: filtered}
 		})
 	}
 	body, err := readBody(c, maxQueryBody, bodyOver(maxQueryBody))
@@ -128,12 +129,17 @@ func (h *handler) queryList(c *call) error {
 		return h.rejection(&model.Error{Kind: model.ErrInvalid, Msg: "ID must be empty when creating a new prepared query"})
 	}
 	pq := b.toModel()
+	op := model.QueryOp{Op: model.QueryCreate, Query: pq}
+	// Consul decides the token before it checks the definition (S90).
+	if err := h.vetQuery(c, op); err != nil {
+		return err
+	}
 	// The definition is checked before raft, so a bad one costs no index;
 	// the state checks (name, session) run in the apply (S57).
 	if err := h.validateQuery(pq); err != nil {
 		return err
 	}
-	res, err := h.queryWrite(c, body, model.QueryOp{Op: model.QueryCreate, Query: pq})
+	res, err := h.queryWrite(c, body, op)
 	if err != nil || res == nil {
 		return err
 	}
@@ -183,6 +189,9 @@ func resolveQuery(s *model.State, idOrName string) (model.PreparedQuery, error) 
 func (h *handler) queryWrite(c *call, body []byte, op model.QueryOp) (*model.Result, error) {
 	if here, err := h.leaderHere(c, body); err != nil || !here {
 		return nil, err
+	}
+	if err := h.vetQuery(c, op); err != nil {
+		return nil, err // S90, decided again on the leader's state
 	}
 	res, err := h.b.Apply(c.r.Context(), model.Command{Query: &op})
 	if err != nil {
@@ -236,7 +245,14 @@ func (h *handler) querySpecific(c *call) error {
 		if !ok {
 			return view{index: s.Tables().Queries, fail: errorf(http.StatusNotFound, "Query not found")}
 		}
-		return view{index: s.Tables().Queries, body: []queryJSON{toQuery(pq)}}
+		a, err := h.authz(c, s)
+		if err == nil {
+			err = queryReadable(a, pq, true) // S90
+		}
+		if err != nil {
+			return view{index: s.Tables().Queries, fail: err}
+		}
+		return view{index: s.Tables().Queries, body: []queryJSON{queryShown(a, pq)}}
 	})
 }
 
@@ -253,7 +269,12 @@ func (h *handler) queryUpdate(c *call, id string) error {
 	}
 	pq := b.toModel()
 	pq.ID = id
+	op := model.QueryOp{Op: model.QueryUpdate, Query: pq}
 	if here, err := h.leaderHere(c, body); err != nil || !here {
+		return err
+	}
+	// Consul decides the token before it looks the query up (S90).
+	if err := h.vetQuery(c, op); err != nil {
 		return err
 	}
 	// Consul looks the query up before it checks the definition; the apply
@@ -265,7 +286,7 @@ func (h *handler) queryUpdate(c *call, id string) error {
 			return err
 		}
 	}
-	_, err = h.queryWrite(c, body, model.QueryOp{Op: model.QueryUpdate, Query: pq})
+	_, err = h.queryWrite(c, body, op)
 	return err
 }
 
@@ -292,8 +313,17 @@ func (h *handler) queryExecute(c *call, idOrName string) error {
 		if err != nil {
 			return view{index: s.Tables().Queries, fail: err}
 		}
+		a, tell, err := h.executeAuthz(c, s, pq)
+		if err != nil {
+			return view{index: s.Tables().Queries, fail: err}
+		}
 		nodes := []healthEntryJSON{}
+		filtered := false
 		for _, in := range s.ExecuteQuery(pq) {
+			if !instanceReadable(a, in.Node.Name, in.Service.Service) {
+				filtered = true // S90
+				continue
+			}
 			nodes = append(nodes, h.toHealthEntry(s, in))
 		}
 		h.order.shuffle(len(nodes), func(i, j int) { nodes[i], nodes[j] = nodes[j], nodes[i] })
@@ -310,8 +340,12 @@ func (h *handler) queryExecute(c *call, idOrName string) error {
 			nodes = nodes[:limit]
 		}
 		index := max(s.Tables().Queries, s.Tables().Nodes, s.Tables().Services, s.Tables().Checks)
+		m := meta.at(index)
+		// Told by the token the query ran with, not the caller's.
+		m.ResultsFilteredByACLs = filtered && tell
 		return view{index: index, body: executeJSON{Service: pq.Service.Service, Nodes: nodes,
-			DNS: dnsJSON(pq.DNS), Datacenter: h.opts.Datacenter, queryMetaJSON: meta.at(index)}}
+			DNS: dnsJSON(pq.DNS), Datacenter: h.opts.Datacenter, queryMetaJSON: m},
+			filtered: filtered && tell, unmasked: true}
 	})
 }
 
@@ -328,10 +362,17 @@ func (h *handler) queryExplain(c *call, idOrName string) error {
 		if err != nil {
 			return view{index: s.Tables().Queries, fail: err}
 		}
+		a, err := h.authz(c, s)
+		if err == nil {
+			err = queryReadable(a, pq, false) // S90
+		}
+		if err != nil {
+			return view{index: s.Tables().Queries, fail: err}
+		}
 		return view{index: s.Tables().Queries, body: struct {
 			Query queryJSON
 			queryMetaJSON
-		}{toQuery(pq), meta.at(s.Tables().Queries)}}
+		}{queryShown(a, pq), meta.at(s.Tables().Queries)}}
 	})
 }
 
@@ -374,9 +415,8 @@ func (m queryMetaJSON) at(index uint64) queryMetaJSON {
 // dnsJSON is structs.QueryDNSOptions: TTL shown even when empty.
 type dnsJSON struct{ TTL string }
 
-// queryJSON is structs.PreparedQuery as Consul shows it; tenure has no
-// ACLs, so the token is shown as stored, as Consul shows it to a caller
-// with acl:write.
+// queryJSON is structs.PreparedQuery as Consul shows it; the token is
+// shown as stored only to a caller with acl:write (queryShown).
 type queryJSON struct {
 	ID          string
 	Name        string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"time"
 
@@ -123,6 +124,13 @@ type view struct {
 	fail error
 	// filtered says ACLs removed records from body (acl.go).
 	filtered bool
+	// unmasked: filtered was decided for the token the read ran with (a
+	// prepared query's own), so the caller's token does not mask it.
+	unmasked bool
+	// dropped, when set, is what ACLs removed, in body's type, for a read
+	// Consul narrows by ?filter before ACLs (a service's checks): the read
+	// says it was filtered only if ?filter would have kept one of them.
+	dropped any
 }
 
 // serveArgRead serves a read of the resource named by the path argument
@@ -168,9 +176,16 @@ func (h *handler) serveRead(c *call, q queryOpts, read func(s *model.State) view
 		if v.body, err = q.filter.apply(v.body); err != nil {
 			return err
 		}
+		if v.filtered && v.dropped != nil {
+			kept, err := q.filter.apply(v.dropped)
+			if err != nil {
+				return err
+			}
+			v.filtered = reflect.ValueOf(kept).Len() > 0
+		}
 	}
 	h.setMeta(c.w, v.index, q.mode)
-	if v.filtered && !h.maskFiltered(c) {
+	if v.filtered && (v.unmasked || !h.maskFiltered(c)) {
 		c.w.Header().Set(filteredHeader, "true")
 	}
 	switch {

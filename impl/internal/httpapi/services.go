@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tenurekv/tenure/acl"
 	"github.com/tenurekv/tenure/impl/internal/catalogwire"
 	"github.com/tenurekv/tenure/model"
 )
@@ -38,18 +39,32 @@ func (h *handler) catalogServices(c *call) error {
 		return err
 	}
 	return h.serveRead(c, q, func(s *model.State) view {
-		if q.filter == nil {
+		a, err := h.authz(c, s)
+		if err != nil {
+			return view{fail: err}
+		}
+		everything := a.NodeReadAll() && a.ServiceReadAll()
+		if q.filter == nil && everything {
 			return view{index: s.Tables().Services, body: meta.serviceNames(s)}
 		}
-		// Consul filters the instances, then groups what is left by name.
+		// Consul filters the instances (by ACLs, S90, then by the
+		// expression), then groups what is left by name.
 		out := serviceInstancesJSON{}
+		filtered := false
 		for _, sv := range s.ServiceList("") {
 			n, _ := s.Node(sv.Node)
-			if meta.matches(n.Meta) {
+			switch {
+			case !meta.matches(n.Meta):
+			case !everything && !instanceReadable(a, n.Name, sv.Service):
+				filtered = true
+			default:
 				out = append(out, h.toServiceNode(model.ServiceInstance{Node: n, Service: sv}))
 			}
 		}
-		return view{index: s.Tables().Services, body: out}
+		if q.filter == nil {
+			return view{index: s.Tables().Services, body: serviceTags(out), filtered: filtered}
+		}
+		return view{index: s.Tables().Services, body: out, filtered: filtered}
 	})
 }
 
@@ -64,14 +79,23 @@ func (h *handler) catalogService(c *call) error {
 		return err
 	}
 	return h.serveArgReadOn(c, "Missing service name", onServiceNodes, func(s *model.State) view {
+		a, err := h.authz(c, s)
+		if err != nil {
+			return view{fail: err}
+		}
 		out := []serviceNodeJSON{}
+		filtered := false
 		for _, in := range s.ServiceInstances(c.arg) {
-			if hasTags(in.Service.Tags, tags) && meta.matches(in.Node.Meta) {
+			switch {
+			case !hasTags(in.Service.Tags, tags) || !meta.matches(in.Node.Meta):
+			case !instanceReadable(a, in.Node.Name, in.Service.Service):
+				filtered = true // S90
+			default:
 				out = append(out, h.toServiceNode(in))
 			}
 		}
 		sortNear(s, h.nearParam(c), out, func(n serviceNodeJSON) string { return n.Node }) // near.go
-		return view{index: max(s.Tables().Nodes, s.Tables().Services), body: out}
+		return view{index: max(s.Tables().Nodes, s.Tables().Services), body: out, filtered: filtered}
 	})
 }
 
@@ -80,15 +104,28 @@ func (h *handler) catalogService(c *call) error {
 func (h *handler) catalogNodeServices(c *call) error {
 	return h.serveArgReadOn(c, "Missing node name", onNodeServices, func(s *model.State) view {
 		index := max(s.Tables().Nodes, s.Tables().Services)
+		a, err := h.authz(c, s)
+		if err != nil {
+			return view{fail: err}
+		}
 		n, ok := s.Node(c.arg)
 		if !ok {
 			return view{index: index, body: nodeServiceListJSON{}}
 		}
+		if !nodeReadable(a, n.Name) {
+			// S90: as an unknown node, but said to be filtered.
+			return view{index: index, body: nodeServiceListJSON{}, filtered: true}
+		}
 		services := []nodeServiceJSON{}
+		filtered := false
 		for _, sv := range s.ServiceList(n.Name) {
+			if !a.Allowed(acl.ResourceService, sv.Service, acl.AccessRead) {
+				filtered = true
+				continue
+			}
 			services = append(services, toNodeService(sv))
 		}
-		return view{index: index, body: nodeServiceListJSON{h.toNode(n), services}}
+		return view{index: index, body: nodeServiceListJSON{h.toNode(n), services}, filtered: filtered}
 	})
 }
 
@@ -121,14 +158,24 @@ func (h *handler) healthService(c *call) error {
 		}
 	}
 	return h.serveArgReadOn(c, "Missing service name", onHealthEntry, func(s *model.State) view {
+		a, err := h.authz(c, s)
+		if err != nil {
+			return view{fail: err}
+		}
 		out := []healthEntryJSON{}
+		filtered := false
 		for _, in := range s.ServiceInstances(c.arg) {
-			if hasTags(in.Service.Tags, tags) && meta.matches(in.Node.Meta) && (!passing || allPassing(in.Checks)) {
+			switch {
+			case !hasTags(in.Service.Tags, tags) || !meta.matches(in.Node.Meta):
+			case !instanceReadable(a, in.Node.Name, in.Service.Service):
+				filtered = true // S90; Consul drops by ACLs before ?passing
+			case passing && !allPassing(in.Checks):
+			default:
 				out = append(out, h.toHealthEntry(s, in))
 			}
 		}
 		sortNear(s, h.nearParam(c), out, func(e healthEntryJSON) string { return e.Node.Node }) // near.go
-		return view{index: max(s.Tables().Nodes, s.Tables().Services, s.Tables().Checks), body: out}
+		return view{index: max(s.Tables().Nodes, s.Tables().Services, s.Tables().Checks), body: out, filtered: filtered}
 	})
 }
 
@@ -140,9 +187,26 @@ func (h *handler) healthChecks(c *call) error {
 		return err
 	}
 	return h.serveArgReadOn(c, "Missing service name", onChecks, func(s *model.State) view {
-		out := toChecks(s, meta.checks(s, s.ServiceChecks(c.arg)))
+		a, err := h.authz(c, s)
+		if err != nil {
+			return view{fail: err}
+		}
+		all := meta.checks(s, s.ServiceChecks(c.arg))
+		checks, filtered := readableChecks(a, all)
+		out := toChecks(s, checks)
 		sortNear(s, h.nearParam(c), out, func(ch checkJSON) string { return ch.Node }) // near.go
-		return view{index: s.Tables().Checks, body: out}
+		v := view{index: s.Tables().Checks, body: out, filtered: filtered}
+		if filtered {
+			// Consul applies ?filter to a service's checks before ACLs.
+			var dropped []model.Check
+			for _, ch := range all {
+				if !checkReadable(a, ch) {
+					dropped = append(dropped, ch)
+				}
+			}
+			v.dropped = toChecks(s, dropped)
+		}
+		return v
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/tenurekv/tenure/acl"
 	"github.com/tenurekv/tenure/impl/internal/catalogwire"
 	"github.com/tenurekv/tenure/impl/internal/leader"
 	"github.com/tenurekv/tenure/model"
@@ -252,6 +253,21 @@ func (h *handler) txn(c *call) error {
 	if here, err := h.leaderHere(c, body); err != nil || !here {
 		return err
 	}
+	a := acl.ManageAll()
+	if h.opts.ACL.enabled() {
+		var denied []model.TxnError
+		h.b.Read(func(s *model.State) {
+			if a, err = h.authz(c, s); err == nil {
+				denied = vetTxn(a, s, txn) // S90
+			}
+		})
+		if err != nil {
+			return err
+		}
+		if len(denied) > 0 {
+			return txnConflict(c, txnAnswer{Errors: denied})
+		}
+	}
 	res, err := h.b.Apply(c.r.Context(), cmd)
 	var delay *leader.LockDelayError
 	if errors.As(err, &delay) {
@@ -261,6 +277,7 @@ func (h *handler) txn(c *call) error {
 	if err != nil {
 		return h.applyFailure(err)
 	}
+	res.TxnResults, _ = readableTxnResults(a, res.TxnResults)
 	return h.txnAnswer(c, res)
 }
 
@@ -281,20 +298,38 @@ func (h *handler) txnRead(c *call, cmd model.Command, body []byte) error {
 		}
 	}
 	var (
-		res model.Result
-		out txnAnswer
+		res      model.Result
+		out      txnAnswer
+		denied   []model.TxnError
+		filtered bool
 	)
 	h.b.Read(func(s *model.State) {
+		var a *acl.Authorizer
+		if a, err = h.authz(c, s); err != nil {
+			return
+		}
+		if denied = vetTxn(a, s, *cmd.Txn); len(denied) > 0 {
+			return // S90
+		}
 		// A copy, so the read can never disturb the applied state.
 		res = s.Clone().Apply(s.Index()+1, cmd)
+		res.TxnResults, filtered = readableTxnResults(a, res.TxnResults)
 		out.Results = h.txnResults(s, res.TxnResults)
 	})
+	if err != nil {
+		return err
+	}
 	h.setLeaderMeta(c.w)
 	if res.Err != nil {
 		return h.rejection(res.Err)
 	}
 	isLeader, _, known := h.b.Leader()
-	meta := &txnReadMeta{Index: 1, LastContact: max(h.b.LastContact(), 0), KnownLeader: isLeader || known}
+	meta := &txnReadMeta{Index: 1, LastContact: max(h.b.LastContact(), 0), KnownLeader: isLeader || known,
+		ResultsFilteredByACLs: filtered && !h.maskFiltered(c)}
+	if len(denied) > 0 {
+		// Consul answers a refused read before it fills in the metadata.
+		return txnConflict(c, txnAnswer{Errors: denied, txnReadMeta: &txnReadMeta{}})
+	}
 	if len(res.TxnErrors) > 0 {
 		return txnConflict(c, txnAnswer{Errors: res.TxnErrors, txnReadMeta: meta})
 	}
