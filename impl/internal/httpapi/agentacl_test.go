@@ -27,8 +27,15 @@ type agentACLFixture struct {
 
 func newAgentACLFixture(t *testing.T) *agentACLFixture {
 	t.Helper()
+	return newAgentACLFixturePolicy(t, "deny")
+}
+
+// newAgentACLFixturePolicy is newAgentACLFixture under another default
+// policy.
+func newAgentACLFixturePolicy(t *testing.T, defaultPolicy string) *agentACLFixture {
+	t.Helper()
 	pool := &keyringMembers{staticMembers: staticMembers{servers: []string{"node-a", "n2"}}}
-	f := newACLFixtureWith(t, "deny", func(o *httpapi.Options) { o.Members = pool })
+	f := newACLFixtureWith(t, defaultPolicy, func(o *httpapi.Options) { o.Members = pool })
 	la := local.NewAgent(local.Config{Node: "node-a", Stagger: func(time.Duration) time.Duration { return 0 }}, local.NewMemCatalog())
 	t.Cleanup(la.Close)
 	a := &agentACLFixture{la: la}

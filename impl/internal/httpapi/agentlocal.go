@@ -42,6 +42,17 @@ func WithLocalAgent(la *local.Agent, next http.Handler, opts LocalOptions) http.
 	}
 	h := &localHandler{la: la, log: logger, dc: opts.Datacenter, jitter: opts.Jitter, reload: opts.Reload,
 		acl: opts.ACL, authorize: opts.Authorize, node: opts.Node}
+	routes := h.routeTable()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !serveRoute(routes, w, r, logger) {
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// routeTable is the endpoints the local agent answers itself; the reload
+// endpoint only when the agent has config files to re-read.
+func (h *localHandler) routeTable() []route {
 	routes := []route{
 		{"/v1/agent/check/register", false, []string{put}, h.checkRegister},
 		{"/v1/agent/check/deregister/", true, []string{put}, h.checkDeregister},
@@ -60,14 +71,10 @@ func WithLocalAgent(la *local.Agent, next http.Handler, opts LocalOptions) http.
 		{"/v1/agent/maintenance", false, []string{put}, h.nodeMaintenance},
 		{"/v1/agent/token/", true, []string{put}, h.agentToken}, // acltokens.go
 	}
-	if opts.Reload != nil {
+	if h.reload != nil {
 		routes = append(routes, route{"/v1/agent/reload", false, []string{put}, h.reloadConfig})
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !serveRoute(routes, w, r, logger) {
-			next.ServeHTTP(w, r)
-		}
-	})
+	return routes
 }
 
 // LocalOptions configure WithLocalAgent.

@@ -47,15 +47,7 @@ func WithAgentOps(next http.Handler, opts OpsOptions) http.Handler {
 	if o.log == nil {
 		o.log = hclog.NewNullLogger()
 	}
-	routes := []route{
-		{"/v1/agent/host", false, []string{get}, func(c *call) error {
-			if err := o.allowed(c, acl.ResourceOperator, "", acl.AccessRead); err != nil {
-				return err // S90
-			}
-			return agentHost(c)
-		}},
-		{"/v1/agent/monitor", false, []string{get}, o.agentMonitor},
-	}
+	routes := o.routeTable()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/v1/agent/metrics" && r.Method == http.MethodGet {
 			// Answered by next; decided here, where the agent's ACLs are.
@@ -78,4 +70,20 @@ func WithAgentOps(next http.Handler, opts OpsOptions) http.Handler {
 			next.ServeHTTP(w, r)
 		}
 	})
+}
+
+// routeTable is the operational endpoints the agent answers itself;
+// /v1/agent/metrics and /debug/pprof/ are decided here and answered by the
+// handler behind.
+func (o *opsHandler) routeTable() []route {
+	routes := []route{
+		{"/v1/agent/host", false, []string{get}, func(c *call) error {
+			if err := o.allowed(c, acl.ResourceOperator, "", acl.AccessRead); err != nil {
+				return err // S90
+			}
+			return agentHost(c)
+		}},
+		{"/v1/agent/monitor", false, []string{get}, o.agentMonitor},
+	}
+	return routes
 }

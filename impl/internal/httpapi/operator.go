@@ -43,12 +43,12 @@ func (h *handler) raftOperator() (server.RaftOperator, error) {
 // and the configuration's raft index. A server's ID is its raft ID, which
 // is its node ID (S82).
 func (h *handler) raftConfiguration(c *call) error {
+	if err := h.allowed(c, acl.ResourceOperator, "", acl.AccessRead); err != nil {
+		return err // S90
+	}
 	ro, err := h.raftOperator()
 	if err != nil {
 		return err
-	}
-	if err := h.allowed(c, acl.ResourceOperator, "", acl.AccessRead); err != nil {
-		return err // S90
 	}
 	servers, index, err := ro.RaftConfiguration()
 	if err != nil {
@@ -76,10 +76,6 @@ func (h *handler) raftConfiguration(c *call) error {
 // raftRemovePeer is DELETE /v1/operator/raft/peer?id=… or ?address=…,
 // with Consul's errors. The leader removes it; a follower forwards.
 func (h *handler) raftRemovePeer(c *call) error {
-	ro, err := h.raftOperator()
-	if err != nil {
-		return err
-	}
 	q := c.query()
 	id, address := q.Get("id"), q.Get("address")
 	switch {
@@ -93,6 +89,10 @@ func (h *handler) raftRemovePeer(c *call) error {
 	}
 	if err := h.allowed(c, acl.ResourceOperator, "", acl.AccessWrite); err != nil {
 		return err // S90
+	}
+	ro, err := h.raftOperator()
+	if err != nil {
+		return err
 	}
 	if err := ro.RemovePeer(id, address); err != nil {
 		if errors.Is(err, server.ErrNotLeader) {
