@@ -25,6 +25,7 @@ type Core struct {
 
 	idMu   sync.Mutex // serialises newID, which need not be safe for concurrent use
 	line   acquireLine
+	turns  turns
 	delays *LockDelays
 	ttl    *ttlTimers
 }
@@ -115,15 +116,23 @@ func (l *Core) Apply(ctx context.Context, cmd model.Command) (model.Result, erro
 // one in flight and lost the key to it is refused as soon as that one
 // applies; before, it went back to wait for the next holder's release and
 // race again, and one request could so wait through any number of
-// hand-offs.
+// hand-offs. Of the waiters a release wakes together, the session that
+// has waited longest goes first (turns), so no client loses hand-off after
+// hand-off to a draw.
 func (l *Core) applyLock(ctx context.Context, cmd model.Command) (model.Result, error) {
 	key := cmd.KV.Key
 	conf := l.newConfirmation(ctx)
 	defer conf.stop()
 	var (
-		raced     bool      // waited for an acquire in flight
-		holdUntil time.Time // end of the wait for the holder, once begun
+		raced      bool      // waited for an acquire in flight
+		holdUntil  time.Time // end of the wait for the holder, once begun
+		yieldUntil time.Time // end of deferring to a senior waiter, once begun
+		tn         *turn     // with WatchKey: this acquire's place among the waiters (turns)
 	)
+	if l.watch != nil {
+		tn = l.turns.enter(key, cmd.KV.Session)
+		defer l.turns.leave(tn)
+	}
 	for {
 		var changed <-chan struct{}
 		stop := func() {}
@@ -133,13 +142,36 @@ func (l *Core) applyLock(ctx context.Context, cmd model.Command) (model.Result, 
 		}
 		if !l.heldByOther(*cmd.KV) {
 			stop()
+			if tn != nil && !l.line.busy(key) {
+				if moved, ok := l.turns.outranked(tn); ok {
+					now := time.Now()
+					if yieldUntil.IsZero() {
+						yieldUntil = now.Add(turnYield)
+					}
+					if left := yieldUntil.Sub(now); left > 0 {
+						if err := l.awaitChange(ctx, moved, left); err != nil {
+							return model.Result{}, err
+						}
+						continue
+					}
+				}
+			}
 			if done, ok := l.line.take(key); ok {
+				if tn != nil {
+					l.turns.took(tn)
+				}
 				res, err := l.propose(ctx, cmd)
 				done()
 				if err != nil {
 					return model.Result{}, err
 				}
+				if tn != nil && res.OK {
+					l.turns.acquired(tn)
+				}
 				return l.answer(cmd, res)
+			}
+			if tn != nil {
+				l.turns.waiting(tn)
 			}
 			conf.start()
 			if err := l.line.wait(ctx, key); err != nil {
@@ -147,6 +179,9 @@ func (l *Core) applyLock(ctx context.Context, cmd model.Command) (model.Result, 
 			}
 			raced = true
 			continue
+		}
+		if tn != nil {
+			l.turns.waiting(tn)
 		}
 		conf.start()
 		if changed != nil {
