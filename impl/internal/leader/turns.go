@@ -10,9 +10,9 @@ import (
 // goroutine the scheduler runs would take it, so which session got the key
 // was a draw, again at every hand-off, and a client could lose any number
 // of them in a row while others cycled (issue 37). Instead a session that
-// has waited for the key longer goes first: a waiter that wakes to a free
-// key while a session that has waited longer is also at the leader defers
-// to it for at most turnYield. A session's standing begins when one of its
+// has waited for the key longer goes first: an acquire that finds the key
+// free while a session that has waited longer is at the leader, or was
+// lately, defers to it for at most turnYield. A session's standing begins when one of its
 // acquires finds the key held or loses it to another, survives its
 // refusals (a spinning client's next attempt keeps its place), and ends
 // when it takes the key or has not been seen for turnForget.
@@ -27,9 +27,11 @@ type turns struct {
 }
 
 const (
-	// turnYield bounds how long a waiter defers to a senior one that
-	// should take the key at once; it only waits that long if the senior
-	// one stalls.
+	// turnYield bounds how long an acquire defers to a senior waiter: one
+	// at the leader takes the key at once, and one a release sent back
+	// (from its blocking read, or between two attempts) arrives within
+	// about a round trip; it only waits that long for one that does not
+	// come.
 	turnYield = time.Millisecond
 	// turnForget is how long a session's standing outlives its last
 	// acquire of the key.
@@ -72,6 +74,10 @@ func (t *turns) enter(key, session string) *turn {
 	}
 	tn := &turn{key: key, session: session}
 	k.present[tn] = struct{}{}
+	if s := k.standing[session]; s != nil {
+		s.seen = now
+	}
+	t.move(k) // a senior arriving ends a junior's deferral
 	return tn
 }
 
@@ -124,8 +130,11 @@ func (t *turns) acquired(tn *turn) {
 	}
 }
 
-// outranked reports whether another session present for tn's key has
-// waited longer than tn's, and a channel closed when that may change.
+// outranked reports whether another session has waited for tn's key
+// longer than tn's, and a channel closed when that may change. It counts
+// sessions not at the leader just now too, if seen within turnForget: a
+// spinning client between two attempts, or a consul/api Lock waiter in its
+// blocking read, which a release sends back with an acquire at once.
 func (t *turns) outranked(tn *turn) (<-chan struct{}, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -133,13 +142,10 @@ func (t *turns) outranked(tn *turn) (<-chan struct{}, bool) {
 	if k == nil {
 		return nil, false
 	}
+	now := time.Now()
 	mine := k.standing[tn.session]
-	for o := range k.present {
-		if o.session == tn.session {
-			continue
-		}
-		s := k.standing[o.session]
-		if s != nil && (mine == nil || s.since.Before(mine.since)) {
+	for session, s := range k.standing {
+		if session != tn.session && (mine == nil || s.since.Before(mine.since)) && now.Sub(s.seen) <= turnForget {
 			return k.moved, true
 		}
 	}
