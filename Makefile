@@ -76,13 +76,21 @@ ROUNDS ?= 3
 bench-detect:
 	TENURE_DETECT=1 TENURE_DETECT_AGENT=$(AGENT) TENURE_DETECT_ROUNDS=$(ROUNDS) $(GO) test -count=1 -v -timeout 0 -run '^TestDetection$$' ./bench
 
-## bench-cluster: lock throughput (1, 16, 64 clients, 8 on one key), the servers' CPU per cycle and
-## lock hand-off of a durable 3-server tenure cluster, beside a 3-server Consul when CONSUL names a
-## consul binary (with the ratio round by round, as rounds alternate, and the CPU the hypervisor stole in
-## each measured window), with the fsync floor of the machine (and its median before each round),
-## e.g. make bench-cluster CONSUL=/path/to/consul ROUNDS=3 BENCH_SECONDS=10
+## bench-cluster: lock cycles/s with p50/p99 per cycle and p99 per request (an acquire attempt or a release),
+## the wait for a held lock (p99, longest) and the fewest and most acquires per client, for 1, 16 and 64
+## clients on keys of their own and 8 and 64 on one key, each run by a spinning plain-HTTP client (spin:
+## acquire, on false again at once) and by consul/api's Lock (lock; kv, the rows of earlier sittings, on
+## request); the servers' CPU per cycle and lock hand-offs of a durable 3-server tenure cluster, beside a
+## 3-server Consul when CONSUL names a consul binary (with the ratio round by round, as rounds alternate, and
+## the CPU the hypervisor stole in each measured window), with the fsync floor of the machine (and its median
+## before each round). ROWS (1,16,64,8one,64one), CLIENTS (spin,lock,kv) and HANDOFFS=0 make a short run, e.g.
+##   make bench-cluster CONSUL=/path/to/consul ROUNDS=3 BENCH_SECONDS=5
+##   make bench-cluster CONSUL=/path/to/consul ROUNDS=1 ROWS=8one CLIENTS=spin HANDOFFS=0
 CONSUL        ?=
-BENCH_SECONDS ?= 10
+BENCH_SECONDS ?= 5
+ROWS          ?=
+CLIENTS       ?=
+HANDOFFS      ?=
 ## bench-trace: one client's acquire and release through a follower of a durable 3-server tenure
 ## cluster, followed leg by leg across the three servers' runtime traces (a measurement, not a test)
 .PHONY: bench-trace
@@ -92,7 +100,8 @@ bench-trace:
 .PHONY: bench-cluster
 bench-cluster:
 	TENURE_BENCH_CLUSTER=1 TENURE_BENCH_CLUSTER_CONSUL=$(CONSUL) TENURE_BENCH_CLUSTER_ROUNDS=$(ROUNDS) \
-		TENURE_BENCH_CLUSTER_SECONDS=$(BENCH_SECONDS) $(GO) test -count=1 -v -timeout 0 -run '^TestBenchCluster$$' ./bench
+		TENURE_BENCH_CLUSTER_SECONDS=$(BENCH_SECONDS) TENURE_BENCH_CLUSTER_ROWS=$(ROWS) \
+		TENURE_BENCH_CLUSTER_CLIENTS=$(CLIENTS) TENURE_BENCH_CLUSTER_HANDOFFS=$(HANDOFFS) $(GO) test -count=1 -v -timeout 0 -run '^TestBenchCluster$$' ./bench
 
 ## bench-scale: a durable 3-server cluster as processes: RSS per 10k sessions and per 100k keys,
 ## then 10k blocking reads parked on one key and on 10k keys (memory per watcher, wake-up p50/p99/max);

@@ -91,19 +91,19 @@ func TestParseProcStatCPU(t *testing.T) {
 // TestCPUTable: the median over rounds per row and system, Consul's over
 // tenure's as the ratio, and no figures at all when a row lacks one.
 func TestCPUTable(t *testing.T) {
-	r := newBenchResults()
-	for _, row := range benchRows {
+	r := newBenchResults(allCases(t))
+	for _, c := range r.cases {
 		for _, ms := range []float64{0.9, 0.8, 1.0} {
-			r.addRow("Consul", row.name, rowResult{cpuPerCycle: time.Duration(ms * float64(time.Millisecond))})
-			r.addRow("tenure", row.name, rowResult{cpuPerCycle: time.Duration(ms / 2 * float64(time.Millisecond))})
+			r.addRow("Consul", c, rowResult{cpuPerCycle: time.Duration(ms * float64(time.Millisecond))})
+			r.addRow("tenure", c, rowResult{cpuPerCycle: time.Duration(ms / 2 * float64(time.Millisecond))})
 		}
 	}
 	got := r.cpuTable([]string{"Consul", "tenure"})
-	if want := "| " + benchRows[0].name; !strings.Contains(got, want) || strings.Count(got, "0.900 ms / 0.450 ms") != len(benchRows) ||
-		strings.Count(got, "2.00×") != len(benchRows) {
+	if want := "| " + caseName(r.cases[0]); !strings.Contains(got, want) || strings.Count(got, "0.900 ms / 0.450 ms") != len(r.cases) ||
+		strings.Count(got, "2.00×") != len(r.cases) {
 		t.Errorf("cpuTable = %q, want every row at 0.900 ms / 0.450 ms, 2.00×", got)
 	}
-	r.rows["tenure"][benchRows[1].name] = []rowResult{{}}
+	r.rows["tenure"][r.cases[1].key()] = []rowResult{{}}
 	if got := r.cpuTable([]string{"Consul", "tenure"}); !strings.Contains(got, "not measured") {
 		t.Errorf("a row without CPU figures gave %q", got)
 	}

@@ -71,6 +71,18 @@ func rateCell(rates []float64) string {
 	return fmt.Sprintf("%.0f (%.0f–%.0f)", median(rates), slices.Min(rates), slices.Max(rates))
 }
 
+// spreadCell is the fewest and the most acquires per client.
+func spreadCell(fewest, most float64) string { return fmt.Sprintf("%.0f–%.0f", fewest, most) }
+
+// longestCell is the longest wait and, if any, how many waits took a
+// second or more.
+func longestCell(longest time.Duration, slow int) string {
+	if slow == 0 {
+		return dur(longest)
+	}
+	return fmt.Sprintf("%s (%d ≥ 1s)", dur(longest), slow)
+}
+
 // ratioCell is b/a of two medians, "-" when a is missing.
 func ratioCell(a, b float64) string {
 	if a <= 0 || b <= 0 {
@@ -182,6 +194,8 @@ func TestBenchStats(t *testing.T) {
 		{rateCell([]float64{321.6}), "322"},
 		{rateCell(nil), "-"},
 		{ratioCell(200, 500), "2.50×"},
+		{longestCell(12*time.Millisecond, 0), "12.00ms"},
+		{longestCell(6900*time.Millisecond, 3), "6900ms (3 ≥ 1s)"},
 		{ratioCell(0, 500), "-"},
 		{dur(0), "-"},
 		{dur(850 * time.Microsecond), "850µs"},

@@ -84,11 +84,11 @@ func (r *benchResults) stealTable(names []string) string {
 		cols = append(cols, n+" rounds")
 	}
 	var lines [][]string
-	for _, row := range benchRows {
-		line := []string{row.name}
+	for _, c := range r.cases {
+		line := []string{caseName(c)}
 		for _, n := range names {
 			var cells []string
-			for _, res := range r.rows[n][row.name] {
+			for _, res := range r.rows[n][c.key()] {
 				cells = append(cells, stealCell(res.steal))
 			}
 			line = append(line, strings.Join(cells, ", "))
@@ -164,15 +164,15 @@ func TestStealShare(t *testing.T) {
 // TestStealTable: each system's rounds in order, as whole percentages, an
 // unknown share as "?".
 func TestStealTable(t *testing.T) {
-	r := newBenchResults()
-	for _, row := range benchRows {
+	r := newBenchResults(allCases(t))
+	for _, c := range r.cases {
 		for _, s := range []float64{0.04, 0.375, -1} {
-			r.addRow("Consul", row.name, rowResult{steal: s})
-			r.addRow("tenure", row.name, rowResult{steal: s / 2})
+			r.addRow("Consul", c, rowResult{steal: s})
+			r.addRow("tenure", c, rowResult{steal: s / 2})
 		}
 	}
 	got := r.stealTable([]string{"Consul", "tenure"})
-	if strings.Count(got, "| 4%, 38%, ? ") != len(benchRows) || strings.Count(got, "| 2%, 19%, ? ") != len(benchRows) {
+	if strings.Count(got, "| 4%, 38%, ? ") != len(r.cases) || strings.Count(got, "| 2%, 19%, ? ") != len(r.cases) {
 		t.Errorf("stealTable = %q, want every row as 4%%, 38%%, ? and 2%%, 19%%, ?", got)
 	}
 }
@@ -180,13 +180,13 @@ func TestStealTable(t *testing.T) {
 // TestReportNamesEachRoundsNoise: the report carries the stolen shares and
 // the disk's fsync median of every round, in the order the rounds ran.
 func TestReportNamesEachRoundsNoise(t *testing.T) {
-	r := newBenchResults()
+	r := newBenchResults(allCases(t))
 	systems := []benchSystem{{name: "Consul"}, {name: "tenure"}}
 	for j, s := range systems {
 		for i, d := range []time.Duration{210 * time.Microsecond, 640 * time.Microsecond} {
 			r.diskBefore[s.name] = append(r.diskBefore[s.name], d+time.Duration(j)*time.Microsecond)
-			for _, row := range benchRows {
-				r.addRow(s.name, row.name, rowResult{rate: 100, steal: 0.1*float64(i+1) + 0.2*float64(j)})
+			for _, c := range r.cases {
+				r.addRow(s.name, c, rowResult{rate: 100, steal: 0.1*float64(i+1) + 0.2*float64(j)})
 			}
 		}
 	}

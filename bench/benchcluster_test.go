@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,21 +20,29 @@ import (
 	"github.com/tenurekv/tenure/internal/proccluster"
 )
 
-// TestBenchCluster measures lock throughput and hand-off latency of a
-// durable 3-server tenure cluster and, when TENURE_BENCH_CLUSTER_CONSUL
-// names a consul binary, of a 3-server Consul laid out the same way, and
-// prints them side by side. Each round starts a fresh cluster per system,
-// alternating which goes first, so both share the machine's state. It is
-// a measurement, run by make bench-cluster, not part of make test:
+// TestBenchCluster measures lock throughput and latency of a durable
+// 3-server tenure cluster and, when TENURE_BENCH_CLUSTER_CONSUL names a
+// consul binary, of a 3-server Consul laid out the same way, and prints them
+// side by side. Each round starts a fresh cluster per system, alternating
+// which goes first, so both share the machine's state. It is a measurement,
+// run by make bench-cluster, not part of make test:
 //
-//	make bench-cluster CONSUL=/path/to/consul ROUNDS=3 BENCH_SECONDS=10
+//	make bench-cluster CONSUL=/path/to/consul ROUNDS=3 BENCH_SECONDS=5
+//
+// ROWS (1,16,64,8one,64one) and CLIENTS (spin,lock,kv) pick a subset, and
+// HANDOFFS=0 leaves the hand-offs out, for a short run.
 func TestBenchCluster(t *testing.T) {
 	if os.Getenv("TENURE_BENCH_CLUSTER") == "" {
 		t.Skip("set TENURE_BENCH_CLUSTER=1 (make bench-cluster) to measure lock throughput")
 	}
 	rounds := envInt("TENURE_BENCH_CLUSTER_ROUNDS", 3)
-	measure := time.Duration(envInt("TENURE_BENCH_CLUSTER_SECONDS", 10)) * time.Second
+	measure := time.Duration(envInt("TENURE_BENCH_CLUSTER_SECONDS", 5)) * time.Second
 	const warmUp = 2 * time.Second
+	cases, err := pickCases(os.Getenv("TENURE_BENCH_CLUSTER_ROWS"), os.Getenv("TENURE_BENCH_CLUSTER_CLIENTS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	withHandOffs := os.Getenv("TENURE_BENCH_CLUSTER_HANDOFFS") != "0"
 
 	// One directory holds every data directory and the fsync probe, so the
 	// floor is measured on the filesystem the servers write to.
@@ -50,7 +56,7 @@ func TestBenchCluster(t *testing.T) {
 	// The header is taken before the rounds, so that it names the tree the
 	// binaries were built from even if the tree changes while they run.
 	header := benchHeader(systems, rounds, measure, warmUp)
-	res := newBenchResults()
+	res := newBenchResults(cases)
 	for round := range rounds {
 		order := slices.Clone(systems)
 		if round%2 == 1 {
@@ -63,7 +69,7 @@ func TestBenchCluster(t *testing.T) {
 			}
 			res.diskBefore[sys.name] = append(res.diskBefore[sys.name], disk)
 			t.Logf("round %d, %s: fsync median %v before it", round+1, sys.name, dur(disk))
-			benchOneCluster(t, base, sys, round, warmUp, measure, res)
+			benchOneCluster(t, base, sys, round, warmUp, measure, withHandOffs, res)
 		}
 	}
 
@@ -111,24 +117,29 @@ func envInt(name string, def int) int {
 	return def
 }
 
-// benchOneCluster starts sys's cluster, runs every row and both hand-offs
+// benchOneCluster starts sys's cluster, runs every case and the hand-offs
 // on it and stops it.
-func benchOneCluster(t *testing.T, base string, sys benchSystem, round int, warmUp, measure time.Duration, res *benchResults) {
+func benchOneCluster(t *testing.T, base string, sys benchSystem, round int, warmUp, measure time.Duration, withHandOffs bool, res *benchResults) {
 	t.Helper()
 	cl := startBenchProcs(t, base, sys)
 	defer cl.Close()
-	for _, row := range benchRows {
-		r, err := runLoadRow(cl, row, round, warmUp, measure)
+	for _, c := range res.cases {
+		r, err := runLoadRow(cl, c, round, warmUp, measure)
 		if err != nil {
-			t.Fatalf("round %d, %s, %s: %v", round+1, sys.name, row.name, err)
+			t.Fatalf("round %d, %s, %s, %s: %v", round+1, sys.name, c.row.name, c.kind.name, err)
 		}
-		res.addRow(sys.name, row.name, r)
-		extra := ""
-		if row.contended {
-			extra = fmt.Sprintf("; per cycle %.2f refused acquires, %.2f reads", perCycle(r.refused, r.cycles), perCycle(r.reads, r.cycles))
+		res.addRow(sys.name, c, r)
+		t.Logf("round %d, %s, %s, %s: %.0f cycles/s, cycle p50 %v p99 %v, request p50 %v p99 %v, wait p99 %v longest %v (%d ≥ 1s), "+
+			"acquires per client %d–%d, per cycle %.2f refused acquires and %.2f reads, %d errors; load average %s, CPU stolen %s",
+			round+1, sys.name, c.row.name, c.kind.name, r.rate, dur(r.p50), dur(r.p99), dur(r.reqP50), dur(r.reqP99),
+			dur(r.waitP99), dur(r.longestWait), r.slowWaits, r.fewest, r.most, perCycle(r.refused, r.cycles), perCycle(r.reads, r.cycles),
+			r.errors, loadAvg(), stealCell(r.steal))
+		if c.row.contended {
+			t.Logf("acquires client by client (every third on the leader, from the third): %v", r.perClient)
 		}
-		t.Logf("round %d, %s, %s: %.0f cycles/s, p50 %v, p99 %v, %d errors%s; load average %s, CPU stolen %s",
-			round+1, sys.name, row.name, r.rate, dur(r.p50), dur(r.p99), r.errors, extra, loadAvg(), stealCell(r.steal))
+	}
+	if !withHandOffs {
+		return
 	}
 	for _, h := range handOffs {
 		ds, err := h.run(cl, round)
@@ -181,135 +192,6 @@ func (cl *benchProcs) client(i int) *api.Client {
 	return c
 }
 
-type benchRow struct {
-	name      string
-	clients   int
-	contended bool // one key for all clients
-}
-
-var benchRows = []benchRow{
-	{"1 client", 1, false},
-	{"16 clients", 16, false},
-	{"64 clients", 64, false},
-	{"8 clients, one contended key", 8, true},
-}
-
-type rowResult struct {
-	rate     float64
-	p50, p99 time.Duration
-	errors   int
-	// On the contended key, what the cycles cost besides their own two
-	// writes: refused acquires (each a raft write too) and reads of the
-	// key, over every cycle of the row, warm-up included.
-	cycles, refused, reads int
-	// cpuPerCycle is the three servers' CPU time over the measured window
-	// divided by the cycles in it; 0 where /proc cannot tell.
-	cpuPerCycle time.Duration
-	// steal is the share of the machine's CPU the hypervisor took over the
-	// measured window; -1 where /proc cannot tell.
-	steal float64
-}
-
-// runLoadRow runs row's clients for warmUp+measure and counts the cycles
-// that end inside the measured window. Each client has its own session,
-// created through its own server with the server's defaults (bound to
-// serfHealth; lock-delay 15s, which never arms since every hold ends in a
-// release), and its own transport; clients go round-robin over the servers.
-func runLoadRow(cl *benchProcs, row benchRow, round int, warmUp, measure time.Duration) (rowResult, error) {
-	start := time.Now()
-	from, to := start.Add(warmUp), start.Add(warmUp+measure)
-	// A bound for requests in flight when the window closes.
-	ctx, cancel := context.WithDeadline(context.Background(), to.Add(30*time.Second))
-	defer cancel()
-	type clientResult struct {
-		lat                    []time.Duration
-		errors                 int
-		cycles, refused, reads int
-		err                    error
-	}
-	out := make([]clientResult, row.clients)
-	use := make(chan windowUse, 1)
-	go func() { use <- cl.useOver(from, to) }()
-	var wg sync.WaitGroup
-	for i := range row.clients {
-		c := cl.client(i)
-		sid, _, err := c.Session().Create(&api.SessionEntry{Name: "bench"}, nil)
-		if err != nil {
-			return rowResult{}, fmt.Errorf("session via server %d: %w", i%3+1, err)
-		}
-		defer func() { _, _ = c.Session().Destroy(sid, nil) }()
-		key := fmt.Sprintf("bench/r%d/%s/%d", round, strings.ReplaceAll(row.name, " ", "-"), i)
-		if row.contended {
-			key = fmt.Sprintf("bench/r%d/contended", round)
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r := &out[i]
-			kv := c.KV()
-			wo := (&api.WriteOptions{}).WithContext(ctx)
-			qo := (&api.QueryOptions{}).WithContext(ctx)
-			pair := &api.KVPair{Key: key, Session: sid}
-			for time.Now().Before(to) {
-				t0 := time.Now()
-				ok, _, err := kv.Acquire(pair, wo)
-				if err == nil && !ok && row.contended {
-					r.refused++
-					ok, err = waitAndAcquire(ctx, kv, pair, qo, wo, to, &r.refused, &r.reads)
-					if err == nil && !ok {
-						return // the window closed while waiting
-					}
-				}
-				if err == nil && !ok {
-					err = fmt.Errorf("acquire of %s refused", key)
-				}
-				if err == nil {
-					ok, _, err = kv.Release(pair, wo)
-					if err == nil && !ok {
-						err = fmt.Errorf("release of %s refused", key)
-					}
-				}
-				end := time.Now()
-				if err != nil {
-					if ctx.Err() != nil {
-						return
-					}
-					r.errors++
-					if r.errors > 100 {
-						r.err = err
-						return
-					}
-					time.Sleep(10 * time.Millisecond)
-					continue
-				}
-				r.cycles++
-				if !end.Before(from) && !end.After(to) {
-					r.lat = append(r.lat, end.Sub(t0))
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	var all []time.Duration
-	var res rowResult
-	for _, r := range out {
-		if r.err != nil {
-			return rowResult{}, fmt.Errorf("a client gave up after 100 errors: %w", r.err)
-		}
-		all = append(all, r.lat...)
-		res.errors += r.errors
-		res.cycles, res.refused, res.reads = res.cycles+r.cycles, res.refused+r.refused, res.reads+r.reads
-	}
-	res.rate = float64(len(all)) / measure.Seconds()
-	res.p50, res.p99 = percentile(all, 0.5), percentile(all, 0.99)
-	used := <-use
-	if used.cpu > 0 && len(all) > 0 {
-		res.cpuPerCycle = used.cpu / time.Duration(len(all))
-	}
-	res.steal = used.steal
-	return res, nil
-}
-
 // windowUse is what a measured window cost the machine: the CPU time the
 // servers used (0 if it cannot be read: not Linux, a server gone) and the
 // share the hypervisor stole (-1 if it cannot be read).
@@ -341,34 +223,6 @@ func (cl *benchProcs) useOver(from, to time.Time) windowUse {
 		use.steal = stealShare(ticksBefore, ticksAfter)
 	}
 	return use
-}
-
-// waitAndAcquire is the contended client's wait after a refused acquire: a
-// blocking read of the key from the last index seen until it is free, then
-// another acquire, until one succeeds or the window closes. It counts its
-// refused acquires and its reads.
-func waitAndAcquire(ctx context.Context, kv *api.KV, pair *api.KVPair, qo *api.QueryOptions, wo *api.WriteOptions, to time.Time, refused, reads *int) (bool, error) {
-	var index uint64
-	for time.Now().Before(to) {
-		q := *qo
-		q.WaitIndex, q.WaitTime = index, time.Until(to)+time.Second
-		p, meta, err := kv.Get(pair.Key, &q)
-		*reads++
-		if err != nil {
-			return false, fmt.Errorf("read %s: %w", pair.Key, err)
-		}
-		if p != nil && p.Session != "" {
-			index = meta.LastIndex
-			continue
-		}
-		ok, _, err := kv.Acquire(pair, wo)
-		if err != nil || ok {
-			return ok, err
-		}
-		*refused++
-		index = meta.LastIndex
-	}
-	return false, nil
 }
 
 // loadAvg is the 1, 5 and 15 minute load averages, to show how busy the

@@ -41,7 +41,7 @@ func TestBenchTrace(t *testing.T) {
 	var row rowResult
 	var rowErr error
 	wg.Go(func() {
-		row, rowErr = runLoadRow(cl, benchRows[0], 0, warmUp, traceSecs*time.Second+2*time.Second)
+		row, rowErr = runLoadRow(cl, benchCase{benchRows[0], kindByID("kv")}, 0, warmUp, traceSecs*time.Second+2*time.Second)
 	})
 	time.Sleep(warmUp + 500*time.Millisecond)
 	procs := []string{"F", "G", "L"} // in cl.https order: followers first, the leader last

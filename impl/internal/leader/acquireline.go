@@ -63,6 +63,14 @@ func (q *acquireLine) wait(ctx context.Context, key string) error {
 	}
 }
 
+// busy reports whether an acquire of key is in flight.
+func (q *acquireLine) busy(key string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	_, ok := q.inFlight[key]
+	return ok
+}
+
 // waiting is how many acquires are blocked in wait (tests).
 func (q *acquireLine) waiting() int {
 	q.mu.Lock()

@@ -19,11 +19,13 @@ type Core struct {
 	read    func(fn func(st *model.State))
 	propose func(ctx context.Context, cmd model.Command) (model.Result, error)
 	confirm func(ctx context.Context) error
+	watch   func(key string) (<-chan struct{}, func())
 	newID   func() string
 	clock   clock.Clock
 
 	idMu   sync.Mutex // serialises newID, which need not be safe for concurrent use
 	line   acquireLine
+	turns  turns
 	delays *LockDelays
 	ttl    *ttlTimers
 }
@@ -52,7 +54,20 @@ type Config struct {
 	// Expire is handed the sessions whose TTL deadline passed, from a timer
 	// goroutine; it must not block, and is not called while no term runs.
 	Expire func(ids []string)
+	// WatchKey, if set, returns a channel closed at the next applied change
+	// of key, and how to stop watching. With it an acquire of a held key
+	// waits up to HoldWait for the holder to let go before it is refused.
+	WatchKey func(key string) (changed <-chan struct{}, stop func())
 }
+
+// HoldWait is how long an acquire of a key another session holds waits
+// at the leader for the key's next change (with Config.WatchKey). A
+// refusal that lands just before the holder lets go sends a consul/api
+// Lock waiter, which reads the key free, to sleep 5 s (CONSUL.md §11);
+// under contention most holders let go within it. It bounds what a
+// refused acquire costs its client, besides one commit and a leadership
+// confirmation.
+const HoldWait = 5 * time.Millisecond
 
 // New returns a core with an inactive TTL book (see StartTerm).
 func New(cfg Config) *Core {
@@ -60,6 +75,7 @@ func New(cfg Config) *Core {
 		read:    cfg.Read,
 		propose: cfg.Propose,
 		confirm: cfg.Confirm,
+		watch:   cfg.WatchKey,
 		newID:   cfg.NewID,
 		clock:   cfg.Clock,
 		delays:  NewLockDelays(cfg.Clock),
@@ -88,26 +104,121 @@ func (l *Core) Apply(ctx context.Context, cmd model.Command) (model.Result, erro
 	return l.answer(cmd, res)
 }
 
-// applyLock runs a stand-alone acquire: refused from the state if another
-// session holds the key, else proposed once no other acquire of the key is
-// in flight (acquireLine), and if one was, decided again on its outcome.
+// applyLock runs a stand-alone acquire: proposed if the key is free and no
+// other acquire of it is in flight (acquireLine), else decided again on
+// that one's outcome; refused from the state, without an entry, if another
+// session holds the key (S29).
+//
+// What one request waits for is bounded (issue 37): for a held key, its
+// holder's next change for at most HoldWait; for an acquire in flight, that
+// one's commit; and one leadership confirmation, begun as soon as the key
+// is found contended and run meanwhile. An acquire that waited for another
+// one in flight and lost the key to it is refused as soon as that one
+// applies; before, it went back to wait for the next holder's release and
+// race again, and one request could so wait through any number of
+// hand-offs. Of the waiters a release wakes together, the session that
+// has waited longest goes first (turns), so no client loses hand-off after
+// hand-off to a draw.
 func (l *Core) applyLock(ctx context.Context, cmd model.Command) (model.Result, error) {
+	key := cmd.KV.Key
+	conf := l.newConfirmation(ctx)
+	defer conf.stop()
+	var (
+		raced      bool      // waited for an acquire in flight
+		holdUntil  time.Time // end of the wait for the holder, once begun
+		yieldUntil time.Time // end of deferring to a senior waiter, once begun
+		tn         *turn     // with WatchKey: this acquire's place among the waiters (turns)
+	)
+	if l.watch != nil {
+		tn = l.turns.enter(key, cmd.KV.Session)
+		defer l.turns.leave(tn)
+	}
 	for {
-		if res, refused, err := l.refuseHeld(ctx, cmd); refused || err != nil {
-			return res, err
+		var changed <-chan struct{}
+		stop := func() {}
+		if l.watch != nil && !raced {
+			// Taken before the state is read, so a change in between is seen.
+			changed, stop = l.watch(key)
 		}
-		if done, ok := l.line.take(cmd.KV.Key); ok {
-			res, err := l.propose(ctx, cmd)
-			done()
-			if err != nil {
+		if !l.heldByOther(*cmd.KV) {
+			stop()
+			if tn != nil && !l.line.busy(key) {
+				if moved, ok := l.turns.outranked(tn); ok {
+					now := time.Now()
+					if yieldUntil.IsZero() {
+						yieldUntil = now.Add(turnYield)
+					}
+					if left := yieldUntil.Sub(now); left > 0 {
+						if err := l.awaitChange(ctx, moved, left); err != nil {
+							return model.Result{}, err
+						}
+						continue
+					}
+				}
+			}
+			if done, ok := l.line.take(key); ok {
+				if tn != nil {
+					l.turns.took(tn)
+				}
+				res, err := l.propose(ctx, cmd)
+				done()
+				if err != nil {
+					return model.Result{}, err
+				}
+				if tn != nil && res.OK {
+					l.turns.acquired(tn)
+				}
+				return l.answer(cmd, res)
+			}
+			if tn != nil {
+				l.turns.waiting(tn)
+			}
+			conf.start()
+			if err := l.line.wait(ctx, key); err != nil {
 				return model.Result{}, err
 			}
-			return l.answer(cmd, res)
+			raced = true
+			continue
 		}
-		if err := l.line.wait(ctx, cmd.KV.Key); err != nil {
-			return model.Result{}, err
+		if tn != nil {
+			l.turns.waiting(tn)
+		}
+		conf.start()
+		if changed != nil {
+			now := time.Now()
+			if holdUntil.IsZero() {
+				holdUntil = now.Add(HoldWait)
+			}
+			if left := holdUntil.Sub(now); left > 0 {
+				err := l.awaitChange(ctx, changed, left)
+				stop()
+				if err != nil {
+					return model.Result{}, err
+				}
+				continue
+			}
+		}
+		stop()
+		if res, refused, err := l.refuseHeld(conf, cmd); refused || err != nil {
+			return res, err
 		}
 	}
+}
+
+// awaitChange returns once changed is closed, d has passed, or ctx ends
+// (its error). d is a wait for the scheduler, not a protocol timeout, so
+// it runs on the runtime's clock (virtual in the simulator's bubbles), not
+// on the core's, which tests and skewed nodes move by hand.
+func (l *Core) awaitChange(ctx context.Context, changed <-chan struct{}, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-changed:
+	case <-t.C:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return nil
 }
 
 // refuseHeld answers an acquire of a key that another live session holds
@@ -116,16 +227,15 @@ func (l *Core) applyLock(ctx context.Context, cmd model.Command) (model.Result, 
 // fsyncs on a majority. The answer must still be linearizable. A deposed
 // leader that has not yet noticed reads a state that may lack writes its
 // successor acknowledged, so the decision is taken from a state read after
-// Confirm, as ?consistent reads are served: once a quorum has answered a
-// round begun after the request arrived, no later term can have committed
-// anything before the request, and every write acknowledged before it is
-// applied here. An acquire that would not be refused is proposed as usual,
-// so free keys pay nothing extra.
-func (l *Core) refuseHeld(ctx context.Context, cmd model.Command) (model.Result, bool, error) {
-	if !l.heldByOther(*cmd.KV) {
-		return model.Result{}, false, nil
-	}
-	if err := l.confirm(ctx); err != nil {
+// a confirmation, as ?consistent reads are served: once a quorum has
+// answered a round begun after the request arrived, no later term can have
+// committed anything before the request, and every write acknowledged
+// before it is applied here. Every state this server applies later holds
+// those writes too, and only entries committed since, so one confirmation
+// serves every later read of the request. It reports false when the key is
+// no longer held.
+func (l *Core) refuseHeld(conf *confirmation, cmd model.Command) (model.Result, bool, error) {
+	if err := conf.wait(); err != nil {
 		return model.Result{}, false, err
 	}
 	var (
@@ -134,6 +244,50 @@ func (l *Core) refuseHeld(ctx context.Context, cmd model.Command) (model.Result,
 	)
 	l.read(func(st *model.State) { held, index = st.LockHeldByOther(*cmd.KV), st.Index() })
 	return model.Result{Index: index}, held, nil
+}
+
+// confirmation is one request's leadership confirmation (Config.Confirm),
+// begun once and run beside the request's other waits, so that an acquire
+// that loses the key to another is answered as soon as that one applies.
+// An uncontended acquire never begins one.
+type confirmation struct {
+	l      *Core
+	parent context.Context
+	cancel context.CancelFunc // set once begun
+	done   chan struct{}
+	err    error
+}
+
+func (l *Core) newConfirmation(ctx context.Context) *confirmation {
+	return &confirmation{l: l, parent: ctx}
+}
+
+// start begins the confirmation unless it has begun.
+func (c *confirmation) start() {
+	if c.cancel != nil {
+		return
+	}
+	var ctx context.Context
+	ctx, c.cancel = context.WithCancel(c.parent)
+	c.done = make(chan struct{})
+	go func() {
+		c.err = c.l.confirm(ctx)
+		close(c.done)
+	}()
+}
+
+// wait starts the confirmation if need be and returns its outcome.
+func (c *confirmation) wait() error {
+	c.start()
+	<-c.done
+	return c.err
+}
+
+// stop ends a confirmation the request no longer needs.
+func (c *confirmation) stop() {
+	if c.cancel != nil {
+		c.cancel()
+	}
 }
 
 func (l *Core) heldByOther(op model.KVOp) (held bool) {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tenurekv/tenure/impl/internal/clocktest"
@@ -27,14 +29,27 @@ type coreHarness struct {
 	before   func(cmd model.Command)
 	ids      []string // NewID's answers, in order
 
-	confirms      int
-	beforeConfirm func() // runs inside Confirm, as if the round took a while
+	confirms      atomic.Int64 // the core may confirm on a goroutine of its own
+	beforeConfirm func()       // runs inside Confirm, as if the round took a while
 	confirmErr    error
+
+	watches map[string][]chan struct{} // Config.WatchKey's channels, under mu
 }
 
 func newCoreHarness(t *testing.T, ids ...string) *coreHarness {
 	t.Helper()
-	h := &coreHarness{clock: clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), log: newExpiryLog(), st: model.New(), ids: ids}
+	return newCoreHarnessWith(t, false, ids...)
+}
+
+// newCoreHarnessWith gives the core Config.WatchKey if watch is set.
+func newCoreHarnessWith(t *testing.T, watch bool, ids ...string) *coreHarness {
+	t.Helper()
+	h := &coreHarness{clock: clocktest.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)), log: newExpiryLog(), st: model.New(), ids: ids,
+		watches: map[string][]chan struct{}{}}
+	var watchKey func(string) (<-chan struct{}, func())
+	if watch {
+		watchKey = h.watchKey
+	}
 	h.core = New(Config{
 		Clock: h.clock, TTLMultiplier: 2, NewID: h.newID,
 		Read: func(fn func(*model.State)) {
@@ -42,9 +57,10 @@ func newCoreHarness(t *testing.T, ids ...string) *coreHarness {
 			defer h.mu.RUnlock()
 			fn(h.st)
 		},
-		Propose: h.propose,
-		Confirm: h.confirm,
-		Expire:  h.log.expire,
+		Propose:  h.propose,
+		Confirm:  h.confirm,
+		Expire:   h.log.expire,
+		WatchKey: watchKey,
 	})
 	h.apply(t, model.Command{Register: &model.Register{Node: "n", Address: "127.0.0.1"}})
 	return h
@@ -65,13 +81,36 @@ func (h *coreHarness) propose(_ context.Context, cmd model.Command) (model.Resul
 	h.proposed++
 	res := h.st.Apply(h.index, cmd)
 	h.core.ArmLockDelays(res.LockDelays)
+	if cmd.KV != nil {
+		for _, ch := range h.watches[cmd.KV.Key] {
+			close(ch)
+		}
+		delete(h.watches, cmd.KV.Key)
+	}
 	h.mu.Unlock()
 	h.core.SessionsInvalidated(res.Invalidated)
 	return res, nil
 }
 
+// watchKey is Config.WatchKey over the harness's state: a channel closed
+// when the next KV command on key is applied.
+func (h *coreHarness) watchKey(key string) (<-chan struct{}, func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ch := make(chan struct{})
+	h.watches[key] = append(h.watches[key], ch)
+	return ch, func() {}
+}
+
+// watching is how many watches wait on key.
+func (h *coreHarness) watching(key string) int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return len(h.watches[key])
+}
+
 func (h *coreHarness) confirm(context.Context) error {
-	h.confirms++
+	h.confirms.Add(1)
 	if h.beforeConfirm != nil {
 		h.beforeConfirm()
 	}
@@ -135,8 +174,8 @@ func TestLeaderCoreRefusesHeldKeyAfterConfirming(t *testing.T) {
 	a := h.apply(t, model.Command{CreateSession: &model.CreateSession{Node: "n"}}).SessionID
 	b := h.apply(t, model.Command{CreateSession: &model.CreateSession{Node: "n"}}).SessionID
 	h.apply(t, lockCmd("k", a))
-	if h.confirms != 0 {
-		t.Fatalf("an acquire of a free key confirmed leadership %d times", h.confirms)
+	if h.confirms.Load() != 0 {
+		t.Fatalf("an acquire of a free key confirmed leadership %d times", h.confirms.Load())
 	}
 
 	proposed := h.proposed
@@ -144,11 +183,11 @@ func TestLeaderCoreRefusesHeldKeyAfterConfirming(t *testing.T) {
 	if err != nil || res.OK || res.Err != nil || res.Index != h.index {
 		t.Fatalf("acquire of a held key: %+v, %v; want a plain refusal at the current index %d", res, err, h.index)
 	}
-	if h.proposed != proposed || h.confirms != 1 {
-		t.Fatalf("held key: %d proposals, %d confirmations; want 0 and 1", h.proposed-proposed, h.confirms)
+	if h.proposed != proposed || h.confirms.Load() != 1 {
+		t.Fatalf("held key: %d proposals, %d confirmations; want 0 and 1", h.proposed-proposed, h.confirms.Load())
 	}
 
-	if !h.apply(t, lockCmd("k", a)).OK || h.proposed != proposed+1 || h.confirms != 1 {
+	if !h.apply(t, lockCmd("k", a)).OK || h.proposed != proposed+1 || h.confirms.Load() != 1 {
 		t.Fatal("the holder's own re-acquire must be proposed, without a confirmation")
 	}
 
@@ -355,4 +394,89 @@ func waitInLine(t *testing.T, h *coreHarness, answered <-chan model.Result) {
 		case <-time.After(time.Millisecond):
 		}
 	}
+}
+
+// TestLeaderCoreConfirmsOncePerAcquire: an acquire that confirmed
+// leadership for a held key, found it released and then lost it to another
+// acquire in flight is refused as soon as that one applies, without a
+// second confirmation: another would wait for the next holder's release
+// and race again, so one request could wait through any number of
+// hand-offs (issue 37).
+func TestLeaderCoreConfirmsOncePerAcquire(t *testing.T) {
+	h := newCoreHarness(t, "a", "b", "c")
+	a := h.apply(t, model.Command{CreateSession: &model.CreateSession{Node: "n"}}).SessionID
+	b := h.apply(t, model.Command{CreateSession: &model.CreateSession{Node: "n"}}).SessionID
+	c := h.apply(t, model.Command{CreateSession: &model.CreateSession{Node: "n"}}).SessionID
+	h.apply(t, lockCmd("k", a))
+
+	inLog, resume := make(chan struct{}), make(chan struct{})
+	var third <-chan model.Result
+	h.beforeConfirm = func() {
+		// While b's round runs, a lets go and c's acquire goes to the log.
+		h.beforeConfirm = nil
+		if _, err := h.propose(context.Background(), model.Command{KV: &model.KVOp{Verb: model.KVUnlock, Key: "k", Session: a}}); err != nil {
+			panic(err)
+		}
+		h.before = func(cmd model.Command) {
+			if cmd.KV != nil && cmd.KV.Session == c {
+				h.before = nil
+				close(inLog)
+				<-resume
+			}
+		}
+		third = applyAsync(t, h, lockCmd("k", c))
+		<-inLog
+	}
+	second := applyAsync(t, h, lockCmd("k", b))
+	waitInLine(t, h, second)
+	close(resume)
+	if res := <-third; !res.OK {
+		t.Fatalf("c's acquire: %+v", res)
+	}
+	res := <-second
+	if res.OK || res.Err != nil || res.Index != h.index {
+		t.Fatalf("b's acquire: %+v; want a plain refusal at index %d", res, h.index)
+	}
+	if h.confirms.Load() != 1 {
+		t.Fatalf("b's acquire confirmed leadership %d times, want once", h.confirms.Load())
+	}
+}
+
+// TestLeaderCoreWaitsForTheHolder: with WatchKey, an acquire of a held key
+// waits for the holder to let go and then takes the key, instead of being
+// refused just before it is free; without a change it is refused once
+// HoldWait has passed, with no entry. In a bubble, so HoldWait is virtual.
+func TestLeaderCoreWaitsForTheHolder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newCoreHarnessWith(t, true, "a", "b")
+		a := h.apply(t, model.Command{CreateSession: &model.CreateSession{Node: "n"}}).SessionID
+		b := h.apply(t, model.Command{CreateSession: &model.CreateSession{Node: "n"}}).SessionID
+		h.apply(t, lockCmd("k", a))
+
+		proposed := h.proposed
+		second := applyAsync(t, h, lockCmd("k", b))
+		synctest.Wait()
+		if h.watching("k") != 1 || len(second) != 0 {
+			t.Fatalf("an acquire of a held key: %d watches, answered %v; want it waiting", h.watching("k"), len(second) != 0)
+		}
+		h.apply(t, model.Command{KV: &model.KVOp{Verb: model.KVUnlock, Key: "k", Session: a}})
+		if res := <-second; !res.OK {
+			t.Fatalf("acquire of a key released while it waited: %+v, want it to win", res)
+		}
+		if got := h.proposed - proposed; got != 2 {
+			t.Fatalf("%d entries, want 2: the release and the acquire", got)
+		}
+
+		// b holds it now and keeps it: a's acquire is refused after HoldWait.
+		proposed = h.proposed
+		start := time.Now()
+		third := applyAsync(t, h, lockCmd("k", a))
+		res := <-third
+		if res.OK || res.Err != nil || res.Index != h.index {
+			t.Fatalf("acquire of a key held throughout: %+v, want a plain refusal at index %d", res, h.index)
+		}
+		if waited := time.Since(start); waited != HoldWait || h.proposed != proposed {
+			t.Fatalf("refused after %v with %d entries; want after HoldWait (%v), none", waited, h.proposed-proposed, HoldWait)
+		}
+	})
 }

@@ -142,6 +142,7 @@ func newServer(cfg Config) (*Server, error) {
 		Propose:       s.proposeCommand,
 		Confirm:       s.confirmLeadership,
 		Expire:        s.sessionsExpired,
+		WatchKey:      func(key string) (<-chan struct{}, func()) { return s.fsm.WatchKey(key) },
 	})
 	fo := fsm.Options{Apply: cfg.Apply, Observe: cfg.Observe, Fatal: s.fatal}
 	if cfg.NodeID != "" {
