@@ -169,7 +169,7 @@ node "node-a" { policy = "write" }`)
 	}
 	for _, tc := range []struct {
 		what, id string
-		send func(body string) reply
+		send     func(body string) reply
 	}{
 		{"header", "h", func(body string) reply {
 			return a.call("PUT", "/v1/agent/service/register", webW, body)
