@@ -1,11 +1,14 @@
 package sim
 
 import (
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tenurekv/tenure/sim/internal/checks"
 	"github.com/tenurekv/tenure/sim/internal/core"
+	"github.com/tenurekv/tenure/sim/internal/workload"
 )
 
 // TestACLRun: a run with ACLs on and default deny passes every check, its
@@ -53,4 +56,35 @@ func TestACLRun(t *testing.T) {
 		t.Fatalf("%d refusals, %d of them of requests the token allows", refused, allowedRefused)
 	}
 	t.Logf("acl-enforced judged %d; %d forbidden attempts refused with 403", n, refused)
+}
+
+// TestACLRunExercisesAgentChecks: with ACLs on and no default token on any
+// agent, a client's agent TTL check reaches the catalog, because the
+// agent writes it with the client's own token, the one it was registered
+// with (S86); sessions then bind to it, and when a paused client lets it
+// lapse, agent-check-expiry has sessions to judge. Before the agent kept
+// registration tokens, the check was written as anonymous and refused, so
+// no session could bind to it and the check judged nothing.
+func TestACLRunExercisesAgentChecks(t *testing.T) {
+	cfg := workload.DefaultConfig(1)
+	cfg.ACL = true
+	cfg.Groups, cfg.ClientsPerGroup, cfg.Duration = []workload.LockGroup{agentCheckGroup()}, 2, 40*time.Second
+	cfg.Schedule = processPauses(1)
+	res := runSeed(t, cfg)
+	ev := checkResult(t, res)
+	if len(ev.Violations) > 0 {
+		return // checkResult reported them
+	}
+	if _, n, err := checks.RunCheckCounted(checks.CheckAgentExpiry, res.Events); err != nil || n == 0 {
+		t.Fatalf("agent-check-expiry judged %d: %v", n, err)
+	}
+	bound := 0
+	for _, e := range res.Events {
+		if e.Kind == core.KindCall && e.Call.Create != nil && slices.Contains(e.Call.Create.Checks, core.AgentCheckID) {
+			bound++
+		}
+	}
+	if bound == 0 {
+		t.Fatal("no client asked for a session bound to its agent check")
+	}
 }

@@ -69,26 +69,26 @@ func (c ACLConfig) httpOptions(dataDir, datacenter, node string, server bool) (h
 // ownTokens are the secrets an agent's own requests to the servers carry
 // (anti-entropy, a gossip-less server's self-registration), chosen as
 // Consul's agent chooses them and read at each request, so a token set
-// through PUT /v1/agent/token is used from the next one. Either func
-// returns "" with ACLs off (the servers then ask nothing), and the
-// anonymous secret when the agent holds no token for it: a request the
-// agent sends itself is never left for the server to decide with a
-// default of its own (S86).
+// through PUT /v1/agent/token is used from the next one. Each returns ""
+// with ACLs off (the servers then ask nothing), and the anonymous secret
+// when the agent holds no token for it: a request the agent sends itself
+// is never left for the server to decide with a default of its own (S86).
 type ownTokens struct {
 	// agent is for the node's record, the full sync's reads and every
 	// deregistration: acl.tokens.agent, else acl.tokens.default.
 	agent func() string
-	// user is for service and check registrations, which Consul sends
-	// with the token the service was registered with and, since tenure
-	// keeps no per-service token, with acl.tokens.default.
-	user func() string
+	// register is for a service or check registration (the Syncer's
+	// SyncConfig.RegisterToken): the token the entry keeps from its
+	// registration, else, for one the agent's configuration or the agent
+	// itself defined, acl.tokens.config_file_service_registration, else
+	// acl.tokens.default (CONSUL.md §24).
+	register func(own string, local bool) string
 }
 
 // ownTokens builds c's ownTokens over tokens, the agent's token store.
 func (c ACLConfig) ownTokens(tokens *httpapi.AgentTokens) ownTokens {
 	if !c.Enabled {
-		none := func() string { return "" }
-		return ownTokens{agent: none, user: none}
+		return ownTokens{agent: func() string { return "" }, register: func(string, bool) string { return "" }}
 	}
 	orAnonymous := func(s string) string {
 		if s == "" {
@@ -98,6 +98,22 @@ func (c ACLConfig) ownTokens(tokens *httpapi.AgentTokens) ownTokens {
 	}
 	return ownTokens{
 		agent: func() string { return orAnonymous(tokens.AgentSecret()) },
-		user:  func() string { return orAnonymous(tokens.Get(httpapi.TokenDefault)) },
+		register: func(own string, local bool) string {
+			if own == "" && local {
+				own = tokens.Get(httpapi.TokenConfigFileRegistration)
+			}
+			if own == "" {
+				own = tokens.Get(httpapi.TokenDefault)
+			}
+			return orAnonymous(own)
+		},
 	}
+}
+
+// registration is register, or "" on the zero ownTokens (ACLs off).
+func (t ownTokens) registration(own string, local bool) string {
+	if t.register == nil {
+		return ""
+	}
+	return t.register(own, local)
 }

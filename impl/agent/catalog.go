@@ -51,8 +51,9 @@ const catalogTimeout = 10 * time.Second
 // errNoServers is a sync attempted before any server is known.
 var errNoServers = errors.New("No known Consul servers") //lint:ignore ST1005 Consul's words
 
-// Register implements local.Catalog.
-func (c *apiCatalog) Register(node string, svc *local.Service, checks []local.Check) error {
+// Register implements local.Catalog: the write carries token, which the
+// Syncer chose (ownTokens.register).
+func (c *apiCatalog) Register(node string, svc *local.Service, checks []local.Check, token string) error {
 	// SkipNodeUpdate: the node itself (address, ID, meta) is the gossip
 	// reconcile's and the operator's to write, not each service sync's, as
 	// in Consul's agent once its node info is in sync (S62).
@@ -72,7 +73,7 @@ func (c *apiCatalog) Register(node string, svc *local.Service, checks []local.Ch
 		body.Checks = append(body.Checks, &catalogwire.Check{Node: node, CheckID: ch.CheckID, Name: ch.Name,
 			Status: model.Health(ch.Status), Notes: ch.Notes, Output: ch.Output, ServiceID: ch.ServiceID, Type: ch.Type})
 	}
-	return c.write("/v1/catalog/register", body, c.tokens.user)
+	return c.write("/v1/catalog/register", body, func() string { return token })
 }
 
 // RegisterNode implements local.NodeCatalog: the node's record alone,

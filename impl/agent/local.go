@@ -40,6 +40,16 @@ func startLocal(ctx context.Context, cfg local.Config, node, nodeAddr string, fw
 	if cfg.Sync.OnError == nil {
 		cfg.Sync.OnError = func(err error) { log.Warn("anti-entropy sync failed", "error", err) }
 	}
+	if cfg.Sync.OnDenied == nil {
+		// Consul's agent logs each write its token may not make, and
+		// tries it again only at the next full sync.
+		cfg.Sync.OnDenied = func(what string, err error) {
+			log.Warn("anti-entropy write blocked by ACLs", "write", what, "error", err)
+		}
+	}
+	if cfg.Sync.RegisterToken == nil {
+		cfg.Sync.RegisterToken = tokens.registration
+	}
 	cat := &apiCatalog{node: node, address: nodeAddr, fwd: fwd, servers: servers, tokens: tokens,
 		timeout: catalogTimeout}
 	la := local.NewAgent(cfg, cat)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,17 +28,43 @@ type recordingForwarder struct {
 type ownRequest struct {
 	method, path, token string
 	node                bool // a register of the node's record (it names the node's ID)
+	// entries are the service and check IDs a register writes, as
+	// "service:<id>" and "check:<id>".
+	entries []string
+	status  int // the answer's status, 0 when none came
 }
 
+// writes reports whether r writes entry ("service:<id>", "check:<id>").
+func (r ownRequest) writes(entry string) bool { return slices.Contains(r.entries, entry) }
+
 func (f *recordingForwarder) Forward(ctx context.Context, addr string, req *rpc.Request) (*rpc.Response, error) {
-	if u, err := url.ParseRequestURI(req.URI); err == nil && (strings.HasPrefix(u.Path, "/v1/catalog/") || strings.HasPrefix(u.Path, "/v1/health/node/")) {
-		var body struct{ ID string }
+	resp, err := f.next.Forward(ctx, addr, req)
+	if u, perr := url.ParseRequestURI(req.URI); perr == nil && (strings.HasPrefix(u.Path, "/v1/catalog/") || strings.HasPrefix(u.Path, "/v1/health/node/")) {
+		var body struct {
+			ID      string
+			Service *struct{ ID string }
+			Check   *struct{ CheckID string }
+			Checks  []struct{ CheckID string }
+		}
 		_ = json.Unmarshal(req.Body, &body)
+		r := ownRequest{method: req.Method, path: u.Path, token: req.Origin.Token, node: body.ID != ""}
+		if body.Service != nil {
+			r.entries = append(r.entries, "service:"+body.Service.ID)
+		}
+		if body.Check != nil {
+			r.entries = append(r.entries, "check:"+body.Check.CheckID)
+		}
+		for _, c := range body.Checks {
+			r.entries = append(r.entries, "check:"+c.CheckID)
+		}
+		if err == nil {
+			r.status = resp.Status
+		}
 		f.mu.Lock()
-		f.seen = append(f.seen, ownRequest{method: req.Method, path: u.Path, token: req.Origin.Token, node: body.ID != ""})
+		f.seen = append(f.seen, r)
 		f.mu.Unlock()
 	}
-	return f.next.Forward(ctx, addr, req)
+	return resp, err
 }
 
 // await polls until one recorded request satisfies match; the deadline
@@ -99,10 +126,10 @@ func makeToken(t *testing.T, addr, name, rules string) string {
 // TestAgentWritesCarryItsTokens: a client agent's own catalog requests
 // carry the token Consul's agent would send them with: its node's record,
 // the full sync's reads and every deregistration acl.tokens.agent (else
-// the default token, else anonymous), a service's registration
-// acl.tokens.default; a token set through PUT /v1/agent/token is used from
-// the next sync, and a registration made with a token that may write it
-// reaches the catalog.
+// the default token, else anonymous), a service's registration the token
+// it was registered with (the default one when the request named none); a
+// token set through PUT /v1/agent/token is used from the next sync, and a
+// registration made with a token that may write it reaches the catalog.
 func TestAgentWritesCarryItsTokens(t *testing.T) {
 	srv := agenttest.StartDevAgent(t, func(c *agent.Config) { c.ACL = aclConfig() })
 	base := "http://" + srv.HTTPAddr()
@@ -126,20 +153,19 @@ service_prefix "" { policy = "write" }`)
 		return r.path == "/v1/health/node/c1" && r.token == agentTok
 	})
 
-	// Registrations go with the default token, which c1 does not have
-	// yet: anonymous. Once it has one, the next sync uses it and the
-	// service reaches the catalog.
+	// A registration is written with the token it was made with; one
+	// that names none keeps the default token of the moment.
 	cbase := "http://" + cl.HTTPAddr()
 	if code, body := raw(t, "PUT", cbase+"/v1/agent/service/register", rootSecret, `{"Name":"web"}`); code != 200 {
 		t.Fatalf("register web: %d %s", code, body)
 	}
-	rec.await(t, "service register as anonymous", func(r ownRequest) bool {
-		return r.path == "/v1/catalog/register" && !r.node && r.token == acl.AnonymousSecret
+	rec.await(t, "service register with the request's token", func(r ownRequest) bool {
+		return r.path == "/v1/catalog/register" && !r.node && r.token == rootSecret
 	})
 	if code, body := raw(t, "PUT", cbase+"/v1/agent/token/default", rootSecret, `{"Token":"`+agentTok+`"}`); code != 200 {
 		t.Fatalf("set default token: %d %s", code, body)
 	}
-	if code, body := raw(t, "PUT", cbase+"/v1/agent/service/register", rootSecret, `{"Name":"api"}`); code != 200 {
+	if code, body := raw(t, "PUT", cbase+"/v1/agent/service/register", "", `{"Name":"api"}`); code != 200 {
 		t.Fatalf("register api: %d %s", code, body)
 	}
 	rec.await(t, "service register with the default token", func(r ownRequest) bool {

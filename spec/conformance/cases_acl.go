@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // ACL cases (S84-S88): run only by the ACL profiles, against a server with
@@ -21,6 +22,7 @@ func aclCases() []Case {
 		acl("S85", "kv-needs-key-read-and-write", kvNeedsKeyPermissions),
 		acl("S85", "listing-filtered-denials-change-nothing", listingFiltered),
 		acl("S86", "token-sources-and-unknown-tokens", tokenSources),
+		acl("S86", "agent-registration-written-with-its-token", registrationWrittenWithItsToken),
 		acl("S87", "builtins-and-spent-bootstrap", builtinsAndBootstrap),
 		acl("S87", "endpoints-need-acl-read-and-write", endpointsNeedACL),
 		acl("S87", "token-policy-role-lifecycle", tokenPolicyRoleLifecycle),
@@ -197,6 +199,33 @@ func listingFiltered(t *caseT) {
 	if after := t.GetRaw(t.Prefix(), "recurse").Index(); after != before {
 		t.Errorf("a denied write moved the prefix index from %d to %d", before, after)
 	}
+}
+
+// registrationWrittenWithItsToken: a service registered on the agent with
+// a token that may write that service alone, and a node check registered
+// with a token that may write the agent's node alone, both reach the
+// catalog: anti-entropy writes each with the token it was registered
+// with, not with an agent token (the suite's agents have none that could
+// write them) nor the default one.
+func registrationWrittenWithItsToken(t *caseT) {
+	node := t.AgentNode()
+	svc, chk := t.ServiceName("tok"), t.ServiceName("tok-check")
+	svcTok, _ := t.CreateToken(t.policyName("svc", rulesJSON(map[string]any{"service": named(svc, "write")})))
+	nodeTok, _ := t.CreateToken(t.policyName("node", rulesJSON(map[string]any{"node": named(node, "write")})))
+	t.agentCleanup("/v1/agent/service/deregister/" + url.PathEscape(svc))
+	t.agentCleanup("/v1/agent/check/deregister/" + url.PathEscape(chk))
+	t.expect("register the service with its token", t.DoAs(svcTok, http.MethodPut, "/v1/agent/service/register",
+		mustJSON(map[string]any{"ID": svc, "Name": svc})), 200, "")
+	t.expect("register the node check with its token", t.DoAs(nodeTok, http.MethodPut, "/v1/agent/check/register",
+		mustJSON(map[string]any{"ID": chk, "Name": chk, "TTL": "1h"})), 200, "")
+	t.WaitFor("the service and the check in the catalog", 5*time.Second, 100*time.Millisecond, func() bool {
+		r := t.Do(http.MethodGet, "/v1/catalog/service/"+url.PathEscape(svc), nil)
+		var nodes []struct{ Node, ServiceID string }
+		if r.Code != 200 || json.Unmarshal(r.Body, &nodes) != nil || len(nodes) != 1 || nodes[0].Node != node {
+			return false
+		}
+		return t.CatalogCheckStatus(node, chk) != ""
+	})
 }
 
 // tokenSources: ?token, X-Consul-Token, Authorization: Bearer, in that

@@ -50,7 +50,9 @@
 // consul-template) register TTL, HTTP and TCP checks; the other kinds need
 // protocol stacks (gRPC health, HTTP/2 ping), the state of other checks or
 // a service manager this reference implementation does not carry.
-// Namespace, Partition and Token are accepted and ignored (tenure has
-// neither Enterprise tenancy nor per-check tokens). Check state is not persisted across
-// agent restarts.
+// Namespace and Partition are accepted and ignored (tenure has no
+// Enterprise tenancy). Token is read only from a config file's check, as
+// Consul's agent reads it; a registration through the API keeps the
+// request's token instead (impl/internal/local). Check state is not
+// persisted by this package; the agent keeps it (impl/internal/local).
 package checks

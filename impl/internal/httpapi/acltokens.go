@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/tenurekv/tenure/acl"
@@ -227,15 +225,4 @@ func (h *localHandler) agentToken(c *call) error {
 	c.w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	c.w.WriteHeader(http.StatusOK)
 	return nil
-}
-
-// queryOf is the query of a request URI; a URI that does not parse has
-// none.
-func queryOf(uri string) url.Values {
-	_, q, ok := strings.Cut(uri, "?")
-	if !ok {
-		return nil
-	}
-	v, _ := url.ParseQuery(q)
-	return v
 }

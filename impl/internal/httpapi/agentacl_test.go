@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"sort"
 	"strings"
@@ -153,6 +154,87 @@ func TestACLAgentEndpointsEnforced(t *testing.T) {
 	}
 	if r := a.call("PUT", "/v1/agent/reload", mgmtSecret, nil); r.code != 200 || a.reloads != 1 {
 		t.Errorf("reload with management: %d %s, %d reloads", r.code, r.text(), a.reloads)
+	}
+}
+
+// TestACLAgentRegistrationKeepsToken: a local registration keeps the token
+// its request was decided with (?token, X-Consul-Token, Bearer, else the
+// agent's default token as it is then), never the body's Token field, and
+// the service's checks and a maintenance check keep theirs likewise
+// (CONSUL.md §24).
+func TestACLAgentRegistrationKeepsToken(t *testing.T) {
+	a := newAgentACLFixture(t)
+	a.policy("web", `service "web" { policy = "write" }
+node "node-a" { policy = "write" }`)
+	webW, _ := a.token("web")
+	st := a.la.State()
+	if got := st.ServiceToken("aweb"); got != mgmtSecret {
+		t.Fatalf("aweb keeps %q, want the management token it was registered with", got)
+	}
+	if got := st.CheckToken("awebc"); got != mgmtSecret {
+		t.Fatalf("aweb's check keeps %q", got)
+	}
+	for _, tc := range []struct {
+		what, id string
+		send     func(body string) reply
+	}{
+		{"header", "h", func(body string) reply {
+			return a.call("PUT", "/v1/agent/service/register", webW, body)
+		}},
+		{"query", "q", func(body string) reply {
+			return a.call("PUT", "/v1/agent/service/register?token="+webW, "", body)
+		}},
+		{"bearer", "b", func(body string) reply {
+			req, err := http.NewRequest("PUT", a.srv.URL+"/v1/agent/service/register", strings.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+webW)
+			return a.send(req)
+		}},
+	} {
+		// The body names the management token: it must not be the one kept.
+		body := `{"Name":"web","ID":"web-` + tc.id + `","Token":"` + mgmtSecret + `","Check":{"TTL":"1h"}}`
+		if r := tc.send(body); r.code != 200 {
+			t.Fatalf("%s: %d %s", tc.what, r.code, r.text())
+		}
+		if got := st.ServiceToken("web-" + tc.id); got != webW {
+			t.Errorf("%s: the service keeps %q, want the request's %q", tc.what, got, webW)
+		}
+		if got := st.CheckToken("service:web-" + tc.id); got != webW {
+			t.Errorf("%s: the service's check keeps %q", tc.what, got)
+		}
+	}
+	if r := a.call("PUT", "/v1/agent/check/register", webW, `{"Name":"disk","TTL":"1h","Token":"`+mgmtSecret+`"}`); r.code != 200 {
+		t.Fatalf("check register: %d %s", r.code, r.text())
+	}
+	if r := a.call("PUT", "/v1/agent/service/maintenance/aweb?enable=true", webW, nil); r.code != 200 {
+		t.Fatalf("service maintenance: %d %s", r.code, r.text())
+	}
+	if r := a.call("PUT", "/v1/agent/maintenance?enable=true", webW, nil); r.code != 200 {
+		t.Fatalf("node maintenance: %d %s", r.code, r.text())
+	}
+	for _, id := range []string{"disk", local.ServiceMaintenancePrefix + "aweb", local.NodeMaintenanceCheckID} {
+		if got := st.CheckToken(id); got != webW {
+			t.Errorf("check %s keeps %q, want the request's", id, got)
+		}
+	}
+	// No token named: the default token of the moment is kept.
+	if r := a.call("PUT", "/v1/agent/token/default", mgmtSecret, `{"Token":"`+webW+`"}`); r.code != 200 {
+		t.Fatalf("set the default token: %d %s", r.code, r.text())
+	}
+	if r := a.call("PUT", "/v1/agent/service/register", "", `{"Name":"web","ID":"web-d"}`); r.code != 200 {
+		t.Fatalf("register with the default token: %d %s", r.code, r.text())
+	}
+	if got := st.ServiceToken("web-d"); got != webW {
+		t.Errorf("a registration naming no token keeps %q, want the default %q", got, webW)
+	}
+	// No registration's token shows in the agent's lists.
+	for _, path := range []string{"/v1/agent/services", "/v1/agent/checks", "/v1/agent/service/web-h"} {
+		r := a.call("GET", path, mgmtSecret, nil)
+		if r.code != 200 || strings.Contains(r.text(), webW) || strings.Contains(r.text(), mgmtSecret) {
+			t.Errorf("GET %s: %d %s", path, r.code, r.text())
+		}
 	}
 }
 

@@ -172,7 +172,7 @@ func (h *localHandler) checkRegister(c *call) error {
 	if err := h.vetCheckRegister(c, def); err != nil {
 		return err // S90
 	}
-	if err := h.la.RegisterCheck(def, checks.Remote); err != nil {
+	if err := h.la.RegisterCheck(def, checks.Remote, h.secret(c)); err != nil {
 		return refusal(err)
 	}
 	h.syncNow()
@@ -306,7 +306,7 @@ func (h *localHandler) serviceRegister(c *call) error {
 	if err := h.vetServiceRegister(c, def); err != nil {
 		return err // S90
 	}
-	if err := h.la.RegisterService(def, checks.Remote, replace); err != nil {
+	if err := h.la.RegisterService(def, checks.Remote, replace, h.secret(c)); err != nil {
 		return refusal(err)
 	}
 	h.syncNow()
@@ -420,7 +420,7 @@ func (h *localHandler) nodeMaintenance(c *call) error {
 		return err // S90
 	}
 	if on {
-		err = h.la.EnableNodeMaintenance(c.query().Get("reason"))
+		err = h.la.EnableNodeMaintenance(c.query().Get("reason"), h.secret(c))
 	} else {
 		err = h.la.DisableNodeMaintenance()
 	}
@@ -447,7 +447,7 @@ func (h *localHandler) serviceMaintenance(c *call) error {
 		return err // S90
 	}
 	if on {
-		err = h.la.EnableServiceMaintenance(c.arg, c.query().Get("reason"))
+		err = h.la.EnableServiceMaintenance(c.arg, c.query().Get("reason"), h.secret(c))
 	} else {
 		err = h.la.DisableServiceMaintenance(c.arg)
 	}

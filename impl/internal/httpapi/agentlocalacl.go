@@ -5,6 +5,7 @@ import (
 	"github.com/tenurekv/tenure/impl/internal/catalogwire"
 	"github.com/tenurekv/tenure/impl/internal/checks"
 	"github.com/tenurekv/tenure/impl/internal/local"
+	"github.com/tenurekv/tenure/impl/internal/rpc"
 )
 
 // The agent-local endpoints under ACLs (S90), decided as Consul's agent
@@ -34,12 +35,23 @@ func (h *localHandler) may(c *call, r acl.Resource, name string, need acl.Access
 	return allowedOrFailure(h.authorize(c.r, r, name, need))
 }
 
+// secret is the token c is decided with (S86): its own, else the agent's
+// default token as it is now, else "". A registration keeps it, and
+// anti-entropy writes the registration with it (CONSUL.md §24), as Consul's
+// agent keeps the token its parseToken gave.
+func (h *localHandler) secret(c *call) string {
+	if o, ok := rpc.OriginFrom(c.r.Context()); ok {
+		return o.Token
+	}
+	return acl.EffectiveSecret(c.query(), c.r.Header, h.acl.Tokens.Get(TokenDefault))
+}
+
 // tellFiltered is whether a local list that dropped entries says so:
 // Consul's agent tells any request with a token, its own or the agent's
 // default, even the anonymous one named outright (the servers' rule,
 // handler.maskFiltered, also hides it from that one).
 func (h *localHandler) tellFiltered(c *call) bool {
-	return h.acl.enabled() && acl.EffectiveSecret(c.query(), c.r.Header, h.acl.Tokens.Get(TokenDefault)) != ""
+	return h.acl.enabled() && h.secret(c) != ""
 }
 
 // setFiltered sets the filtered header when dropped and the caller is told.

@@ -31,7 +31,7 @@ func registerSvc(t *testing.T, la *local.Agent, body string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := la.RegisterService(def, checks.Remote, false); err != nil {
+	if err := la.RegisterService(def, checks.Remote, false, ""); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -212,8 +212,11 @@ func checkFrom(d checks.Definition, svc *Service) Check {
 
 // RegisterCheck is PUT /v1/agent/check/register: Prepare's refusals, then
 // 404 for a ServiceID the agent does not have. An existing ID is replaced
-// and keeps its status and output.
-func (a *Agent) RegisterCheck(def checks.Definition, src checks.Source) error {
+// and keeps its status and output. The check keeps token, which
+// anti-entropy writes it with: the request's for the API (the definition's
+// own token field is not read there, as Consul's agent does not read it),
+// the definition's for a config file.
+func (a *Agent) RegisterCheck(def checks.Definition, src checks.Source, token string) error {
 	d, err := checks.Prepare(def, src, a.cfg.Policy)
 	if err != nil {
 		return err
@@ -238,11 +241,11 @@ func (a *Agent) RegisterCheck(def checks.Definition, src checks.Source) error {
 	// A config file's checks come back from the config, not the data
 	// directory, as Consul keeps them.
 	if src != checks.Config {
-		if err := a.persist(nil, []persistedCheck{{Check: c, Definition: &d, Source: sourceName(src)}}, nil); err != nil {
+		if err := a.persist(nil, []persistedCheck{{Check: c, Definition: &d, Source: sourceName(src), Token: token}}, nil); err != nil {
 			return err
 		}
 	}
-	a.state.addCheck(c, d.DeregisterCriticalServiceAfter)
+	a.state.addCheck(c, d.DeregisterCriticalServiceAfter, regToken{secret: token, local: src == checks.Config})
 	a.noteTTL(d)
 	return a.runner.Start(d)
 }
@@ -281,7 +284,9 @@ func (a *Agent) UpdateTTL(id, status, output string) error {
 
 // RegisterService is PUT /v1/agent/service/register. With
 // replaceExistingChecks, the service's checks missing from def are removed.
-func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replaceExistingChecks bool) error {
+// The service and the checks def carries keep token, as RegisterCheck
+// keeps its (def.Token is the caller's to pass, for a config file).
+func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replaceExistingChecks bool, token string) error {
 	if def.Name == "" {
 		return bad("Missing service name")
 	}
@@ -388,21 +393,22 @@ func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replac
 	}
 	kept := make([]persistedCheck, 0, len(prepared))
 	for i := range prepared {
-		kept = append(kept, persistedCheck{Check: checkFrom(prepared[i], &svc), Definition: &prepared[i], Source: sourceName(src)})
+		kept = append(kept, persistedCheck{Check: checkFrom(prepared[i], &svc), Definition: &prepared[i], Source: sourceName(src), Token: token})
 	}
 	if src != checks.Config { // as for checks (RegisterCheck)
-		if err := a.persist(&persistedService{Service: svc, Source: sourceName(src)}, kept, dropped); err != nil {
+		if err := a.persist(&persistedService{Service: svc, Source: sourceName(src), Token: token}, kept, dropped); err != nil {
 			return err
 		}
 	}
+	tok := regToken{secret: token, local: src == checks.Config}
 
 	// No sync between the service and its checks: a partial write would
 	// put the service in the catalog without them.
 	a.syncer.pause()
 	defer a.syncer.resume()
-	a.state.addService(svc)
+	a.state.addService(svc, tok)
 	for _, c := range prepared {
-		a.state.addCheck(checkFrom(c, &svc), c.DeregisterCriticalServiceAfter)
+		a.state.addCheck(checkFrom(c, &svc), c.DeregisterCriticalServiceAfter, tok)
 		a.noteTTL(c)
 		if err := a.runner.Start(c); err != nil {
 			return err
@@ -484,10 +490,11 @@ func (a *Agent) DeregisterService(id string) error {
 	return nil
 }
 
-// EnableNodeMaintenance adds the critical "_node_maintenance" check; it is
-// a no-op when maintenance is already on. It fails only when the check
-// cannot be kept in the data directory, and then changes nothing.
-func (a *Agent) EnableNodeMaintenance(reason string) error {
+// EnableNodeMaintenance adds the critical "_node_maintenance" check,
+// keeping token (the request's) as RegisterCheck does; it is a no-op when
+// maintenance is already on. It fails only when the check cannot be kept
+// in the data directory, and then changes nothing.
+func (a *Agent) EnableNodeMaintenance(reason, token string) error {
 	a.lockOps()
 	defer a.unlockOps()
 	if _, ok := a.state.Check(NodeMaintenanceCheckID); ok {
@@ -498,10 +505,10 @@ func (a *Agent) EnableNodeMaintenance(reason string) error {
 	}
 	c := Check{CheckID: NodeMaintenanceCheckID, Name: nodeMaintenanceName, Notes: reason,
 		Status: checks.Critical, Type: maintenanceCheckType}
-	if err := a.persist(nil, []persistedCheck{{Check: c, Source: sourceLocal}}, nil); err != nil {
+	if err := a.persist(nil, []persistedCheck{{Check: c, Source: sourceLocal, Token: token}}, nil); err != nil {
 		return err
 	}
-	a.state.addCheck(c, 0)
+	a.state.addCheck(c, 0, regToken{secret: token, local: true})
 	return nil
 }
 
@@ -520,8 +527,9 @@ func (a *Agent) DisableNodeMaintenance() error {
 }
 
 // EnableServiceMaintenance adds the critical "_service_maintenance:<id>"
-// check to a service (400 for an empty ID, 404 for an unknown one).
-func (a *Agent) EnableServiceMaintenance(id, reason string) error {
+// check to a service (400 for an empty ID, 404 for an unknown one),
+// keeping token as EnableNodeMaintenance does.
+func (a *Agent) EnableServiceMaintenance(id, reason, token string) error {
 	if id == "" {
 		return bad("Missing service ID")
 	}
@@ -541,10 +549,10 @@ func (a *Agent) EnableServiceMaintenance(id, reason string) error {
 	c := Check{CheckID: cid, Name: serviceMaintenanceName, Notes: reason,
 		Status: checks.Critical, Type: maintenanceCheckType,
 		ServiceID: svc.ID, ServiceName: svc.Service, ServiceTags: svc.Tags}
-	if err := a.persist(nil, []persistedCheck{{Check: c, Source: sourceLocal}}, nil); err != nil {
+	if err := a.persist(nil, []persistedCheck{{Check: c, Source: sourceLocal, Token: token}}, nil); err != nil {
 		return err
 	}
-	a.state.addCheck(c, 0)
+	a.state.addCheck(c, 0, regToken{secret: token, local: true})
 	return nil
 }
 

@@ -67,7 +67,7 @@ func ttlService(t *testing.T, h *harness, id string, ttl string, extra string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.a.RegisterService(def, checks.Remote, false); err != nil {
+	if err := h.a.RegisterService(def, checks.Remote, false, ""); err != nil {
 		t.Fatal(err)
 	}
 	settle()
@@ -217,7 +217,7 @@ func TestChangesDuringASyncMergeIntoOne(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := a.RegisterService(def, checks.Remote, false); err != nil {
+		if err := a.RegisterService(def, checks.Remote, false, ""); err != nil {
 			t.Fatal(err)
 		}
 		settle()
@@ -262,7 +262,7 @@ func TestFullSyncRepairsDrift(t *testing.T) {
 		h := start(t, nil)
 		ttlService(t, h, "web1", "1h", "")
 		ttlService(t, h, "web2", "1h", "")
-		h.a.EnableNodeMaintenance("")
+		h.a.EnableNodeMaintenance("", "")
 		settle()
 		want := h.cat.Dump(node)
 
@@ -327,8 +327,8 @@ func TestDeregisterCriticalServiceAfter(t *testing.T) {
 func TestCriticalForRestartsOnRecovery(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := newState(node, 0, zero)
-		st.addService(Service{ID: "s", Service: "s"})
-		st.addCheck(Check{CheckID: "c", ServiceID: "s", Status: checks.Critical}, time.Minute)
+		st.addService(Service{ID: "s", Service: "s"}, regToken{})
+		st.addCheck(Check{CheckID: "c", ServiceID: "s", Status: checks.Critical}, time.Minute, regToken{})
 		time.Sleep(50 * time.Second)
 		st.updateCheck("c", checks.Passing, "")
 		st.updateCheck("c", checks.Critical, "")
@@ -347,8 +347,8 @@ func TestMaintenance(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := start(t, nil)
 		ttlService(t, h, "web1", "1h", `,"Status":"passing"`)
-		h.a.EnableNodeMaintenance("")
-		if err := h.a.EnableServiceMaintenance("web1", "upgrading"); err != nil {
+		h.a.EnableNodeMaintenance("", "")
+		if err := h.a.EnableServiceMaintenance("web1", "upgrading", ""); err != nil {
 			t.Fatal(err)
 		}
 		settle()
@@ -370,8 +370,8 @@ func TestMaintenance(t *testing.T) {
 			t.Fatalf("catalog:\n%s", got)
 		}
 		base := h.cat.Writes()
-		h.a.EnableNodeMaintenance("again")
-		if err := h.a.EnableServiceMaintenance("web1", "again"); err != nil {
+		h.a.EnableNodeMaintenance("again", "")
+		if err := h.a.EnableServiceMaintenance("web1", "again", ""); err != nil {
 			t.Fatal(err)
 		}
 		settle()
@@ -394,9 +394,9 @@ func TestMaintenance(t *testing.T) {
 			code   int
 			reason string
 		}{
-			{h.a.EnableServiceMaintenance("ghost", ""), 404, `Unknown service ID "ghost". Ensure that the service ID is passed, not the service name.`},
+			{h.a.EnableServiceMaintenance("ghost", "", ""), 404, `Unknown service ID "ghost". Ensure that the service ID is passed, not the service name.`},
 			{h.a.DisableServiceMaintenance("ghost"), 404, `Unknown service ID "ghost". Ensure that the service ID is passed, not the service name.`},
-			{h.a.EnableServiceMaintenance("", ""), 400, "Missing service ID"},
+			{h.a.EnableServiceMaintenance("", "", ""), 400, "Missing service ID"},
 		} {
 			if c, r := codeOf(tc.err); c != tc.code || r != tc.reason {
 				t.Errorf("got %d %q, want %d %q", c, r, tc.code, tc.reason)
@@ -419,7 +419,7 @@ func TestRefusalsChangeNothing(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				return h.a.RegisterService(def, checks.Remote, false)
+				return h.a.RegisterService(def, checks.Remote, false, "")
 			}
 		}
 		chk := func(body string) func() error {
@@ -428,7 +428,7 @@ func TestRefusalsChangeNothing(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				return h.a.RegisterCheck(def, checks.Remote)
+				return h.a.RegisterCheck(def, checks.Remote, "")
 			}
 		}
 		cases := []struct {
@@ -504,7 +504,7 @@ func TestRefusalsChangeNothing(t *testing.T) {
 func TestUpdateOnNonTTLCheck(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := start(t, nil)
-		h.a.EnableNodeMaintenance("")
+		h.a.EnableNodeMaintenance("", "")
 		if code, reason := codeOf(h.a.UpdateTTL(NodeMaintenanceCheckID, checks.Passing, "")); code != 500 ||
 			reason != `CheckID "_node_maintenance" does not have associated TTL` {
 			t.Fatalf("got %d %q", code, reason)
@@ -531,7 +531,7 @@ func TestServiceRegistrationShapes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := h.a.RegisterService(def, checks.Remote, false); err != nil {
+		if err := h.a.RegisterService(def, checks.Remote, false, ""); err != nil {
 			t.Fatal(err)
 		}
 		got, _ := h.a.State().Service("vault")
@@ -561,7 +561,7 @@ func TestServiceRegistrationShapes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := h.a.RegisterService(def2, checks.Remote, true); err != nil {
+		if err := h.a.RegisterService(def2, checks.Remote, true, ""); err != nil {
 			t.Fatal(err)
 		}
 		cs := h.a.State().Checks()
@@ -674,7 +674,7 @@ func TestCheckLimitIsExact(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			return h.a.RegisterService(def, checks.Remote, false)
+			return h.a.RegisterService(def, checks.Remote, false, "")
 		}
 		if err := reg(`{"Name":"a","Checks":[{"TTL":"1m"},{"TTL":"1m"}]}`); err != nil {
 			t.Fatal(err)
@@ -682,13 +682,13 @@ func TestCheckLimitIsExact(t *testing.T) {
 		if err := reg(`{"Name":"a","Checks":[{"TTL":"1m"},{"TTL":"1m"}]}`); err != nil {
 			t.Fatalf("re-registering the same checks: %v", err)
 		}
-		if err := h.a.RegisterCheck(checks.Definition{Name: "third", TTL: time.Minute}, checks.Remote); err != nil {
+		if err := h.a.RegisterCheck(checks.Definition{Name: "third", TTL: time.Minute}, checks.Remote, ""); err != nil {
 			t.Fatalf("the third check: %v", err)
 		}
-		if code, _ := codeOf(h.a.RegisterCheck(checks.Definition{Name: "fourth", TTL: time.Minute}, checks.Remote)); code != 500 {
+		if code, _ := codeOf(h.a.RegisterCheck(checks.Definition{Name: "fourth", TTL: time.Minute}, checks.Remote, "")); code != 500 {
 			t.Fatalf("the fourth check: %d", code)
 		}
-		if err := h.a.RegisterCheck(checks.Definition{Name: "third", TTL: time.Hour}, checks.Remote); err != nil {
+		if err := h.a.RegisterCheck(checks.Definition{Name: "third", TTL: time.Hour}, checks.Remote, ""); err != nil {
 			t.Fatalf("re-registering a check at the limit: %v", err)
 		}
 		if err := h.a.DeregisterCheck("third"); err != nil {
@@ -705,7 +705,7 @@ type denyingCatalog struct {
 	denied int
 }
 
-func (d *denyingCatalog) Register(string, *Service, []Check) error {
+func (d *denyingCatalog) Register(string, *Service, []Check, string) error {
 	d.denied++
 	return fmt.Errorf("register: %w", ErrPermissionDenied)
 }
@@ -714,10 +714,17 @@ func TestPermissionDeniedWaitsForFullSync(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cat := &denyingCatalog{MemCatalog: NewMemCatalog()}
 		st := newState(node, 0, zero)
-		s := newSyncer(st, cat, SyncConfig{Stagger: zero})
-		st.addService(Service{ID: "a", Service: "a"})
+		var told []string
+		s := newSyncer(st, cat, SyncConfig{Stagger: zero, OnDenied: func(what string, err error) {
+			told = append(told, what+": "+err.Error())
+		}})
+		st.addService(Service{ID: "a", Service: "a"}, regToken{})
 		if err := s.SyncChanges(); err != nil {
 			t.Fatalf("a denial is not an error to retry: %v", err)
+		}
+		// The agent's log hears of it, as Consul's says "blocked by ACLs".
+		if len(told) != 1 || told[0] != "register service a: register: Permission denied" {
+			t.Fatalf("OnDenied heard %q", told)
 		}
 		if err := s.SyncChanges(); err != nil || cat.denied != 1 {
 			t.Fatalf("denied write retried by a partial sync (%d tries)", cat.denied)
@@ -796,7 +803,7 @@ func TestRealTCPCheckReachesCatalog(t *testing.T) {
 	defer func() { cancel(); <-done }()
 
 	def := checks.Definition{Name: "port", TCP: ln.Addr().String(), Interval: time.Second}
-	if err := a.RegisterCheck(def, checks.Remote); err != nil {
+	if err := a.RegisterCheck(def, checks.Remote, ""); err != nil {
 		t.Fatal(err)
 	}
 	waitFor := func(what string) {
@@ -824,7 +831,7 @@ func TestServiceRegistrationWaitsForTheSyncUnderWay(t *testing.T) {
 		cat := newHook()
 		a := NewAgent(Config{Node: node, Stagger: zero, Sync: SyncConfig{Stagger: zero}}, cat)
 		defer a.Close()
-		a.state.addService(Service{ID: "other", Service: "other"})
+		a.state.addService(Service{ID: "other", Service: "other"}, regToken{})
 		release := make(chan struct{})
 		releaseOnce := sync.OnceFunc(func() { close(release) })
 		defer releaseOnce() // a failed check leaves no goroutine parked
@@ -841,7 +848,7 @@ func TestServiceRegistrationWaitsForTheSyncUnderWay(t *testing.T) {
 			t.Fatal(err)
 		}
 		registered := make(chan error, 1)
-		go func() { registered <- a.RegisterService(def, checks.Remote, false) }()
+		go func() { registered <- a.RegisterService(def, checks.Remote, false, "") }()
 		synctest.Wait()
 		select {
 		case err := <-registered:

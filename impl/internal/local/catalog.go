@@ -13,9 +13,10 @@ import (
 // own entries for a full sync, and writes. Each write is one raft entry on
 // the leader, which is why the Syncer counts and coalesces them.
 type Catalog interface {
-	// Register writes svc (when non-nil) and checks for node in one write;
-	// the node itself is created if missing. Entries are replaced whole.
-	Register(node string, svc *Service, checks []Check) error
+	// Register writes svc (when non-nil) and checks for node in one write
+	// made with token (SyncConfig.RegisterToken); the node itself is
+	// created if missing. Entries are replaced whole.
+	Register(node string, svc *Service, checks []Check, token string) error
 	// DeregisterService deletes a service and its checks in one write.
 	DeregisterService(node, serviceID string) error
 	// DeregisterCheck deletes one check in one write.
@@ -45,12 +46,35 @@ type MemCatalog struct {
 	writes   int
 	reads    int
 	failWith error // returned by every call while set
+	// tokens is the token of the last register that wrote each entry,
+	// keyed "service:<id>" and "check:<id>", for tests to read.
+	tokens map[string]string
+	// allow, when set, decides each register by its token; a refusal is
+	// ErrPermissionDenied and writes nothing, as the catalog's ACLs refuse.
+	allow func(token string, svc *Service, checks []Check) bool
 }
 
 // NewMemCatalog returns an empty catalog.
 func NewMemCatalog() *MemCatalog {
 	return &MemCatalog{services: map[string]map[string]Service{}, checks: map[string]map[string]Check{},
-		records: map[string]NodeInfo{}}
+		records: map[string]NodeInfo{}, tokens: map[string]string{}}
+}
+
+// requireTokens makes every later register pass allow, as a catalog with
+// ACLs on does.
+func (m *MemCatalog) requireTokens(allow func(token string, svc *Service, checks []Check) bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.allow = allow
+}
+
+// tokenOf is the token of the last register that wrote an entry: kind is
+// "service" or "check"; "" and false when none did.
+func (m *MemCatalog) tokenOf(kind, id string) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	t, ok := m.tokens[kind+":"+id]
+	return t, ok
 }
 
 // Writes is the number of successful writes so far.
@@ -84,11 +108,14 @@ func (m *MemCatalog) node(node string) (map[string]Service, map[string]Check) {
 
 // Register implements Catalog. A check naming a service the node does not
 // have (after this write) is refused, as the catalog refuses it.
-func (m *MemCatalog) Register(node string, svc *Service, checks []Check) error {
+func (m *MemCatalog) Register(node string, svc *Service, checks []Check, token string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.failWith != nil {
 		return m.failWith
+	}
+	if m.allow != nil && !m.allow(token, svc, checks) {
+		return fmt.Errorf("register for node %q: %w", node, ErrPermissionDenied)
 	}
 	svcs, chks := m.node(node)
 	for _, c := range checks {
@@ -101,11 +128,13 @@ func (m *MemCatalog) Register(node string, svc *Service, checks []Check) error {
 	}
 	if svc != nil {
 		svcs[svc.ID] = svc.clone()
+		m.tokens["service:"+svc.ID] = token
 	}
 	for _, c := range checks {
 		c = c.clone()
 		c.Node = node
 		chks[c.CheckID] = c
+		m.tokens["check:"+c.CheckID] = token
 	}
 	m.writes++
 	return nil

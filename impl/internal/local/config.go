@@ -80,13 +80,15 @@ func (a *Agent) LoadConfig(defs ConfigDefinitions) error {
 	}
 	a.cfgDefs.services, a.cfgDefs.checks = map[string]bool{}, map[string]bool{}
 	for _, s := range defs.Services {
-		if err := a.RegisterService(s, checks.Config, true); err != nil {
+		// A config file's service keeps its own token field, and its
+		// checks the service's, as Consul's agent keeps them.
+		if err := a.RegisterService(s, checks.Config, true, s.Token); err != nil {
 			return failedReloading("services", fmt.Errorf("%s %q: %w", "Failed to register service", s.Name, err))
 		}
 		a.cfgDefs.services[serviceID(s)] = true
 	}
 	for _, c := range defs.Checks {
-		if err := a.RegisterCheck(c, checks.Config); err != nil {
+		if err := a.RegisterCheck(c, checks.Config, c.Token); err != nil {
 			return failedReloading("checks", fmt.Errorf("%s '%s': %w", "Failed to register check", c.Name, err))
 		}
 		a.cfgDefs.checks[checkID(c)] = true

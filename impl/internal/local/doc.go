@@ -25,6 +25,14 @@
 //     agent does not have, except the "consul" service and the "serfHealth"
 //     check, which the leader owns. Deleting something already gone counts
 //     as done; an ACL refusal leaves the entry alone until the next full sync.
+//   - Each service and check keeps the ACL token it was registered with
+//     (the request's, or the agent's default token at that moment; a config
+//     file's token field), persisted with it and never shown. A
+//     registration is written with that token, else, for one the
+//     configuration or the agent defined, the config-file registration
+//     token, else the default token (SyncConfig.RegisterToken); a check
+//     rides on its service's write only when both carry the same token.
+//     Deregistrations and reads use the agent token, which is the caller's.
 //   - A check with DeregisterCriticalServiceAfter (at least 1 min) that has
 //     been critical locally that long takes its whole service and the
 //     service's checks with it; the reaper looks every 30 s.

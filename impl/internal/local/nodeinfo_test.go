@@ -120,7 +120,7 @@ func TestFullSyncRestoresRewrittenNodeInfo(t *testing.T) {
 func TestFullSyncWithNodeInfoRepairsServices(t *testing.T) {
 	cat := NewMemCatalog()
 	st, s := newNodeSyncedState(cat)
-	st.addService(Service{ID: "web", Service: "web"})
+	st.addService(Service{ID: "web", Service: "web"}, regToken{})
 	if err := s.syncFull(); err != nil {
 		t.Fatal(err)
 	}

@@ -40,17 +40,22 @@ const (
 	sourceLocal  = "local"  // the agent itself (maintenance checks)
 )
 
-// persistedService is a service file.
+// persistedService is a service file. Token is the one the service keeps
+// (State.ServiceToken), as Consul's file keeps it; a file written before
+// tenure kept tokens has none and loads as a service without one.
 type persistedService struct {
+	Token   string `json:",omitempty"`
 	Service Service
 	Source  string
 }
 
 // persistedCheck is a check file. Definition is what the runner runs;
-// a maintenance check has none and is restored from Check alone.
+// a maintenance check has none and is restored from Check alone. Token is
+// as for persistedService.
 type persistedCheck struct {
 	Check      Check
 	Definition *checks.Definition `json:",omitempty"`
+	Token      string             `json:",omitempty"`
 	Source     string
 }
 

@@ -43,7 +43,7 @@ func registerService(t *testing.T, a *Agent, body string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.RegisterService(def, checks.Remote, false); err != nil {
+	if err := a.RegisterService(def, checks.Remote, false, ""); err != nil {
 		t.Fatalf("register %s: %v", body, err)
 	}
 }
@@ -54,7 +54,7 @@ func registerCheck(t *testing.T, a *Agent, body string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.RegisterCheck(def, checks.Remote); err != nil {
+	if err := a.RegisterCheck(def, checks.Remote, ""); err != nil {
 		t.Fatalf("register %s: %v", body, err)
 	}
 }
@@ -85,10 +85,10 @@ func TestRegistrationsSurviveARestart(t *testing.T) {
 	if err := a.UpdateTTL("disk", checks.Warning, "90% full"); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.EnableNodeMaintenance("upgrade"); err != nil {
+	if err := a.EnableNodeMaintenance("upgrade", ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.EnableServiceMaintenance("web1", ""); err != nil {
+	if err := a.EnableServiceMaintenance("web1", "", ""); err != nil {
 		t.Fatal(err)
 	}
 	before := view(a)
@@ -122,7 +122,7 @@ func TestDeregistrationsSurviveARestart(t *testing.T) {
 	if err := a.UpdateTTL("disk", checks.Passing, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.EnableNodeMaintenance(""); err != nil {
+	if err := a.EnableNodeMaintenance("", ""); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.DeregisterService("web1"); err != nil {
@@ -139,7 +139,7 @@ func TestDeregistrationsSurviveARestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.RegisterService(def, checks.Remote, true); err != nil {
+	if err := a.RegisterService(def, checks.Remote, true, ""); err != nil {
 		t.Fatal(err)
 	}
 	before := view(a)
@@ -281,7 +281,7 @@ func TestFailedWriteChangesNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = a.RegisterService(def, checks.Remote, false)
+	err = a.RegisterService(def, checks.Remote, false, "")
 	if code, _ := codeOf(err); code != 500 {
 		t.Fatalf("register on a failing disk: %v", err)
 	}

@@ -12,12 +12,13 @@ import (
 
 // What the Agent keeps in its data directory and brings back at start
 // (persist.go has the files). As Consul's agent does: a registration is
-// written before it is answered, a deregistration removes its files, a TTL
-// check's status is kept until its TTL would have run out, and at start
-// every restored check is critical except a TTL check whose kept status
-// has not run out yet; the runner then decides. Registrations from the
-// agent's configuration are not kept (tenure has none yet; the
-// maintenance checks the agent adds itself are kept, as Consul keeps them).
+// written, with the token it keeps, before it is answered, a
+// deregistration removes its files, a TTL check's status is kept until its
+// TTL would have run out, and at start every restored check is critical
+// except a TTL check whose kept status has not run out yet; the runner
+// then decides. Registrations from the agent's configuration are not kept
+// (the configuration brings them back; the maintenance checks the agent
+// adds itself are kept, as Consul keeps them).
 
 func sourceName(src checks.Source) string {
 	if src == checks.Remote {
@@ -218,7 +219,7 @@ func (a *Agent) restoreService(p persistedService) string {
 			return fmt.Sprintf("more services than this agent takes (limit %d)", a.cfg.maxServices)
 		}
 	}
-	a.state.addService(p.Service)
+	a.state.addService(p.Service, regToken{secret: p.Token})
 	return ""
 }
 
@@ -249,7 +250,7 @@ func (a *Agent) restoreCheck(p persistedCheck, states map[string]persistedCheckS
 		if svc != nil {
 			c.ServiceName, c.ServiceTags = svc.Service, svc.Tags
 		}
-		a.state.addCheck(c, 0)
+		a.state.addCheck(c, 0, regToken{secret: p.Token, local: true})
 		return ""
 	}
 	if p.Source != sourceRemote {
@@ -269,7 +270,7 @@ func (a *Agent) restoreCheck(p persistedCheck, states map[string]persistedCheckS
 	if st, ok := states[id]; ok && d.TTL > 0 {
 		c.Status, c.Output = st.Status, st.Output
 	}
-	a.state.addCheck(c, d.DeregisterCriticalServiceAfter)
+	a.state.addCheck(c, d.DeregisterCriticalServiceAfter, regToken{secret: p.Token})
 	a.noteTTL(d)
 	if err := a.runner.Start(d); err != nil {
 		a.state.removeCheck(id)

@@ -17,6 +17,7 @@ const DefaultCheckUpdateInterval = 5 * time.Minute
 
 type serviceEntry struct {
 	svc     Service
+	token   regToken
 	ver     uint64 // bumped on every local change, so a sync that raced one does not mark it done
 	inSync  bool
 	deleted bool
@@ -24,6 +25,7 @@ type serviceEntry struct {
 
 type checkEntry struct {
 	check   Check
+	token   regToken
 	dcsa    time.Duration // DeregisterCriticalServiceAfter, 0 for none
 	ver     uint64
 	inSync  bool
@@ -94,11 +96,28 @@ func (s *State) bump() uint64 {
 	return s.ver
 }
 
-// addService adds or replaces a service and marks it out of sync.
-func (s *State) addService(svc Service) {
+// regToken is the ACL token a service or check keeps from its
+// registration, which anti-entropy writes it with (CONSUL.md §24). It is
+// kept apart from Service and Check so that nothing that shows those can
+// show it.
+type regToken struct {
+	// secret is the registration's token: the request's (or the agent's
+	// default token at that moment) for the API, the definition's token
+	// field for a config file; "" for none.
+	secret string
+	// local marks an entry the agent's configuration or the agent itself
+	// defined (config-file services and checks, maintenance checks): with
+	// no secret, its sync falls back to the config-file registration token
+	// before the default one, as Consul's does.
+	local bool
+}
+
+// addService adds or replaces a service, with the token it keeps, and
+// marks it out of sync.
+func (s *State) addService(svc Service, tok regToken) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.services[svc.ID] = &serviceEntry{svc: svc.clone(), ver: s.bump()}
+	s.services[svc.ID] = &serviceEntry{svc: svc.clone(), token: tok, ver: s.bump()}
 	s.servicesMovedLocked()
 	s.trigger()
 }
@@ -124,10 +143,11 @@ func (s *State) removeService(id string) bool {
 	return true
 }
 
-// addCheck adds or replaces a check and marks it out of sync. A check that
-// already exists keeps its status and output, so re-registering does not
-// flap it. dcsa is the check's DeregisterCriticalServiceAfter.
-func (s *State) addCheck(c Check, dcsa time.Duration) {
+// addCheck adds or replaces a check, with the token it keeps, and marks it
+// out of sync. A check that already exists keeps its status and output, so
+// re-registering does not flap it; it takes the new token. dcsa is the
+// check's DeregisterCriticalServiceAfter.
+func (s *State) addCheck(c Check, dcsa time.Duration, tok regToken) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c = c.clone()
@@ -141,7 +161,7 @@ func (s *State) addCheck(c Check, dcsa time.Duration) {
 	if c.Status == checks.Critical && since.IsZero() {
 		since = time.Now()
 	}
-	s.checks[c.CheckID] = &checkEntry{check: c, dcsa: dcsa, ver: s.bump(), criticalSince: since}
+	s.checks[c.CheckID] = &checkEntry{check: c, token: tok, dcsa: dcsa, ver: s.bump(), criticalSince: since}
 	s.trigger()
 }
 
@@ -238,6 +258,28 @@ func (s *State) Services() []Service {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
+}
+
+// ServiceToken is the token a live service keeps ("" for none or an
+// unknown service), as Consul's State.ServiceToken.
+func (s *State) ServiceToken(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.services[id]; e != nil && !e.deleted {
+		return e.token.secret
+	}
+	return ""
+}
+
+// CheckToken is the token a live check keeps ("" for none or an unknown
+// check).
+func (s *State) CheckToken(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.checks[id]; e != nil && !e.deleted {
+		return e.token.secret
+	}
+	return ""
 }
 
 // Check returns a live check.

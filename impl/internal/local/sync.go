@@ -35,10 +35,20 @@ type SyncConfig struct {
 	Stagger func(d time.Duration) time.Duration
 	// OnError hears about failed syncs (for the agent's log); may be nil.
 	OnError func(error)
+	// OnDenied hears about writes the catalog refused for the token they
+	// carried (for the agent's log, as Consul's "blocked by ACLs"); such a
+	// write counts as done until the next full sync. May be nil.
+	OnDenied func(what string, err error)
 	// NodeInfo, when set and the Catalog is a NodeCatalog, is the node's
 	// own record: written by the first sync and again by the first sync
 	// after a full sync finds the catalog's differs (someone rewrote it).
 	NodeInfo *NodeInfo
+	// RegisterToken is the token a service or check registration is
+	// written with, given the token the entry keeps ("" for none) and
+	// whether the agent's configuration or the agent itself defined it;
+	// read at each sync, so a token set meanwhile counts. Nil writes with
+	// the entry's own.
+	RegisterToken func(own string, local bool) string
 }
 
 // Syncer is anti-entropy: it makes the catalog's copy of the node's services
@@ -355,6 +365,7 @@ type covered struct {
 type op struct {
 	kind    opKind
 	id      string // service or check ID for deregistrations
+	token   string // what a register is written with
 	svc     *Service
 	checks  []Check
 	entries []covered
@@ -369,6 +380,7 @@ func (s *Syncer) syncChangesLocked() error {
 		// An ACL refusal counts as done until the next full sync, as for
 		// services and checks.
 		err := s.nodeCat.RegisterNode(s.st.node, s.node.clone())
+		s.denied("node info update", err)
 		if err == nil || errors.Is(err, ErrPermissionDenied) {
 			s.nodeInSync = true
 		} else {
@@ -379,12 +391,13 @@ func (s *Syncer) syncChangesLocked() error {
 		var err error
 		switch o.kind {
 		case opRegister:
-			err = s.cat.Register(s.st.node, o.svc, o.checks)
+			err = s.cat.Register(s.st.node, o.svc, o.checks, o.token)
 		case opDeregService:
 			err = s.cat.DeregisterService(s.st.node, o.id)
 		case opDeregCheck:
 			err = s.cat.DeregisterCheck(s.st.node, o.id)
 		}
+		s.denied(o.describe(), err)
 		done := err == nil || errors.Is(err, ErrPermissionDenied) ||
 			(o.kind != opRegister && errors.Is(err, ErrNotFound))
 		if !done {
@@ -394,6 +407,13 @@ func (s *Syncer) syncChangesLocked() error {
 		s.markDone(o.entries)
 	}
 	return errors.Join(errs...)
+}
+
+// denied tells OnDenied of a write the catalog refused for its token.
+func (s *Syncer) denied(what string, err error) {
+	if errors.Is(err, ErrPermissionDenied) && s.cfg.OnDenied != nil {
+		s.cfg.OnDenied(what, err)
+	}
 }
 
 func (o op) describe() string {
@@ -434,7 +454,12 @@ func (s *Syncer) markDone(entries []covered) {
 
 // plan turns the out-of-sync marks into writes, in a fixed order (changed
 // services by ID, then services and node checks that only have changed
-// checks, by check ID, then lone check deletions) so runs repeat.
+// checks, by check ID, then lone check deletions) so runs repeat. Each
+// register carries one token: a changed check rides on its service's write
+// only when both are written with the same token, as in Consul's agent, so
+// it never gains the service token's rights; otherwise it goes in a write
+// of its own, with its service beside it, and node checks go in one write
+// per token.
 func (s *Syncer) plan() []op {
 	st := s.st
 	st.mu.Lock()
@@ -443,17 +468,26 @@ func (s *Syncer) plan() []op {
 	svcIDs := slices.Sorted(maps.Keys(st.services))
 	checkIDs := slices.Sorted(maps.Keys(st.checks))
 
-	perService := map[string]*op{}
+	type key struct{ sid, token string }
+	registers := map[key]*op{}
+	deregs := map[string]*op{}
 	var order []*op
-	get := func(sid string) *op {
-		if o := perService[sid]; o != nil {
+	register := func(sid, token string) *op {
+		k := key{sid, token}
+		if o := registers[k]; o != nil {
 			return o
 		}
-		o := &op{kind: opRegister}
-		if e := st.services[sid]; e != nil && e.deleted {
-			o = &op{kind: opDeregService, id: sid}
+		o := &op{kind: opRegister, token: token}
+		registers[k] = o
+		order = append(order, o)
+		return o
+	}
+	deregister := func(sid string) *op {
+		if o := deregs[sid]; o != nil {
+			return o
 		}
-		perService[sid] = o
+		o := &op{kind: opDeregService, id: sid}
+		deregs[sid] = o
 		order = append(order, o)
 		return o
 	}
@@ -462,11 +496,14 @@ func (s *Syncer) plan() []op {
 		if e.inSync {
 			continue
 		}
-		o := get(id)
-		if !e.deleted {
-			svc := e.svc.clone()
-			o.svc = &svc
+		if e.deleted {
+			o := deregister(id)
+			o.entries = append(o.entries, covered{svc: e, ver: e.ver})
+			continue
 		}
+		o := register(id, s.registerToken(e.token))
+		svc := e.svc.clone()
+		o.svc = &svc
 		o.entries = append(o.entries, covered{svc: e, ver: e.ver})
 	}
 	var lone []op
@@ -480,7 +517,7 @@ func (s *Syncer) plan() []op {
 		switch {
 		case e.deleted && se != nil && se.deleted:
 			// Deleting the service deletes its checks.
-			o := get(sid)
+			o := deregister(sid)
 			o.entries = append(o.entries, covered{check: e, ver: e.ver})
 		case e.deleted:
 			lone = append(lone, op{kind: opDeregCheck, id: id, entries: []covered{{check: e, ver: e.ver}}})
@@ -488,7 +525,7 @@ func (s *Syncer) plan() []op {
 			// A check whose service is gone is removed with it; nothing
 			// to write on its own.
 		default:
-			o := get(sid)
+			o := register(sid, s.registerToken(e.token))
 			if sid != "" && o.svc == nil {
 				svc := se.svc.clone() // the catalog needs the service beside its check
 				o.svc = &svc
@@ -502,4 +539,12 @@ func (s *Syncer) plan() []op {
 		out = append(out, *o)
 	}
 	return append(out, lone...)
+}
+
+// registerToken is the token an entry keeping t is written with.
+func (s *Syncer) registerToken(t regToken) string {
+	if s.cfg.RegisterToken == nil {
+		return t.secret
+	}
+	return s.cfg.RegisterToken(t.secret, t.local)
 }

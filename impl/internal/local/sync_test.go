@@ -30,7 +30,7 @@ func (h *hookCatalog) hook(what string) error {
 	return nil
 }
 
-func (h *hookCatalog) Register(node string, svc *Service, cs []Check) error {
+func (h *hookCatalog) Register(node string, svc *Service, cs []Check, token string) error {
 	what := "register node"
 	if svc != nil {
 		what = "register " + svc.ID
@@ -38,7 +38,7 @@ func (h *hookCatalog) Register(node string, svc *Service, cs []Check) error {
 	if err := h.hook(what); err != nil {
 		return err
 	}
-	return h.MemCatalog.Register(node, svc, cs)
+	return h.MemCatalog.Register(node, svc, cs, token)
 }
 
 func (h *hookCatalog) DeregisterService(node, id string) error {
@@ -120,11 +120,11 @@ func TestSameComparesEveryField(t *testing.T) {
 func TestServiceDeletionIsOneWrite(t *testing.T) {
 	cat := newHook()
 	st, s := newSynced(cat)
-	st.addService(Service{ID: "w", Service: "w"})
-	st.addService(Service{ID: "v", Service: "v"})
-	st.addCheck(svcCheck("c1", "w", checks.Passing), 0)
-	st.addCheck(svcCheck("c2", "w", checks.Passing), 0)
-	st.addCheck(svcCheck("c3", "v", checks.Passing), 0)
+	st.addService(Service{ID: "w", Service: "w"}, regToken{})
+	st.addService(Service{ID: "v", Service: "v"}, regToken{})
+	st.addCheck(svcCheck("c1", "w", checks.Passing), 0, regToken{})
+	st.addCheck(svcCheck("c2", "w", checks.Passing), 0, regToken{})
+	st.addCheck(svcCheck("c3", "v", checks.Passing), 0, regToken{})
 	mustSync(t, s)
 	cat.attempts = 0
 	st.removeService("w")
@@ -145,12 +145,12 @@ func TestServiceDeletionIsOneWrite(t *testing.T) {
 func TestEveryChangedServiceIsWritten(t *testing.T) {
 	cat := NewMemCatalog()
 	st, s := newSynced(cat)
-	st.addService(Service{ID: "a", Service: "a"})
-	st.addService(Service{ID: "b", Service: "b"})
-	st.addCheck(Check{CheckID: "n1", Status: checks.Passing}, 0)
-	st.addCheck(Check{CheckID: "n2", Status: checks.Passing}, 0)
+	st.addService(Service{ID: "a", Service: "a"}, regToken{})
+	st.addService(Service{ID: "b", Service: "b"}, regToken{})
+	st.addCheck(Check{CheckID: "n1", Status: checks.Passing}, 0, regToken{})
+	st.addCheck(Check{CheckID: "n2", Status: checks.Passing}, 0, regToken{})
 	mustSync(t, s)
-	st.addService(Service{ID: "b", Service: "b", Port: 9})
+	st.addService(Service{ID: "b", Service: "b", Port: 9}, regToken{})
 	st.updateCheck("n2", checks.Critical, "")
 	mustSync(t, s)
 	if got := cat.Dump(node); !strings.Contains(got, "service b b tags=[] :9") || !strings.Contains(got, `check n2 svc= critical`) {
@@ -164,8 +164,8 @@ func TestEveryChangedServiceIsWritten(t *testing.T) {
 func TestCheckWriteCarriesItsService(t *testing.T) {
 	cat := NewMemCatalog()
 	st, s := newSynced(cat)
-	st.addService(Service{ID: "w", Service: "w"})
-	st.addCheck(svcCheck("c", "w", checks.Passing), 0)
+	st.addService(Service{ID: "w", Service: "w"}, regToken{})
+	st.addCheck(svcCheck("c", "w", checks.Passing), 0, regToken{})
 	mustSync(t, s)
 	cat.drop(node, "w", "")
 	st.updateCheck("c", checks.Critical, "down")
@@ -186,8 +186,8 @@ func TestOneFailedWriteDoesNotStopTheOthers(t *testing.T) {
 		}
 		return nil
 	}
-	st.addService(Service{ID: "a", Service: "a"})
-	st.addService(Service{ID: "b", Service: "b"})
+	st.addService(Service{ID: "a", Service: "a"}, regToken{})
+	st.addService(Service{ID: "b", Service: "b"}, regToken{})
 	err := s.SyncChanges()
 	if err == nil || !strings.Contains(err.Error(), "sync register service a: refused") {
 		t.Fatalf("error %v", err)
@@ -207,7 +207,7 @@ func TestOneFailedWriteDoesNotStopTheOthers(t *testing.T) {
 func TestChangeDuringWriteStaysOutOfSync(t *testing.T) {
 	cat := newHook()
 	st, s := newSynced(cat)
-	st.addCheck(Check{CheckID: "c", Status: checks.Passing}, 0)
+	st.addCheck(Check{CheckID: "c", Status: checks.Passing}, 0, regToken{})
 	cat.beforeWrite = func(string) error {
 		cat.beforeWrite = nil
 		st.updateCheck("c", checks.Critical, "")
@@ -219,10 +219,10 @@ func TestChangeDuringWriteStaysOutOfSync(t *testing.T) {
 		t.Fatalf("catalog:\n%s", got)
 	}
 
-	st.addService(Service{ID: "w", Service: "w"})
+	st.addService(Service{ID: "w", Service: "w"}, regToken{})
 	cat.beforeWrite = func(string) error {
 		cat.beforeWrite = nil
-		st.addService(Service{ID: "w", Service: "w", Port: 7})
+		st.addService(Service{ID: "w", Service: "w", Port: 7}, regToken{})
 		return nil
 	}
 	mustSync(t, s)
@@ -237,17 +237,17 @@ func TestChangeDuringWriteStaysOutOfSync(t *testing.T) {
 func TestReaddedDuringDeletionSurvives(t *testing.T) {
 	cat := newHook()
 	st, s := newSynced(cat)
-	st.addService(Service{ID: "w", Service: "w"})
-	st.addCheck(Check{CheckID: "c", Status: checks.Passing}, 0)
+	st.addService(Service{ID: "w", Service: "w"}, regToken{})
+	st.addCheck(Check{CheckID: "c", Status: checks.Passing}, 0, regToken{})
 	mustSync(t, s)
 	st.removeService("w")
 	st.removeCheck("c")
 	cat.beforeWrite = func(what string) error {
 		switch what {
 		case "deregister service w":
-			st.addService(Service{ID: "w", Service: "w", Port: 1})
+			st.addService(Service{ID: "w", Service: "w", Port: 1}, regToken{})
 		case "deregister check c":
-			st.addCheck(Check{CheckID: "c", Status: checks.Warning}, 0)
+			st.addCheck(Check{CheckID: "c", Status: checks.Warning}, 0, regToken{})
 		}
 		return nil
 	}
@@ -264,8 +264,8 @@ func TestReaddedDuringDeletionSurvives(t *testing.T) {
 func TestDeletingWhatTheCatalogLostIsDone(t *testing.T) {
 	cat := newHook()
 	st, s := newSynced(cat)
-	st.addService(Service{ID: "w", Service: "w"})
-	st.addCheck(Check{CheckID: "c", Status: checks.Passing}, 0)
+	st.addService(Service{ID: "w", Service: "w"}, regToken{})
+	st.addCheck(Check{CheckID: "c", Status: checks.Passing}, 0, regToken{})
 	mustSync(t, s)
 	cat.drop(node, "w", "c")
 	st.removeService("w")
@@ -284,8 +284,8 @@ func TestFullSyncWithPendingDeletions(t *testing.T) {
 	cat := newHook()
 	st, s := newSynced(cat)
 	for _, id := range []string{"gone", "kept"} {
-		st.addService(Service{ID: id, Service: id})
-		st.addCheck(Check{CheckID: id, Status: checks.Passing}, 0)
+		st.addService(Service{ID: id, Service: id}, regToken{})
+		st.addCheck(Check{CheckID: id, Status: checks.Passing}, 0, regToken{})
 	}
 	mustSync(t, s)
 	cat.fail(errors.New("down"))
@@ -315,7 +315,7 @@ func TestFullSyncWithPendingDeletions(t *testing.T) {
 func TestFullSyncNoticesChangedChecks(t *testing.T) {
 	cat := NewMemCatalog()
 	st, s := newSynced(cat)
-	st.addCheck(Check{CheckID: "c", Status: checks.Passing}, 0)
+	st.addCheck(Check{CheckID: "c", Status: checks.Passing}, 0, regToken{})
 	mustSync(t, s)
 	cat.put(node, nil, &Check{CheckID: "c", Status: checks.Critical})
 	if err := s.syncFull(); err != nil {
@@ -332,8 +332,8 @@ func TestStateRemovalAndLateReports(t *testing.T) {
 		t.Fatal("removed something that was never there")
 	}
 	st.updateCheck("ghost", checks.Passing, "") // a runner's late report: ignored
-	st.addService(Service{ID: "w", Service: "w"})
-	st.addCheck(svcCheck("c", "w", checks.Critical), time.Minute)
+	st.addService(Service{ID: "w", Service: "w"}, regToken{})
+	st.addCheck(svcCheck("c", "w", checks.Critical), time.Minute, regToken{})
 	if !st.removeService("w") || st.removeService("w") {
 		t.Fatal("removeService twice: want true then false")
 	}
@@ -353,14 +353,14 @@ func TestStateRemovalAndLateReports(t *testing.T) {
 // not critical, do not hide the ones that qualify.
 func TestCriticalServicesLooksAtEveryCheck(t *testing.T) {
 	st := newState(node, 0, zero)
-	st.addService(Service{ID: "s", Service: "s"})
-	st.addService(Service{ID: "t", Service: "t"})
-	st.addCheck(Check{CheckID: "a-node", Status: checks.Critical}, time.Minute)
-	st.addCheck(svcCheck("b-plain", "s", checks.Critical), 0)
-	st.addCheck(svcCheck("c-fine", "s", checks.Passing), time.Minute)
-	st.addCheck(svcCheck("d-doomed", "s", checks.Critical), time.Minute)
-	st.addCheck(svcCheck("e-doomed-too", "s", checks.Critical), time.Minute)
-	st.addCheck(svcCheck("f-other", "t", checks.Critical), time.Minute)
+	st.addService(Service{ID: "s", Service: "s"}, regToken{})
+	st.addService(Service{ID: "t", Service: "t"}, regToken{})
+	st.addCheck(Check{CheckID: "a-node", Status: checks.Critical}, time.Minute, regToken{})
+	st.addCheck(svcCheck("b-plain", "s", checks.Critical), 0, regToken{})
+	st.addCheck(svcCheck("c-fine", "s", checks.Passing), time.Minute, regToken{})
+	st.addCheck(svcCheck("d-doomed", "s", checks.Critical), time.Minute, regToken{})
+	st.addCheck(svcCheck("e-doomed-too", "s", checks.Critical), time.Minute, regToken{})
+	st.addCheck(svcCheck("f-other", "t", checks.Critical), time.Minute, regToken{})
 	if got := st.criticalServices(time.Now().Add(time.Minute)); !cmp.Equal(got, []string{"s", "t"}) {
 		t.Fatalf("critical services %v, want [s t] once each", got)
 	}
@@ -371,10 +371,10 @@ func TestCriticalServicesLooksAtEveryCheck(t *testing.T) {
 func TestFullSyncPastPendingDeletions(t *testing.T) {
 	cat := NewMemCatalog()
 	st, s := newSynced(cat)
-	st.addService(Service{ID: "a", Service: "a"})
-	st.addService(Service{ID: "b", Service: "b"})
-	st.addCheck(Check{CheckID: "a", Status: checks.Passing}, 0)
-	st.addCheck(Check{CheckID: "b", Status: checks.Passing}, 0)
+	st.addService(Service{ID: "a", Service: "a"}, regToken{})
+	st.addService(Service{ID: "b", Service: "b"}, regToken{})
+	st.addCheck(Check{CheckID: "a", Status: checks.Passing}, 0, regToken{})
+	st.addCheck(Check{CheckID: "b", Status: checks.Passing}, 0, regToken{})
 	mustSync(t, s)
 	cat.fail(errors.New("down"))
 	st.removeService("a")
@@ -393,10 +393,10 @@ func TestFullSyncPastPendingDeletions(t *testing.T) {
 func TestReregistrationKeepsCriticalSince(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := newState(node, 0, zero)
-		st.addService(Service{ID: "s", Service: "s"})
-		st.addCheck(svcCheck("c", "s", checks.Critical), time.Minute)
+		st.addService(Service{ID: "s", Service: "s"}, regToken{})
+		st.addCheck(svcCheck("c", "s", checks.Critical), time.Minute, regToken{})
 		time.Sleep(50 * time.Second)
-		st.addCheck(svcCheck("c", "s", checks.Critical), time.Minute)
+		st.addCheck(svcCheck("c", "s", checks.Critical), time.Minute, regToken{})
 		time.Sleep(10 * time.Second)
 		if got := st.criticalServices(time.Now()); !cmp.Equal(got, []string{"s"}) {
 			t.Fatalf("re-registration restarted the critical clock: %v", got)
@@ -411,7 +411,7 @@ func TestDeferralFollowsTheConfiguredInterval(t *testing.T) {
 		st := newState(node, time.Minute, func(d time.Duration) time.Duration { return d / 2 })
 		cat := NewMemCatalog()
 		s := newSyncer(st, cat, SyncConfig{Stagger: zero})
-		st.addCheck(Check{CheckID: "c", Status: checks.Passing}, 0)
+		st.addCheck(Check{CheckID: "c", Status: checks.Passing}, 0, regToken{})
 		mustSync(t, s)
 		st.updateCheck("c", checks.Passing, "new")
 		time.Sleep(time.Minute - time.Nanosecond)
@@ -431,16 +431,16 @@ func TestDeferralFollowsTheConfiguredInterval(t *testing.T) {
 
 func TestMemCatalog(t *testing.T) {
 	m := NewMemCatalog()
-	if err := m.Register(node, nil, []Check{{CheckID: "a"}, {CheckID: "c", ServiceID: "w"}}); err == nil {
+	if err := m.Register(node, nil, []Check{{CheckID: "a"}, {CheckID: "c", ServiceID: "w"}}, ""); err == nil {
 		t.Fatal("a check of an unknown service was accepted")
 	}
-	if err := m.Register(node, &Service{ID: "w"}, []Check{{CheckID: "c", ServiceID: "w"}, {CheckID: "n"}}); err != nil {
+	if err := m.Register(node, &Service{ID: "w"}, []Check{{CheckID: "c", ServiceID: "w"}, {CheckID: "n"}}, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Register(node, &Service{ID: "v"}, []Check{{CheckID: "d", ServiceID: "v"}}); err != nil {
+	if err := m.Register(node, &Service{ID: "v"}, []Check{{CheckID: "d", ServiceID: "v"}}, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Register(node, nil, []Check{{CheckID: "c2", ServiceID: "w"}}); err != nil {
+	if err := m.Register(node, nil, []Check{{CheckID: "c2", ServiceID: "w"}}, ""); err != nil {
 		t.Fatalf("a check of a known service: %v", err)
 	}
 	svcs, _ := m.NodeServices(node)
@@ -467,7 +467,7 @@ func TestHaltWaitsForTheSyncUnderWayAndEndsSyncing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cat := newHook()
 		st, s := newSynced(cat)
-		st.addService(Service{ID: "w", Service: "w"})
+		st.addService(Service{ID: "w", Service: "w"}, regToken{})
 		release := make(chan struct{})
 		cat.beforeWrite = func(string) error {
 			<-release // a catalog write in flight
@@ -493,7 +493,7 @@ func TestHaltWaitsForTheSyncUnderWayAndEndsSyncing(t *testing.T) {
 			t.Fatalf("sync under way: %v", err)
 		}
 		attempts := cat.attempts
-		st.addService(Service{ID: "after", Service: "after"})
+		st.addService(Service{ID: "after", Service: "after"}, regToken{})
 		for name, sync := range map[string]func() error{"SyncChanges": s.SyncChanges, "syncFull": s.syncFull} {
 			if err := sync(); !errors.Is(err, ErrHalted) {
 				t.Errorf("%s after Halt: %v, want ErrHalted", name, err)

@@ -548,9 +548,13 @@ func SortedMapKeys[V any](m map[string]V) []string {
 
 // aclConfig is an agent's acl block in a run with ACLs on (the zero
 // value, ACLs off, otherwise): the run's default policy, and the
-// management token as the agent's own, so that anti-entropy is never
-// refused; a server also writes it as the initial management token, and
-// a variant may adjust a server's block.
+// management token as the agent's own, so that its node record, the full
+// sync's reads and its deregistrations are never refused; a server also
+// writes it as the initial management token, and a variant may adjust a
+// server's block. There is no default token: a client's agent check is
+// written with the client's own least-privilege token, the one it
+// registered the check with (CONSUL.md §24), which holds node:write on
+// its agent (workload.clientRules).
 func (c *Cluster) aclConfig(server bool) agent.ACLConfig {
 	if c.acl == nil {
 		return agent.ACLConfig{}
