@@ -11,8 +11,8 @@ import (
 // was a draw, again at every hand-off, and a client could lose any number
 // of them in a row while others cycled (issue 37). Instead a session that
 // has waited for the key longer goes first: an acquire that finds the key
-// free while a session that has waited longer is at the leader, or was
-// lately, defers to it for at most turnYield. A session's standing begins when one of its
+// free while a session that has waited longer is at the leader defers to
+// it for at most turnYield. A session's standing begins when one of its
 // acquires finds the key held or loses it to another, survives its
 // refusals (a spinning client's next attempt keeps its place), and ends
 // when it takes the key or has not been seen for turnForget.
@@ -27,11 +27,9 @@ type turns struct {
 }
 
 const (
-	// turnYield bounds how long an acquire defers to a senior waiter: one
-	// at the leader takes the key at once, and one a release sent back
-	// (from its blocking read, or between two attempts) arrives within
-	// about a round trip; it only waits that long for one that does not
-	// come.
+	// turnYield bounds how long an acquire defers to a senior waiter at
+	// the leader, which takes the key at once unless its own request
+	// ends first.
 	turnYield = time.Millisecond
 	// turnForget is how long a session's standing outlives its last
 	// acquire of the key.
@@ -130,11 +128,13 @@ func (t *turns) acquired(tn *turn) {
 	}
 }
 
-// outranked reports whether another session has waited for tn's key
-// longer than tn's, and a channel closed when that may change. It counts
-// sessions not at the leader just now too, if seen within turnForget: a
-// spinning client between two attempts, or a consul/api Lock waiter in its
-// blocking read, which a release sends back with an acquire at once.
+// outranked reports whether a session at the leader now has waited for
+// tn's key longer than tn's, and a channel closed when that may change. A
+// senior that is away (a spinning client between two attempts, a
+// consul/api Lock waiter in its blocking read) is not waited for: holding a
+// free key for it cost Lock waiters more refusals than it won them, each
+// able to send one into consul/api's 5 s retry sleep (measured side by
+// side, bench/results/2026-11-29-tail-latency.md).
 func (t *turns) outranked(tn *turn) (<-chan struct{}, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -142,10 +142,10 @@ func (t *turns) outranked(tn *turn) (<-chan struct{}, bool) {
 	if k == nil {
 		return nil, false
 	}
-	now := time.Now()
 	mine := k.standing[tn.session]
-	for session, s := range k.standing {
-		if session != tn.session && (mine == nil || s.since.Before(mine.since)) && now.Sub(s.seen) <= turnForget {
+	for o := range k.present {
+		s := k.standing[o.session]
+		if o.session != tn.session && s != nil && (mine == nil || s.since.Before(mine.since)) {
 			return k.moved, true
 		}
 	}
