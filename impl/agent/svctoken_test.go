@@ -1,9 +1,7 @@
 package agent_test
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
@@ -13,25 +11,8 @@ import (
 	"github.com/tenurekv/tenure/impl/agent"
 	"github.com/tenurekv/tenure/impl/agent/agenttest"
 	"github.com/tenurekv/tenure/impl/internal/rpc"
+	"github.com/tenurekv/tenure/internal/testlog"
 )
-
-// lockedBuffer is a log sink safe for the agent's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestRegistrationTokens: with ACLs on and default deny, a client agent
 // writes each service and check to the catalog with the token it was
@@ -55,7 +36,7 @@ func TestRegistrationTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	start := func() (*agent.Client, *recordingForwarder) {
 		t.Helper()
 		pool := rpc.NewPool(rpc.PoolConfig{})

@@ -8,38 +8,21 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/tenurekv/tenure/internal/testlog"
 )
 
 func testKey(b byte) []byte { return bytes.Repeat([]byte{b}, 32) }
 
 func b64(k []byte) string { return base64.StdEncoding.EncodeToString(k) }
 
-// logBuffer collects a pool's log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
 // startKeyed starts a pool with cfg's keyring settings on loopback.
-func startKeyed(t *testing.T, cfg Config) (*Pool, *logBuffer) {
+func startKeyed(t *testing.T, cfg Config) (*Pool, *testlog.Buffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &testlog.Buffer{}
 	cfg.BindAddr, cfg.Timing = "127.0.0.1", DevTiming
 	cfg.Tags = map[string]string{TagRole: RoleClient}
 	cfg.Logger = hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})

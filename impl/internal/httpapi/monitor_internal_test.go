@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/tenurekv/tenure/internal/testlog"
 )
 
 // TestMonitorSinkBounded: a sink whose reader is not reading keeps
@@ -66,7 +68,7 @@ func (w *stalledWriter) Write(p []byte) (int, error) {
 // the log goes on and the monitor holds at most its buffer; the lines it
 // dropped are counted, and the count is logged when the monitor ends.
 func TestMonitorSlowReaderDropsAndCounts(t *testing.T) {
-	var out syncBuffer
+	var out testlog.Buffer
 	root := hclog.NewInterceptLogger(&hclog.LoggerOptions{Level: hclog.Warn, Output: &out})
 	o := &opsHandler{logs: NewLogStream(root), log: root.Named("http")}
 	w := &stalledWriter{header: http.Header{}, flushed: make(chan struct{}), writing: make(chan struct{}), release: make(chan struct{})}
@@ -100,23 +102,6 @@ func TestMonitorSlowReaderDropsAndCounts(t *testing.T) {
 	if o.logs.watched() {
 		t.Error("the monitor's sink is still registered after it ended")
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestLogURL: token values are hidden however they are encoded, and the

@@ -1,10 +1,8 @@
 package server
 
 import (
-	"bytes"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,25 +10,8 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/tenurekv/tenure/impl/internal/reconcile"
+	"github.com/tenurekv/tenure/internal/testlog"
 )
-
-// lockedBuffer is a log sink shared by servers' goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestMembershipLogsNoFailureThatDidNotHappen: a lone server expecting 1
 // bootstraps and tells the pool, then adds a joining server as a voter and
@@ -39,7 +20,7 @@ func (b *lockedBuffer) String() string {
 // server that inverts its error checks tells operators the opposite of
 // what happened.
 func TestMembershipLogsNoFailureThatDidNotHappen(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	g := &gossipCluster{t: t, pool: newFakeMembership().fakePool, nodes: map[string]*testNode{}}
 	start := func(name string, expect int) *Server {
 		nd := &testNode{name: name, logs: raft.NewInmemStore(), snaps: raft.NewInmemSnapshotStore()}
