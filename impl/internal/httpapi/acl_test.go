@@ -573,3 +573,27 @@ func TestACLSecretsNeverLogged(t *testing.T) {
 		}
 	}
 }
+
+// TestACLPolicyAndRoleRecordEndpoints: policies and roles answer their ID
+// and name endpoints alike, each in its own words: a read, a missing or
+// malformed ID, an unknown ID or name, and a delete then its repeat.
+func TestACLPolicyAndRoleRecordEndpoints(t *testing.T) {
+	f := newACLFixture(t, "deny")
+	const unknown = "00000000-0000-4000-8000-00000000abcd"
+	for _, kind := range []string{"policy", "role"} {
+		body := `{"Name":"rec-` + kind + `"}`
+		r := f.call("PUT", "/v1/acl/"+kind, mgmtSecret, body)
+		want(t, "create "+kind, r, 200, "")
+		id := decode[map[string]any](t, r)["ID"].(string)
+		base := "/v1/acl/" + kind + "/"
+		want(t, kind+" by ID", f.call("GET", base+id, mgmtSecret, nil), 200, "")
+		want(t, kind+" by name", f.call("GET", base+"name/rec-"+kind, mgmtSecret, nil), 200, "")
+		want(t, kind+" without ID", f.call("GET", base, mgmtSecret, nil), 400, "Missing "+kind+" ID")
+		want(t, kind+" without name", f.call("GET", base+"name/", mgmtSecret, nil), 400, "Missing "+kind+" Name")
+		want(t, kind+" bad ID", f.call("GET", base+"x", mgmtSecret, nil), 400, `Invalid `+kind+` ID "x": not a UUID`)
+		want(t, kind+" unknown ID", f.call("GET", base+unknown, mgmtSecret, nil), 404, "Requested "+kind+" does not exist: ACL not found")
+		want(t, kind+" unknown name", f.call("GET", base+"name/nope", mgmtSecret, nil), 404, "Requested "+kind+" does not exist: ACL not found")
+		want(t, "delete "+kind, f.call("DELETE", base+id, mgmtSecret, nil), 200, "true")
+		want(t, kind+" after delete", f.call("GET", base+id, mgmtSecret, nil), 404, "Requested "+kind+" does not exist: ACL not found")
+	}
+}

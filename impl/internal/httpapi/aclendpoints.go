@@ -598,39 +598,101 @@ func (h *handler) aclPolicyCreate(c *call) error {
 }
 
 // aclPolicy is GET, PUT and DELETE /v1/acl/policy/<id>.
-func (h *handler) aclPolicy(c *call) error {
+func (h *handler) aclPolicy(c *call) error { return h.aclRecord(c, policies) }
+
+// aclTable is what the policy and role endpoints differ in: the record's
+// name in Consul's texts, its lookups and JSON, its table's index, its
+// delete verb and its write.
+type aclTable struct {
+	name   string
+	byID   func(s *model.State, id string) (any, bool)
+	byName func(s *model.State, name string) (any, bool)
+	index  func(s *model.State) uint64
+	del    model.ACLVerb
+	write  func(h *handler, c *call, urlID string, create bool) error
+}
+
+var (
+	policies = aclTable{
+		name: "policy",
+		byID: func(s *model.State, id string) (any, bool) {
+			p, ok := s.ACLPolicy(id)
+			return toPolicy(p), ok
+		},
+		byName: func(s *model.State, name string) (any, bool) {
+			p, ok := s.ACLPolicyByName(name)
+			return toPolicy(p), ok
+		},
+		index: func(s *model.State) uint64 { return s.Tables().ACLPolicies },
+		del:   model.ACLPolicyDelete,
+		write: (*handler).aclPolicyWrite,
+	}
+	roles = aclTable{
+		name: "role",
+		byID: func(s *model.State, id string) (any, bool) {
+			r, ok := s.ACLRole(id)
+			return toRole(s, r), ok
+		},
+		byName: func(s *model.State, name string) (any, bool) {
+			r, ok := s.ACLRoleByName(name)
+			return toRole(s, r), ok
+		},
+		index: func(s *model.State) uint64 { return s.Tables().ACLRoles },
+		del:   model.ACLRoleDelete,
+		write: (*handler).aclRoleWrite,
+	}
+)
+
+// aclRecord is GET, PUT and DELETE of the policy or role c's path names by
+// ID.
+func (h *handler) aclRecord(c *call, t aclTable) error {
 	if err := h.aclOn(); err != nil {
 		return err
 	}
 	id := c.arg
 	if id == "" && c.r.Method != http.MethodPut {
-		return errorf(http.StatusBadRequest, "Missing policy ID")
+		return errorf(http.StatusBadRequest, "Missing %s ID", t.name)
 	}
-	switch c.r.Method {
-	case http.MethodGet:
-		if !validUUID(id) {
-			return h.invalid("Invalid policy ID %q: not a UUID", id)
-		}
-		return h.aclRead(c, func(s *model.State, _ *acl.Authorizer) view {
-			p, ok := s.ACLPolicy(id)
-			if !ok {
-				return view{fail: errorf(http.StatusNotFound, "Requested policy does not exist: %s", acl.ErrNotFound)}
-			}
-			return view{index: s.Tables().ACLPolicies, body: toPolicy(p)}
-		})
-	case http.MethodPut:
-		return h.aclPolicyWrite(c, id, false)
+	if c.r.Method == http.MethodPut {
+		return t.write(h, c, id, false)
 	}
 	if !validUUID(id) {
-		return h.invalid("Invalid policy ID %q: not a UUID", id)
+		return h.invalid("Invalid %s ID %q: not a UUID", t.name, id)
+	}
+	if c.r.Method == http.MethodGet {
+		return h.aclRead(c, func(s *model.State, _ *acl.Authorizer) view {
+			return t.view(s, t.byID, id)
+		})
 	}
 	res, done, err := h.aclWrite(c, nil, func(*model.State, *acl.Authorizer) (*model.ACLOp, error) {
-		return &model.ACLOp{Verb: model.ACLPolicyDelete, ID: id}, nil
+		return &model.ACLOp{Verb: t.del, ID: id}, nil
 	})
 	if done || err != nil {
 		return err
 	}
 	return h.deleted(c, res)
+}
+
+// aclRecordByName is GET of the policy or role c's path names by name.
+func (h *handler) aclRecordByName(c *call, t aclTable) error {
+	if err := h.aclOn(); err != nil {
+		return err
+	}
+	if c.arg == "" {
+		return errorf(http.StatusBadRequest, "Missing %s Name", t.name)
+	}
+	return h.aclRead(c, func(s *model.State, _ *acl.Authorizer) view {
+		return t.view(s, t.byName, c.arg)
+	})
+}
+
+// view answers one record found by lookup, or Consul's 404.
+func (t aclTable) view(s *model.State, lookup func(*model.State, string) (any, bool), key string) view {
+	body, ok := lookup(s, key)
+	if !ok {
+		return view{fail: errorf(http.StatusNotFound, "Requested %s does not exist: %s", t.name, acl.ErrNotFound)}
+	}
+	return view{index: t.index(s), body: body}
 }
 
 // deleted answers a delete: true, 404 for a record that is not there.
@@ -645,21 +707,7 @@ func (h *handler) deleted(c *call, res model.Result) error {
 }
 
 // aclPolicyByName is GET /v1/acl/policy/name/<name>.
-func (h *handler) aclPolicyByName(c *call) error {
-	if err := h.aclOn(); err != nil {
-		return err
-	}
-	if c.arg == "" {
-		return errorf(http.StatusBadRequest, "Missing policy Name")
-	}
-	return h.aclRead(c, func(s *model.State, _ *acl.Authorizer) view {
-		p, ok := s.ACLPolicyByName(c.arg)
-		if !ok {
-			return view{fail: errorf(http.StatusNotFound, "Requested policy does not exist: %s", acl.ErrNotFound)}
-		}
-		return view{index: s.Tables().ACLPolicies, body: toPolicy(p)}
-	})
-}
+func (h *handler) aclPolicyByName(c *call) error { return h.aclRecordByName(c, policies) }
 
 // aclPolicyList is GET /v1/acl/policies.
 func (h *handler) aclPolicyList(c *call) error {
@@ -741,57 +789,10 @@ func (h *handler) aclRoleCreate(c *call) error {
 }
 
 // aclRole is GET, PUT and DELETE /v1/acl/role/<id>.
-func (h *handler) aclRole(c *call) error {
-	if err := h.aclOn(); err != nil {
-		return err
-	}
-	id := c.arg
-	if id == "" && c.r.Method != http.MethodPut {
-		return errorf(http.StatusBadRequest, "Missing role ID")
-	}
-	switch c.r.Method {
-	case http.MethodGet:
-		if !validUUID(id) {
-			return h.invalid("Invalid role ID %q: not a UUID", id)
-		}
-		return h.aclRead(c, func(s *model.State, _ *acl.Authorizer) view {
-			r, ok := s.ACLRole(id)
-			if !ok {
-				return view{fail: errorf(http.StatusNotFound, "Requested role does not exist: %s", acl.ErrNotFound)}
-			}
-			return view{index: s.Tables().ACLRoles, body: toRole(s, r)}
-		})
-	case http.MethodPut:
-		return h.aclRoleWrite(c, id, false)
-	}
-	if !validUUID(id) {
-		return h.invalid("Invalid role ID %q: not a UUID", id)
-	}
-	res, done, err := h.aclWrite(c, nil, func(*model.State, *acl.Authorizer) (*model.ACLOp, error) {
-		return &model.ACLOp{Verb: model.ACLRoleDelete, ID: id}, nil
-	})
-	if done || err != nil {
-		return err
-	}
-	return h.deleted(c, res)
-}
+func (h *handler) aclRole(c *call) error { return h.aclRecord(c, roles) }
 
 // aclRoleByName is GET /v1/acl/role/name/<name>.
-func (h *handler) aclRoleByName(c *call) error {
-	if err := h.aclOn(); err != nil {
-		return err
-	}
-	if c.arg == "" {
-		return errorf(http.StatusBadRequest, "Missing role Name")
-	}
-	return h.aclRead(c, func(s *model.State, _ *acl.Authorizer) view {
-		r, ok := s.ACLRoleByName(c.arg)
-		if !ok {
-			return view{fail: errorf(http.StatusNotFound, "Requested role does not exist: %s", acl.ErrNotFound)}
-		}
-		return view{index: s.Tables().ACLRoles, body: toRole(s, r)}
-	})
-}
+func (h *handler) aclRoleByName(c *call) error { return h.aclRecordByName(c, roles) }
 
 // aclRoleList is GET /v1/acl/roles.
 func (h *handler) aclRoleList(c *call) error {
