@@ -66,8 +66,10 @@ type Config struct {
 // Lock waiter, which reads the key free, to sleep 5 s (CONSUL.md §11);
 // under contention most holders let go within it. It bounds what a
 // refused acquire costs its client, besides one commit and a leadership
-// confirmation.
-const HoldWait = 5 * time.Millisecond
+// confirmation, and so sets the p99 of a contended acquire: 2 ms did
+// better than 1 and 5 ms for both kinds of bench client side by side
+// (bench/results/2026-11-29-tail-latency.md).
+const HoldWait = 2 * time.Millisecond
 
 // New returns a core with an inactive TTL book (see StartTerm).
 func New(cfg Config) *Core {
