@@ -82,8 +82,9 @@ bench-detect:
 ## acquire, on false again at once) and by consul/api's Lock (lock; kv, the rows of earlier sittings, on
 ## request); the servers' CPU per cycle and lock hand-offs of a durable 3-server tenure cluster, beside a
 ## 3-server Consul when CONSUL names a consul binary (with the ratio round by round, as rounds alternate, and
-## the CPU the hypervisor stole in each measured window), with the fsync floor of the machine (and its median
-## before each round). ROWS (1,16,64,8one,64one), CLIENTS (spin,lock,kv) and HANDOFFS=0 make a short run, e.g.
+## the CPU the hypervisor stole in each measured window), the slow requests of each round and the share of them
+## that started in one 20 ms of the wall clock's 100 ms (a periodic dip of the machine's disk, not the system's),
+## with the fsync floor of the machine (its median before each round, and its pace at its slowest phase). ROWS (1,16,64,8one,64one), CLIENTS (spin,lock,kv) and HANDOFFS=0 make a short run, e.g.
 ##   make bench-cluster CONSUL=/path/to/consul ROUNDS=3 BENCH_SECONDS=5
 ##   make bench-cluster CONSUL=/path/to/consul ROUNDS=1 ROWS=8one CLIENTS=spin HANDOFFS=0
 CONSUL        ?=

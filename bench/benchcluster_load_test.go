@@ -143,6 +143,11 @@ type rowResult struct {
 	waitP99, longestWait time.Duration
 	// slowWaits counts the waits of a second or more, unfinished ones too.
 	slowWaits int
+	// slowRequests and slowInWindow: the requests over slowFactor × the
+	// median and the share of them that started in one phaseWindow of the
+	// wall clock (slowByPhase).
+	slowRequests int
+	slowInWindow float64
 	// fewest and most acquires one client made in the window; perClient
 	// is each client's, in client order (client i talks to server i%3,
 	// the leader third).
@@ -167,6 +172,7 @@ type clientRec struct {
 
 	mu       sync.Mutex
 	requests []time.Duration // acquire attempts and releases answered in the window
+	starts   []time.Time     // when each of requests was sent
 	cycles   []time.Duration // cycles that ended in the window
 	waits    []time.Duration // waits for holds taken in the window
 	held     int             // holds taken in the window
@@ -183,6 +189,7 @@ func (r *clientRec) request(t0, t1 time.Time, refused bool) {
 	defer r.mu.Unlock()
 	if r.in(t1) {
 		r.requests = append(r.requests, t1.Sub(t0))
+		r.starts = append(r.starts, t0)
 	}
 	if refused {
 		r.refused++
@@ -503,10 +510,12 @@ func runLoadRow(cl *benchProcs, c benchCase, round int, warmUp, measure time.Dur
 // summarizeClients folds the clients' records into the row's figures.
 func summarizeClients(recs []*clientRec, measure time.Duration) rowResult {
 	var cycles, reqs, waits []time.Duration
+	var starts []time.Time
 	res := rowResult{fewest: -1}
 	for _, r := range recs {
 		r.mu.Lock()
 		cycles, reqs, waits = append(cycles, r.cycles...), append(reqs, r.requests...), append(waits, r.waits...)
+		starts = append(starts, r.starts...)
 		res.errors += r.errors
 		res.cycles, res.refused, res.reads = res.cycles+r.allCycles, res.refused+r.refused, res.reads+r.reads
 		if res.fewest < 0 || r.held < res.fewest {
@@ -523,5 +532,6 @@ func summarizeClients(recs []*clientRec, measure time.Duration) rowResult {
 	res.p50, res.p99 = percentile(cycles, 0.5), percentile(cycles, 0.99)
 	res.reqP50, res.reqP99 = percentile(reqs, 0.5), percentile(reqs, 0.99)
 	res.waitP99 = percentile(waits, 0.99)
+	res.slowRequests, res.slowInWindow = slowByPhase(starts, reqs)
 	return res
 }

@@ -20,6 +20,14 @@ type benchResults struct {
 	// diskBefore is the disk's fsync median just before each of a
 	// system's rounds: the disk drifts through a day as the CPU does.
 	diskBefore map[string][]time.Duration
+	// dip is the disk's pace at its slowest phase (diskDip), if probed.
+	dip *dipProbe
+}
+
+// dipProbe is what diskDip measured after the rounds.
+type dipProbe struct {
+	writers        int
+	perSecond, dip float64
 }
 
 func newBenchResults(cases []benchCase) *benchResults {
@@ -217,6 +225,7 @@ func (r *benchResults) format(systems []benchSystem, header string, fsync, rtt, 
 	}
 	b.WriteString(r.cpuTable(names))
 	b.WriteString(r.stealTable(names))
+	b.WriteString(r.phaseTable(names))
 	b.WriteString(r.diskLine(names))
 
 	if len(r.handOffs) > 0 {
@@ -246,6 +255,10 @@ func (r *benchResults) format(systems []benchSystem, header string, fsync, rtt, 
 	ceiling := 1 / (2 * commit.Seconds())
 	fmt.Fprintf(&b, "\nfsync floor: 4 KiB O_DSYNC append, median %s (data dirs' filesystem); loopback TCP round trip, median %s\n",
 		dur(fsync), dur(rtt))
+	if r.dip != nil {
+		fmt.Fprintf(&b, "disk under %d writers syncing 300 B appends: %.0f syncs/s; its slowest %v of every %v of the wall clock began %.0f%% as many as the median %v\n",
+			r.dip.writers, r.dip.perSecond, diskDipBin, phasePeriod, 100*r.dip.dip, diskDipBin)
+	}
 	fmt.Fprintf(&b, "commit floor ≈ 2×fsync + RTT = %s (leader's log, then a follower's, then the reply)\n", dur(commit))
 	fmt.Fprintf(&b, "a round trip to another process that was idle for 1ms: median %s (each hop of a lone client's request wakes one)\n", dur(idleRTT))
 	for _, c := range r.cases {

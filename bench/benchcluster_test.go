@@ -77,6 +77,12 @@ func TestBenchCluster(t *testing.T) {
 	if err != nil {
 		t.Fatalf("fsync probe: %v", err)
 	}
+	writers := 3
+	perSecond, dip, err := diskDip(base, writers, 2*time.Second)
+	if err != nil {
+		t.Fatalf("disk dip probe: %v", err)
+	}
+	res.dip = &dipProbe{writers: writers, perSecond: perSecond, dip: dip}
 	rtt, err := loopbackRTT(2000)
 	if err != nil {
 		t.Fatalf("loopback probe: %v", err)
