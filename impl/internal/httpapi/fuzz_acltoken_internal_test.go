@@ -15,7 +15,7 @@ import (
 	"github.com/tenurekv/tenure/model"
 )
 
-// The token and policy write endpoints under fuzzing (S87, S88): whatever
+// The token, policy and role write endpoints under fuzzing (S87, S88): whatever
 // the body, the answer is a success or a refusal with a one-line reason,
 // and a refusal changes nothing.
 
@@ -23,10 +23,12 @@ const (
 	fuzzMgmt = "8f0b5a2e-0000-4000-8000-00000000f022"
 	// fuzzReader holds acl = "read": its writes are refused for ACLs.
 	fuzzReader = "8f0b5a2e-0000-4000-8000-00000000f0a1"
-	// fuzzTokenID and fuzzPolicyID are the token and policy the update
-	// targets name; the double picks the policy's ID, in sequence.
+	// fuzzTokenID, fuzzPolicyID and fuzzRoleID are the token, policy and
+	// role the update targets name; the double picks the policy's and the
+	// role's IDs, in sequence.
 	fuzzTokenID  = "8f0b5a2e-0000-4000-8000-00000000f070"
 	fuzzPolicyID = "00000000-0000-4000-8000-000000000002"
+	fuzzRoleID   = "00000000-0000-4000-8000-000000000003"
 )
 
 // aclWriteTargets are the writes a fuzz input goes to, by its kind byte.
@@ -35,11 +37,13 @@ var aclWriteTargets = []string{
 	"/v1/acl/token/" + fuzzTokenID,
 	"/v1/acl/policy",
 	"/v1/acl/policy/" + fuzzPolicyID,
+	"/v1/acl/role",
+	"/v1/acl/role/" + fuzzRoleID,
 }
 
 // aclFuzzServer is a handler with ACLs on (default deny) over a fresh
 // double holding the management token, a policy that reads ACLs, the
-// token fuzzReader with it, and the update targets.
+// token fuzzReader with it, and the update targets (a role with that policy).
 func aclFuzzServer(t *testing.T) (http.Handler, *httpapitest.Store) {
 	t.Helper()
 	b := httpapitest.New("node-a", clocktest.NewManual(time.Unix(0, 0)))
@@ -58,6 +62,11 @@ func aclFuzzServer(t *testing.T) (http.Handler, *httpapitest.Store) {
 		[]byte(`{"AccessorID":"`+fuzzTokenID+`","SecretID":"`+fuzzReader+`","Policies":[{"Name":"acl-read"}]}`))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("setup: create token: %d %s", rec.Code, rec.Body)
+	}
+	rec = serveAs(h, fuzzMgmt, http.MethodPut, "/v1/acl/role", []byte(`{"Name":"readers","Policies":[{"Name":"acl-read"}]}`))
+	var role struct{ ID string }
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &role) != nil || role.ID != fuzzRoleID {
+		t.Fatalf("setup: create role: %d %s, want ID %s", rec.Code, rec.Body, fuzzRoleID)
 	}
 	return h, b.Store()
 }
@@ -141,10 +150,13 @@ var aclWriteSeeds = []string{
 	`{"ID":"00000000-0000-0000-0000-000000000001","Name":"x"}`, `{"ID":"` + fuzzPolicyID + `","Name":"renamed"}`,
 	`{"Name":"p7","Rules":"acl = \"write\"\noperator = \"write\""}`, `{"Name":"` + strings.Repeat("n", 200) + `"}`,
 	`{"Description":"` + strings.Repeat("d", 70000) + `"}`,
+	`{"Name":"r1","Policies":[{"Name":"acl-read"}]}`, `{"Name":"readers"}`, `{"Name":"r2","Policies":[{"ID":"nope"}]}`,
+	`{"Name":"r3","ServiceIdentities":[{"ServiceName":"web"}],"NodeIdentities":[{"NodeName":"n1","Datacenter":"dc1"}]}`,
+	`{"ID":"` + fuzzRoleID + `","Name":"renamed"}`, `{"ID":"` + fuzzPolicyID + `","Name":"r4"}`, `{"Name":"r5","Roles":[{"Name":"readers"}]}`,
 }
 
 // FuzzACLWriteEndpoints checks aclWriteProperty on any body sent to the
-// token and policy create and update endpoints.
+// token, policy and role create and update endpoints.
 func FuzzACLWriteEndpoints(f *testing.F) {
 	for _, s := range aclWriteSeeds {
 		for kind := range 2 * len(aclWriteTargets) {
