@@ -85,6 +85,9 @@ func TestACLEnforcementMutantsAreCaught(t *testing.T) {
 		escalate("catalog-writes-unchecked", `^S90/catalog-writes`, token, "/v1/catalog/register", "/v1/catalog/deregister"),
 		escalate("catalog-reads-unfiltered", `^S90/catalog-and-health-reads`, token, "/v1/catalog/", "/v1/health/"),
 		escalate("agent-and-operator-open", `^S90/agent-and-operator`, token, "/v1/agent/", "/v1/operator/"),
+		// A server that validates a registration before it resolves the
+		// token answers an unknown token's bad one as it would a known one's.
+		escalate("register-token-resolved-late", `^S90/agent-register`, token, "/v1/agent/check/register", "/v1/agent/service/register"),
 		escalate("txn-unchecked", `^S90/txn-denied`, token, "/v1/txn"),
 		escalate("queries-unchecked", `^S90/prepared-queries`, token, "/v1/query"),
 		{name: "txn-service-op-on-its-name-only", filter: `^S91/`, prepare: func(x *exchange) {

@@ -17,6 +17,7 @@ func aclEnforcementCases() []Case {
 		acl("S90", "catalog-writes-need-node-and-service-write", catalogWritesNeedWrite),
 		acl("S90", "catalog-and-health-reads-filtered", catalogReadsFiltered),
 		acl("S90", "agent-and-operator-endpoints-need-their-permissions", agentAndOperatorNeedPermissions),
+		acl("S90", "agent-register-resolves-the-token-early", agentRegisterResolvesTokenEarly),
 		acl("S90", "txn-denied-op-refuses-the-whole-txn", txnDeniedOpRefusesAll),
 		acl("S90", "prepared-queries-governed-by-name", preparedQueriesByName),
 		acl("S91", "txn-service-op-decided-on-the-stored-service", txnServiceOpOnStoredService),
@@ -164,6 +165,41 @@ func agentAndOperatorNeedPermissions(t *caseT) {
 	}
 	reader, _ := t.CreateToken(t.policyName("agent-read", rulesJSON(map[string]any{"agent": named(agent, "read")})))
 	t.expect("agent:read reads self", t.DoAs(reader, http.MethodGet, "/v1/agent/self", nil), 200, "")
+}
+
+// agentRegisterResolvesTokenEarly: an agent check or service register
+// refuses what Consul checks before the token (a check's name and status,
+// a service's name) whatever the token, then an unknown token, then the
+// rest of a bad definition and a check's unknown service, then a token
+// without the permission; a refused register registers nothing.
+func agentRegisterResolvesTokenEarly(t *caseT) {
+	const unknown = "00000000-1111-2222-3333-444444444444"
+	name, svc := t.ServiceName("chk"), t.ServiceName("nosvc")
+	badWeights := map[string]any{"Name": svc, "Weights": map[string]any{"Passing": -1, "Warning": 1}}
+	for _, c := range []struct {
+		what, token, path string
+		body              map[string]any
+		code              int
+		text              string
+	}{
+		{"check without a name, unknown token", unknown, "check", map[string]any{"TTL": "10s"}, 400, "Missing check name"},
+		{"check with a bad status, unknown token", unknown, "check", map[string]any{"Name": name, "TTL": "10s", "Status": "ok"}, 400, "Bad check status"},
+		{"check without a type, unknown token", unknown, "check", map[string]any{"Name": name}, 403, "ACL not found"},
+		{"check of an unknown service, unknown token", unknown, "check", map[string]any{"Name": name, "TTL": "10s", "ServiceID": svc}, 403, "ACL not found"},
+		{"check without a type, anonymous", "", "check", map[string]any{"Name": name}, 400, "Invalid check: TTL must be > 0 for TTL checks"},
+		{"check of an unknown service, anonymous", "", "check", map[string]any{"Name": name, "TTL": "10s", "ServiceID": svc}, 404, `ServiceID "` + svc + `" does not exist`},
+		{"service without a name, unknown token", unknown, "service", map[string]any{"Port": 1}, 400, "Missing service name"},
+		{"service with bad weights, unknown token", unknown, "service", badWeights, 403, "ACL not found"},
+		{"service with bad weights, anonymous", "", "service", badWeights, 400, "Invalid Weights: Passing must be greater than 0"},
+	} {
+		t.expect(c.what, t.DoAs(c.token, http.MethodPut, "/v1/agent/"+c.path+"/register", mustJSON(c.body)), c.code, c.text)
+	}
+	for _, list := range []string{"checks", "services"} {
+		r := t.Do(http.MethodGet, "/v1/agent/"+list, nil)
+		if t.expect("agent "+list, r, 200, "") {
+			t.Check(!strings.Contains(r.Text(), name) && !strings.Contains(r.Text(), svc), "a refused register shows in /v1/agent/%s: %s", list, r.Text())
+		}
+	}
 }
 
 // txnDeniedOpRefusesAll: a txn with one denied op answers 409 naming it

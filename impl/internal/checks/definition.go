@@ -205,16 +205,26 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Reason }
 
+// Preflight is what Consul's endpoint checks of a check register body
+// before it resolves the request's token: a name, and a status it knows.
+// The rest of Prepare comes after the token (SPEC S90).
+func Preflight(d Definition) error {
+	if d.Name == "" {
+		return &Error{http.StatusBadRequest, "Missing check name"}
+	}
+	if d.Status != "" && !ValidStatus(d.Status) {
+		return &Error{http.StatusBadRequest, "Bad check status"}
+	}
+	return nil
+}
+
 // Prepare checks an agent check register body as Consul's endpoint does, in
 // its order, and returns the definition with defaults filled in. It never
 // modifies d and has no side effects, so a refusal changes nothing. The
 // caller still checks that ServiceID names a local service (404).
 func Prepare(d Definition, src Source, p Policy) (Definition, error) {
-	if d.Name == "" {
-		return Definition{}, &Error{http.StatusBadRequest, "Missing check name"}
-	}
-	if d.Status != "" && !ValidStatus(d.Status) {
-		return Definition{}, &Error{http.StatusBadRequest, "Bad check status"}
+	if err := Preflight(d); err != nil {
+		return Definition{}, err
 	}
 	if err := d.Validate(); err != nil {
 		return Definition{}, &Error{http.StatusBadRequest, "Invalid check: " + err.Error()}

@@ -303,10 +303,23 @@ func (h *localHandler) serviceRegister(c *call) error {
 	if err := serviceLimits(def.Wire()); err != nil {
 		return err
 	}
-	if err := h.vetServiceRegister(c, def); err != nil {
-		return err // S90
+	// S90, in Consul's order: a missing name or a wildcard address is 400
+	// whatever the token; then an unknown token 403; then the rest of an
+	// invalid definition 400; then the permissions 403.
+	if err := local.ServicePreflight(def); err != nil {
+		return refusal(err)
 	}
-	if err := h.la.RegisterService(def, checks.Remote, replace, h.secret(c)); err != nil {
+	prepared, err := h.la.PrepareService(def, checks.Remote)
+	if err != nil {
+		if terr := h.tokenKnown(c); terr != nil {
+			return terr
+		}
+		return refusal(err)
+	}
+	if err := h.vetServiceRegister(c, def); err != nil {
+		return err
+	}
+	if err := h.la.RegisterPrepared(prepared, replace, h.secret(c)); err != nil {
 		return refusal(err)
 	}
 	h.syncNow()

@@ -26,6 +26,13 @@ func (h *localHandler) allowed(c *call, r acl.Resource, name string, need acl.Ac
 	return aclFailure(h.authorize(c.r, r, name, need))
 }
 
+// tokenKnown is 403 if c's token is unknown (Consul resolves it before it
+// validates most of a body), and nil otherwise, whatever it may do.
+func (h *localHandler) tokenKnown(c *call) error {
+	_, err := h.may(c, acl.ResourceNode, h.node, acl.AccessRead)
+	return err
+}
+
 // may is allowed for a filter: a denial is false, any other failure (an
 // unknown token) is the answer.
 func (h *localHandler) may(c *call, r acl.Resource, name string, need acl.Access) (bool, error) {
@@ -81,24 +88,32 @@ func (h *localHandler) checkWriteOn(c *call, service string) error {
 	return h.allowed(c, acl.ResourceNode, h.node, acl.AccessWrite)
 }
 
-// vetCheckRegister decides a check registration after the definition's own
-// validation (Consul's order: a bad definition is 400 whatever the token)
-// and the 404 of an unknown service, which the registration answers.
+// vetCheckRegister decides a check registration in Consul's order: a
+// missing name or an unknown status is 400 whatever the token; then an
+// unknown token is 403; then the rest of the definition's validation
+// (400) and an unknown service (404, which the registration answers)
+// come before the decision on the permissions (403).
 func (h *localHandler) vetCheckRegister(c *call, def checks.Definition) error {
 	if !h.acl.enabled() {
 		return nil
+	}
+	if err := checks.Preflight(def); err != nil {
+		return refusal(err)
 	}
 	// Validated with scripts allowed: a script refusal comes after the
 	// ACL decision, from the registration itself.
 	d, err := checks.Prepare(def, checks.Remote, checks.Policy{EnableScriptChecks: true})
 	if err != nil {
+		if terr := h.tokenKnown(c); terr != nil {
+			return terr
+		}
 		return refusal(err)
 	}
 	service := ""
 	if d.ServiceID != "" {
 		svc, ok := h.la.State().Service(d.ServiceID)
 		if !ok {
-			return nil // the registration answers 404
+			return h.tokenKnown(c) // else the registration answers 404
 		}
 		service = svc.Service
 	}

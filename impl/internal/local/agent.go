@@ -287,14 +287,49 @@ func (a *Agent) UpdateTTL(id, status, output string) error {
 // The service and the checks def carries keep token, as RegisterCheck
 // keeps its (def.Token is the caller's to pass, for a config file).
 func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replaceExistingChecks bool, token string) error {
+	if err := ServicePreflight(def); err != nil {
+		return err
+	}
+	p, err := a.PrepareService(def, src)
+	if err != nil {
+		return err
+	}
+	return a.RegisterPrepared(p, replaceExistingChecks, token)
+}
+
+// ServicePreflight is what Consul's endpoint checks of a service register
+// body before it resolves the request's token: a name, and an address
+// that is not a wildcard. The rest of PrepareService comes after it (SPEC
+// S90).
+func ServicePreflight(def ServiceDefinition) error {
 	if def.Name == "" {
 		return bad("Missing service name")
 	}
-	if len(def.unsupported) > 0 {
-		return bad("Invalid service: %s not supported by tenure", strings.Join(def.unsupported, ", "))
-	}
 	if def.Address == "0.0.0.0" || def.Address == "::" || def.Address == "[::]" {
 		return bad("Invalid service address")
+	}
+	return nil
+}
+
+// PreparedService is a service registration validated and filled in by
+// PrepareService, for RegisterPrepared.
+type PreparedService struct {
+	svc    Service
+	checks []checks.Definition
+	src    checks.Source
+}
+
+// PrepareService checks def as Consul's endpoint does after the token
+// (fields tenure refuses, weights, the service's validation, each check)
+// and fills in its defaults and its checks' IDs. It changes nothing; a
+// check type the agent's script policy refuses is RegisterPrepared's
+// refusal, after the ACL decision, as in Consul.
+func (a *Agent) PrepareService(def ServiceDefinition, src checks.Source) (PreparedService, error) {
+	if err := ServicePreflight(def); err != nil {
+		return PreparedService{}, err
+	}
+	if len(def.unsupported) > 0 {
+		return PreparedService{}, bad("Invalid service: %s not supported by tenure", strings.Join(def.unsupported, ", "))
 	}
 	id := def.ID
 	if id == "" {
@@ -316,19 +351,19 @@ func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replac
 	}
 	if w := wire.Weights; w != nil {
 		if p := catalogwire.WeightsProblem(*w); p != "" {
-			return bad("Invalid Weights: %s", p)
+			return PreparedService{}, bad("Invalid Weights: %s", p)
 		}
 	}
 	if errs := wire.Validate(); len(errs) > 0 {
-		return bad("Validation failed: %s", catalogwire.Reasons(errs))
+		return PreparedService{}, bad("Validation failed: %s", catalogwire.Reasons(errs))
 	}
 	details, err := wire.Details()
 	if err != nil {
-		return bad("Invalid service: %v", err)
+		return PreparedService{}, bad("Invalid service: %v", err)
 	}
 	tagged, err := taggedAddresses(def)
 	if err != nil {
-		return err
+		return PreparedService{}, err
 	}
 	var defs []checks.Definition
 	if def.Check != nil {
@@ -338,13 +373,10 @@ func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replac
 	prepared := make([]checks.Definition, 0, len(defs))
 	for i, c := range defs {
 		if c.Status != "" && !checks.ValidStatus(c.Status) {
-			return bad("Status for checks must 'passing', 'warning', 'critical'")
+			return PreparedService{}, bad("Status for checks must 'passing', 'warning', 'critical'")
 		}
 		if err := c.Validate(); err != nil {
-			return bad("Invalid check: %v", err)
-		}
-		if err := checks.ScriptAllowed(&c, src, a.cfg.Policy); err != nil {
-			return err
+			return PreparedService{}, bad("Invalid check: %v", err)
 		}
 		if c.ID == "" {
 			c.ID = "service:" + id
@@ -366,6 +398,19 @@ func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replac
 		Meta: def.Meta, EnableTagOverride: def.EnableTagOverride, Weights: w,
 		Kind: def.Kind, TaggedAddresses: tagged, Ports: details.Ports, SocketPath: def.SocketPath,
 		Locality: def.Locality, Proxy: details.Proxy}
+	return PreparedService{svc: svc, checks: prepared, src: src}, nil
+}
+
+// RegisterPrepared registers what PrepareService gave: the agent's script
+// policy, its bounds, the files, then the local state and the checks'
+// runs. See RegisterService.
+func (a *Agent) RegisterPrepared(p PreparedService, replaceExistingChecks bool, token string) error {
+	svc, prepared, src, id := p.svc, p.checks, p.src, p.svc.ID
+	for i := range prepared {
+		if err := checks.ScriptAllowed(&prepared[i], src, a.cfg.Policy); err != nil {
+			return err
+		}
+	}
 
 	a.lockOps()
 	defer a.unlockOps()
