@@ -4,6 +4,8 @@ import (
 	"maps"
 	"strings"
 	"testing"
+
+	"github.com/tenurekv/tenure/model"
 )
 
 // TestNodeMetaSettings (S63): -node-meta pairs as Consul parses them (the
@@ -42,7 +44,7 @@ func TestNodeMetaSettings(t *testing.T) {
 // at start, in its words (measured on Consul 1.22.7).
 func TestNodeMetaRefusedAsConsulRefusesIt(t *testing.T) {
 	many := []string{"-dev"}
-	for i := range maxNodeMetaPairs + 1 {
+	for i := range model.MetaMaxPairs + 1 {
 		many = append(many, "-node-meta", "k"+strings.Repeat("x", i)+":v")
 	}
 	for name, tc := range map[string]struct {
@@ -64,7 +66,7 @@ func TestNodeMetaRefusedAsConsulRefusesIt(t *testing.T) {
 	for name, args := range map[string][]string{
 		"key of 128":          {"-dev", "-node-meta", strings.Repeat("k", 128) + ":1"},
 		"value of 512":        {"-dev", "-node-meta", "k:" + strings.Repeat("v", 512)},
-		"64 pairs":            many[:1+2*maxNodeMetaPairs],
+		"64 pairs":            many[:1+2*model.MetaMaxPairs],
 		"underscore and dash": {"-dev", "-node-meta", "a_b-C9:1"},
 	} {
 		if _, _, err := settingsFrom(t, args...); err != nil {

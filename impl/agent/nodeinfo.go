@@ -10,11 +10,10 @@ import (
 )
 
 // Node meta keys Consul's agent gives its own node (S63). An operator's
-// meta may not start with ReservedMetaPrefix.
+// meta may not start with model.MetaReservedPrefix.
 const (
-	MetaSegment        = "consul-network-segment"
-	metaVersion        = "consul-version"
-	ReservedMetaPrefix = "consul-"
+	MetaSegment = "consul-network-segment"
+	metaVersion = "consul-version"
 )
 
 // nodeInfo is the record an agent keeps of its own node in the catalog

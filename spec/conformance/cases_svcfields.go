@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 func serviceFieldCases() []Case {
 	return []Case{
 		{clause: "S74", name: "agent-registration-fields-read-back", run: s74FieldsReadBack},
+		{clause: "S74", name: "service-meta-refused-with-consul-reasons", run: s74MetaRules},
 		{clause: "S61", name: "agent-health-by-service-codes", run: s61AgentServiceHealth},
 	}
 }
@@ -320,4 +322,58 @@ func s61AgentServiceHealth(t *caseT) {
 	t.Check(r.Code == 404 && r.Text() == fmt.Sprintf("ServiceName %s Not Found", ghost), "health of unknown name: %s", r)
 	r = t.Do(http.MethodGet, "/v1/agent/health/service/name/"+url.PathEscape(ghost), nil)
 	t.Check(r.Code == 404 && r.Text() == "[]", "health of unknown name as JSON: %s", r)
+}
+
+// s74MetaRules: a service whose meta breaks Consul's rules is refused by
+// the agent register (400) and the catalog register (tenure 400, Consul
+// 500 with "failed inserting service: " before the reason), naming the
+// pair, and registers nothing; a mesh gateway may carry
+// consul-wan-federation, and a key of 128 characters and a value of 512
+// pass.
+func s74MetaRules(t *caseT) {
+	node, name := t.HomeNode(), t.ServiceName("meta")
+	pair := "Couldn't load metadata pair ('a b', 'y'): Key contains invalid characters"
+	for _, c := range []struct {
+		what string
+		meta map[string]string
+		text string
+	}{
+		{"a space in a key", map[string]string{"a b": "y"}, pair},
+		{"a reserved key", map[string]string{"consul-x": "y"}, "Couldn't load metadata pair ('consul-x', 'y'): Key prefix 'consul-' is reserved for internal use"},
+		{"a long value", map[string]string{"k": fmt.Sprintf("%0513d", 0)}, fmt.Sprintf("Couldn't load metadata pair ('k', '%0513d'): Value is too long (limit: 512 characters)", 0)},
+	} {
+		r := t.Do(http.MethodPut, "/v1/agent/service/register", mustJSON(map[string]any{"Name": name, "Port": 1, "Meta": c.meta}))
+		t.Check(r.Code == 400 && r.Text() == "Invalid Service Meta: "+c.text, "agent register with %s: got %s, want 400 %q", c.what, r, "Invalid Service Meta: "+c.text)
+		r = t.Do(http.MethodPut, "/v1/catalog/register", mustJSON(map[string]any{"Node": node, "Address": "127.0.0.1",
+			"Service": map[string]any{"Service": name, "ID": name, "Meta": c.meta}}))
+		want := "Invalid Service Meta for node " + node + " and serviceID " + name + ": " + c.text
+		t.Check((r.Code == 400 && r.Text() == want) || (r.Code == 500 && r.Text() == "failed inserting service: "+want),
+			"catalog register with %s: got %s, want 400 (500 on Consul, after 'failed inserting service: ') %q", c.what, r, want)
+	}
+	r := t.Do(http.MethodPut, "/v1/txn", mustJSON([]any{map[string]any{"Service": map[string]any{"Verb": "set", "Node": node,
+		"Service": map[string]any{"ID": name, "Service": name, "Meta": map[string]string{"a b": "y"}}}}}))
+	var txnOut struct {
+		Results []any
+		Errors  []struct {
+			OpIndex int
+			What    string
+		}
+	}
+	wantWhat := "Invalid Service Meta for node " + node + " and serviceID " + name + ": " + pair
+	t.Check(r.Code == 409 && json.Unmarshal(r.Body, &txnOut) == nil && txnOut.Results == nil && len(txnOut.Errors) == 1 &&
+		txnOut.Errors[0].OpIndex == 0 && txnOut.Errors[0].What == wantWhat,
+		"txn service set with a space in a meta key: got %s, want 409 with one error at op 0: %q", r, wantWhat)
+	if r := t.Do(http.MethodGet, "/v1/catalog/service/"+url.PathEscape(name), nil); t.Check(r.Code == 200, "catalog service: %s", r) {
+		t.Check(r.Text() == "[]", "a refused register is in the catalog: %s", r.Text())
+	}
+	long := map[string]string{fmt.Sprintf("%0128d", 0): fmt.Sprintf("%0512d", 0)}
+	gw := t.ServiceName("gw")
+	for _, body := range []map[string]any{
+		{"Name": name, "Port": 1, "Meta": long},
+		{"Name": gw, "Kind": "mesh-gateway", "Port": 1, "Meta": map[string]string{"consul-wan-federation": "1"}},
+	} {
+		r := t.Do(http.MethodPut, "/v1/agent/service/register", mustJSON(body))
+		t.Check(r.Code == 200, "agent register %v: got %s, want 200", body["Name"], r)
+		t.Do(http.MethodPut, "/v1/agent/service/deregister/"+url.PathEscape(body["Name"].(string)), nil)
+	}
 }

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -53,6 +54,10 @@ func toRegister(b catalogwire.Register) (model.Register, error) {
 			return reg, errorf(http.StatusBadRequest, "Must provide service name (Service.Service) when service ID is provided")
 		case sv.Service == "":
 			return reg, errorf(http.StatusBadRequest, "Must provide service name")
+		}
+		if p := model.ServiceMetaProblem(sv.Kind, sv.Meta); p != "" {
+			return reg, errorf(http.StatusBadRequest, "Invalid Service Meta for node %s and serviceID %s: %s",
+				b.Node, cmp.Or(sv.ID, sv.Service), p)
 		}
 		if errs := sv.Validate(); len(errs) > 0 {
 			return reg, errorf(http.StatusBadRequest, "%s", catalogwire.Reasons(errs))

@@ -354,6 +354,9 @@ func (a *Agent) PrepareService(def ServiceDefinition, src checks.Source) (Prepar
 			return PreparedService{}, bad("Invalid Weights: %s", p)
 		}
 	}
+	if p := model.ServiceMetaProblem(def.Kind, def.Meta); p != "" {
+		return PreparedService{}, bad("Invalid Service Meta: %s", p)
+	}
 	if errs := wire.Validate(); len(errs) > 0 {
 		return PreparedService{}, bad("Validation failed: %s", catalogwire.Reasons(errs))
 	}
