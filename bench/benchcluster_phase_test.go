@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -74,28 +73,10 @@ func phaseCell(slow int, share float64) string {
 // phaseTable lists, case by case and round by round, the slow requests
 // and the share of them in the busiest 20 ms of the 100 ms.
 func (r *benchResults) phaseTable(names []string) string {
-	cols := []string{"load"}
-	for _, n := range names {
-		cols = append(cols, n+" rounds")
-	}
-	var lines [][]string
-	for _, c := range r.cases {
-		line := []string{caseName(c)}
-		for _, n := range names {
-			var cells []string
-			for _, res := range r.rows[n][c.key()] {
-				cells = append(cells, phaseCell(res.slowRequests, res.slowInWindow))
-			}
-			line = append(line, strings.Join(cells, ", "))
-		}
-		lines = append(lines, line)
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "\nrequests over %d× the row's median, and the share of them that started in the busiest %v of the\n"+
+	return fmt.Sprintf("\nrequests over %d× the row's median, and the share of them that started in the busiest %v of the\n"+
 		"wall clock's %v (about %.0f%% if spread evenly; near 100%% is the machine's disk, not the system)\n",
-		slowFactor, phaseWindow, phasePeriod, 100*float64(phaseWindow)/float64(phasePeriod))
-	writeTable(&b, cols, lines)
-	return b.String()
+		slowFactor, phaseWindow, phasePeriod, 100*float64(phaseWindow)/float64(phasePeriod)) +
+		r.roundsTable(names, func(res rowResult) string { return phaseCell(res.slowRequests, res.slowInWindow) })
 }
 
 // diskDipBin is the bin of the wall clock's period diskDip counts in.

@@ -79,6 +79,14 @@ func stealCell(share float64) string {
 
 // stealTable lists each row's stolen share round by round, per system.
 func (r *benchResults) stealTable(names []string) string {
+	return "\nCPU stolen by the hypervisor during each measured window, round by round (vmstat's st;\n" +
+		"a round with a high share measured the machine's neighbours as much as the system)\n" +
+		r.roundsTable(names, func(res rowResult) string { return stealCell(res.steal) })
+}
+
+// roundsTable is a table of one cell per round, case by case, a column
+// per system.
+func (r *benchResults) roundsTable(names []string, cell func(rowResult) string) string {
 	cols := []string{"load"}
 	for _, n := range names {
 		cols = append(cols, n+" rounds")
@@ -89,15 +97,13 @@ func (r *benchResults) stealTable(names []string) string {
 		for _, n := range names {
 			var cells []string
 			for _, res := range r.rows[n][c.key()] {
-				cells = append(cells, stealCell(res.steal))
+				cells = append(cells, cell(res))
 			}
 			line = append(line, strings.Join(cells, ", "))
 		}
 		lines = append(lines, line)
 	}
 	var b strings.Builder
-	b.WriteString("\nCPU stolen by the hypervisor during each measured window, round by round (vmstat's st;\n" +
-		"a round with a high share measured the machine's neighbours as much as the system)\n")
 	writeTable(&b, cols, lines)
 	return b.String()
 }
