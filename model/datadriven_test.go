@@ -358,6 +358,10 @@ func parseTxnLine(line string) (model.TxnOp, error) {
 		if tags, ok := args["tags"]; ok {
 			sv.Tags = strings.Split(tags, "+")
 		}
+		if m, ok := args["meta"]; ok {
+			k, v, _ := strings.Cut(m, ":")
+			sv.Meta = map[string]string{k: v}
+		}
 		return model.TxnOp{Service: &model.ServiceTxnOp{Verb: verb, Node: args["node"], Service: sv, Index: index}}, nil
 	case "check":
 		c := model.CheckSpec{CheckID: args["id"], Name: args["name"], Status: model.Health(args["status"]), ServiceID: args["service"]}

@@ -176,6 +176,10 @@ func (a *applier) serviceOp(o ServiceTxnOp) kvOutcome {
 		}
 		fallthrough
 	case CatalogSet:
+		// Consul checks the meta after the index and before the node (S74).
+		if p := ServiceMetaProblem(o.Service.Kind, o.Service.Meta); p != "" {
+			return refused("Invalid Service Meta for node %s and serviceID %s: %s", o.Node, o.Service.ID, p)
+		}
 		if _, ok := s.nodes[node]; !ok {
 			return refused("Missing node registration")
 		}

@@ -327,7 +327,8 @@ func s61AgentServiceHealth(t *caseT) {
 // s74MetaRules: a service whose meta breaks Consul's rules is refused by
 // the agent register (400) and the catalog register (tenure 400, Consul
 // 500 with "failed inserting service: " before the reason), naming the
-// pair, and registers nothing; a mesh gateway may carry
+// pair, and registers nothing; a txn reports it as the op's error, beside
+// an earlier op's; a mesh gateway may carry
 // consul-wan-federation, and a key of 128 characters and a value of 512
 // pass.
 func s74MetaRules(t *caseT) {
@@ -363,6 +364,17 @@ func s74MetaRules(t *caseT) {
 	t.Check(r.Code == 409 && json.Unmarshal(r.Body, &txnOut) == nil && txnOut.Results == nil && len(txnOut.Errors) == 1 &&
 		txnOut.Errors[0].OpIndex == 0 && txnOut.Errors[0].What == wantWhat,
 		"txn service set with a space in a meta key: got %s, want 409 with one error at op 0: %q", r, wantWhat)
+	// The meta rule is one of the op's own failures, found as the ops run:
+	// an earlier op that fails too is reported first, beside it.
+	stale := t.Key("meta-cas")
+	r = t.Do(http.MethodPut, "/v1/txn", mustJSON([]any{
+		map[string]any{"KV": map[string]any{"Verb": "cas", "Key": stale, "Index": 7, "Value": "eA=="}},
+		map[string]any{"Service": map[string]any{"Verb": "set", "Node": node,
+			"Service": map[string]any{"ID": name, "Service": name, "Meta": map[string]string{"a b": "y"}}}}}))
+	txnOut.Errors = nil
+	t.Check(r.Code == 409 && json.Unmarshal(r.Body, &txnOut) == nil && len(txnOut.Errors) == 2 &&
+		txnOut.Errors[0].OpIndex == 0 && txnOut.Errors[1].OpIndex == 1 && txnOut.Errors[1].What == wantWhat,
+		"txn of a stale cas and then a service with a space in a meta key: got %s, want 409 with an error at op 0 and %q at op 1", r, wantWhat)
 	if r := t.Do(http.MethodGet, "/v1/catalog/service/"+url.PathEscape(name), nil); t.Check(r.Code == 200, "catalog service: %s", r) {
 		t.Check(r.Text() == "[]", "a refused register is in the catalog: %s", r.Text())
 	}

@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -269,9 +268,6 @@ func (h *handler) txn(c *call) error {
 			return txnConflict(c, txnAnswer{Errors: denied})
 		}
 	}
-	if bad := txnMetaProblem(txn); bad != nil {
-		return txnConflict(c, txnAnswer{Errors: []model.TxnError{*bad}})
-	}
 	res, err := h.b.Apply(c.r.Context(), cmd)
 	var delay *leader.LockDelayError
 	if errors.As(err, &delay) {
@@ -396,24 +392,6 @@ func txnConflict(c *call, a txnAnswer) error {
 	c.w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	c.w.WriteHeader(http.StatusConflict)
 	_, _ = c.w.Write(buf)
-	return nil
-}
-
-// txnMetaProblem is the first service set or cas whose meta breaks
-// Consul's rules (S74), as the op error Consul's state store fails the txn
-// with, or nil. Checked before the proposal, so the refused txn takes no
-// log entry.
-func txnMetaProblem(txn model.Txn) *model.TxnError {
-	for i, op := range txn.Ops {
-		sv := op.Service
-		if sv == nil || (sv.Verb != model.CatalogSet && sv.Verb != model.CatalogCAS) {
-			continue
-		}
-		if p := model.ServiceMetaProblem(sv.Service.Kind, sv.Service.Meta); p != "" {
-			return &model.TxnError{OpIndex: i, What: fmt.Sprintf("Invalid Service Meta for node %s and serviceID %s: %s",
-				sv.Node, cmp.Or(sv.Service.ID, sv.Service.Service), p)}
-		}
-	}
 	return nil
 }
 
