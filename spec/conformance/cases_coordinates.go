@@ -18,6 +18,7 @@ func coordinateCases() []Case {
 		{clause: "S89", name: "update-read-back-deregister-drops", run: s89ReadBack},
 		{clause: "S89", name: "unknown-node-dropped-bad-update-refused", run: s89Refusals},
 		{clause: "S89", name: "near-sorts-by-distance", run: s89Near},
+		{clause: "S89", name: "query-near-ip-sorts-from-the-callers-node", run: s89NearIP},
 		{clause: "S89", name: "update-needs-node-write-reads-node-read", acl: true, run: s89ACL},
 	}
 }
@@ -149,6 +150,72 @@ func s89Near(t *caseT) {
 	} {
 		t.Equal(q.path, order(q.path), q.want)
 	}
+}
+
+// A prepared query's "_ip" (as its Near or as ?near on execute) sorts from
+// the node whose address is the caller's IP, the first X-Forwarded-For
+// entry when there is one, and puts that node first; with no such node it
+// sorts nothing. A catalog read's ?near=_ip names no node and sorts
+// nothing.
+func s89NearIP(t *caseT) {
+	svc := t.ServiceName("nearip")
+	addrs := []string{"192.0.2.71", "192.0.2.72", "192.0.2.73"}
+	var nodes []string
+	for i, name := range []string{"a", "b", "c"} {
+		n := t.RegisterNode(name, checkSpec{"alive", "passing"})
+		t.catalog("register", map[string]any{"Node": n, "Address": addrs[i],
+			"Service": map[string]any{"ID": svc, "Service": svc}})
+		nodes = append(nodes, n)
+	}
+	a, b, c := nodes[0], nodes[1], nodes[2]
+	for i, x := range []float64{0, 0.004, 0.009} {
+		t.expect("update", t.Do(http.MethodPut, "/v1/coordinate/update", coordBody(nodes[i], x)), 200, "")
+	}
+	for i, x := range []float64{0, 0.004, 0.009} {
+		t.waitCoord("", nodes[i], x)
+	}
+	r := t.CreateQueryRaw(map[string]any{"Name": t.ServiceName("nearip-q"), "Service": map[string]any{"Service": svc, "Near": "_ip"}})
+	t.Require(r.Code == 200, "create query: %s", r)
+	var created struct{ ID string }
+	t.decode("create query", r, &created)
+	order := func(path, from string) []string {
+		r := t.DoHeaders(http.Header{"X-Forwarded-For": {from + ", 198.51.100.1"}}, http.MethodGet, path, nil)
+		t.Require(r.Code == 200, "%s from %s: %s", path, from, r)
+		var out struct {
+			Nodes []struct{ Node struct{ Node string } }
+		}
+		var list []struct{ Node string }
+		if strings.HasPrefix(path, "/v1/query/") {
+			t.decode(path, r, &out)
+		} else {
+			t.decode(path, r, &list)
+			for _, n := range list {
+				out.Nodes = append(out.Nodes, struct{ Node struct{ Node string } }{struct{ Node string }{n.Node}})
+			}
+		}
+		var names []string
+		for _, n := range out.Nodes {
+			if slices.Contains(nodes, n.Node.Node) {
+				names = append(names, n.Node.Node)
+			}
+		}
+		return names
+	}
+	exec := "/v1/query/" + created.ID + "/execute"
+	t.Equal("execute from c's address", order(exec, addrs[2]), []string{c, b, a})
+	t.Equal("execute from b's address", order(exec, addrs[1]), []string{b, a, c})
+	t.Equal("execute with ?near=_ip from c's address", order(exec+"?near=_ip", addrs[2]), []string{c, b, a})
+	if got := order(exec, "203.0.113.9"); len(got) == 3 {
+		// No node has the caller's address: nothing is sorted, so the
+		// shuffle decides; only the set is checked.
+		slices.Sort(got)
+		want := []string{a, b, c}
+		slices.Sort(want)
+		t.Equal("execute from an address no node has", got, want)
+	} else {
+		t.Errorf("execute from an address no node has: got %v, want all three nodes", got)
+	}
+	t.Equal("catalog nodes with ?near=_ip", order("/v1/catalog/nodes?near=_ip", addrs[2]), []string{a, b, c})
 }
 
 // With ACLs: an update needs node:write on its node (403 and nothing

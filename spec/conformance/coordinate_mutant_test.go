@@ -36,6 +36,11 @@ func TestCoordinateCasesCatchBrokenServers(t *testing.T) {
 			q.Del("near")
 			x.r.URL.RawQuery = q.Encode()
 		}},
+		// A server that takes the connection's address for the caller's,
+		// not the first X-Forwarded-For entry.
+		{name: "forwarded-for-ignored", prepare: func(x *exchange) {
+			x.r.Header.Del("X-Forwarded-For")
+		}},
 		// A server that answers an update without storing it.
 		{name: "update-swallowed", handle: func(_ *mstate, x *exchange) (bool, error) {
 			if x.r.URL.Path != "/v1/coordinate/update" || x.r.Method != http.MethodPut {

@@ -36,7 +36,7 @@ func (u *upstream) fwd(ctx context.Context, method, pathQuery string, h http.Hea
 	if body == nil {
 		req.Body, req.ContentLength = nil, 0
 	}
-	for _, k := range []string{"X-Consul-Token", "Content-Type", "Cache-Control"} {
+	for _, k := range []string{"X-Consul-Token", "Content-Type", "Cache-Control", "X-Forwarded-For"} {
 		if v := h.Get(k); v != "" {
 			req.Header.Set(k, v)
 		}

@@ -115,6 +115,9 @@ func forwardRequest(r *http.Request, origin rpc.Origin, body []byte) (*rpc.Reque
 		}
 	}
 	origin.Token = callerToken(r)
+	if wantsSourceIP(r.URL.Path) {
+		origin.SourceIP = callerSourceIP(r)
+	}
 	return &rpc.Request{Origin: origin, Method: r.Method, URI: r.URL.RequestURI(), Header: hdr, Body: body}, nil
 }
 

@@ -2,9 +2,12 @@ package httpapi
 
 import (
 	"math"
+	"net"
+	"net/http"
 	"slices"
 	"strings"
 
+	"github.com/tenurekv/tenure/impl/internal/rpc"
 	"github.com/tenurekv/tenure/model"
 )
 
@@ -17,9 +20,9 @@ func (h *handler) nearParam(c *call) string {
 	return h.nearNode(c, c.query().Get("near"))
 }
 
-// nearNode resolves "_agent" to the agent's node; "_ip" names no node
-// here (Consul finds the node whose address is the caller's IP, which a
-// forwarded request no longer shows), so it sorts nothing.
+// nearNode resolves "_agent" to the agent's node. On a catalog or health
+// read "_ip" names no node, as on Consul, so it sorts nothing; a prepared
+// query resolves it first (queryNear).
 func (h *handler) nearNode(c *call, near string) string {
 	switch near {
 	case "_agent":
@@ -28,6 +31,54 @@ func (h *handler) nearNode(c *call, near string) string {
 		return ""
 	}
 	return near
+}
+
+// queryNear is the node a prepared query's execution sorts from: its
+// ?near or else its Near, where "_ip" is the first node, by name, whose
+// address is the caller's (Consul's order), or none.
+func (h *handler) queryNear(c *call, s *model.State, near string) string {
+	if near != "_ip" {
+		return h.nearNode(c, near)
+	}
+	ip := callerSourceIP(c.r)
+	if ip == "" {
+		return ""
+	}
+	found := ""
+	for _, n := range s.Nodes() {
+		if n.Address == ip && (found == "" || strings.ToLower(n.Name) < strings.ToLower(found)) {
+			found = n.Name
+		}
+	}
+	return found
+}
+
+// callerSourceIP is the caller's address: the one its Origin carries when
+// another agent forwarded the request here, else the first X-Forwarded-For
+// entry that is an IP, else the connection's, as Consul reads it.
+func callerSourceIP(r *http.Request) string {
+	if o, ok := rpc.OriginFrom(r.Context()); ok {
+		return o.SourceIP
+	}
+	first, _, _ := strings.Cut(r.Header.Get("X-Forwarded-For"), ",")
+	if ip := net.ParseIP(strings.TrimSpace(first)); ip != nil {
+		return ip.String()
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.String()
+	}
+	return ""
+}
+
+// wantsSourceIP reports whether a forwarded request's handler may read the
+// caller's address: only a prepared query's execution does, and other
+// requests are framed as before it travelled.
+func wantsSourceIP(path string) bool {
+	return strings.HasPrefix(path, "/v1/query/") && strings.HasSuffix(path, "/execute")
 }
 
 // sortNear orders items by the estimated round trip from source's node,

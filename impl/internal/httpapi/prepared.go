@@ -331,7 +331,7 @@ func (h *handler) queryExecute(c *call, idOrName string) error {
 		if near == "" {
 			near = pq.Service.Near
 		}
-		if source := h.nearNode(c, near); source != "" {
+		if source := h.queryNear(c, s, near); source != "" {
 			nodeOf := func(e healthEntryJSON) string { return e.Node.Node }
 			sortNear(s, source, nodes, nodeOf)
 			frontNode(nodes, source, nodeOf)

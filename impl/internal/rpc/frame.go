@@ -43,23 +43,25 @@ const (
 	maxResponseBody = 64 << 20
 	maxNodeLen      = 1 << 10
 	maxTokenLen     = 8 << 10 // a header value's bound: the token came in one
+	maxSourceIPLen  = 64      // an IPv6 address's text is at most 45 bytes
 	maxMethodLen    = 16
 	maxURILen       = 64 << 10
 	maxHeaders      = 64
 	maxHeaderName   = 256
 	maxHeaderValue  = 8 << 10
 	// The fixed part of a frame around its body: every string at its bound.
-	maxFrameOverhead = 16 + maxNodeLen + maxTokenLen + maxMethodLen + maxURILen + maxHeaders*(maxHeaderName+maxHeaderValue+8)
+	maxFrameOverhead = 16 + maxNodeLen + maxTokenLen + maxSourceIPLen + maxMethodLen + maxURILen + maxHeaders*(maxHeaderName+maxHeaderValue+8)
 	frameVersion     = 1
 )
 
-// Request flags. A request without a token is framed as before tokens
-// travelled (flags 0 or 1), so it still parses on a server that predates
-// them.
+// Request flags. A request without a token or a source address is framed
+// as before they travelled (flags 0 or 1), so it still parses on a server
+// that predates them.
 const (
 	flagForwarded byte = 1 << iota // Origin.Forwarded
 	flagToken                      // Origin.Token follows the origin node
-	knownFlags    = flagForwarded | flagToken
+	flagSourceIP                   // Origin.SourceIP follows the token
+	knownFlags    = flagForwarded | flagToken | flagSourceIP
 )
 
 // errFrame is wrapped by every error about a malformed or oversized frame.
@@ -77,7 +79,7 @@ func encodeRequest(r *Request) ([]byte, error) {
 // requestHeadSize is the length of r's encoding when every string is
 // within its bound: the buffer is made once, not grown field by field.
 func requestHeadSize(r *Request) int {
-	return 2 + stringSize(r.Origin.Node) + stringSize(r.Origin.Token) + stringSize(r.Method) + stringSize(r.URI) +
+	return 2 + stringSize(r.Origin.Node) + stringSize(r.Origin.Token) + stringSize(r.Origin.SourceIP) + stringSize(r.Method) + stringSize(r.URI) +
 		headerSize(r.Header) + uvarintSize(uint64(len(r.Body)))
 }
 
@@ -93,6 +95,9 @@ func appendRequest(b []byte, r *Request) ([]byte, error) {
 	if r.Origin.Token != "" {
 		flags |= flagToken
 	}
+	if r.Origin.SourceIP != "" {
+		flags |= flagSourceIP
+	}
 	b = append(b, frameVersion, flags)
 	var err error
 	if b, err = putString(b, r.Origin.Node, maxNodeLen, "origin"); err != nil {
@@ -100,6 +105,11 @@ func appendRequest(b []byte, r *Request) ([]byte, error) {
 	}
 	if flags&flagToken != 0 {
 		if b, err = putString(b, r.Origin.Token, maxTokenLen, "token"); err != nil {
+			return nil, err
+		}
+	}
+	if flags&flagSourceIP != 0 {
+		if b, err = putString(b, r.Origin.SourceIP, maxSourceIPLen, "source address"); err != nil {
 			return nil, err
 		}
 	}
@@ -139,6 +149,12 @@ func decodeRequest(p []byte, last *string) (*Request, error) {
 		r.Origin.Token = d.string(maxTokenLen, "token")
 		if d.err == nil && r.Origin.Token == "" {
 			return nil, frameErr("request flags an empty token")
+		}
+	}
+	if flags&flagSourceIP != 0 {
+		r.Origin.SourceIP = d.string(maxSourceIPLen, "source address")
+		if d.err == nil && r.Origin.SourceIP == "" {
+			return nil, frameErr("request flags an empty source address")
 		}
 	}
 	r.Method = d.method()

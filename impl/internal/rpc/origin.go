@@ -5,8 +5,8 @@ import "context"
 // Origin says where a forwarded request came from: the node of the agent
 // the client talked to, whether a server already forwarded it (a request a
 // server forwarded is never forwarded again, so two servers that each
-// believe the other leads cannot pass a request back and forth), and the
-// caller's ACL token.
+// believe the other leads cannot pass a request back and forth), the
+// caller's ACL token and, where a handler needs it, the caller's address.
 //
 // The sender sets every field; the frame carries them as they were set and
 // no HTTP header can set them. What vouches for the sender is the server
@@ -20,6 +20,10 @@ type Origin struct {
 	// presented none. For a forwarded request it, not the forwarded
 	// headers, says who is asking.
 	Token string
+	// SourceIP is the caller's address as the first agent saw it (the
+	// first X-Forwarded-For entry, else the connection's), for a prepared
+	// query's "_ip" (S89); sent only with requests that can use it.
+	SourceIP string
 }
 
 type originKey struct{}

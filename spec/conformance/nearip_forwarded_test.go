@@ -1,0 +1,31 @@
+package conformance
+
+import (
+	"context"
+	"testing"
+
+	"github.com/tenurekv/tenure/impl/agent/agenttest"
+)
+
+// TestQueryNearIPThroughAClientAgent: a prepared query's "_ip" names the
+// caller's node when a client agent forwards the execution to a server,
+// which sees only the client agent's connection: the client agent passes
+// on the caller's address (the S89 case runs against the client agent).
+// TestCoordinateCasesCatchBrokenServers shows the case fails on a server
+// that reads the wrong address.
+func TestQueryNearIPThroughAClientAgent(t *testing.T) {
+	t.Parallel()
+	if *flagAddr != "" {
+		t.Skip("runs against an in-process server and client agent")
+	}
+	srv := agenttest.StartDevAgent(t, nil)
+	cl := agenttest.StartClient(t, "nearip-client", srv)
+	rep := Run(context.Background(), Options{Addr: "http://" + cl.HTTPAddr(), Profile: Consul,
+		Filter: `^S89/query-near-ip-sorts-from-the-callers-node$`})
+	if !rep.OK() || rep.Passed != 1 {
+		for _, c := range rep.Cases {
+			t.Logf("%s: %s %s", c.ID, c.Outcome, oneLine(c.Reason, 300))
+		}
+		t.Fatalf("the case does not pass through a client agent (%d passed, %d failed, %d skipped)", rep.Passed, rep.Failed, rep.Skipped)
+	}
+}
