@@ -19,6 +19,7 @@ func coordinateCases() []Case {
 		{clause: "S89", name: "unknown-node-dropped-bad-update-refused", run: s89Refusals},
 		{clause: "S89", name: "near-sorts-by-distance", run: s89Near},
 		{clause: "S89", name: "query-near-ip-sorts-from-the-callers-node", run: s89NearIP},
+		{clause: "S89", name: "node-read-blocks-while-it-has-none", run: s89NodeBlocks},
 		{clause: "S89", name: "update-needs-node-write-reads-node-read", acl: true, run: s89ACL},
 	}
 }
@@ -216,6 +217,43 @@ func s89NearIP(t *caseT) {
 		t.Errorf("execute from an address no node has: got %v, want all three nodes", got)
 	}
 	t.Equal("catalog nodes with ?near=_ip", order("/v1/catalog/nodes?near=_ip", addrs[2]), []string{a, b, c})
+}
+
+// A node's coordinate read blocks on ?index like the list, also while the
+// node has none: it answers when the coordinates move or the wait ends,
+// with a bare 404 and the index until the node has one, then 200.
+func s89NodeBlocks(t *caseT) {
+	n := t.RegisterNode("block")
+	path := "/v1/coordinate/node/" + url.PathEscape(n)
+	listIndex := func() uint64 {
+		r := t.Do(http.MethodGet, "/v1/coordinate/nodes", nil)
+		t.Require(r.Code == 200, "coordinate nodes: %s", r)
+		return r.Index()
+	}
+	for try := 0; ; try++ {
+		idx := listIndex()
+		res := t.blockingGet(path, idx, "1s")()
+		// With the index headers, as Consul sends them to a client that
+		// accepts gzip (this one, like consul/api).
+		t.Require(res.r.Code == 404 && len(res.r.Body) == 0 && res.r.Index() >= idx && res.r.Header.Get("Content-Type") == "",
+			"blocked read of a node without coordinates: got %s (index %d, type %q), want a bare 404 at index %d or above",
+			res.r, res.r.Index(), res.r.Header.Get("Content-Type"), idx)
+		if res.took >= 900*time.Millisecond {
+			break
+		}
+		// Another node's update ends the wait early; a server that does
+		// not block answers at once with nothing moved.
+		t.Require(listIndex() > idx, "read of a node without coordinates at ?index=%d&wait=1s answered after %v with no coordinate moved", idx, res.took)
+		t.Require(try < 20, "the coordinates kept moving: no wait of a second ran out")
+	}
+	idx := listIndex()
+	woken := t.blockingGet(path, idx, "10s")
+	t.Sleep(300 * time.Millisecond)
+	t.expect("update", t.Do(http.MethodPut, "/v1/coordinate/update", coordBody(n, 0.002)), 200, "")
+	for res := woken(); res.r.Code != 200; res = t.blockingGet(path, idx, "10s")() {
+		t.Require(res.r.Code == 404 && res.took < 9*time.Second, "blocked read before the node's update: %s after %v", res.r, res.took)
+		idx = listIndex()
+	}
 }
 
 // With ACLs: an update needs node:write on its node (403 and nothing

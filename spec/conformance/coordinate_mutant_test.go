@@ -41,6 +41,15 @@ func TestCoordinateCasesCatchBrokenServers(t *testing.T) {
 		{name: "forwarded-for-ignored", prepare: func(x *exchange) {
 			x.r.Header.Del("X-Forwarded-For")
 		}},
+		// A server whose node read answers at once, ?index or not.
+		{name: "node-read-never-blocks", prepare: func(x *exchange) {
+			if strings.HasPrefix(x.r.URL.Path, "/v1/coordinate/node/") {
+				q := x.r.URL.Query()
+				q.Del("index")
+				q.Del("wait")
+				x.r.URL.RawQuery = q.Encode()
+			}
+		}},
 		// A server that answers an update without storing it.
 		{name: "update-swallowed", handle: func(_ *mstate, x *exchange) (bool, error) {
 			if x.r.URL.Path != "/v1/coordinate/update" || x.r.Method != http.MethodPut {

@@ -215,8 +215,10 @@ func (h *handler) coordinateNode(c *call) error {
 			out = append(out, coordinateJSON{Node: c.arg, Segment: seg, Coord: toCoordJSON(set[seg])})
 		}
 		if len(out) == 0 {
-			// Consul sends its 404 before its index headers, so none.
-			return view{fail: &apiError{status: http.StatusNotFound}}
+			// Consul blocks on ?index, then answers a bare 404; its index
+			// headers come with it when the client accepts gzip, as Go's
+			// and so consul/api's do (CONSUL.md §22).
+			return view{index: s.Tables().Coordinates, missing: &apiError{status: http.StatusNotFound}}
 		}
 		return view{index: s.Tables().Coordinates, body: out}
 	})

@@ -35,7 +35,10 @@ func writeError(w http.ResponseWriter, err error) {
 		ae = &apiError{status: http.StatusInternalServerError, msg: err.Error()}
 	}
 	h := w.Header()
-	h.Set("Content-Type", "text/plain; charset=utf-8")
+	if ae.msg != "" {
+		// A bare status has no type, as Go's server (and so Consul) sends it.
+		h.Set("Content-Type", "text/plain; charset=utf-8")
+	}
 	if len(ae.allow) > 0 {
 		h.Set("Allow", strings.Join(ae.allow, ","))
 	}
