@@ -179,7 +179,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	authorize := httpapi.RemoteAuthorize(clientAPI)
 	api := httpapi.WithACLHeader(aclOpts, httpapi.WithLocalAgent(c.local.la, clientAPI, httpapi.LocalOptions{
 		Datacenter: cfg.Datacenter, Logger: httpLogger, Reload: cfg.Reload, Node: cfg.NodeName,
-		ACL: aclOpts, Authorize: authorize}))
+		ACL: aclOpts, Authorize: authorize, AuthorizeAll: httpapi.RemoteAuthorizeAll(clientAPI)}))
 	if !cfg.NoAgentCache {
 		c.cache = agentcache.New(api, agentcache.Config{Logger: log.Named("cache")})
 		api = c.cache

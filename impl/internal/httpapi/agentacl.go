@@ -40,10 +40,21 @@ func (h *handler) agentAllowed(c *call, r acl.Resource, name string, need acl.Ac
 	return h.allowed(c, r, name, need)
 }
 
-// agentMay is agentAllowed for a filter: a denial is false, any other
-// failure (an unknown token) is the answer.
-func (h *handler) agentMay(c *call, r acl.Resource, name string, need acl.Access) (bool, error) {
-	return allowedOrFailure(h.agentAllowed(c, r, name, need))
+// agentMayAll decides agentAllowed for every entry of a list, at once on a
+// client agent (decideAll): a denial is false, any other failure (an
+// unknown token) is the answer.
+func (h *handler) agentMayAll(c *call, ps []Permission) ([]bool, error) {
+	one := h.opts.Authorize
+	if one == nil || !h.opts.ACL.enabled() {
+		one = func(r *http.Request, res acl.Resource, name string, need acl.Access) error {
+			return h.agentAllowed(&call{r: r}, res, name, need)
+		}
+	}
+	all := h.opts.AuthorizeAll
+	if h.opts.Authorize == nil {
+		all = nil
+	}
+	return decideAll(c.r, ps, one, all)
 }
 
 // allowedOrFailure reads a decision for a filter: nil is true, a

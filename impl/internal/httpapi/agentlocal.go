@@ -41,7 +41,7 @@ func WithLocalAgent(la *local.Agent, next http.Handler, opts LocalOptions) http.
 		opts.Jitter = randomJitter
 	}
 	h := &localHandler{la: la, log: logger, dc: opts.Datacenter, jitter: opts.Jitter, reload: opts.Reload,
-		acl: opts.ACL, authorize: opts.Authorize, node: opts.Node}
+		acl: opts.ACL, authorize: opts.Authorize, authorizeAll: opts.AuthorizeAll, node: opts.Node}
 	routes := h.routeTable()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !serveRoute(routes, w, r, logger) {
@@ -93,17 +93,20 @@ type LocalOptions struct {
 	// permission for a request to this agent (nil allows everything).
 	ACL       ACLOptions
 	Authorize Authorize
+	// AuthorizeAll, if set, decides a filtered list's permissions at once.
+	AuthorizeAll AuthorizeAll
 }
 
 type localHandler struct {
-	la        *local.Agent
-	log       hclog.Logger
-	dc        string
-	jitter    func(time.Duration) time.Duration
-	reload    func() error
-	node      string
-	acl       ACLOptions
-	authorize Authorize
+	la           *local.Agent
+	log          hclog.Logger
+	dc           string
+	jitter       func(time.Duration) time.Duration
+	reload       func() error
+	node         string
+	acl          ACLOptions
+	authorize    Authorize
+	authorizeAll AuthorizeAll
 }
 
 // reloadConfig is PUT /v1/agent/reload: a config that fails to load or
@@ -254,16 +257,20 @@ func (h *localHandler) checkList(c *call) error {
 	st := h.la.State()
 	out := map[string]checkJSON{}
 	dropped := false
-	for _, ch := range st.Checks() {
-		res, name := acl.ResourceService, ch.ServiceName
-		if name == "" {
-			res, name = acl.ResourceNode, h.node
+	all := st.Checks()
+	perms := make([]Permission, len(all))
+	for i, ch := range all {
+		perms[i] = Permission{acl.ResourceService, ch.ServiceName, acl.AccessRead}
+		if ch.ServiceName == "" {
+			perms[i] = Permission{acl.ResourceNode, h.node, acl.AccessRead}
 		}
-		ok, err := h.may(c, res, name, acl.AccessRead)
-		if err != nil {
-			return err
-		}
-		if !ok {
+	}
+	readable, err := h.mayAll(c, perms)
+	if err != nil {
+		return err
+	}
+	for i, ch := range all {
+		if !readable[i] {
 			dropped = true // S90
 			continue
 		}
@@ -391,12 +398,17 @@ func (h *localHandler) serviceList(c *call) error {
 	}
 	out := map[string]agentServiceJSON{}
 	dropped := false
-	for _, s := range h.la.State().Services() {
-		ok, err := h.may(c, acl.ResourceService, s.Service, acl.AccessRead)
-		if err != nil {
-			return err
-		}
-		if !ok {
+	all := h.la.State().Services()
+	perms := make([]Permission, len(all))
+	for i, s := range all {
+		perms[i] = Permission{acl.ResourceService, s.Service, acl.AccessRead}
+	}
+	readable, err := h.mayAll(c, perms)
+	if err != nil {
+		return err
+	}
+	for i, s := range all {
+		if !readable[i] {
 			dropped = true // S90
 			continue
 		}

@@ -42,6 +42,18 @@ func (h *localHandler) may(c *call, r acl.Resource, name string, need acl.Access
 	return allowedOrFailure(h.authorize(c.r, r, name, need))
 }
 
+// mayAll is may for every entry of a list, decided at once (decideAll).
+func (h *localHandler) mayAll(c *call, ps []Permission) ([]bool, error) {
+	if !h.acl.enabled() || h.authorize == nil {
+		out := make([]bool, len(ps))
+		for i := range out {
+			out[i] = true
+		}
+		return out, nil
+	}
+	return decideAll(c.r, ps, h.authorize, h.authorizeAll)
+}
+
 // secret is the token c is decided with (S86): its own, else the agent's
 // default token as it is now, else "". A registration keeps it, and
 // anti-entropy writes the registration with it (CONSUL.md §24), as Consul's

@@ -82,7 +82,7 @@ func NewClientAgent(opts ClientOptions) http.Handler {
 	// The membership handlers need only Options.Members, and with ACLs
 	// the agent's configuration and a way to ask a server (S90).
 	c.local = &handler{opts: Options{Members: opts.Members, Datacenter: opts.Datacenter, Logger: opts.Logger,
-		ACL: opts.ACL, Authorize: RemoteAuthorize(c), Node: opts.Node}}
+		ACL: opts.ACL, Authorize: RemoteAuthorize(c), AuthorizeAll: RemoteAuthorizeAll(c), Node: opts.Node}}
 	c.routes = []route{
 		{"/v1/agent/self", false, []string{get}, c.agentSelf},
 		{"/v1/agent/members", false, []string{get}, c.local.agentMembers},

@@ -61,7 +61,10 @@ type Options struct {
 	// (agentacl.go) instead of the backend's tables: a client agent's,
 	// which has none, asks a server. Node is then the agent's node.
 	Authorize Authorize
-	Node      string
+	// AuthorizeAll, if set with Authorize, decides a filtered list's
+	// permissions at once.
+	AuthorizeAll AuthorizeAll
+	Node         string
 }
 
 // BuildInfo is the binary's VCS stamp.

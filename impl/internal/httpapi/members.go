@@ -65,12 +65,17 @@ func (h *handler) agentMembers(c *call) error {
 	}
 	out := []memberJSON{}
 	dropped := false
-	for _, m := range ms.List() {
-		ok, err := h.agentMay(c, acl.ResourceNode, m.Name, acl.AccessRead)
-		if err != nil {
-			return err
-		}
-		if !ok {
+	list := ms.List()
+	perms := make([]Permission, len(list))
+	for i, m := range list {
+		perms[i] = Permission{acl.ResourceNode, m.Name, acl.AccessRead}
+	}
+	readable, err := h.agentMayAll(c, perms)
+	if err != nil {
+		return err
+	}
+	for i, m := range list {
+		if !readable[i] {
 			dropped = true // S90
 			continue
 		}
