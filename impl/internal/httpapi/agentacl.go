@@ -44,17 +44,15 @@ func (h *handler) agentAllowed(c *call, r acl.Resource, name string, need acl.Ac
 // client agent (decideAll): a denial is false, any other failure (an
 // unknown token) is the answer.
 func (h *handler) agentMayAll(c *call, ps []Permission) ([]bool, error) {
-	one := h.opts.Authorize
-	if one == nil || !h.opts.ACL.enabled() {
-		one = func(r *http.Request, res acl.Resource, name string, need acl.Access) error {
-			return h.agentAllowed(&call{r: r}, res, name, need)
-		}
+	if !h.opts.ACL.enabled() {
+		return allAllowed(len(ps)), nil
 	}
-	all := h.opts.AuthorizeAll
-	if h.opts.Authorize == nil {
-		all = nil
+	if h.opts.Authorize != nil {
+		return decideAll(c.r, ps, h.opts.Authorize, h.opts.AuthorizeAll)
 	}
-	return decideAll(c.r, ps, one, all)
+	return decideAll(c.r, ps, func(r *http.Request, res acl.Resource, name string, need acl.Access) error {
+		return h.allowed(&call{r: r}, res, name, need)
+	}, nil)
 }
 
 // allowedOrFailure reads a decision for a filter: nil is true, a
