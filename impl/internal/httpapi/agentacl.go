@@ -41,18 +41,20 @@ func (h *handler) agentAllowed(c *call, r acl.Resource, name string, need acl.Ac
 }
 
 // agentMayAll decides agentAllowed for every entry of a list, at once on a
-// client agent (decideAll): a denial is false, any other failure (an
-// unknown token) is the answer.
-func (h *handler) agentMayAll(c *call, ps []Permission) ([]bool, error) {
-	if !h.opts.ACL.enabled() {
-		return allAllowed(len(ps)), nil
+// client agent (decideAll), for readableOf: a denial is false, any other
+// failure (an unknown token) is the answer.
+func (h *handler) agentMayAll(c *call) func([]Permission) ([]bool, error) {
+	return func(ps []Permission) ([]bool, error) {
+		if !h.opts.ACL.enabled() {
+			return allAllowed(len(ps)), nil
+		}
+		if h.opts.Authorize != nil {
+			return decideAll(c.r, ps, h.opts.Authorize, h.opts.AuthorizeAll)
+		}
+		return decideAll(c.r, ps, func(r *http.Request, res acl.Resource, name string, need acl.Access) error {
+			return h.allowed(&call{r: r}, res, name, need)
+		}, nil)
 	}
-	if h.opts.Authorize != nil {
-		return decideAll(c.r, ps, h.opts.Authorize, h.opts.AuthorizeAll)
-	}
-	return decideAll(c.r, ps, func(r *http.Request, res acl.Resource, name string, need acl.Access) error {
-		return h.allowed(&call{r: r}, res, name, need)
-	}, nil)
 }
 
 // allowedOrFailure reads a decision for a filter: nil is true, a

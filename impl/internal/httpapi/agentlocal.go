@@ -256,24 +256,16 @@ func (h *localHandler) checkList(c *call) error {
 	}
 	st := h.la.State()
 	out := map[string]checkJSON{}
-	dropped := false
-	all := st.Checks()
-	perms := make([]Permission, len(all))
-	for i, ch := range all {
-		perms[i] = Permission{acl.ResourceService, ch.ServiceName, acl.AccessRead}
+	readable, dropped, err := readableOf(st.Checks(), func(ch local.Check) Permission {
 		if ch.ServiceName == "" {
-			perms[i] = Permission{acl.ResourceNode, h.node, acl.AccessRead}
+			return Permission{acl.ResourceNode, h.node, acl.AccessRead}
 		}
-	}
-	readable, err := h.mayAll(c, perms)
+		return Permission{acl.ResourceService, ch.ServiceName, acl.AccessRead}
+	}, h.mayAll(c))
 	if err != nil {
 		return err
 	}
-	for i, ch := range all {
-		if !readable[i] {
-			dropped = true // S90
-			continue
-		}
+	for _, ch := range readable {
 		tags := ch.ServiceTags
 		if tags == nil {
 			tags = []string{}
@@ -397,21 +389,13 @@ func (h *localHandler) serviceList(c *call) error {
 		return err
 	}
 	out := map[string]agentServiceJSON{}
-	dropped := false
-	all := h.la.State().Services()
-	perms := make([]Permission, len(all))
-	for i, s := range all {
-		perms[i] = Permission{acl.ResourceService, s.Service, acl.AccessRead}
-	}
-	readable, err := h.mayAll(c, perms)
+	readable, dropped, err := readableOf(h.la.State().Services(), func(s local.Service) Permission {
+		return Permission{acl.ResourceService, s.Service, acl.AccessRead}
+	}, h.mayAll(c))
 	if err != nil {
 		return err
 	}
-	for i, s := range all {
-		if !readable[i] {
-			dropped = true // S90
-			continue
-		}
+	for _, s := range readable {
 		out[s.ID] = toAgentService(s, h.dc)
 	}
 	h.setFiltered(c, dropped)

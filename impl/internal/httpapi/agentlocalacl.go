@@ -42,12 +42,15 @@ func (h *localHandler) may(c *call, r acl.Resource, name string, need acl.Access
 	return allowedOrFailure(h.authorize(c.r, r, name, need))
 }
 
-// mayAll is may for every entry of a list, decided at once (decideAll).
-func (h *localHandler) mayAll(c *call, ps []Permission) ([]bool, error) {
-	if !h.acl.enabled() || h.authorize == nil {
-		return allAllowed(len(ps)), nil
+// mayAll decides may for every entry of a list at once (decideAll), for
+// readableOf.
+func (h *localHandler) mayAll(c *call) func([]Permission) ([]bool, error) {
+	return func(ps []Permission) ([]bool, error) {
+		if !h.acl.enabled() || h.authorize == nil {
+			return allAllowed(len(ps)), nil
+		}
+		return decideAll(c.r, ps, h.authorize, h.authorizeAll)
 	}
-	return decideAll(c.r, ps, h.authorize, h.authorizeAll)
 }
 
 // secret is the token c is decided with (S86): its own, else the agent's

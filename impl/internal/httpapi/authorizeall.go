@@ -100,3 +100,24 @@ func allAllowed(n int) []bool {
 	}
 	return out
 }
+
+// readableOf keeps the items whose permission decide allows, in order, and
+// says whether it dropped any (S90).
+func readableOf[T any](items []T, perm func(T) Permission, decide func([]Permission) ([]bool, error)) (kept []T, dropped bool, err error) {
+	ps := make([]Permission, len(items))
+	for i, it := range items {
+		ps[i] = perm(it)
+	}
+	allowed, err := decide(ps)
+	if err != nil {
+		return nil, false, err
+	}
+	for i, it := range items {
+		if allowed[i] {
+			kept = append(kept, it)
+		} else {
+			dropped = true
+		}
+	}
+	return kept, dropped, nil
+}

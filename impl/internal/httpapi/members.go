@@ -64,21 +64,13 @@ func (h *handler) agentMembers(c *call) error {
 		return err
 	}
 	out := []memberJSON{}
-	dropped := false
-	list := ms.List()
-	perms := make([]Permission, len(list))
-	for i, m := range list {
-		perms[i] = Permission{acl.ResourceNode, m.Name, acl.AccessRead}
-	}
-	readable, err := h.agentMayAll(c, perms)
+	readable, dropped, err := readableOf(ms.List(), func(m gossip.Member) Permission {
+		return Permission{acl.ResourceNode, m.Name, acl.AccessRead}
+	}, h.agentMayAll(c))
 	if err != nil {
 		return err
 	}
-	for i, m := range list {
-		if !readable[i] {
-			dropped = true // S90
-			continue
-		}
+	for _, m := range readable {
 		out = append(out, toMemberJSON(m))
 	}
 	if dropped && h.tellsFiltered(c) {
