@@ -30,6 +30,10 @@
 // test. example_lock_test.go is the worked case: consul/api's Lock without
 // fencing loses mutual exclusion over a shared ledger under a process
 // pause; the same processes on recipe.Election with recipe.Fence keep it.
+// Options.ACL runs the servers with ACLs on, default deny: a process's
+// API and Recipe carry the run's management token, and Process.Client
+// makes clients with a narrower one the process creates, so lock code can
+// be run under the token it will have in production.
 //
 // A module outside tenure that imports this package must copy tenure's
 // replace directives for hashicorp/raft, memberlist and serf (go.mod),

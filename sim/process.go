@@ -239,12 +239,33 @@ func (c processClock) AfterFunc(d time.Duration, f func()) func() bool {
 func newProcess(h *runState, name, agent string) (*Process, error) {
 	p := &Process{name: name, agent: agent, h: h, rnd: core.Stream(h.seed, "process/"+name),
 		clock: core.NewClientClock(0, 1), open: map[string]bool{}}
-	hc := &http.Client{Transport: gatedTransport{p: p, inner: core.SimTransport(h.net, name)}}
-	rc, err := recipe.NewClient(&api.Config{Address: agent + ":" + core.HttpPort, Scheme: "http", HttpClient: hc})
+	rc, err := p.Client(p.ManagementToken())
 	if err != nil {
-		return nil, fmt.Errorf("sim: process %s: %w", name, err)
+		return nil, err
 	}
-	rc.Clock = processClock{p: p}
 	p.rc, p.api = rc, rc.API
 	return p, nil
+}
+
+// Client is a new recipe.Client (its API beside it) on the process's own
+// agent, network and clock, presenting token: with Options.ACL, a process
+// sees what its code does under a narrower token than the management one
+// its API and Recipe carry. "" sends no token (the anonymous one).
+func (p *Process) Client(token string) (*recipe.Client, error) {
+	hc := &http.Client{Transport: gatedTransport{p: p, inner: core.SimTransport(p.h.net, p.name)}}
+	rc, err := recipe.NewClient(&api.Config{Address: p.agent + ":" + core.HttpPort, Scheme: "http", HttpClient: hc, Token: token})
+	if err != nil {
+		return nil, fmt.Errorf("sim: process %s: %w", p.name, err)
+	}
+	rc.Clock = processClock{p: p}
+	return rc, nil
+}
+
+// ManagementToken is the secret of the run's initial management token
+// with Options.ACL, "" without.
+func (p *Process) ManagementToken() string {
+	if p.h.acl == nil {
+		return ""
+	}
+	return p.h.acl.Management
 }

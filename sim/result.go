@@ -249,7 +249,7 @@ func (r *Result) scenario() Scenario {
 	} else if len(r.Violations) > 0 {
 		prop = r.Violations[0].Property
 	}
-	return Scenario{Seed: o.Seed, Servers: o.Servers, Duration: o.Duration, Property: prop, Schedule: o.Schedule, Processes: o.Processes}
+	return Scenario{Seed: o.Seed, Servers: o.Servers, Duration: o.Duration, Property: prop, Schedule: o.Schedule, Processes: o.Processes, ACL: o.ACL}
 }
 
 func (r *Result) scenarioPath() string { return filepath.Join(r.ArtifactDir, "scenario.json") }

@@ -38,6 +38,11 @@ type Options struct {
 	// Processes, if not nil, names the processes that start (a shrunk
 	// run's); the others the set-up adds with Go are left out.
 	Processes []string
+	// ACL turns the servers' ACLs on, default deny. The servers write an
+	// initial management token drawn from the seed, and every process's
+	// API and Recipe carry it: a process that wants to see its code under
+	// a narrower token creates one and a client with it (Process.Client).
+	ACL bool
 	// Invariants are checked over the run's History, alongside tenure's
 	// own properties.
 	Invariants []Invariant
@@ -111,6 +116,7 @@ type Scenario struct {
 	Property  string        `json:"property,omitempty"` // the property it failed
 	Schedule  []Fault       `json:"schedule"`
 	Processes []string      `json:"processes,omitempty"`
+	ACL       bool          `json:"acl,omitempty"`
 }
 
 // ReadScenario reads a scenario file.
@@ -131,7 +137,7 @@ func ReadScenario(path string) (Scenario, error) {
 
 // Apply returns o with the scenario's run in place of its own.
 func (sc Scenario) Apply(o Options) Options {
-	o.Seed, o.Servers, o.Duration = sc.Seed, sc.Servers, sc.Duration
+	o.Seed, o.Servers, o.Duration, o.ACL = sc.Seed, sc.Servers, sc.Duration, sc.ACL
 	o.Schedule, o.Processes = slices.Clone(sc.Schedule), slices.Clone(sc.Processes)
 	return o
 }
@@ -158,6 +164,7 @@ type runState struct {
 	net  *simnet.Network
 	rec  *core.Recorder
 	t0   time.Duration
+	acl  *core.ACLSetup // nil with ACLs off
 
 	mu      sync.Mutex
 	records []Record
@@ -226,13 +233,19 @@ func runOnce(o Options, setup func(*Cluster)) (*outcome, error) {
 	for _, f := range schedule {
 		hdr.Faults = append(hdr.Faults, f.core())
 	}
+	if o.ACL {
+		hdr.ACL = planACL(o.Seed)
+	}
 
 	base, err := core.Start(hdr, nil, false, true)
 	if err != nil {
 		return nil, err
 	}
 	defer base.Close()
-	h := &runState{seed: o.Seed, net: base.Net, rec: base.Rec, t0: base.T0}
+	if err := awaitACL(base, hdr); err != nil {
+		return nil, err
+	}
+	h := &runState{seed: o.Seed, net: base.Net, rec: base.Rec, t0: base.T0, acl: hdr.ACL}
 	procs := make([]*Process, 0, len(specs))
 	for _, s := range specs {
 		p, err := newProcess(h, s.name, agents[s.name])

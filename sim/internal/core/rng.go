@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
 	"time"
@@ -22,4 +23,14 @@ func Between(r *rand.Rand, lo, hi time.Duration) time.Duration {
 		return lo
 	}
 	return lo + time.Duration(r.Int64N(int64(hi-lo)+1))
+}
+
+// DrawUUID draws a UUID-shaped ID from r, so that IDs (an ACL token's,
+// say) repeat with the seed.
+func DrawUUID(r *rand.Rand) string {
+	var b [16]byte
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

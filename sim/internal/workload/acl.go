@@ -37,10 +37,10 @@ const forbiddenKeyPrefix = "acl/forbidden/"
 // per client, every ID from the seed so that runs repeat.
 func planACL(seed uint64, hdr *core.RunHeader) *core.ACLSetup {
 	r := core.Stream(seed, "acl")
-	setup := &core.ACLSetup{DefaultPolicy: "deny", Management: aclUUID(r), Tokens: map[string]core.ACLToken{}}
+	setup := &core.ACLSetup{DefaultPolicy: "deny", Management: core.DrawUUID(r), Tokens: map[string]core.ACLToken{}}
 	for _, ci := range hdr.Clients {
 		g := hdr.Groups[ci.Group]
-		setup.Tokens[ci.Name] = core.ACLToken{AccessorID: aclUUID(r), SecretID: aclUUID(r), Rules: clientRules(ci, g.Key)}
+		setup.Tokens[ci.Name] = core.ACLToken{AccessorID: core.DrawUUID(r), SecretID: core.DrawUUID(r), Rules: clientRules(ci, g.Key)}
 	}
 	return setup
 }
@@ -56,15 +56,6 @@ func clientRules(ci core.ClientInfo, lockKey string) string {
 	fmt.Fprintf(&b, "node %q { policy = \"write\" }\n", ci.Agent)
 	fmt.Fprintf(&b, "query_prefix %q { policy = \"write\" }\n", ci.Name+"-q")
 	return b.String()
-}
-
-// aclUUID draws a UUID-shaped ID.
-func aclUUID(r *rand.Rand) string {
-	var b [16]byte
-	for i := range b {
-		b[i] = byte(r.Uint32())
-	}
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // aclSetupLimit bounds the setup in virtual time: the cluster is up, so
