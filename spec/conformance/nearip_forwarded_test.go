@@ -2,7 +2,10 @@ package conformance
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"testing"
+	"time"
 
 	"github.com/tenurekv/tenure/impl/agent/agenttest"
 )
@@ -20,6 +23,21 @@ func TestQueryNearIPThroughAClientAgent(t *testing.T) {
 	}
 	srv := agenttest.StartDevAgent(t, nil)
 	cl := agenttest.StartClient(t, "nearip-client", srv)
+	// The client agent forwards once gossip has told it of a server.
+	leader := "http://" + cl.HTTPAddr() + "/v1/status/leader"
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r, err := http.Get(leader)
+		if err == nil {
+			body, _ := io.ReadAll(r.Body)
+			r.Body.Close()
+			if r.StatusCode == http.StatusOK && len(body) > 2 && string(body) != `""` {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the client agent knew no server within 30s")
+		}
+	}
 	rep := Run(context.Background(), Options{Addr: "http://" + cl.HTTPAddr(), Profile: Consul,
 		Filter: `^S89/query-near-ip-sorts-from-the-callers-node$`})
 	if !rep.OK() || rep.Passed != 1 {
