@@ -85,6 +85,9 @@ func TestACLOptionGivesProcessesTheManagementToken(t *testing.T) {
 			if len(res.Violations) > 0 {
 				t.Fatalf("violations: %+v", res.Violations)
 			}
+			if strings.Contains(res.Report(t), "ACLs on") != on {
+				t.Errorf("the report's first line does not say whether ACLs were on: %s", strings.SplitN(res.Report(t), "\n", 2)[0])
+			}
 			got := map[string]string{}
 			for _, r := range res.History.Records {
 				if v, ok := r.Value.(string); ok {
@@ -109,5 +112,64 @@ func TestACLOptionGivesProcessesTheManagementToken(t *testing.T) {
 	sc, err := sim.ReadScenario(path)
 	if err != nil || !sc.Apply(sim.Options{}).ACL {
 		t.Fatalf("a scenario with ACLs replays without them: %+v %v", sc, err)
+	}
+}
+
+// narrowLocker takes consul/api's lock under a token with only what the
+// lock needs, which it creates through its API (carrying the run's
+// management token), and records while it holds.
+func narrowLocker(ctx context.Context, p *sim.Process) {
+	pol, _, err := p.API().ACL().PolicyCreate(&api.ACLPolicy{Name: "locker-" + p.Name(),
+		Rules: `key "service/demo/leader" { policy = "write" } session_prefix "" { policy = "write" }`}, nil)
+	if err != nil {
+		p.Record("setup", err.Error())
+		return
+	}
+	tok, _, err := p.API().ACL().TokenCreate(&api.ACLToken{Policies: []*api.ACLTokenPolicyLink{{ID: pol.ID}}}, nil)
+	if err != nil {
+		p.Record("setup", err.Error())
+		return
+	}
+	rc, err := p.Client(tok.SecretID)
+	if err != nil {
+		p.Record("setup", err.Error())
+		return
+	}
+	lock, err := rc.API.LockKey("service/demo/leader")
+	if err != nil {
+		p.Record("setup", err.Error())
+		return
+	}
+	lost, err := lock.Lock(ctx.Done())
+	if err != nil || lost == nil {
+		p.Record("setup", fmt.Sprint("lock: ", err))
+		return
+	}
+	p.Begin("leader")
+	select {
+	case <-lost:
+	case <-ctx.Done():
+	}
+	p.End("leader")
+	_ = lock.Unlock()
+}
+
+// With Options.ACL a process runs its lock code under the token it will
+// have in production (narrowLocker).
+func ExampleProcess_Client() {
+	var t *testing.T // the test's own
+	sim.Check(t, sim.Options{Seed: 1, ACL: true}, func(c *sim.Cluster) { c.Go(narrowLocker) })
+}
+
+// TestLockUnderANarrowToken runs the example without faults: the process
+// holds the lock with the token it made.
+func TestLockUnderANarrowToken(t *testing.T) {
+	res, err := sim.Simulate(t, sim.Options{Seed: 2, Duration: 20 * time.Second, Faults: sim.NoFaults, ACL: true},
+		func(c *sim.Cluster) { c.Go(narrowLocker) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if setup := res.History.Of("setup"); len(setup) > 0 || len(res.History.Spans("leader")) != 1 || len(res.Violations) > 0 {
+		t.Fatalf("setup %v, leader spans %v, violations %v", setup, res.History.Spans("leader"), res.Violations)
 	}
 }

@@ -196,7 +196,7 @@ func (r *Result) WriteArtifacts(dir string) error {
 	for _, v := range r.Violations {
 		ev.Violations = append(ev.Violations, checks.Violation{Check: v.Property, Clauses: v.Clauses, At: v.At + r.t0, Msg: v.Msg})
 	}
-	wr := &workload.Result{Config: workload.Config{Seed: r.Options.Seed, Servers: r.Options.Servers, Duration: r.Options.Duration},
+	wr := &workload.Result{Config: workload.Config{Seed: r.Options.Seed, Servers: r.Options.Servers, Duration: r.Options.Duration, ACL: r.Options.ACL},
 		Header: r.hdr, Events: r.events, Digest: r.Digest, Virtual: r.Virtual}
 	if _, err := report.Write(dir, wr, ev, "", r.beliefSpans()...); err != nil {
 		return fmt.Errorf("sim: %w", err)
@@ -275,7 +275,11 @@ const historyContext = 12
 func (r *Result) Report(t *testing.T) string {
 	var b strings.Builder
 	o := r.Options
-	fmt.Fprintf(&b, "seed %d (%d servers, %d processes, %v): ", o.Seed, o.Servers, len(o.Processes), o.Duration)
+	acls := ""
+	if o.ACL {
+		acls = ", ACLs on"
+	}
+	fmt.Fprintf(&b, "seed %d (%d servers, %d processes, %v%s): ", o.Seed, o.Servers, len(o.Processes), o.Duration, acls)
 	if !r.Failed() {
 		fmt.Fprintf(&b, "held %s", strings.Join(r.properties(), ", "))
 	} else {
