@@ -25,6 +25,11 @@ type apiServers struct {
 func serveAPI(ctx context.Context, h http.Handler, limits HTTPLimits, log hclog.Logger,
 	plain, secure net.Listener, secureTLS *tls.Config) *apiServers {
 	a := &apiServers{}
+	if compressed, err := compressAnswers(h); err != nil {
+		log.Error("answers go uncompressed", "error", err)
+	} else {
+		h = compressed
+	}
 	start := func(ln net.Listener, cfg *tls.Config) {
 		hs := &http.Server{
 			Handler:     h,

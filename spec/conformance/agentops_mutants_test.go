@@ -49,6 +49,10 @@ func opsProxy(t *testing.T, base string, m opsMutant) string {
 		return m.rewrite(tokens, resp)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Plain answers, which the mutants can rewrite: a server that
+		// compresses (Consul, tenure) would otherwise gzip them for a Go
+		// client.
+		r.Header.Del("Accept-Encoding")
 		if tok := r.URL.Query().Get("token"); tok != "" {
 			tokens.mu.Lock()
 			tokens.last = tok
