@@ -287,9 +287,6 @@ func (a *Agent) UpdateTTL(id, status, output string) error {
 // The service and the checks def carries keep token, as RegisterCheck
 // keeps its (def.Token is the caller's to pass, for a config file).
 func (a *Agent) RegisterService(def ServiceDefinition, src checks.Source, replaceExistingChecks bool, token string) error {
-	if err := ServicePreflight(def); err != nil {
-		return err
-	}
 	p, err := a.PrepareService(def, src)
 	if err != nil {
 		return err
