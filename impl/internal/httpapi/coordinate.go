@@ -218,7 +218,7 @@ func (h *handler) coordinateNode(c *call) error {
 			// Consul blocks on ?index, then answers a bare 404; its index
 			// headers come with it when the client accepts gzip, as Go's
 			// and so consul/api's do (CONSUL.md §22).
-			return view{index: s.Tables().Coordinates, missing: &apiError{status: http.StatusNotFound}}
+			return view{index: s.Tables().Coordinates, status: http.StatusNotFound}
 		}
 		return view{index: s.Tables().Coordinates, body: out}
 	})

@@ -122,11 +122,6 @@ type view struct {
 	// missing that Consul answers with an error (a prepared query), which
 	// never blocks.
 	fail error
-	// missing, if set, is the answer instead of a body, with the index
-	// headers, once the read has blocked like any other: a read of
-	// something absent that Consul answers with a bare status after its
-	// blocking query (a node's coordinates).
-	missing error
 	// filtered says ACLs removed records from body (acl.go).
 	filtered bool
 	// unmasked: filtered was decided for the token the read ran with (a
@@ -174,10 +169,6 @@ func (h *handler) serveRead(c *call, q queryOpts, read func(s *model.State) view
 	}
 	if v.fail != nil {
 		return v.fail
-	}
-	if v.missing != nil {
-		h.setMeta(c.w, v.index, q.mode)
-		return v.missing
 	}
 	if q.filter != nil && v.body != nil {
 		// Outside Backend.Read: evaluating an expression over a large
